@@ -1,0 +1,165 @@
+#!/usr/bin/env node
+// Builds the Go binaries the local control plane runs (kube-apiserver, kube-controller-manager,
+// kubectl, etcd, helm) from the Go module proxy at pinned versions, cached outside the repo.
+// Usage: node e2e/tools/tools.mjs path   -> builds what is missing, prints the bin dir (last line)
+//        node e2e/tools/tools.mjs check  -> exits 1 when something is missing, builds nothing
+import { execFileSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, writeFileSync, openSync, closeSync, unlinkSync, statSync, renameSync } from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+const here = dirname(fileURLToPath(import.meta.url));
+const versions = JSON.parse(readFileSync(join(here, 'versions.json'), 'utf8'));
+const cacheRoot = process.env.SANDBOX_SCALE_CACHE ?? join(process.env.XDG_CACHE_HOME ?? join(homedir(), '.cache'), 'sandbox-scale');
+const binDir = join(cacheRoot, 'bin');
+const buildRoot = join(cacheRoot, 'build');
+
+const k8sMinor = versions.kubernetes.replace(/^v1\.(\d+)\..*$/, '$1');
+const stagingVersion = versions.kubernetes.replace(/^v1\./, 'v0.');
+
+/** binary name -> file in binDir; the version is part of the name so a bump rebuilds. */
+const binaries = {
+  'kube-apiserver': `kube-apiserver-${versions.kubernetes}`,
+  'kube-controller-manager': `kube-controller-manager-${versions.kubernetes}`,
+  kubectl: `kubectl-${versions.kubernetes}`,
+  etcd: `etcd-${versions.etcd}`,
+  helm: `helm-${versions.helm}`,
+};
+
+function log(msg) {
+  process.stderr.write(`[tools] ${msg}\n`);
+}
+
+function run(cmd, args, cwd, extraEnv = {}) {
+  log(`${cwd}$ ${cmd} ${args.join(' ')}`);
+  execFileSync(cmd, args, {
+    cwd,
+    stdio: ['ignore', 'inherit', 'inherit'],
+    env: { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local', CGO_ENABLED: '0', ...extraEnv },
+  });
+}
+
+function goModPath(module, version) {
+  const out = execFileSync('go', ['mod', 'download', '-json', `${module}@${version}`], { encoding: 'utf8', env: { ...process.env, GOFLAGS: '' } });
+  return JSON.parse(out).GoMod;
+}
+
+function versionLdflags() {
+  const pkgs = ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'];
+  const vars = { gitVersion: versions.kubernetes, gitMajor: '1', gitMinor: k8sMinor, gitTreeState: 'clean', buildDate: '2025-01-01T00:00:00Z' };
+  const flags = ['-s', '-w'];
+  for (const p of pkgs) for (const [k, v] of Object.entries(vars)) flags.push(`-X ${p}.${k}=${v}`);
+  return flags.join(' ');
+}
+
+function buildKubernetes() {
+  const dir = join(buildRoot, `kubernetes-${versions.kubernetes}`);
+  mkdirSync(dir, { recursive: true });
+  // k8s.io/kubernetes replaces its staging modules with local paths, which `go install` refuses;
+  // pin each to the published module of the same release instead, reading the list from its go.mod.
+  const upstream = readFileSync(goModPath('k8s.io/kubernetes', versions.kubernetes), 'utf8');
+  const staging = [...upstream.matchAll(/^\s*(k8s\.io\/[\w.-]+)\s*=>\s*\.\/staging\//gm)].map((m) => m[1]);
+  const goVersion = upstream.match(/^go (\S+)/m)?.[1] ?? '1.24.0';
+  const lines = [
+    'module sandbox-scale/kubernetes-build',
+    '',
+    `go ${goVersion}`,
+    '',
+    `require k8s.io/kubernetes ${versions.kubernetes}`,
+    '',
+    ...staging.map((m) => `replace ${m} => ${m} ${stagingVersion}`),
+    '',
+  ];
+  writeFileSync(join(dir, 'go.mod'), lines.join('\n'));
+  log(`building kube-apiserver, kube-controller-manager, kubectl ${versions.kubernetes} (several minutes on 2 cores)`);
+  const out = join(dir, 'out');
+  mkdirSync(out, { recursive: true });
+  run('go', ['build', '-trimpath', '-ldflags', versionLdflags(), '-o', out + '/',
+    'k8s.io/kubernetes/cmd/kube-apiserver', 'k8s.io/kubernetes/cmd/kube-controller-manager', 'k8s.io/kubernetes/cmd/kubectl'], dir);
+  for (const name of ['kube-apiserver', 'kube-controller-manager', 'kubectl']) install(join(out, name), name);
+}
+
+function buildEtcd() {
+  const dir = join(buildRoot, `etcd-${versions.etcd}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'go.mod'), `module sandbox-scale/etcd-build\n\ngo 1.24\n\nrequire go.etcd.io/etcd/server/v3 ${versions.etcd}\n`);
+  writeFileSync(join(dir, 'main.go'), 'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n');
+  log(`building etcd ${versions.etcd}`);
+  run('go', ['mod', 'tidy'], dir, { GOFLAGS: '' });
+  run('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'etcd'), '.'], dir);
+  install(join(dir, 'etcd'), 'etcd');
+}
+
+function buildHelm() {
+  const dir = join(buildRoot, `helm-${versions.helm}`);
+  mkdirSync(dir, { recursive: true });
+  log(`building helm ${versions.helm}`);
+  const ldflags = `-s -w -X helm.sh/helm/v3/internal/version.version=${versions.helm}`;
+  run('go', ['install', '-trimpath', '-ldflags', ldflags, `helm.sh/helm/v3/cmd/helm@${versions.helm}`], dir, { GOBIN: dir, GOFLAGS: '' });
+  install(join(dir, 'helm'), 'helm');
+}
+
+function install(src, name) {
+  const dest = join(binDir, binaries[name]);
+  const tmp = `${dest}.tmp-${process.pid}`;
+  execFileSync('cp', [src, tmp]);
+  renameSync(tmp, dest);
+  // a stable name beside the versioned one, so PATH=<binDir> works for humans and scripts.
+  const link = join(binDir, name);
+  try { unlinkSync(link); } catch { /* absent */ }
+  execFileSync('ln', ['-s', binaries[name], link]);
+  log(`installed ${dest}`);
+}
+
+function missing() {
+  return Object.entries(binaries).filter(([name, file]) => !existsSync(join(binDir, file)) || !existsSync(join(binDir, name))).map(([n]) => n);
+}
+
+function withLock(fn) {
+  mkdirSync(cacheRoot, { recursive: true });
+  const lock = join(cacheRoot, 'build.lock');
+  for (let waited = 0; ; waited++) {
+    try {
+      closeSync(openSync(lock, 'wx'));
+      writeFileSync(lock, String(process.pid));
+      break;
+    } catch {
+      const holder = Number(readFileSync(lock, 'utf8') || '0');
+      let alive = false;
+      try { if (holder) { process.kill(holder, 0); alive = true; } } catch { alive = false; }
+      if (!alive && Date.now() - statSync(lock).mtimeMs > 2000) { unlinkSync(lock); continue; }
+      if (waited % 30 === 0) log(`another build holds ${lock} (pid ${holder}); waiting`);
+      execFileSync('sleep', ['1']);
+    }
+  }
+  try { return fn(); } finally { try { unlinkSync(lock); } catch { /* gone */ } }
+}
+
+function ensure() {
+  mkdirSync(binDir, { recursive: true });
+  if (missing().length === 0) return;
+  withLock(() => {
+    const todo = missing();
+    const started = Date.now();
+    if (todo.some((n) => ['kube-apiserver', 'kube-controller-manager', 'kubectl'].includes(n))) buildKubernetes();
+    if (todo.includes('etcd')) buildEtcd();
+    if (todo.includes('helm')) buildHelm();
+    log(`built ${todo.join(', ')} in ${Math.round((Date.now() - started) / 1000)} s`);
+  });
+}
+
+const cmd = process.argv[2] ?? 'path';
+if (cmd === 'path') {
+  ensure();
+  process.stdout.write(`${binDir}\n`);
+} else if (cmd === 'check') {
+  const m = missing();
+  if (m.length) { log(`missing: ${m.join(', ')}`); process.exit(1); }
+  process.stdout.write(`${binDir}\n`);
+} else if (cmd === 'versions') {
+  process.stdout.write(`${JSON.stringify(versions)}\n`);
+} else {
+  process.stderr.write('usage: tools.mjs path|check|versions\n');
+  process.exit(2);
+}

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { booleanFlag, isConfigError, isHelp, parseFlags } from './flags';
+
+const schema = z.object({
+  publishInterval: z.coerce.number().int().positive().default(30).describe('Seconds between publishes'),
+  leaderElect: booleanFlag(false).describe('Use a Lease'),
+  nodeName: z.string().min(1).describe('This node'),
+});
+const opts = { program: 'x', summary: 'test', env: {} };
+
+describe('parseFlags', () => {
+  it('reads --a=b, --a b and bare booleans', () => {
+    const c = parseFlags(schema, { ...opts, argv: ['--publish-interval=5', '--node-name', 'n1', '--leader-elect'] });
+    expect(c).toEqual({ publishInterval: 5, leaderElect: true, nodeName: 'n1' });
+  });
+  it('falls back to SANDBOX_SCALE_ env and defaults', () => {
+    const c = parseFlags(schema, { ...opts, argv: [], env: { SANDBOX_SCALE_NODE_NAME: 'n2' } });
+    expect(c).toEqual({ publishInterval: 30, leaderElect: false, nodeName: 'n2' });
+  });
+  it('names the bad flag', () => {
+    expect.assertions(3);
+    try {
+      parseFlags(schema, { ...opts, argv: ['--publish-interval=-1', '--node-name=n'] });
+    } catch (err) {
+      expect(isConfigError(err)).toBe(true);
+      expect((err as Error).message).toContain('--publish-interval');
+      expect((err as { flag?: string }).flag).toBe('--publish-interval');
+    }
+  });
+  it('rejects unknown flags', () => {
+    expect(() => parseFlags(schema, { ...opts, argv: ['--nope=1'] })).toThrow(/unknown flag --nope/);
+  });
+  it('renders help with env names and defaults', () => {
+    const r = parseFlags(schema, { ...opts, argv: ['--help'] });
+    expect(isHelp(r)).toBe(true);
+    if (isHelp(r)) {
+      expect(r.help).toContain('--publish-interval <value>');
+      expect(r.help).toContain('SANDBOX_SCALE_PUBLISH_INTERVAL');
+      expect(r.help).toContain('(default 30)');
+    }
+  });
+});

@@ -1,0 +1,2 @@
+export * from './log/logger';
+export * from './config/flags';
