@@ -1,1 +1,1 @@
-export {};
+export * from './errors/base';
