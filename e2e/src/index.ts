@@ -1,1 +1,22 @@
-export {};
+export { startControlPlane, kubeconfigYaml, ControlPlaneStartError, type ControlPlane, type ControlPlaneOptions } from './control-plane/control-plane';
+export { createCA, createLeaf, createSigningKey, type CertPair, type LeafOptions } from './control-plane/pki';
+export { freePort } from './control-plane/ports';
+export { toolsDir } from './control-plane/tools';
+export { eventually, type EventuallyOptions } from './testing/eventually';
+export {
+  applyCrds,
+  createTestNamespace,
+  deleteNamespace,
+  kubeconfigForServiceAccount,
+  kubeconfigText,
+  kubectl,
+  runSuffix,
+  runTool,
+  testBinDir,
+  testControlPlaneInfo,
+  testKubeConfig,
+  testKubeconfigPath,
+  whoAmI,
+  type ControlPlaneInfo,
+  type RunResult,
+} from './testing/cluster';

@@ -1,0 +1,15 @@
+import { execFileSync } from 'node:child_process';
+import { join, resolve } from 'node:path';
+
+const TOOLS_SCRIPT = resolve(__dirname, '../../tools/tools.mjs');
+
+/** Directory holding kube-apiserver, kube-controller-manager, etcd, kubectl and helm; builds what is missing. */
+export function toolsDir(): string {
+  const out = execFileSync(process.execPath, [TOOLS_SCRIPT, 'path'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = out.trim().split('\n');
+  return lines[lines.length - 1] as string;
+}
+
+export function toolPath(dir: string, name: 'kube-apiserver' | 'kube-controller-manager' | 'etcd' | 'kubectl' | 'helm'): string {
+  return join(dir, name);
+}

@@ -1,0 +1,141 @@
+import { ApiextensionsV1Api, AuthenticationV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, type KubernetesObject, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { execFile } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { BIN_DIR_ENV, FILES_ENV, KUBECONFIG_ENV } from '../control-plane/global-setup';
+import { eventually } from './eventually';
+
+/** Admin KubeConfig of the control plane this jest run shares. */
+export function testKubeConfig(): KubeConfig {
+  const path = process.env[KUBECONFIG_ENV];
+  if (!path) throw new Error(`${KUBECONFIG_ENV} is not set: run integration tests with jest -c jest.int.config.cjs`);
+  const kc = new KubeConfig();
+  kc.loadFromFile(path);
+  return kc;
+}
+
+export function testKubeconfigPath(): string {
+  const path = process.env[KUBECONFIG_ENV];
+  if (!path) throw new Error(`${KUBECONFIG_ENV} is not set`);
+  return path;
+}
+
+export function testBinDir(): string {
+  const dir = process.env[BIN_DIR_ENV];
+  if (!dir) throw new Error(`${BIN_DIR_ENV} is not set`);
+  return dir;
+}
+
+export interface ControlPlaneInfo {
+  caCert: string;
+  caKey: string;
+  frontProxyCaCert: string;
+  server: string;
+  dir: string;
+}
+
+export function testControlPlaneInfo(): ControlPlaneInfo {
+  const path = process.env[FILES_ENV];
+  if (!path) throw new Error(`${FILES_ENV} is not set`);
+  return JSON.parse(readFileSync(path, 'utf8')) as ControlPlaneInfo;
+}
+
+/** A short random suffix for cluster-scoped names, so runs never collide. */
+export function runSuffix(): string {
+  return randomBytes(3).toString('hex');
+}
+
+export async function createTestNamespace(kc: KubeConfig, prefix: string): Promise<string> {
+  const name = `t-${prefix}-${runSuffix()}`.slice(0, 63);
+  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  return name;
+}
+
+export async function deleteNamespace(kc: KubeConfig, name: string): Promise<void> {
+  try {
+    await kc.makeApiClient(CoreV1Api).deleteNamespace({ name });
+  } catch {
+    /* already gone */
+  }
+}
+
+/** Applies every CRD in `dir` (or the given objects) and waits until each is Established. */
+export async function applyCrds(kc: KubeConfig, dirOrCrds: string | V1CustomResourceDefinition[]): Promise<string[]> {
+  const crds: V1CustomResourceDefinition[] = typeof dirOrCrds === 'string'
+    ? readdirSync(dirOrCrds).filter((f) => /\.ya?ml$/.test(f)).flatMap((f) =>
+        parseAllDocuments(readFileSync(join(dirOrCrds, f), 'utf8')).map((d) => d.toJSON() as V1CustomResourceDefinition).filter(Boolean))
+    : dirOrCrds;
+  const objects = kc.makeApiClient(KubernetesObjectApi);
+  for (const crd of crds) {
+    await objects.patch(crd as KubernetesObject, undefined, undefined, 'sandbox-scale/e2e', true, 'application/apply-patch+yaml');
+  }
+  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  const names = crds.map((c) => c.metadata?.name as string);
+  await Promise.all(names.map((name) => eventually(async () => {
+    const crd = await ext.readCustomResourceDefinition({ name });
+    const established = crd.status?.conditions?.find((c) => c.type === 'Established');
+    if (established?.status !== 'True') throw new Error(`CRD ${name} not Established yet`);
+  }, { timeoutMs: 30_000 })));
+  return names;
+}
+
+/**
+ * A kubeconfig with exactly a ServiceAccount's permissions: a TokenRequest token on the same
+ * server and CA as `kc`.
+ */
+export async function kubeconfigForServiceAccount(kc: KubeConfig, namespace: string, name: string, expirationSeconds = 3600): Promise<KubeConfig> {
+  const core = kc.makeApiClient(CoreV1Api);
+  try {
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
+  const tr = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds } } });
+  const token = tr.status?.token;
+  if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('kubeconfig has no current cluster');
+  const out = new KubeConfig();
+  const user = `system:serviceaccount:${namespace}:${name}`;
+  out.loadFromOptions({
+    clusters: [{ ...cluster, name: 'local' }],
+    users: [{ name: user, token }],
+    contexts: [{ name: user, cluster: 'local', user }],
+    currentContext: user,
+  });
+  return out;
+}
+
+/** Serialises a KubeConfig to a YAML/JSON string usable as a kubeconfig file. */
+export function kubeconfigText(kc: KubeConfig): string {
+  return kc.exportConfig();
+}
+
+export function whoAmI(kc: KubeConfig): Promise<string | undefined> {
+  return kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} }).then((r) => r.status?.userInfo?.username);
+}
+
+export interface RunResult {
+  code: number;
+  stdout: string;
+  stderr: string;
+}
+
+/** Runs a CLI (kubectl, helm) from the tools dir and resolves with its exit code and output. */
+export function runTool(tool: 'kubectl' | 'helm', args: string[], env: Record<string, string> = {}, input?: string): Promise<RunResult> {
+  return new Promise((resolve) => {
+    const child = execFile(join(testBinDir(), tool), args, { env: { ...process.env, KUBECONFIG: testKubeconfigPath(), ...env }, maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
+      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
+      resolve({ code, stdout, stderr });
+    });
+    if (input !== undefined) {
+      child.stdin?.end(input);
+    }
+  });
+}
+
+export function kubectl(args: string[], opts: { kubeconfig?: string; input?: string } = {}): Promise<RunResult> {
+  return runTool('kubectl', args, opts.kubeconfig ? { KUBECONFIG: opts.kubeconfig } : {}, opts.input);
+}
