@@ -1,0 +1,51 @@
+import type { Dispatcher } from 'undici';
+import { normalizeBaseUrl } from './addresses';
+import { SandboxdClient } from './client';
+import { createSandboxdAgent, type SandboxdAgentOptions } from './transport';
+
+export interface SandboxdClientSetOptions extends SandboxdAgentOptions {
+  /** The fleet (root) token every node client presents unless a call overrides it. */
+  token?: string;
+  /** Use this dispatcher instead of creating one (the set then does not close it). */
+  dispatcher?: Dispatcher;
+  keepAlive?: boolean;
+  followRedirects?: boolean;
+}
+
+/**
+ * One keep-alive dispatcher for the whole fleet and one client per node, created on first
+ * use: sub-millisecond claims must not pay for TCP setup, and a fleet of hundreds of nodes
+ * must not hold hundreds of pools.
+ */
+export class SandboxdClientSet {
+  readonly #dispatcher: Dispatcher;
+  readonly #ownsDispatcher: boolean;
+  readonly #clients = new Map<string, SandboxdClient>();
+  readonly #token: string;
+  readonly #keepAlive: boolean;
+  readonly #follow: boolean;
+
+  constructor(opts: SandboxdClientSetOptions = {}) {
+    this.#ownsDispatcher = opts.dispatcher === undefined;
+    this.#dispatcher = opts.dispatcher ?? createSandboxdAgent(opts);
+    this.#token = opts.token ?? '';
+    this.#keepAlive = opts.keepAlive ?? true;
+    this.#follow = opts.followRedirects ?? false;
+  }
+
+  /** The client of the node at `baseUrl` (`http://host:port` or `host:port`). */
+  forNode(baseUrl: string): SandboxdClient {
+    const key = normalizeBaseUrl(baseUrl);
+    let client = this.#clients.get(key);
+    if (client === undefined) {
+      client = new SandboxdClient({ baseUrl: key, token: this.#token, dispatcher: this.#dispatcher, keepAlive: this.#keepAlive, followRedirects: this.#follow });
+      this.#clients.set(key, client);
+    }
+    return client;
+  }
+
+  async close(): Promise<void> {
+    this.#clients.clear();
+    if (this.#ownsDispatcher) await this.#dispatcher.close();
+  }
+}

@@ -1,0 +1,131 @@
+import { SandboxScaleError, findInCauseChain } from '@sandbox-scale/scale-core';
+
+/**
+ * The node handed over nothing: a claim (or fork, or checkpoint claim) answered 429, or a
+ * claim answered 200 with a redirect and no id while redirects are not followed. The claim
+ * gateway maps this to "fall back"; `candidates` are the peers the node suggested.
+ */
+export class NodeAtCapacityError extends SandboxScaleError {
+  readonly statusCode: number;
+  /** Peer addresses exactly as the node sent them (`host:port` or an origin). */
+  readonly redirect: readonly string[];
+  /** The same peers as base URLs, the scheme inherited from the node that was dialed. */
+  readonly candidates: readonly string[];
+  /** Copy into the retry at a candidate (volume claims only). */
+  readonly requirePromoted: boolean;
+
+  constructor(opts: { statusCode: number; message: string; redirect?: readonly string[]; candidates?: readonly string[]; requirePromoted?: boolean; cause?: unknown }) {
+    super(opts.message || 'node at capacity', { cause: opts.cause });
+    this.statusCode = opts.statusCode;
+    this.redirect = opts.redirect ?? [];
+    this.candidates = opts.candidates ?? [];
+    this.requirePromoted = opts.requirePromoted ?? false;
+  }
+}
+
+/** Any status the call did not expect. `message` is the body's `error` field, or empty. */
+export class SandboxdHttpError extends SandboxScaleError {
+  readonly statusCode: number;
+  readonly operation: string;
+  /** Seconds from a `Retry-After` header (503), when the node sent one. */
+  readonly retryAfterSeconds: number | undefined;
+
+  constructor(opts: { operation: string; statusCode: number; message: string; retryAfterSeconds?: number }) {
+    super(opts.message);
+    this.operation = opts.operation;
+    this.statusCode = opts.statusCode;
+    this.retryAfterSeconds = opts.retryAfterSeconds;
+  }
+}
+
+/** A success reply that is not valid JSON or does not match the reply schema. */
+export class MalformedReplyError extends SandboxScaleError {
+  readonly operation: string;
+  readonly statusCode: number;
+
+  constructor(opts: { operation: string; statusCode: number; detail: string; cause?: unknown }) {
+    super(`${opts.operation}: malformed reply: ${opts.detail}`, { cause: opts.cause });
+    this.operation = opts.operation;
+    this.statusCode = opts.statusCode;
+  }
+}
+
+/** A reply body larger than the read cap; the connection was closed rather than drained. */
+export class ReplyTooLargeError extends SandboxScaleError {
+  readonly operation: string;
+  readonly limitBytes: number;
+
+  constructor(opts: { operation: string; limitBytes: number }) {
+    super(`${opts.operation}: reply exceeds ${opts.limitBytes} bytes`);
+    this.operation = opts.operation;
+    this.limitBytes = opts.limitBytes;
+  }
+}
+
+/** The request never got a reply: connection refused or reset, DNS, socket closed early. */
+export class SandboxdTransportError extends SandboxScaleError {
+  readonly operation: string;
+  readonly url: string;
+
+  constructor(opts: { operation: string; url: string; cause: unknown }) {
+    super(`${opts.operation} ${opts.url}: ${describeCause(opts.cause)}`, { cause: opts.cause });
+    this.operation = opts.operation;
+    this.url = opts.url;
+  }
+}
+
+/** A call refused before any request was sent (e.g. an empty id). */
+export class SandboxdArgumentError extends SandboxScaleError {}
+
+function describeCause(cause: unknown): string {
+  if (cause instanceof Error) {
+    const code = (cause as { code?: unknown }).code;
+    return typeof code === 'string' ? `${code}: ${cause.message}` : cause.message;
+  }
+  return String(cause);
+}
+
+export function isNodeAtCapacity(err: unknown): boolean {
+  return findInCauseChain(err, 'NodeAtCapacityError') !== undefined;
+}
+
+export function asNodeAtCapacity(err: unknown): NodeAtCapacityError | undefined {
+  return findInCauseChain<NodeAtCapacityError>(err, 'NodeAtCapacityError');
+}
+
+export function isSandboxdHttpError(err: unknown): boolean {
+  return findInCauseChain(err, 'SandboxdHttpError') !== undefined;
+}
+
+export function asSandboxdHttpError(err: unknown): SandboxdHttpError | undefined {
+  return findInCauseChain<SandboxdHttpError>(err, 'SandboxdHttpError');
+}
+
+/** A SandboxdHttpError with status 404 anywhere in the cause chain. */
+export function isNotFound(err: unknown): boolean {
+  return asSandboxdHttpError(err)?.statusCode === 404;
+}
+
+export function isMalformedReply(err: unknown): boolean {
+  return findInCauseChain(err, 'MalformedReplyError') !== undefined;
+}
+
+export function isReplyTooLarge(err: unknown): boolean {
+  return findInCauseChain(err, 'ReplyTooLargeError') !== undefined;
+}
+
+export function isTransportError(err: unknown): boolean {
+  return findInCauseChain(err, 'SandboxdTransportError') !== undefined;
+}
+
+/** The caller's signal fired (AbortController.abort or AbortSignal.timeout). */
+export function isAbortError(err: unknown): boolean {
+  // Checked by name first: the platform DOMException may come from another realm (jest, vm).
+  if (hasAbortName(err)) return true;
+  return findInCauseChain(err, 'AbortError') !== undefined || findInCauseChain(err, 'TimeoutError') !== undefined;
+}
+
+function hasAbortName(err: unknown): boolean {
+  if (typeof err !== 'object' || err === null || !('name' in err)) return false;
+  return err.name === 'AbortError' || err.name === 'TimeoutError';
+}

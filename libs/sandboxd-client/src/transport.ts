@@ -1,0 +1,137 @@
+import { Agent, type Dispatcher } from 'undici';
+import { ReplyTooLargeError, SandboxdTransportError } from './errors';
+
+/** Success replies are read up to 1 MiB; past that the connection is closed, not drained. */
+export const SUCCESS_BODY_LIMIT_BYTES = 1 << 20;
+/** Error replies are read up to 64 KiB, enough for `{"error": ...}`. */
+export const ERROR_BODY_LIMIT_BYTES = 1 << 16;
+
+export interface SandboxdAgentOptions {
+  /** Sockets per node (undici queues requests beyond this). Default 32, as the fleet client. */
+  connectionsPerNode?: number;
+  /** How long an idle socket is kept for reuse. Default 90 s. */
+  idleTimeoutMs?: number;
+  /**
+   * TCP connect bound. Default 10 s: a connection never legitimately takes long to open,
+   * unlike a reply (cold claims block for the boot), so only replies are unbounded.
+   */
+  connectTimeoutMs?: number;
+}
+
+/**
+ * The keep-alive dispatcher shared by every node client of a process. undici's 300 s
+ * header/body timeouts are switched off: a cold claim blocks for the whole boot, and
+ * callers bound their calls with an AbortSignal instead.
+ */
+export function createSandboxdAgent(opts: SandboxdAgentOptions = {}): Agent {
+  const idle = opts.idleTimeoutMs ?? 90_000;
+  return new Agent({
+    connections: opts.connectionsPerNode ?? 32,
+    keepAliveTimeout: idle,
+    keepAliveMaxTimeout: idle,
+    headersTimeout: 0,
+    bodyTimeout: 0,
+    connect: { timeout: opts.connectTimeoutMs ?? 10_000 },
+  });
+}
+
+export interface SendSpec {
+  operation: string;
+  method: Dispatcher.HttpMethod;
+  path: string;
+  body?: unknown;
+  token: string;
+  signal: AbortSignal | undefined;
+  keepAlive: boolean;
+  /** Statuses read with the success cap (and turned into ReplyTooLargeError past it). */
+  isSuccess: (status: number) => boolean;
+}
+
+export interface RawReply {
+  statusCode: number;
+  success: boolean;
+  /** Undefined when an error body passed its cap (the message is then unknown). */
+  body: Buffer | undefined;
+  retryAfterSeconds: number | undefined;
+}
+
+export interface Endpoint {
+  dispatcher: Dispatcher;
+  origin: string;
+  /** Path prefix of the base URL, without trailing slash (usually empty). */
+  prefix: string;
+}
+
+function buildHeaders(spec: SendSpec): Record<string, string> {
+  const headers: Record<string, string> = { accept: 'application/json' };
+  if (spec.body !== undefined) headers['content-type'] = 'application/json';
+  // Sent only when non-empty: an empty bearer is "no token", not an invalid one.
+  if (spec.token !== '') headers.authorization = `Bearer ${spec.token}`;
+  if (!spec.keepAlive) headers.connection = 'close';
+  return headers;
+}
+
+function rethrowIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw signal.reason;
+}
+
+/** One request, its reply body read within the cap; every path consumes or destroys the body. */
+export async function send(ep: Endpoint, spec: SendSpec): Promise<RawReply> {
+  let res: Dispatcher.ResponseData;
+  try {
+    res = await ep.dispatcher.request({
+      origin: ep.origin,
+      path: ep.prefix + spec.path,
+      method: spec.method,
+      headers: buildHeaders(spec),
+      body: spec.body === undefined ? null : JSON.stringify(spec.body),
+      signal: spec.signal ?? null,
+    });
+  } catch (err) {
+    rethrowIfAborted(spec.signal);
+    throw new SandboxdTransportError({ operation: spec.operation, url: ep.origin + ep.prefix + spec.path, cause: err });
+  }
+  const success = spec.isSuccess(res.statusCode);
+  const limit = success ? SUCCESS_BODY_LIMIT_BYTES : ERROR_BODY_LIMIT_BYTES;
+  let body: Buffer | undefined;
+  try {
+    body = await readBounded(res.body, limit, res.headers['content-length']);
+  } catch (err) {
+    rethrowIfAborted(spec.signal);
+    throw new SandboxdTransportError({ operation: spec.operation, url: ep.origin + ep.prefix + spec.path, cause: err });
+  }
+  if (body === undefined && success) throw new ReplyTooLargeError({ operation: spec.operation, limitBytes: limit });
+  // undici marks the socket idle on a setImmediate after the reply ends; yielding once lets
+  // a caller's next sequential request reuse it instead of opening a second connection.
+  await new Promise<void>((resolve) => setImmediate(resolve));
+  return { statusCode: res.statusCode, success, body, retryAfterSeconds: parseRetryAfter(res.headers['retry-after']) };
+}
+
+type ReplyBody = Dispatcher.ResponseData['body'];
+
+async function readBounded(body: ReplyBody, limit: number, contentLength: string | string[] | undefined): Promise<Buffer | undefined> {
+  const declared = typeof contentLength === 'string' ? Number(contentLength) : NaN;
+  if (declared > limit) {
+    body.destroy();
+    return undefined;
+  }
+  const chunks: Buffer[] = [];
+  let total = 0;
+  for await (const chunk of body) {
+    const buf = chunk as Buffer;
+    total += buf.length;
+    if (total > limit) {
+      // Closing the socket bounds the work; draining an unbounded body would not.
+      body.destroy();
+      return undefined;
+    }
+    chunks.push(buf);
+  }
+  return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total);
+}
+
+function parseRetryAfter(v: string | string[] | undefined): number | undefined {
+  if (typeof v !== 'string') return undefined;
+  const n = Number(v.trim());
+  return Number.isFinite(n) && n >= 0 ? n : undefined;
+}
