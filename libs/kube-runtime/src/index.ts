@@ -1,2 +1,69 @@
-export * from './log/logger';
-export * from './config/flags';
+// Public API of @sandbox-scale/kube-runtime: named exports only.
+
+// config and logging
+export { ConfigError, isConfigError, parseFlags, loadConfigOrExit, booleanFlag, renderHelp, flagName, envName, isHelp } from './config/flags';
+export type { FlagDoc, ParseFlagsOptions, HelpRequested } from './config/flags';
+export { createLogger, REDACTED_PATHS } from './log/logger';
+export type { Logger, LoggerOptions } from './log/logger';
+
+// client: kubeconfig, raw requests, SSA, error predicates
+export { loadKubeConfig, KubeConfigError, isKubeConfigError } from './client/kube-config';
+export { kubeRequest } from './client/kube-request';
+export type { KubeRequest } from './client/kube-request';
+export { ResourceClient } from './client/resource-client';
+export type { ListQuery, WriteOptions } from './client/resource-client';
+export { applyObject, applyStatus, InvalidApplyObjectError, isInvalidApplyObject } from './client/apply';
+export type { ApplyBody, ApplyOptions } from './client/apply';
+export { resolveResource, UnknownKindError, isUnknownKind } from './client/discovery';
+export { apiStatusOf, isNotFound, isConflict, isAlreadyExists, isGone, isForbidden, ignoreNotFound } from './client/api-errors';
+export type { ApiStatus } from './client/api-errors';
+export {
+  resourcePath,
+  resourceName,
+  apiVersionOf,
+  ConfigMapResource,
+  NamespaceResource,
+  LeaseResource,
+  EventResource,
+  CrdResource,
+} from './client/resource';
+export type { KubeResource, PathOptions } from './client/resource';
+export { ObjectMetaSchema, OwnerReferenceSchema, KubeObjectSchema, parseUntyped, metaOf, objectKey } from './client/object-meta';
+export type { KubeObject, ObjectMeta, OwnerReference, UntypedObject } from './client/object-meta';
+
+// informer
+export { Informer, createInformer } from './informer/informer';
+export type { InformerOptions, InformerHandlers, ObjectRef } from './informer/informer';
+export { KubeListWatcher, WatchFailedError, isWatchFailed } from './informer/list-watcher';
+export type { ListWatcher, ListResult, WatchRequest, WatchEnd, WatchEventType, ListWatchScope } from './informer/list-watcher';
+export { describeParseError } from './informer/parse-failure';
+export type { ParseFailure } from './informer/parse-failure';
+export { Backoff, backoffDelay } from './informer/backoff';
+export type { BackoffOptions } from './informer/backoff';
+
+// reconcile, controller, builder
+export { requestKey, parseRequestKey } from './reconcile/reconciler';
+export type { Reconciler, ReconcileRequest, ReconcileResult, ReconcileContext } from './reconcile/reconciler';
+export { TerminalError, isTerminalError } from './reconcile/terminal-error';
+export { Controller } from './controller/controller';
+export type { ControllerOptions, Source } from './controller/controller';
+export { WorkQueue } from './controller/work-queue';
+export type { WorkQueueOptions } from './controller/work-queue';
+export { ItemBackoff } from './controller/rate-limiter';
+export type { ItemBackoffOptions } from './controller/rate-limiter';
+export type { ReconcileOutcome } from './controller/controller-metrics';
+export { controller, ControllerBuilder } from './builder';
+export type { ControllerSpec } from './builder';
+export { informerSource } from './handler/informer-source';
+export type { InformerSourceOptions } from './handler/informer-source';
+export { enqueueObject, enqueueOwner } from './handler/map-functions';
+export type { MapFunction } from './handler/map-functions';
+export { generationChanged, labelsChanged, and, or } from './predicate/predicate';
+export type { Predicate } from './predicate/predicate';
+export type { Runnable } from './runnable';
+
+// time
+export { sleep, systemNow, toMicroTime, jitter, realTimers } from './time';
+export type { Sleep, Now, Timers } from './time';
+export { FakeClock, settle } from './testing/fake-clock';
+export { captureLog } from './testing/capture-log';

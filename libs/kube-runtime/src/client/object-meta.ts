@@ -1,0 +1,67 @@
+import { z } from 'zod';
+
+/**
+ * The metadata every runtime piece reads (keys, uid, resourceVersion, owners). Lenient on
+ * purpose: it must read objects that the typed parser rejects, to log and index them.
+ */
+export const OwnerReferenceSchema = z.object({
+  apiVersion: z.string(),
+  kind: z.string(),
+  name: z.string(),
+  uid: z.string(),
+  controller: z.boolean().optional(),
+});
+
+export const ObjectMetaSchema = z.looseObject({
+  name: z.string().optional(),
+  namespace: z.string().optional(),
+  uid: z.string().optional(),
+  resourceVersion: z.string().optional(),
+  generation: z.number().optional(),
+  labels: z.record(z.string(), z.string()).optional(),
+  annotations: z.record(z.string(), z.string()).optional(),
+  ownerReferences: z.array(OwnerReferenceSchema).optional(),
+  deletionTimestamp: z.string().optional(),
+});
+
+export type ObjectMeta = z.infer<typeof ObjectMetaSchema>;
+export type OwnerReference = z.infer<typeof OwnerReferenceSchema>;
+
+/** The structural minimum of an object the informer can cache: typed parsers produce supersets. */
+export interface KubeObject {
+  apiVersion?: string;
+  kind?: string;
+  metadata?: {
+    name?: string;
+    namespace?: string;
+    uid?: string;
+    resourceVersion?: string;
+    generation?: number;
+    labels?: Record<string, string>;
+    ownerReferences?: ReadonlyArray<{ apiVersion: string; kind: string; name: string; uid: string; controller?: boolean }>;
+  };
+}
+
+/** An untyped object with valid metadata: the parser to use when no typed schema exists. */
+export const KubeObjectSchema = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: ObjectMetaSchema,
+});
+
+export type UntypedObject = z.infer<typeof KubeObjectSchema>;
+
+export function parseUntyped(obj: unknown): UntypedObject {
+  return KubeObjectSchema.parse(obj);
+}
+
+/** Reads metadata from anything shaped like an object; never throws. */
+export function metaOf(obj: unknown): ObjectMeta {
+  if (typeof obj !== 'object' || obj === null) return {};
+  const parsed = ObjectMetaSchema.safeParse((obj as { metadata?: unknown }).metadata);
+  return parsed.success ? parsed.data : {};
+}
+
+export function objectKey(namespace: string | undefined, name: string): string {
+  return namespace ? `${namespace}/${name}` : name;
+}
