@@ -3,6 +3,8 @@
 // config and logging
 export { ConfigError, isConfigError, parseFlags, loadConfigOrExit, booleanFlag, renderHelp, flagName, envName, isHelp } from './config/flags';
 export type { FlagDoc, ParseFlagsOptions, HelpRequested } from './config/flags';
+export { managerFlagShape, ManagerFlagsSchema, durationFlag, bindAddressFlag, parseDuration } from './config/manager-flags';
+export type { ManagerFlags } from './config/manager-flags';
 export { createLogger, REDACTED_PATHS } from './log/logger';
 export type { Logger, LoggerOptions } from './log/logger';
 
@@ -61,6 +63,42 @@ export type { MapFunction } from './handler/map-functions';
 export { generationChanged, labelsChanged, and, or } from './predicate/predicate';
 export type { Predicate } from './predicate/predicate';
 export type { Runnable } from './runnable';
+
+// leader election
+export { LeaderElector, createLeaderElector, defaultIdentity } from './leader/leader-elector';
+export type { LeaderElectorOptions, LeaderElectionTimings } from './leader/leader-elector';
+export { KubeLeaseClient } from './leader/lease-client';
+export type { LeaseClient } from './leader/lease-client';
+export { LeaseSchema } from './leader/lease';
+export type { Lease, LeaseRecord } from './leader/lease';
+
+// events
+export { EventRecorder, createEventRecorder, involvedObjectOf } from './events/event-recorder';
+export type { EventRecorderOptions, EventInput, InvolvedObject } from './events/event-recorder';
+export { EventAggregator } from './events/event-aggregator';
+export type { AggregatorOptions } from './events/event-aggregator';
+export { KubeEventSink } from './events/event-sink';
+export type { EventSink, EventBody, EventSeries } from './events/event-sink';
+
+// health, metrics, manager
+export { ProbeServer } from './health/probe-server';
+export type { ProbeServerOptions } from './health/probe-server';
+export { CheckSet, renderChecks } from './health/checks';
+export type { Check, CheckResult } from './health/checks';
+export { parseBindAddress, BindAddressError, isBindAddressError } from './health/bind-address';
+export type { BindAddress } from './health/bind-address';
+export { counter, gauge, histogram } from './metrics/metric-factory';
+export { Manager } from './manager';
+export type { ManagerOptions, LeaderElectionConfig, Cache } from './manager';
+export {
+  LeaderElectionLostError,
+  RunnableFailedError,
+  ShutdownTimeoutError,
+  isLeaderElectionLost,
+  isRunnableFailed,
+  isShutdownTimeout,
+} from './manager-errors';
+export { setupSignalHandler } from './signals';
 
 // time
 export { sleep, systemNow, toMicroTime, jitter, realTimers } from './time';

@@ -1,12 +1,12 @@
 import { z } from 'zod';
+import { SandboxScaleError, findInCauseChain } from '@sandbox-scale/scale-core';
 
 /**
  * Flags in the kube component style (`--kebab-case value` or `--kebab-case=value`), each with
  * an env fallback `SANDBOX_SCALE_<FLAG_NAME>`, validated by a zod object whose keys are the
  * camelCase flag names. Errors name the flag, never a schema path.
  */
-export class ConfigError extends Error {
-  override readonly name = 'ConfigError';
+export class ConfigError extends SandboxScaleError {
   constructor(
     message: string,
     readonly flag?: string,
@@ -16,7 +16,7 @@ export class ConfigError extends Error {
 }
 
 export function isConfigError(err: unknown): err is ConfigError {
-  return err instanceof Error && err.name === 'ConfigError';
+  return findInCauseChain(err, 'ConfigError') !== undefined;
 }
 
 export interface FlagDoc {
@@ -64,7 +64,8 @@ function describe(schema: z.ZodType): string {
 
 function defaultOf(schema: z.ZodType): unknown {
   const def = (schema as unknown as { def: { type: string; defaultValue?: unknown } }).def;
-  if (def.type === 'default') {
+  // prefault = a default given as flag text (`15s`), shown as typed rather than as parsed.
+  if (def.type === 'default' || def.type === 'prefault') {
     const v = def.defaultValue;
     return typeof v === 'function' ? (v as () => unknown)() : v;
   }

@@ -34,11 +34,15 @@ export class FakeClock implements Timers {
   sleep: Sleep = (ms, signal) =>
     new Promise<void>((resolve) => {
       if (signal?.aborted) return resolve();
-      const h = this.setTimeout(resolve, ms);
-      signal?.addEventListener('abort', () => {
+      const onAbort = (): void => {
         this.clearTimeout(h);
         resolve();
-      });
+      };
+      const h = this.setTimeout(() => {
+        signal?.removeEventListener('abort', onAbort);
+        resolve();
+      }, ms);
+      signal?.addEventListener('abort', onAbort, { once: true });
     });
 
   get timersPending(): number {

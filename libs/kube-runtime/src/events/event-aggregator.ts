@@ -1,0 +1,114 @@
+/**
+ * Decides, without I/O, what each recorded event costs the API server: the first of a kind is
+ * created, repeats within the window only bump a counter written at most once per flush
+ * interval, and a token bucket per involved object drops new events from a hot loop.
+ */
+export interface AggregatorOptions {
+  /** New events allowed at once per involved object; default 25 (client-go's spam filter). */
+  burst?: number;
+  /** One more new event per object per this interval; default 5 min. */
+  refillIntervalMs?: number;
+  /** A repeat after this much quiet starts a new Event; default 6 min (client-go). */
+  windowMs?: number;
+  /** Repeats are written at most this often per event; default 30 s. */
+  flushIntervalMs?: number;
+}
+
+export interface SeriesEntry {
+  readonly key: string;
+  readonly objectKey: string;
+  /** Name and namespace of the Event once created. */
+  eventName?: string;
+  eventNamespace?: string;
+  count: number;
+  writtenCount: number;
+  firstMs: number;
+  lastMs: number;
+  writtenAtMs: number;
+}
+
+export type Decision = { kind: 'create'; entry: SeriesEntry } | { kind: 'repeat'; entry: SeriesEntry } | { kind: 'drop' };
+
+interface Bucket {
+  tokens: number;
+  atMs: number;
+}
+
+export class EventAggregator {
+  private readonly entries = new Map<string, SeriesEntry>();
+  private readonly buckets = new Map<string, Bucket>();
+  private readonly burst: number;
+  private readonly refillMs: number;
+  private readonly windowMs: number;
+  readonly flushIntervalMs: number;
+
+  constructor(opts: AggregatorOptions = {}) {
+    this.burst = opts.burst ?? 25;
+    this.refillMs = opts.refillIntervalMs ?? 300_000;
+    this.windowMs = opts.windowMs ?? 360_000;
+    this.flushIntervalMs = opts.flushIntervalMs ?? 30_000;
+  }
+
+  get size(): number {
+    return this.entries.size;
+  }
+
+  observe(key: string, objectKey: string, nowMs: number): Decision {
+    this.prune(nowMs);
+    const entry = this.entries.get(key);
+    if (entry) {
+      entry.count++;
+      entry.lastMs = nowMs;
+      return { kind: 'repeat', entry };
+    }
+    if (!this.take(objectKey, nowMs)) return { kind: 'drop' };
+    const created: SeriesEntry = { key, objectKey, count: 1, writtenCount: 0, firstMs: nowMs, lastMs: nowMs, writtenAtMs: nowMs };
+    this.entries.set(key, created);
+    return { kind: 'create', entry: created };
+  }
+
+  /** Created events with unwritten repeats whose flush interval has passed (all of them when force). */
+  dueForFlush(nowMs: number, force = false): SeriesEntry[] {
+    return [...this.entries.values()].filter(
+      (e) => e.eventName !== undefined && e.count > e.writtenCount && (force || nowMs - e.writtenAtMs >= this.flushIntervalMs),
+    );
+  }
+
+  hasPending(): boolean {
+    for (const e of this.entries.values()) if (e.count > e.writtenCount) return true;
+    return false;
+  }
+
+  markWritten(entry: SeriesEntry, count: number, nowMs: number): void {
+    entry.writtenCount = Math.max(entry.writtenCount, count);
+    entry.writtenAtMs = nowMs;
+  }
+
+  forget(entry: SeriesEntry): void {
+    if (this.entries.get(entry.key) === entry) this.entries.delete(entry.key);
+  }
+
+  private take(objectKey: string, nowMs: number): boolean {
+    const b = this.buckets.get(objectKey) ?? { tokens: this.burst, atMs: nowMs };
+    const refilled = Math.floor((nowMs - b.atMs) / this.refillMs);
+    if (refilled > 0) {
+      b.tokens = Math.min(this.burst, b.tokens + refilled);
+      b.atMs += refilled * this.refillMs;
+    }
+    if (b.tokens >= this.burst) b.atMs = nowMs;
+    this.buckets.set(objectKey, b);
+    if (b.tokens < 1) return false;
+    b.tokens--;
+    return true;
+  }
+
+  private prune(nowMs: number): void {
+    for (const [k, e] of this.entries) {
+      // Unwritten repeats are kept until flushed, so their count is not lost.
+      if (nowMs - e.lastMs > this.windowMs && e.count <= e.writtenCount) this.entries.delete(k);
+    }
+    for (const [k, b] of this.buckets) {
+      if (b.tokens + (nowMs - b.atMs) / this.refillMs >= this.burst) this.buckets.delete(k);
+    }
+  }
+}

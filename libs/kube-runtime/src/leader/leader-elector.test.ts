@@ -1,0 +1,88 @@
+import { LeaderElector } from './leader-elector';
+import { MemoryLease } from './memory-lease.test-helper';
+import { FakeClock, settle } from '../testing/fake-clock';
+import { captureLog } from '../testing/capture-log';
+
+function candidate(store: MemoryLease, clock: FakeClock, identity: string) {
+  const { log } = captureLog();
+  const events: string[] = [];
+  let leadership: AbortSignal | undefined;
+  const elector = new LeaderElector(
+    {
+      namespace: 'ns',
+      name: 'lock',
+      identity,
+      log,
+      now: clock.now,
+      sleep: clock.sleep,
+      onStartedLeading: (s) => {
+        leadership = s;
+        events.push('started');
+      },
+      onStoppedLeading: () => events.push('stopped'),
+    },
+    store.clientFor(),
+  );
+  const stop = new AbortController();
+  const done = elector.run(stop.signal);
+  return { elector, events, stop, done, leadership: () => leadership };
+}
+
+describe('LeaderElector', () => {
+  it('lets exactly one candidate lead; a stopped leader releases and the standby takes over at once', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLease();
+    const a = candidate(store, clock, 'a');
+    await settle();
+    const b = candidate(store, clock, 'b');
+    await clock.advance(20_000);
+    expect(a.elector.isLeader()).toBe(true);
+    expect(b.elector.isLeader()).toBe(false);
+    expect(store.lease?.spec?.holderIdentity).toBe('a');
+
+    a.stop.abort();
+    await expect(a.done).resolves.toBe('stopped');
+    expect(a.events).toEqual(['started', 'stopped']);
+    expect(a.leadership()?.aborted).toBe(true);
+    expect(store.lease?.spec?.holderIdentity).toBe('');
+    await clock.advance(3000);
+    expect(b.elector.isLeader()).toBe(true);
+    expect(store.lease?.spec?.leaseTransitions).toBe(1);
+    b.stop.abort();
+    await b.done;
+  });
+
+  it('takes over from a leader that vanished only after the lease duration', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLease();
+    store.lease = {
+      metadata: { name: 'lock', namespace: 'ns', resourceVersion: '1' },
+      spec: { holderIdentity: 'ghost', leaseDurationSeconds: 15, renewTime: '2020-01-01T00:00:00.000000Z', leaseTransitions: 3 },
+    };
+    const b = candidate(store, clock, 'b');
+    await clock.advance(14_000);
+    expect(b.elector.isLeader()).toBe(false);
+    await clock.advance(4000);
+    expect(b.elector.isLeader()).toBe(true);
+    expect(store.lease?.spec?.leaseTransitions).toBe(4);
+    b.stop.abort();
+    await b.done;
+  });
+
+  it('renews every retry period and stops leading when renewals fail past the renew deadline', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLease();
+    const a = candidate(store, clock, 'a');
+    await clock.advance(10_000);
+    const writes = store.writes;
+    await clock.advance(10_000);
+    expect(store.writes - writes).toBe(5);
+    store.failing = true;
+    await clock.advance(9000);
+    expect(a.elector.isLeader()).toBe(true);
+    await clock.advance(4000);
+    await expect(a.done).resolves.toBe('lost');
+    expect(a.events).toEqual(['started', 'stopped']);
+    expect(a.leadership()?.aborted).toBe(true);
+  });
+});

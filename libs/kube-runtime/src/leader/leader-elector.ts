@@ -1,0 +1,175 @@
+import { randomUUID } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { isAlreadyExists, isConflict } from '../client/api-errors';
+import type { Logger } from '../log/logger';
+import { type Now, type Sleep, jitter, sleep as realSleep, systemNow } from '../time';
+import { type LeaseRecord, isHeldByOther, leaseBody, nextRecord, recordOf, releasedRecord, sameRecord } from './lease';
+import { KubeLeaseClient, type LeaseClient } from './lease-client';
+
+export interface LeaderElectionTimings {
+  /** How long a standby waits after the last observed renewal before taking over; default 15 s. */
+  leaseDurationMs?: number;
+  /** How long the leader keeps retrying a failed renewal before it gives up leading; default 10 s. */
+  renewDeadlineMs?: number;
+  /** Pause between tries; default 2 s. */
+  retryPeriodMs?: number;
+}
+
+export interface LeaderElectorOptions extends LeaderElectionTimings {
+  namespace: string;
+  /** The Lease name, one per component (`sandbox-scale-warmpool-driver`). */
+  name: string;
+  log: Logger;
+  identity?: string;
+  /** Called once leadership is won; the signal aborts when it is lost or given up. */
+  onStartedLeading: (signal: AbortSignal) => void;
+  onStoppedLeading?: () => void;
+  onNewLeader?: (identity: string) => void;
+  now?: Now;
+  sleep?: Sleep;
+}
+
+export function defaultIdentity(): string {
+  return `${hostname()}_${randomUUID().slice(0, 8)}`;
+}
+
+/**
+ * client-go's leader election on a Lease: acquire (retrying every retryPeriod), renew every
+ * retryPeriod, give up after renewDeadline without a successful renewal, and release on stop
+ * so a standby need not wait out the lease. Every write carries the resourceVersion last read:
+ * two candidates racing for the same record cannot both win.
+ */
+export class LeaderElector {
+  readonly identity: string;
+  private readonly client: LeaseClient;
+  private readonly now: Now;
+  private readonly sleep: Sleep;
+  private readonly leaseSeconds: number;
+  private readonly renewDeadlineMs: number;
+  private readonly retryPeriodMs: number;
+  private readonly log: Logger;
+  private observed: LeaseRecord | undefined;
+  private observedRv: string | undefined;
+  private observedAt = 0;
+  private leading = false;
+
+  constructor(
+    private readonly opts: LeaderElectorOptions,
+    client: LeaseClient,
+  ) {
+    this.identity = opts.identity ?? defaultIdentity();
+    this.client = client;
+    this.now = opts.now ?? systemNow;
+    this.sleep = opts.sleep ?? realSleep;
+    this.leaseSeconds = Math.max(1, Math.ceil((opts.leaseDurationMs ?? 15_000) / 1000));
+    this.renewDeadlineMs = opts.renewDeadlineMs ?? 10_000;
+    this.retryPeriodMs = opts.retryPeriodMs ?? 2000;
+    this.log = opts.log.child({ lease: `${opts.namespace}/${opts.name}`, identity: this.identity });
+  }
+
+  isLeader(): boolean {
+    return this.leading;
+  }
+
+  /** Campaigns, leads, and returns when leadership is lost or the signal aborts (releasing the lease). */
+  async run(signal: AbortSignal): Promise<'lost' | 'stopped'> {
+    while (!signal.aborted && !(await this.tryAcquireOrRenew(signal))) {
+      await this.sleep(jitter(this.retryPeriodMs, 0.2), signal);
+    }
+    if (signal.aborted) return 'stopped';
+    this.leading = true;
+    this.log.info('became leader');
+    const leadership = new AbortController();
+    this.opts.onStartedLeading(leadership.signal);
+    const outcome = await this.renewLoop(signal);
+    this.leading = false;
+    leadership.abort();
+    if (outcome === 'stopped') await this.release();
+    else this.log.error({ renewDeadlineMs: this.renewDeadlineMs }, 'leadership lost: lease not renewed in time');
+    this.opts.onStoppedLeading?.();
+    return outcome;
+  }
+
+  private async renewLoop(signal: AbortSignal): Promise<'lost' | 'stopped'> {
+    while (!signal.aborted) {
+      await this.sleep(this.retryPeriodMs, signal);
+      if (signal.aborted) break;
+      const deadline = this.now() + this.renewDeadlineMs;
+      let renewed = false;
+      while (!signal.aborted && !renewed && this.now() < deadline) {
+        renewed = await this.withDeadline(deadline, signal);
+        if (!renewed && !signal.aborted) await this.sleep(Math.min(this.retryPeriodMs, Math.max(0, deadline - this.now())), signal);
+      }
+      if (!renewed && !signal.aborted) return 'lost';
+    }
+    return 'stopped';
+  }
+
+  /** One try that cannot outlive the renew deadline: a hung API call counts as a failure. */
+  private async withDeadline(deadline: number, signal: AbortSignal): Promise<boolean> {
+    const ac = new AbortController();
+    const onAbort = (): void => ac.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    const timeout = this.sleep(Math.max(0, deadline - this.now()), ac.signal).then(() => false);
+    try {
+      return await Promise.race([this.tryAcquireOrRenew(ac.signal), timeout]);
+    } finally {
+      signal.removeEventListener('abort', onAbort);
+      ac.abort();
+    }
+  }
+
+  private async tryAcquireOrRenew(signal: AbortSignal): Promise<boolean> {
+    const now = this.now();
+    try {
+      const lease = await this.client.get(signal);
+      if (!lease) {
+        const rec = nextRecord(undefined, this.identity, this.leaseSeconds, now);
+        const created = await this.client.create(leaseBody(this.opts.name, this.opts.namespace, rec), signal);
+        this.observe(rec, created.metadata.resourceVersion, now);
+        return true;
+      }
+      const rec = recordOf(lease);
+      if (!sameRecord(this.observed, rec)) {
+        this.observe(rec, lease.metadata.resourceVersion, now);
+        if (rec.holderIdentity) this.opts.onNewLeader?.(rec.holderIdentity);
+      }
+      this.observedRv = lease.metadata.resourceVersion;
+      if (isHeldByOther(rec, this.identity, this.observedAt, now)) return false;
+      const next = nextRecord(rec, this.identity, this.leaseSeconds, now);
+      const updated = await this.client.replace(leaseBody(this.opts.name, this.opts.namespace, next, lease.metadata.resourceVersion), signal);
+      this.observe(next, updated.metadata.resourceVersion, now);
+      return true;
+    } catch (err) {
+      if (signal.aborted) return false;
+      if (isConflict(err) || isAlreadyExists(err)) this.log.debug({ err }, 'lost a race for the lease');
+      else this.log.warn({ err }, 'lease read/write failed');
+      return false;
+    }
+  }
+
+  private observe(rec: LeaseRecord, rv: string | undefined, at: number): void {
+    this.observed = rec;
+    this.observedRv = rv;
+    this.observedAt = at;
+  }
+
+  private async release(): Promise<void> {
+    if (!this.observed || this.observed.holderIdentity !== this.identity) return;
+    try {
+      const rec = releasedRecord(this.observed, this.now());
+      await this.client.replace(leaseBody(this.opts.name, this.opts.namespace, rec, this.observedRv));
+      this.observe(rec, undefined, this.now());
+      this.log.info('released the lease');
+    } catch (err) {
+      // Not fatal: a standby takes over once the lease expires.
+      this.log.warn({ err }, 'could not release the lease');
+    }
+  }
+}
+
+/** An elector on the Lease namespace/name of the cluster kc points at. */
+export function createLeaderElector(kc: KubeConfig, opts: LeaderElectorOptions): LeaderElector {
+  return new LeaderElector(opts, new KubeLeaseClient(kc, opts.namespace, opts.name));
+}

@@ -1,0 +1,114 @@
+import { Registry } from 'prom-client';
+import { Manager, type Cache } from './manager';
+import { isRunnableFailed, isShutdownTimeout } from './manager-errors';
+import { LeaderElector } from './leader/leader-elector';
+import { MemoryLease } from './leader/memory-lease.test-helper';
+import type { Runnable } from './runnable';
+import { captureLog } from './testing/capture-log';
+import { SyncGate } from './informer/sync-gate';
+
+const tick = (ms = 10): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+class FakeCache implements Cache {
+  readonly gate = new SyncGate();
+  constructor(
+    readonly name: string,
+    private readonly trail: string[],
+  ) {}
+  start(): void {
+    this.trail.push(`cache ${this.name} start`);
+  }
+  async stop(): Promise<void> {
+    this.trail.push(`cache ${this.name} stop`);
+  }
+  hasSynced(): boolean {
+    return this.gate.done;
+  }
+  waitForSync(signal?: AbortSignal): Promise<boolean> {
+    return this.gate.wait(signal);
+  }
+}
+
+function runnable(name: string, trail: string[], opts: { needLeaderElection?: boolean; fail?: boolean; hang?: boolean } = {}): Runnable {
+  return {
+    name,
+    needLeaderElection: opts.needLeaderElection,
+    async start(signal) {
+      trail.push(`${name} start`);
+      if (opts.fail) {
+        await tick();
+        throw new Error('kaput');
+      }
+      await new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));
+      if (opts.hang) await new Promise(() => undefined);
+      trail.push(`${name} stop`);
+    },
+    async drain() {
+      trail.push(`${name} drain`);
+    },
+  };
+}
+
+function manager(trail: string[], extra: Partial<ConstructorParameters<typeof Manager>[0]> = {}): Manager {
+  return new Manager({ log: captureLog().log, registry: new Registry(), healthProbeBindAddress: '127.0.0.1:0', ...extra });
+}
+
+describe('Manager', () => {
+  it('starts caches, waits for sync (readyz names the laggard), then runnables; stops in reverse', async () => {
+    const trail: string[] = [];
+    const cache = new FakeCache('sandboxwarmpools', trail);
+    const mgr = manager(trail).addInformer(cache).add(runnable('ctrl', trail)).add(runnable('publisher', trail, { needLeaderElection: false }));
+    const stop = new AbortController();
+    const done = mgr.start(stop.signal);
+    await tick(50);
+    const port = mgr.boundPorts[0];
+    const notReady = await fetch(`http://127.0.0.1:${port}/readyz`);
+    expect(notReady.status).toBe(503);
+    expect(await notReady.text()).toContain('informer:sandboxwarmpools');
+    expect(trail).toEqual(['cache sandboxwarmpools start']);
+    cache.gate.open();
+    await tick();
+    expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
+    expect(trail.slice(1)).toEqual(['publisher start', 'ctrl start']);
+    stop.abort();
+    await done;
+    expect(trail.slice(3)).toEqual(['publisher stop', 'ctrl stop', 'ctrl drain', 'publisher drain', 'cache sandboxwarmpools stop']);
+  });
+
+  it('starts leader-only runnables once the Lease is won and releases it after they stopped', async () => {
+    const trail: string[] = [];
+    const store = new MemoryLease();
+    const mgr = manager(trail, {
+      leaderElection: { namespace: 'ns', name: 'lock', retryPeriodMs: 20, renewDeadlineMs: 200, leaseDurationMs: 1000 },
+      electorFactory: (o) => new LeaderElector({ ...o, identity: 'me' }, store.clientFor()),
+    }).add(runnable('ctrl', trail));
+    const stop = new AbortController();
+    const done = mgr.start(stop.signal);
+    await tick(50);
+    expect(mgr.isLeader()).toBe(true);
+    expect(trail).toEqual(['ctrl start']);
+    expect(store.lease?.spec?.holderIdentity).toBe('me');
+    stop.abort();
+    await done;
+    expect(trail).toEqual(['ctrl start', 'ctrl stop', 'ctrl drain']);
+    expect(store.lease?.spec?.holderIdentity).toBe('');
+  });
+
+  it('stops everything and reports a runnable that failed', async () => {
+    const trail: string[] = [];
+    const mgr = manager(trail).add(runnable('ok', trail)).add(runnable('bad', trail, { fail: true }));
+    const err = await mgr.start(new AbortController().signal).catch((e: unknown) => e);
+    expect(isRunnableFailed(err)).toBe(true);
+    expect(trail).toContain('ok stop');
+  });
+
+  it('gives up on a shutdown that exceeds its timeout', async () => {
+    const trail: string[] = [];
+    const mgr = manager(trail, { gracefulShutdownTimeoutMs: 50 }).add(runnable('stuck', trail, { hang: true }));
+    const stop = new AbortController();
+    const done = mgr.start(stop.signal).catch((e: unknown) => e);
+    await tick();
+    stop.abort();
+    expect(isShutdownTimeout(await done)).toBe(true);
+  });
+});

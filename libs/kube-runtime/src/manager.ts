@@ -1,0 +1,197 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
+import { SandboxScaleError } from '@sandbox-scale/scale-core';
+import { parseBindAddress } from './health/bind-address';
+import type { Check } from './health/checks';
+import { ProbeServer } from './health/probe-server';
+import { type LeaderElectionTimings, type LeaderElector, type LeaderElectorOptions, createLeaderElector } from './leader/leader-elector';
+import type { Logger } from './log/logger';
+import { LeaderElectionLostError, RunnableFailedError, ShutdownTimeoutError } from './manager-errors';
+import type { Runnable } from './runnable';
+
+/** What the manager needs of an informer (Informer<T> fits). */
+export interface Cache {
+  readonly name: string;
+  start(): void;
+  stop(): Promise<void>;
+  hasSynced(): boolean;
+  waitForSync(signal?: AbortSignal): Promise<boolean>;
+}
+
+export interface LeaderElectionConfig extends LeaderElectionTimings {
+  namespace: string;
+  /** Lease name, one per component. */
+  name: string;
+  identity?: string;
+}
+
+export interface ManagerOptions {
+  log: Logger;
+  registry: Registry;
+  /** Needed for leader election unless electorFactory is given. */
+  kubeConfig?: KubeConfig;
+  /** Undefined: no election, leader-only runnables start at once. */
+  leaderElection?: LeaderElectionConfig;
+  electorFactory?: (opts: LeaderElectorOptions) => LeaderElector;
+  /** `:8080` style or `0` (off); equal addresses share one listener. */
+  metricsBindAddress?: string;
+  healthProbeBindAddress?: string;
+  /** Default 30 s. */
+  gracefulShutdownTimeoutMs?: number;
+}
+
+/**
+ * controller-runtime's manager, small: caches start first and must sync, then runnables that
+ * need no leader, then leader-only ones once the Lease is won. Stopping reverses it within a
+ * timeout: runnables stop and drain, then the Lease is released (so a successor never overlaps
+ * with work still running here), then caches stop and listeners close.
+ */
+export class Manager {
+  /** Ports actually bound once started (`:0` picks a free one). */
+  readonly boundPorts: number[] = [];
+  private readonly caches: Cache[] = [];
+  private readonly runnables: Runnable[] = [];
+  private readonly servers: ProbeServer[] = [];
+  private readonly running: Array<Promise<void>> = [];
+  private readonly probes: ProbeServer;
+  private readonly fatal = new AbortController();
+  private readonly runStop = new AbortController();
+  private readonly electorStop = new AbortController();
+  private fatalError: unknown;
+  private elector: LeaderElector | undefined;
+  private electorDone: Promise<void> = Promise.resolve();
+
+  constructor(private readonly opts: ManagerOptions) {
+    if (opts.leaderElection && !opts.kubeConfig && !opts.electorFactory) {
+      throw new SandboxScaleError('leader election needs a kubeConfig');
+    }
+    this.probes = new ProbeServer({ log: opts.log, registry: opts.registry });
+    this.probes.addHealthzCheck('ping', () => true);
+  }
+
+  /** Adds a cache; it starts first and /readyz fails, naming it, until it has synced. */
+  addInformer(cache: Cache): this {
+    this.caches.push(cache);
+    this.probes.addReadyzCheck(`informer:${cache.name}`, () => {
+      if (!cache.hasSynced()) throw new Error('not synced');
+    });
+    return this;
+  }
+
+  add(r: Runnable): this {
+    this.runnables.push(r);
+    return this;
+  }
+
+  addHealthzCheck(name: string, check: Check): this {
+    this.probes.addHealthzCheck(name, check);
+    return this;
+  }
+
+  addReadyzCheck(name: string, check: Check): this {
+    this.probes.addReadyzCheck(name, check);
+    return this;
+  }
+
+  isLeader(): boolean {
+    return this.opts.leaderElection ? (this.elector?.isLeader() ?? false) : true;
+  }
+
+  /** Runs until signal aborts or something fails; resolves after a clean stop, else rejects with why. */
+  async start(signal: AbortSignal): Promise<void> {
+    const stop = AbortSignal.any([signal, this.fatal.signal]);
+    try {
+      await this.listen();
+      for (const c of this.caches) c.start();
+      const synced = await Promise.all(this.caches.map((c) => c.waitForSync(stop)));
+      if (synced.every(Boolean)) {
+        this.opts.log.info({ caches: this.caches.map((c) => c.name) }, 'caches synced');
+        for (const r of this.runnables) if (r.needLeaderElection === false) this.run(r, this.runStop.signal);
+        this.campaign();
+        if (!stop.aborted) await new Promise<void>((resolve) => stop.addEventListener('abort', () => resolve(), { once: true }));
+      }
+    } catch (err) {
+      this.fail(err);
+    }
+    await this.shutdown();
+    if (this.fatalError !== undefined) throw this.fatalError;
+  }
+
+  private async listen(): Promise<void> {
+    const addrs = new Set([this.opts.metricsBindAddress ?? '0', this.opts.healthProbeBindAddress ?? '0']);
+    for (const a of addrs) {
+      const bind = parseBindAddress(a);
+      if (!bind) continue;
+      const server = this.servers.length === 0 ? this.probes : this.probes.sibling();
+      this.servers.push(server);
+      this.boundPorts.push((await server.listen(bind)).port);
+    }
+  }
+
+  private campaign(): void {
+    const leaderOnly = this.runnables.filter((r) => r.needLeaderElection !== false);
+    const le = this.opts.leaderElection;
+    if (!le) {
+      for (const r of leaderOnly) this.run(r, this.runStop.signal);
+      return;
+    }
+    const electorOpts: LeaderElectorOptions = {
+      ...le,
+      log: this.opts.log,
+      onStartedLeading: (leadership) => {
+        for (const r of leaderOnly) this.run(r, AbortSignal.any([this.runStop.signal, leadership]));
+      },
+    };
+    const elector = this.opts.electorFactory?.(electorOpts) ?? createLeaderElector(this.opts.kubeConfig as KubeConfig, electorOpts);
+    this.elector = elector;
+    this.electorDone = elector.run(this.electorStop.signal).then((outcome) => {
+      if (outcome === 'lost') this.fail(new LeaderElectionLostError(`lost the Lease ${le.namespace}/${le.name}`));
+    });
+  }
+
+  private run(r: Runnable, signal: AbortSignal): void {
+    this.opts.log.info({ runnable: r.name }, 'starting runnable');
+    this.running.push(
+      r.start(signal).catch((err: unknown) => {
+        if (!this.runStop.signal.aborted) this.fail(new RunnableFailedError(r.name, err));
+      }),
+    );
+  }
+
+  private fail(err: unknown): void {
+    if (this.fatalError !== undefined) return;
+    this.fatalError = err;
+    this.opts.log.error({ err }, 'stopping after a fatal error');
+    this.fatal.abort();
+  }
+
+  private async shutdown(): Promise<void> {
+    const timeoutMs = this.opts.gracefulShutdownTimeoutMs ?? 30_000;
+    this.opts.log.info({ timeoutMs }, 'shutting down');
+    let timer: NodeJS.Timeout | undefined;
+    const timedOut = new Promise<'timeout'>((resolve) => {
+      timer = setTimeout(() => resolve('timeout'), timeoutMs);
+    });
+    const outcome = await Promise.race([this.stopAll(), timedOut]);
+    clearTimeout(timer);
+    if (outcome === 'timeout') {
+      const err = new ShutdownTimeoutError(`shutdown did not finish within ${timeoutMs} ms`);
+      this.opts.log.error({ err }, 'shutdown timed out');
+      this.fatalError ??= err;
+      await Promise.all(this.servers.map((s) => s.close()));
+    } else {
+      this.opts.log.info('shut down cleanly');
+    }
+  }
+
+  private async stopAll(): Promise<'done'> {
+    this.runStop.abort();
+    await Promise.all(this.running);
+    await Promise.all(this.runnables.map((r) => r.drain?.()));
+    this.electorStop.abort();
+    await this.electorDone;
+    await Promise.all(this.caches.map((c) => c.stop()));
+    await Promise.all(this.servers.map((s) => s.close()));
+    return 'done';
+  }
+}
