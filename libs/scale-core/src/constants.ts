@@ -1,0 +1,207 @@
+/**
+ * Every identifier the system writes to or reads from Kubernetes and sandboxd. Call sites use
+ * these names, never string literals, so a key can only be spelled one way.
+ * Values are exact copies of spec/scale-contracts.md §2 and spec/k8s-api.md §1.
+ */
+
+/** The aggregated group: served only by sandbox-apiserver (never a CRD, see k8s-api.md §1). */
+export const SANDBOX_GROUP = 'agents.x-k8s.io';
+/** The CRD group. NodeInventory lives here because the APIService owns all of agents.x-k8s.io/v1beta1. */
+export const EXTENSIONS_GROUP = 'extensions.agents.x-k8s.io';
+export const API_VERSION = 'v1beta1';
+export const SANDBOX_API_VERSION = `${SANDBOX_GROUP}/${API_VERSION}` as const;
+export const EXTENSIONS_API_VERSION = `${EXTENSIONS_GROUP}/${API_VERSION}` as const;
+
+/** Kind, list kind, plural, singular and short names of every resource this project touches. */
+export const RESOURCES = {
+  sandbox: { group: SANDBOX_GROUP, kind: 'Sandbox', listKind: 'SandboxList', plural: 'sandboxes', singular: 'sandbox', shortNames: ['sandbox'], namespaced: true },
+  sandboxTemplate: { group: EXTENSIONS_GROUP, kind: 'SandboxTemplate', listKind: 'SandboxTemplateList', plural: 'sandboxtemplates', singular: 'sandboxtemplate', shortNames: ['sandboxtemplate'], namespaced: true },
+  sandboxWarmPool: { group: EXTENSIONS_GROUP, kind: 'SandboxWarmPool', listKind: 'SandboxWarmPoolList', plural: 'sandboxwarmpools', singular: 'sandboxwarmpool', shortNames: ['swp'], namespaced: true },
+  sandboxClaim: { group: EXTENSIONS_GROUP, kind: 'SandboxClaim', listKind: 'SandboxClaimList', plural: 'sandboxclaims', singular: 'sandboxclaim', shortNames: ['sandboxclaim'], namespaced: true },
+  nodeInventory: { group: EXTENSIONS_GROUP, kind: 'NodeInventory', listKind: 'NodeInventoryList', plural: 'nodeinventories', singular: 'nodeinventory', shortNames: [] as string[], namespaced: false },
+} as const;
+
+/** Lifecycle subresources of `sandboxes` (POST only) and their body kinds (scale-contracts §2.1, §3.6). */
+export const SANDBOX_SUBRESOURCES = ['pause', 'resume', 'fork', 'snapshot'] as const;
+export type SandboxSubresource = (typeof SANDBOX_SUBRESOURCES)[number];
+export const SUBRESOURCE_KINDS = {
+  pauseOptions: 'SandboxPauseOptions',
+  resumeOptions: 'SandboxResumeOptions',
+  forkOptions: 'SandboxForkOptions',
+  forkResult: 'SandboxForkResult',
+  snapshotOptions: 'SandboxSnapshotOptions',
+  snapshotResult: 'SandboxSnapshotResult',
+} as const;
+
+/** APIService registration (scale-contracts §2.1). */
+export const API_SERVICE = {
+  name: `${API_VERSION}.${SANDBOX_GROUP}`,
+  namespace: 'sandbox-system',
+  serviceName: 'sandbox-apiserver',
+  port: 443,
+  groupPriorityMinimum: 1000,
+  versionPriority: 15,
+} as const;
+
+/** ClaimRequest selector keys of the L2 gateway (scale-contracts §2.2). */
+export const SELECTOR_KEYS = {
+  template: 'sandbox.cocoonstack.io/template',
+  net: 'sandbox.cocoonstack.io/net',
+  size: 'sandbox.cocoonstack.io/size',
+  /** Caller identity for the reference's ReviewAuthorizer; absent means fail closed. */
+  user: 'authorization.cocoonstack.io/user',
+} as const;
+
+/** Labels stamped on synthesized Sandboxes, read path only (scale-contracts §2.3). */
+export const SANDBOX_LABELS = {
+  node: 'sandbox.cocoonstack.io/node',
+  phase: 'sandbox.cocoonstack.io/phase',
+  claim: 'sandbox.cocoonstack.io/claim',
+} as const;
+
+/** Annotations (scale-contracts §2.4). */
+export const ANNOTATIONS = {
+  /** sandboxd claim id; delete and lifecycle verbs act on this, never on the Kubernetes name. */
+  claimId: 'sandbox.cocoonstack.io/claim-id',
+  /** RFC3339 UTC, second precision. */
+  deadline: 'sandbox.cocoonstack.io/deadline',
+  /** Delivered owner_addr (host:port), Create only. */
+  address: 'sandbox.cocoonstack.io/address',
+  /** Per-sandbox token, Create response only; never on reads. */
+  token: 'sandbox.cocoonstack.io/token',
+  /** Network lane; default `none`. */
+  net: 'sandbox.cocoonstack.io/net',
+  /** Non-negative integer seconds; `0` means the node default. */
+  ttlSeconds: 'sandbox.cocoonstack.io/ttl-seconds',
+} as const;
+
+/** Upstream agent-sandbox labels, kept so upstream clients and tools keep working (k8s-api.md §1.1). */
+export const UPSTREAM_LABELS = {
+  warmPoolSandbox: 'agents.x-k8s.io/warm-pool-sandbox',
+  sandboxTemplateRefHash: 'agents.x-k8s.io/sandbox-template-ref-hash',
+  sandboxTemplateHash: 'agents.x-k8s.io/sandbox-template-hash',
+  sandboxPodTemplateHash: 'agents.x-k8s.io/sandbox-pod-template-hash',
+  launchType: 'agents.x-k8s.io/launch-type',
+  createdBy: 'agents.x-k8s.io/created-by',
+  claimUid: 'agents.x-k8s.io/claim-uid',
+  adoptable: 'agents.x-k8s.io/adoptable',
+} as const;
+
+/** Upstream agent-sandbox annotations (k8s-api.md §1.1). */
+export const UPSTREAM_ANNOTATIONS = {
+  sandboxName: 'agents.x-k8s.io/sandbox-name',
+  podName: 'agents.x-k8s.io/pod-name',
+  sandboxTemplateRef: 'agents.x-k8s.io/sandbox-template-ref',
+  propagatedLabels: 'agents.x-k8s.io/propagated-labels',
+  propagatedAnnotations: 'agents.x-k8s.io/propagated-annotations',
+  controllerFirstObservedAt: 'agents.x-k8s.io/controller-first-observed-at',
+  v1alpha1SandboxState: 'api.agents.x-k8s.io/v1alpha1-sandbox-state',
+  safeToEvict: 'cluster-autoscaler.kubernetes.io/safe-to-evict',
+} as const;
+
+/** The label key of the pool status selector: `agents.x-k8s.io/warm-pool=<pool name>` (scale-contracts §2.8). */
+export const WARM_POOL_SELECTOR_LABEL = 'agents.x-k8s.io/warm-pool';
+
+/** `status.selector` of a SandboxWarmPool; the scale subresource and HPA read it. */
+export function warmPoolSelector(poolName: string): string {
+  return `${WARM_POOL_SELECTOR_LABEL}=${poolName}`;
+}
+
+/**
+ * The finalizer the claim controller puts on a SandboxClaim: delete -> release the VM -> remove it.
+ * Upstream relies on ownerReference cascade, which cannot reach a VM (k8s-api.md §3.1, §4.15).
+ */
+export const CLAIM_RELEASE_FINALIZER = 'sandbox.cocoonstack.io/release';
+
+/** Server-side-apply field managers, one per app: `sandbox-scale/<app>` (STYLE.md, Naming). */
+export const FIELD_MANAGERS = {
+  claimController: 'sandbox-scale/claim-controller',
+  warmpoolDriver: 'sandbox-scale/warmpool-driver',
+  inventoryPublisher: 'sandbox-scale/inventory-publisher',
+  sandboxApiserver: 'sandbox-scale/sandbox-apiserver',
+} as const;
+
+/** Leader-election Lease names (the reference uses `cocoon-warmpool-driver`, scale-contracts §2.8). */
+export const LEASE_NAMES = {
+  warmpoolDriver: 'sandbox-scale-warmpool-driver',
+  claimController: 'sandbox-scale-claim-controller',
+} as const;
+
+/** Condition types (scale-contracts §2.5, k8s-api.md §2.1, §2.4). */
+export const CONDITION_TYPES = {
+  ready: 'Ready',
+  bound: 'Bound',
+  suspended: 'Suspended',
+  finished: 'Finished',
+  podScheduled: 'PodScheduled',
+  /** SandboxWarmPool: some nodes could not be driven this tick (last good targets kept). */
+  degraded: 'Degraded',
+  /** NodeInventory: the publisher could not read sandboxd and kept the last object. */
+  stale: 'Stale',
+} as const;
+
+/** Condition statuses as metav1.Condition spells them. */
+export const CONDITION_STATUS = { true: 'True', false: 'False', unknown: 'Unknown' } as const;
+export type ConditionStatus = (typeof CONDITION_STATUS)[keyof typeof CONDITION_STATUS];
+
+/** Condition reasons (scale-contracts §2.5, k8s-api.md §2.1, §2.4). */
+export const CONDITION_REASONS = {
+  /** SandboxClaim Bound=True after the node-local gateway delivered. */
+  nodeLocalClaim: 'NodeLocalClaim',
+  /** SandboxClaim Bound=False: no node advertises warm capacity for the claim's pool key. */
+  noWarmCapacity: 'NoWarmCapacity',
+  /** Sandbox Ready=True in a Create response. */
+  dependenciesReady: 'DependenciesReady',
+  dependenciesNotReady: 'DependenciesNotReady',
+  /** Synthesized read with an empty phase. */
+  unknown: 'Unknown',
+  multiplePods: 'MultiplePods',
+  sandboxSuspended: 'SandboxSuspended',
+  podSucceeded: 'PodSucceeded',
+  podFailed: 'PodFailed',
+  sandboxExpired: 'SandboxExpired',
+  reconcilerError: 'ReconcilerError',
+  podTerminated: 'PodTerminated',
+  podTerminating: 'PodTerminating',
+  podNotOwned: 'PodNotOwned',
+  notSuspended: 'NotSuspended',
+  podStateUnknown: 'PodStateUnknown',
+  templateNotFound: 'TemplateNotFound',
+  warmPoolNotFound: 'WarmPoolNotFound',
+  adoptionConflict: 'AdoptionConflict',
+  sandboxCreatePending: 'SandboxCreatePending',
+  invalidMetadata: 'InvalidMetadata',
+  envVarsInjectionRejected: 'EnvVarsInjectionRejected',
+  volumeClaimTemplatesError: 'VolumeClaimTemplatesError',
+  claimExpired: 'ClaimExpired',
+  sandboxMissing: 'SandboxMissing',
+  sandboxNotReady: 'SandboxNotReady',
+  /** NodeInventory Stale=True: sandboxd did not answer the publisher. */
+  sandboxdUnreachable: 'SandboxdUnreachable',
+} as const;
+
+/** Size classes (scale-contracts §2.6). */
+export const SIZE_CLASSES = ['small', 'medium', 'large'] as const;
+export type SizeClass = (typeof SIZE_CLASSES)[number];
+export const DEFAULT_SIZE: SizeClass = 'small';
+
+/** Net lanes (scale-contracts §2.6). Any other string passes through unvalidated. */
+export const NET_LANES = { none: 'none', egress: 'egress' } as const;
+export const DEFAULT_NET = NET_LANES.none;
+
+/** The namespace an inventory entry name without a `/` belongs to (scale-contracts §6.4). */
+export const DEFAULT_NAMESPACE = 'default';
+
+/** Fixed numbers of scale-contracts §2.7 that more than one app needs. */
+export const LIMITS = {
+  fanOutConcurrency: 16,
+  watchPollIntervalMs: 1000,
+  watchBufferEvents: 64,
+  recordTimeoutMs: 10_000,
+  sandboxdTimeoutMs: 10_000,
+  warmPoolSyncIntervalMs: 5000,
+  warmPoolPutTimeoutMs: 10_000,
+  warmPoolPutConcurrency: 16,
+  inventorySyncTimeoutMs: 120_000,
+  inventoryPublishIntervalMs: 30_000,
+} as const;

@@ -1,0 +1,173 @@
+import { SandboxScaleError } from './base';
+import {
+  ClaimRoutingNotConfiguredError,
+  isClaimRoutingNotConfigured,
+  isFallback,
+  isNodeAtCapacity,
+  isNoWarmCapacity,
+  NoNodeCapacityError,
+  NodeAtCapacityError,
+  noWarmCapacityOf,
+  NoWarmCapacityError,
+} from './capacity-errors';
+import { isSandboxdHttpError, isSandboxdNotFound, SandboxdHttpError, sandboxdHttpErrorOf, sandboxdReplyError } from './sandboxd-errors';
+import { AlreadyExistsError, BadRequestError, ConflictError, InvalidError, isAlreadyExistsError, isNotFoundError, NotFoundError } from './status-errors';
+import { statusForError } from './status-for-error';
+
+const wrap = (err: unknown, times = 2): Error => {
+  let cur: unknown = err;
+  for (let i = 0; i < times; i++) cur = new Error(`layer ${i}`, { cause: cur });
+  return cur as Error;
+};
+
+describe('capacity errors and their predicates (§10)', () => {
+  it('isFallback is true for NoNodeCapacityError however deeply it is wrapped (§11.1 #3)', () => {
+    const err = new NoNodeCapacityError();
+    expect(isFallback(err)).toBe(true);
+    expect(isFallback(wrap(err, 3))).toBe(true);
+    expect(err).toBeInstanceOf(SandboxScaleError);
+    expect(err.name).toBe('NoNodeCapacityError');
+  });
+
+  it('isFallback is false for other errors, authorization failures included (§11.1 #5)', () => {
+    expect(isFallback(new Error('not authorized'))).toBe(false);
+    expect(isFallback(new NoWarmCapacityError())).toBe(false);
+    expect(isFallback(undefined)).toBe(false);
+    expect(isFallback('NoNodeCapacityError')).toBe(false);
+  });
+
+  it('isNoWarmCapacity walks the cause chain and is distinct from routing errors (§11.2 #9, #13)', () => {
+    expect(isNoWarmCapacity(wrap(new NoWarmCapacityError({ template: 'img' })))).toBe(true);
+    expect(isNoWarmCapacity(new ClaimRoutingNotConfiguredError())).toBe(false);
+    expect(isClaimRoutingNotConfigured(wrap(new ClaimRoutingNotConfiguredError()))).toBe(true);
+  });
+
+  it('names template, net and size in the no-warm-capacity message', () => {
+    const err = new NoWarmCapacityError({ template: 'img', net: '' });
+    expect(err.message).toContain('template "img", net "none", size "small"');
+    expect(noWarmCapacityOf(wrap(err))?.retryAfterSeconds).toBe(1);
+  });
+
+  it('isNodeAtCapacity recognises both NodeAtCapacityError and a client-side SandboxdCapacityError', () => {
+    expect(isNodeAtCapacity(wrap(new NodeAtCapacityError()))).toBe(true);
+    class SandboxdCapacityError extends SandboxScaleError {}
+    expect(isNodeAtCapacity(new SandboxdCapacityError('429'))).toBe(true);
+    expect(isNodeAtCapacity(new Error('429'))).toBe(false);
+  });
+
+  it('survives a cause cycle', () => {
+    const a = new Error('a');
+    const b = new Error('b', { cause: a });
+    (a as { cause?: unknown }).cause = b;
+    expect(isFallback(a)).toBe(false);
+  });
+});
+
+describe('sandboxdReplyError (§4, §10, §11.4)', () => {
+  it('maps a claim 429 to NodeAtCapacityError', () => {
+    const err = sandboxdReplyError('claim', { statusCode: 429, errorMessage: 'node at max_claims' });
+    expect(isNodeAtCapacity(err)).toBe(true);
+    expect(err?.message).toContain('node at max_claims');
+  });
+
+  it('maps a redirect-only claim 200 to NodeAtCapacityError carrying the peers (§11.4 #35)', () => {
+    const err = sandboxdReplyError('claim', { statusCode: 200, redirect: ['10.0.0.6:7777'] });
+    expect(err).toBeInstanceOf(NodeAtCapacityError);
+    expect((err as NodeAtCapacityError).redirect).toEqual(['10.0.0.6:7777']);
+  });
+
+  it('maps an empty claim 200 to NodeAtCapacityError and a claim with an id to success', () => {
+    expect(isNodeAtCapacity(sandboxdReplyError('claim', { statusCode: 200, id: '' }))).toBe(true);
+    expect(sandboxdReplyError('claim', { statusCode: 200, id: 'sb_abc' })).toBeUndefined();
+  });
+
+  it('treats other 2xx on claim as an HTTP error, since claim succeeds only with exactly 200', () => {
+    const err = sandboxdReplyError('claim', { statusCode: 201, id: 'sb_abc' });
+    expect(isSandboxdHttpError(err)).toBe(true);
+    expect(isNodeAtCapacity(err)).toBe(false);
+  });
+
+  it('maps a 500 to SandboxdHttpError with status and message (§11.4 #36)', () => {
+    const err = sandboxdReplyError('claim', { statusCode: 500, errorMessage: 'provisioning failed' });
+    const http = sandboxdHttpErrorOf(wrap(err));
+    expect(http?.statusCode).toBe(500);
+    expect(http?.errorMessage).toBe('provisioning failed');
+    expect(isNodeAtCapacity(err)).toBe(false);
+  });
+
+  it('accepts 204 and 404 on release, and nothing else (§11.4 #37)', () => {
+    expect(sandboxdReplyError('release', { statusCode: 204 })).toBeUndefined();
+    expect(sandboxdReplyError('release', { statusCode: 404 })).toBeUndefined();
+    expect(isSandboxdHttpError(sandboxdReplyError('release', { statusCode: 200 }))).toBe(true);
+  });
+
+  it('accepts exactly 204 on hibernate and wake', () => {
+    expect(sandboxdReplyError('hibernate', { statusCode: 204 })).toBeUndefined();
+    expect(sandboxdReplyError('wake', { statusCode: 200 })).toBeInstanceOf(SandboxdHttpError);
+  });
+
+  it('does not map 429 to capacity for operations that hand nothing over', () => {
+    const err = sandboxdReplyError('setPools', { statusCode: 429 });
+    expect(isNodeAtCapacity(err)).toBe(false);
+    expect(isSandboxdHttpError(err)).toBe(true);
+  });
+
+  it('maps 429 on fork and checkpoint claims to capacity (the reference forgot the latter, §13.15)', () => {
+    expect(isNodeAtCapacity(sandboxdReplyError('fork', { statusCode: 429 }))).toBe(true);
+    expect(isNodeAtCapacity(sandboxdReplyError('claimCheckpoint', { statusCode: 429 }))).toBe(true);
+    expect(isNodeAtCapacity(sandboxdReplyError('claimCheckpoint', { statusCode: 200, id: '' }))).toBe(true);
+  });
+
+  it('tells a sandboxd 404 apart for verbs where it is not success', () => {
+    expect(isSandboxdNotFound(sandboxdReplyError('hibernate', { statusCode: 404, errorMessage: 'unknown sandbox' }))).toBe(true);
+    expect(isSandboxdNotFound(sandboxdReplyError('hibernate', { statusCode: 500 }))).toBe(false);
+  });
+
+  it('keeps Retry-After of a 503', () => {
+    expect(sandboxdHttpErrorOf(sandboxdReplyError('claimCheckpoint', { statusCode: 503, retryAfterSeconds: 7 }))?.retryAfterSeconds).toBe(7);
+  });
+});
+
+describe('statusForError (§9.7, k8s-api.md §4.13)', () => {
+  const sandboxes = { group: 'agents.x-k8s.io', resource: 'sandboxes' };
+
+  it('passes NotFound through wrapping as a 404 with the Kubernetes message', () => {
+    const s = statusForError(wrap(new NotFoundError(sandboxes, 's1')));
+    expect(s).toMatchObject({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 404, reason: 'NotFound', message: 'sandboxes.agents.x-k8s.io "s1" not found' });
+    expect(s.details).toEqual({ name: 's1', group: 'agents.x-k8s.io', kind: 'sandboxes' });
+  });
+
+  it('answers 409 AlreadyExists and Conflict', () => {
+    expect(statusForError(new AlreadyExistsError(sandboxes, 's1'))).toMatchObject({ code: 409, reason: 'AlreadyExists', message: 'sandboxes.agents.x-k8s.io "s1" already exists' });
+    expect(statusForError(new ConflictError('precondition failed'))).toMatchObject({ code: 409, reason: 'Conflict' });
+    expect(isAlreadyExistsError(wrap(new AlreadyExistsError(sandboxes, 's1')))).toBe(true);
+    expect(isNotFoundError(new AlreadyExistsError(sandboxes, 's1'))).toBe(false);
+  });
+
+  it('answers 422 Invalid with every cause', () => {
+    const err = new InvalidError({ group: 'agents.x-k8s.io', kind: 'Sandbox' }, 'x', [
+      { reason: 'FieldValueRequired', field: 'spec.podTemplate', message: 'Required value' },
+      { reason: 'FieldValueInvalid', field: 'metadata.name', message: 'Invalid value' },
+    ]);
+    const s = statusForError(err);
+    expect(s.code).toBe(422);
+    expect(s.message).toBe('Sandbox.agents.x-k8s.io "x" is invalid: [spec.podTemplate: Required value, metadata.name: Invalid value]');
+    expect(s.details?.causes).toHaveLength(2);
+  });
+
+  it('answers a retryable 503 for no warm capacity, even when wrapped (§11.7 #58)', () => {
+    const s = statusForError(wrap(new NoWarmCapacityError({ template: 'img' })));
+    expect(s).toMatchObject({ code: 503, reason: 'ServiceUnavailable', details: { retryAfterSeconds: 1 } });
+    expect(s.message).toContain('template "img"');
+  });
+
+  it('answers 400 for a bad request', () => {
+    expect(statusForError(new BadRequestError('bad ttl'))).toMatchObject({ code: 400, reason: 'BadRequest', message: 'bad ttl' });
+  });
+
+  it('answers 500 for sandboxd failures, missing routing and anything unknown (§11.7 #58)', () => {
+    expect(statusForError(wrap(new SandboxdHttpError('claim', 500, 'provisioning failed')))).toMatchObject({ code: 500, reason: 'InternalError', message: 'layer 1' });
+    expect(statusForError(new ClaimRoutingNotConfiguredError())).toMatchObject({ code: 500, reason: 'InternalError' });
+    expect(statusForError('boom')).toMatchObject({ code: 500, message: 'boom' });
+  });
+});

@@ -1,0 +1,96 @@
+import { poolKeyId, type PoolKeyLike } from '../pool-key/pool-key';
+import type { Rng } from './random';
+import { inventoryName, pickPowerOfTwo, warmCandidates, type InventoryLike, type WarmCandidate } from './warm-candidates';
+
+interface NodeLedger {
+  /** The inventory version the local counts were taken against. */
+  version: string;
+  /** poolKeyId -> sandboxes handed out (or known gone) since that version was published. */
+  taken: Map<string, number>;
+}
+
+/** What identifies one published inventory: its resourceVersion, else its advertised pools. */
+function versionOf(inv: InventoryLike): string {
+  return inv.metadata?.resourceVersion ?? JSON.stringify(inv.pools ?? []);
+}
+
+const DECIMAL = /^[0-9]+$/;
+
+/**
+ * Whether `next` replaces `cur`. Integer resourceVersions (etcd revisions) must grow, so a
+ * lagging copy of an older inventory cannot wipe the counts; other versions just differ.
+ */
+function isNewer(next: string, cur: string): boolean {
+  if (DECIMAL.test(next) && DECIMAL.test(cur)) return BigInt(next) > BigInt(cur);
+  return next !== cur;
+}
+
+/**
+ * Local warm-capacity bookkeeping between inventory publishes (scale-contracts §13.4).
+ * Inventories are 5–30 s stale, so without this every claim of a burst sees the same counts
+ * and the sampler keeps favouring the node that looked warmest. Each choice takes one from
+ * the chosen node's count; a capacity miss empties it; a newer inventory from the node resets
+ * its counts, because the node's own report then includes what was handed out.
+ * Synchronous, so concurrent claims in one process cannot choose against the same count.
+ */
+export class CapacityLedger {
+  readonly #nodes = new Map<string, NodeLedger>();
+
+  /**
+   * Candidates for `key` with local takings subtracted. Pass every known inventory: nodes
+   * missing from the list are forgotten.
+   */
+  candidates(inventories: readonly InventoryLike[], key: PoolKeyLike): WarmCandidate[] {
+    this.#sync(inventories);
+    const id = poolKeyId(key);
+    const out: WarmCandidate[] = [];
+    for (const c of warmCandidates(inventories, key)) {
+      const warm = c.warm - (this.#nodes.get(c.node)?.taken.get(id) ?? 0);
+      if (warm > 0) out.push({ ...c, warm });
+    }
+    return out;
+  }
+
+  /** Power-of-two choice over `candidates()`, taking one from the chosen node; undefined when none is left. */
+  choose(inventories: readonly InventoryLike[], key: PoolKeyLike, rng: Rng): WarmCandidate | undefined {
+    const list = this.candidates(inventories, key);
+    const chosen = list[pickPowerOfTwo(list, rng)];
+    if (chosen !== undefined) this.take(chosen.node, key, 1);
+    return chosen;
+  }
+
+  /** Records `n` sandboxes of `key` as handed out by `node`. */
+  take(node: string, key: PoolKeyLike, n: number): void {
+    const ledger = this.#nodes.get(node);
+    if (ledger === undefined) return;
+    const id = poolKeyId(key);
+    ledger.taken.set(id, Math.max(0, (ledger.taken.get(id) ?? 0) + n));
+  }
+
+  /** The claim did not happen (a non-capacity failure): give the one taken by `choose` back. */
+  putBack(node: string, key: PoolKeyLike): void {
+    this.take(node, key, -1);
+  }
+
+  /** The node answered "at capacity": treat its advertised count as gone until it republishes. */
+  exhaust(node: string, key: PoolKeyLike): void {
+    this.take(node, key, Number.MAX_SAFE_INTEGER);
+  }
+
+  /** Nodes currently tracked (for tests and metrics). */
+  get size(): number {
+    return this.#nodes.size;
+  }
+
+  #sync(inventories: readonly InventoryLike[]): void {
+    const seen = new Set<string>();
+    for (const inv of inventories) {
+      const name = inventoryName(inv);
+      seen.add(name);
+      const version = versionOf(inv);
+      const cur = this.#nodes.get(name);
+      if (cur === undefined || isNewer(version, cur.version)) this.#nodes.set(name, { version, taken: new Map() });
+    }
+    for (const name of this.#nodes.keys()) if (!seen.has(name)) this.#nodes.delete(name);
+  }
+}

@@ -1,0 +1,42 @@
+import { z } from 'zod';
+import { EXTENSIONS_API_VERSION } from '../constants';
+import { conditionsSchema, int32, int64, localRefSchema, ObjectMetaSchema } from './meta';
+
+/** SandboxWarmPool (extensions.agents.x-k8s.io/v1beta1), k8s-api.md §2.3, scale-contracts §3.2. */
+
+export const SandboxWarmPoolSpecSchema = z
+  .looseObject({
+    replicas: int32().min(0).default(1).describe('Desired number of warm sandboxes across the fleet, spread evenly over the nodes. HPA and kubectl scale write it through the scale subresource.'),
+    sandboxTemplateRef: localRefSchema('The SandboxTemplate (same namespace) whose pool key this pool keeps warm.', 'Name of the SandboxTemplate.'),
+    updateStrategy: z
+      .looseObject({
+        type: z.enum(['Recreate', 'OnReplenish']).default('OnReplenish').describe('Recreate replaces stale warm members at once; OnReplenish keeps them until claimed.'),
+      })
+      .optional()
+      .describe('How warm members built from an older template are replaced.'),
+  })
+  .describe('Desired warm capacity of the pool.');
+
+export const SandboxWarmPoolStatusSchema = z
+  .looseObject({
+    replicas: int32().min(0).optional().describe('Warm sandboxes for the pool key, summed over all nodes.'),
+    readyReplicas: int32().min(0).optional().describe('Warm sandboxes ready to be claimed; warm VMs are claim-ready, so this equals replicas.'),
+    selector: z.string().optional().describe('Label selector of the pool (agents.x-k8s.io/warm-pool=<name>), read by the scale subresource.'),
+    observedGeneration: int64().min(0).optional().describe('The metadata.generation the status was computed from.'),
+    conditions: conditionsSchema('Ready and Degraded conditions of the pool.').optional(),
+  })
+  .describe('Observed warm capacity of the pool.');
+
+export const SandboxWarmPoolSchema = z
+  .looseObject({
+    apiVersion: z.literal(EXTENSIONS_API_VERSION),
+    kind: z.literal('SandboxWarmPool'),
+    metadata: ObjectMetaSchema,
+    spec: SandboxWarmPoolSpecSchema,
+    status: SandboxWarmPoolStatusSchema.optional(),
+  })
+  .describe('A fleet-wide pool of pre-booted sandboxes for one template, kept warm on the nodes.');
+
+export type SandboxWarmPool = z.infer<typeof SandboxWarmPoolSchema>;
+export type SandboxWarmPoolSpec = z.infer<typeof SandboxWarmPoolSpecSchema>;
+export type SandboxWarmPoolStatus = z.infer<typeof SandboxWarmPoolStatusSchema>;
