@@ -1,0 +1,165 @@
+import { CapacityLedger } from './capacity-ledger';
+import { seededRng, type Rng } from './random';
+import { pickPowerOfTwo, warmCandidates, type InventoryLike } from './warm-candidates';
+
+const inv = (node: string, pools: InventoryLike['pools'], extra: Partial<InventoryLike> = {}): InventoryLike => ({
+  metadata: { name: node },
+  node,
+  address: `10.0.0.${node.replace(/\D/g, '') || '9'}:7777`,
+  pools,
+  ...extra,
+});
+const key = { template: 'img', net: 'none', size: 'small' };
+/** An rng that returns the given numbers in turn. */
+const scripted = (...values: number[]): Rng => {
+  let i = 0;
+  return () => values[i++ % values.length] ?? 0;
+};
+
+describe('warmCandidates (§6.8)', () => {
+  it('routes to a warm node at its address (§11.2 #8)', () => {
+    expect(warmCandidates([inv('n2', [{ template: 'img', warm: 4 }], { address: '10.0.0.2:7777' })], { template: 'img' })).toEqual([{ node: 'n2', addr: '10.0.0.2:7777', warm: 4 }]);
+  });
+
+  it('has no candidates when nothing is warm (§11.2 #9)', () => {
+    expect(warmCandidates([inv('n1', [{ template: 'img', warm: 0 }]), inv('n2', [])], key)).toEqual([]);
+  });
+
+  it('matches pools advertised without net and size, and not another net (§11.2 #10)', () => {
+    const fleet = [inv('n1', [{ template: 'img', warm: 2 }])];
+    expect(warmCandidates(fleet, { template: 'img', net: 'none', size: 'small' })).toHaveLength(1);
+    expect(warmCandidates(fleet, { template: 'img', net: 'egress' })).toEqual([]);
+  });
+
+  it('skips nodes without an address', () => {
+    expect(warmCandidates([inv('n1', [{ template: 'img', warm: 2 }], { address: '' }), inv('n2', [{ template: 'img', warm: 2 }], { address: undefined })], key)).toEqual([]);
+  });
+
+  it('merges pools of one node that normalise to the same key, so the node is tried once', () => {
+    const c = warmCandidates([inv('n1', [{ template: 'img', net: '', warm: 2 }, { template: 'img', net: 'none', size: 'small', warm: 3 }, { template: 'img', net: 'egress', warm: 9 }])], key);
+    expect(c).toEqual([{ node: 'n1', addr: '10.0.0.1:7777', warm: 5 }]);
+  });
+
+  it('names candidates by metadata.name, which routing resolves by', () => {
+    expect(warmCandidates([{ metadata: { name: 'listed' }, node: 'other', address: 'a:1', pools: [{ template: 'img', warm: 1 }] }], key)[0]?.node).toBe('listed');
+  });
+});
+
+describe('pickPowerOfTwo (§6.8, §14)', () => {
+  it('returns -1 for no candidates and 0 for one, without drawing', () => {
+    const rng = jest.fn(() => 0.5);
+    expect(pickPowerOfTwo([], rng)).toBe(-1);
+    expect(pickPowerOfTwo([{ warm: 1 }], rng)).toBe(0);
+    expect(rng).not.toHaveBeenCalled();
+  });
+
+  it('takes the second draw only when it is strictly warmer; ties go to the first', () => {
+    const c = [{ warm: 1 }, { warm: 5 }, { warm: 5 }];
+    expect(pickPowerOfTwo(c, scripted(0, 0.5))).toBe(1);
+    expect(pickPowerOfTwo(c, scripted(0.5, 0))).toBe(1);
+    expect(pickPowerOfTwo(c, scripted(0.5, 0.9))).toBe(1);
+    expect(pickPowerOfTwo(c, scripted(0.9, 0.5))).toBe(2);
+  });
+
+  it('draws with replacement, so both draws may be the same index', () => {
+    expect(pickPowerOfTwo([{ warm: 1 }, { warm: 9 }], scripted(0.1, 0.2))).toBe(0);
+  });
+
+  it('copes with an rng that returns exactly 1', () => {
+    expect(pickPowerOfTwo([{ warm: 1 }, { warm: 2 }], () => 1)).toBe(1);
+  });
+
+  it('spreads picks over equally warm nodes (§11.2 #14)', () => {
+    const c = [{ warm: 4 }, { warm: 4 }, { warm: 4 }, { warm: 4 }];
+    const rng = seededRng(14);
+    const hits = new Set<number>();
+    for (let i = 0; i < 200; i++) hits.add(pickPowerOfTwo(c, rng));
+    expect([...hits].sort()).toEqual([0, 1, 2, 3]);
+  });
+
+  it('prefers the warmer node about three times in four (§11.2 #15)', () => {
+    const c = [{ warm: 1 }, { warm: 100 }];
+    const rng = seededRng(15);
+    let warm = 0;
+    for (let i = 0; i < 200; i++) if (pickPowerOfTwo(c, rng) === 1) warm++;
+    expect(warm).toBeGreaterThan(130);
+    expect(warm).toBeLessThan(190);
+  });
+});
+
+describe('CapacityLedger (§13.4)', () => {
+  it('spreads a burst within one publish window by what each node has left', () => {
+    // Without local decrements the sampler keeps preferring n1 (10 > 9) for the whole burst.
+    const ledger = new CapacityLedger();
+    const fleet = [inv('n1', [{ template: 'img', warm: 10 }]), inv('n2', [{ template: 'img', warm: 9 }])];
+    const rng = seededRng(1);
+    const counts = new Map<string, number>();
+    for (let i = 0; i < 19; i++) {
+      const c = ledger.choose(fleet, key, rng);
+      if (c === undefined) throw new Error('ran out of capacity');
+      counts.set(c.node, (counts.get(c.node) ?? 0) + 1);
+    }
+    expect(Object.fromEntries(counts)).toEqual({ n1: 10, n2: 9 });
+    expect(ledger.choose(fleet, key, rng)).toBeUndefined();
+  });
+
+  it('runs dry after handing out everything advertised, until a newer inventory arrives', () => {
+    const ledger = new CapacityLedger();
+    const v1 = [inv('n1', [{ template: 'img', warm: 2 }], { metadata: { name: 'n1', resourceVersion: '10' } })];
+    const rng = seededRng(2);
+    expect(ledger.choose(v1, key, rng)?.node).toBe('n1');
+    expect(ledger.candidates(v1, key)).toEqual([expect.objectContaining({ warm: 1 })]);
+    expect(ledger.choose(v1, key, rng)?.node).toBe('n1');
+    expect(ledger.choose(v1, key, rng)).toBeUndefined();
+    const v2 = [inv('n1', [{ template: 'img', warm: 2 }], { metadata: { name: 'n1', resourceVersion: '11' } })];
+    expect(ledger.candidates(v2, key)).toEqual([expect.objectContaining({ warm: 2 })]);
+  });
+
+  it('ignores an older copy of an inventory', () => {
+    const ledger = new CapacityLedger();
+    const at = (rv: string): InventoryLike[] => [inv('n1', [{ template: 'img', warm: 1 }], { metadata: { name: 'n1', resourceVersion: rv } })];
+    ledger.choose(at('20'), key, seededRng(3));
+    expect(ledger.candidates(at('19'), key)).toEqual([]);
+    expect(ledger.candidates(at('21'), key)).toHaveLength(1);
+  });
+
+  it('resets on changed pools when inventories carry no resourceVersion', () => {
+    const ledger = new CapacityLedger();
+    ledger.choose([inv('n1', [{ template: 'img', warm: 1 }])], key, seededRng(4));
+    expect(ledger.candidates([inv('n1', [{ template: 'img', warm: 1 }])], key)).toEqual([]);
+    expect(ledger.candidates([inv('n1', [{ template: 'img', warm: 5 }])], key)).toEqual([expect.objectContaining({ warm: 5 })]);
+  });
+
+  it('drops a node that answered at capacity and falls back to the next (§11.2 #16, #17)', () => {
+    const ledger = new CapacityLedger();
+    const fleet = [inv('n1', [{ template: 'img', warm: 3 }]), inv('n2', [{ template: 'img', warm: 3 }])];
+    const rng = seededRng(5);
+    const tried: string[] = [];
+    for (;;) {
+      const c = ledger.choose(fleet, key, rng);
+      if (c === undefined) break;
+      tried.push(c.node);
+      ledger.exhaust(c.node, key); // both nodes raced to zero
+    }
+    expect(tried.sort()).toEqual(['n1', 'n2']);
+  });
+
+  it('gives the capacity back when a claim failed for another reason', () => {
+    const ledger = new CapacityLedger();
+    const fleet = [inv('n1', [{ template: 'img', warm: 1 }])];
+    const c = ledger.choose(fleet, key, seededRng(6));
+    expect(ledger.candidates(fleet, key)).toEqual([]);
+    ledger.putBack(c?.node ?? '', key);
+    expect(ledger.candidates(fleet, key)).toEqual([expect.objectContaining({ warm: 1 })]);
+  });
+
+  it('counts keys separately and forgets nodes that left the fleet', () => {
+    const ledger = new CapacityLedger();
+    const fleet = [inv('n1', [{ template: 'img', warm: 1 }, { template: 'other', warm: 1 }]), inv('n2', [])];
+    ledger.choose(fleet, key, seededRng(7));
+    expect(ledger.candidates(fleet, { template: 'other' })).toHaveLength(1);
+    expect(ledger.size).toBe(2);
+    ledger.candidates([fleet[0] as InventoryLike], key);
+    expect(ledger.size).toBe(1);
+  });
+});
