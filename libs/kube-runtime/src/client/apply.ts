@@ -15,7 +15,8 @@ export function isInvalidApplyObject(err: unknown): boolean {
 export interface ApplyBody {
   apiVersion: string;
   kind: string;
-  metadata: { name: string; namespace?: string };
+  metadata: { name: string; namespace?: string; [field: string]: unknown };
+  [field: string]: unknown;
 }
 
 export interface ApplyOptions<T> {
