@@ -72,6 +72,7 @@ export { sizeClassForContainers } from './pool-key/size-class';
 export type { ResourceContainer } from './pool-key/size-class';
 export { comparePoolKeys, normalizePoolKey, poolKeyFor, poolKeyId, poolKeyMatches } from './pool-key/pool-key';
 export type { PoolKey, PoolKeyLike } from './pool-key/pool-key';
+export { netOfTemplate, poolKeyForSandbox, poolKeyForTemplate } from './pool-key/pool-key-of';
 export { addressIPs, splitHostPort } from './address/address-ips';
 export { fnv1a32, fnv1a64, nameHash } from './hash/fnv1a';
 export { SANDBOX_UID_NAMESPACE, sandboxUid, uuidV5 } from './hash/stable-uid';
@@ -102,6 +103,7 @@ export { toStructuralSchema, UnstructuralSchemaError } from './crds/structural-s
 export { formatRfc3339Seconds, normalizeTimestamp } from './synthesis/rfc3339';
 export {
   claimRefName,
+  compareByNamespaceName,
   entryFingerprint,
   readyConditionFor,
   SANDBOX_SELECTABLE_FIELDS,

@@ -2,6 +2,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { parse } from 'yaml';
 import { z } from 'zod';
+import { SandboxSchema } from '../schemas/sandbox';
 import { buildCrds } from './build-crds';
 import { CRD_OUTPUT_DIR, renderCrdFiles } from './render-crds';
 import { toStructuralSchema, UnstructuralSchemaError, type SchemaNode } from './structural-schema';
@@ -160,6 +161,13 @@ describe('generated CRDs', () => {
 });
 
 describe('toStructuralSchema', () => {
+  it('also converts the served Sandbox schema, for sandbox-apiserver\'s OpenAPI', () => {
+    const s = toStructuralSchema(SandboxSchema);
+    expect(structuralProblems(s, '', [])).toEqual([]);
+    expect(at(s, 'spec')['required']).toEqual(['podTemplate']);
+    expect(at(s, 'spec.operatingMode')).toMatchObject({ enum: ['Running', 'Suspended'], default: 'Running' });
+  });
+
   it('rejects a plain union, which a structural schema cannot express', () => {
     expect(() => toStructuralSchema(z.object({ spec: z.object({ v: z.union([z.string(), z.boolean()]) }) }))).toThrow(UnstructuralSchemaError);
   });

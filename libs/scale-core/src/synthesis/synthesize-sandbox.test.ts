@@ -2,7 +2,7 @@ import { parseFieldSelector, fieldSelectorMatches } from '../selectors/field-sel
 import { labelSelectorMatches, parseLabelSelector } from '../selectors/label-selector';
 import { sandboxUid } from '../hash/stable-uid';
 import { formatRfc3339Seconds, normalizeTimestamp } from './rfc3339';
-import { claimRefName, entryFingerprint, readyConditionFor, sandboxFieldSet, splitEntryName, synthesizeSandbox, type EntryLike } from './synthesize-sandbox';
+import { claimRefName, compareByNamespaceName, entryFingerprint, readyConditionFor, sandboxFieldSet, splitEntryName, synthesizeSandbox, type EntryLike } from './synthesize-sandbox';
 
 const entry = (e: Partial<EntryLike> & { name: string }): EntryLike => ({ phase: 'Running', ...e });
 const opts = { resourceVersion: '42' };
@@ -101,6 +101,25 @@ describe('synthesizeSandbox (§6.4)', () => {
   it('never carries a token', () => {
     const s = synthesizeSandbox('n1', { ...entry({ name: 'a', id: 'sb_1' }), token: 'secret' } as EntryLike, opts);
     expect(JSON.stringify(s)).not.toContain('secret');
+  });
+});
+
+describe('compareByNamespaceName (§6.5)', () => {
+  it('orders a flattened fleet by namespace then name (§11.3 #18)', () => {
+    const items = [
+      synthesizeSandbox('n1', entry({ name: 'ns-a/s1' }), opts),
+      synthesizeSandbox('n1', entry({ name: 'ns-b/s2', phase: 'Pending' }), opts),
+      synthesizeSandbox('n2', entry({ name: 'ns-a/s3' }), opts),
+    ].sort(compareByNamespaceName);
+    expect(items.map((s) => `${s.metadata.namespace}/${s.metadata.name}`)).toEqual(['ns-a/s1', 'ns-a/s3', 'ns-b/s2']);
+    expect(items[0]?.status.nodeName).toBe('n1');
+    expect(items[0]?.metadata.labels['sandbox.cocoonstack.io/node']).toBe('n1');
+    expect(items[1]?.status.nodeName).toBe('n2');
+  });
+
+  it('compares code units, so upper case sorts before lower case whatever the locale', () => {
+    const names = ['b', 'B', 'a', 'é', 'Z'].map((n) => ({ metadata: { namespace: 'ns', name: n } }));
+    expect(names.sort(compareByNamespaceName).map((x) => x.metadata.name)).toEqual(['B', 'Z', 'a', 'b', 'é']);
   });
 });
 

@@ -144,5 +144,18 @@ export function sandboxFieldSet(s: Pick<ServedSandbox, 'metadata' | 'status'>): 
   return { 'metadata.name': s.metadata.name, 'metadata.namespace': s.metadata.namespace, 'status.nodeName': s.status.nodeName };
 }
 
+/**
+ * List order: namespace, then name, by UTF-16 code units (scale-contracts §6.5, §14) — never
+ * localeCompare, whose order depends on the runtime's locale data.
+ */
+export function compareByNamespaceName(a: { metadata: { namespace?: string; name?: string } }, b: { metadata: { namespace?: string; name?: string } }): number {
+  const an = a.metadata.namespace ?? '';
+  const bn = b.metadata.namespace ?? '';
+  if (an !== bn) return an < bn ? -1 : 1;
+  const am = a.metadata.name ?? '';
+  const bm = b.metadata.name ?? '';
+  return am < bm ? -1 : am > bm ? 1 : 0;
+}
+
 /** The field names sandbox-apiserver accepts in a fieldSelector. */
 export const SANDBOX_SELECTABLE_FIELDS: readonly string[] = ['metadata.name', 'metadata.namespace', 'status.nodeName'];
