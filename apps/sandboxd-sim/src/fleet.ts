@@ -1,0 +1,235 @@
+import type { Server } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ClaimBodySchema, SandboxdClientSet, normalizeBaseUrl, type ClaimBody } from '@sandbox-scale/sandboxd-client';
+import { createLogger, type Logger } from '@sandbox-scale/kube-runtime';
+import { claim, type ClaimOutcome } from './claim-ops';
+import { systemClock, type Clock } from './clock';
+import { NodeConfigSchema, SimOptionsSchema, type NodeConfigInput, type SimOptions, type SimOptionsInput } from './config';
+import { FaultState, type Faults, type FaultsInput } from './faults';
+import { Mesh, httpPeer, inProcessPeer, type PeerLink } from './gossip';
+import { LatencyModel } from './latency';
+import { NodeState } from './node-state';
+import { configPools, setPools } from './pools-ops';
+import { sweep } from './reaper';
+import { createRng, nodeSeed } from './rng';
+import { createNodeServer } from './server';
+import { KeyTable } from './wire-key';
+
+export interface StartSimOptions extends SimOptionsInput {
+  /** Virtual time for tests (ManualClock); default the system clock. */
+  clock?: Clock;
+  logger?: Logger;
+  /** Per-node overrides of the node configuration (e.g. one node with egress). */
+  perNode?: (index: number) => Partial<NodeConfigInput>;
+}
+
+/** How to reach one simulated node. `token` is its root token ('' on an open node). */
+export interface SimNodeInfo {
+  name: string;
+  url: string;
+  port: number;
+  /** `host:port`, the node's advertise_addr (what owner_addr and redirects carry). */
+  addr: string;
+  token: string;
+}
+
+/** A node plus hooks for tests: its state, faults and gossip. */
+export interface SimNode extends SimNodeInfo {
+  readonly state: NodeState;
+  readonly faults: FaultState;
+  readonly mesh: Mesh | undefined;
+  readonly stopped: boolean;
+  setFaults(faults: FaultsInput): Faults;
+  clearFaults(): void;
+  /** Refreshes the gossip view now instead of waiting for the tick. */
+  refreshGossip(): Promise<void>;
+  /** A frozen view keeps what it last saw (stale redirects). */
+  freezeGossip(frozen: boolean): void;
+  /** Runs the refill pass and the reaper sweep now. */
+  tick(): void;
+  /** Claims in-process as root, without HTTP (memory measurements). */
+  claimLocal(body: ClaimBody): Promise<ClaimOutcome>;
+}
+
+export interface Sim {
+  readonly nodes: readonly SimNodeInfo[];
+  readonly clock: Clock;
+  node(name: string): SimNode;
+  /** Stops one node: its port closes, its claims vanish, peers stop seeing it. */
+  stopNode(name: string): Promise<void>;
+  stop(): Promise<void>;
+}
+
+class NodeHandle implements SimNode {
+  stopped = false;
+  mesh: Mesh | undefined;
+  url = '';
+  port = 0;
+  addr = '';
+
+  constructor(
+    readonly name: string,
+    readonly token: string,
+    readonly state: NodeState,
+    readonly faults: FaultState,
+    readonly server: Server,
+  ) {}
+
+  setFaults(faults: FaultsInput): Faults {
+    return this.faults.set(faults);
+  }
+
+  clearFaults(): void {
+    this.faults.clear();
+  }
+
+  async refreshGossip(): Promise<void> {
+    await this.mesh?.refresh();
+  }
+
+  freezeGossip(frozen: boolean): void {
+    if (this.mesh) this.mesh.frozen = frozen;
+  }
+
+  tick(): void {
+    this.state.pools.refillAll();
+    sweep(this.state);
+  }
+
+  claimLocal(body: ClaimBody): Promise<ClaimOutcome> {
+    return claim(this.state, { kind: 'root' }, ClaimBodySchema.parse(body));
+  }
+
+  get reachable(): boolean {
+    return !this.stopped && this.faults.current.partition === 'none';
+  }
+}
+
+function every(clock: Clock, ms: number, fn: () => void): () => void {
+  let stopped = false;
+  let handle = clock.setTimer(function tick() {
+    if (stopped) return;
+    fn();
+    handle = clock.setTimer(tick, ms);
+  }, ms);
+  return () => {
+    stopped = true;
+    clock.clearTimer(handle);
+  };
+}
+
+function nodeConfig(opts: SimOptions, override: Partial<NodeConfigInput>) {
+  const { token, tenants, maxClaims, maxForkCount, refillConcurrency, egress, idleHibernateSeconds, archiveAfterSeconds, archiveDeleteAfterSeconds } = opts;
+  const { checkpointTtlHours, releaseDelaySeconds, pools, vmCapacity, images, peers } = opts;
+  const base = { token, tenants, maxClaims, maxForkCount, refillConcurrency, egress, idleHibernateSeconds, archiveAfterSeconds, archiveDeleteAfterSeconds };
+  return NodeConfigSchema.parse({ ...base, checkpointTtlHours, releaseDelaySeconds, pools, vmCapacity, images, peers, ...override });
+}
+
+function buildNode(opts: SimOptions, index: number, shared: { keys: KeyTable; clock: Clock; logger: Logger; override: Partial<NodeConfigInput> }): NodeHandle {
+  const seed = nodeSeed(opts.seed, index);
+  const config = nodeConfig(opts, shared.override);
+  const faults = new FaultState(shared.keys, createRng(seed ^ 0x0fa17));
+  if (opts.faults) faults.set(opts.faults);
+  const rng = createRng(seed);
+  const latency = new LatencyModel({ profile: opts.latency, speed: opts.speed, nested: opts.profile === 'nested', rng });
+  const name = `${opts.namePrefix}${index}`;
+  const state = new NodeState({ name, config, keys: shared.keys, clock: shared.clock, rng, latency, faults });
+  const server = createNodeServer({ node: state, faults, logger: shared.logger });
+  return new NodeHandle(name, config.token, state, faults, server);
+}
+
+async function listen(h: NodeHandle, host: string, port: number): Promise<void> {
+  await new Promise<void>((resolve, reject) => {
+    h.server.once('error', reject);
+    h.server.listen(port, host, () => {
+      h.server.off('error', reject);
+      resolve();
+    });
+  });
+  h.port = (h.server.address() as AddressInfo).port;
+  const reachableHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  h.addr = `${reachableHost}:${h.port}`;
+  h.url = `http://${h.addr}`;
+  h.state.advertiseAddr = h.addr;
+}
+
+function wireMesh(handles: NodeHandle[], opts: SimOptions, clients: SandboxdClientSet): void {
+  const byUrl = new Map(handles.map((h) => [h.url, h]));
+  for (const h of handles) {
+    const links: PeerLink[] = [];
+    if (opts.mesh) for (const p of handles) if (p !== h) links.push(inProcessPeer(p.state, () => p.reachable));
+    for (const peer of h.state.config.peers) {
+      const url = normalizeBaseUrl(peer);
+      const local = byUrl.get(url);
+      if (local === h || (local && opts.mesh)) continue;
+      links.push(local ? inProcessPeer(local.state, () => local.reachable) : httpPeer(url.replace(/^https?:\/\//, ''), clients.forNode(url), h.state.keys));
+    }
+    if (links.length > 0) {
+      h.mesh = new Mesh(links, h.state.rng);
+      h.state.mesh = h.mesh;
+    }
+  }
+}
+
+async function closeServer(server: Server): Promise<void> {
+  server.closeAllConnections();
+  await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+/**
+ * Starts 1..400 simulated sandboxd nodes in this process, each on its own loopback port
+ * with its own state. Ports are basePort + i, or ephemeral with basePort 0.
+ */
+export async function startSim(input: StartSimOptions = {}): Promise<Sim> {
+  const { clock = systemClock, logger = createLogger({ name: 'sandboxd-sim', level: 'silent' }), perNode, ...rest } = input;
+  const opts = SimOptionsSchema.parse(rest);
+  const keys = new KeyTable();
+  const handles: NodeHandle[] = [];
+  for (let i = 0; i < opts.nodes; i++) handles.push(buildNode(opts, i, { keys, clock, logger, override: perNode?.(i) ?? {} }));
+  try {
+    for (const [i, h] of handles.entries()) await listen(h, opts.host, opts.basePort === 0 ? 0 : opts.basePort + i);
+  } catch (err) {
+    await Promise.all(handles.filter((h) => h.server.listening).map((h) => closeServer(h.server)));
+    throw err;
+  }
+  const clients = new SandboxdClientSet({ token: opts.token });
+  wireMesh(handles, opts, clients);
+  for (const h of handles) setPools(h.state, configPools(h.state.config.pools));
+  const gossip = (): Promise<void> =>
+    Promise.all(handles.filter((h) => !h.stopped).map((h) => h.refreshGossip())).then(
+      () => undefined,
+      (err: unknown) => logger.warn({ err }, 'gossip refresh failed'),
+    );
+  await gossip();
+  const live = (): NodeHandle[] => handles.filter((h) => !h.stopped);
+  const stops = [
+    every(clock, opts.refillTickMs, () => live().forEach((h) => h.state.pools.refillAll())),
+    every(clock, opts.reapTickMs, () => live().forEach((h) => sweep(h.state))),
+    every(clock, opts.gossipTickMs, () => void gossip()),
+    every(clock, 3_600_000, () => live().forEach((h) => h.state.lineage.sweepCheckpoints(h.state.now(), h.state.config.checkpointTtlHours))),
+  ];
+  const byName = new Map(handles.map((h) => [h.name, h]));
+  const find = (name: string): NodeHandle => {
+    const h = byName.get(name);
+    if (h === undefined) throw new Error(`no simulated node named ${JSON.stringify(name)}`);
+    return h;
+  };
+  const stopNode = async (h: NodeHandle): Promise<void> => {
+    if (h.stopped) return;
+    h.stopped = true;
+    for (const sb of [...h.state.sandboxes.values()]) h.state.remove(sb);
+    await closeServer(h.server);
+  };
+  logger.info({ nodes: handles.length, speed: opts.speed }, 'simulated nodes listening');
+  return {
+    nodes: handles.map(({ name, url, port, addr, token }) => ({ name, url, port, addr, token })),
+    clock,
+    node: find,
+    stopNode: (name) => stopNode(find(name)),
+    stop: async () => {
+      stops.forEach((s) => s());
+      await Promise.all(handles.map(stopNode));
+      await clients.close();
+    },
+  };
+}

@@ -1,0 +1,118 @@
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Logger } from '@sandbox-scale/kube-runtime';
+import { isApiError } from './api-error';
+import { bearerOf, safeEqual } from './auth';
+import { sleep } from './clock';
+import { FAILURE_TEXT, FaultsSchema, type FaultState, type MalformedMode } from './faults';
+import { BODY_LIMIT_BYTES, errorReply, jsonReply, readBody, writeReply, type Reply } from './http-io';
+import type { NodeState } from './node-state';
+import { nodeRoutes } from './node-routes';
+import { matchRoute, RouteCtx, type Route } from './route';
+import { sandboxRoutes } from './sandbox-routes';
+
+const ROUTES: readonly Route[] = [...sandboxRoutes, ...nodeRoutes];
+
+/** A reply shape that matches no schema of the API (every field of the wrong type). */
+const WRONG_SHAPE = { id: 42, token: 42, deadline: 42, pools: 42, claimed: 'x', sandboxes: 42, checkpoints: 42, checkpoint: 42, children: 42, key: 42, peers: 42, owner_addr: 42 };
+
+function malformedReply(mode: MalformedMode): Reply {
+  if (mode === 'invalid-json') return { status: 200, text: '{"id": "sb_', contentType: 'application/json' };
+  if (mode === 'wrong-shape') return jsonReply(WRONG_SHAPE);
+  return { status: 200, text: JSON.stringify({ pad: 'x'.repeat(BODY_LIMIT_BYTES + 1024) }), contentType: 'application/json' };
+}
+
+export interface NodeServerDeps {
+  node: NodeState;
+  faults: FaultState;
+  logger: Logger;
+}
+
+/**
+ * The node's HTTP server: faults first (partition, latency, 503, 500), then the route,
+ * then a malformed reply if asked for. `/_sim/faults` is the simulator's own admin
+ * endpoint and is never faulted, so a partitioned node can be healed.
+ */
+export function createNodeServer(deps: NodeServerDeps): Server {
+  const server = createServer((req, res) => {
+    handle(deps, req, res).catch((err: unknown) => {
+      deps.logger.error({ node: deps.node.name, err }, 'request failed unexpectedly');
+      if (!res.headersSent) writeReply(res, errorReply(500, 'internal error'));
+      else res.destroy();
+    });
+  });
+  // No read/write timeout (cold claims block); keep idle sockets past the client's 90 s.
+  server.requestTimeout = 0;
+  server.keepAliveTimeout = 120_000;
+  server.headersTimeout = 60_000;
+  return server;
+}
+
+async function handle(deps: NodeServerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
+  const url = new URL(req.url ?? '/', 'http://sim');
+  const bearer = bearerOf(req.headers.authorization);
+  if (url.pathname === '/_sim/faults') return writeReply(res, await admin(deps, req, bearer));
+  const faults = deps.faults.current;
+  if (faults.partition === 'close') {
+    req.socket.destroy();
+    return;
+  }
+  if (faults.partition === 'hang') return; // the request is accepted and never answered
+  const match = matchRoute(ROUTES, req.method ?? 'GET', url.pathname);
+  if ('status' in match) {
+    return writeReply(res, match.status === 404 ? { status: 404, text: '404 page not found\n' } : { status: 405, text: 'Method Not Allowed\n' });
+  }
+  const raw = await readBody(req);
+  if (raw === undefined) {
+    res.shouldKeepAlive = false;
+    return writeReply(res, { ...errorReply(400, 'invalid request body'), headers: { connection: 'close' } });
+  }
+  writeReply(res, await serve(deps, match.route, new RouteCtx(deps.node, match.id, url.searchParams, bearer, raw)));
+}
+
+async function serve(deps: NodeServerDeps, route: Route, ctx: RouteCtx): Promise<Reply> {
+  const faults = deps.faults.current;
+  const verb = route.verb;
+  if (verb !== undefined) {
+    if (faults.latencyMs > 0) await sleep(deps.node.clock, faults.latencyMs);
+    const retryAfter = faults.unavailable[verb];
+    if (retryAfter !== undefined) return errorReply(503, 'temporarily unavailable', { 'retry-after': String(retryAfter) });
+    if (deps.faults.shouldFail(verb)) return errorReply(500, FAILURE_TEXT[verb]);
+  }
+  let reply: Reply;
+  try {
+    reply = await route.handle(ctx);
+  } catch (err) {
+    if (!isApiError(err)) throw err;
+    reply = errorReply(err.status, err.message, err.headers);
+  }
+  const mode = verb === undefined ? undefined : faults.malformed[verb];
+  return mode !== undefined && reply.status < 300 ? malformedReply(mode) : reply;
+}
+
+async function admin(deps: NodeServerDeps, req: IncomingMessage, bearer: string | undefined): Promise<Reply> {
+  const root = deps.node.rootToken;
+  if (root !== '' && (bearer === undefined || !safeEqual(bearer, root))) return errorReply(401, 'invalid api token');
+  if (req.method === 'GET') return jsonReply(deps.faults.current);
+  if (req.method === 'DELETE') {
+    deps.faults.clear();
+    return jsonReply(deps.faults.current);
+  }
+  if (req.method !== 'POST' && req.method !== 'PUT') return { status: 405, text: 'Method Not Allowed\n' };
+  const raw = (await readBody(req)) ?? Buffer.alloc(0);
+  let input: unknown;
+  try {
+    input = JSON.parse(raw.toString('utf8') || '{}');
+  } catch {
+    return errorReply(400, 'invalid request body');
+  }
+  const parsed = FaultsSchema.safeParse(input);
+  if (!parsed.success) return errorReply(400, `invalid faults: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  try {
+    const faults = deps.faults.set(parsed.data);
+    deps.logger.info({ node: deps.node.name }, 'faults replaced');
+    return jsonReply(faults);
+  } catch (err) {
+    if (isApiError(err)) return errorReply(400, `invalid faults: ${err.message}`);
+    throw err;
+  }
+}
