@@ -46,7 +46,7 @@ export {
   NoWarmCapacityError,
 } from './errors/capacity-errors';
 export { isSandboxdHttpError, isSandboxdNotFound, SandboxdHttpError, sandboxdHttpErrorOf, sandboxdReplyError } from './errors/sandboxd-errors';
-export type { SandboxdOp, SandboxdReply } from './errors/sandboxd-errors';
+export type { SandboxdHttpErrorLike, SandboxdOp, SandboxdReply } from './errors/sandboxd-errors';
 export {
   AlreadyExistsError,
   BadRequestError,

@@ -91,7 +91,8 @@ describe('sandboxdReplyError (§4, §10, §11.4)', () => {
     const err = sandboxdReplyError('claim', { statusCode: 500, errorMessage: 'provisioning failed' });
     const http = sandboxdHttpErrorOf(wrap(err));
     expect(http?.statusCode).toBe(500);
-    expect(http?.errorMessage).toBe('provisioning failed');
+    expect(http?.operation).toBe('claim');
+    expect(http?.message).toBe('sandboxd claim: HTTP 500: provisioning failed');
     expect(isNodeAtCapacity(err)).toBe(false);
   });
 
@@ -121,6 +122,14 @@ describe('sandboxdReplyError (§4, §10, §11.4)', () => {
   it('tells a sandboxd 404 apart for verbs where it is not success', () => {
     expect(isSandboxdNotFound(sandboxdReplyError('hibernate', { statusCode: 404, errorMessage: 'unknown sandbox' }))).toBe(true);
     expect(isSandboxdNotFound(sandboxdReplyError('hibernate', { statusCode: 500 }))).toBe(false);
+  });
+
+  it('finds a client library\'s own SandboxdHttpError by name', () => {
+    class SandboxdHttpError extends SandboxScaleError {
+      readonly statusCode = 404;
+      readonly operation = 'hibernate';
+    }
+    expect(isSandboxdNotFound(wrap(new SandboxdHttpError('unknown sandbox')))).toBe(true);
   });
 
   it('keeps Retry-After of a 503', () => {

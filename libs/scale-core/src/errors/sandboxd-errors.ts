@@ -1,24 +1,31 @@
 import { findInCauseChain, SandboxScaleError } from './base';
 import { NodeAtCapacityError } from './capacity-errors';
 
-/** sandboxd answered a status the operation does not accept. `message` is its `{"error"}` text. */
+/** sandboxd answered a status the operation does not accept. `errorMessage` is its `{"error"}` text. */
 export class SandboxdHttpError extends SandboxScaleError {
-  readonly op: SandboxdOp;
+  readonly operation: SandboxdOp;
   readonly statusCode: number;
   readonly errorMessage: string;
   readonly retryAfterSeconds: number | undefined;
-  constructor(op: SandboxdOp, statusCode: number, errorMessage: string, options: { retryAfterSeconds?: number; cause?: unknown } = {}) {
-    super(`sandboxd ${op}: HTTP ${statusCode}${errorMessage === '' ? '' : `: ${errorMessage}`}`, { cause: options.cause });
-    this.op = op;
+  constructor(operation: SandboxdOp, statusCode: number, errorMessage: string, options: { retryAfterSeconds?: number; cause?: unknown } = {}) {
+    super(`sandboxd ${operation}: HTTP ${statusCode}${errorMessage === '' ? '' : `: ${errorMessage}`}`, { cause: options.cause });
+    this.operation = operation;
     this.statusCode = statusCode;
     this.errorMessage = errorMessage;
     this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
+/**
+ * What every error named SandboxdHttpError carries, whichever package built it (predicates
+ * match by name, so a client library's own class with these fields is found too).
+ */
+export type SandboxdHttpErrorLike = Error & { readonly statusCode: number; readonly operation?: string; readonly retryAfterSeconds?: number | undefined };
+
 /** The SandboxdHttpError in err's cause chain (to read its status), or undefined. */
-export function sandboxdHttpErrorOf(err: unknown): SandboxdHttpError | undefined {
-  return findInCauseChain<SandboxdHttpError>(err, 'SandboxdHttpError');
+export function sandboxdHttpErrorOf(err: unknown): SandboxdHttpErrorLike | undefined {
+  const found = findInCauseChain<SandboxdHttpErrorLike>(err, 'SandboxdHttpError');
+  return found !== undefined && typeof found.statusCode === 'number' ? found : undefined;
 }
 
 export function isSandboxdHttpError(err: unknown): boolean {
