@@ -7,22 +7,12 @@ import { type Sleep, sleep as realSleep } from '../time';
 import { Backoff, type BackoffOptions } from './backoff';
 import { informerMetrics, type InformerMetrics } from './informer-metrics';
 import { KubeListWatcher, type ListWatchScope, type ListWatcher, type WatchEventType } from './list-watcher';
-import { ObjectStore, type StoreChange } from './object-store';
+import { HandlerSet, type InformerHandlers, type ObjectRef } from './handler-set';
+import { ObjectStore } from './object-store';
 import { type ParseFailure, describeParseError } from './parse-failure';
 import { SyncGate } from './sync-gate';
 
-export interface ObjectRef {
-  namespace?: string;
-  name: string;
-}
-
-export interface InformerHandlers<T> {
-  add?: (obj: T) => void;
-  update?: (obj: T, old: T) => void;
-  delete?: (obj: T) => void;
-  /** The object exists but does not parse (failure), or such an object is gone (null). */
-  malformed?: (ref: ObjectRef, failure: ParseFailure | null) => void;
-}
+export type { InformerHandlers, ObjectRef };
 
 export interface InformerOptions<T> extends ListWatchScope {
   resource: KubeResource;
@@ -51,7 +41,7 @@ export class Informer<T extends KubeObject> {
   readonly name: string;
   private readonly store = new ObjectStore<T>();
   private readonly malformedByKey = new Map<string, ParseFailure>();
-  private readonly handlers = new Set<InformerHandlers<T>>();
+  private readonly handlers: HandlerSet<T>;
   private readonly sync = new SyncGate();
   private readonly backoff: Backoff;
   private readonly metrics: InformerMetrics;
@@ -69,6 +59,7 @@ export class Informer<T extends KubeObject> {
     this.metrics = informerMetrics(opts.registry, resourceName(opts.resource));
     this.sleep = opts.sleep ?? realSleep;
     this.log = opts.log.child({ informer: this.name });
+    this.handlers = new HandlerSet<T>(this.log, () => this.metrics.handlerError());
   }
 
   get lastSyncResourceVersion(): string | undefined {
@@ -103,8 +94,7 @@ export class Informer<T extends KubeObject> {
 
   /** Adds handlers; returns the function that removes them. */
   on(h: InformerHandlers<T>): () => void {
-    this.handlers.add(h);
-    return () => this.handlers.delete(h);
+    return this.handlers.add(h);
   }
 
   start(): void {
@@ -201,7 +191,7 @@ export class Informer<T extends KubeObject> {
     }
     this.malformedByKey.delete(key);
     const change = this.store.upsert(ns, meta.name, obj, meta.resourceVersion ?? '');
-    if (change) this.emit(change);
+    if (change) this.handlers.change(change);
     return key;
   }
 
@@ -211,38 +201,15 @@ export class Informer<T extends KubeObject> {
     this.malformedByKey.set(key, failure);
     this.metrics.malformed();
     this.log.error({ namespace: ref.namespace, name: ref.name, ...failure }, 'malformed object skipped');
-    this.dispatch((h) => h.malformed?.(ref, failure));
+    this.handlers.malformed(ref, failure);
   }
 
   private removeKey(key: string): void {
     const { namespace: ns, name } = refOf(key);
     const wasMalformed = this.malformedByKey.delete(key);
     const change = this.store.remove(ns, name);
-    if (change) this.emit(change);
-    else if (wasMalformed) this.dispatch((h) => h.malformed?.({ namespace: ns, name }, null));
-  }
-
-  private emit(change: StoreChange<T>): void {
-    switch (change.type) {
-      case 'add':
-        return this.dispatch((h) => h.add?.(change.obj));
-      case 'update':
-        return this.dispatch((h) => h.update?.(change.obj, change.old));
-      case 'delete':
-        return this.dispatch((h) => h.delete?.(change.obj));
-    }
-  }
-
-  private dispatch(call: (h: InformerHandlers<T>) => void): void {
-    for (const h of this.handlers) {
-      try {
-        call(h);
-      } catch (err) {
-        // A handler bug must not stop the cache for every other consumer: counted and logged.
-        this.metrics.handlerError();
-        this.log.error({ err }, 'informer event handler threw');
-      }
-    }
+    if (change) this.handlers.change(change);
+    else if (wasMalformed) this.handlers.malformed({ namespace: ns, name }, null);
   }
 }
 
