@@ -17,6 +17,9 @@ describe('auth rules (root, tenant and sandbox tokens)', () => {
       expect(await raw(t.url(), 'GET', '/v1/sandboxes', opts)).toMatchObject({ status: 401 });
       expect(await raw(t.url(), 'GET', '/v1/info', opts)).toMatchObject({ status: 401, json: { error: 'invalid api token' } });
       expect(await raw(t.url(), 'GET', '/v1/peers', opts)).toMatchObject({ status: 401 });
+      expect(await raw(t.url(), 'PUT', '/v1/pools', { ...opts, body: '{"pools":[]}' })).toMatchObject({ status: 401 });
+      expect(await raw(t.url(), 'POST', '/v1/drain', opts)).toMatchObject({ status: 401 });
+      expect(await raw(t.url(), 'GET', '/metrics', opts)).toMatchObject({ status: 401 });
     }
   });
 

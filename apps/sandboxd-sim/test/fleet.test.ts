@@ -32,6 +32,25 @@ describe('many nodes in one process', () => {
   });
 });
 
+describe('peers outside the process (by flag)', () => {
+  it('redirects to a peer of another simulator, learnt from its GET /v1/info', async () => {
+    const far = await startTestSim({ pools: [{ template: 'base:24.04', warm: 2 }] });
+    const near = await startTestSim({ peers: [far.sim.nodes[0]?.addr ?? ''] });
+    try {
+      await near.sim.node('node-0').refreshGossip();
+      expect(await near.root().peers()).toEqual([far.sim.nodes[0]?.addr]);
+      const c = await near.root().claim({ template: 'base:24.04' }, { followRedirects: true });
+      expect(c.nodeUrl).toBe(far.url());
+      const ck = await far.root().checkpoint(c.id);
+      const branch = await near.root().claimCheckpoint(ck.id, {}, { followRedirects: true });
+      expect(branch).toMatchObject({ nodeUrl: far.url(), fromCheckpoint: ck.id });
+    } finally {
+      await near.close();
+      await far.close();
+    }
+  });
+});
+
 describe('fixed ports', () => {
   it('listens on consecutive ports from --base-port', async () => {
     const base = 20_000 + Math.floor(Math.random() * 20_000);

@@ -181,6 +181,19 @@ describe('sandbox verbs against the simulator', () => {
     expect(asNodeAtCapacity(await caught(t.root().claimCheckpoint(ck.id)))?.message).toBe('node claim quota reached: node draining');
   });
 
+  it('refuses to checkpoint or promote an egress-lane sandbox (409), and a bad checkpoint-claim body (400)', async () => {
+    await t.close();
+    t = await startTestSim({ egress: true });
+    const c = await t.root().claim({ template: BASE, net: 'egress' });
+    expect(asSandboxdHttpError(await caught(t.root().checkpoint(c.id)))).toMatchObject({ statusCode: 409, message: 'egress-lane sandboxes do not checkpoint' });
+    expect(asSandboxdHttpError(await caught(t.root().promote(c.id, { template: 'e:1' }))))?.toMatchObject({ statusCode: 409 });
+    expect(asSandboxdHttpError(await caught(t.root().fork(c.id, { count: 1 }))))?.toMatchObject({ statusCode: 409 });
+    const plain = await t.root().claim({ template: BASE });
+    const ck = await t.root().checkpoint(plain.id);
+    expect(await raw(t.url(), 'POST', `/v1/checkpoints/${ck.id}/claim`, { token: ROOT })).toMatchObject({ status: 400, json: { error: 'invalid request body' } });
+    expect(await raw(t.url(), 'POST', `/v1/checkpoints/${ck.id}/claim`, { token: ROOT, body: '{"ttl_seconds":true}' })).toMatchObject({ status: 400 });
+  });
+
   it('keeps checkpoints after their source sandbox is released', async () => {
     const src = await t.root().claim({ template: BASE });
     const ck = await t.root().checkpoint(src.id);
