@@ -5,6 +5,8 @@ export { ConfigError, isConfigError, parseFlags, loadConfigOrExit, booleanFlag, 
 export type { FlagDoc, ParseFlagsOptions, HelpRequested } from './config/flags';
 export { managerFlagShape, ManagerFlagsSchema, durationFlag, bindAddressFlag, parseDuration } from './config/manager-flags';
 export type { ManagerFlags } from './config/manager-flags';
+export { managerOptionsFromFlags, podNamespace } from './config/manager-options';
+export type { ManagerWiring } from './config/manager-options';
 export { createLogger, REDACTED_PATHS } from './log/logger';
 export type { Logger, LoggerOptions } from './log/logger';
 
