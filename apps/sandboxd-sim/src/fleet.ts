@@ -6,7 +6,7 @@ import { claim, type ClaimOutcome } from './claim-ops';
 import { systemClock, type Clock } from './clock';
 import { NodeConfigSchema, SimOptionsSchema, type NodeConfigInput, type SimOptions, type SimOptionsInput } from './config';
 import { FaultState, type Faults, type FaultsInput } from './faults';
-import { Mesh, httpPeer, inProcessPeer, type PeerLink } from './gossip';
+import { GossipBoard, Mesh, httpPeer, localLink, type LocalPeer, type PeerLink } from './gossip';
 import { LatencyModel } from './latency';
 import { NodeState } from './node-state';
 import { configPools, setPools } from './pools-ops';
@@ -67,13 +67,21 @@ class NodeHandle implements SimNode {
   port = 0;
   addr = '';
 
-  constructor(
-    readonly name: string,
-    readonly token: string,
-    readonly state: NodeState,
-    readonly faults: FaultState,
-    readonly server: Server,
-  ) {}
+  readonly name: string;
+  readonly token: string;
+  readonly state: NodeState;
+  readonly faults: FaultState;
+  readonly server: Server;
+  readonly #board: GossipBoard;
+
+  constructor(init: { name: string; token: string; state: NodeState; faults: FaultState; server: Server; board: GossipBoard }) {
+    this.name = init.name;
+    this.token = init.token;
+    this.state = init.state;
+    this.faults = init.faults;
+    this.server = init.server;
+    this.#board = init.board;
+  }
 
   setFaults(faults: FaultsInput): Faults {
     return this.faults.set(faults);
@@ -84,6 +92,7 @@ class NodeHandle implements SimNode {
   }
 
   async refreshGossip(): Promise<void> {
+    this.#board.publish();
     await this.mesh?.refresh();
   }
 
@@ -100,7 +109,7 @@ class NodeHandle implements SimNode {
     return claim(this.state, { kind: 'root' }, ClaimBodySchema.parse(body));
   }
 
-  get reachable(): boolean {
+  reachable(): boolean {
     return !this.stopped && this.faults.current.partition === 'none';
   }
 }
@@ -125,9 +134,16 @@ function nodeConfig(opts: SimOptions, override: Partial<NodeConfigInput>) {
   return NodeConfigSchema.parse({ ...base, checkpointTtlHours, releaseDelaySeconds, pools, vmCapacity, images, peers, ...override });
 }
 
-function buildNode(opts: SimOptions, index: number, shared: { keys: KeyTable; clock: Clock; logger: Logger; override: Partial<NodeConfigInput> }): NodeHandle {
+interface Shared {
+  keys: KeyTable;
+  clock: Clock;
+  logger: Logger;
+  board: GossipBoard;
+}
+
+function buildNode(opts: SimOptions, index: number, shared: Shared, override: Partial<NodeConfigInput>): NodeHandle {
   const seed = nodeSeed(opts.seed, index);
-  const config = nodeConfig(opts, shared.override);
+  const config = nodeConfig(opts, override);
   const faults = new FaultState(shared.keys, createRng(seed ^ 0x0fa17));
   if (opts.faults) faults.set(opts.faults);
   const rng = createRng(seed);
@@ -135,7 +151,7 @@ function buildNode(opts: SimOptions, index: number, shared: { keys: KeyTable; cl
   const name = `${opts.namePrefix}${index}`;
   const state = new NodeState({ name, config, keys: shared.keys, clock: shared.clock, rng, latency, faults });
   const server = createNodeServer({ node: state, faults, logger: shared.logger });
-  return new NodeHandle(name, config.token, state, faults, server);
+  return new NodeHandle({ name, token: config.token, state, faults, server, board: shared.board });
 }
 
 async function listen(h: NodeHandle, host: string, port: number): Promise<void> {
@@ -153,21 +169,21 @@ async function listen(h: NodeHandle, host: string, port: number): Promise<void> 
   h.state.advertiseAddr = h.addr;
 }
 
-function wireMesh(handles: NodeHandle[], opts: SimOptions, clients: SandboxdClientSet): void {
-  const byUrl = new Map(handles.map((h) => [h.url, h]));
+function wireMesh(handles: NodeHandle[], opts: SimOptions, clients: SandboxdClientSet, board: GossipBoard): void {
+  const local: LocalPeer[] = handles.map((h) => ({ addr: h.addr, state: h.state, reachable: () => h.reachable() }));
+  const byUrl = new Map(handles.map((h, i) => [h.url, local[i] as LocalPeer]));
   for (const h of handles) {
     const links: PeerLink[] = [];
-    if (opts.mesh) for (const p of handles) if (p !== h) links.push(inProcessPeer(p.state, () => p.reachable));
     for (const peer of h.state.config.peers) {
       const url = normalizeBaseUrl(peer);
-      const local = byUrl.get(url);
-      if (local === h || (local && opts.mesh)) continue;
-      links.push(local ? inProcessPeer(local.state, () => local.reachable) : httpPeer(url.replace(/^https?:\/\//, ''), clients.forNode(url), h.state.keys));
+      const inProcess = byUrl.get(url);
+      if (url === h.url || (inProcess && opts.mesh)) continue;
+      links.push(inProcess ? localLink(inProcess, board) : httpPeer(url.replace(/^https?:\/\//, ''), clients.forNode(url), h.state.keys));
     }
-    if (links.length > 0) {
-      h.mesh = new Mesh(links, h.state.rng);
-      h.state.mesh = h.mesh;
-    }
+    const meshed = opts.mesh && handles.length > 1;
+    if (!meshed && links.length === 0) continue;
+    h.mesh = new Mesh({ self: h.addr, ...(meshed ? { board } : {}), localPeers: local, links, rng: h.state.rng });
+    h.state.mesh = h.mesh;
   }
 }
 
@@ -183,9 +199,10 @@ async function closeServer(server: Server): Promise<void> {
 export async function startSim(input: StartSimOptions = {}): Promise<Sim> {
   const { clock = systemClock, logger = createLogger({ name: 'sandboxd-sim', level: 'silent' }), perNode, ...rest } = input;
   const opts = SimOptionsSchema.parse(rest);
-  const keys = new KeyTable();
   const handles: NodeHandle[] = [];
-  for (let i = 0; i < opts.nodes; i++) handles.push(buildNode(opts, i, { keys, clock, logger, override: perNode?.(i) ?? {} }));
+  const board = new GossipBoard(() => handles.map((h) => ({ addr: h.addr, state: h.state, reachable: () => h.reachable() })));
+  const shared: Shared = { keys: new KeyTable(), clock, logger, board };
+  for (let i = 0; i < opts.nodes; i++) handles.push(buildNode(opts, i, shared, perNode?.(i) ?? {}));
   try {
     for (const [i, h] of handles.entries()) await listen(h, opts.host, opts.basePort === 0 ? 0 : opts.basePort + i);
   } catch (err) {
@@ -193,13 +210,15 @@ export async function startSim(input: StartSimOptions = {}): Promise<Sim> {
     throw err;
   }
   const clients = new SandboxdClientSet({ token: opts.token });
-  wireMesh(handles, opts, clients);
+  wireMesh(handles, opts, clients, board);
   for (const h of handles) setPools(h.state, configPools(h.state.config.pools));
-  const gossip = (): Promise<void> =>
-    Promise.all(handles.filter((h) => !h.stopped).map((h) => h.refreshGossip())).then(
+  const gossip = (): Promise<void> => {
+    board.publish();
+    return Promise.all(handles.filter((h) => !h.stopped).map((h) => h.mesh?.refresh())).then(
       () => undefined,
       (err: unknown) => logger.warn({ err }, 'gossip refresh failed'),
     );
+  };
   await gossip();
   const live = (): NodeHandle[] => handles.filter((h) => !h.stopped);
   const stops = [

@@ -117,6 +117,17 @@ describe('claim against the simulator', () => {
     expect(await t.root(0).sandboxes()).toEqual([]);
   });
 
+  it('redirects only once gossip has caught up (a ~1 s tick)', async () => {
+    const clock = new ManualClock();
+    t = await startTestSim({ nodes: 2, clock });
+    await t.root(1).setPools([{ template: BASE, warm: 2 }]);
+    await clock.advance(0);
+    // node-0 has not heard yet: it serves a cold claim itself
+    await expect(t.root(0).claim({ template: BASE })).resolves.toMatchObject({ nodeUrl: t.url(0) });
+    await clock.advance(1000);
+    expect(asNodeAtCapacity(await caught(t.root(0).claim({ template: BASE })))?.candidates).toEqual([t.url(1)]);
+  });
+
   it('serves locally with no_redirect even when a peer has warm VMs', async () => {
     t = await startTestSim({ nodes: 2, perNode: (i) => ({ pools: i === 1 ? [{ template: BASE, warm: 3 }] : [] }) });
     await t.sim.node('node-0').refreshGossip();

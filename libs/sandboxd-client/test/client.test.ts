@@ -54,6 +54,15 @@ describe('SandboxdClient against a stub node', () => {
     expect(asNodeAtCapacity(err)).toMatchObject({ statusCode: 429, message: 'node claim quota reached: node draining', candidates: [] });
   });
 
+  it('finds typed errors through a cause chain', async () => {
+    stub.setHandler((_c, res) => replyJson(res, 429, { error: 'full' }));
+    const inner = await caught(client.claim({ template: 't' }));
+    const wrapped = new Error('gateway claim failed', { cause: new Error('node n1', { cause: inner }) });
+    expect(isNodeAtCapacity(wrapped)).toBe(true);
+    expect(asNodeAtCapacity(wrapped)?.message).toBe('full');
+    expect(isNodeAtCapacity(new Error('full'))).toBe(false);
+  });
+
   it('maps a redirect-only 200 to NodeAtCapacityError carrying the candidates', async () => {
     stub.setHandler((_c, res) => replyJson(res, 200, { redirect: ['10.0.0.6:7777', 'https://n7.example.com'] }));
     const err = asNodeAtCapacity(await caught(client.claim({ template: 'base:24.04' })));
