@@ -172,13 +172,13 @@ export class NodeState implements RefillHost, AuthNode {
 
   newSandboxId(): string {
     for (;;) {
-      const id = `sb_${this.rng.hex16()}`;
+      const id = this.rng.id('sb_');
       if (!this.sandboxes.has(id)) return id;
     }
   }
 
   newCheckpointId(): string {
-    return `ck_${this.rng.hex16()}`;
+    return this.rng.id('ck_');
   }
 
   /** Sandbox bearer tokens are real secrets, never from the seeded generator. */

@@ -5,10 +5,9 @@ describe('seeded rng', () => {
     const a = createRng(7);
     const b = createRng(7);
     const c = createRng(8);
-    const seqA = Array.from({ length: 5 }, () => a.hex16());
-    expect(Array.from({ length: 5 }, () => b.hex16())).toEqual(seqA);
-    expect(Array.from({ length: 5 }, () => c.hex16())).not.toEqual(seqA);
-    expect(seqA.every((h) => /^[0-9a-f]{16}$/.test(h))).toBe(true);
+    const seqA = Array.from({ length: 5 }, () => a.next());
+    expect(Array.from({ length: 5 }, () => b.next())).toEqual(seqA);
+    expect(Array.from({ length: 5 }, () => c.next())).not.toEqual(seqA);
   });
 
   it('draws uniformly enough and normals around 0', () => {
@@ -24,5 +23,16 @@ describe('seeded rng', () => {
   it('gives each node of a run its own seed', () => {
     const seeds = new Set(Array.from({ length: 400 }, (_, i) => nodeSeed(1, i)));
     expect(seeds.size).toBe(400);
+  });
+});
+
+describe('ids', () => {
+  it('are the prefix plus 16 hex digits, reproducible per seed', () => {
+    const a = createRng(3);
+    const b = createRng(3);
+    const ids = Array.from({ length: 100 }, () => a.id('sb_'));
+    expect(ids.every((id) => /^sb_[0-9a-f]{16}$/.test(id))).toBe(true);
+    expect(new Set(ids).size).toBe(100);
+    expect(Array.from({ length: 100 }, () => b.id('sb_'))).toEqual(ids);
   });
 });

@@ -7,8 +7,8 @@ export interface Rng {
   next(): number;
   /** Uniform integer in [0, n). */
   int(n: number): number;
-  /** 16 lowercase hex characters. */
-  hex16(): string;
+  /** `prefix` + 16 lowercase hex characters, as one flat string (see flatId). */
+  id(prefix: string): string;
   /** Standard normal draw. */
   normal(): number;
 }
@@ -36,7 +36,7 @@ export function createRng(seed: number): Rng {
   return {
     next,
     int: (n) => Math.floor(next() * n),
-    hex16: () => u32().toString(16).padStart(8, '0') + u32().toString(16).padStart(8, '0'),
+    id: (prefix) => flatId(prefix, u32(), u32()),
     normal: () => {
       const u = 1 - next();
       const v = next();
@@ -48,4 +48,20 @@ export function createRng(seed: number): Rng {
 /** A distinct, stable seed per simulated node of one run. */
 export function nodeSeed(seed: number, index: number): number {
   return (Math.imul(seed ^ 0x5bd1e995, 0x27d4eb2d) + Math.imul(index + 1, 0x165667b1)) | 0;
+}
+
+const HEX = '0123456789abcdef';
+
+/**
+ * Builds the id in one buffer: concatenating strings would leave V8 cons-string trees
+ * (about 70 extra bytes per id), and a million sandboxes keep their ids alive.
+ */
+function flatId(prefix: string, hi: number, lo: number): string {
+  const buf = Buffer.allocUnsafe(prefix.length + 16);
+  buf.write(prefix, 0, 'latin1');
+  for (let i = 0; i < 8; i++) {
+    buf[prefix.length + i] = HEX.charCodeAt((hi >>> (28 - 4 * i)) & 15);
+    buf[prefix.length + 8 + i] = HEX.charCodeAt((lo >>> (28 - 4 * i)) & 15);
+  }
+  return buf.toString('latin1');
 }
