@@ -52,7 +52,7 @@ export function matchRoute(routes: readonly Route[], method: string, pathname: s
     }
     if (!ok) continue;
     pathKnown = true;
-    if (route.method === method || (method === 'HEAD' && route.method === 'HEAD')) return { route, id };
+    if (route.method === method) return { route, id };
   }
   return { status: pathKnown ? 405 : 404 };
 }

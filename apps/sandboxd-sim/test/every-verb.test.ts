@@ -57,8 +57,6 @@ describe('every verb', () => {
     const sb = await t.root().claim({ template: BASE });
     const fresh = { sb: sb.id, ck: (await t.root().checkpoint(sb.id)).id };
     if (verb === 'delete_template') await t.root().promote(sb.id, { template: 'p:1' });
-    t.sim.node('node-0').setFaults({ errorRate: { [verb]: 1 } });
-    t.sim.node('node-0').clearFaults();
     await expect(CALLS[verb](t.root(), fresh)).resolves.not.toBeInstanceOf(Error);
   });
 });
