@@ -1,5 +1,7 @@
 import { CustomObjectsApi, RbacAuthorizationV1Api, CoreV1Api, Watch, type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
+import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import {
   applyCrds,
   createTestNamespace,
@@ -48,13 +50,17 @@ describe('the local control plane', () => {
       },
     }]);
 
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    // Established comes a moment before the new endpoint serves: wait until it lists.
+    await eventually(() => custom.listNamespacedCustomObject({ group, version: 'v1', namespace: ns, plural }));
     const seen: string[] = [];
+    let watchErr: unknown;
     const watch = new Watch(kc);
     const req = await watch.watch(`/apis/${group}/v1/namespaces/${ns}/${plural}`, {}, (type: string, obj: KubernetesObject) => {
       seen.push(`${type}:${obj.metadata?.name}`);
-    }, () => undefined);
-
-    const custom = kc.makeApiClient(CustomObjectsApi);
+    }, (err: unknown) => {
+      watchErr = err;
+    });
     await custom.createNamespacedCustomObject({ group, version: 'v1', namespace: ns, plural, body: { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } } });
 
     const objects = kc.makeApiClient(KubernetesObjectApi);
@@ -68,6 +74,7 @@ describe('the local control plane', () => {
 
     await custom.deleteNamespacedCustomObject({ group, version: 'v1', namespace: ns, plural, name: 'w1' });
     await eventually(() => {
+      expect(watchErr).toBeUndefined();
       expect(seen).toEqual(['ADDED:w1', 'MODIFIED:w1', 'DELETED:w1']);
     });
     req.abort();
@@ -113,5 +120,23 @@ describe('the local control plane', () => {
     await cp.stop();
     for (const pid of pids) expect(() => process.kill(pid, 0)).toThrow();
     expect(existsSync(cp.dir)).toBe(false);
+  });
+
+  it('leaves nothing behind when its owner is SIGKILLed', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/start-and-wait.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const info = await new Promise<{ dir: string; pids: number[] }>((resolve, reject) => {
+      let out = '';
+      child.stdout.on('data', (c: Buffer) => {
+        out += c.toString();
+        if (out.includes('\n')) resolve(JSON.parse(out.split('\n')[0] as string) as { dir: string; pids: number[] });
+      });
+      child.once('exit', (code) => reject(new Error(`fixture exited early with ${code}`)));
+    });
+    expect(info.pids.length).toBe(2);
+    child.kill('SIGKILL');
+    await eventually(() => {
+      for (const pid of info.pids) expect(() => process.kill(pid, 0)).toThrow();
+      expect(existsSync(info.dir)).toBe(false);
+    }, { timeoutMs: 20_000 });
   });
 });

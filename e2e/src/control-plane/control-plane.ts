@@ -181,7 +181,7 @@ function kcmArgs(p: Record<string, string>, kubeconfig: string): string[] {
     '--secure-port=0',
     `--service-account-private-key-file=${p['sa.key']}`,
     `--root-ca-file=${p['ca.crt']}`,
-    '--use-service-account-credentials=false',
+    '--use-service-account-credentials=true',
     // the controllers a cluster without nodes still needs: GC, namespaces, SAs and their tokens
     '--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,clusterrole-aggregation,replicaset,deployment',
   ];

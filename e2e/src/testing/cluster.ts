@@ -1,4 +1,5 @@
-import { ApiextensionsV1Api, AuthenticationV1Api, CoreV1Api, KubeConfig, KubernetesObjectApi, type KubernetesObject, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { ApiextensionsV1Api, AuthenticationV1Api, CoreV1Api, KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
+import { applyObject, type ApplyBody } from '@sandbox-scale/kube-runtime';
 import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
@@ -61,15 +62,18 @@ export async function deleteNamespace(kc: KubeConfig, name: string): Promise<voi
   }
 }
 
+const CRD_RESOURCE = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', namespaced: false, kind: 'CustomResourceDefinition' };
+
 /** Applies every CRD in `dir` (or the given objects) and waits until each is Established. */
 export async function applyCrds(kc: KubeConfig, dirOrCrds: string | V1CustomResourceDefinition[]): Promise<string[]> {
   const crds: V1CustomResourceDefinition[] = typeof dirOrCrds === 'string'
     ? readdirSync(dirOrCrds).filter((f) => /\.ya?ml$/.test(f)).flatMap((f) =>
         parseAllDocuments(readFileSync(join(dirOrCrds, f), 'utf8')).map((d) => d.toJSON() as V1CustomResourceDefinition).filter(Boolean))
     : dirOrCrds;
-  const objects = kc.makeApiClient(KubernetesObjectApi);
+  // raw JSON, not client-node's typed serializer: that one drops wire-named keys such as
+  // x-kubernetes-preserve-unknown-fields, and the server would then prune those fields.
   for (const crd of crds) {
-    await objects.patch(crd as KubernetesObject, undefined, undefined, 'sandbox-scale/e2e', true, 'application/apply-patch+yaml');
+    await applyObject(kc, crd as unknown as ApplyBody, { fieldManager: 'sandbox-scale/e2e', force: true, resource: CRD_RESOURCE });
   }
   const ext = kc.makeApiClient(ApiextensionsV1Api);
   const names = crds.map((c) => c.metadata?.name as string);
