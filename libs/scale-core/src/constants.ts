@@ -138,6 +138,8 @@ export const CONDITION_TYPES = {
   degraded: 'Degraded',
   /** NodeInventory: the publisher could not read sandboxd and kept the last object. */
   stale: 'Stale',
+  /** NodeInventory: sandboxd is cordoned (draining); the warm-pool driver sends it no targets. */
+  draining: 'Draining',
 } as const;
 
 /** Condition statuses as metav1.Condition spells them. */
@@ -178,6 +180,8 @@ export const CONDITION_REASONS = {
   sandboxNotReady: 'SandboxNotReady',
   /** NodeInventory Stale=True: sandboxd did not answer the publisher. */
   sandboxdUnreachable: 'SandboxdUnreachable',
+  /** NodeInventory Draining=True: sandboxd reports draining in GET /v1/info. */
+  nodeDraining: 'NodeDraining',
 } as const;
 
 /** Size classes (scale-contracts §2.6). */

@@ -1,0 +1,49 @@
+import { readFileSync } from 'node:fs';
+import { durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
+import { LIMITS } from '@sandbox-scale/scale-core';
+import { normalizeBaseUrl } from '@sandbox-scale/sandboxd-client';
+import { z } from 'zod';
+
+export const PublisherFlagsSchema = z.object({
+  ...managerFlagShape,
+  nodeName: z.string().min(1, 'is required (the chart sets it from the downward API, spec.nodeName)').describe('Name of this node; the NodeInventory is named after it'),
+  sandboxdUrl: z.string().min(1).default('http://127.0.0.1:7777').describe("URL of this node's sandboxd"),
+  advertiseAddress: z.string().default('').describe("host:port other components use to reach this node's sandboxd; empty means the host:port of --sandboxd-url"),
+  publishInterval: durationFlag(`${LIMITS.inventoryPublishIntervalMs / 1000}s`).describe('How often sandboxd is read and the NodeInventory refreshed (a jitter of up to 10% is added)'),
+  fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a mounted Secret); env SANDBOX_SCALE_FLEET_TOKEN otherwise'),
+});
+export type PublisherFlags = z.infer<typeof PublisherFlagsSchema>;
+
+/** What the publisher runs with, resolved from flags: the only place a token is read. */
+export interface PublisherConfig {
+  nodeName: string;
+  sandboxdUrl: string;
+  advertiseAddress: string;
+  publishIntervalMs: number;
+  /** '' when none was configured: sandboxd then answers 401 and the inventory goes stale. */
+  fleetToken: string;
+}
+
+/** The fleet token from --fleet-token-file (trimmed) or SANDBOX_SCALE_FLEET_TOKEN; '' when neither. */
+export function readFleetToken(file: string, env: Record<string, string | undefined> = process.env): string {
+  if (file !== '') return readFileSync(file, 'utf8').trim();
+  return (env.SANDBOX_SCALE_FLEET_TOKEN ?? '').trim();
+}
+
+/** The default advertise address: host:port of the sandboxd URL, with the scheme's port when none is given. */
+export function advertiseAddressOf(sandboxdUrl: string): string {
+  const url = new URL(normalizeBaseUrl(sandboxdUrl));
+  const port = url.port || (url.protocol === 'https:' ? '443' : '80');
+  // URL.hostname keeps the brackets of an IPv6 literal, so this is a valid host:port either way.
+  return `${url.hostname}:${port}`;
+}
+
+export function publisherConfigFromFlags(flags: PublisherFlags, env: Record<string, string | undefined> = process.env): PublisherConfig {
+  return {
+    nodeName: flags.nodeName,
+    sandboxdUrl: flags.sandboxdUrl,
+    advertiseAddress: flags.advertiseAddress || advertiseAddressOf(flags.sandboxdUrl),
+    publishIntervalMs: flags.publishInterval,
+    fleetToken: readFleetToken(flags.fleetTokenFile, env),
+  };
+}

@@ -1,0 +1,10 @@
+// Public API of the inventory-publisher app (for in-process tests and benches).
+export { buildInventory, keepTransitionTimes, markStale, sameInventory } from './build-inventory';
+export type { InventoryBody, NodeSnapshot } from './build-inventory';
+export { advertiseAddressOf, PublisherFlagsSchema, publisherConfigFromFlags, readFleetToken } from './config';
+export type { PublisherConfig, PublisherFlags } from './config';
+export { InventoryPublisher, NodeInventoryResource } from './publisher';
+export type { InventoryPublisherOptions } from './publisher';
+export type { PublishResult } from './publisher-metrics';
+export { startPublisher } from './start-publisher';
+export type { RunningPublisher, StartPublisherOptions } from './start-publisher';

@@ -1,0 +1,23 @@
+import { counter, gauge } from '@sandbox-scale/kube-runtime';
+import type { Registry } from 'prom-client';
+
+export type PublishResult = 'applied' | 'unchanged' | 'stale' | 'failed';
+
+export interface PublisherMetrics {
+  publish(result: PublishResult): void;
+  stale(isStale: boolean): void;
+  entries(n: number): void;
+}
+
+/** Labels are bounded: one publisher per process, so the node is not a label. */
+export function publisherMetrics(registry: Registry): PublisherMetrics {
+  const publishes = counter(registry, 'sandbox_scale_inventory_publisher_publishes_total', 'Publish ticks, by result (applied, unchanged, stale, failed).', ['result']);
+  const stale = gauge(registry, 'sandbox_scale_inventory_publisher_stale', '1 while sandboxd cannot be read and the NodeInventory is marked Stale.', []);
+  const entries = gauge(registry, 'sandbox_scale_inventory_publisher_entries', 'Live sandboxes in the last published NodeInventory.', []);
+  stale.set(0);
+  return {
+    publish: (result) => publishes.inc({ result }),
+    stale: (s) => stale.set(s ? 1 : 0),
+    entries: (n) => entries.set(n),
+  };
+}

@@ -1,0 +1,136 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { applyObject, jitter, type Informer, type KubeResource, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
+import { API_VERSION, EXTENSIONS_GROUP, FIELD_MANAGERS, LIMITS, RESOURCES, type NodeInventory } from '@sandbox-scale/scale-core';
+import type { SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import type { Registry } from 'prom-client';
+import { buildInventory, keepTransitionTimes, markStale, sameInventory, type InventoryBody } from './build-inventory';
+import type { PublisherConfig } from './config';
+import { publisherMetrics, type PublishResult, type PublisherMetrics } from './publisher-metrics';
+
+export const NodeInventoryResource: KubeResource = {
+  group: EXTENSIONS_GROUP,
+  version: API_VERSION,
+  plural: RESOURCES.nodeInventory.plural,
+  kind: RESOURCES.nodeInventory.kind,
+  namespaced: false,
+};
+
+export interface InventoryPublisherOptions {
+  config: PublisherConfig;
+  kubeConfig: KubeConfig;
+  sandboxd: SandboxdClient;
+  /** This node's NodeInventory only (field selector on the name): tells a deleted object apart. */
+  inventories: Informer<NodeInventory>;
+  log: Logger;
+  registry: Registry;
+  now?: () => Date;
+}
+
+/**
+ * One tick: read sandboxd (GET /v1/sandboxes, GET /v1/info) -> build the node's NodeInventory ->
+ * server-side apply it only when it differs from the last applied one or the object is gone.
+ * When sandboxd does not answer the last report is kept and marked Stale (a condition, the
+ * metric sandbox_scale_inventory_publisher_stale) and the loop carries on. It never writes a
+ * per-sandbox object: the write path stays O(nodes).
+ */
+export class InventoryPublisher implements Runnable {
+  readonly name = 'inventory-publisher';
+  readonly needLeaderElection = false;
+  private readonly metrics: PublisherMetrics;
+  private readonly log: Logger;
+  private readonly now: () => Date;
+  private lastApplied: InventoryBody | undefined;
+  private staleSince: Date | undefined;
+  private wake: (() => void) | undefined;
+  private running: Promise<PublishResult> | undefined;
+
+  constructor(private readonly opts: InventoryPublisherOptions) {
+    this.metrics = publisherMetrics(opts.registry);
+    this.log = opts.log.child({ node: opts.config.nodeName });
+    this.now = opts.now ?? (() => new Date());
+    // A deleted NodeInventory is rebuilt at once rather than a publish interval later.
+    opts.inventories.on({ delete: () => this.wake?.() });
+  }
+
+  /** The body last written to the API server (undefined before the first successful write). */
+  get applied(): InventoryBody | undefined {
+    return this.lastApplied;
+  }
+
+  /** One publish; never throws. Concurrent callers share the tick in flight. */
+  runOnce(signal?: AbortSignal): Promise<PublishResult> {
+    this.running ??= this.tick(signal).finally(() => {
+      this.running = undefined;
+    });
+    return this.running;
+  }
+
+  async start(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      await this.runOnce(signal);
+      await this.waitNext(signal);
+    }
+  }
+
+  private waitNext(signal: AbortSignal): Promise<void> {
+    const ms = jitter(this.opts.config.publishIntervalMs, 0.1);
+    return new Promise<void>((resolve) => {
+      const done = (): void => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', done);
+        this.wake = undefined;
+        resolve();
+      };
+      const timer = setTimeout(done, ms);
+      signal.addEventListener('abort', done, { once: true });
+      this.wake = done;
+    });
+  }
+
+  private async tick(signal?: AbortSignal): Promise<PublishResult> {
+    const next = await this.observe(signal);
+    if (next === undefined) {
+      this.metrics.publish('stale');
+      return 'stale';
+    }
+    const gone = this.opts.inventories.hasSynced() && this.opts.inventories.get(undefined, this.opts.config.nodeName) === undefined;
+    if (sameInventory(this.lastApplied, next) && !gone) {
+      this.metrics.publish('unchanged');
+      return 'unchanged';
+    }
+    try {
+      await applyObject(this.opts.kubeConfig, next, { fieldManager: FIELD_MANAGERS.inventoryPublisher, force: true, resource: NodeInventoryResource, signal });
+    } catch (err) {
+      this.metrics.publish('failed');
+      this.log.warn({ err }, 'server-side apply of the NodeInventory failed; retrying next tick');
+      return 'failed';
+    }
+    if (gone && this.lastApplied !== undefined) this.log.info('NodeInventory was deleted; rebuilt it from sandboxd');
+    this.lastApplied = next;
+    this.metrics.entries(next.entries?.length ?? 0);
+    const result: PublishResult = this.staleSince ? 'stale' : 'applied';
+    this.metrics.publish(result);
+    return result;
+  }
+
+  /** The body to publish now: fresh from sandboxd, or the last one marked Stale; undefined if there is none yet. */
+  private async observe(signal?: AbortSignal): Promise<InventoryBody | undefined> {
+    const { config, sandboxd } = this.opts;
+    const timeout = AbortSignal.timeout(LIMITS.sandboxdTimeoutMs);
+    const callSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
+    try {
+      const [rows, info] = await Promise.all([sandboxd.sandboxes(undefined, { signal: callSignal }), sandboxd.info({ signal: callSignal })]);
+      if (this.staleSince) this.log.info('sandboxd answers again; NodeInventory is current');
+      this.staleSince = undefined;
+      this.metrics.stale(false);
+      return keepTransitionTimes(this.lastApplied, buildInventory({ node: config.nodeName, address: config.advertiseAddress, rows, info, now: this.now() }));
+    } catch (err) {
+      if (!this.staleSince) this.log.warn({ err }, 'sandboxd unreachable; keeping the last NodeInventory, marked Stale');
+      this.staleSince ??= this.now();
+      this.metrics.stale(true);
+      if (this.lastApplied === undefined) return undefined;
+      const message = `sandboxd at ${config.sandboxdUrl} did not answer: ${err instanceof Error ? err.message : String(err)}`;
+      return keepTransitionTimes(this.lastApplied, markStale(this.lastApplied, message, this.staleSince));
+    }
+  }
+}

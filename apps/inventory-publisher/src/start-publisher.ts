@@ -1,0 +1,54 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { Manager, createInformer, type Logger, type ManagerOptions } from '@sandbox-scale/kube-runtime';
+import { NodeInventorySchema, parseObject, type NodeInventory } from '@sandbox-scale/scale-core';
+import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import type { Dispatcher } from 'undici';
+import type { Registry } from 'prom-client';
+import type { PublisherConfig } from './config';
+import { InventoryPublisher, NodeInventoryResource } from './publisher';
+
+export interface StartPublisherOptions extends PublisherConfig {
+  kubeConfig: KubeConfig;
+  log: Logger;
+  registry: Registry;
+  /** Probe and metrics listeners, graceful shutdown: from the shared manager flags. Off when absent. */
+  manager?: Partial<Pick<ManagerOptions, 'metricsBindAddress' | 'healthProbeBindAddress' | 'gracefulShutdownTimeoutMs'>>;
+  /** A shared keep-alive dispatcher (many publishers in one process, as in the bench). */
+  dispatcher?: Dispatcher;
+}
+
+export interface RunningPublisher {
+  publisher: InventoryPublisher;
+  manager: Manager;
+  /** Settles when the manager stops; rejects with the fatal error if it failed. */
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/**
+ * The whole app, in-process: an informer on this node's NodeInventory and the publisher loop
+ * under a Manager (no leader election: one publisher per node, each owning its own object).
+ */
+export function startPublisher(opts: StartPublisherOptions): RunningPublisher {
+  const inventories = createInformer<NodeInventory>(opts.kubeConfig, {
+    resource: NodeInventoryResource,
+    fieldSelector: `metadata.name=${opts.nodeName}`,
+    parse: (o) => parseObject(NodeInventorySchema, o),
+    log: opts.log,
+    registry: opts.registry,
+  });
+  const sandboxd = new SandboxdClient({ baseUrl: opts.sandboxdUrl, token: opts.fleetToken, dispatcher: opts.dispatcher });
+  const publisher = new InventoryPublisher({ config: opts, kubeConfig: opts.kubeConfig, sandboxd, inventories, log: opts.log, registry: opts.registry });
+  const manager = new Manager({ log: opts.log, registry: opts.registry, kubeConfig: opts.kubeConfig, ...opts.manager }).addInformer(inventories).add(publisher);
+  const stopper = new AbortController();
+  const done = manager.start(stopper.signal).finally(() => sandboxd.close());
+  return {
+    publisher,
+    manager,
+    done,
+    async stop() {
+      stopper.abort();
+      await done;
+    },
+  };
+}
