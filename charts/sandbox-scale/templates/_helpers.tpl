@@ -1,0 +1,202 @@
+{{/* Chart name, overridable. */}}
+{{- define "sandbox-scale.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/*
+Prefix of every object name. Cluster-scoped objects carry it too, so two releases
+(tests, or a canary beside production) never collide.
+*/}}
+{{- define "sandbox-scale.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Name of one app's objects: <fullname>-<app>; 63 characters at most. */}}
+{{- define "sandbox-scale.appName" -}}
+{{- printf "%s-%s" (include "sandbox-scale.fullname" .root) .app | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "sandbox-scale.labels" -}}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" }}
+app.kubernetes.io/part-of: sandbox-scale
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- end -}}
+
+{{/* Labels of one app's objects; call with (dict "root" $ "app" "<app>"). */}}
+{{- define "sandbox-scale.appLabels" -}}
+{{ include "sandbox-scale.labels" .root }}
+app.kubernetes.io/name: {{ include "sandbox-scale.name" .root }}
+app.kubernetes.io/component: {{ .app }}
+{{- end -}}
+
+{{- define "sandbox-scale.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "sandbox-scale.name" .root }}
+app.kubernetes.io/instance: {{ .root.Release.Name }}
+app.kubernetes.io/component: {{ .app }}
+{{- end -}}
+
+{{- define "sandbox-scale.serviceAccountName" -}}
+{{- include "sandbox-scale.appName" . -}}
+{{- end -}}
+
+{{/* Image of one app: (dict "root" $ "image" .Values.<app>.image). */}}
+{{- define "sandbox-scale.image" -}}
+{{- $tag := .image.tag | default .root.Values.image.tag | default .root.Chart.AppVersion -}}
+{{- printf "%s/%s:%s" .root.Values.image.registry .image.repository $tag -}}
+{{- end -}}
+
+{{/* In-cluster DNS name of the sandbox-apiserver Service; the aggregator verifies the certificate against it. */}}
+{{- define "sandbox-scale.apiserverServiceName" -}}
+{{- include "sandbox-scale.appName" (dict "root" . "app" "sandbox-apiserver") -}}
+{{- end -}}
+
+{{- define "sandbox-scale.fastPathServiceName" -}}
+{{- include "sandbox-scale.appName" (dict "root" . "app" "claim-controller") -}}
+{{- end -}}
+
+{{- define "sandbox-scale.fleetTokenMountPath" -}}/var/run/sandbox-scale/fleet-token{{- end -}}
+
+{{/* The flags every app shares (kube-runtime's manager flags and the fleet token). */}}
+{{- define "sandbox-scale.commonArgs" -}}
+- --metrics-bind-address=:{{ .Values.ports.metrics }}
+- --health-probe-bind-address=:{{ .Values.ports.health }}
+- --fleet-token-file={{ include "sandbox-scale.fleetTokenMountPath" . }}/{{ .Values.fleetToken.key }}
+{{- end -}}
+
+{{- define "sandbox-scale.leaderArgs" -}}
+{{- if .component.leaderElect }}
+- --leader-elect=true
+- --leader-election-namespace={{ .root.Release.Namespace }}
+{{- end }}
+{{- end -}}
+
+{{- define "sandbox-scale.env" -}}
+- name: LOG_LEVEL
+  value: {{ .Values.logLevel | quote }}
+- name: POD_NAMESPACE
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.namespace
+- name: POD_NAME
+  valueFrom:
+    fieldRef:
+      fieldPath: metadata.name
+{{- end -}}
+
+{{- define "sandbox-scale.ports" -}}
+- name: metrics
+  containerPort: {{ .Values.ports.metrics }}
+  protocol: TCP
+- name: health
+  containerPort: {{ .Values.ports.health }}
+  protocol: TCP
+{{- end -}}
+
+{{- define "sandbox-scale.probes" -}}
+livenessProbe:
+  httpGet:
+    path: /healthz
+    port: health
+  periodSeconds: 10
+  failureThreshold: 3
+readinessProbe:
+  httpGet:
+    path: /readyz
+    port: health
+  periodSeconds: 5
+  failureThreshold: 3
+startupProbe:
+  httpGet:
+    path: /healthz
+    port: health
+  periodSeconds: 2
+  failureThreshold: 30
+{{- end -}}
+
+{{- define "sandbox-scale.fleetTokenVolumeMount" -}}
+- name: fleet-token
+  mountPath: {{ include "sandbox-scale.fleetTokenMountPath" . }}
+  readOnly: true
+{{- end -}}
+
+{{- define "sandbox-scale.fleetTokenVolume" -}}
+- name: fleet-token
+  secret:
+    secretName: {{ .Values.fleetToken.existingSecret }}
+    defaultMode: 0440
+    items:
+      - key: {{ .Values.fleetToken.key }}
+        path: {{ .Values.fleetToken.key }}
+{{- end -}}
+
+{{/* Pod-level settings shared by every workload: (dict "root" $ "component" .Values.<app>). */}}
+{{- define "sandbox-scale.podCommon" -}}
+{{- with .root.Values.imagePullSecrets }}
+imagePullSecrets:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+securityContext:
+  {{- toYaml .root.Values.podSecurityContext | nindent 2 }}
+automountServiceAccountToken: true
+enableServiceLinks: false
+{{- with .component.nodeSelector }}
+nodeSelector:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- with .component.tolerations }}
+tolerations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Validates combinations the schema cannot express. */}}
+{{- define "sandbox-scale.validate" -}}
+{{- if and .Values.apiService.caBundle .Values.apiService.insecureSkipTLSVerify -}}
+{{- fail "apiService.caBundle and apiService.insecureSkipTLSVerify are exclusive: kube-apiserver rejects an APIService with both" -}}
+{{- end -}}
+{{- if and .Values.apiService.external.host .Values.sandboxApiserver.enabled -}}
+{{- fail "apiService.external.host points the APIService outside the cluster: set sandboxApiserver.enabled=false as well" -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The chart's CA, generated once per render and reused by every template that needs it (the
+serving Secrets and the APIService caBundle must agree); an existing CA Secret is reused so an
+upgrade does not invalidate the certificates already mounted.
+*/}}
+{{- define "sandbox-scale.ca" -}}
+{{- if not (hasKey .Values "__sandboxScaleCa") -}}
+{{- $name := printf "%s-ca" (include "sandbox-scale.fullname" .) -}}
+{{- $existing := lookup "v1" "Secret" .Release.Namespace $name -}}
+{{- $ca := dict -}}
+{{- if and $existing (hasKey $existing.data "tls.crt") (hasKey $existing.data "tls.key") -}}
+{{- $ca = buildCustomCert (index $existing.data "tls.crt") (index $existing.data "tls.key") -}}
+{{- else -}}
+{{- $ca = genCA $name (int .Values.certValidityDays) -}}
+{{- end -}}
+{{- $_ := set .Values "__sandboxScaleCa" $ca -}}
+{{- end -}}
+{{- end -}}
+
+{{/* A serving certificate for a Service: (dict "root" $ "service" "<name>"). Emits Secret data. */}}
+{{- define "sandbox-scale.servingCertData" -}}
+{{- include "sandbox-scale.ca" .root -}}
+{{- $ca := .root.Values.__sandboxScaleCa -}}
+{{- $ns := .root.Release.Namespace -}}
+{{- $dns := list .service (printf "%s.%s" .service $ns) (printf "%s.%s.svc" .service $ns) (printf "%s.%s.svc.cluster.local" .service $ns) -}}
+{{- $cert := genSignedCert (printf "%s.%s.svc" .service $ns) nil $dns (int .root.Values.certValidityDays) $ca -}}
+tls.crt: {{ $cert.Cert | b64enc }}
+tls.key: {{ $cert.Key | b64enc }}
+ca.crt: {{ $ca.Cert | b64enc }}
+{{- end -}}
