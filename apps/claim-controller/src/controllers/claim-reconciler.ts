@@ -1,0 +1,187 @@
+import {
+  type EventInput,
+  type EventRecorder,
+  type Informer,
+  involvedObjectOf,
+  isNotFound,
+  type ReconcileContext,
+  type Reconciler,
+  type ReconcileRequest,
+  type ReconcileResult,
+} from '@sandbox-scale/kube-runtime';
+import {
+  ANNOTATIONS,
+  backoffDelayMs,
+  CONDITION_REASONS,
+  CONDITION_TYPES,
+  isClaimRoutingNotConfigured,
+  isNoWarmCapacity,
+  poolKeyForTemplate,
+  type PoolKey,
+  type SandboxClaim,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@sandbox-scale/scale-core';
+import type { Assignment } from '../gateway/assignment';
+import type { ClaimGateway } from '../gateway/claim-gateway';
+import type { ClaimRecorder } from '../gateway/claim-recorder';
+import { isBound } from '../gateway/claim-status';
+import { claimTtl, createdBefore, expiryOf, type FieldProblem } from './claim-lifecycle';
+import { hasFinalizer, type ClaimWrites } from './claim-writes';
+
+export const CLAIM_REASONS = { invalidSpec: 'InvalidSpec', routingNotConfigured: 'ClaimRoutingNotConfigured', released: 'Released', claimFailed: 'ClaimFailed' } as const;
+const WAIT_FOR_CONFIG_MS = 30_000;
+const FAST_PATH_GRACE_MS = 2_000;
+
+export interface ClaimReconcilerOptions {
+  claims: Informer<SandboxClaim>;
+  pools: Informer<SandboxWarmPool>;
+  templates: Informer<SandboxTemplate>;
+  gateway: ClaimGateway;
+  recorder: ClaimRecorder;
+  writes: ClaimWrites;
+  events: EventRecorder;
+  /** Claims created before this may have been delivered by an earlier process. */
+  startedAt: Date;
+  now?: () => Date;
+}
+
+/**
+ * SandboxClaim -> a node-local claim -> the Bound record; delete or expiry -> release on the
+ * node -> the finalizer goes. Level-based: every pass reads the claim afresh, and a claim is
+ * never claimed twice (status, a live re-read, the node's own list after a restart, and the
+ * deliveries this process made but could not record yet).
+ */
+export class ClaimReconciler implements Reconciler {
+  readonly #undelivered = new Map<string, Assignment>();
+  readonly #capacityMisses = new Map<string, number>();
+  constructor(private readonly o: ClaimReconcilerOptions) {}
+
+  async reconcile(req: ReconcileRequest, ctx: ReconcileContext): Promise<ReconcileResult | void> {
+    const claim = this.o.claims.get(req.namespace, req.name);
+    if (claim === undefined) return;
+    if (claim.metadata.deletionTimestamp) return this.#finalize(claim, ctx);
+    if (!hasFinalizer(claim)) return this.o.writes.addFinalizer(claim);
+    if (isBound(claim)) return this.#whileBound(claim);
+    if (claim.metadata.annotations?.[ANNOTATIONS.claimId]) return { requeueAfterMs: FAST_PATH_GRACE_MS };
+    return this.#bind(req, ctx);
+  }
+
+  async #bind(req: ReconcileRequest, ctx: ReconcileContext): Promise<ReconcileResult | void> {
+    const key = `${req.namespace}/${req.name}`;
+    // The cache may not have our own Bound write yet: decide on a live read.
+    const claim = await this.o.writes.get(req.namespace, req.name, ctx.signal);
+    if (isBound(claim) || claim.metadata.deletionTimestamp) return;
+    const pending = this.#undelivered.get(key) ?? (await this.#previousDelivery(claim, ctx));
+    if (pending) return this.#record(claim, pending, ctx, true);
+    const resolved = this.#resolve(claim);
+    if ('problem' in resolved) return this.#pendingCondition(claim, resolved.reason, resolved.problem, resolved.retry);
+    try {
+      const a = await this.o.gateway.deliver({ namespace: req.namespace, name: req.name, key: resolved.key, ttlSeconds: resolved.ttlSeconds, signal: ctx.signal });
+      this.#capacityMisses.delete(key);
+      this.#undelivered.set(key, a);
+      ctx.log.info({ node: a.node, sandboxId: a.claimId }, 'node delivered a sandbox');
+      return this.#record(claim, a, ctx, false);
+    } catch (err) {
+      return this.#claimFailed(claim, err);
+    }
+  }
+
+  async #record(claim: SandboxClaim, a: Assignment, ctx: ReconcileContext, adopted: boolean): Promise<void> {
+    await this.o.recorder.recordBound({ namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '' }, a, ctx.signal, adopted);
+    this.#undelivered.delete(`${claim.metadata.namespace}/${claim.metadata.name}`);
+  }
+
+  /** After a restart, a claim older than this process may already hold a VM on some node. */
+  async #previousDelivery(claim: SandboxClaim, ctx: ReconcileContext): Promise<Assignment | undefined> {
+    if (!createdBefore(claim, this.o.startedAt)) return undefined;
+    const found = await this.o.gateway.findDeliveries({ namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '' }, ctx.signal);
+    if (found.length > 0) ctx.log.info({ node: found[0]?.node, sandboxId: found[0]?.claimId }, 'adopting a delivery made before a restart');
+    return found[0];
+  }
+
+  #resolve(claim: SandboxClaim): { key: PoolKey; ttlSeconds: number } | { reason: string; problem: FieldProblem; retry: boolean } {
+    const ns = claim.metadata.namespace ?? '';
+    const poolName = claim.spec.warmPoolRef.name;
+    const pool = this.o.pools.get(ns, poolName);
+    if (!pool) return { reason: CONDITION_REASONS.warmPoolNotFound, problem: { field: 'spec.warmPoolRef.name', message: `SandboxWarmPool "${poolName}" not found in namespace ${ns}` }, retry: true };
+    const tplName = pool.spec.sandboxTemplateRef.name;
+    const template = this.o.templates.get(ns, tplName);
+    if (!template) return { reason: CONDITION_REASONS.templateNotFound, problem: { field: 'spec.warmPoolRef.name', message: `SandboxTemplate "${tplName}" of pool "${poolName}" not found` }, retry: true };
+    const ttl = claimTtl(claim, this.#now());
+    if (!ttl.ok) return { reason: CLAIM_REASONS.invalidSpec, problem: ttl.problem, retry: false };
+    return { key: poolKeyForTemplate(template), ttlSeconds: ttl.ttlSeconds };
+  }
+
+  async #claimFailed(claim: SandboxClaim, err: unknown): Promise<ReconcileResult> {
+    const key = `${claim.metadata.namespace}/${claim.metadata.name}`;
+    if (isNoWarmCapacity(err)) {
+      const misses = this.#capacityMisses.get(key) ?? 0;
+      this.#capacityMisses.set(key, misses + 1);
+      await this.#pendingCondition(claim, CONDITION_REASONS.noWarmCapacity, { field: 'spec.warmPoolRef.name', message: err instanceof Error ? err.message : String(err) }, false);
+      return { requeueAfterMs: backoffDelayMs(misses, { baseMs: 1000, maxMs: 30_000, jitter: 0.2 }) };
+    }
+    if (isClaimRoutingNotConfigured(err)) {
+      await this.#pendingCondition(claim, CLAIM_REASONS.routingNotConfigured, { field: '--fleet-token-file', message: 'no sandboxd fleet token configured; claims are refused' }, false);
+      return { requeueAfterMs: WAIT_FOR_CONFIG_MS };
+    }
+    this.#event(claim, { type: 'Warning', reason: CLAIM_REASONS.claimFailed, action: 'Claim', note: err instanceof Error ? err.message : String(err) });
+    throw err;
+  }
+
+  /** Bound=False with a reason naming the field; an event only when the reason changes. */
+  async #pendingCondition(claim: SandboxClaim, reason: string, problem: FieldProblem, retry: boolean): Promise<ReconcileResult> {
+    const message = `${problem.field}: ${problem.message}`;
+    const prev = claim.status?.conditions?.find((c) => c.type === CONDITION_TYPES.bound);
+    if (prev?.reason !== reason || prev.message !== message) {
+      await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, status: 'False', reason, message }, this.#now());
+      if (prev?.reason !== reason) this.#event(claim, { type: 'Warning', reason, action: 'Claim', note: message });
+    }
+    return retry ? { requeueAfterMs: WAIT_FOR_CONFIG_MS } : {};
+  }
+
+  async #whileBound(claim: SandboxClaim): Promise<ReconcileResult | void> {
+    const bound = claim.status?.conditions?.find((c) => c.type === CONDITION_TYPES.bound);
+    if (bound?.reason === CONDITION_REASONS.claimExpired) return;
+    const expiry = expiryOf(claim);
+    if (expiry === undefined) return;
+    const waitMs = expiry.getTime() - this.#now().getTime();
+    if (waitMs > 0) return { requeueAfterMs: Math.min(waitMs, 2 ** 31 - 1) };
+    await this.#release(claim);
+    const message = `the claim expired at ${expiry.toISOString()}; sandbox ${claim.status?.sandbox?.name} released`;
+    const expired = { status: 'False' as const, reason: CONDITION_REASONS.claimExpired, message };
+    await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, ...expired }, this.#now(), [{ type: CONDITION_TYPES.ready, ...expired }]);
+    this.#event(claim, { type: 'Normal', reason: CONDITION_REASONS.claimExpired, action: 'Release', note: message });
+    if (claim.spec.lifecycle?.shutdownPolicy === 'Delete' || claim.spec.lifecycle?.shutdownPolicy === 'DeleteForeground') await this.o.writes.delete(claim);
+  }
+
+  async #finalize(claim: SandboxClaim, ctx: ReconcileContext): Promise<void> {
+    if (!hasFinalizer(claim)) return;
+    const key = `${claim.metadata.namespace}/${claim.metadata.name}`;
+    const bound = claim.status?.conditions?.find((c) => c.type === CONDITION_TYPES.bound);
+    const pending = this.#undelivered.get(key);
+    if (pending) await this.o.gateway.release({ node: pending.node, claimId: pending.claimId, address: pending.address }, ctx.signal);
+    else if (isBound(claim) && bound?.reason !== CONDITION_REASONS.claimExpired) await this.#release(claim);
+    this.#undelivered.delete(key);
+    this.#capacityMisses.delete(key);
+    try {
+      await this.o.writes.removeFinalizer(claim);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+  }
+
+  async #release(claim: SandboxClaim): Promise<void> {
+    const sb = claim.status?.sandbox ?? {};
+    await this.o.gateway.release({ node: sb.nodeName ?? '', claimId: sb.name ?? '', ...(sb.address ? { address: sb.address } : {}) });
+    this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.released, action: 'Release', note: `sandbox ${sb.name} released on node ${sb.nodeName}` });
+  }
+
+  #event(claim: SandboxClaim, ev: EventInput): void {
+    this.o.events.record(involvedObjectOf(claim), ev);
+  }
+
+  #now(): Date {
+    return (this.o.now ?? (() => new Date()))();
+  }
+}

@@ -1,0 +1,48 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { applyStatus, ResourceClient } from '@sandbox-scale/kube-runtime';
+import { CLAIM_RELEASE_FINALIZER, FIELD_MANAGERS, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { setCondition, statusApplyBody, type ConditionInput } from '../gateway/claim-status';
+import { parseClaim, SandboxClaimResource } from '../resources';
+
+/** The writes the reconciler makes to a SandboxClaim besides the Bound record. */
+export class ClaimWrites {
+  readonly #claims: ResourceClient;
+  constructor(private readonly kc: KubeConfig) {
+    this.#claims = new ResourceClient(kc, SandboxClaimResource);
+  }
+
+  async get(namespace: string, name: string, signal?: AbortSignal): Promise<SandboxClaim> {
+    return parseClaim(await this.#claims.get(namespace, name, signal));
+  }
+
+  /** Sets one condition, keeping every other status field this manager owns (SSA drops omitted ones). */
+  async setCondition(claim: SandboxClaim, cond: ConditionInput, now: Date, extra: ConditionInput[] = []): Promise<void> {
+    let conditions = setCondition(claim.status?.conditions, cond, now, claim.metadata.generation);
+    for (const c of extra) conditions = setCondition(conditions, c, now, claim.metadata.generation);
+    const status = { ...(claim.status ?? {}), conditions };
+    await applyStatus(this.kc, statusApplyBody(claim, status), { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource });
+  }
+
+  /** Optimistic (resourceVersion) so a concurrent finalizer edit is a conflict, not a lost write. */
+  async addFinalizer(claim: SandboxClaim): Promise<void> {
+    const finalizers = [...(claim.metadata.finalizers ?? []), CLAIM_RELEASE_FINALIZER];
+    await this.#patchFinalizers(claim, finalizers);
+  }
+
+  async removeFinalizer(claim: SandboxClaim): Promise<void> {
+    await this.#patchFinalizers(claim, (claim.metadata.finalizers ?? []).filter((f) => f !== CLAIM_RELEASE_FINALIZER));
+  }
+
+  async delete(claim: SandboxClaim): Promise<void> {
+    await this.#claims.delete(claim.metadata.namespace, claim.metadata.name ?? '');
+  }
+
+  async #patchFinalizers(claim: SandboxClaim, finalizers: string[]): Promise<void> {
+    const patch = { metadata: { finalizers, resourceVersion: claim.metadata.resourceVersion } };
+    await this.#claims.mergePatch(claim.metadata.namespace, claim.metadata.name ?? '', patch, { fieldManager: FIELD_MANAGERS.claimController });
+  }
+}
+
+export function hasFinalizer(claim: SandboxClaim): boolean {
+  return claim.metadata.finalizers?.includes(CLAIM_RELEASE_FINALIZER) ?? false;
+}

@@ -1,0 +1,172 @@
+import { isNodeAtCapacity as isSandboxdAtCapacity, type SandboxdClientSet, type ClaimResult } from '@sandbox-scale/sandboxd-client';
+import {
+  CapacityLedger,
+  formatRfc3339Seconds,
+  ClaimRoutingNotConfiguredError,
+  inventoryName,
+  NoWarmCapacityError,
+  SandboxScaleError,
+  type InventoryLike,
+  type PoolKey,
+  type Rng,
+  type WarmCandidate,
+} from '@sandbox-scale/scale-core';
+import type { Logger } from '@sandbox-scale/kube-runtime';
+import type { Assignment, ClaimTarget } from './assignment';
+import type { RecordQueue } from './record-queue';
+
+export interface GatewayClaimRequest extends ClaimTarget {
+  key: PoolKey;
+  /** 0 or absent: the node's default. */
+  ttlSeconds?: number;
+  signal?: AbortSignal;
+}
+
+export interface ClaimGatewayOptions {
+  /** Node clients over one keep-alive dispatcher, carrying the fleet token. */
+  clients: SandboxdClientSet;
+  /** Empty: every node write is refused (fail closed). */
+  fleetToken: string;
+  /** The current NodeInventory objects (an informer cache, or a static list). */
+  inventories: () => readonly InventoryLike[];
+  /** Async Bound records; without one the caller records. */
+  records?: RecordQueue;
+  rng?: Rng;
+  log: Logger;
+  onClaim?: (outcome: 'delivered' | 'no_capacity' | 'error', seconds: number) => void;
+}
+
+/** The claim was not delivered by any node and sandboxd gave a reason other than capacity. */
+export class ReleaseTargetUnknownError extends SandboxScaleError {}
+
+/**
+ * The node-local claim transaction: choose a node (power of two over advertised warm pools,
+ * corrected by a local ledger between publishes), claim there with claim_ref = ns/name, follow
+ * the node's redirect candidates, then the next node; only when every candidate raced to zero
+ * is it NoWarmCapacity. The Assignment is returned before any Bound record is written.
+ */
+export class ClaimGateway {
+  readonly #ledger = new CapacityLedger();
+  readonly #o: ClaimGatewayOptions;
+
+  constructor(opts: ClaimGatewayOptions) {
+    this.#o = opts;
+  }
+
+  get recordQueue(): RecordQueue | undefined {
+    return this.#o.records;
+  }
+
+  /** Claims and queues the Bound record (when a queue is set); never waits for the record. */
+  async claim(req: GatewayClaimRequest): Promise<Assignment> {
+    const a = await this.deliver(req);
+    this.#o.records?.enqueue({ namespace: req.namespace, name: req.name }, a);
+    return a;
+  }
+
+  /** Claims only; the caller writes the record. */
+  async deliver(req: GatewayClaimRequest): Promise<Assignment> {
+    this.#requireToken();
+    const t0 = performance.now();
+    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void => this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000);
+    const tried = new Set<string>();
+    try {
+      for (;;) {
+        const inventories = this.#o.inventories();
+        const cand = this.#ledger.choose(inventories.filter((i) => !tried.has(inventoryName(i))), req.key, this.#o.rng ?? Math.random);
+        if (cand === undefined) throw new NoWarmCapacityError(req.key);
+        tried.add(cand.node);
+        const a = await this.#claimAt(cand, req, inventories, tried);
+        if (a !== undefined) {
+          done('delivered');
+          return a;
+        }
+      }
+    } catch (err) {
+      done(err instanceof NoWarmCapacityError ? 'no_capacity' : 'error');
+      throw err;
+    }
+  }
+
+  /** One node, then the peers it redirects to; undefined when all of them are at capacity. */
+  async #claimAt(cand: WarmCandidate, req: GatewayClaimRequest, inventories: readonly InventoryLike[], tried: Set<string>): Promise<Assignment | undefined> {
+    const claimRef = `${req.namespace}/${req.name}`;
+    const body = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef, ...(req.ttlSeconds ? { ttlSeconds: req.ttlSeconds } : {}) };
+    try {
+      return toAssignment(cand.node, await this.#o.clients.forNode(cand.addr).claim(body, req.signal ? { signal: req.signal } : {}));
+    } catch (err) {
+      if (!isSandboxdAtCapacity(err)) {
+        this.#ledger.putBack(cand.node, req.key);
+        throw err;
+      }
+      this.#ledger.exhaust(cand.node, req.key);
+      const redirect = (err as { candidates?: readonly string[] }).candidates ?? [];
+      for (const url of redirect) {
+        const peer = inventories.find((i) => i.address !== undefined && url.endsWith(`//${i.address}`));
+        const node = peer ? inventoryName(peer) : url;
+        if (tried.has(node)) continue;
+        tried.add(node);
+        try {
+          return toAssignment(node, await this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, req.signal ? { signal: req.signal } : {}));
+        } catch (peerErr) {
+          if (!isSandboxdAtCapacity(peerErr)) throw peerErr;
+          if (peer) this.#ledger.exhaust(node, req.key);
+        }
+      }
+      return undefined;
+    }
+  }
+
+  /**
+   * Owner teardown: destroys the sandbox `claimId` on `node` with the fleet token. The node is
+   * resolved from the inventories (falling back to the recorded address), so it works after a
+   * restart — nothing of the delivery is kept in memory.
+   */
+  async release(target: { node: string; claimId: string; address?: string }, signal?: AbortSignal): Promise<void> {
+    this.#requireToken();
+    const inv = this.#o.inventories().find((i) => inventoryName(i) === target.node);
+    const addr = inv?.address || target.address;
+    if (!addr) throw new ReleaseTargetUnknownError(`cannot release ${target.claimId}: node ${target.node} has no known address`);
+    await this.#o.clients.forNode(addr).release(target.claimId, signal ? { signal } : {});
+  }
+
+  /** Deliveries already made for ns/name on any routable node (idempotency after a crash). */
+  async findDeliveries(target: ClaimTarget, signal?: AbortSignal): Promise<Assignment[]> {
+    const ref = `${target.namespace}/${target.name}`;
+    const routable = this.#o.inventories().filter((i) => i.address);
+    const found = await Promise.all(routable.map((inv) => this.nodeDeliveries(inv, ref, signal)));
+    return found.flat().map((d) => d.assignment);
+  }
+
+  /**
+   * A node's live deliveries that carry a claim_ref (all of them, or those of `claimRef`),
+   * from the node's own list, which survives any restart of this process. Tokens are not
+   * listed; `withToken` reads each one back (root only) so an adopted claim gets its Secret.
+   */
+  async nodeDeliveries(inv: InventoryLike, claimRef?: string, signal?: AbortSignal): Promise<NodeDelivery[]> {
+    this.#requireToken();
+    const client = this.#o.clients.forNode(inv.address ?? '');
+    const opts = signal ? { signal } : {};
+    const rows = (await client.sandboxes(claimRef, opts)).filter((r) => r.claimRef);
+    return Promise.all(
+      rows.map(async (r): Promise<NodeDelivery> => {
+        const detail = await client.sandbox(r.id, opts);
+        const deadline = r.deadline ? formatRfc3339Seconds(r.deadline) : undefined;
+        return { claimRef: r.claimRef ?? '', assignment: { claimId: r.id, node: inventoryName(inv), address: inv.address ?? '', token: detail.token ?? '', ...(deadline ? { deadline } : {}) } };
+      }),
+    );
+  }
+
+  #requireToken(): void {
+    if (this.#o.fleetToken === '') throw new ClaimRoutingNotConfiguredError();
+  }
+}
+
+export interface NodeDelivery {
+  claimRef: string;
+  assignment: Assignment;
+}
+
+function toAssignment(node: string, r: ClaimResult): Assignment {
+  return { claimId: r.id, node, address: r.ownerAddr, token: r.token, ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}) };
+}

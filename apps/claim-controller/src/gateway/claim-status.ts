@@ -1,0 +1,63 @@
+import { addressIPs, CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_API_VERSION, type Condition, type SandboxClaim } from '@sandbox-scale/scale-core';
+import type { Assignment } from './assignment';
+
+export type ConditionInput = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
+
+/**
+ * metav1 "set status condition" semantics: a condition keeps its lastTransitionTime unless its
+ * status flips, so `kubectl describe` shows when the claim really changed state.
+ */
+export function setCondition(existing: readonly Condition[] | undefined, next: ConditionInput, now: Date, generation?: number): Condition[] {
+  const out = (existing ?? []).filter((c) => c.type !== next.type);
+  const prev = (existing ?? []).find((c) => c.type === next.type);
+  const lastTransitionTime = prev && prev.status === next.status ? prev.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
+  out.push({ ...next, lastTransitionTime, ...(generation !== undefined ? { observedGeneration: generation } : {}) });
+  return out.sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
+}
+
+/** The name of the Secret holding a claim's sandbox token. */
+export function tokenSecretName(claimName: string): string {
+  return `${claimName}-sandbox-token`.slice(0, 253);
+}
+
+/** The status of a Bound claim. podIPs carry the host only; the address keeps the port (the reference mixes them, §13.13). */
+export function boundStatus(claim: SandboxClaim, a: Assignment, now: Date, withSecret: boolean): NonNullable<SandboxClaim['status']> {
+  const name = claim.metadata.name ?? '';
+  const ips = addressIPs(a.address) ?? [];
+  const conditions = setCondition(
+    claim.status?.conditions,
+    { type: CONDITION_TYPES.bound, status: 'True', reason: CONDITION_REASONS.nodeLocalClaim, message: `node ${a.node} handed over sandbox ${a.claimId}` },
+    now,
+    claim.metadata.generation,
+  );
+  return {
+    sandbox: {
+      name: a.claimId,
+      nodeName: a.node,
+      ...(ips.length > 0 ? { podIPs: ips } : {}),
+      ...(a.address ? { address: a.address } : {}),
+      ...(a.deadline ? { deadline: a.deadline } : {}),
+      ...(withSecret ? { tokenSecretName: tokenSecretName(name) } : {}),
+    },
+    conditions,
+    ...(claim.metadata.generation !== undefined ? { observedGeneration: claim.metadata.generation } : {}),
+  };
+}
+
+/** An SSA body for the status subresource of `claim`. */
+export function statusApplyBody(claim: SandboxClaim, status: NonNullable<SandboxClaim['status']>) {
+  return {
+    apiVersion: EXTENSIONS_API_VERSION,
+    kind: 'SandboxClaim',
+    metadata: { name: claim.metadata.name ?? '', namespace: claim.metadata.namespace ?? '' },
+    status,
+  };
+}
+
+export function isBound(claim: SandboxClaim): boolean {
+  return (claim.status?.sandbox?.name ?? '') !== '';
+}
+
+export function boundConditionTrue(claim: SandboxClaim): boolean {
+  return claim.status?.conditions?.some((c) => c.type === CONDITION_TYPES.bound && c.status === 'True') ?? false;
+}

@@ -1,0 +1,67 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { BadRequestError, EXTENSIONS_GROUP, RESOURCES, StatusError, statusForError, type PoolKey } from '@sandbox-scale/scale-core';
+import type { Logger } from '@sandbox-scale/kube-runtime';
+import type { Assignment, ClaimTarget } from '../gateway/assignment';
+import type { Authorizer } from './review-client';
+import { parseFastClaimRequest } from './fast-path-request';
+
+export interface ClaimHandlerDeps {
+  authorizer: Authorizer;
+  /** warmPool -> pool key, or a StatusError (the pool or its template is unknown). */
+  resolvePool: (namespace: string, warmPool: string) => PoolKey;
+  exists: (target: ClaimTarget) => boolean;
+  /** Delivers and queues the async record. */
+  claim: (target: ClaimTarget & { key: PoolKey; ttlSeconds: number; warmPool: string }) => Promise<Assignment>;
+  log: Logger;
+  onResponse?: (code: number) => void;
+}
+
+const MAX_BODY_BYTES = 64 * 1024;
+
+/** `POST /v1/claims`: decode, authenticate, authorize, call the gateway, encode. No claim logic here. */
+export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: ClaimHandlerDeps): Promise<void> {
+  try {
+    if (req.method !== 'POST' || req.url?.split('?')[0] !== '/v1/claims') throw new StatusError('NotFound', `no route ${req.method} ${req.url}`);
+    const token = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
+    const who = token ? await d.authorizer.authenticate(token) : undefined;
+    if (!who) throw new StatusError('Unauthorized', 'Unauthorized: a valid bearer token is required');
+    const body = parseFastClaimRequest(await readJson(req));
+    const target = { namespace: body.namespace, name: body.name };
+    const review = await d.authorizer.mayCreateClaim(who, body.namespace, body.name);
+    if (!review.allowed) {
+      throw new StatusError('Forbidden', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" is forbidden: User "${who.username}" cannot create resource "${RESOURCES.sandboxClaim.plural}" in API group "${EXTENSIONS_GROUP}" in the namespace "${body.namespace}"${review.reason ? `: ${review.reason}` : ''}`, { name: body.name, group: EXTENSIONS_GROUP, kind: RESOURCES.sandboxClaim.plural });
+    }
+    if (d.exists(target)) throw new StatusError('AlreadyExists', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" already exists`);
+    const key = d.resolvePool(body.namespace, body.warmPool);
+    const a = await d.claim({ ...target, key, ttlSeconds: body.ttlSeconds ?? 0, warmPool: body.warmPool });
+    d.log.info({ namespace: target.namespace, name: target.name, node: a.node, sandboxId: a.claimId, user: who.username }, 'fast-path claim delivered');
+    send(res, 200, { kind: 'Assignment', apiVersion: 'v1', namespace: target.namespace, name: target.name, claimId: a.claimId, node: a.node, address: a.address, token: a.token, ...(a.deadline ? { deadline: a.deadline } : {}) }, d);
+  } catch (err) {
+    const status = statusForError(err);
+    if (status.code >= 500) d.log.error({ err }, 'fast-path claim failed');
+    send(res, status.code, status, d);
+  }
+}
+
+function send(res: ServerResponse, code: number, body: unknown, d: ClaimHandlerDeps): void {
+  d.onResponse?.(code);
+  const text = JSON.stringify(body);
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+  res.end(text);
+}
+
+async function readJson(req: IncomingMessage): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const b = chunk as Buffer;
+    size += b.length;
+    if (size > MAX_BODY_BYTES) throw new BadRequestError(`request body larger than ${MAX_BODY_BYTES} bytes`);
+    chunks.push(b);
+  }
+  try {
+    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
+  } catch (err) {
+    throw new BadRequestError('request body is not valid JSON', { cause: err });
+  }
+}

@@ -1,0 +1,49 @@
+import { readFileSync } from 'node:fs';
+import { createServer, type Server } from 'node:https';
+import type { AddressInfo } from 'node:net';
+import { generate } from 'selfsigned';
+import type { Logger } from '@sandbox-scale/kube-runtime';
+import { handleClaim, type ClaimHandlerDeps } from './claim-handler';
+
+export interface FastPathServerOptions {
+  host: string;
+  port: number;
+  /** Serving certificate files; both empty: a self-signed one for localhost is generated. */
+  certFile: string;
+  keyFile: string;
+  deps: ClaimHandlerDeps;
+  log: Logger;
+}
+
+async function servingCert(o: FastPathServerOptions): Promise<{ cert: string; key: string }> {
+  if (o.certFile && o.keyFile) return { cert: readFileSync(o.certFile, 'utf8'), key: readFileSync(o.keyFile, 'utf8') };
+  const r = await generate([{ name: 'commonName', value: 'localhost' }], {
+    algorithm: 'sha256',
+    keySize: 2048,
+    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
+  });
+  return { cert: r.cert, key: r.private };
+}
+
+/** The HTTPS listener of the L2 fast path; returns its base URL and a close function. */
+export async function startFastPathServer(o: FastPathServerOptions): Promise<{ url: string; server: Server; close: () => Promise<void> }> {
+  const tls = await servingCert(o);
+  const server = createServer(tls, (req, res) => {
+    handleClaim(req, res, o.deps).catch((err: unknown) => o.log.error({ err }, 'fast-path handler failed'));
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(o.port, o.host, () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  const host = o.host.includes(':') ? `[${o.host}]` : o.host;
+  o.log.info({ port }, 'fast path listening');
+  return {
+    url: `https://${host}:${port}`,
+    server,
+    close: () => new Promise<void>((resolve) => {
+      server.close(() => resolve());
+      server.closeAllConnections();
+    }),
+  };
+}

@@ -1,0 +1,12 @@
+// Public API of claim-controller: start it in-process (tests, benches, local runs) or via main.ts.
+export { startClaimController } from './start-claim-controller';
+export type { ClaimControllerHandle, ClaimControllerOptions } from './start-claim-controller';
+export { ClaimControllerConfigSchema, loadFleetToken } from './config';
+export type { ClaimControllerFlags } from './config';
+export { ClaimGateway, ReleaseTargetUnknownError } from './gateway/claim-gateway';
+export type { ClaimGatewayOptions, GatewayClaimRequest, NodeDelivery } from './gateway/claim-gateway';
+export { RecordQueue } from './gateway/record-queue';
+export type { RecordQueueOptions } from './gateway/record-queue';
+export type { Assignment, BoundRecorder, ClaimTarget } from './gateway/assignment';
+export { OrphanReconciler } from './controllers/orphan-reconciler';
+export type { OrphanPassResult } from './controllers/orphan-reconciler';

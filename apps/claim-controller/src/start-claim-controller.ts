@@ -1,0 +1,120 @@
+import { randomBytes } from 'node:crypto';
+import { hostname } from 'node:os';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { controller, createEventRecorder, createLogger, involvedObjectOf, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
+import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES } from '@sandbox-scale/scale-core';
+import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { Registry } from 'prom-client';
+import { ClaimControllerConfigSchema, type ClaimControllerFlags } from './config';
+import { ClaimReconciler } from './controllers/claim-reconciler';
+import { ClaimWrites } from './controllers/claim-writes';
+import { OrphanReconciler } from './controllers/orphan-reconciler';
+import { ClaimGateway } from './gateway/claim-gateway';
+import { ClaimRecorder } from './gateway/claim-recorder';
+import { FastPathRecorder } from './gateway/fast-path-recorder';
+import { RecordQueue } from './gateway/record-queue';
+import { startFastPathServer } from './http/fast-path-server';
+import { ReviewAuthorizer } from './http/review-client';
+import { claimControllerMetrics } from './metrics';
+import { claimsOfPool, claimsWaitingForCapacity, createCaches, poolResolver } from './wiring';
+
+export interface ClaimControllerOptions {
+  kubeConfig: KubeConfig;
+  /** '' refuses every node write (fail closed). */
+  fleetToken: string;
+  /** Flags; omitted ones take their defaults. */
+  flags?: Partial<ClaimControllerFlags>;
+  log?: Logger;
+  registry?: Registry;
+  identity?: string;
+}
+
+export interface ClaimControllerHandle {
+  /** https://host:port of POST /v1/claims, or undefined when it is off. */
+  fastPathUrl: string | undefined;
+  gateway: ClaimGateway;
+  recordQueue: RecordQueue;
+  orphans: OrphanReconciler;
+  manager: Manager;
+  registry: Registry;
+  /** Settles when the manager stops (rejects with why it failed). */
+  done: Promise<void>;
+  /** Graceful stop: the fast path closes, controllers stop, the record queue drains. */
+  stop(): Promise<void>;
+}
+
+/** Builds and starts the whole controller in-process (main.ts, tests, benches and local runs). */
+export async function startClaimController(o: ClaimControllerOptions): Promise<ClaimControllerHandle> {
+  const flags: ClaimControllerFlags = { ...ClaimControllerConfigSchema.parse({}), ...o.flags };
+  const log = o.log ?? createLogger({ name: 'claim-controller' });
+  const registry = o.registry ?? new Registry();
+  const kc = o.kubeConfig;
+  const identity = o.identity ?? `${hostname()}-${randomBytes(3).toString('hex')}`;
+  const metrics = claimControllerMetrics(registry);
+  const caches = createCaches(kc, log, registry);
+  const clients = new SandboxdClientSet({ token: o.fleetToken });
+  const events = createEventRecorder(kc, { reportingController: FIELD_MANAGERS.claimController, reportingInstance: identity, log, registry });
+  const recorder = new ClaimRecorder({
+    kubeConfig: kc,
+    onBound: (claim, a, adopted) =>
+      events.record(involvedObjectOf(claim), { type: 'Normal', reason: adopted ? 'Adopted' : CONDITION_REASONS.nodeLocalClaim, action: 'Bind', note: `node ${a.node} handed over sandbox ${a.claimId}${adopted ? ' (record adopted from the node)' : ''}` }),
+  });
+  const fastRecorder = new FastPathRecorder(kc, recorder, new Map());
+  const recordQueue = new RecordQueue({ recorder: fastRecorder, log, concurrency: flags.recordConcurrency, attempts: flags.recordAttempts, onOutcome: metrics.onRecord });
+  const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list();
+  const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, onClaim: metrics.onClaim });
+  const writes = new ClaimWrites(kc);
+  const reconciler = new ClaimReconciler({ ...caches, gateway, recorder, writes, events, startedAt: new Date() });
+  const claimController = controller({ name: 'sandboxclaim', reconciler, log, registry, concurrency: flags.maxConcurrentReconciles })
+    .for(caches.claims)
+    .watches(caches.inventories, claimsWaitingForCapacity(caches.claims))
+    .watches(caches.pools, claimsOfPool(caches.claims))
+    .build();
+  const orphans = new OrphanReconciler({ gateway, recorder, inventories, getClaim: (ns, name, signal) => writes.get(ns, name, signal), intervalMs: flags.orphanInterval, log, onItem: metrics.onOrphan });
+
+  const manager = new Manager(managerOptionsFromFlags(flags, { log, registry, kubeConfig: kc, leaseName: LEASE_NAMES.claimController }));
+  for (const c of Object.values(caches)) manager.addInformer(c);
+  manager.add(events).add(claimController).add(orphans);
+  manager.add({ name: 'record-queue', needLeaderElection: false, start: (signal) => new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true })), drain: () => recordQueue.close() });
+  const ac = new AbortController();
+  const done = manager.start(ac.signal);
+  await Promise.race([Promise.all(Object.values(caches).map((c) => c.waitForSync(ac.signal))), done]);
+
+  const bind = parseBindAddress(flags.fastPathBindAddress);
+  const fastPath = bind
+    ? await startFastPathServer({
+        host: bind.host || '0.0.0.0',
+        port: bind.port,
+        certFile: flags.tlsCertFile,
+        keyFile: flags.tlsPrivateKeyFile,
+        log,
+        deps: {
+          authorizer: new ReviewAuthorizer(kc),
+          resolvePool: poolResolver(caches),
+          exists: (t) => caches.claims.get(t.namespace, t.name) !== undefined,
+          claim: async (t) => {
+            fastRecorder.expect(t, t.warmPool);
+            return gateway.claim(t);
+          },
+          log,
+          onResponse: metrics.onFastPath,
+        },
+      })
+    : undefined;
+
+  return {
+    fastPathUrl: fastPath?.url,
+    gateway,
+    recordQueue,
+    orphans,
+    manager,
+    registry,
+    done,
+    stop: async () => {
+      await fastPath?.close();
+      ac.abort();
+      await done.catch(() => undefined);
+      await clients.close();
+    },
+  };
+}

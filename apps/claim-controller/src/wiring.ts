@@ -1,0 +1,56 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { createInformer, type Informer, type Logger, type ReconcileRequest } from '@sandbox-scale/kube-runtime';
+import { CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_GROUP, InvalidError, poolKeyForTemplate, type NodeInventory, type PoolKey, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '@sandbox-scale/scale-core';
+import type { Registry } from 'prom-client';
+import { isBound } from './gateway/claim-status';
+import { NodeInventoryResource, parseClaim, parseInventory, parsePool, parseTemplate, SandboxClaimResource, SandboxTemplateResource, SandboxWarmPoolResource } from './resources';
+
+export interface Caches {
+  claims: Informer<SandboxClaim>;
+  pools: Informer<SandboxWarmPool>;
+  templates: Informer<SandboxTemplate>;
+  inventories: Informer<NodeInventory>;
+}
+
+export function createCaches(kc: KubeConfig, log: Logger, registry: Registry): Caches {
+  return {
+    claims: createInformer(kc, { resource: SandboxClaimResource, parse: parseClaim, log, registry }),
+    pools: createInformer(kc, { resource: SandboxWarmPoolResource, parse: parsePool, log, registry }),
+    templates: createInformer(kc, { resource: SandboxTemplateResource, parse: parseTemplate, log, registry }),
+    inventories: createInformer(kc, { resource: NodeInventoryResource, parse: parseInventory, log, registry }),
+  };
+}
+
+function keyOf(c: SandboxClaim): ReconcileRequest {
+  return { namespace: c.metadata.namespace ?? '', name: c.metadata.name ?? '' };
+}
+
+/** New capacity wakes the claims waiting for it (NoWarmCapacity), so they bind without waiting out their backoff. */
+export function claimsWaitingForCapacity(claims: Informer<SandboxClaim>): () => ReconcileRequest[] {
+  return () =>
+    claims
+      .list()
+      .filter((c) => !isBound(c) && c.status?.conditions?.some((k) => k.type === CONDITION_TYPES.bound && k.reason === CONDITION_REASONS.noWarmCapacity))
+      .map(keyOf);
+}
+
+/** A pool that appears or changes wakes the unbound claims that name it. */
+export function claimsOfPool(claims: Informer<SandboxClaim>): (pool: SandboxWarmPool) => ReconcileRequest[] {
+  return (pool) =>
+    claims
+      .list(pool.metadata.namespace)
+      .filter((c) => !isBound(c) && c.spec.warmPoolRef.name === pool.metadata.name)
+      .map(keyOf);
+}
+
+/** warmPool -> template -> pool key for the fast path; an unknown one is a 422 naming the field. */
+export function poolResolver(c: Caches): (namespace: string, warmPool: string) => PoolKey {
+  return (namespace, warmPool) => {
+    const invalid = (message: string): InvalidError => new InvalidError({ group: EXTENSIONS_GROUP, kind: 'SandboxClaim' }, '', [{ reason: 'FieldValueNotFound', field: 'warmPool', message }]);
+    const pool = c.pools.get(namespace, warmPool);
+    if (!pool) throw invalid(`SandboxWarmPool "${warmPool}" not found in namespace ${namespace}`);
+    const template = c.templates.get(namespace, pool.spec.sandboxTemplateRef.name);
+    if (!template) throw invalid(`SandboxTemplate "${pool.spec.sandboxTemplateRef.name}" of pool "${warmPool}" not found`);
+    return poolKeyForTemplate(template);
+  };
+}

@@ -1,0 +1,215 @@
+import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, kubectl, runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
+import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
+import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
+// eslint-disable-next-line no-restricted-imports -- the simulated node is the test substrate, not a runtime dependency
+import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
+import { Agent, request } from 'undici';
+import { startClaimController, type ClaimControllerHandle } from '../src';
+import { SandboxClaimResource } from '../src/resources';
+import { boundCondition, createClaim, createPool, deleteInventories, getClaim, liveDeliveries, publishInventories, releases, ROOT_TOKEN } from './fixtures';
+
+const suffix = runSuffix();
+const IMAGE = `registry.local/cc-${suffix}:1`;
+const EMPTY_IMAGE = `registry.local/cc-empty-${suffix}:1`;
+let kc: KubeConfig;
+let ns: string;
+let sim: Sim;
+let cc: ClaimControllerHandle;
+const insecure = new Agent({ connect: { rejectUnauthorized: false } });
+
+beforeAll(async () => {
+  kc = testKubeConfig();
+  await applyCrds(kc, 'charts/sandbox-scale/crds');
+  ns = await createTestNamespace(kc, 'claimctl');
+  sim = await startSim({ nodes: 2, speed: 0, token: ROOT_TOKEN, pools: [{ template: IMAGE, warm: 4 }] });
+  await publishInventories(kc, sim, suffix);
+  await createPool(kc, ns, 'base', IMAGE);
+  cc = await startClaimController({
+    kubeConfig: kc,
+    fleetToken: ROOT_TOKEN,
+    flags: { metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '127.0.0.1:0', orphanInterval: 3_600_000 },
+    log: createLogger({ name: 'claim-controller-test', level: 'warn' }),
+  });
+});
+
+afterAll(async () => {
+  await cc?.stop();
+  await deleteInventories(kc, sim, suffix);
+  await sim?.stop();
+  await deleteNamespace(kc, ns);
+  await insecure.close();
+});
+
+async function waitBound(name: string) {
+  return eventually(async () => {
+    const c = await getClaim(kc, ns, name);
+    if (boundCondition(c)?.status !== 'True') throw new Error(`${name} not Bound: ${JSON.stringify(c.status)}`);
+    return c;
+  }, { timeoutMs: 30_000 });
+}
+
+describe('SandboxClaim path', () => {
+  it('marks the claim Bound after a node hands over a warm VM, with the token only in the owned Secret', async () => {
+    await createClaim(kc, ns, 'c1', 'base');
+    const c = await waitBound('c1');
+    expect(boundCondition(c)?.reason).toBe('NodeLocalClaim');
+    const sb = c.status?.sandbox ?? {};
+    expect(sb.name).toMatch(/^sb_/);
+    expect(sb.podIPs).toEqual(['127.0.0.1']);
+    expect(sb.address).toMatch(/^127\.0\.0\.1:\d+$/);
+    expect(sb.deadline).toMatch(/Z$/);
+    expect(c.metadata.finalizers).toContain('sandbox.cocoonstack.io/release');
+    const node = sim.nodes.find((n) => sb.nodeName?.startsWith(n.name));
+    expect(node).toBeDefined();
+    const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.name ?? '');
+    expect(detail.claimRef).toBe(`${ns}/c1`);
+    const token = detail.token ?? '';
+    expect(token).not.toBe('');
+
+    const secret = await kc.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace: ns, name: sb.tokenSecretName ?? '' });
+    expect(Buffer.from(secret.data?.token ?? '', 'base64').toString()).toBe(token);
+    expect(secret.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'SandboxClaim', name: 'c1', uid: c.metadata.uid });
+
+    const claimJson = await kubectl(['get', 'sandboxclaim', 'c1', '-n', ns, '-o', 'json']);
+    expect(claimJson.code).toBe(0);
+    expect(claimJson.stdout).not.toContain(token);
+    const events = await eventually(async () => {
+      const r = await kubectl(['get', 'events', '-n', ns, '-o', 'json']);
+      if (!r.stdout.includes('NodeLocalClaim')) throw new Error('no Bound event yet');
+      return r.stdout;
+    });
+    expect(events).not.toContain(token);
+  });
+
+  it('releases the VM on the node when the claim is deleted, then lets the claim go', async () => {
+    await createClaim(kc, ns, 'c-del', 'base');
+    const c = await waitBound('c-del');
+    const before = releases(sim);
+    await new ResourceClient(kc, SandboxClaimResource).delete(ns, 'c-del');
+    await eventually(async () => {
+      const r = await kubectl(['get', 'sandboxclaim', 'c-del', '-n', ns]);
+      if (r.code === 0) throw new Error('claim still there');
+    });
+    expect(releases(sim)).toBe(before + 1);
+    const live = await liveDeliveries(sim, ns);
+    expect(live.map((d) => d.id)).not.toContain(c.status?.sandbox?.name);
+  });
+
+  it('names the field of a claim whose pool does not exist, without claiming', async () => {
+    const before = (await liveDeliveries(sim, ns)).length;
+    await createClaim(kc, ns, 'c-nopool', 'missing-pool');
+    await eventually(async () => {
+      const b = boundCondition(await getClaim(kc, ns, 'c-nopool'));
+      if (b?.reason !== 'WarmPoolNotFound') throw new Error(`condition ${JSON.stringify(b)}`);
+      expect(b.status).toBe('False');
+      expect(b.message).toContain('spec.warmPoolRef.name');
+    });
+    expect((await liveDeliveries(sim, ns)).length).toBe(before);
+  });
+
+  it('rejects a shutdownTime in the past with a condition naming the field', async () => {
+    await createClaim(kc, ns, 'c-past', 'base', { shutdownTime: '2020-01-01T00:00:00Z' });
+    await eventually(async () => {
+      const b = boundCondition(await getClaim(kc, ns, 'c-past'));
+      if (b?.reason !== 'InvalidSpec') throw new Error(`condition ${JSON.stringify(b)}`);
+      expect(b.message).toContain('spec.lifecycle.shutdownTime');
+    });
+  });
+
+  it('reports NoWarmCapacity for an empty pool and binds once capacity appears', async () => {
+    await createPool(kc, ns, 'empty', EMPTY_IMAGE);
+    await createClaim(kc, ns, 'c-wait', 'empty');
+    await eventually(async () => {
+      const b = boundCondition(await getClaim(kc, ns, 'c-wait'));
+      if (b?.reason !== 'NoWarmCapacity') throw new Error(`condition ${JSON.stringify(b)}`);
+      expect(b.status).toBe('False');
+    });
+    const node = sim.nodes[0];
+    await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).setPools([{ template: IMAGE, warm: 4 }, { template: EMPTY_IMAGE, warm: 2 }]);
+    await eventually(async () => {
+      const info = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).info();
+      if (!info.pools.some((p) => p.key.template === EMPTY_IMAGE && p.warm > 0)) throw new Error('not warm yet');
+    });
+    await publishInventories(kc, sim, suffix);
+    const c = await waitBound('c-wait');
+    expect(c.status?.sandbox?.nodeName).toBe(`${node?.name}-${suffix}`);
+  });
+
+  it('adopts a delivery whose record was lost, once, and never releases it (OrphanBindingConverges)', async () => {
+    // A claim the reconciler cannot claim for (unknown pool), delivered behind its back.
+    await createClaim(kc, ns, 'c-orphan', 'not-a-pool');
+    await eventually(async () => {
+      if (boundCondition(await getClaim(kc, ns, 'c-orphan'))?.reason !== 'WarmPoolNotFound') throw new Error('not reconciled yet');
+    });
+    const before = releases(sim);
+    const node = sim.nodes[1];
+    const delivered = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).claim({ template: IMAGE, claimRef: `${ns}/c-orphan` });
+    const first = await cc.orphans.reconcileAll();
+    expect(first.adopted).toBeGreaterThanOrEqual(1);
+    const c = await waitBound('c-orphan');
+    expect(c.status?.sandbox?.name).toBe(delivered.id);
+    expect((await cc.orphans.reconcileAll()).adopted).toBe(0);
+    expect(releases(sim)).toBe(before);
+  });
+});
+
+describe('fast path POST /v1/claims', () => {
+  async function post(body: unknown, token?: string) {
+    const r = await request(`${cc.fastPathUrl}/v1/claims`, {
+      method: 'POST',
+      dispatcher: insecure,
+      headers: { 'content-type': 'application/json', ...(token ? { authorization: `Bearer ${token}` } : {}) },
+      body: JSON.stringify(body),
+    });
+    return { status: r.statusCode, body: (await r.body.json()) as Record<string, unknown> };
+  }
+  function tokenOf(k: KubeConfig): string {
+    return k.getCurrentUser()?.token ?? '';
+  }
+
+  it('answers 401 Unauthorized without a valid bearer token', async () => {
+    const none = await post({ namespace: ns, warmPool: 'base' });
+    expect(none.status).toBe(401);
+    expect(none.body).toMatchObject({ kind: 'Status', reason: 'Unauthorized', code: 401 });
+    const bad = await post({ namespace: ns, warmPool: 'base' }, 'not-a-token');
+    expect(bad.status).toBe(401);
+  });
+
+  it('answers 403 Forbidden to an identity without RBAC, then 200 with the Assignment once bound by a RoleBinding', async () => {
+    const sa = await kubeconfigForServiceAccount(kc, ns, 'claimer');
+    const denied = await post({ namespace: ns, name: 'fast-1', warmPool: 'base' }, tokenOf(sa));
+    expect(denied.status).toBe(403);
+    expect(denied.body).toMatchObject({ kind: 'Status', reason: 'Forbidden' });
+    expect(String(denied.body.message)).toContain(`system:serviceaccount:${ns}:claimer`);
+
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'claimer' }, rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }] } });
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns,
+      body: { metadata: { name: 'claimer' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'claimer' }, subjects: [{ kind: 'ServiceAccount', name: 'claimer', namespace: ns }] },
+    });
+    const ok = await eventually(async () => {
+      const r = await post({ namespace: ns, name: 'fast-1', warmPool: 'base' }, tokenOf(sa));
+      if (r.status !== 200) throw new Error(`status ${r.status}: ${JSON.stringify(r.body)}`);
+      return r.body;
+    });
+    expect(ok).toMatchObject({ kind: 'Assignment', namespace: ns, name: 'fast-1' });
+    expect(String(ok.claimId)).toMatch(/^sb_/);
+    expect(String(ok.token)).not.toBe('');
+
+    const c = await waitBound('fast-1');
+    expect(c.status?.sandbox?.name).toBe(ok.claimId);
+    const listed = await kubectl(['get', 'sandboxclaims', '-n', ns]);
+    expect(listed.stdout).toContain('fast-1');
+    expect(listed.stdout).not.toContain(String(ok.token));
+    // one delivery only: the reconciler did not claim the fast-path claim again
+    expect((await liveDeliveries(sim, ns)).filter((d) => d.claimRef === `${ns}/fast-1`)).toHaveLength(1);
+  });
+
+  it('answers 422 naming the field for a bad body', async () => {
+    const r = await post({ namespace: ns, warmPool: '' }, tokenOf(await kubeconfigForServiceAccount(kc, ns, 'claimer')));
+    expect(r.status).toBe(422);
+    expect(JSON.stringify(r.body)).toContain('warmPool');
+  });
+});

@@ -1,0 +1,83 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { applyObject, ResourceClient } from '@sandbox-scale/kube-runtime';
+import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
+// eslint-disable-next-line no-restricted-imports -- the simulated node is the test substrate, not a runtime dependency
+import type { Sim } from '@sandbox-scale/sandboxd-sim';
+import { EXTENSIONS_API_VERSION, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { NodeInventoryResource, parseClaim, SandboxClaimResource, SandboxTemplateResource, SandboxWarmPoolResource } from '../src/resources';
+
+export const ROOT_TOKEN = 'root-fleet-token';
+
+/**
+ * Publishes one NodeInventory per simulated node from its own GET /v1/info (the publisher is
+ * another app; tests build the same object). Names carry the run suffix.
+ */
+export async function publishInventories(kc: KubeConfig, sim: Sim, suffix: string): Promise<void> {
+  for (const n of sim.nodes) {
+    const info = await new SandboxdClient({ baseUrl: n.url, token: ROOT_TOKEN }).info();
+    const name = `${n.name}-${suffix}`;
+    await applyObject(
+      kc,
+      {
+        apiVersion: EXTENSIONS_API_VERSION,
+        kind: 'NodeInventory',
+        metadata: { name },
+        node: name,
+        address: n.addr,
+        pools: info.pools.map((p) => ({ template: p.key.template, net: p.key.net || 'none', size: p.key.size || 'small', warm: p.warm, target: p.target })),
+      },
+      { fieldManager: 'sandbox-scale/test', force: true, resource: NodeInventoryResource },
+    );
+  }
+}
+
+export async function deleteInventories(kc: KubeConfig, sim: Sim, suffix: string): Promise<void> {
+  const c = new ResourceClient(kc, NodeInventoryResource);
+  for (const n of sim.nodes) await c.delete(undefined, `${n.name}-${suffix}`).catch(() => undefined);
+}
+
+export async function createPool(kc: KubeConfig, ns: string, name: string, image: string): Promise<void> {
+  await new ResourceClient(kc, SandboxTemplateResource).create(ns, {
+    apiVersion: EXTENSIONS_API_VERSION,
+    kind: 'SandboxTemplate',
+    metadata: { name },
+    spec: { podTemplate: { spec: { containers: [{ name: 'main', image }] } } },
+  });
+  await new ResourceClient(kc, SandboxWarmPoolResource).create(ns, {
+    apiVersion: EXTENSIONS_API_VERSION,
+    kind: 'SandboxWarmPool',
+    metadata: { name },
+    spec: { replicas: 1, sandboxTemplateRef: { name } },
+  });
+}
+
+export async function createClaim(kc: KubeConfig, ns: string, name: string, pool: string, lifecycle?: Record<string, unknown>): Promise<void> {
+  await new ResourceClient(kc, SandboxClaimResource).create(ns, {
+    apiVersion: EXTENSIONS_API_VERSION,
+    kind: 'SandboxClaim',
+    metadata: { name },
+    spec: { warmPoolRef: { name: pool }, ...(lifecycle ? { lifecycle } : {}) },
+  });
+}
+
+export async function getClaim(kc: KubeConfig, ns: string, name: string): Promise<SandboxClaim> {
+  return parseClaim(await new ResourceClient(kc, SandboxClaimResource).get(ns, name));
+}
+
+export function boundCondition(c: SandboxClaim) {
+  return c.status?.conditions?.find((k) => k.type === 'Bound');
+}
+
+/** Every live delivery on the sim whose claim_ref is in namespace `ns`. */
+export async function liveDeliveries(sim: Sim, ns: string): Promise<{ node: string; id: string; claimRef: string }[]> {
+  const out: { node: string; id: string; claimRef: string }[] = [];
+  for (const n of sim.nodes) {
+    const rows = await new SandboxdClient({ baseUrl: n.url, token: ROOT_TOKEN }).sandboxes();
+    for (const r of rows) if (r.claimRef?.startsWith(`${ns}/`)) out.push({ node: n.name, id: r.id, claimRef: r.claimRef });
+  }
+  return out;
+}
+
+export function releases(sim: Sim): number {
+  return sim.nodes.reduce((sum, n) => sum + sim.node(n.name).state.metrics.releases, 0);
+}
