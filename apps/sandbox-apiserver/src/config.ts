@@ -1,0 +1,44 @@
+import { readFileSync } from 'node:fs';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { durationFlag } from '@sandbox-scale/kube-runtime';
+import { z } from 'zod';
+import type { SandboxApiserverConfig } from './server';
+
+/** Flags of sandbox-apiserver, spelled as kube components spell them. */
+export const ConfigSchema = z.object({
+  kubeconfig: z.string().default('').describe('Path to a kubeconfig; empty means $KUBECONFIG, else the in-cluster service account'),
+  securePort: z.coerce.number().int().min(0).max(65535).default(6443).describe('HTTPS port to serve on (0 = any free port)'),
+  bindAddress: z.string().default('0.0.0.0').describe('Address to listen on'),
+  tlsCertFile: z.string().default('').describe('Serving certificate (PEM); empty = a self-signed one for <service>.<namespace>.svc'),
+  tlsPrivateKeyFile: z.string().default('').describe('Key of --tls-cert-file (PEM)'),
+  serviceName: z.string().default('sandbox-apiserver').describe('Name of the Service the APIService points at (names the self-signed cert)'),
+  serviceNamespace: z.string().default('sandbox-system').describe('Namespace of that Service'),
+  fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN; without one, writes are refused'),
+  inventoryGracePeriod: durationFlag('60s').describe('How long the sandboxes of a vanished NodeInventory stay listed, so a brief gap is no DELETED/ADDED'),
+  bookmarkInterval: durationFlag('60s').describe('How often a watch with allowWatchBookmarks gets a BOOKMARK'),
+  watchHistory: z.coerce.number().int().min(100).default(10_000).describe('Changes kept for resuming watches; older resourceVersions get 410 Expired'),
+  claimIndexMaxBytes: z.coerce.number().int().min(1024).default(64 * 1024 * 1024).describe('Heap budget of the claim-time index (read-after-create)'),
+});
+export type Flags = z.infer<typeof ConfigSchema>;
+
+/** The fleet token: the file wins, trimmed; then SANDBOX_SCALE_FLEET_TOKEN; else '' (fail closed). */
+export function fleetTokenOf(flags: Pick<Flags, 'fleetTokenFile'>, env: NodeJS.ProcessEnv = process.env): string {
+  if (flags.fleetTokenFile !== '') return readFileSync(flags.fleetTokenFile, 'utf8').trim();
+  return (env.SANDBOX_SCALE_FLEET_TOKEN ?? '').trim();
+}
+
+export function configFromFlags(flags: Flags, kubeConfig: KubeConfig): SandboxApiserverConfig {
+  return {
+    kubeConfig,
+    securePort: flags.securePort,
+    bindAddress: flags.bindAddress,
+    ...(flags.tlsCertFile ? { tlsCertFile: flags.tlsCertFile, tlsPrivateKeyFile: flags.tlsPrivateKeyFile } : {}),
+    serviceName: flags.serviceName,
+    serviceNamespace: flags.serviceNamespace,
+    fleetToken: fleetTokenOf(flags),
+    inventoryGraceMs: flags.inventoryGracePeriod,
+    bookmarkIntervalMs: flags.bookmarkInterval,
+    watchHistory: flags.watchHistory,
+    claimIndexMaxBytes: flags.claimIndexMaxBytes,
+  };
+}

@@ -1,0 +1,57 @@
+import { createHash } from 'node:crypto';
+import { API_VERSION, RESOURCES, SANDBOX_API_VERSION, SANDBOX_GROUP } from '@sandbox-scale/scale-core';
+
+/** Lifecycle actions served as POST subresources, and the kind each answers with. */
+export const ACTIONS = [
+  { name: 'pause', kind: 'SandboxPauseOptions' },
+  { name: 'resume', kind: 'SandboxResumeOptions' },
+  { name: 'fork', kind: 'SandboxForkResult' },
+  { name: 'snapshot', kind: 'SandboxSnapshotResult' },
+  { name: 'promote', kind: 'SandboxPromoteResult' },
+  { name: 'stats', kind: 'SandboxStats' },
+] as const;
+
+const SB = RESOURCES.sandbox;
+/** Only verbs fully implemented: controllers choose resources by verb (k8s-api.md §4.15). */
+const VERBS = ['create', 'delete', 'get', 'list', 'watch'];
+const GROUP_VERSION = { groupVersion: SANDBOX_API_VERSION, version: API_VERSION };
+
+export function apiGroup(): Record<string, unknown> {
+  return { kind: 'APIGroup', apiVersion: 'v1', name: SANDBOX_GROUP, versions: [GROUP_VERSION], preferredVersion: GROUP_VERSION };
+}
+
+export function apiGroupList(): Record<string, unknown> {
+  const { kind: _k, apiVersion: _a, ...group } = apiGroup();
+  return { kind: 'APIGroupList', apiVersion: 'v1', groups: [group] };
+}
+
+export function apiResourceList(): Record<string, unknown> {
+  const main = { name: SB.plural, singularName: SB.singular, namespaced: true, kind: SB.kind, verbs: VERBS, shortNames: [...SB.shortNames], categories: ['sandbox-scale'] };
+  const subs = ACTIONS.map((a) => ({ name: `${SB.plural}/${a.name}`, singularName: '', namespaced: true, kind: a.kind, verbs: ['create'] }));
+  return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: SANDBOX_API_VERSION, resources: [main, ...subs] };
+}
+
+/** Aggregated discovery (apidiscovery.k8s.io/v2 or v2beta1); responseKind is always set. */
+export function apiGroupDiscoveryList(version: 'v2' | 'v2beta1'): Record<string, unknown> {
+  const kindOf = (kind: string) => ({ group: SANDBOX_GROUP, version: API_VERSION, kind });
+  const resource = {
+    resource: SB.plural,
+    responseKind: kindOf(SB.kind),
+    scope: 'Namespaced',
+    singularResource: SB.singular,
+    verbs: VERBS,
+    shortNames: [...SB.shortNames],
+    categories: ['sandbox-scale'],
+    subresources: ACTIONS.map((a) => ({ subresource: a.name, responseKind: kindOf(a.kind), verbs: ['create'] })),
+  };
+  return {
+    kind: 'APIGroupDiscoveryList',
+    apiVersion: `apidiscovery.k8s.io/${version}`,
+    metadata: {},
+    items: [{ metadata: { name: SANDBOX_GROUP }, versions: [{ version: API_VERSION, freshness: 'Current', resources: [resource] }] }],
+  };
+}
+
+export function etagOf(body: unknown): string {
+  return `"${createHash('sha256').update(JSON.stringify(body)).digest('hex').slice(0, 32)}"`;
+}

@@ -1,0 +1,60 @@
+import { API_VERSION, RESOURCES, SANDBOX_GROUP } from '@sandbox-scale/scale-core';
+
+/** What a request is about, in the terms authorization and storage speak (k8s-api.md §4.5). */
+export type RequestInfo =
+  | { readonly isResource: false; readonly path: string; readonly verb: string }
+  | {
+      readonly isResource: true;
+      readonly path: string;
+      readonly verb: string;
+      readonly resource: string;
+      readonly namespace: string;
+      readonly name: string;
+      readonly subresource: string;
+    };
+
+const PREFIX = `/apis/${SANDBOX_GROUP}/${API_VERSION}/`;
+
+function verbOf(method: string, hasName: boolean, query: URLSearchParams): string {
+  switch (method) {
+    case 'GET':
+    case 'HEAD':
+      if (query.get('watch') === 'true' || query.get('watch') === '1') return 'watch';
+      return hasName ? 'get' : 'list';
+    case 'POST':
+      return 'create';
+    case 'PUT':
+      return 'update';
+    case 'PATCH':
+      return 'patch';
+    case 'DELETE':
+      return hasName ? 'delete' : 'deletecollection';
+    default:
+      return method.toLowerCase();
+  }
+}
+
+/** The name a `metadata.name=x` field selector pins, which SAR uses as the object name. */
+function selectedName(query: URLSearchParams): string {
+  const m = /(?:^|,)metadata\.name==?([^,]*)/.exec(query.get('fieldSelector') ?? '');
+  return m?.[1] ?? '';
+}
+
+/** Parses `/apis/agents.x-k8s.io/v1beta1/[namespaces/{ns}/]{resource}[/{name}[/{sub}]]`. */
+export function requestInfoOf(method: string, url: URL): RequestInfo {
+  const path = url.pathname;
+  if (!path.startsWith(PREFIX)) return { isResource: false, path, verb: method.toLowerCase() };
+  let parts = path.slice(PREFIX.length).split('/').filter((p) => p !== '').map(decodeURIComponent);
+  let namespace = '';
+  if (parts[0] === 'namespaces' && parts.length >= 3) {
+    namespace = parts[1] ?? '';
+    parts = parts.slice(2);
+  }
+  const [resource = '', name = '', subresource = '', ...extra] = parts;
+  if (resource === '' || extra.length > 0) return { isResource: false, path, verb: method.toLowerCase() };
+  const verb = verbOf(method, name !== '', url.searchParams);
+  const effectiveName = name !== '' ? name : verb === 'list' || verb === 'watch' ? selectedName(url.searchParams) : '';
+  return { isResource: true, path, verb, resource, namespace, name: effectiveName, subresource };
+}
+
+export const SANDBOXES = RESOURCES.sandbox.plural;

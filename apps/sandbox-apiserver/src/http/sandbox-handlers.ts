@@ -1,0 +1,82 @@
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import { StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import type { ResourceStorage } from '../storage';
+import { deleteSandbox, dryRunOf } from '../storage/delete-sandbox';
+import { parseListQuery } from '../storage/list-query';
+import { includeObjectOf, metadataOnly, sandboxTable } from '../storage/sandbox-table';
+import { serveWatch, type WatchContext } from '../watch/watch-stream';
+import { readBody } from './body';
+import type { ResponseShape } from './negotiate';
+import type { RequestInfo } from './request-info';
+import { sendJson } from './status';
+
+type ResourceInfo = Extract<RequestInfo, { isResource: true }>;
+
+export interface HandlerContext {
+  readonly req: IncomingMessage;
+  readonly res: ServerResponse;
+  readonly url: URL;
+  readonly info: ResourceInfo;
+  readonly shape: ResponseShape;
+  readonly storage: ResourceStorage;
+  readonly watch: WatchContext;
+}
+
+function sendObject(c: HandlerContext, code: number, obj: ServedSandbox | Record<string, unknown>): void {
+  const s = obj as ServedSandbox;
+  if (c.shape.kind === 'table' && s.kind === 'Sandbox') {
+    sendJson(c.res, code, sandboxTable([s], { resourceVersion: s.metadata.resourceVersion ?? '', include: includeObjectOf(c.url.searchParams.get('includeObject')), version: c.shape.version }));
+  } else if (c.shape.kind === 'metadata' && s.kind === 'Sandbox') {
+    sendJson(c.res, code, metadataOnly(s, c.shape.version));
+  } else {
+    sendJson(c.res, code, obj);
+  }
+}
+
+function handleList(c: HandlerContext): void {
+  const q = parseListQuery(c.info.namespace, c.url.searchParams);
+  if (c.info.verb === 'watch') return serveWatch(c.req, c.res, c.watch, q, c.shape, c.url);
+  const list = c.storage.reads.list(q);
+  if (c.shape.kind === 'table') {
+    sendJson(c.res, 200, sandboxTable(list.items, { resourceVersion: list.metadata.resourceVersion, ...(list.metadata.continue ? { continue: list.metadata.continue } : {}), include: includeObjectOf(c.url.searchParams.get('includeObject')), version: c.shape.version }));
+  } else if (c.shape.kind === 'metadata') {
+    sendJson(c.res, 200, { kind: 'PartialObjectMetadataList', apiVersion: `meta.k8s.io/${c.shape.version}`, metadata: list.metadata, items: list.items.map((s) => metadataOnly(s, c.shape.kind === 'metadata' ? c.shape.version : 'v1')) });
+  } else {
+    sendJson(c.res, 200, list);
+  }
+}
+
+const dryRunParam = (url: URL): boolean => dryRunOf(url.searchParams.getAll('dryRun'));
+
+/** Translates HTTP to storage calls for `sandboxes` and its actions; no logic of its own. */
+export async function handleSandboxes(c: HandlerContext): Promise<void> {
+  const { info, req } = c;
+  const method = req.method ?? 'GET';
+  if (info.subresource !== '') {
+    if (method !== 'POST') throw new StatusError('MethodNotAllowed', `${method} is not supported on sandboxes/${info.subresource}`);
+    const body = await readBody(req);
+    sendJson(c.res, 201, await c.storage.lifecycle.act(info.namespace, nameOf(c), info.subresource, body, dryRunParam(c.url)));
+    return;
+  }
+  const hasName = nameOf(c) !== '';
+  if ((method === 'GET' || method === 'HEAD') && !hasName) return handleList(c);
+  if (method === 'GET' && hasName) return sendObject(c, 200, await c.storage.reads.get(info.namespace, nameOf(c)));
+  if (method === 'POST' && !hasName) {
+    if (info.namespace === '') throw new StatusError('MethodNotAllowed', 'create requires a namespace: POST /apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes');
+    const created = await c.storage.creator.create(info.namespace, await readBody(req), { dryRun: dryRunParam(c.url) });
+    sendJson(c.res, 201, created);
+    return;
+  }
+  if (method === 'DELETE' && hasName) {
+    const body = await readBody(req);
+    return sendObject(c, 200, await deleteSandbox(c.storage.reads, info.namespace, nameOf(c), { dryRun: dryRunParam(c.url), body }));
+  }
+  throw new StatusError('MethodNotAllowed', `${method} is not supported on sandboxes (served verbs: get, list, watch, create, delete)`);
+}
+
+/** The name from the path (not a field selector's). */
+function nameOf(c: HandlerContext): string {
+  const parts = c.url.pathname.split('/').filter((p) => p !== '');
+  const i = parts.indexOf('sandboxes');
+  return decodeURIComponent(parts[i + 1] ?? '');
+}

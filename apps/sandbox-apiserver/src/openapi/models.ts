@@ -1,0 +1,38 @@
+import { API_VERSION, SANDBOX_GROUP, SandboxSchema, toStructuralSchema } from '@sandbox-scale/scale-core';
+import { ACTIONS } from '../discovery';
+
+/** Definition names unique across the cluster, so kube-apiserver's merge never collides. */
+export const MODEL_PREFIX = 'io.x-k8s.agents.v1beta1.';
+export const LIST_META_REF = 'io.k8s.apimachinery.pkg.apis.meta.v1.ListMeta';
+
+type Schema = Record<string, unknown>;
+
+const gvk = (kind: string): Schema => ({ 'x-kubernetes-group-version-kind': [{ group: SANDBOX_GROUP, version: API_VERSION, kind }] });
+const typeMeta: Schema = { apiVersion: { type: 'string' }, kind: { type: 'string' } };
+
+/** Every served kind, with its GVK marker; `full` = the real Sandbox schema (v3), else coarse (v2). */
+export function buildModels(refPrefix: string, full: boolean): Record<string, Schema> {
+  const sandbox: Schema = full
+    ? { ...toStructuralSchema(SandboxSchema), ...gvk('Sandbox') }
+    : {
+        type: 'object',
+        description: 'A microVM sandbox handed over from a warm pool on a node.',
+        properties: { ...typeMeta, metadata: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        ...gvk('Sandbox'),
+      };
+  const models: Record<string, Schema> = {
+    [`${MODEL_PREFIX}Sandbox`]: sandbox,
+    [`${MODEL_PREFIX}SandboxList`]: {
+      type: 'object',
+      description: 'A list of sandboxes.',
+      required: ['items'],
+      properties: { ...typeMeta, metadata: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, items: { type: 'array', items: { $ref: `${refPrefix}${MODEL_PREFIX}Sandbox` } } },
+      ...gvk('SandboxList'),
+    },
+  };
+  const kinds = new Set<string>(['SandboxPauseOptions', 'SandboxResumeOptions', 'SandboxForkOptions', 'SandboxSnapshotOptions', 'SandboxPromoteOptions', 'SandboxStatsOptions', ...ACTIONS.map((a) => a.kind)]);
+  for (const kind of kinds) {
+    models[`${MODEL_PREFIX}${kind}`] = { type: 'object', properties: typeMeta, 'x-kubernetes-preserve-unknown-fields': true, ...gvk(kind) };
+  }
+  return models;
+}

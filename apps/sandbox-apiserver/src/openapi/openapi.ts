@@ -1,0 +1,68 @@
+import { createHash } from 'node:crypto';
+import { SANDBOX_API_VERSION } from '@sandbox-scale/scale-core';
+import { ACTIONS } from '../discovery';
+import { buildModels, MODEL_PREFIX } from './models';
+
+const TITLE = 'sandbox-aggregated-apiserver';
+const BASE = `/apis/${SANDBOX_API_VERSION}`;
+export const V3_GV_PATH = `apis/${SANDBOX_API_VERSION}`;
+
+const LIST_PARAMS = ['labelSelector', 'fieldSelector', 'resourceVersion', 'resourceVersionMatch', 'limit', 'continue', 'watch', 'allowWatchBookmarks', 'sendInitialEvents', 'timeoutSeconds', 'pretty'];
+const WRITE_PARAMS = ['dryRun', 'fieldManager', 'fieldValidation', 'pretty'];
+
+type Op = Record<string, unknown>;
+
+function param(name: string, inPath = false): Record<string, unknown> {
+  const integer = name === 'limit' || name === 'timeoutSeconds';
+  const bool = name === 'watch' || name === 'allowWatchBookmarks' || name === 'sendInitialEvents';
+  return { name, in: inPath ? 'path' : 'query', ...(inPath ? { required: true } : {}), schema: { type: integer ? 'integer' : bool ? 'boolean' : 'string', uniqueItems: true } };
+}
+
+function op(action: string, kind: string, ref: string, params: string[], code = '200'): Op {
+  return {
+    operationId: `${action}${kind}`,
+    tags: ['agentsXK8sIo_v1beta1'],
+    parameters: params.map((p) => param(p)),
+    responses: { [code]: { description: 'OK', content: { 'application/json': { schema: { $ref: `#/components/schemas/${MODEL_PREFIX}${ref}` } } } } },
+    'x-kubernetes-action': action,
+    'x-kubernetes-group-version-kind': { group: 'agents.x-k8s.io', version: 'v1beta1', kind },
+  };
+}
+
+const nsParam = param('namespace', true);
+const nameParam = param('name', true);
+
+/** The per-GV OpenAPI v3 document (k8s-api.md §4.7): paths with actions + self-contained models. */
+export function openApiV3(): Record<string, unknown> {
+  const paths: Record<string, unknown> = {
+    [`${BASE}/sandboxes`]: { get: op('list', 'Sandbox', 'SandboxList', LIST_PARAMS) },
+    [`${BASE}/namespaces/{namespace}/sandboxes`]: {
+      parameters: [nsParam],
+      get: op('list', 'Sandbox', 'SandboxList', LIST_PARAMS),
+      post: { ...op('post', 'Sandbox', 'Sandbox', WRITE_PARAMS, '201'), requestBody: { content: { 'application/json': { schema: { $ref: `#/components/schemas/${MODEL_PREFIX}Sandbox` } } } } },
+    },
+    [`${BASE}/namespaces/{namespace}/sandboxes/{name}`]: {
+      parameters: [nsParam, nameParam],
+      get: op('get', 'Sandbox', 'Sandbox', ['pretty']),
+      delete: op('delete', 'Sandbox', 'Sandbox', ['dryRun', 'gracePeriodSeconds', 'propagationPolicy', 'pretty']),
+    },
+  };
+  for (const a of ACTIONS) {
+    paths[`${BASE}/namespaces/{namespace}/sandboxes/{name}/${a.name}`] = { parameters: [nsParam, nameParam], post: op('post', a.kind, a.kind, ['dryRun'], '201') };
+  }
+  return { openapi: '3.0.0', info: { title: TITLE, version: 'v1beta1' }, paths, components: { schemas: buildModels('#/components/schemas/', true) } };
+}
+
+/** Swagger 2.0 (k8s-api.md §4.7): the same kinds with coarse models, merged by kube-apiserver. */
+export function openApiV2(): Record<string, unknown> {
+  return { swagger: '2.0', info: { title: TITLE, version: 'v1beta1' }, paths: {}, definitions: buildModels('#/definitions/', false) };
+}
+
+export function hashOf(doc: unknown): string {
+  return createHash('sha512').update(JSON.stringify(doc)).digest('hex').toUpperCase();
+}
+
+/** `/openapi/v3`: only our group-version, with the hash kube-apiserver uses for caching. */
+export function openApiV3Root(gvDoc: unknown): Record<string, unknown> {
+  return { paths: { [V3_GV_PATH]: { serverRelativeURL: `/openapi/v3/${V3_GV_PATH}?hash=${hashOf(gvDoc)}` } } };
+}

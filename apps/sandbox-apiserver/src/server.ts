@@ -1,0 +1,152 @@
+import { createServer, type Server } from 'node:https';
+import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { createLogger, type Logger } from '@sandbox-scale/kube-runtime';
+import { StatusError, type Rng } from '@sandbox-scale/scale-core';
+import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { Registry } from 'prom-client';
+import { loadAuthenticationConfig } from './authn/auth-config';
+import { Authenticator } from './authn/authenticator';
+import { TokenReviewer } from './authn/token-review';
+import { SarAuthorizer } from './authz/sar-authorizer';
+import { MetaRoutes } from './http/meta-routes';
+import { negotiate } from './http/negotiate';
+import { requestInfoOf } from './http/request-info';
+import { handleSandboxes } from './http/sandbox-handlers';
+import { forbiddenMessage, sendStatus } from './http/status';
+import { HealthChecks } from './health';
+import { requestMetrics } from './metrics';
+import { buildStorages, type ResourceStorage } from './storage';
+import { startInventoryInformer } from './storage/inventory-informer';
+import { loadServingCert, selfSignedServingCert } from './tls/serving-cert';
+import type { WatchContext } from './watch/watch-stream';
+
+export interface SandboxApiserverConfig {
+  readonly kubeConfig: KubeConfig;
+  /** 0 picks a free port. */
+  readonly securePort: number;
+  readonly bindAddress?: string;
+  readonly tlsCertFile?: string;
+  readonly tlsPrivateKeyFile?: string;
+  /** The Service the APIService points at; the self-generated cert is valid for <name>.<namespace>.svc. */
+  readonly serviceName?: string;
+  readonly serviceNamespace?: string;
+  /** sandboxd fleet token; empty = every write is refused (fail closed). */
+  readonly fleetToken?: string;
+  /** Off only for in-process benches: every caller is then treated as system:masters. */
+  readonly delegatedAuth?: boolean;
+  readonly inventoryGraceMs?: number;
+  readonly overlayTtlMs?: number;
+  readonly claimIndexMaxBytes?: number;
+  readonly watchHistory?: number;
+  readonly bookmarkIntervalMs?: number;
+  readonly log?: Logger;
+  readonly rng?: Rng;
+}
+
+export interface RunningSandboxApiserver {
+  readonly url: string;
+  readonly port: number;
+  /** PEM for the APIService caBundle. */
+  readonly caBundle: string;
+  /** Resolves once the NodeInventory cache is synced. */
+  readonly synced: Promise<boolean>;
+  stop(): Promise<void>;
+}
+
+const HEALTH = /^\/(healthz|livez|readyz)(\/[a-z-]+)?$/;
+
+/** Starts the aggregated API server in-process: TLS listener, route table, storages. */
+export async function startSandboxApiserver(config: SandboxApiserverConfig): Promise<RunningSandboxApiserver> {
+  const log = config.log ?? createLogger({ name: 'sandbox-apiserver' });
+  const kc = config.kubeConfig;
+  const serving = config.tlsCertFile && config.tlsPrivateKeyFile ? await loadServingCert(config.tlsCertFile, config.tlsPrivateKeyFile) : await selfSignedServingCert(config.serviceName ?? 'sandbox-apiserver', config.serviceNamespace ?? 'sandbox-system');
+  const delegated = config.delegatedAuth ?? true;
+  const authenticator = delegated ? new Authenticator(await loadAuthenticationConfig(kc), new TokenReviewer(kc)) : undefined;
+  const authorizer = delegated ? new SarAuthorizer(kc) : undefined;
+  const registry = new Registry();
+  const metrics = requestMetrics(registry);
+  const clients = config.fleetToken ? new SandboxdClientSet({ token: config.fleetToken }) : undefined;
+  if (clients === undefined) log.warn({}, 'no sandboxd fleet token: create, delete and lifecycle verbs are refused');
+  const storages = buildStorages({
+    clients,
+    graceMs: config.inventoryGraceMs ?? 60_000,
+    overlayTtlMs: config.overlayTtlMs ?? 300_000,
+    claimIndexMaxBytes: config.claimIndexMaxBytes ?? 64 * 1024 * 1024,
+    watchHistory: config.watchHistory ?? 10_000,
+    rng: config.rng ?? Math.random,
+    log,
+  });
+  const sandboxes = storages.get('sandboxes') as ResourceStorage;
+  const informer = startInventoryInformer(kc, sandboxes.view, log, registry);
+  const watch: { ctx: WatchContext } = { ctx: { storage: sandboxes.reads, hub: sandboxes.hub, startRev: 0, bookmarkIntervalMs: config.bookmarkIntervalMs ?? 60_000 } };
+  const health = new HealthChecks(() => informer.hasSynced());
+  const synced = informer.waitForSync().then((ok) => {
+    if (!ok) return false;
+    sandboxes.reads.revisions.advanceTo(informer.lastSyncResourceVersion);
+    sandboxes.view.live = true;
+    watch.ctx = { ...watch.ctx, startRev: sandboxes.reads.revisions.current };
+    sandboxes.hub.floor = 0;
+    log.info({ sandboxes: sandboxes.view.size }, 'inventory cache synced');
+    return true;
+  });
+  const meta = new MetaRoutes();
+
+  const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const url = new URL(req.url ?? '/', 'https://localhost');
+    if (HEALTH.test(url.pathname)) return health.serve(url, res);
+    const user = authenticator === undefined ? { username: 'system:admin', groups: ['system:masters'], extra: {} } : await authenticator.authenticate(req);
+    if (user === undefined) throw new StatusError('Unauthorized', 'Unauthorized');
+    const info = requestInfoOf(req.method ?? 'GET', url);
+    if (authorizer !== undefined) {
+      const d = await authorizer.authorize(user, info);
+      if (!d.allowed) throw new StatusError('Forbidden', forbiddenMessage({ user: user.username, reason: d.reason, ...info }));
+    }
+    if (url.pathname === '/metrics') {
+      res.writeHead(200, { 'Content-Type': registry.contentType });
+      res.end(await registry.metrics());
+      return;
+    }
+    const shape = negotiate(req.headers.accept);
+    if (shape === undefined) throw new StatusError('NotAcceptable', `only the following media types are accepted: application/json, application/json;as=Table;g=meta.k8s.io, application/json;as=PartialObjectMetadata;g=meta.k8s.io`);
+    if (!info.isResource) return meta.serve(req, res, url.pathname, shape);
+    const storage = storages.get(info.resource);
+    if (storage === undefined) throw new StatusError('NotFound', 'the server could not find the requested resource');
+    if (!informer.hasSynced()) throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
+    await handleSandboxes({ req, res, url, info, shape, storage, watch: watch.ctx });
+  };
+
+  const server: Server = createServer(
+    { cert: serving.cert, key: serving.key, requestCert: true, rejectUnauthorized: false, ...(authenticator ? { ca: authenticator.acceptedCas } : {}), keepAliveTimeout: 120_000, headersTimeout: 125_000, requestTimeout: 0 },
+    (req, res) => {
+      const end = metrics.start(req);
+      handle(req, res)
+        .catch((err: unknown) => {
+          const status = sendStatus(res, err);
+          if (status.code >= 500) log.error({ err, method: req.method, path: req.url }, 'request failed');
+        })
+        .finally(() => end(res.statusCode));
+    },
+  );
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(config.securePort, config.bindAddress ?? '0.0.0.0', () => resolve());
+  });
+  const port = (server.address() as AddressInfo).port;
+  log.info({ port }, 'serving agents.x-k8s.io/v1beta1');
+  return {
+    url: `https://127.0.0.1:${port}`,
+    port,
+    caBundle: serving.caBundle,
+    synced,
+    async stop() {
+      health.shuttingDown = true;
+      sandboxes.view.stop();
+      server.closeAllConnections();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+      await informer.stop();
+      await clients?.close();
+    },
+  };
+}

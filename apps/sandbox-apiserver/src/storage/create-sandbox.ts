@@ -1,0 +1,137 @@
+import { randomUUID } from 'node:crypto';
+import {
+  ANNOTATIONS,
+  AlreadyExistsError,
+  BadRequestError,
+  CapacityLedger,
+  CONDITION_REASONS,
+  CONDITION_STATUS,
+  CONDITION_TYPES,
+  InvalidError,
+  isNodeAtCapacity,
+  NoWarmCapacityError,
+  parseObject,
+  poolKeyForSandbox,
+  SANDBOX_API_VERSION,
+  SANDBOX_GROUP,
+  SandboxSchema,
+  addressIPs,
+  formatRfc3339Seconds,
+  sandboxUid,
+  synthesizeSandbox,
+  type PoolKey,
+  type Rng,
+  type Sandbox,
+} from '@sandbox-scale/scale-core';
+import type { Logger } from '@sandbox-scale/kube-runtime';
+import { deriveTtlSeconds } from './ttl';
+import { SANDBOX_RESOURCE, type SandboxStorage } from './sandbox-storage';
+
+const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
+const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+function generateName(base: string): string {
+  let suffix = '';
+  for (let i = 0; i < 5; i++) suffix += NAME_CHARS[Math.floor(Math.random() * NAME_CHARS.length)];
+  return base.slice(0, 58) + suffix;
+}
+
+const invalid = (name: string, field: string, reason: string, message: string): InvalidError => new InvalidError({ group: SANDBOX_GROUP, kind: 'Sandbox' }, name, [{ reason, field, message }]);
+
+/** Checks kind, namespace and name, then the schema (422 with every field cause). */
+export function admitSandbox(body: unknown, namespace: string): Sandbox {
+  if (typeof body !== 'object' || body === null) throw new BadRequestError('the body of the request is not a Sandbox object');
+  const raw = body as { kind?: unknown; apiVersion?: unknown; metadata?: { namespace?: unknown; name?: unknown; generateName?: unknown } };
+  if (raw.kind !== 'Sandbox' || raw.apiVersion !== SANDBOX_API_VERSION) throw new BadRequestError(`expected kind Sandbox, apiVersion ${SANDBOX_API_VERSION}; got kind ${String(raw.kind)}, apiVersion ${String(raw.apiVersion)}`);
+  const meta = raw.metadata ?? {};
+  if (meta.namespace !== undefined && meta.namespace !== '' && meta.namespace !== namespace) throw new BadRequestError('the namespace of the provided object does not match the namespace sent on the request');
+  const name = typeof meta.name === 'string' && meta.name !== '' ? meta.name : typeof meta.generateName === 'string' && meta.generateName !== '' ? generateName(meta.generateName) : '';
+  if (name === '') throw invalid('', 'metadata.name', 'FieldValueRequired', 'Required value: name or generateName is required');
+  if (name.length > 253 || !DNS1123.test(name)) throw invalid(name, 'metadata.name', 'FieldValueInvalid', `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`);
+  const s = parseObject(SandboxSchema, { ...(body as object), metadata: { ...meta, name, namespace } });
+  delete s.metadata.generateName;
+  return s;
+}
+
+export interface CreateOptions {
+  readonly dryRun: boolean;
+  readonly now?: Date;
+}
+
+/**
+ * Create (scale-contracts §9.2 with §13.4/§13.5 fixed): validate, derive the TTL (400 before
+ * any VM is spent), refuse a taken name (409), then claim on a node chosen by power of two
+ * choices over local capacity counts; 503 when no node has warm capacity. The token appears
+ * only in this response.
+ */
+export class SandboxCreator {
+  readonly #pending = new Set<string>();
+
+  constructor(
+    private readonly storage: SandboxStorage,
+    private readonly ledger: CapacityLedger,
+    private readonly rng: Rng,
+    private readonly log: Logger,
+  ) {}
+
+  async create(namespace: string, body: unknown, opts: CreateOptions): Promise<Sandbox> {
+    const s = admitSandbox(body, namespace);
+    const name = s.metadata.name ?? '';
+    const now = opts.now ?? new Date();
+    const ttlSeconds = deriveTtlSeconds(s, now);
+    const pool = poolKeyForSandbox(s);
+    const key = `${namespace}/${name}`;
+    if (this.#pending.has(key) || this.storage.view.get(namespace, name) !== undefined || this.storage.index.getByName(namespace, name) !== undefined) {
+      throw new AlreadyExistsError(SANDBOX_RESOURCE, name);
+    }
+    if (opts.dryRun) return { ...s, metadata: { ...s.metadata, uid: randomUUID(), creationTimestamp: formatRfc3339Seconds(now) } };
+    this.storage.router.assertConfigured();
+    this.#pending.add(key);
+    try {
+      return await this.#claim(s, namespace, name, pool, ttlSeconds, now);
+    } finally {
+      this.#pending.delete(key);
+    }
+  }
+
+  async #claim(s: Sandbox, namespace: string, name: string, pool: PoolKey, ttlSeconds: number, now: Date): Promise<Sandbox> {
+    for (;;) {
+      const chosen = this.ledger.choose(this.storage.view.inventories(), pool, this.rng);
+      if (chosen === undefined) throw new NoWarmCapacityError(pool);
+      try {
+        const res = await this.storage.router.clientAt(chosen.addr).claim(
+          { template: pool.template, net: pool.net, size: pool.size, ttlSeconds, claimRef: `${namespace}/${name}` },
+          { signal: AbortSignal.timeout(10_000) },
+        );
+        return this.#created(s, { namespace, name, node: chosen.node, id: res.id, token: res.token, addr: res.ownerAddr, deadline: res.deadline }, now);
+      } catch (err) {
+        if (isNodeAtCapacity(err)) {
+          this.ledger.exhaust(chosen.node, pool);
+          this.log.debug({ node: chosen.node, pool: `${pool.template}/${pool.net}/${pool.size}` }, 'node raced to zero warm capacity, re-picking');
+          continue;
+        }
+        this.ledger.putBack(chosen.node, pool);
+        throw err;
+      }
+    }
+  }
+
+  #created(s: Sandbox, c: { namespace: string; name: string; node: string; id: string; token: string; addr: string; deadline: Date | null }, now: Date): Sandbox {
+    const created = formatRfc3339Seconds(now);
+    const deadline = c.deadline !== null && c.deadline.getTime() > 0 ? formatRfc3339Seconds(c.deadline) : '';
+    const entry = { name: `${c.namespace}/${c.name}`, id: c.id, phase: 'Running', claimRef: `${c.namespace}/${c.name}`, ...(c.addr ? { addr: c.addr } : {}), ...(deadline ? { deadline } : {}), claimedAt: created };
+    this.storage.index.put({ namespace: c.namespace, name: c.name, node: c.node, claimId: c.id });
+    const row = this.storage.view.addCreated(c.node, entry, synthesizeSandbox(c.node, entry, { resourceVersion: '0', fallbackCreationTimestamp: created }));
+    const podIPs = addressIPs(c.addr);
+    const annotations: Record<string, string> = { ...(s.metadata.annotations ?? {}), [ANNOTATIONS.claimId]: c.id };
+    if (c.addr) annotations[ANNOTATIONS.address] = c.addr;
+    if (c.token) annotations[ANNOTATIONS.token] = c.token;
+    if (deadline) annotations[ANNOTATIONS.deadline] = deadline;
+    const ready = { type: CONDITION_TYPES.ready, status: CONDITION_STATUS.true, reason: CONDITION_REASONS.dependenciesReady, message: `warm sandbox ${c.id} delivered by node ${c.node}`, lastTransitionTime: created };
+    return {
+      ...s,
+      metadata: { ...s.metadata, namespace: c.namespace, name: c.name, uid: sandboxUid(c.node, c.id), creationTimestamp: created, resourceVersion: String(row.rev), generation: 1, annotations },
+      status: { nodeName: c.node, ...(podIPs ? { podIPs: [...podIPs] } : {}), conditions: [ready] },
+    };
+  }
+}

@@ -1,0 +1,38 @@
+import { BadRequestError, ConflictError, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { z } from 'zod';
+import type { SandboxStorage } from './sandbox-storage';
+
+const DeleteOptionsSchema = z.looseObject({
+  dryRun: z.array(z.string()).optional(),
+  preconditions: z.looseObject({ uid: z.string().nullish(), resourceVersion: z.string().nullish() }).nullish(),
+});
+
+export interface DeleteRequest {
+  readonly dryRun: boolean;
+  readonly body: unknown;
+}
+
+/** dryRun from the query (`dryRun=All`) or the DeleteOptions body; any other value is a 400. */
+export function dryRunOf(values: readonly string[]): boolean {
+  for (const v of values) if (v !== 'All') throw new BadRequestError(`unsupported dryRun value ${JSON.stringify(v)}: only All is supported`);
+  return values.length > 0;
+}
+
+/**
+ * Delete (scale-contracts §9.5 with §13.6 fixed): release by claim id on the owning node —
+ * also for a sandbox created moments ago — then hide it at once so list, get and watch agree
+ * before the node republishes. Preconditions are honoured; dryRun releases nothing.
+ */
+export async function deleteSandbox(storage: SandboxStorage, namespace: string, name: string, req: DeleteRequest): Promise<ServedSandbox> {
+  const opts = req.body === undefined ? {} : DeleteOptionsSchema.parse(req.body);
+  const dryRun = req.dryRun || dryRunOf(opts.dryRun ?? []);
+  const loc = await storage.locate(namespace, name);
+  const uid = opts.preconditions?.uid;
+  if (uid && uid !== loc.object.metadata.uid) throw new ConflictError(`Precondition failed: UID in precondition: ${uid}, UID in object meta: ${loc.object.metadata.uid}`, { name });
+  if (dryRun) return loc.object;
+  if (loc.claimId === '') throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to release by name`);
+  await storage.router.clientFor(loc.node, 'release', loc.claimId).release(loc.claimId, { signal: AbortSignal.timeout(10_000) });
+  storage.index.deleteByName(namespace, name);
+  storage.view.markReleased(namespace, name, loc.claimId);
+  return loc.object;
+}

@@ -1,0 +1,204 @@
+import { entryFingerprint, splitEntryName, synthesizeSandbox, type InventoryEntry, type NodeInventory, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { WatchHub, type WatchEventType } from '../watch/watch-hub';
+import { Revisions } from './revisions';
+
+/** One sandbox as the view knows it: which node reports it, the entry, and when it last changed. */
+export interface Row {
+  readonly key: string;
+  readonly node: string;
+  readonly entry: InventoryEntry;
+  readonly fingerprint: string;
+  readonly rev: number;
+  /** Fallback creationTimestamp when the entry has no claimedAt. */
+  readonly seenAt: string;
+  /** A sandbox created here and not yet published: the object the create answered. */
+  readonly created?: ServedSandbox;
+}
+
+interface NodeState {
+  inv: NodeInventory;
+  rows: Map<string, Row>;
+  goneTimer?: NodeJS.Timeout;
+}
+
+export interface SandboxViewOptions {
+  /** How long a vanished inventory's entries are kept, so a brief gap is not DELETED+ADDED. */
+  readonly graceMs: number;
+  readonly hub: WatchHub;
+  readonly revisions: Revisions;
+  /** How long a created-but-unpublished sandbox, or a released one, is remembered. */
+  readonly overlayTtlMs?: number;
+}
+
+const keyOf = (e: InventoryEntry): string => {
+  const { namespace, name } = splitEntryName(e.name);
+  return `${namespace}/${name}`;
+};
+
+/**
+ * The fleet as sandboxes: NodeInventory objects in, one row per sandbox out, with a
+ * namespace/name index (O(1) get) and a change event per row. Also the local overlay:
+ * sandboxes created moments ago (listed before their node publishes them) and sandboxes
+ * released here (hidden before their node publishes the release).
+ */
+export class SandboxView {
+  readonly #nodes = new Map<string, NodeState>();
+  readonly #byName = new Map<string, Row>();
+  readonly #released = new Map<string, number>();
+  readonly #createdExpiry = new Map<string, NodeJS.Timeout>();
+
+  /** Off during the initial sync: the first state is a snapshot, not a stream of changes. */
+  live = false;
+
+  constructor(private readonly opts: SandboxViewOptions) {}
+
+  get size(): number {
+    return this.#byName.size;
+  }
+
+  get(namespace: string, name: string): Row | undefined {
+    return this.#byName.get(`${namespace}/${name}`);
+  }
+
+  rows(): IterableIterator<Row> {
+    return this.#byName.values();
+  }
+
+  inventory(node: string): NodeInventory | undefined {
+    return this.#nodes.get(node)?.inv;
+  }
+
+  inventories(): NodeInventory[] {
+    return [...this.#nodes.values()].map((n) => n.inv);
+  }
+
+  /** The Sandbox a read serves for a row. */
+  objectOf(row: Row): ServedSandbox {
+    if (row.created !== undefined) return row.created;
+    return synthesizeSandbox(row.node, row.entry, { resourceVersion: String(row.rev), fallbackCreationTimestamp: row.seenAt });
+  }
+
+  /** A NodeInventory was added or changed. */
+  upsertInventory(inv: NodeInventory): void {
+    const node = inv.metadata.name ?? inv.node;
+    const state = this.#nodes.get(node) ?? { inv, rows: new Map<string, Row>() };
+    if (state.goneTimer !== undefined) clearTimeout(state.goneTimer);
+    delete state.goneTimer;
+    state.inv = inv;
+    this.#nodes.set(node, state);
+    // every change gets its own revision, so a watch resumed from any of them misses nothing
+    let rev = 0;
+    const nextRev = (): number => (rev = rev === 0 ? this.opts.revisions.observe(inv.metadata.resourceVersion) : this.opts.revisions.next());
+    const seenAt = inv.metadata.creationTimestamp ?? new Date().toISOString();
+    const next = new Map<string, Row>();
+    for (const entry of inv.entries ?? []) {
+      if (entry.id !== undefined && this.#released.has(entry.id)) continue;
+      const key = keyOf(entry);
+      const fingerprint = entryFingerprint(entry);
+      const old = state.rows.get(key);
+      if (old !== undefined && old.fingerprint === fingerprint && old.created === undefined) {
+        next.set(key, old);
+        continue;
+      }
+      const row: Row = { key, node, entry, fingerprint, rev: nextRev(), seenAt: old?.seenAt ?? seenAt };
+      next.set(key, row);
+      this.#index(row, old);
+    }
+    for (const [key, old] of state.rows) if (!next.has(key)) this.#unindex(old, nextRev());
+    if (rev === 0) this.opts.revisions.advanceTo(inv.metadata.resourceVersion);
+    state.rows = next;
+    this.#forgetReleased(inv);
+  }
+
+  /** A NodeInventory vanished: keep its rows for the grace period, then drop them. */
+  removeInventory(node: string): void {
+    const state = this.#nodes.get(node);
+    if (state === undefined || state.goneTimer !== undefined) return;
+    state.goneTimer = setTimeout(() => this.#dropNode(node), this.opts.graceMs);
+    state.goneTimer.unref();
+  }
+
+  /** Records a sandbox created here, listed until its node publishes it. */
+  addCreated(node: string, entry: InventoryEntry, object: ServedSandbox): Row {
+    const key = keyOf(entry);
+    const rev = this.opts.revisions.next();
+    const created = { ...object, metadata: { ...object.metadata, resourceVersion: String(rev) } };
+    const row: Row = { key, node, entry, fingerprint: '', rev, seenAt: created.metadata.creationTimestamp ?? new Date().toISOString(), created };
+    const state = this.#nodes.get(node);
+    state?.rows.set(key, row);
+    this.#index(row, undefined);
+    const timer = setTimeout(() => this.#expireCreated(row), this.opts.overlayTtlMs ?? 300_000);
+    timer.unref();
+    this.#createdExpiry.set(key, timer);
+    return row;
+  }
+
+  /** Hides a released sandbox at once; its node's next publish confirms the release. */
+  markReleased(namespace: string, name: string, claimId: string): void {
+    if (claimId !== '') this.#released.set(claimId, Date.now());
+    const row = this.#byName.get(`${namespace}/${name}`);
+    if (row === undefined || (row.entry.id ?? '') !== claimId) return;
+    this.#nodes.get(row.node)?.rows.delete(row.key);
+    this.#unindex(row, this.opts.revisions.next());
+  }
+
+  stop(): void {
+    for (const s of this.#nodes.values()) if (s.goneTimer !== undefined) clearTimeout(s.goneTimer);
+    for (const t of this.#createdExpiry.values()) clearTimeout(t);
+  }
+
+  #emit(type: WatchEventType, row: Row, rev: number): void {
+    if (!this.live) return;
+    const obj = this.objectOf(row);
+    const object = rev === row.rev ? obj : { ...obj, metadata: { ...obj.metadata, resourceVersion: String(rev) } };
+    this.opts.hub.emit({ type, rev, object });
+  }
+
+  #index(row: Row, old: Row | undefined): void {
+    const cur = this.#byName.get(row.key);
+    if (cur !== undefined && cur.node !== row.node && cur.created === undefined && old === undefined) return;
+    const t = this.#createdExpiry.get(row.key);
+    if (t !== undefined && row.created === undefined) {
+      clearTimeout(t);
+      this.#createdExpiry.delete(row.key);
+    }
+    this.#byName.set(row.key, row);
+    this.#emit(cur === undefined ? 'ADDED' : 'MODIFIED', row, row.rev);
+  }
+
+  #unindex(row: Row, rev: number): void {
+    if (this.#byName.get(row.key) !== row) return;
+    this.#byName.delete(row.key);
+    this.#emit('DELETED', row, rev);
+    for (const s of this.#nodes.values()) {
+      const other = s.rows.get(row.key);
+      if (other !== undefined && other !== row) {
+        this.#byName.set(row.key, other);
+        this.#emit('ADDED', other, this.opts.revisions.next());
+        return;
+      }
+    }
+  }
+
+  #dropNode(node: string): void {
+    const state = this.#nodes.get(node);
+    if (state === undefined) return;
+    this.#nodes.delete(node);
+    for (const row of state.rows.values()) this.#unindex(row, this.opts.revisions.next());
+  }
+
+  #expireCreated(row: Row): void {
+    this.#createdExpiry.delete(row.key);
+    if (this.#byName.get(row.key) !== row) return;
+    this.#nodes.get(row.node)?.rows.delete(row.key);
+    this.#unindex(row, this.opts.revisions.next());
+  }
+
+  /** Released ids leave the hide-list once their node stops reporting them, or after the TTL. */
+  #forgetReleased(inv: NodeInventory): void {
+    if (this.#released.size === 0) return;
+    const ids = new Set((inv.entries ?? []).map((e) => e.id));
+    const cutoff = Date.now() - (this.opts.overlayTtlMs ?? 300_000);
+    for (const [id, at] of this.#released) if (at < cutoff || !ids.has(id)) this.#released.delete(id);
+  }
+}
