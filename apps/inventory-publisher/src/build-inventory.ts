@@ -17,7 +17,7 @@ import {
 export interface InventoryBody {
   apiVersion: typeof EXTENSIONS_API_VERSION;
   kind: 'NodeInventory';
-  metadata: { name: string };
+  metadata: { name: string; labels?: Record<string, string> };
   node: string;
   address: string;
   entries?: InventoryEntry[];
@@ -32,6 +32,7 @@ export interface NodeSnapshot {
   address: string;
   rows: readonly SandboxRow[];
   info: NodeInfo;
+  labels?: Record<string, string>;
   /** When the snapshot was taken: the Draining condition's transition time. */
   now: Date;
 }
@@ -73,7 +74,7 @@ export function buildInventory(s: NodeSnapshot): InventoryBody {
   const body: InventoryBody = {
     apiVersion: EXTENSIONS_API_VERSION,
     kind: RESOURCES.nodeInventory.kind,
-    metadata: { name: s.node },
+    metadata: s.labels && Object.keys(s.labels).length > 0 ? { name: s.node, labels: { ...s.labels } } : { name: s.node },
     node: s.node,
     address: s.address,
   };

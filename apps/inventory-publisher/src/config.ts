@@ -10,6 +10,19 @@ export const PublisherFlagsSchema = z.object({
   sandboxdUrl: z.string().min(1).default('http://127.0.0.1:7777').describe("URL of this node's sandboxd"),
   advertiseAddress: z.string().default('').describe("host:port other components use to reach this node's sandboxd; empty means the host:port of --sandboxd-url"),
   publishInterval: durationFlag(`${LIMITS.inventoryPublishIntervalMs / 1000}s`).describe('How often sandboxd is read and the NodeInventory refreshed (a jitter of up to 10% is added)'),
+  inventoryLabels: z
+    .string()
+    .default('')
+    .transform((v, ctx) => {
+      const out: Record<string, string> = {};
+      for (const pair of v.split(',').map((x) => x.trim()).filter((x) => x !== '')) {
+        const eq = pair.indexOf('=');
+        if (eq <= 0) ctx.addIssue({ code: 'custom', message: `"${pair}" is not key=value` });
+        else out[pair.slice(0, eq)] = pair.slice(eq + 1);
+      }
+      return out;
+    })
+    .describe('Labels put on the NodeInventory, k=v,k2=v2 (e.g. a fleet label a warmpool-driver selects with --node-inventory-selector)'),
   fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a mounted Secret); env SANDBOX_SCALE_FLEET_TOKEN otherwise'),
 });
 export type PublisherFlags = z.infer<typeof PublisherFlagsSchema>;
@@ -20,6 +33,8 @@ export interface PublisherConfig {
   sandboxdUrl: string;
   advertiseAddress: string;
   publishIntervalMs: number;
+  /** Labels of the NodeInventory (a driver may select its fleet by them). */
+  labels?: Record<string, string>;
   /** '' when none was configured: sandboxd then answers 401 and the inventory goes stale. */
   fleetToken: string;
 }
@@ -44,6 +59,7 @@ export function publisherConfigFromFlags(flags: PublisherFlags, env: Record<stri
     sandboxdUrl: flags.sandboxdUrl,
     advertiseAddress: flags.advertiseAddress || advertiseAddressOf(flags.sandboxdUrl),
     publishIntervalMs: flags.publishInterval,
+    labels: flags.inventoryLabels,
     fleetToken: readFleetToken(flags.fleetTokenFile, env),
   };
 }

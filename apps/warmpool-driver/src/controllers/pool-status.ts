@@ -1,0 +1,110 @@
+import {
+  CONDITION_STATUS,
+  CONDITION_TYPES,
+  formatRfc3339Seconds,
+  warmPoolSelector,
+  type Condition,
+  type SandboxWarmPoolStatus,
+} from '@sandbox-scale/scale-core';
+
+/** Reasons of the pool's Ready and Degraded conditions. */
+export const POOL_REASONS = {
+  warm: 'PoolWarm',
+  warming: 'PoolWarming',
+  noRoutableNodes: 'NoRoutableNodes',
+  asExpected: 'AsExpected',
+  templateNotFound: 'TemplateNotFound',
+  templateInvalid: 'TemplateInvalid',
+  fleetTokenMissing: 'FleetTokenMissing',
+  pushFailed: 'PushFailed',
+  invalidSpec: 'InvalidSpec',
+} as const;
+
+/** Why a pool is Degraded this sync: its targets could not all be driven. */
+export interface PoolProblem {
+  reason: (typeof POOL_REASONS)[keyof typeof POOL_REASONS];
+  message: string;
+}
+
+export interface PoolObservation {
+  name: string;
+  generation?: number;
+  /** spec.replicas. */
+  replicas: number;
+  /** Warm VMs of the pool's normalised key, summed over routable nodes. */
+  warm: number;
+  routableNodes: number;
+  problem?: PoolProblem;
+  now: Date;
+}
+
+type ConditionCore = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
+
+function readyOf(o: PoolObservation): ConditionCore {
+  const base = { type: CONDITION_TYPES.ready };
+  if (o.warm >= o.replicas) return { ...base, status: CONDITION_STATUS.true, reason: POOL_REASONS.warm, message: `${o.warm} warm sandboxes for ${o.replicas} replicas` };
+  if (o.routableNodes === 0) return { ...base, status: CONDITION_STATUS.false, reason: POOL_REASONS.noRoutableNodes, message: 'no node publishes a routable NodeInventory (address set, not stale or draining)' };
+  return { ...base, status: CONDITION_STATUS.false, reason: POOL_REASONS.warming, message: `${o.warm} of ${o.replicas} warm over ${o.routableNodes} nodes` };
+}
+
+function degradedOf(o: PoolObservation): ConditionCore {
+  const base = { type: CONDITION_TYPES.degraded };
+  if (o.problem) return { ...base, status: CONDITION_STATUS.true, reason: o.problem.reason, message: o.problem.message };
+  return { ...base, status: CONDITION_STATUS.false, reason: POOL_REASONS.asExpected, message: 'every routable node holds its warm target' };
+}
+
+/** A condition keeps its transition time while its status stays the same. */
+export function withTransitionTimes(next: readonly ConditionCore[], current: readonly Condition[] | undefined, now: Date, generation?: number): Condition[] {
+  return next.map((c) => {
+    const prev = current?.find((p) => p.type === c.type);
+    const lastTransitionTime = prev && prev.status === c.status ? prev.lastTransitionTime : formatRfc3339Seconds(now);
+    return { ...c, lastTransitionTime, ...(generation !== undefined ? { observedGeneration: generation } : {}) };
+  });
+}
+
+/** The status this driver owns for one pool (scale-contracts §3.2 plus observedGeneration and conditions). */
+export function desiredPoolStatus(o: PoolObservation, current: SandboxWarmPoolStatus | undefined): SandboxWarmPoolStatus {
+  const warm = Math.max(0, Math.min(o.warm, 2_147_483_647));
+  return {
+    replicas: warm,
+    readyReplicas: warm,
+    selector: warmPoolSelector(o.name),
+    ...(o.generation !== undefined ? { observedGeneration: o.generation } : {}),
+    conditions: withTransitionTimes([readyOf(o), degradedOf(o)], current?.conditions, o.now, o.generation),
+  };
+}
+
+/** Status for a pool that does not parse: Ready=False and Degraded=True, naming the field. */
+export function invalidPoolStatus(name: string, fieldPath: string, message: string, current: SandboxWarmPoolStatus | undefined, now: Date): SandboxWarmPoolStatus {
+  const text = `${fieldPath || 'object'}: ${message}`.slice(0, 4096);
+  return {
+    selector: warmPoolSelector(name),
+    conditions: withTransitionTimes(
+      [
+        { type: CONDITION_TYPES.ready, status: CONDITION_STATUS.false, reason: POOL_REASONS.invalidSpec, message: text },
+        { type: CONDITION_TYPES.degraded, status: CONDITION_STATUS.true, reason: POOL_REASONS.invalidSpec, message: text },
+      ],
+      current?.conditions,
+      now,
+    ),
+  };
+}
+
+const comparable = (s: SandboxWarmPoolStatus | undefined): string =>
+  JSON.stringify({
+    replicas: s?.replicas,
+    readyReplicas: s?.readyReplicas,
+    selector: s?.selector,
+    observedGeneration: s?.observedGeneration,
+    conditions: (s?.conditions ?? []).map((c) => [c.type, c.status, c.reason, c.message, c.lastTransitionTime]).sort(),
+  });
+
+/** Whether writing `desired` would change what the API server holds (diff before write). */
+export function statusDiffers(current: SandboxWarmPoolStatus | undefined, desired: SandboxWarmPoolStatus): boolean {
+  return comparable(current) !== comparable(desired);
+}
+
+/** Conditions whose status flips between current and desired: what deserves an Event. */
+export function transitions(current: SandboxWarmPoolStatus | undefined, desired: SandboxWarmPoolStatus): Condition[] {
+  return (desired.conditions ?? []).filter((c) => current?.conditions?.find((p) => p.type === c.type)?.status !== c.status);
+}

@@ -1,0 +1,69 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { Manager, controller, createEventRecorder, createInformer, defaultIdentity, generationChanged, type Logger, type ManagerOptions } from '@sandbox-scale/kube-runtime';
+import { FIELD_MANAGERS, NodeInventorySchema, SandboxTemplateSchema, parseObject, type NodeInventory, type SandboxTemplate, type SandboxWarmPool } from '@sandbox-scale/scale-core';
+import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import type { Registry } from 'prom-client';
+import { SYNC_REQUEST, WarmPoolReconciler } from './controllers/warmpool-reconciler';
+import { parseWarmPool } from './parse-pool';
+import { NodeInventoryResource, SandboxTemplateResource, SandboxWarmPoolResource } from './resources';
+import { TargetPusher } from './targets/push-targets';
+
+export interface StartDriverOptions {
+  kubeConfig: KubeConfig;
+  log: Logger;
+  registry: Registry;
+  /** '' refuses every write to sandboxd (fail closed) and says so on each pool. */
+  fleetToken: string;
+  syncIntervalMs: number;
+  /** Pools and templates of this namespace only ('' or absent: all). */
+  namespace?: string;
+  /** Label selector of the NodeInventories to drive ('' or absent: every node). */
+  nodeInventorySelector?: string;
+  /** Leader election, listeners, shutdown timeout (from the shared manager flags). */
+  manager?: Partial<Omit<ManagerOptions, 'log' | 'registry' | 'kubeConfig'>>;
+}
+
+export interface RunningDriver {
+  manager: Manager;
+  reconciler: WarmPoolReconciler;
+  pusher: TargetPusher | undefined;
+  done: Promise<void>;
+  stop(): Promise<void>;
+}
+
+/** The whole driver in-process: three informers, one controller (leader only), events, sandboxd clients. */
+export function startDriver(opts: StartDriverOptions): RunningDriver {
+  const { kubeConfig: kc, log, registry } = opts;
+  const pools = createInformer<SandboxWarmPool>(kc, { resource: SandboxWarmPoolResource, namespace: opts.namespace || undefined, parse: parseWarmPool, log, registry });
+  const templates = createInformer<SandboxTemplate>(kc, { resource: SandboxTemplateResource, namespace: opts.namespace || undefined, parse: (o) => parseObject(SandboxTemplateSchema, o), log, registry });
+  const inventories = createInformer<NodeInventory>(kc, { resource: NodeInventoryResource, labelSelector: opts.nodeInventorySelector || undefined, parse: (o) => parseObject(NodeInventorySchema, o), log, registry });
+  const clients = opts.fleetToken === '' ? undefined : new SandboxdClientSet({ token: opts.fleetToken });
+  const pusher = clients && new TargetPusher({ clients, log, registry });
+  const events = createEventRecorder(kc, { reportingController: FIELD_MANAGERS.warmpoolDriver, reportingInstance: defaultIdentity(), log, registry });
+  const reconciler = new WarmPoolReconciler({ kubeConfig: kc, pools, templates, inventories, pusher, events, log, syncIntervalMs: opts.syncIntervalMs });
+  const toSync = (): typeof SYNC_REQUEST[] => [SYNC_REQUEST];
+  const ctrl = controller({ name: 'sandboxwarmpool', reconciler, log, registry })
+    // Generation changes only: the driver's own status writes must not wake it again.
+    .for(pools, { predicates: [generationChanged<SandboxWarmPool>()] })
+    .watches(templates, toSync)
+    .watches(inventories, toSync)
+    .build();
+  const manager = new Manager({ log, registry, kubeConfig: kc, ...opts.manager })
+    .addInformer(pools)
+    .addInformer(templates)
+    .addInformer(inventories)
+    .add(events)
+    .add(ctrl);
+  const stopper = new AbortController();
+  const done = manager.start(stopper.signal).finally(() => clients?.close());
+  return {
+    manager,
+    reconciler,
+    pusher,
+    done,
+    async stop() {
+      stopper.abort();
+      await done;
+    },
+  };
+}

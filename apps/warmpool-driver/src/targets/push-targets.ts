@@ -1,0 +1,81 @@
+import PQueue from 'p-queue';
+import type { Registry } from 'prom-client';
+import { counter, type Logger } from '@sandbox-scale/kube-runtime';
+import { LIMITS } from '@sandbox-scale/scale-core';
+import type { NodeInfo, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import type { NodePoolSpec } from './plan-targets';
+
+export type PushResult = { node: string; ok: true; info: NodeInfo } | { node: string; ok: false; error: string };
+
+export interface PushTarget {
+  node: string;
+  /** host:port from the node's NodeInventory. */
+  address: string;
+  pools: readonly NodePoolSpec[];
+}
+
+export interface TargetPusherOptions {
+  clients: SandboxdClientSet;
+  log: Logger;
+  registry: Registry;
+  concurrency?: number;
+  timeoutMs?: number;
+}
+
+/**
+ * PUT /v1/pools to each node whose composed set differs from the last one it accepted. The
+ * daemon replaces its whole set, so the body is always the full set. At most 16 nodes in
+ * flight, 10 s each; one failing node never stops the others and is retried next sync.
+ */
+export class TargetPusher {
+  private readonly lastAccepted = new Map<string, string>();
+  private readonly queue: PQueue;
+  private readonly timeoutMs: number;
+  private readonly results;
+  /** PUTs sent since start (read by the bench). */
+  puts = 0;
+
+  constructor(private readonly opts: TargetPusherOptions) {
+    this.queue = new PQueue({ concurrency: opts.concurrency ?? LIMITS.warmPoolPutConcurrency });
+    this.timeoutMs = opts.timeoutMs ?? LIMITS.warmPoolPutTimeoutMs;
+    this.results = counter(opts.registry, 'sandbox_scale_warmpool_driver_pool_puts_total', 'PUT /v1/pools sent to nodes, by result.', ['result']);
+  }
+
+  /** Whether the node's last accepted set equals this one (nothing to send). */
+  isCurrent(t: PushTarget): boolean {
+    return this.lastAccepted.get(t.node) === bodyOf(t);
+  }
+
+  /** Sends the changed sets; resolves with one result per node actually sent to. */
+  async push(targets: readonly PushTarget[], signal?: AbortSignal): Promise<PushResult[]> {
+    const changed = targets.filter((t) => !this.isCurrent(t));
+    const out = await Promise.all(changed.map((t) => this.queue.add(() => this.pushOne(t, signal))));
+    return out.filter((r): r is PushResult => r !== undefined);
+  }
+
+  /** Forget nodes that left the fleet, so a returning node gets its set again. */
+  retain(nodes: ReadonlySet<string>): void {
+    for (const n of this.lastAccepted.keys()) if (!nodes.has(n)) this.lastAccepted.delete(n);
+  }
+
+  private async pushOne(t: PushTarget, signal?: AbortSignal): Promise<PushResult> {
+    const timeout = AbortSignal.timeout(this.timeoutMs);
+    const body = bodyOf(t);
+    this.puts++;
+    try {
+      const info = await this.opts.clients.forNode(t.address).setPools(t.pools, { signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+      this.lastAccepted.set(t.node, body);
+      this.results.inc({ result: 'ok' });
+      return { node: t.node, ok: true, info };
+    } catch (err) {
+      this.lastAccepted.delete(t.node);
+      this.results.inc({ result: 'error' });
+      this.opts.log.warn({ err, node: t.node }, 'PUT /v1/pools failed; the node keeps its previous set until the next sync');
+      return { node: t.node, ok: false, error: err instanceof Error ? err.message : String(err) };
+    }
+  }
+}
+
+function bodyOf(t: PushTarget): string {
+  return JSON.stringify([t.address, t.pools]);
+}
