@@ -71,6 +71,10 @@ app.kubernetes.io/component: {{ .app }}
 {{- define "sandbox-scale.commonArgs" -}}
 - --metrics-bind-address=:{{ .Values.ports.metrics }}
 - --health-probe-bind-address=:{{ .Values.ports.health }}
+{{ include "sandbox-scale.fleetTokenArg" . }}
+{{- end -}}
+
+{{- define "sandbox-scale.fleetTokenArg" -}}
 - --fleet-token-file={{ include "sandbox-scale.fleetTokenMountPath" . }}/{{ .Values.fleetToken.key }}
 {{- end -}}
 
@@ -103,23 +107,29 @@ app.kubernetes.io/component: {{ .app }}
   protocol: TCP
 {{- end -}}
 
+{{/* Probes on the health port; (dict "port" "https" "scheme" "HTTPS") for a server that serves them itself. */}}
 {{- define "sandbox-scale.probes" -}}
+{{- $port := .port | default "health" -}}
+{{- $scheme := .scheme | default "HTTP" -}}
 livenessProbe:
   httpGet:
     path: /healthz
-    port: health
+    port: {{ $port }}
+    scheme: {{ $scheme }}
   periodSeconds: 10
   failureThreshold: 3
 readinessProbe:
   httpGet:
     path: /readyz
-    port: health
+    port: {{ $port }}
+    scheme: {{ $scheme }}
   periodSeconds: 5
   failureThreshold: 3
 startupProbe:
   httpGet:
     path: /healthz
-    port: health
+    port: {{ $port }}
+    scheme: {{ $scheme }}
   periodSeconds: 2
   failureThreshold: 30
 {{- end -}}
