@@ -1,0 +1,181 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { applyCrds, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
+// eslint-disable-next-line no-restricted-imports -- the node side in tests is the simulator, driven over HTTP
+import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startSandboxApiserver, type RunningSandboxApiserver } from '../src';
+import { direct, publishInventories, quietLog } from './fleet-fixture';
+
+const TOKEN = 'fleet-secret';
+const BASE = '/apis/agents.x-k8s.io/v1beta1';
+
+let kc: KubeConfig;
+let ns: string;
+let sim: Sim;
+let server: RunningSandboxApiserver;
+let port: number;
+const suffix = runSuffix();
+const image = `registry.local/sb-${suffix}:1`;
+
+function sandboxYaml(name: string, template = image, extra = ''): string {
+  return `apiVersion: agents.x-k8s.io/v1beta1
+kind: Sandbox
+metadata:
+  name: ${name}
+  namespace: ${ns}${extra}
+spec:
+  podTemplate:
+    spec:
+      containers:
+      - name: main
+        image: ${template}
+`;
+}
+
+async function startServer(): Promise<void> {
+  server = await startSandboxApiserver({ kubeConfig: kc, securePort: port, bindAddress: '127.0.0.1', serviceName: 'sandbox-apiserver', serviceNamespace: ns, fleetToken: TOKEN, log: quietLog, bookmarkIntervalMs: 1000 });
+  await server.synced;
+}
+
+async function publish(): Promise<void> {
+  await publishInventories(kc, sim.nodes, TOKEN, suffix);
+}
+
+beforeAll(async () => {
+  kc = testKubeConfig();
+  await applyCrds(kc, 'charts/sandbox-scale/crds');
+  ns = await createTestNamespace(kc, 'sbapi');
+  sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, pools: [{ template: image, warm: 4 }] });
+  for (const n of sim.nodes) sim.node(n.name).tick();
+  await eventually(async () => {
+    await publish();
+    const out = await kubectl(['get', 'nodeinventories', `${sim.nodes[0]?.name}-${suffix}`, '-o', 'jsonpath={.pools[0].warm}']);
+    expect(Number(out.stdout)).toBeGreaterThan(0);
+  });
+  port = await freePort();
+  await startServer();
+  const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'sandbox-apiserver', namespace: ns }, spec: { type: 'ExternalName', externalName: 'localhost' } };
+  const apiService = {
+    apiVersion: 'apiregistration.k8s.io/v1',
+    kind: 'APIService',
+    metadata: { name: 'v1beta1.agents.x-k8s.io' },
+    spec: { group: 'agents.x-k8s.io', version: 'v1beta1', groupPriorityMinimum: 1000, versionPriority: 15, service: { namespace: ns, name: 'sandbox-apiserver', port }, caBundle: Buffer.from(server.caBundle).toString('base64') },
+  };
+  const applied = await kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apiService] }) });
+  expect(applied.stderr).toBe('');
+  await eventually(async () => {
+    const r = await kubectl(['get', '--raw', `${BASE}`]);
+    expect(r.stdout).toContain('sandboxes/pause');
+  }, { timeoutMs: 60_000 });
+}, 120_000);
+
+afterAll(async () => {
+  await kubectl(['delete', 'apiservice', 'v1beta1.agents.x-k8s.io', '--ignore-not-found']);
+  await server?.stop();
+  await sim?.stop();
+  for (const n of sim?.nodes ?? []) await kubectl(['delete', 'nodeinventory', `${n.name}-${suffix}`, '--ignore-not-found']);
+  if (ns) await deleteNamespace(kc, ns);
+});
+
+describe('sandbox-apiserver through the real kube-apiserver', () => {
+  it('is discoverable and explainable', async () => {
+    const res = await kubectl(['api-resources', '--api-group=agents.x-k8s.io']);
+    expect(res.stdout).toMatch(/sandboxes\s+sandbox\s+agents.x-k8s.io\/v1beta1\s+true\s+Sandbox/);
+    const explain = await kubectl(['explain', 'sandboxes.spec']);
+    expect(explain.stdout).toContain('podTemplate');
+  });
+
+  it('creates a sandbox with kubectl create -f and pauses it at once', async () => {
+    const created = await kubectl(['create', '-f', '-', '-o', 'json'], { input: sandboxYaml('sb-one') });
+    expect(created.stderr).toBe('');
+    const obj = JSON.parse(created.stdout) as { metadata: { annotations: Record<string, string>; uid: string }; status: { nodeName: string } };
+    expect(obj.metadata.annotations['sandbox.cocoonstack.io/token']).toBeTruthy();
+    expect(obj.status.nodeName).toContain(suffix);
+    const paused = await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-one/pause`, '-f', '-'], { input: '{}' });
+    expect(paused.stderr).toBe('');
+    expect(paused.stdout).toContain('SandboxPauseOptions');
+    const got = await kubectl(['get', 'sandbox', 'sb-one', '-n', ns, '-o', 'yaml']);
+    expect(got.stdout).toContain(`uid: ${obj.metadata.uid}`);
+    expect(got.stdout).not.toContain('sandbox.cocoonstack.io/token');
+    const table = await kubectl(['get', 'sandboxes', '-n', ns]);
+    expect(table.stdout).toMatch(/NAME\s+READY\s+REASON\s+NODE\s+AGE/);
+    expect(table.stdout).toContain('sb-one');
+    const described = await kubectl(['describe', 'sandbox', 'sb-one', '-n', ns]);
+    expect(described.stdout).toContain('Node Name:');
+  });
+
+  it('refuses a duplicate name with 409 AlreadyExists', async () => {
+    await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-dup') });
+    const second = await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-dup') });
+    expect(second.code).not.toBe(0);
+    expect(second.stderr).toContain('already exists');
+  });
+
+  it('creates nothing on a server-side dry run', async () => {
+    const before = (await Promise.all(sim.nodes.map((n) => fetch(`${n.url}/v1/info`, { headers: { Authorization: `Bearer ${TOKEN}` } }).then((r) => r.json() as Promise<{ claimed: number }>)))).reduce((a, i) => a + i.claimed, 0);
+    const dry = await kubectl(['create', '--dry-run=server', '-f', '-'], { input: sandboxYaml('sb-dry') });
+    expect(dry.stdout).toContain('created (server dry run)');
+    const after = (await Promise.all(sim.nodes.map((n) => fetch(`${n.url}/v1/info`, { headers: { Authorization: `Bearer ${TOKEN}` } }).then((r) => r.json() as Promise<{ claimed: number }>)))).reduce((a, i) => a + i.claimed, 0);
+    expect(after).toBe(before);
+    expect((await kubectl(['get', 'sandbox', 'sb-dry', '-n', ns])).stderr).toContain('NotFound');
+  });
+
+  it('answers 503 with Retry-After when no node has warm capacity', async () => {
+    const body = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'sb-empty' }, spec: { podTemplate: { spec: { containers: [{ name: 'm', image: `nothing-${suffix}` }] } } } };
+    const r = await direct(`${server.url}${BASE}/namespaces/${ns}/sandboxes`, { method: 'POST', body, kc, ca: server.caBundle });
+    expect(r.status).toBe(503);
+    expect(r.headers['retry-after']).toBe('1');
+    expect(JSON.parse(r.body)).toMatchObject({ kind: 'Status', reason: 'ServiceUnavailable', code: 503 });
+  });
+
+  it('answers 401 without credentials and 403 for a ServiceAccount without RBAC', async () => {
+    const anon = await direct(`${server.url}${BASE}/sandboxes`, { ca: server.caBundle });
+    expect(anon.status).toBe(401);
+    expect(JSON.parse(anon.body)).toMatchObject({ kind: 'Status', reason: 'Unauthorized' });
+    const healthz = await direct(`${server.url}/readyz`, { ca: server.caBundle });
+    expect(healthz.status).toBe(200);
+    await kubectl(['create', 'serviceaccount', 'nobody', '-n', ns]);
+    const saKc = await kubeconfigForServiceAccount(kc, ns, 'nobody');
+    const path = join(tmpdir(), `sbapi-sa-${suffix}.yaml`);
+    writeFileSync(path, kubeconfigText(saKc));
+    const denied = await kubectl(['get', 'sandboxes', '-n', ns], { kubeconfig: path });
+    expect(denied.stderr).toContain('forbidden');
+  });
+
+  it('lists published sandboxes with selectors, and deletes right after create', async () => {
+    await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-del') });
+    const del = await kubectl(['delete', 'sandbox', 'sb-del', '-n', ns]);
+    expect(del.stdout).toContain('deleted');
+    expect((await kubectl(['get', 'sandbox', 'sb-del', '-n', ns])).stderr).toContain('NotFound');
+    await publish();
+    const node = sim.nodes[0]?.name ?? '';
+    const byNode = await kubectl(['get', 'sandboxes', '-n', ns, '--field-selector', `status.nodeName=${node}-${suffix}`, '-o', 'name']);
+    const all = await kubectl(['get', 'sandboxes', '-n', ns, '-o', 'name']);
+    expect(all.stdout).toContain('sb-one');
+    expect(all.stdout).not.toContain('sb-del');
+    expect(byNode.stdout.split('\n').filter((l) => l !== '').length).toBeLessThanOrEqual(all.stdout.split('\n').filter((l) => l !== '').length);
+    const labelled = await kubectl(['get', 'sandboxes', '-n', ns, '-l', 'sandbox.cocoonstack.io/phase in (Paused)', '-o', 'name']);
+    expect(labelled.stdout).toContain('sb-one');
+    const waited = await kubectl(['wait', '--for=condition=Ready=False', 'sandbox/sb-one', '-n', ns, '--timeout=20s']);
+    expect(waited.stdout).toContain('condition met');
+  });
+
+  it('resumes a watch across a restart of the server without losing events', async () => {
+    const list = JSON.parse((await kubectl(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`])).stdout) as { metadata: { resourceVersion: string } };
+    await server.stop();
+    const n0 = sim.nodes[0];
+    if (n0 === undefined) throw new Error('no node');
+    const claim = await fetch(`${n0.url}/v1/claim`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ template: image, claim_ref: `${ns}/sb-while-down` }) });
+    expect(claim.status).toBe(200);
+    await publish();
+    await startServer();
+    const watched = await eventually(async () => {
+      const r = await kubectl(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes?watch=true&resourceVersion=${list.metadata.resourceVersion}&timeoutSeconds=2`]);
+      expect(r.stdout).toContain('sb-while-down');
+      return r.stdout;
+    }, { timeoutMs: 60_000 });
+    expect(watched).toContain('"type":"ADDED"');
+  });
+});
