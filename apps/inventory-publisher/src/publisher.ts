@@ -39,6 +39,8 @@ export class InventoryPublisher implements Runnable {
   private readonly metrics: PublisherMetrics;
   private readonly log: Logger;
   private readonly now: () => Date;
+  /** Server-side applies made since start (read by the bench). */
+  writes = 0;
   private lastApplied: InventoryBody | undefined;
   private staleSince: Date | undefined;
   private wake: (() => void) | undefined;
@@ -99,6 +101,7 @@ export class InventoryPublisher implements Runnable {
       return 'unchanged';
     }
     try {
+      this.writes++;
       await applyObject(this.opts.kubeConfig, next, { fieldManager: FIELD_MANAGERS.inventoryPublisher, force: true, resource: NodeInventoryResource, signal });
     } catch (err) {
       this.metrics.publish('failed');
