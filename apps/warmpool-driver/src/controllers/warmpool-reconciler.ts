@@ -19,6 +19,13 @@ import { SandboxWarmPoolResource } from '../resources';
 import { routableNodes, WarmCounts, type RoutableNode } from './fleet-view';
 import { POOL_REASONS, desiredPoolStatus, invalidPoolStatus, statusDiffers, transitions, type PoolProblem } from './pool-status';
 
+/**
+ * A pool's warm count changes with every publish while it fills; writing each change would
+ * cost one status write per node per publish. Count-only changes are written at most this often;
+ * a condition or generation change is written at once.
+ */
+export const STATUS_COUNT_INTERVAL_MS = 1000;
+
 /** The one request every NodeInventory and SandboxTemplate event maps to (scale-contracts §2.8). */
 export const SYNC_REQUEST: ReconcileRequest = { namespace: '', name: 'sync' };
 
@@ -58,6 +65,8 @@ export class WarmPoolReconciler implements Reconciler {
   private readonly memory = new Map<string, PoolMemory>();
   private readonly warm = new WarmCounts();
   private readonly invalidWritten = new Map<string, string>();
+  private readonly lastStatusWrite = new Map<string, number>();
+  private deferredStatus = false;
   private warnedNoToken = false;
 
   constructor(private readonly opts: WarmPoolReconcilerOptions) {}
@@ -66,6 +75,7 @@ export class WarmPoolReconciler implements Reconciler {
     const again = await this.sync(ctx.signal);
     const isSync = req.namespace === SYNC_REQUEST.namespace && req.name === SYNC_REQUEST.name;
     if (again) return { requeueAfterMs: 100 };
+    if (this.deferredStatus) return { requeueAfterMs: STATUS_COUNT_INTERVAL_MS };
     return isSync ? { requeueAfterMs: this.opts.syncIntervalMs } : undefined;
   }
 
@@ -77,10 +87,12 @@ export class WarmPoolReconciler implements Reconciler {
     const live = pools.list();
     const { spread, held, problems, keys } = this.collect(live);
     for (const id of this.memory.keys()) if (!keys.has(id)) this.memory.delete(id);
+    for (const id of this.lastStatusWrite.keys()) if (!keys.has(id)) this.lastStatusWrite.delete(id);
     const plan = planTargets({ pools: spread, held, nodes });
     for (const [id, key] of keys) this.memory.set(id, { key, targets: plan.byPool.get(id) ?? new Map(), retiring: this.memory.get(id)?.retiring });
     const fleetProblem = await this.push(nodes, plan.byNode, signal);
     let released = false;
+    this.deferredStatus = false;
     const failures: unknown[] = [];
     for (const pool of live) {
       const id = idOf(pool);
@@ -167,6 +179,14 @@ export class WarmPoolReconciler implements Reconciler {
 
   private async writeStatus(pool: SandboxWarmPool, desired: SandboxWarmPoolStatus, signal: AbortSignal): Promise<void> {
     if (!statusDiffers(pool.status, desired)) return;
+    const id = idOf(pool);
+    const now = Date.now();
+    const countOnly = transitions(pool.status, desired).length === 0 && pool.status?.observedGeneration === desired.observedGeneration && pool.status?.selector === desired.selector;
+    if (countOnly && now - (this.lastStatusWrite.get(id) ?? 0) < STATUS_COUNT_INTERVAL_MS) {
+      this.deferredStatus = true;
+      return;
+    }
+    this.lastStatusWrite.set(id, now);
     await this.apply(pool.metadata.namespace ?? '', pool.metadata.name ?? '', desired, signal);
     for (const c of transitions(pool.status, desired)) {
       const bad = (c.type === CONDITION_TYPES.degraded) === (c.status === CONDITION_STATUS.true);
