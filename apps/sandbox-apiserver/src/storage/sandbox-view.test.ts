@@ -1,0 +1,93 @@
+import { ClaimIndex, parseLabelSelector, parseFieldSelector, EVERYTHING_LABEL_SELECTOR, type NodeInventory } from '@sandbox-scale/scale-core';
+import { WatchHub, type SandboxEvent } from '../watch/watch-hub';
+import { NodeRouter } from './node-router';
+import { parseListQuery } from './list-query';
+import { Revisions } from './revisions';
+import { SandboxStorage } from './sandbox-storage';
+import { SandboxView } from './sandbox-view';
+
+const inv = (node: string, rv: string, entries: Array<{ name: string; phase: string; id?: string }>): NodeInventory => ({
+  apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+  kind: 'NodeInventory',
+  metadata: { name: node, resourceVersion: rv, creationTimestamp: '2026-01-01T00:00:00Z' },
+  node,
+  entries,
+});
+
+function setup(graceMs = 50) {
+  const hub = new WatchHub(100);
+  const revisions = new Revisions();
+  const view = new SandboxView({ graceMs, hub, revisions });
+  const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, undefined), revisions);
+  const events: SandboxEvent[] = [];
+  hub.subscribe((e) => events.push(e));
+  view.live = true;
+  return { view, storage, events, hub };
+}
+
+const q = (ns: string, params: Record<string, string> = {}) => parseListQuery(ns, new URLSearchParams(params));
+
+describe('SandboxView + SandboxStorage', () => {
+  it('lists every node sorted by namespace then name, with selectors', () => {
+    const { view, storage } = setup();
+    view.upsertInventory(inv('n1', '10', [{ name: 'ns-b/s2', phase: 'Pending' }, { name: 'ns-a/s1', phase: 'Running' }]));
+    view.upsertInventory(inv('n2', '11', [{ name: 'ns-a/s3', phase: 'Running' }, { name: 'ns-a-b/s0', phase: 'Running' }]));
+    expect(storage.list(q('')).items.map((s) => `${s.metadata.namespace}/${s.metadata.name}`)).toEqual(['ns-a/s1', 'ns-a/s3', 'ns-a-b/s0', 'ns-b/s2']);
+    expect(storage.list(q('ns-a')).items).toHaveLength(2);
+    expect(storage.list(q('', { labelSelector: 'sandbox.cocoonstack.io/phase in (Pending)' })).items.map((s) => s.metadata.name)).toEqual(['s2']);
+    expect(storage.list(q('', { fieldSelector: 'status.nodeName=n2' })).items.map((s) => s.metadata.name)).toEqual(['s3', 's0']);
+    expect(() => q('', { fieldSelector: 'spec.foo=1' })).toThrow(expect.objectContaining({ code: 400 }));
+    expect(parseLabelSelector('a').requirements).toHaveLength(1);
+    expect(parseFieldSelector('').requirements).toHaveLength(0);
+    expect(EVERYTHING_LABEL_SELECTOR.requirements).toHaveLength(0);
+  });
+
+  it('pages with limit and continue', () => {
+    const { view, storage } = setup();
+    view.upsertInventory(inv('n1', '5', [{ name: 'a/x1', phase: 'R' }, { name: 'a/x2', phase: 'R' }, { name: 'a/x3', phase: 'R' }]));
+    const first = storage.list(q('', { limit: '2' }));
+    expect(first.items.map((s) => s.metadata.name)).toEqual(['x1', 'x2']);
+    const second = storage.list(q('', { limit: '2', continue: first.metadata.continue ?? '' }));
+    expect(second.items.map((s) => s.metadata.name)).toEqual(['x3']);
+    expect(second.metadata.continue).toBeUndefined();
+  });
+
+  it('serves increasing resourceVersions and emits one event per change', () => {
+    const { view, events } = setup();
+    view.upsertInventory(inv('n1', '7', [{ name: 'a/x', phase: 'Pending' }]));
+    view.upsertInventory(inv('n1', '8', [{ name: 'a/x', phase: 'Running' }, { name: 'a/y', phase: 'Running' }]));
+    view.upsertInventory(inv('n1', '9', [{ name: 'a/y', phase: 'Running' }]));
+    expect(events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['ADDED x', 'MODIFIED x', 'ADDED y', 'DELETED x']);
+    const revs = events.map((e) => e.rev);
+    expect([...revs].sort((a, b) => a - b)).toEqual(revs);
+    expect(new Set(revs).size).toBe(revs.length);
+  });
+
+  it('keeps a vanished inventory for the grace period: no DELETED/ADDED when it comes back', async () => {
+    const { view, events, storage } = setup(200);
+    view.upsertInventory(inv('n1', '3', [{ name: 'a/x', phase: 'Running' }]));
+    view.removeInventory('n1');
+    view.upsertInventory(inv('n1', '4', [{ name: 'a/x', phase: 'Running' }]));
+    expect(events.map((e) => e.type)).toEqual(['ADDED']);
+    view.removeInventory('n1');
+    expect(storage.list(q('')).items).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 300));
+    expect(events.map((e) => e.type)).toEqual(['ADDED', 'DELETED']);
+    expect(storage.list(q('')).items).toHaveLength(0);
+  });
+
+  it('answers 404 for an unknown sandbox', async () => {
+    const { storage } = setup();
+    await expect(storage.get('a', 'nope')).rejects.toMatchObject({ reason: 'NotFound', code: 404 });
+  });
+});
+
+describe('WatchHub', () => {
+  it('replays after a resourceVersion and expires history it no longer holds', () => {
+    const hub = new WatchHub(2);
+    const obj = {} as SandboxEvent['object'];
+    for (const rev of [1, 2, 3]) hub.emit({ type: 'ADDED', rev, object: obj });
+    expect(hub.since(1).map((e) => e.rev)).toEqual([2, 3]);
+    expect(() => hub.since(0)).toThrow('too old resource version');
+  });
+});
