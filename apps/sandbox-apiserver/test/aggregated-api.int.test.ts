@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
+import { applyCrds, createCA, createLeaf, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
 // eslint-disable-next-line no-restricted-imports -- the node side in tests is the simulator, driven over HTTP
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { writeFileSync } from 'node:fs';
@@ -34,8 +34,24 @@ spec:
 `;
 }
 
+let caPem = '';
+let certFiles: { cert: string; key: string } | undefined;
+
+/** One serving cert for every start, so the APIService caBundle stays valid across restarts. */
+async function servingCertFiles(): Promise<{ cert: string; key: string }> {
+  if (certFiles !== undefined) return certFiles;
+  const ca = await createCA(`sbapi-ca-${suffix}`);
+  const leaf = await createLeaf(ca, { commonName: 'sandbox-apiserver', dnsNames: [`sandbox-apiserver.${ns}.svc`, 'localhost'], ips: ['127.0.0.1'], server: true });
+  caPem = ca.cert;
+  certFiles = { cert: join(tmpdir(), `sbapi-${suffix}.crt`), key: join(tmpdir(), `sbapi-${suffix}.key`) };
+  writeFileSync(certFiles.cert, leaf.cert);
+  writeFileSync(certFiles.key, leaf.key);
+  return certFiles;
+}
+
 async function startServer(): Promise<void> {
-  server = await startSandboxApiserver({ kubeConfig: kc, securePort: port, bindAddress: '127.0.0.1', serviceName: 'sandbox-apiserver', serviceNamespace: ns, fleetToken: TOKEN, log: quietLog, bookmarkIntervalMs: 1000 });
+  const files = await servingCertFiles();
+  server = await startSandboxApiserver({ kubeConfig: kc, securePort: port, bindAddress: '127.0.0.1', tlsCertFile: files.cert, tlsPrivateKeyFile: files.key, fleetToken: TOKEN, log: quietLog, bookmarkIntervalMs: 1000 });
   await server.synced;
 }
 
@@ -61,7 +77,7 @@ beforeAll(async () => {
     apiVersion: 'apiregistration.k8s.io/v1',
     kind: 'APIService',
     metadata: { name: 'v1beta1.agents.x-k8s.io' },
-    spec: { group: 'agents.x-k8s.io', version: 'v1beta1', groupPriorityMinimum: 1000, versionPriority: 15, service: { namespace: ns, name: 'sandbox-apiserver', port }, caBundle: Buffer.from(server.caBundle).toString('base64') },
+    spec: { group: 'agents.x-k8s.io', version: 'v1beta1', groupPriorityMinimum: 1000, versionPriority: 15, service: { namespace: ns, name: 'sandbox-apiserver', port }, caBundle: Buffer.from(caPem).toString('base64') },
   };
   const applied = await kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apiService] }) });
   expect(applied.stderr).toBe('');
@@ -83,8 +99,11 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
   it('is discoverable and explainable', async () => {
     const res = await kubectl(['api-resources', '--api-group=agents.x-k8s.io']);
     expect(res.stdout).toMatch(/sandboxes\s+sandbox\s+agents.x-k8s.io\/v1beta1\s+true\s+Sandbox/);
-    const explain = await kubectl(['explain', 'sandboxes.spec']);
-    expect(explain.stdout).toContain('podTemplate');
+    // kube-apiserver fetches the aggregated OpenAPI v3 document in the background
+    await eventually(async () => {
+      const explain = await kubectl(['explain', 'sandboxes.spec']);
+      expect(explain.stdout + explain.stderr).toContain('podTemplate');
+    }, { timeoutMs: 60_000 });
   });
 
   it('creates a sandbox with kubectl create -f and pauses it at once', async () => {
@@ -124,17 +143,17 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
 
   it('answers 503 with Retry-After when no node has warm capacity', async () => {
     const body = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'sb-empty' }, spec: { podTemplate: { spec: { containers: [{ name: 'm', image: `nothing-${suffix}` }] } } } };
-    const r = await direct(`${server.url}${BASE}/namespaces/${ns}/sandboxes`, { method: 'POST', body, kc, ca: server.caBundle });
+    const r = await direct(`${server.url}${BASE}/namespaces/${ns}/sandboxes`, { method: 'POST', body, kc, ca: caPem });
     expect(r.status).toBe(503);
     expect(r.headers['retry-after']).toBe('1');
     expect(JSON.parse(r.body)).toMatchObject({ kind: 'Status', reason: 'ServiceUnavailable', code: 503 });
   });
 
   it('answers 401 without credentials and 403 for a ServiceAccount without RBAC', async () => {
-    const anon = await direct(`${server.url}${BASE}/sandboxes`, { ca: server.caBundle });
+    const anon = await direct(`${server.url}${BASE}/sandboxes`, { ca: caPem });
     expect(anon.status).toBe(401);
     expect(JSON.parse(anon.body)).toMatchObject({ kind: 'Status', reason: 'Unauthorized' });
-    const healthz = await direct(`${server.url}/readyz`, { ca: server.caBundle });
+    const healthz = await direct(`${server.url}/readyz`, { ca: caPem });
     expect(healthz.status).toBe(200);
     await kubectl(['create', 'serviceaccount', 'nobody', '-n', ns]);
     const saKc = await kubeconfigForServiceAccount(kc, ns, 'nobody');
@@ -172,8 +191,9 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     await publish();
     await startServer();
     const watched = await eventually(async () => {
+      await publish();
       const r = await kubectl(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes?watch=true&resourceVersion=${list.metadata.resourceVersion}&timeoutSeconds=2`]);
-      expect(r.stdout).toContain('sb-while-down');
+      expect(r.stdout + r.stderr).toContain('sb-while-down');
       return r.stdout;
     }, { timeoutMs: 60_000 });
     expect(watched).toContain('"type":"ADDED"');
