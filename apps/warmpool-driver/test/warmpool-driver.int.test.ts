@@ -85,6 +85,15 @@ describe('warmpool-driver against a real API server, publishers and sandboxd-sim
     }, { timeoutMs: 30_000 });
   });
 
+  it('moves a pool to the new key on a template change and drains the old key', async () => {
+    await templatesApi.mergePatch(ns, 'tpl-a', { spec: { podTemplate: { spec: { containers: [{ name: 'main', image: 'img:a2' }] } } } });
+    await eventually(async () => {
+      expect(sum(await targetsOf(fleet, 'img:a2'))).toBe(70);
+      for (let i = 0; i < 7; i++) expect(await keysOf(fleet, i)).toEqual(['img:a2']);
+    }, { timeoutMs: 30_000 });
+    await eventually(async () => expect((await readPool(ns, 'pool-a')).status?.readyReplicas).toBe(70), { timeoutMs: 30_000 });
+  });
+
   it('refuses to send targets without a fleet token, and says so on the pool', async () => {
     const ns2 = await createTestNamespace(kc, 'wpd-notoken');
     const { log } = captureLog();
