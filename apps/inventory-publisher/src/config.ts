@@ -6,7 +6,7 @@ import { z } from 'zod';
 
 export const PublisherFlagsSchema = z.object({
   ...managerFlagShape,
-  nodeName: z.string().min(1, 'is required (the chart sets it from the downward API, spec.nodeName)').describe('Name of this node; the NodeInventory is named after it'),
+  nodeName: z.string({ error: 'is required (the chart sets it from the downward API, spec.nodeName)' }).min(1, 'is required (the chart sets it from the downward API, spec.nodeName)').describe('Name of this node; the NodeInventory is named after it'),
   sandboxdUrl: z.string().min(1).default('http://127.0.0.1:7777').describe("URL of this node's sandboxd"),
   advertiseAddress: z.string().default('').describe("host:port other components use to reach this node's sandboxd; empty means the host:port of --sandboxd-url"),
   publishInterval: durationFlag(`${LIMITS.inventoryPublishIntervalMs / 1000}s`).describe('How often sandboxd is read and the NodeInventory refreshed (a jitter of up to 10% is added)'),
