@@ -61,7 +61,8 @@ export class ClaimReconciler implements Reconciler {
     const claim = this.o.claims.get(req.namespace, req.name);
     if (claim === undefined) return;
     if (claim.metadata.deletionTimestamp) return this.#finalize(claim, ctx);
-    if (!hasFinalizer(claim)) return this.o.writes.addFinalizer(claim);
+    // The finalizer goes on before any VM is claimed, so a delete can never skip the release.
+    if (!hasFinalizer(claim)) await this.o.writes.addFinalizer(claim);
     if (isBound(claim)) return this.#whileBound(claim);
     if (claim.metadata.annotations?.[ANNOTATIONS.claimId]) return { requeueAfterMs: FAST_PATH_GRACE_MS };
     return this.#bind(req, ctx);

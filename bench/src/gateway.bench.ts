@@ -1,0 +1,83 @@
+/**
+ * L2 gateway overhead: 5,000 sequential claims through ClaimGateway (node choice, ledger,
+ * claim, async record enqueue with a counting recorder) vs the same claims straight through
+ * sandboxd-client, against one sandboxd-sim node, in one run. Prints a table, then ONE JSON
+ * line (the last line). Figures only: nothing passes or fails on time.
+ *
+ *   npx nx run bench:gateway
+ */
+import { ClaimGateway, RecordQueue, type BoundRecorder } from '@sandbox-scale/claim-controller';
+import { createLogger } from '@sandbox-scale/kube-runtime';
+import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { startSim } from '@sandbox-scale/sandboxd-sim';
+import { poolKeyFor } from '@sandbox-scale/scale-core';
+
+const TEMPLATE = 'base:24.04';
+const TOKEN = 'bench-root-token';
+const ITERS = 5_000;
+const WARMUP = 300;
+
+function percentile(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+}
+
+async function main(): Promise<void> {
+  const sim = await startSim({ nodes: 1, speed: 0, token: TOKEN, mesh: false, pools: [{ template: TEMPLATE, warm: 64 }] });
+  const node = sim.nodes[0];
+  if (!node) throw new Error('no node');
+  const log = createLogger({ name: 'bench-gateway', level: 'error' });
+  let recorded = 0;
+  const recorder: BoundRecorder = { recordBound: async () => { recorded++; } };
+  const records = new RecordQueue({ recorder, log, concurrency: 16 });
+  const clients = new SandboxdClientSet({ token: TOKEN });
+  // A static inventory that always advertises warm capacity: the figure is the gateway's cost, not refill.
+  const inventory = [{ metadata: { name: node.name, resourceVersion: '1' }, node: node.name, address: node.addr, pools: [{ template: TEMPLATE, warm: 1_000_000 }] }];
+  const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories: () => inventory, records, log });
+  const direct = clients.forNode(node.url);
+  const key = poolKeyFor([{ image: TEMPLATE }], undefined);
+
+  const gw: number[] = [];
+  const dr: number[] = [];
+  for (let i = 0; i < ITERS + WARMUP; i++) {
+    // alternate so both see the same node state and the same process warmth
+    const t0 = performance.now();
+    const a = await gateway.claim({ namespace: 'bench', name: `g-${i}`, key, ttlSeconds: 3600 });
+    const t1 = performance.now();
+    const d = await direct.claim({ template: TEMPLATE, net: 'none', size: 'small', ttlSeconds: 3600, claimRef: `bench/d-${i}` });
+    const t2 = performance.now();
+    if (i >= WARMUP) {
+      gw.push(t1 - t0);
+      dr.push(t2 - t1);
+    }
+    // keep the node's live set flat, outside the timed window
+    await direct.release(a.claimId);
+    await direct.release(d.id);
+  }
+  await records.drain();
+  gw.sort((x, y) => x - y);
+  dr.sort((x, y) => x - y);
+  const g50 = percentile(gw, 50);
+  const d50 = percentile(dr, 50);
+  const out = {
+    gateway_p50_ms: +g50.toFixed(4),
+    gateway_p95_ms: +percentile(gw, 95).toFixed(4),
+    direct_p50_ms: +d50.toFixed(4),
+    direct_p95_ms: +percentile(dr, 95).toFixed(4),
+    ratio_p50: +(g50 / d50).toFixed(3),
+    ratio_p95: +(percentile(gw, 95) / percentile(dr, 95)).toFixed(3),
+    overhead_p50_ms: +(g50 - d50).toFixed(4),
+    claims: ITERS,
+    records_written: recorded,
+  };
+  console.log('path      p50 ms   p95 ms   p99 ms');
+  console.log(`gateway   ${g50.toFixed(3).padStart(6)}   ${percentile(gw, 95).toFixed(3).padStart(6)}   ${percentile(gw, 99).toFixed(3).padStart(6)}`);
+  console.log(`direct    ${d50.toFixed(3).padStart(6)}   ${percentile(dr, 95).toFixed(3).padStart(6)}   ${percentile(dr, 99).toFixed(3).padStart(6)}`);
+  await clients.close();
+  await sim.stop();
+  console.log(JSON.stringify(out));
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
