@@ -1,0 +1,27 @@
+import { parseFlags } from '@sandbox-scale/kube-runtime';
+import { advertiseAddressOf, PublisherFlagsSchema, publisherConfigFromFlags } from './config';
+
+const parse = (argv: string[]) => {
+  const r = parseFlags(PublisherFlagsSchema, { program: 'p', summary: 's', argv, env: {} });
+  if ('help' in r) throw new Error('help');
+  return r;
+};
+
+describe('publisher configuration', () => {
+  it("defaults the advertise address to the sandboxd URL's host:port", () => {
+    expect(advertiseAddressOf('http://10.0.0.5:7777/')).toBe('10.0.0.5:7777');
+    expect(advertiseAddressOf('sandboxd.local')).toBe('sandboxd.local:80');
+    expect(advertiseAddressOf('http://[::1]:7777')).toBe('[::1]:7777');
+  });
+
+  it('reads the flags: interval as ms, labels as a map, token from env', () => {
+    const flags = parse(['--node-name', 'n1', '--sandboxd-url=http://127.0.0.1:9000', '--publish-interval=5s', '--inventory-labels', 'fleet=a,zone=z1']);
+    const cfg = publisherConfigFromFlags(flags, { SANDBOX_SCALE_FLEET_TOKEN: ' tok \n' });
+    expect(cfg).toEqual({ nodeName: 'n1', sandboxdUrl: 'http://127.0.0.1:9000', advertiseAddress: '127.0.0.1:9000', publishIntervalMs: 5000, labels: { fleet: 'a', zone: 'z1' }, fleetToken: 'tok' });
+  });
+
+  it('names the flag when node name is missing or labels are malformed', () => {
+    expect(() => parse([])).toThrow(/--node-name: is required/);
+    expect(() => parse(['--node-name=n', '--inventory-labels=oops'])).toThrow(/--inventory-labels/);
+  });
+});
