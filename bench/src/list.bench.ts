@@ -7,7 +7,6 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { applyObject, createLogger } from '@sandbox-scale/kube-runtime';
 import { applyCrds, createCA, createLeaf, freePort, startControlPlane } from '@sandbox-scale/e2e';
-// eslint-disable-next-line no-restricted-imports -- the bench drives the app in-process, as the system runner does
 import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
 
 const run = promisify(execFile);
