@@ -37,6 +37,12 @@ export default tseslint.config(
   },
   {
     files: ['apps/**/*.ts'],
+    ignores: ['apps/*/test/**'],
     rules: restrict([...noAppImports, '**/apps/**', '../../*/src/**', '**/libs/*/src/**'], 'apps import libs through their public index, never other apps'),
+  },
+  {
+    // integration tests may drive other apps as real parts (the simulated node, a publisher)
+    files: ['apps/*/test/**/*.ts'],
+    rules: restrict(['**/apps/**', '../../*/src/**', '**/libs/*/src/**'], 'tests import other projects through their public index'),
   },
 );

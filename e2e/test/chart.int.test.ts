@@ -168,7 +168,7 @@ describe('the sandbox-scale chart', () => {
         ['patch', 'nodeinventories', { group: ext, name: 'node-a', allowed: true }],
         ['get', 'nodeinventories', { group: ext, name: 'node-a', allowed: true }],
         ['delete', 'nodeinventories', { group: ext, name: 'node-a', allowed: false }],
-        ['list', 'nodeinventories', { group: ext, allowed: false }],
+        ['watch', 'nodeinventories', { group: ext, allowed: true }],
         ['list', 'sandboxclaims', { group: ext, allowed: false }],
         ['get', 'secrets', { allowed: false }],
       ],

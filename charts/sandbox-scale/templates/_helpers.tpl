@@ -175,8 +175,8 @@ tolerations:
 {{- if and .Values.apiService.caBundle .Values.apiService.insecureSkipTLSVerify -}}
 {{- fail "apiService.caBundle and apiService.insecureSkipTLSVerify are exclusive: kube-apiserver rejects an APIService with both" -}}
 {{- end -}}
-{{- if and .Values.apiService.external.host .Values.sandboxApiserver.enabled -}}
-{{- fail "apiService.external.host points the APIService outside the cluster: set sandboxApiserver.enabled=false as well" -}}
+{{- if and .Values.apiService.external.host .Values.sandboxApiserver.enabled .Values.workloads -}}
+{{- fail "apiService.external.host points the APIService outside the cluster: set sandboxApiserver.enabled=false (or workloads=false) as well" -}}
 {{- end -}}
 {{- end -}}
 

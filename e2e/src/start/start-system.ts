@@ -1,20 +1,39 @@
-// `npm start`: the whole system locally. Grows with each component; today: the control plane.
-import { startControlPlane } from '../control-plane/control-plane';
+// `npm start`: the whole system locally — control plane, chart (CRDs, RBAC, APIService), simulated
+// sandboxd nodes, the four apps as their own processes, and the examples — until Ctrl-C.
+import { startLocalSystem } from '../system/local-system';
 import { stableKubeconfigPath, waitForSignal } from './foreground';
 
 async function main(): Promise<void> {
   const started = Date.now();
-  const cp = await startControlPlane({ log: (m) => process.stderr.write(`[cluster] ${m}\n`) });
-  const kubeconfig = stableKubeconfigPath(cp.kubeconfigPath);
-  process.stderr.write(`[cluster] control plane ready in ${Date.now() - started} ms (${cp.server}); binaries in ${cp.binDir}\n`);
+  const log = (m: string): void => {
+    process.stderr.write(`[start] ${m}\n`);
+  };
+  const stopping = waitForSignal();
+  const system = await Promise.race([
+    startLocalSystem({ log }),
+    stopping.then(() => {
+      throw new Error('interrupted while starting');
+    }),
+  ]);
+  const kubeconfig = stableKubeconfigPath(system.kubeconfigPath);
+  log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${system.nodes.length} nodes (${system.nodes.map((n) => n.name).join(', ')}), app logs in ${system.logDir}`);
   process.stdout.write(`export KUBECONFIG=${kubeconfig}\n`);
-  process.stderr.write(`[cluster] try: kubectl get --raw /readyz   (Ctrl-C stops everything)\n`);
-  await waitForSignal();
-  process.stderr.write('[cluster] stopping\n');
-  await cp.stop();
+  process.stderr.write([
+    '',
+    'Next, in another shell (after the export line above):',
+    '  kubectl get sandboxwarmpools,sandboxclaims,sandboxes -A',
+    '  kubectl describe sandboxclaim agent-1',
+    '  kubectl scale sandboxwarmpool/python-agent --replicas=20',
+    '  kubectl get nodeinventories',
+    'Ctrl-C stops everything.',
+    '',
+  ].join('\n'));
+  await stopping;
+  log('stopping');
+  await system.stop();
 }
 
 main().catch((err: unknown) => {
-  process.stderr.write(`[cluster] ${err instanceof Error ? err.message : String(err)}\n`);
+  process.stderr.write(`[start] ${err instanceof Error ? err.message : String(err)}\n`);
   process.exit(1);
 });

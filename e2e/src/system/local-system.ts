@@ -1,0 +1,228 @@
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
+import { createCA, createLeaf } from '../control-plane/pki';
+import { freePort } from '../control-plane/ports';
+import { toolPath } from '../control-plane/tools';
+import { kubeconfigForServiceAccount } from '../testing/cluster';
+import { eventually } from '../testing/eventually';
+import { AppProcess, REPO_ROOT } from './app-process';
+import { runCommand } from './run-command';
+
+export const SYSTEM_NAMESPACE = 'sandbox-system';
+export const RELEASE = 'sandbox-scale';
+export type AppName = 'sandbox-apiserver' | 'claim-controller' | 'warmpool-driver';
+
+export interface SimNode {
+  name: string;
+  url: string;
+  port: number;
+  addr: string;
+}
+
+export interface LocalSystemOptions {
+  /** Simulated sandboxd nodes (default 3). */
+  nodes?: number;
+  /** Apply examples/ once everything runs (default true). */
+  examples?: boolean;
+  /** Latency multiplier of the simulated nodes (default 0.05: boots take a few ms). */
+  speed?: number;
+  publishInterval?: string;
+  /** Namespaces where claim Secrets are read back (the chart's claimController.secretNamespaces). */
+  claimNamespaces?: string[];
+  /** Reuse a running control plane instead of starting one (it is then left running on stop). */
+  controlPlane?: ControlPlane;
+  log?: (msg: string) => void;
+}
+
+export interface LocalSystem {
+  controlPlane: ControlPlane;
+  kubeconfigPath: string;
+  kubeConfig: KubeConfig;
+  fleetToken: string;
+  nodes: SimNode[];
+  apiserverUrl: string;
+  fastPathUrl: string;
+  logDir: string;
+  apps: Map<string, AppProcess>;
+  /** Stops one app (SIGKILL when `kill`) and starts it again with the same flags. */
+  restartApp(name: AppName, opts?: { kill?: boolean; beforeStart?: () => Promise<void> }): Promise<void>;
+  stop(): Promise<void>;
+}
+
+interface Ctx {
+  cp: ControlPlane;
+  dir: string;
+  logDir: string;
+  log: (msg: string) => void;
+  fleetToken: string;
+  tokenFile: string;
+  apps: Map<string, AppProcess>;
+  specs: Map<string, { entry: string; args: string[]; env: Record<string, string> }>;
+}
+
+function helm(cp: ControlPlane, args: string[]): Promise<string> {
+  return runCommand(toolPath(cp.binDir, 'helm'), args, { KUBECONFIG: cp.kubeconfigPath });
+}
+
+async function installChart(ctx: Ctx, apiserverPort: number, caPem: string, claimNamespaces: string[]): Promise<void> {
+  ctx.log('installing the chart: CRDs, ServiceAccounts, RBAC, the APIService');
+  await helm(ctx.cp, ['upgrade', '--install', RELEASE, join(REPO_ROOT, 'charts/sandbox-scale'), '-n', SYSTEM_NAMESPACE, '--create-namespace',
+    '--set', 'workloads=false',
+    '--set', 'apiService.external.host=localhost',
+    '--set', `apiService.service.port=${apiserverPort}`,
+    '--set', `apiService.caBundle=${Buffer.from(caPem).toString('base64')}`,
+    '--set-json', `claimController.secretNamespaces=${JSON.stringify(claimNamespaces)}`]);
+}
+
+interface StartAppOptions {
+  env?: Record<string, string>;
+  onStdoutLine?: (line: string) => void;
+}
+
+function startApp(ctx: Ctx, name: string, entry: string, args: string[], opts: StartAppOptions = {}): AppProcess {
+  const env = { LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...opts.env };
+  ctx.specs.set(name, { entry, args, env });
+  const p = new AppProcess({ name, entry, args, env, logPath: join(ctx.logDir, `${name}.log`), onStdoutLine: opts.onStdoutLine });
+  ctx.apps.set(name, p);
+  return p;
+}
+
+async function startSimNodes(ctx: Ctx, nodes: number, speed: number): Promise<SimNode[]> {
+  ctx.log(`starting ${nodes} simulated sandboxd nodes`);
+  let resolveNodes: (n: SimNode[]) => void = () => undefined;
+  const ready = new Promise<SimNode[]>((res) => (resolveNodes = res));
+  // the fleet token goes by env, not argv, so it never shows in a process listing
+  const sim = startApp(ctx, 'sandboxd-sim', 'apps/sandboxd-sim/src/main.ts',
+    ['--nodes', String(nodes), '--base-port', '0', '--speed', String(speed), '--name-prefix', 'sim-node-'], {
+      env: { SANDBOX_SCALE_TOKEN: ctx.fleetToken },
+      onStdoutLine: (line) => {
+        if (line.startsWith('{"nodes"')) resolveNodes((JSON.parse(line) as { nodes: SimNode[] }).nodes);
+      },
+    });
+  const exited = sim.exited.then((code): SimNode[] => {
+    throw new Error(`sandboxd-sim exited with ${code} before listening (see ${join(ctx.logDir, 'sandboxd-sim.log')})`);
+  });
+  return Promise.race([ready, exited]);
+}
+
+async function saKubeconfig(ctx: Ctx, app: string): Promise<string> {
+  const kc = await kubeconfigForServiceAccount(ctx.cp.kubeConfig, SYSTEM_NAMESPACE, `${RELEASE}-${app}`, 86_400);
+  const path = join(ctx.dir, `${app}.kubeconfig`);
+  writeFileSync(path, kc.exportConfig(), { mode: 0o600 });
+  return path;
+}
+
+async function probeArgs(): Promise<string[]> {
+  return ['--health-probe-bind-address', `127.0.0.1:${await freePort()}`, '--metrics-bind-address', `127.0.0.1:${await freePort()}`];
+}
+
+async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number; fastPath: number }, certs: { cert: string; key: string }, publishInterval: string): Promise<void> {
+  const common = (kubeconfig: string): string[] => ['--kubeconfig', kubeconfig, '--fleet-token-file', ctx.tokenFile];
+  const leader = ['--leader-elect', '--leader-election-namespace', SYSTEM_NAMESPACE];
+  ctx.log('starting sandbox-apiserver, claim-controller, warmpool-driver and one inventory-publisher per node');
+  startApp(ctx, 'sandbox-apiserver', 'apps/sandbox-apiserver/src/main.ts', [
+    ...common(await saKubeconfig(ctx, 'sandbox-apiserver')),
+    '--secure-port', String(ports.apiserver), '--bind-address', '127.0.0.1',
+    '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key,
+    '--service-name', `${RELEASE}-sandbox-apiserver`, '--service-namespace', SYSTEM_NAMESPACE,
+  ]);
+  startApp(ctx, 'claim-controller', 'apps/claim-controller/src/main.ts', [
+    ...common(await saKubeconfig(ctx, 'claim-controller')), ...leader, ...(await probeArgs()),
+    '--fast-path-bind-address', `127.0.0.1:${ports.fastPath}`, '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key,
+  ]);
+  startApp(ctx, 'warmpool-driver', 'apps/warmpool-driver/src/main.ts', [
+    ...common(await saKubeconfig(ctx, 'warmpool-driver')), ...leader, ...(await probeArgs()),
+  ]);
+  const publisherKubeconfig = await saKubeconfig(ctx, 'inventory-publisher');
+  for (const n of nodes) {
+    startApp(ctx, `inventory-publisher-${n.name}`, 'apps/inventory-publisher/src/main.ts', [
+      ...common(publisherKubeconfig), ...(await probeArgs()),
+      '--node-name', n.name, '--sandboxd-url', n.url, '--publish-interval', publishInterval,
+    ]);
+  }
+}
+
+async function waitUntilServing(ctx: Ctx, nodes: SimNode[]): Promise<void> {
+  const kubectl = (args: string[]): Promise<string> => runCommand(toolPath(ctx.cp.binDir, 'kubectl'), args, { KUBECONFIG: ctx.cp.kubeconfigPath });
+  ctx.log('waiting for the APIService to be Available and every node to publish its inventory');
+  await eventually(async () => {
+    for (const [name, app] of ctx.apps) if (!app.running) throw new Error(`${name} exited (see ${join(ctx.logDir, `${name}.log`)})`);
+    const available = await kubectl(['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].status}']);
+    if (available.trim() !== 'True') throw new Error('APIService v1beta1.agents.x-k8s.io is not Available yet');
+    const inventories = (await kubectl(['get', 'nodeinventories', '-o', 'name'])).trim().split('\n').filter(Boolean);
+    if (inventories.length < nodes.length) throw new Error(`${inventories.length}/${nodes.length} NodeInventories published`);
+  }, { timeoutMs: 120_000, intervalMs: 500 });
+}
+
+/**
+ * The whole system on this machine: a control plane with the chart installed (CRDs, RBAC, the
+ * APIService pointing at a local sandbox-apiserver), simulated sandboxd nodes, and the four apps
+ * as their own processes, each under its chart ServiceAccount's token.
+ */
+export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<LocalSystem> {
+  const log = opts.log ?? (() => undefined);
+  const ownsControlPlane = !opts.controlPlane;
+  const cp = opts.controlPlane ?? (await startControlPlane({ log }));
+  const dir = join(cp.dir, `system-${randomBytes(3).toString('hex')}`);
+  const logDir = join(dir, 'logs');
+  mkdirSync(logDir, { recursive: true, mode: 0o700 });
+  const fleetToken = randomBytes(24).toString('hex');
+  const tokenFile = join(dir, 'fleet-token');
+  writeFileSync(tokenFile, fleetToken, { mode: 0o600 });
+  const ctx: Ctx = { cp, dir, logDir, log, fleetToken, tokenFile, apps: new Map(), specs: new Map() };
+  const stopAll = async (): Promise<void> => {
+    for (const app of [...ctx.apps.values()].reverse()) await app.stop();
+    if (ownsControlPlane) await cp.stop();
+  };
+  try {
+    const ports = { apiserver: await freePort(), fastPath: await freePort() };
+    const ca = await createCA('sandbox-scale-local-serving-ca');
+    const serving = await createLeaf(ca, {
+      commonName: `${RELEASE}-sandbox-apiserver`,
+      dnsNames: [`${RELEASE}-sandbox-apiserver.${SYSTEM_NAMESPACE}.svc`, `${RELEASE}-claim-controller.${SYSTEM_NAMESPACE}.svc`, 'localhost'],
+      ips: ['127.0.0.1'],
+      server: true,
+    });
+    const certs = { cert: join(dir, 'serving.crt'), key: join(dir, 'serving.key'), ca: join(dir, 'serving-ca.crt') };
+    writeFileSync(certs.cert, serving.cert, { mode: 0o600 });
+    writeFileSync(certs.key, serving.key, { mode: 0o600 });
+    writeFileSync(certs.ca, ca.cert, { mode: 0o600 });
+    const claimNamespaces = opts.claimNamespaces ?? ['default'];
+    await installChart(ctx, ports.apiserver, ca.cert, claimNamespaces);
+    await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: `${RELEASE}-fleet-token` }, stringData: { token: fleetToken } } });
+    const nodes = await startSimNodes(ctx, opts.nodes ?? 3, opts.speed ?? 0.05);
+    await startApps(ctx, nodes, ports, certs, opts.publishInterval ?? '2s');
+    await waitUntilServing(ctx, nodes);
+    if (opts.examples !== false) {
+      log('applying examples/ (a template, a warm pool of 10, 3 claims)');
+      await runCommand(toolPath(cp.binDir, 'kubectl'), ['apply', '-f', join(REPO_ROOT, 'examples')], { KUBECONFIG: cp.kubeconfigPath });
+    }
+    return {
+      controlPlane: cp,
+      kubeconfigPath: cp.kubeconfigPath,
+      kubeConfig: cp.kubeConfig,
+      fleetToken,
+      nodes,
+      apiserverUrl: `https://127.0.0.1:${ports.apiserver}`,
+      fastPathUrl: `https://127.0.0.1:${ports.fastPath}`,
+      logDir,
+      apps: ctx.apps,
+      async restartApp(name, o = {}) {
+        const app = ctx.apps.get(name);
+        const spec = ctx.specs.get(name);
+        if (!app || !spec) throw new Error(`no app ${name}`);
+        if (o.kill) app.kill('SIGKILL');
+        await app.stop();
+        await o.beforeStart?.();
+        startApp(ctx, name, spec.entry, spec.args, { env: spec.env });
+      },
+      stop: stopAll,
+    };
+  } catch (err) {
+    await stopAll();
+    throw err;
+  }
+}
