@@ -34,6 +34,10 @@ export interface LocalSystemOptions {
   claimNamespaces?: string[];
   /** Reuse a running control plane instead of starting one (it is then left running on stop). */
   controlPlane?: ControlPlane;
+  /** Runs on the control plane before the chart is installed (e.g. creates the claim namespaces its Roles go into). */
+  beforeInstall?: (kc: KubeConfig) => Promise<void>;
+  /** Extra flags appended per app (e.g. a shorter `--orphan-interval` for claim-controller). */
+  extraArgs?: Partial<Record<AppName | 'sandboxd-sim' | 'inventory-publisher', string[]>>;
   log?: (msg: string) => void;
 }
 
@@ -45,6 +49,8 @@ export interface LocalSystem {
   nodes: SimNode[];
   apiserverUrl: string;
   fastPathUrl: string;
+  /** CA (PEM file) that signed the serving certificate of sandbox-apiserver and the fast path. */
+  servingCaPath: string;
   logDir: string;
   apps: Map<string, AppProcess>;
   /** Stops one app (SIGKILL when `kill`) and starts it again with the same flags. */
@@ -61,6 +67,7 @@ interface Ctx {
   tokenFile: string;
   apps: Map<string, AppProcess>;
   specs: Map<string, { entry: string; args: string[]; env: Record<string, string> }>;
+  extraArgs: NonNullable<LocalSystemOptions['extraArgs']>;
 }
 
 function helm(cp: ControlPlane, args: string[]): Promise<string> {
@@ -69,6 +76,10 @@ function helm(cp: ControlPlane, args: string[]): Promise<string> {
 
 async function installChart(ctx: Ctx, apiserverPort: number, caPem: string, claimNamespaces: string[]): Promise<void> {
   ctx.log('installing the chart: CRDs, ServiceAccounts, RBAC, the APIService');
+  // the claim namespaces hold Roles of the chart, so they must exist first
+  const namespaces = claimNamespaces.map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }));
+  await runCommand(toolPath(ctx.cp.binDir, 'kubectl'), ['apply', '-f', '-'], { KUBECONFIG: ctx.cp.kubeconfigPath },
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: namespaces }));
   await helm(ctx.cp, ['upgrade', '--install', RELEASE, join(REPO_ROOT, 'charts/sandbox-scale'), '-n', SYSTEM_NAMESPACE, '--create-namespace',
     '--set', 'workloads=false',
     '--set', 'apiService.external.host=localhost',
@@ -96,7 +107,7 @@ async function startSimNodes(ctx: Ctx, nodes: number, speed: number): Promise<Si
   const ready = new Promise<SimNode[]>((res) => (resolveNodes = res));
   // the fleet token goes by env, not argv, so it never shows in a process listing
   const sim = startApp(ctx, 'sandboxd-sim', 'apps/sandboxd-sim/src/main.ts',
-    ['--nodes', String(nodes), '--base-port', '0', '--speed', String(speed), '--name-prefix', 'sim-node-'], {
+    ['--nodes', String(nodes), '--base-port', '0', '--speed', String(speed), '--name-prefix', 'sim-node-', ...(ctx.extraArgs['sandboxd-sim'] ?? [])], {
       env: { SANDBOX_SCALE_TOKEN: ctx.fleetToken },
       onStdoutLine: (line) => {
         if (line.startsWith('{"nodes"')) resolveNodes((JSON.parse(line) as { nodes: SimNode[] }).nodes);
@@ -128,19 +139,23 @@ async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number;
     '--secure-port', String(ports.apiserver), '--bind-address', '127.0.0.1',
     '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key,
     '--service-name', `${RELEASE}-sandbox-apiserver`, '--service-namespace', SYSTEM_NAMESPACE,
+    ...(ctx.extraArgs['sandbox-apiserver'] ?? []),
   ]);
   startApp(ctx, 'claim-controller', 'apps/claim-controller/src/main.ts', [
     ...common(await saKubeconfig(ctx, 'claim-controller')), ...leader, ...(await probeArgs()),
     '--fast-path-bind-address', `127.0.0.1:${ports.fastPath}`, '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key,
+    ...(ctx.extraArgs['claim-controller'] ?? []),
   ]);
   startApp(ctx, 'warmpool-driver', 'apps/warmpool-driver/src/main.ts', [
     ...common(await saKubeconfig(ctx, 'warmpool-driver')), ...leader, ...(await probeArgs()),
+    ...(ctx.extraArgs['warmpool-driver'] ?? []),
   ]);
   const publisherKubeconfig = await saKubeconfig(ctx, 'inventory-publisher');
   for (const n of nodes) {
     startApp(ctx, `inventory-publisher-${n.name}`, 'apps/inventory-publisher/src/main.ts', [
       ...common(publisherKubeconfig), ...(await probeArgs()),
       '--node-name', n.name, '--sandboxd-url', n.url, '--publish-interval', publishInterval,
+      ...(ctx.extraArgs['inventory-publisher'] ?? []),
     ]);
   }
 }
@@ -172,7 +187,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
   const fleetToken = randomBytes(24).toString('hex');
   const tokenFile = join(dir, 'fleet-token');
   writeFileSync(tokenFile, fleetToken, { mode: 0o600 });
-  const ctx: Ctx = { cp, dir, logDir, log, fleetToken, tokenFile, apps: new Map(), specs: new Map() };
+  const ctx: Ctx = { cp, dir, logDir, log, fleetToken, tokenFile, apps: new Map(), specs: new Map(), extraArgs: opts.extraArgs ?? {} };
   const stopAll = async (): Promise<void> => {
     for (const app of [...ctx.apps.values()].reverse()) await app.stop();
     if (ownsControlPlane) await cp.stop();
@@ -191,6 +206,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     writeFileSync(certs.key, serving.key, { mode: 0o600 });
     writeFileSync(certs.ca, ca.cert, { mode: 0o600 });
     const claimNamespaces = opts.claimNamespaces ?? ['default'];
+    await opts.beforeInstall?.(cp.kubeConfig);
     await installChart(ctx, ports.apiserver, ca.cert, claimNamespaces);
     await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: `${RELEASE}-fleet-token` }, stringData: { token: fleetToken } } });
     const nodes = await startSimNodes(ctx, opts.nodes ?? 3, opts.speed ?? 0.05);
@@ -208,6 +224,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
       nodes,
       apiserverUrl: `https://127.0.0.1:${ports.apiserver}`,
       fastPathUrl: `https://127.0.0.1:${ports.fastPath}`,
+      servingCaPath: certs.ca,
       logDir,
       apps: ctx.apps,
       async restartApp(name, o = {}) {
