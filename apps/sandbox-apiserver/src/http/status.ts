@@ -1,5 +1,6 @@
 import type { ServerResponse } from 'node:http';
-import { SANDBOX_GROUP, StatusError, statusForError, type KubeStatus, type StatusReason } from '@sandbox-scale/scale-core';
+import { SANDBOX_GROUP, StatusError, statusErrorOf, statusForError, type KubeStatus, type StatusReason } from '@sandbox-scale/scale-core';
+import { ContinueExpiredError } from '../storage/list-query';
 
 /** A Status failure with the given reason, for handler code that knows the answer. */
 export function statusError(reason: StatusReason, message: string, retryAfterSeconds?: number): StatusError {
@@ -29,7 +30,10 @@ export function sendStatus(res: ServerResponse, err: unknown): KubeStatus {
     res.end();
     return status;
   }
-  sendJson(res, status.code, status, headers);
+  // an expired continue token is answered with one that resumes inconsistently, as kube does
+  const expired = statusErrorOf(err);
+  const body = expired instanceof ContinueExpiredError ? { ...status, metadata: { continue: expired.inconsistentContinue } } : status;
+  sendJson(res, status.code, body, headers);
   return status;
 }
 

@@ -13,17 +13,19 @@ import {
   type ServedSandbox,
 } from '@sandbox-scale/scale-core';
 import { isNotFound as isSandboxdMissing } from '@sandbox-scale/sandboxd-client';
-import { encodeContinue, type ListQuery } from './list-query';
+import { ContinueExpiredError, encodeContinue, type ListQuery } from './list-query';
+import { ListSnapshots, type ListSnapshot } from './list-snapshots';
 import type { NodeRouter } from './node-router';
 import type { Revisions } from './revisions';
-import type { SandboxView } from './sandbox-view';
+import type { Row, SandboxView } from './sandbox-view';
+import { lowerBound, sortKeyOf, sortKeyOfViewKey, upperBound } from './sorted-rows';
 
 export const SANDBOX_RESOURCE = { group: SANDBOX_GROUP, resource: RESOURCES.sandbox.plural };
 
 export interface SandboxList {
   readonly apiVersion: typeof SANDBOX_API_VERSION;
   readonly kind: 'SandboxList';
-  readonly metadata: { resourceVersion: string; continue?: string };
+  readonly metadata: { resourceVersion: string; continue?: string; remainingItemCount?: number };
   readonly items: ServedSandbox[];
 }
 
@@ -32,6 +34,11 @@ export interface SandboxLocation {
   readonly node: string;
   readonly claimId: string;
   readonly object: ServedSandbox;
+}
+
+/** The name a `metadata.name=X` field selector pins the list to, if any. */
+function exactName(q: Pick<ListQuery, 'fields'>): string | undefined {
+  return q.fields.requirements.find((r) => r.field === 'metadata.name' && r.operator !== '!=')?.value;
 }
 
 export function matches(q: Pick<ListQuery, 'namespace' | 'labels' | 'fields'>, s: ServedSandbox): boolean {
@@ -51,35 +58,59 @@ export class SandboxStorage {
     readonly index: ClaimIndex,
     readonly router: NodeRouter,
     readonly revisions: Revisions,
+    readonly snapshots: ListSnapshots = new ListSnapshots(() => view.sortedRows()),
   ) {}
 
+  /**
+   * One page in O(log n + page): the first page takes the view's sorted snapshot, later pages
+   * find theirs by the token and resume with a binary search after the last key served.
+   * Selectors filter before the limit counts, so a page holds `limit` matching items.
+   */
   list(q: ListQuery): SandboxList {
-    const keys: Array<{ key: string; row: Parameters<SandboxView['objectOf']>[0] }> = [];
-    // namespace, then name (compareByNamespaceName's order): NUL sorts below every name character
-    const after = q.after.replace('/', '\u0000');
-    const prefix = `${q.namespace}/`;
-    for (const row of this.view.rows()) {
-      if (q.namespace !== '' && !row.key.startsWith(prefix)) continue;
-      const key = row.key.replace('/', '\u0000');
-      if (after !== '' && key <= after) continue;
-      keys.push({ key, row });
+    const { snap, rv } = this.#snapshotFor(q);
+    const { keys, rows } = snap.rows;
+    // a namespace is one contiguous run: from `ns\0` up to (not including) `ns\1`
+    let i = q.namespace === '' ? 0 : lowerBound(keys, sortKeyOf(q.namespace, ''));
+    let end = q.namespace === '' ? keys.length : lowerBound(keys, `${q.namespace}\u0001`);
+    const name = exactName(q);
+    if (name !== undefined && q.namespace !== '') {
+      // metadata.name=X in one namespace (kubectl delete/wait): one key, not a scan
+      i = lowerBound(keys, sortKeyOf(q.namespace, name));
+      end = Math.min(end, i + 1);
     }
-    keys.sort((a, b) => (a.key < b.key ? -1 : a.key > b.key ? 1 : 0));
+    if (q.continue !== undefined && q.continue.after !== '') i = Math.max(i, upperBound(keys, sortKeyOfViewKey(q.continue.after)));
+    const filtered = q.labels.requirements.length > 0 || q.fields.requirements.length > 0;
     const items: ServedSandbox[] = [];
     let last = '';
     let more = false;
-    for (const { row } of keys) {
+    let remaining = 0;
+    for (; i < end; i++) {
+      const row = rows[i] as Row;
       const obj = this.view.objectOf(row);
-      if (!matches(q, obj)) continue;
+      if (filtered && !matches(q, obj)) continue;
       if (q.limit > 0 && items.length >= q.limit) {
         more = true;
+        remaining = end - i;
         break;
       }
       items.push(obj);
       last = row.key;
     }
-    const metadata = { resourceVersion: String(this.revisions.current), ...(more ? { continue: encodeContinue(last) } : {}) };
+    const metadata: SandboxList['metadata'] = { resourceVersion: String(rv) };
+    if (more) {
+      metadata.continue = encodeContinue({ epoch: this.snapshots.epoch, snapshot: snap.id, rv, after: last });
+      // only exact when no selector skips items (k8s-api.md §4.9)
+      if (!filtered) metadata.remainingItemCount = remaining;
+    }
     return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxList', metadata, items };
+  }
+
+  #snapshotFor(q: ListQuery): { snap: ListSnapshot; rv: number } {
+    const c = q.continue;
+    if (c === undefined || c.snapshot === 0) return { snap: this.snapshots.current(), rv: c !== undefined && c.rv > 0 ? c.rv : this.revisions.current };
+    const snap = this.snapshots.get(c.epoch, c.snapshot);
+    if (snap !== undefined) return { snap, rv: c.rv };
+    throw new ContinueExpiredError(encodeContinue({ epoch: this.snapshots.epoch, snapshot: 0, rv: 0, after: c.after }));
   }
 
   async get(namespace: string, name: string): Promise<ServedSandbox> {

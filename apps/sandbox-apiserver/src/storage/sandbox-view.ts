@@ -1,6 +1,7 @@
 import { entryFingerprint, splitEntryName, synthesizeSandbox, type InventoryEntry, type NodeInventory, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { WatchHub, type WatchEventType } from '../watch/watch-hub';
 import { Revisions } from './revisions';
+import { SortedRows, type RowsSnapshot } from './sorted-rows';
 
 /** One sandbox as the view knows it: which node reports it, the entry, and when it last changed. */
 export interface Row {
@@ -46,6 +47,8 @@ export class SandboxView {
   readonly #byName = new Map<string, Row>();
   readonly #released = new Map<string, number>();
   readonly #createdExpiry = new Map<string, NodeJS.Timeout>();
+  /** The same rows in list order, so a page is a binary search instead of a sort. */
+  readonly #sorted = new SortedRows();
 
   /** Off during the initial sync: the first state is a snapshot, not a stream of changes. */
   live = false;
@@ -62,6 +65,16 @@ export class SandboxView {
 
   rows(): IterableIterator<Row> {
     return this.#byName.values();
+  }
+
+  /** Every row in list order (namespace, then name); immutable, shared until the view changes. */
+  sortedRows(): RowsSnapshot {
+    return this.#sorted.snapshot();
+  }
+
+  /** Whether sortedRows() would now return a different snapshot than last time. */
+  get changedSinceSnapshot(): boolean {
+    return this.#sorted.dirty;
   }
 
   inventory(node: string): NodeInventory | undefined {
@@ -163,17 +176,20 @@ export class SandboxView {
       this.#createdExpiry.delete(row.key);
     }
     this.#byName.set(row.key, row);
+    this.#sorted.set(row);
     this.#emit(cur === undefined ? 'ADDED' : 'MODIFIED', row, row.rev);
   }
 
   #unindex(row: Row, rev: number): void {
     if (this.#byName.get(row.key) !== row) return;
     this.#byName.delete(row.key);
+    this.#sorted.delete(row.key);
     this.#emit('DELETED', row, rev);
     for (const s of this.#nodes.values()) {
       const other = s.rows.get(row.key);
       if (other !== undefined && other !== row) {
         this.#byName.set(row.key, other);
+        this.#sorted.set(other);
         this.#emit('ADDED', other, this.opts.revisions.next());
         return;
       }

@@ -46,7 +46,7 @@ function bookmark(rev: number, initialEnd: boolean): Record<string, unknown> {
 function initialEvents(ctx: WatchContext, q: ListQuery, p: WatchParams): { events: SandboxEvent[]; rev: number } {
   const rev = ctx.storage.revisions.current;
   if (p.sendInitialEvents || p.rv === '' || p.rv === '0') {
-    const items = ctx.storage.list({ ...q, limit: 0, after: '' }).items;
+    const items = ctx.storage.list({ namespace: q.namespace, labels: q.labels, fields: q.fields, limit: 0 }).items;
     return { events: items.map((object) => ({ type: 'ADDED', rev: Number(object.metadata.resourceVersion), object })), rev };
   }
   const n = Number(p.rv);
