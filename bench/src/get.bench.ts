@@ -1,0 +1,189 @@
+// bench:get — one sandbox's GET through the APIService at a small and a large fleet (O(1)
+// get: the ratio should stay near 1), then create → get → pause sequences against simulated
+// nodes (read-after-create, k8s-api.md §4.11). Prints a table, then JSON.
+import { Agent, request, type RequestOptions } from 'node:https';
+import { writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { applyObject, createLogger } from '@sandbox-scale/kube-runtime';
+import { applyCrds, createCA, createLeaf, freePort, startControlPlane } from '@sandbox-scale/e2e';
+import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
+import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
+
+const run = promisify(execFile);
+const NODES = Number(process.env.BENCH_NODES ?? 40);
+const SMALL = Number(process.env.BENCH_GET_SMALL ?? 1_000);
+const LARGE = Number(process.env.BENCH_GET_LARGE ?? 100_000);
+const GETS = Number(process.env.BENCH_GETS ?? 400);
+const CREATES = Number(process.env.BENCH_CREATES ?? 1_000);
+const SIM_NODES = 4;
+const TOKEN = 'bench-fleet-token';
+const IMAGE = 'registry.local/bench-get:1';
+const BASE = '/apis/agents.x-k8s.io/v1beta1';
+const RESOURCE = { group: 'extensions.agents.x-k8s.io', version: 'v1beta1', plural: 'nodeinventories', kind: 'NodeInventory', namespaced: false };
+
+const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+interface Reply {
+  readonly status: number;
+  readonly body: string;
+}
+
+/** Raw HTTPS to kube-apiserver with the admin kubeconfig's client cert, one kept-alive connection. */
+async function apiClient(kc: KubeConfig): Promise<(method: string, path: string, body?: unknown) => Promise<Reply>> {
+  const base: RequestOptions = {};
+  await kc.applyToHTTPSOptions(base);
+  const server = new URL(kc.getCurrentCluster()?.server ?? '');
+  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+  return (method, path, body) =>
+    new Promise((resolve, reject) => {
+      const req = request({ ...base, agent, hostname: server.hostname, port: server.port, path, method, headers: { Accept: 'application/json', 'Content-Type': 'application/json' } }, (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      });
+      req.on('error', reject);
+      req.end(body === undefined ? undefined : JSON.stringify(body));
+    });
+}
+
+/** `total` synthetic sandboxes spread over NODES inventories (the list bench's shape). */
+async function writeFleet(kc: KubeConfig, total: number): Promise<string[]> {
+  const perNode = Math.ceil(total / NODES);
+  const names: string[] = [];
+  for (let n = 0; n < NODES; n++) {
+    const node = `bench-node-${n}`;
+    const entries = Array.from({ length: perNode }, (_, i) => ({ name: `team-${i % 20}/sb-${n}-${i}`, id: `sb_${n.toString(16)}${i.toString(16).padStart(8, '0')}`, phase: 'Running', claimRef: `team-${i % 20}/sb-${n}-${i}`, addr: `10.${n}.${(i >> 8) & 255}.${i & 255}:7777`, deadline: '2030-01-01T00:00:00Z', claimedAt: '2026-01-01T00:00:00Z' }));
+    for (const e of entries) names.push(e.name);
+    await applyObject(kc, { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node }, node, address: '127.0.0.1:1', entries }, { fieldManager: 'bench', force: true, resource: RESOURCE });
+  }
+  return names;
+}
+
+/** One NodeInventory per simulated node from what its sandboxd reports, as the publisher would. */
+async function publishSim(kc: KubeConfig, sim: Sim): Promise<void> {
+  for (const n of sim.nodes) {
+    const client = new SandboxdClient({ baseUrl: n.url, token: TOKEN });
+    const [rows, info] = await Promise.all([client.sandboxes(), client.info()]);
+    await client.close();
+    const entries = rows.map((r) => ({ name: r.claimRef ?? `default/${r.id}`, id: r.id, phase: r.hibernated ? 'Paused' : 'Running', ...(r.claimRef ? { claimRef: r.claimRef } : {}), ...(r.claimedAt ? { claimedAt: r.claimedAt.toISOString() } : {}) }));
+    const pools = info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target }));
+    await applyObject(kc, { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: `sim-${n.name}` }, node: `sim-${n.name}`, address: n.addr, entries, pools }, { fieldManager: 'bench', force: true, resource: RESOURCE });
+  }
+}
+
+/** p50 of sequential GETs of names picked evenly from the fleet, after a short warm-up. */
+async function timeGets(api: Awaited<ReturnType<typeof apiClient>>, names: readonly string[]): Promise<{ p50: number; failed: number }> {
+  const path = (i: number): string => {
+    const [ns = '', name = ''] = (names[(i * 7919) % names.length] ?? '').split('/');
+    return `${BASE}/namespaces/${ns}/sandboxes/${name}`;
+  };
+  for (let i = 0; i < 50; i++) await api('GET', path(i));
+  const times: number[] = [];
+  let failed = 0;
+  for (let i = 0; i < GETS; i++) {
+    const t0 = performance.now();
+    const r = await api('GET', path(i + 50));
+    times.push(performance.now() - t0);
+    if (r.status !== 200) failed++;
+  }
+  return { p50: p50(times), failed };
+}
+
+async function main(): Promise<void> {
+  const cp = await startControlPlane({ controllerManager: false });
+  const kubectl = (args: string[]) => run(join(cp.binDir, 'kubectl'), args, { env: { ...process.env, KUBECONFIG: cp.kubeconfigPath }, maxBuffer: 1 << 30 });
+  let sim: Sim | undefined;
+  try {
+    await applyCrds(cp.kubeConfig, 'charts/sandbox-scale/crds');
+    const small = await writeFleet(cp.kubeConfig, SMALL);
+    // speed 0 and a pool deeper than the creates: every create is a warm hit, so the figures are the API path
+    sim = await startSim({ nodes: SIM_NODES, speed: 0, token: TOKEN, refillConcurrency: 256, pools: [{ template: IMAGE, warm: Math.ceil((CREATES * 1.2) / SIM_NODES) + 8 }] });
+    for (const n of sim.nodes) sim.node(n.name).tick();
+    await sleep(500);
+    await publishSim(cp.kubeConfig, sim);
+
+    const ca = await createCA('bench-get-ca');
+    const leaf = await createLeaf(ca, { commonName: 'sandbox-apiserver', dnsNames: ['sandbox-apiserver.default.svc', 'localhost'], server: true });
+    const cert = join(tmpdir(), 'bench-get.crt');
+    const key = join(tmpdir(), 'bench-get.key');
+    writeFileSync(cert, leaf.cert);
+    writeFileSync(key, leaf.key);
+    const port = await freePort();
+    const server = await startSandboxApiserver({ kubeConfig: cp.kubeConfig, securePort: port, bindAddress: '127.0.0.1', tlsCertFile: cert, tlsPrivateKeyFile: key, fleetToken: TOKEN, log: createLogger({ name: 'bench', level: 'silent' }) });
+    await server.synced;
+    const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'sandbox-apiserver', namespace: 'default' }, spec: { type: 'ExternalName', externalName: 'localhost' } };
+    const apisvc = { apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIService', metadata: { name: 'v1beta1.agents.x-k8s.io' }, spec: { group: 'agents.x-k8s.io', version: 'v1beta1', groupPriorityMinimum: 1000, versionPriority: 15, service: { namespace: 'default', name: 'sandbox-apiserver', port }, caBundle: Buffer.from(ca.cert).toString('base64') } };
+    const manifest = join(tmpdir(), 'bench-get-apiservice.json');
+    writeFileSync(manifest, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apisvc] }));
+    await kubectl(['apply', '-f', manifest]);
+    const api = await apiClient(cp.kubeConfig);
+    for (let i = 0; (await api('GET', BASE)).status !== 200; i++) {
+      if (i > 120) throw new Error('APIService never became available');
+      await sleep(500);
+    }
+
+    const atSmall = await timeGets(api, small);
+    const large = await writeFleet(cp.kubeConfig, LARGE);
+    const [lastNs = '', lastName = ''] = (large[large.length - 1] ?? '').split('/');
+    for (let i = 0; (await api('GET', `${BASE}/namespaces/${lastNs}/sandboxes/${lastName}`)).status !== 200; i++) {
+      if (i > 600) throw new Error('the large fleet never reached the server');
+      await sleep(100);
+    }
+    const atLarge = await timeGets(api, large);
+
+    let ok = 0;
+    const createMs: number[] = [];
+    const failures = new Map<string, number>();
+    const fail = (step: string, r: Reply): void => {
+      const reason = (JSON.parse(r.body || '{}') as { reason?: string }).reason ?? '';
+      const k = `${step} ${r.status} ${reason}`;
+      failures.set(k, (failures.get(k) ?? 0) + 1);
+    };
+    for (let i = 0; i < CREATES; i++) {
+      const name = `rac-${i}`;
+      const body = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } };
+      const t0 = performance.now();
+      const created = await api('POST', `${BASE}/namespaces/bench/sandboxes`, body);
+      createMs.push(performance.now() - t0);
+      if (created.status !== 201) {
+        fail('create', created);
+        continue;
+      }
+      const got = await api('GET', `${BASE}/namespaces/bench/sandboxes/${name}`);
+      if (got.status !== 200) {
+        fail('get', got);
+        continue;
+      }
+      const paused = await api('POST', `${BASE}/namespaces/bench/sandboxes/${name}/pause`, {});
+      if (paused.status !== 201) {
+        fail('pause', paused);
+        continue;
+      }
+      ok++;
+    }
+    await server.stop();
+
+    const ratio = atLarge.p50 / Math.max(atSmall.p50, 1e-9);
+    const round = (x: number): number => Number(x.toFixed(3));
+    console.log(`get p50 at ${small.length} (ms)      ${atSmall.p50.toFixed(2)}   (${GETS} gets, ${atSmall.failed} failed)`);
+    console.log(`get p50 at ${large.length} (ms)    ${atLarge.p50.toFixed(2)}   (${GETS} gets, ${atLarge.failed} failed)`);
+    console.log(`ratio                    ${ratio.toFixed(2)}`);
+    console.log(`create→get→pause ok      ${ok} / ${CREATES}   create p50 ${p50(createMs).toFixed(1)} ms`);
+    for (const [k, n] of failures) console.log(`  failed: ${k} x${n}`);
+    console.log(JSON.stringify({ ratio: round(ratio), read_after_create: round(ok / CREATES), get_p50_1k_ms: round(atSmall.p50), get_p50_100k_ms: round(atLarge.p50), sandboxes_small: small.length, sandboxes_large: large.length, creates: CREATES, create_p50_ms: round(p50(createMs)) }));
+  } finally {
+    await sim?.stop();
+    await cp.stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
