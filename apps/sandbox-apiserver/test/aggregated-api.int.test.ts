@@ -181,6 +181,26 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     expect(waited.stdout).toContain('condition met');
   });
 
+  it('pages with kubectl --chunk-size: every sandbox exactly once', async () => {
+    for (const name of ['sb-page-a', 'sb-page-b', 'sb-page-c']) await kubectl(['create', '-f', '-'], { input: sandboxYaml(name) });
+    const whole = (await kubectl(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout.split('\n').filter((l) => l !== '');
+    const paged = await kubectl(['get', 'sandboxes', '-n', ns, '-o', 'name', '--chunk-size=1']);
+    expect(paged.stderr).toBe('');
+    expect(paged.stdout.split('\n').filter((l) => l !== '')).toEqual(whole);
+    expect(whole.length).toBeGreaterThanOrEqual(3);
+  });
+
+  it('refuses unknown fields under fieldValidation=Strict, naming the field, before claiming anything', async () => {
+    const body = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'sb-strict' }, spec: { bogus: 1, podTemplate: { spec: { containers: [{ name: 'm', image }] } } } };
+    const strict = await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes?fieldValidation=Strict`, '-f', '-'], { input: JSON.stringify(body) });
+    expect(strict.code).not.toBe(0);
+    expect(strict.stderr).toMatch(/unknown field \\*"spec\.bogus\\*"/);
+    expect((await kubectl(['get', 'sandbox', 'sb-strict', '-n', ns])).stderr).toContain('NotFound');
+    const warned = await direct(`${server.url}${BASE}/namespaces/${ns}/sandboxes?fieldValidation=Warn&dryRun=All`, { method: 'POST', body, kc, ca: caPem });
+    expect(warned.status).toBe(201);
+    expect(String(warned.headers.warning)).toMatch(/^299 - "unknown field \\"spec\.bogus\\""$/);
+  });
+
   it('resumes a watch across a restart of the server without losing events', async () => {
     const list = JSON.parse((await kubectl(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`])).stdout) as { metadata: { resourceVersion: string } };
     await server.stop();

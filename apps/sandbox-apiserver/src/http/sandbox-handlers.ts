@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import type { ResourceStorage } from '../storage';
 import { deleteSandbox, dryRunOf } from '../storage/delete-sandbox';
+import { checkUnknownFields, fieldValidationOf } from '../storage/field-validation';
 import { parseListQuery } from '../storage/list-query';
 import { includeObjectOf, metadataOnly, sandboxTable } from '../storage/sandbox-table';
 import { serveWatch, type WatchContext } from '../watch/watch-stream';
@@ -63,7 +64,11 @@ export async function handleSandboxes(c: HandlerContext): Promise<void> {
   if (method === 'GET' && hasName) return sendObject(c, 200, await c.storage.reads.get(info.namespace, nameOf(c)));
   if (method === 'POST' && !hasName) {
     if (info.namespace === '') throw new StatusError('MethodNotAllowed', 'create requires a namespace: POST /apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes');
-    const created = await c.storage.creator.create(info.namespace, await readBody(req), { dryRun: dryRunParam(c.url) });
+    const body = await readBody(req);
+    // before any VM is spent: Strict refuses a body with fields the schema lacks
+    const warnings = checkUnknownFields(body, fieldValidationOf(c.url.searchParams.get('fieldValidation')));
+    const created = await c.storage.creator.create(info.namespace, body, { dryRun: dryRunParam(c.url) });
+    if (warnings.length > 0) c.res.setHeader('Warning', warnings);
     sendJson(c.res, 201, created);
     return;
   }
