@@ -33,11 +33,21 @@ export interface ClaimGatewayOptions {
   records?: RecordQueue;
   rng?: Rng;
   log: Logger;
+  /**
+   * Bound on each sandboxd call (claim, list, read back), so a node that stops answering fails
+   * the attempt and the claim is retried and routed around instead of waiting forever. Default 10 s
+   * (sandbox-apiserver's create uses the same).
+   */
+  callTimeoutMs?: number;
+  /** After a failed claim call (timeout, 5xx, refused), the node is chosen only when no other node can serve, for this long. Default 15 s. */
+  failedNodeCooldownMs?: number;
   onClaim?: (outcome: 'delivered' | 'no_capacity' | 'error', seconds: number) => void;
 }
 
 /** The claim was not delivered by any node and sandboxd gave a reason other than capacity. */
 export class ReleaseTargetUnknownError extends SandboxScaleError {}
+
+export const DEFAULT_SANDBOXD_CALL_TIMEOUT_MS = 10_000;
 
 /**
  * The node-local claim transaction: choose a node (power of two over advertised warm pools,
@@ -47,6 +57,7 @@ export class ReleaseTargetUnknownError extends SandboxScaleError {}
  */
 export class ClaimGateway {
   readonly #ledger = new CapacityLedger();
+  readonly #failedUntil = new Map<string, number>();
   readonly #o: ClaimGatewayOptions;
 
   constructor(opts: ClaimGatewayOptions) {
@@ -73,7 +84,12 @@ export class ClaimGateway {
     try {
       for (;;) {
         const inventories = this.#o.inventories();
-        const cand = this.#ledger.choose(inventories.filter((i) => !tried.has(inventoryName(i))), req.key, this.#o.rng ?? Math.random);
+        const untried = inventories.filter((i) => !tried.has(inventoryName(i)));
+        // route around nodes whose last claim call failed, unless no other node can serve
+        const now = Date.now();
+        const healthy = untried.filter((i) => (this.#failedUntil.get(inventoryName(i)) ?? 0) <= now);
+        const rng = this.#o.rng ?? Math.random;
+        const cand = this.#ledger.choose(healthy, req.key, rng) ?? this.#ledger.choose(untried, req.key, rng);
         if (cand === undefined) throw new NoWarmCapacityError(req.key);
         tried.add(cand.node);
         const a = await this.#claimAt(cand, req, inventories, tried);
@@ -93,10 +109,13 @@ export class ClaimGateway {
     const claimRef = `${req.namespace}/${req.name}`;
     const body = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef, ...(req.ttlSeconds ? { ttlSeconds: req.ttlSeconds } : {}) };
     try {
-      return toAssignment(cand.node, await this.#o.clients.forNode(cand.addr).claim(body, req.signal ? { signal: req.signal } : {}));
+      const a = toAssignment(cand.node, await this.#o.clients.forNode(cand.addr).claim(body, { signal: this.#callSignal(req.signal) }));
+      this.#failedUntil.delete(cand.node);
+      return a;
     } catch (err) {
       if (!isSandboxdAtCapacity(err)) {
         this.#ledger.putBack(cand.node, req.key);
+        if (!req.signal?.aborted) this.#failedUntil.set(cand.node, Date.now() + (this.#o.failedNodeCooldownMs ?? 15_000));
         throw err;
       }
       this.#ledger.exhaust(cand.node, req.key);
@@ -107,7 +126,7 @@ export class ClaimGateway {
         if (tried.has(node)) continue;
         tried.add(node);
         try {
-          return toAssignment(node, await this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, req.signal ? { signal: req.signal } : {}));
+          return toAssignment(node, await this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, { signal: this.#callSignal(req.signal) }));
         } catch (peerErr) {
           if (!isSandboxdAtCapacity(peerErr)) throw peerErr;
           if (peer) this.#ledger.exhaust(node, req.key);
@@ -146,7 +165,7 @@ export class ClaimGateway {
   async nodeDeliveries(inv: InventoryLike, claimRef?: string, signal?: AbortSignal): Promise<NodeDelivery[]> {
     this.#requireToken();
     const client = this.#o.clients.forNode(inv.address ?? '');
-    const opts = signal ? { signal } : {};
+    const opts = { signal: this.#callSignal(signal) };
     const rows = (await client.sandboxes(claimRef, opts)).filter((r) => r.claimRef);
     return Promise.all(
       rows.map(async (r): Promise<NodeDelivery> => {
@@ -155,6 +174,12 @@ export class ClaimGateway {
         return { claimRef: r.claimRef ?? '', assignment: { claimId: r.id, node: inventoryName(inv), address: inv.address ?? '', token: detail.token ?? '', ...(deadline ? { deadline } : {}) } };
       }),
     );
+  }
+
+  /** The caller's signal, if any, bounded by the per-call timeout. */
+  #callSignal(signal?: AbortSignal): AbortSignal {
+    const timeout = AbortSignal.timeout(this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS);
+    return signal ? AbortSignal.any([signal, timeout]) : timeout;
   }
 
   #requireToken(): void {
