@@ -1,6 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyCrds, createCA, createLeaf, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
-// eslint-disable-next-line no-restricted-imports -- the node side in tests is the simulator, driven over HTTP
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
