@@ -9,6 +9,8 @@ export { parseWarmPool } from './parse-pool';
 export { NodeInventoryResource, SandboxTemplateResource, SandboxWarmPoolResource } from './resources';
 export { planTargets, spreadReplicas } from './targets/plan-targets';
 export type { HeldPool, NodePoolSpec, PlanNode, SpreadPool, TargetPlan } from './targets/plan-targets';
+export { needsRepush, sameTargets, targetsByKey } from './targets/node-drift';
+export type { DriftInput } from './targets/node-drift';
 export { TargetPusher } from './targets/push-targets';
 export type { PushResult, PushTarget } from './targets/push-targets';
 export { startDriver } from './start-driver';

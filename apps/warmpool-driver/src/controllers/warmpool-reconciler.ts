@@ -14,7 +14,8 @@ import {
   type SandboxWarmPoolStatus,
 } from '@sandbox-scale/scale-core';
 import { planTargets, type HeldPool, type NodePoolSpec, type SpreadPool } from '../targets/plan-targets';
-import type { TargetPusher } from '../targets/push-targets';
+import { needsRepush } from '../targets/node-drift';
+import type { PushTarget, TargetPusher } from '../targets/push-targets';
 import { SandboxWarmPoolResource } from '../resources';
 import { routableNodes, WarmCounts, type RoutableNode } from './fleet-view';
 import { POOL_REASONS, desiredPoolStatus, invalidPoolStatus, statusDiffers, transitions, type PoolProblem } from './pool-status';
@@ -160,7 +161,15 @@ export class WarmPoolReconciler implements Reconciler {
       return { reason: POOL_REASONS.fleetTokenMissing, message: 'no sandboxd fleet token is configured: warm targets are not sent to any node (fail closed)' };
     }
     pusher.retain(new Set(nodes.map((n) => n.name)));
-    const results = await pusher.push(nodes.map((n) => ({ node: n.name, address: n.address, pools: byNode.get(n.name) ?? [] })), signal);
+    const targets = nodes.map((n): PushTarget => {
+      const inv = this.opts.inventories.get(undefined, n.name);
+      const reportRv = inv?.metadata.resourceVersion ?? '';
+      const t: PushTarget = { node: n.name, address: n.address, pools: byNode.get(n.name) ?? [], reportRv };
+      // Only an unchanged set can drift: a changed one is PUT anyway.
+      const drifted = pusher.isCurrent(t) && needsRepush({ desired: t.pools, reported: inv?.pools, reportRv, rvAtLastPut: pusher.rvAtLastPut(n.name) });
+      return drifted ? { ...t, repush: true } : t;
+    });
+    const results = await pusher.push(targets, signal);
     const failed: string[] = [];
     for (const r of results) {
       if (r.ok) this.warm.recordPut(r.node, this.opts.inventories.get(undefined, r.node)?.metadata.resourceVersion ?? '', r.info);

@@ -12,6 +12,10 @@ export interface PushTarget {
   /** host:port from the node's NodeInventory. */
   address: string;
   pools: readonly NodePoolSpec[];
+  /** resourceVersion of the node's NodeInventory as the driver saw it when composing this PUT (see node-drift.ts). */
+  reportRv?: string;
+  /** Send even though the node last accepted this very set: its report shows it drifted (see node-drift.ts). */
+  repush?: boolean;
 }
 
 export interface TargetPusherOptions {
@@ -29,9 +33,12 @@ export interface TargetPusherOptions {
  */
 export class TargetPusher {
   private readonly lastAccepted = new Map<string, string>();
+  /** Node -> the NodeInventory resourceVersion seen when its last PUT was sent. */
+  private readonly rvAtPut = new Map<string, string>();
   private readonly queue: PQueue;
   private readonly timeoutMs: number;
   private readonly results;
+  private readonly repushes;
   /** PUTs sent since start (read by the bench). */
   puts = 0;
 
@@ -39,6 +46,13 @@ export class TargetPusher {
     this.queue = new PQueue({ concurrency: opts.concurrency ?? LIMITS.warmPoolPutConcurrency });
     this.timeoutMs = opts.timeoutMs ?? LIMITS.warmPoolPutTimeoutMs;
     this.results = counter(opts.registry, 'sandbox_scale_warmpool_driver_pool_puts_total', 'PUT /v1/pools sent to nodes, by result.', ['result']);
+    // No node label: the node is in the log line, and a per-node series would grow with the fleet.
+    this.repushes = counter(opts.registry, 'sandbox_scale_warmpool_driver_repushes_total', 'Unchanged pool sets PUT again because a node reported a different set after the last PUT.', []);
+  }
+
+  /** The NodeInventory resourceVersion the last PUT to this node was composed against; undefined before any. */
+  rvAtLastPut(node: string): string | undefined {
+    return this.rvAtPut.get(node);
   }
 
   /** Whether the node's last accepted set equals this one (nothing to send). */
@@ -48,7 +62,7 @@ export class TargetPusher {
 
   /** Sends the changed sets; resolves with one result per node actually sent to. */
   async push(targets: readonly PushTarget[], signal?: AbortSignal): Promise<PushResult[]> {
-    const changed = targets.filter((t) => !this.isCurrent(t));
+    const changed = targets.filter((t) => t.repush === true || !this.isCurrent(t));
     const out = await Promise.all(changed.map((t) => this.queue.add(() => this.pushOne(t, signal))));
     return out.filter((r): r is PushResult => r !== undefined);
   }
@@ -56,12 +70,19 @@ export class TargetPusher {
   /** Forget nodes that left the fleet, so a returning node gets its set again. */
   retain(nodes: ReadonlySet<string>): void {
     for (const n of this.lastAccepted.keys()) if (!nodes.has(n)) this.lastAccepted.delete(n);
+    for (const n of this.rvAtPut.keys()) if (!nodes.has(n)) this.rvAtPut.delete(n);
   }
 
   private async pushOne(t: PushTarget, signal?: AbortSignal): Promise<PushResult> {
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const body = bodyOf(t);
     this.puts++;
+    if (t.reportRv !== undefined) this.rvAtPut.set(t.node, t.reportRv);
+    else this.rvAtPut.delete(t.node);
+    if (t.repush === true && this.isCurrent(t)) {
+      this.repushes.inc();
+      this.opts.log.info({ node: t.node, address: t.address }, 'node reports a pool set other than the one it accepted (sandboxd restarted or another writer); PUT it again');
+    }
     try {
       const info = await this.opts.clients.forNode(t.address).setPools(t.pools, { signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
       this.lastAccepted.set(t.node, body);
