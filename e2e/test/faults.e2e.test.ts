@@ -263,4 +263,312 @@ describe('sandbox-scale under faults', () => {
     expect(after.claims - before.claims).toBe(BURST);
     expect(appsRunning()).toEqual([]);
   }, 420_000);
+
+  it('keeps listing, routes claims around and sends no DELETED for the sandboxes of a partitioned node', async () => {
+    const part = sys.nodes[2] as SimNode;
+    const onPart = (await simRows(part)).map((r) => r.claim_ref ?? '').filter((r) => r.startsWith(`${ns}/`)).map((r) => r.slice(ns.length + 1));
+    expect(onPart.length).toBeGreaterThan(0);
+    const watch = kubectlStream(['get', 'sandboxes', '-n', ns, '-w', '--output-watch-events', '-o', 'json']);
+    try {
+      await eventually(() => {
+        const seen = new Set(jsonStream(watch.out()).map((e) => (e.object as { metadata?: { name?: string } }).metadata?.name));
+        const missing = onPart.filter((n) => !seen.has(n));
+        if (missing.length > 0) throw new Error(`the watch has not listed ${missing.length}/${onPart.length} of the partitioned node's sandboxes yet (e.g. ${missing.slice(0, 3).join(', ')})`);
+      }, { timeoutMs: 120_000, intervalMs: 2000 });
+      const t0 = Date.now();
+      await setFaults(part, { partition: 'hang' });
+      let lists = 0;
+      let listedOnPart = 0;
+      for (let i = 0; i < 3; i++) {
+        const r = await k(['get', 'sandboxes', '-A', '-o', 'name']);
+        lists++;
+        listedOnPart = onPart.filter((n) => r.stdout.includes(`/${n}\n`)).length;
+      }
+      const names = Array.from({ length: 12 }, (_, i) => `part-${i}`);
+      await Promise.all(names.map((n) => createClaim(n)));
+      const bound = await waitBound(names, 120_000);
+      const bindS = (Date.now() - t0) / 1000;
+      const nodesUsed = bound.map((c) => c.status?.sandbox?.nodeName);
+      await eventually(() => {
+        const seen = new Set(jsonStream(watch.out()).map((e) => (e.object as { metadata?: { name?: string } }).metadata?.name));
+        if (!names.every((n) => seen.has(n))) throw new Error('the watch has not shown the new claims\' sandboxes yet');
+      }, { timeoutMs: 60_000, intervalMs: 500 });
+      const events = jsonStream(watch.out());
+      const deleted = events.filter((e) => e.type === 'DELETED' && onPart.includes((e.object as { metadata: { name: string } }).metadata.name)).length;
+      figures({ fault: 'partition-node', node: part.name, sandboxes_on_node: onPart.length, lists_ok: lists, listed_from_partitioned: listedOnPart,
+        new_claims: names.length, bound: bound.length, bound_on_partitioned: nodesUsed.filter((n) => n === part.name).length, bind_s: bindS,
+        watch_events: events.length, deleted_events_for_partitioned: deleted, observed_s: (Date.now() - t0) / 1000 });
+      expect(nodesUsed.filter((n) => n === part.name)).toEqual([]);
+      expect(deleted).toBe(0);
+      expect(watch.proc.exitCode).toBeNull();
+    } finally {
+      await clearFaults(part);
+      await watch.stop();
+    }
+    expect(appsRunning()).toEqual([]);
+  }, 300_000);
+
+  it('rebuilds a deleted NodeInventory from its publisher', async () => {
+    const node = sys.nodes[0] as SimNode;
+    const before = JSON.parse((await k(['get', 'nodeinventory', node.name, '-o', 'json'])).stdout) as { metadata: { uid: string }; entries?: unknown[] };
+    const t0 = Date.now();
+    await k(['delete', 'nodeinventory', node.name]);
+    const after = await eventually(async () => {
+      const r = await kubectl(['get', 'nodeinventory', node.name, '-o', 'json'], { kubeconfig: sys.kubeconfigPath });
+      if (r.code !== 0) throw new Error(r.stderr);
+      const inv = JSON.parse(r.stdout) as { metadata: { uid: string }; entries?: unknown[] };
+      if (inv.metadata.uid === before.metadata.uid) throw new Error('not deleted yet');
+      return inv;
+    }, { timeoutMs: 60_000, intervalMs: 250 });
+    figures({ fault: 'delete-nodeinventory', node: node.name, entries_before: before.entries?.length ?? 0, entries_after: after.entries?.length ?? 0, rebuild_s: (Date.now() - t0) / 1000 });
+    expect(after.entries?.length ?? 0).toBe(before.entries?.length ?? 0);
+  }, 120_000);
+
+  it('resumes a sandbox watch across a sandbox-apiserver restart without losing an event', async () => {
+    const path = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
+    const list = JSON.parse((await k(['get', '--raw', path])).stdout) as { metadata: { resourceVersion: string } };
+    let lastRv = list.metadata.resourceVersion;
+    const seen: { type: string; name: string }[] = [];
+    let reopened = 0;
+    let expired = 0;
+    let stopped = false;
+    let current: { abort: () => void } | undefined;
+    const w = new Watch(sys.kubeConfig);
+    const open = async (): Promise<void> => {
+      while (!stopped) {
+        let gone = false;
+        try {
+          const closed = new Promise<void>((resolve) => {
+            void w.watch(path, { resourceVersion: lastRv, allowWatchBookmarks: true }, (type: string, obj: { code?: number; metadata?: { name?: string; resourceVersion?: string } }) => {
+              if (type === 'ERROR') { gone = obj.code === 410; return; }
+              if (obj.metadata?.resourceVersion) lastRv = obj.metadata.resourceVersion;
+              if (type !== 'BOOKMARK') seen.push({ type, name: obj.metadata?.name ?? '' });
+            }, () => resolve()).then((c) => (current = c), () => resolve());
+          });
+          await closed;
+        } catch { /* reopened below */ }
+        if (stopped) return;
+        if (gone) {
+          expired++;
+          const relist = await kubectl(['get', '--raw', path], { kubeconfig: sys.kubeconfigPath });
+          if (relist.code === 0) {
+            const l = JSON.parse(relist.stdout) as { metadata: { resourceVersion: string }; items: { metadata: { name: string } }[] };
+            for (const it of l.items) seen.push({ type: 'RELIST', name: it.metadata.name });
+            lastRv = l.metadata.resourceVersion;
+          }
+        }
+        reopened++;
+        await new Promise((r) => setTimeout(r, 300)); // reconnect backoff of the client, not a wait in the test
+      }
+    };
+    const running = open();
+    const t0 = Date.now();
+    let downAt = 0;
+    await sys.restartApp('sandbox-apiserver', {
+      beforeStart: async () => {
+        downAt = Date.now();
+        await createClaim('during-restart');
+        await waitBound(['during-restart'], 60_000);
+      },
+    });
+    await eventually(async () => {
+      const r = await kubectl(['get', 'sandboxes', '-n', ns, 'during-restart', '-o', 'name'], { kubeconfig: sys.kubeconfigPath });
+      if (r.code !== 0) throw new Error(r.stderr);
+    }, { timeoutMs: 60_000, intervalMs: 500 });
+    const upAt = Date.now();
+    await createClaim('after-restart');
+    await waitBound(['after-restart'], 60_000);
+    await eventually(() => {
+      for (const n of ['during-restart', 'after-restart']) if (!seen.some((e) => e.name === n && (e.type === 'ADDED' || e.type === 'RELIST'))) throw new Error(`the watch has not seen ${n}`);
+    }, { timeoutMs: 60_000, intervalMs: 250 });
+    stopped = true;
+    current?.abort();
+    await running;
+    figures({ fault: 'restart-sandbox-apiserver', watch_reopened: reopened, expired_410: expired, down_s: (upAt - downAt) / 1000,
+      during_restart_event: seen.find((e) => e.name === 'during-restart')?.type, after_restart_event: seen.find((e) => e.name === 'after-restart')?.type, total_s: (Date.now() - t0) / 1000 });
+    expect(reopened).toBeGreaterThan(0);
+    expect(appsRunning()).toEqual([]);
+  }, 240_000);
+
+  it('binds claims around a node answering 5xx, slowly, 503 Retry-After or malformed JSON, and reports the failures', async () => {
+    const bad = sys.nodes[1] as SimNode;
+    const modes: [string, Record<string, unknown>][] = [
+      ['error-5xx', { errorRate: { claim: 1 } }],
+      ['latency-3s', { latencyMs: 3000 }],
+      ['unavailable-503', { unavailable: { claim: 1 } }],
+      ['malformed-invalid-json', { malformed: { claim: 'invalid-json' } }],
+      ['malformed-wrong-shape', { malformed: { claim: 'wrong-shape' } }],
+      ['malformed-oversized', { malformed: { claim: 'oversized' } }],
+    ];
+    for (const [mode, faults] of modes) {
+      await setFaults(bad, faults);
+      const t0 = Date.now();
+      const names = Array.from({ length: 6 }, (_, i) => `f-${mode}-${i}`);
+      try {
+        await Promise.all(names.map((n) => createClaim(n)));
+        const bound = await waitBound(names, 120_000);
+        const leaked = (await simRows(bad)).filter((r) => names.some((n) => r.claim_ref === `${ns}/${n}`) && !bound.some((c) => c.status?.sandbox?.name === r.id)).length;
+        const warnings = JSON.parse((await k(['get', 'events', '-n', ns, '-o', 'json'])).stdout) as { items: { type: string; reason: string; involvedObject: { name: string }; message?: string; note?: string }[] };
+        const failed = warnings.items.filter((e) => e.type === 'Warning' && names.includes(e.involvedObject.name));
+        figures({ fault: 'sandboxd-faults', mode, node: bad.name, claims: names.length, bound: bound.filter(isBound).length,
+          bound_on_faulty: bound.filter((c) => c.status?.sandbox?.nodeName === bad.name).length, unrecorded_deliveries_on_faulty: leaked,
+          warning_events: failed.length, warning_reasons: [...new Set(failed.map((e) => e.reason))], bind_s: (Date.now() - t0) / 1000 });
+        expect(appsRunning()).toEqual([]);
+      } finally {
+        await clearFaults(bad);
+      }
+    }
+  }, 600_000);
+
+  it('answers every malformed or hostile body with a 4xx and writes nothing', async () => {
+    const server = sys.kubeConfig.getCurrentCluster()?.server ?? '';
+    const sbPath = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
+    const targets = [
+      { name: 'aggregated', url: `${server}${sbPath}`, auth: { kc: sys.kubeConfig }, kind: 'sandbox' as const },
+      { name: 'direct', url: `${sys.apiserverUrl}${sbPath}`, auth: { token: clientToken }, kind: 'sandbox' as const },
+      { name: 'fast-path', url: `${sys.fastPathUrl}/v1/claims`, auth: { token: clientToken }, kind: 'claim' as const },
+    ];
+    const container = { name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } };
+    const sandbox = (name: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> =>
+      ({ apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name }, spec: { podTemplate: { spec: { containers: [container] } } }, ...extra });
+    const deep = (n: number): string => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
+    const big = 'x'.repeat(1_100_000);
+    const badNames = ['Bad_Name', '-x', 'a..b', 'x'.repeat(254), '../etc', 'ünïcode', '', ' ', 'a/b', '\u0000'];
+    const sandboxBodies: ((i: number) => string | Buffer)[] = [
+      (i) => JSON.stringify(sandbox(`trunc-${i}`)).slice(0, 10 + (i % 150)),
+      () => JSON.stringify({ ...sandbox('wrong-types'), spec: 'x' }),
+      () => JSON.stringify({ ...sandbox('wrong-types'), metadata: 42 }),
+      () => JSON.stringify(sandbox('wrong-pod', { spec: { podTemplate: { spec: { containers: 'none' } } } })),
+      () => JSON.stringify(sandbox('wrong-image', { spec: { podTemplate: { spec: { containers: [{ name: 'a', image: 42 }] } } } })),
+      () => JSON.stringify(sandbox('no-containers', { spec: { podTemplate: { spec: { containers: [] } } } })),
+      () => JSON.stringify(sandbox('past', { spec: { podTemplate: { spec: { containers: [container] } }, shutdownTime: '2000-01-01T00:00:00Z' } })),
+      () => JSON.stringify(sandbox('bad-mode', { spec: { podTemplate: { spec: { containers: [container] } }, operatingMode: 'Bogus' } })),
+      () => JSON.stringify(sandbox('y'.repeat(300_000))),
+      (i) => JSON.stringify(sandbox(badNames[i % badNames.length])),
+      (i) => JSON.stringify({ ...sandbox(badNames[i % badNames.length]), unknownField: { nested: [1, 2, 3] }, status: { nodeName: 'evil' } }),
+      () => '{"__proto__":{"kind":"Sandbox","apiVersion":"agents.x-k8s.io/v1beta1"},"metadata":{"name":"proto"},"spec":{}}',
+      () => `{"apiVersion":"agents.x-k8s.io/v1beta1","kind":"Sandbox","metadata":{"name":"Proto_Bad","__proto__":{"namespace":"kube-system"}},"constructor":{"prototype":{"polluted":true}},"spec":{"podTemplate":{"spec":{"containers":[${JSON.stringify(container)}]}}}}`,
+      () => JSON.stringify({ ...sandbox('other-ns'), metadata: { name: 'other-ns', namespace: 'kube-system' } }),
+      () => JSON.stringify({ ...sandbox('wrong-kind'), kind: 'Pod' }),
+      () => JSON.stringify({ ...sandbox('wrong-version'), apiVersion: 'agents.x-k8s.io/v1' }),
+      () => deep(5_000),
+      () => `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+      // 1.1 MiB with a bad name; over the 3 MiB request limit (kube-apiserver's too) with a good one
+      () => JSON.stringify({ ...sandbox('Huge_Body'), pad: big }),
+      () => JSON.stringify({ ...sandbox('huge-body'), pad: 'x'.repeat(3 * 1024 * 1024 + 1024) }),
+      () => 'null',
+      () => '[]',
+      () => '42',
+      () => '"a string"',
+      () => '',
+      () => Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x7b, 0x22]),
+      () => '{"kind":"Sandbox","kind":"Sandbox","apiVersion":"agents.x-k8s.io/v1beta1","metadata":{"name":"Dup_Keys"}}',
+    ];
+    const claimBodies: ((i: number) => string | Buffer)[] = [
+      (i) => JSON.stringify({ namespace: ns, warmPool: POOL }).slice(0, 5 + (i % 30)),
+      () => JSON.stringify({ namespace: 42, warmPool: POOL }),
+      () => JSON.stringify({ namespace: ns, warmPool: [POOL] }),
+      () => JSON.stringify({ namespace: ns, warmPool: POOL, ttlSeconds: 'forever' }),
+      () => JSON.stringify({ namespace: ns, warmPool: POOL, ttlSeconds: -1 }),
+      () => JSON.stringify({ namespace: ns, warmPool: POOL, ttlSeconds: 1e12 }),
+      () => JSON.stringify({ namespace: ns, warmPool: 'p'.repeat(300_000) }),
+      (i) => JSON.stringify({ namespace: ns, name: badNames[i % badNames.length], warmPool: POOL }),
+      (i) => JSON.stringify({ namespace: badNames[i % badNames.length], warmPool: POOL }),
+      () => JSON.stringify({ namespace: ns, warmPool: POOL, unknown: true }),
+      () => `{"namespace":"${ns}","warmPool":"${POOL}","__proto__":{"ttlSeconds":5}}`,
+      () => `{"namespace":"${ns}","warmPool":"${POOL}","constructor":{"prototype":{"polluted":true}}}`,
+      () => JSON.stringify({ namespace: ns, warmPool: 'no-such-pool' }),
+      () => JSON.stringify({ namespace: 'kube-system', warmPool: POOL }),
+      () => deep(5_000),
+      () => `${'['.repeat(100_000)}${']'.repeat(100_000)}`,
+      () => JSON.stringify({ namespace: ns, warmPool: POOL, pad: big }),
+      () => 'null',
+      () => '[]',
+      () => '',
+      () => Buffer.from([0xff, 0xfe, 0x00, 0x01, 0x7b, 0x22]),
+    ];
+    const countBefore = { claims: (await listClaims()).length, sandboxes: (await k(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout.trim().split('\n').length, sim: await simCounters() };
+    const statuses = new Map<string, number>();
+    const offending: { target: string; body: number; status: number; text: string }[] = [];
+    let sent = 0;
+    let resets = 0;
+    const t0 = Date.now();
+    const worker = async (w: number): Promise<void> => {
+      for (let i = w; Date.now() - t0 < HOSTILE_SECONDS * 1000 && sent < 10_000; i += 8) {
+        const target = targets[i % targets.length] as (typeof targets)[number];
+        const bodies = target.kind === 'claim' ? claimBodies : sandboxBodies;
+        const bi = Math.floor(i / targets.length) % bodies.length;
+        const body = (bodies[bi] as (i: number) => string | Buffer)(i);
+        sent++;
+        try {
+          const r = await httpsRequest(target.url, 'POST', body, target.auth);
+          statuses.set(`${target.name}:${r.status}`, (statuses.get(`${target.name}:${r.status}`) ?? 0) + 1);
+          if (r.status < 400 || r.status >= 500) offending.push({ target: target.name, body: bi, status: r.status, text: r.text.slice(0, 300) });
+        } catch {
+          resets++; // the server answered 413 and closed before the whole body was sent
+        }
+      }
+    };
+    await Promise.all(Array.from({ length: 8 }, (_, w) => worker(w)));
+    const elapsed = (Date.now() - t0) / 1000;
+    const countAfter = { claims: (await listClaims()).length, sandboxes: (await k(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout.trim().split('\n').length, sim: await simCounters() };
+    figures({ fault: 'hostile-bodies', requests: sent, seconds: elapsed, answered_4xx: [...statuses].filter(([s]) => /:4\d\d$/.test(s)).reduce((n, [, v]) => n + v, 0),
+      answered_5xx: offending.filter((o) => o.status >= 500).length, answered_2xx_3xx: offending.filter((o) => o.status < 400).length, connection_resets: resets,
+      statuses: Object.fromEntries(statuses), new_claims: countAfter.claims - countBefore.claims, new_sandboxes: countAfter.sandboxes - countBefore.sandboxes,
+      node_claims: countAfter.sim.claims - countBefore.sim.claims });
+    if (offending.length > 0) console.log(JSON.stringify(offending.slice(0, 10)));
+    expect(offending).toEqual([]);
+    expect(sent).toBeGreaterThanOrEqual(1000);
+    expect(countAfter.claims).toBe(countBefore.claims);
+    expect(countAfter.sandboxes).toBe(countBefore.sandboxes);
+    expect(countAfter.sim.claims).toBe(countBefore.sim.claims);
+    expect(appsRunning()).toEqual([]);
+  }, 240_000);
+
+  it('keeps sandbox tokens out of every list, get, watch, event and log line', async () => {
+    const created = JSON.parse((await k(['create', '-f', '-', '-o', 'json'], JSON.stringify({ apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'direct-1', namespace: ns },
+      spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } }))).stdout) as { metadata: { annotations?: Record<string, string> } };
+    const tokens = new Set<string>();
+    // the create response is the one place a Sandbox's token is shown
+    for (const [key, v] of Object.entries(created.metadata.annotations ?? {})) if (/token/i.test(key)) tokens.add(v);
+    const createTokens = tokens.size;
+    const secrets = await sys.kubeConfig.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace: ns });
+    for (const s of secrets.items) {
+      if (s.type === 'kubernetes.io/service-account-token') continue;
+      for (const [key, v] of Object.entries(s.data ?? {})) if (/token/i.test(key)) tokens.add(Buffer.from(v, 'base64').toString('utf8'));
+    }
+    const secretTokens = tokens.size - createTokens;
+    for (const n of sys.nodes) {
+      for (const row of await simRows(n)) {
+        if (!row.claim_ref?.startsWith(`${ns}/`) && !row.claim_ref?.includes('direct-1')) continue;
+        const detail = (await (await sim(n, `/v1/sandboxes/${encodeURIComponent(row.id)}`)).json()) as { token?: string };
+        if (detail.token) tokens.add(detail.token);
+      }
+    }
+    const all = [...tokens].filter((t) => t.length >= 8);
+    expect(createTokens).toBe(1);
+    expect(secretTokens).toBeGreaterThan(0);
+    const watch = kubectlStream(['get', 'sandboxes', '-A', '-w', '-o', 'json']);
+    await eventually(() => { if (!watch.out().includes('"direct-1"')) throw new Error('watch has not listed direct-1'); }, { timeoutMs: 60_000, intervalMs: 250 });
+    await watch.stop();
+    const outputs: [string, string][] = [
+      ['get sandboxes -A -o json', (await k(['get', 'sandboxes', '-A', '-o', 'json'])).stdout],
+      ['get sandboxes -A -o yaml', (await k(['get', 'sandboxes', '-A', '-o', 'yaml'])).stdout],
+      ['get sandbox direct-1 -o yaml', (await k(['get', 'sandbox', '-n', ns, 'direct-1', '-o', 'yaml'])).stdout],
+      ['get sandboxes -o wide', (await k(['get', 'sandboxes', '-A', '-o', 'wide'])).stdout],
+      ['get sandboxes -w -o json', watch.out()],
+      ['get sandboxclaims -A -o json', (await k(['get', 'sandboxclaims', '-A', '-o', 'json'])).stdout],
+      ['get nodeinventories -o json', (await k(['get', 'nodeinventories', '-o', 'json'])).stdout],
+      ['get events -A -o json', (await k(['get', 'events', '-A', '-o', 'json'])).stdout],
+    ];
+    for (const f of readdirSync(sys.logDir)) outputs.push([`log ${f}`, readFileSync(join(sys.logDir, f), 'utf8')]);
+    const leaks = outputs.flatMap(([where, text]) => all.filter((t) => text.includes(t)).map(() => where));
+    figures({ fault: 'token-exposure', tokens: all.length, from_claim_secrets: secretTokens, outputs_scanned: outputs.length, bytes_scanned: outputs.reduce((n, [, t]) => n + t.length, 0), leaks: leaks.length, leaked_in: [...new Set(leaks)] });
+    if (leaks.length > 0) {
+      // where each leak is, with the token masked
+      const lines = outputs.flatMap(([where, text]) => text.split('\n').filter((l) => all.some((t) => l.includes(t))).slice(0, 2).map((l) => `${where}: ${all.reduce((x, t) => x.split(t).join('<TOKEN>'), l).slice(0, 600)}`));
+      console.log(lines.join('\n'));
+    }
+    expect([...new Set(leaks)]).toEqual([]);
+  }, 180_000);
 });
