@@ -7,6 +7,10 @@ export const ACTIONS = [
   { name: 'resume', kind: 'SandboxResumeOptions' },
   { name: 'fork', kind: 'SandboxForkResult' },
   { name: 'snapshot', kind: 'SandboxSnapshotResult' },
+  // the sandbox's checkpoints: list, delete one, claim a new sandbox from one (storage/snapshot-storage.ts)
+  { name: 'snapshots', kind: 'SandboxSnapshotList' },
+  { name: 'deletesnapshot', kind: 'SandboxDeleteSnapshotResult' },
+  { name: 'claimsnapshot', kind: 'Sandbox' },
   { name: 'promote', kind: 'SandboxPromoteResult' },
   { name: 'stats', kind: 'SandboxStats' },
 ] as const;

@@ -10,6 +10,20 @@ type Schema = Record<string, unknown>;
 const gvk = (kind: string): Schema => ({ 'x-kubernetes-group-version-kind': [{ group: SANDBOX_GROUP, version: API_VERSION, kind }] });
 const typeMeta: Schema = { apiVersion: { type: 'string' }, kind: { type: 'string' } };
 
+/** Fields of the snapshot options bodies, so `kubectl explain` and clients see what to send. */
+const OPTION_FIELDS: Record<string, { properties: Schema; required?: string[] }> = {
+  SandboxSnapshotsOptions: { properties: {} },
+  SandboxDeleteSnapshotOptions: { properties: { snapshot: { type: 'string', description: 'The snapshotID to delete, as listed by sandboxes/snapshots.' } }, required: ['snapshot'] },
+  SandboxClaimSnapshotOptions: {
+    properties: {
+      snapshot: { type: 'string', description: 'The snapshotID to branch the new sandbox from.' },
+      name: { type: 'string', description: 'Name of the new sandbox, in the same namespace.' },
+      ttlSeconds: { type: 'integer', format: 'int64', minimum: 0, description: 'Lifetime of the new sandbox; 0 or absent = the node default.' },
+    },
+    required: ['snapshot', 'name'],
+  },
+};
+
 /** Every served kind, with its GVK marker; `full` = the real Sandbox schema (v3), else coarse (v2). */
 export function buildModels(refPrefix: string, full: boolean): Record<string, Schema> {
   const sandbox: Schema = full
@@ -30,9 +44,27 @@ export function buildModels(refPrefix: string, full: boolean): Record<string, Sc
       ...gvk('SandboxList'),
     },
   };
-  const kinds = new Set<string>(['SandboxPauseOptions', 'SandboxResumeOptions', 'SandboxForkOptions', 'SandboxSnapshotOptions', 'SandboxPromoteOptions', 'SandboxStatsOptions', ...ACTIONS.map((a) => a.kind)]);
+  const kinds = new Set<string>([
+    'SandboxPauseOptions',
+    'SandboxResumeOptions',
+    'SandboxForkOptions',
+    'SandboxSnapshotOptions',
+    'SandboxPromoteOptions',
+    'SandboxStatsOptions',
+    ...Object.keys(OPTION_FIELDS),
+    ...ACTIONS.map((a) => a.kind),
+  ]);
   for (const kind of kinds) {
-    models[`${MODEL_PREFIX}${kind}`] = { type: 'object', properties: typeMeta, 'x-kubernetes-preserve-unknown-fields': true, ...gvk(kind) };
+    // claimsnapshot answers a Sandbox: keep its real schema
+    if (models[`${MODEL_PREFIX}${kind}`] !== undefined) continue;
+    const fields = OPTION_FIELDS[kind];
+    models[`${MODEL_PREFIX}${kind}`] = {
+      type: 'object',
+      properties: { ...typeMeta, ...(fields?.properties ?? {}) },
+      ...(fields?.required ? { required: fields.required } : {}),
+      'x-kubernetes-preserve-unknown-fields': true,
+      ...gvk(kind),
+    };
   }
   return models;
 }

@@ -29,13 +29,21 @@ function op(action: string, kind: string, ref: string, params: string[], code = 
   };
 }
 
+/** The options body each snapshot subresource reads (the others take an empty body). */
+const ACTION_OPTIONS: Record<string, string> = {
+  snapshots: 'SandboxSnapshotsOptions',
+  deletesnapshot: 'SandboxDeleteSnapshotOptions',
+  claimsnapshot: 'SandboxClaimSnapshotOptions',
+};
+
 const nsParam = param('namespace', true);
 const nameParam = param('name', true);
 
 /** The per-GV OpenAPI v3 document (k8s-api.md §4.7): paths with actions + self-contained models. */
 export function openApiV3(): Record<string, unknown> {
   const paths: Record<string, unknown> = {
-    [`${BASE}/sandboxes`]: { get: op('list', 'Sandbox', 'SandboxList', LIST_PARAMS) },
+    // operation ids are unique per document (OpenAPI), hence the suffix kube gives the cluster-wide list
+    [`${BASE}/sandboxes`]: { get: { ...op('list', 'Sandbox', 'SandboxList', LIST_PARAMS), operationId: 'listSandboxForAllNamespaces' } },
     [`${BASE}/namespaces/{namespace}/sandboxes`]: {
       parameters: [nsParam],
       get: op('list', 'Sandbox', 'SandboxList', LIST_PARAMS),
@@ -48,7 +56,12 @@ export function openApiV3(): Record<string, unknown> {
     },
   };
   for (const a of ACTIONS) {
-    paths[`${BASE}/namespaces/{namespace}/sandboxes/{name}/${a.name}`] = { parameters: [nsParam, nameParam], post: op('post', a.kind, a.kind, ['dryRun'], '201') };
+    const post = op('post', a.kind, a.kind, ['dryRun'], '201');
+    // claimsnapshot answers a Sandbox; operation ids must stay unique beside create's `postSandbox`
+    if (a.kind === 'Sandbox') post.operationId = `post${a.kind}${a.name[0]?.toUpperCase() ?? ''}${a.name.slice(1)}`;
+    const options = ACTION_OPTIONS[a.name];
+    if (options !== undefined) post.requestBody = { content: { 'application/json': { schema: { $ref: `#/components/schemas/${MODEL_PREFIX}${options}` } } } };
+    paths[`${BASE}/namespaces/{namespace}/sandboxes/{name}/${a.name}`] = { parameters: [nsParam, nameParam], post };
   }
   return { openapi: '3.0.0', info: { title: TITLE, version: 'v1beta1' }, paths, components: { schemas: buildModels('#/components/schemas/', true) } };
 }

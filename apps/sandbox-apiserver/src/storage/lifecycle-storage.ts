@@ -1,6 +1,8 @@
-import { BadRequestError, formatRfc3339Seconds, SANDBOX_API_VERSION, StatusError, synthesizeSandbox } from '@sandbox-scale/scale-core';
+import { BadRequestError, formatRfc3339Seconds, SANDBOX_API_VERSION, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
+import { listClaimed } from './claimed-listing';
 import type { SandboxStorage } from './sandbox-storage';
+import { isSnapshotAction, SNAPSHOT_ACTIONS, SnapshotStorage } from './snapshot-storage';
 
 const BodySchema = z.looseObject({
   kind: z.string().optional(),
@@ -22,7 +24,7 @@ const OPTION_KINDS: Record<string, string> = {
   stats: 'SandboxStatsOptions',
 };
 
-export const LIFECYCLE_ACTIONS = Object.keys(OPTION_KINDS);
+export const LIFECYCLE_ACTIONS = [...Object.keys(OPTION_KINDS), ...Object.keys(SNAPSHOT_ACTIONS)];
 
 const result = (kind: string, fields: Record<string, unknown> = {}): Record<string, unknown> => ({ apiVersion: SANDBOX_API_VERSION, kind, ...fields });
 
@@ -38,19 +40,18 @@ function parseBody(action: string, body: unknown): Body {
  * claim-time index answers for one created moments ago), then call its node by claim id.
  */
 export class LifecycleStorage {
-  constructor(private readonly storage: SandboxStorage) {}
+  readonly snapshots: SnapshotStorage;
 
-  /** Fork children are listed at once, under the name their claim_ref gives them on the node. */
-  #listChild(node: string, namespace: string, name: string, id: string, addr: string): void {
-    const now = formatRfc3339Seconds(new Date());
-    const entry = { name: `${namespace}/${name}`, id, phase: 'Running', claimRef: `${namespace}/${name}`, ...(addr ? { addr } : {}), claimedAt: now };
-    this.storage.index.put({ namespace, name, node, claimId: id });
-    this.storage.view.addCreated(node, entry, synthesizeSandbox(node, entry, { resourceVersion: '0', fallbackCreationTimestamp: now }));
+  constructor(private readonly storage: SandboxStorage) {
+    this.snapshots = new SnapshotStorage(storage);
   }
 
-  async act(namespace: string, name: string, action: string, rawBody: unknown, dryRun: boolean): Promise<Record<string, unknown>> {
-    if (!(action in OPTION_KINDS)) throw new StatusError('NotFound', `the server could not find the requested resource (post sandboxes/${action})`);
+  async act(namespace: string, name: string, action: string, rawBody: unknown, dryRun: boolean): Promise<Record<string, unknown> | ServedSandbox> {
+    if (isSnapshotAction(action)) return this.snapshots.act(namespace, name, action, rawBody, dryRun);
+    if (!Object.hasOwn(OPTION_KINDS, action)) throw new StatusError('NotFound', `the server could not find the requested resource (post sandboxes/${action})`);
     const body = parseBody(action, rawBody);
+    // sandboxd's snapshot errors (409 egress lane, 404 …) keep their meaning: see snapshot-errors.ts
+    if (action === 'snapshot') return this.snapshots.create(namespace, name, body.name, dryRun);
     if (action === 'fork' && body.count !== undefined && body.count < 0) throw new BadRequestError('fork count must not be negative');
     if (action === 'promote' && !body.template) throw new BadRequestError('promote requires a template name');
     const loc = await this.storage.locate(namespace, name);
@@ -68,12 +69,8 @@ export class LifecycleStorage {
         return result('SandboxResumeOptions');
       case 'fork': {
         const children = await client.fork(id, { count: body.count || 1, ...(body.ttlSeconds ? { ttlSeconds: body.ttlSeconds } : {}), claimRefPrefix: `${namespace}/${name}-` }, { signal });
-        for (const c of children) this.#listChild(loc.node, namespace, `${name}-${c.id}`, c.id, c.ownerAddr);
+        for (const c of children) listClaimed(this.storage, { node: loc.node, namespace, name: `${name}-${c.id}`, id: c.id, addr: c.ownerAddr });
         return result('SandboxForkResult', { children: children.map((c) => ({ sandboxID: c.id, nodeName: loc.node, ...(c.ownerAddr ? { address: c.ownerAddr } : {}) })) });
-      }
-      case 'snapshot': {
-        const cp = await client.checkpoint(id, body.name ? { name: body.name } : {}, { signal });
-        return result('SandboxSnapshotResult', { snapshotID: cp.id, ...(cp.name ? { name: cp.name } : {}), nodeName: loc.node, creationTimestamp: cp.createdAt ? formatRfc3339Seconds(cp.createdAt) : null });
       }
       case 'promote': {
         const r = await client.promote(id, { template: body.template ?? '' }, { signal });

@@ -1,0 +1,35 @@
+import { NotFoundError, statusForError } from '@sandbox-scale/scale-core';
+import { NodeAtCapacityError, SandboxdHttpError } from '@sandbox-scale/sandboxd-client';
+import { snapshotStatusError } from './snapshot-errors';
+
+const ctx = { verb: 'claim snapshot', node: 'n1', id: 'ck_1' };
+const http = (statusCode: number, message: string, retryAfterSeconds?: number): SandboxdHttpError => new SandboxdHttpError({ operation: 'claimCheckpoint', statusCode, message, ...(retryAfterSeconds ? { retryAfterSeconds } : {}) });
+
+describe('snapshotStatusError', () => {
+  it.each([
+    [400, 'invalid checkpoint name', 'BadRequest'],
+    [404, 'unknown checkpoint', 'NotFound'],
+    [409, 'egress-lane checkpoints cannot be claimed', 'Conflict'],
+    [429, 'node claim quota reached', 'TooManyRequests'],
+    [503, 'heal limit', 'ServiceUnavailable'],
+    [500, 'provisioning failed', 'InternalError'],
+  ])('sandboxd %i becomes %s naming the verb, id, node and the node message', (code, message, reason) => {
+    const s = statusForError(snapshotStatusError(http(code, message), ctx));
+    expect(s.reason).toBe(reason);
+    expect(s.message).toContain('claim snapshot ck_1 on node "n1"');
+    expect(s.message).toContain(message);
+  });
+
+  it('keeps Retry-After of a 503 and gives 429 a retry hint', () => {
+    expect(statusForError(snapshotStatusError(http(503, 'busy', 7), ctx)).details?.retryAfterSeconds).toBe(7);
+    const capacity = statusForError(snapshotStatusError(new NodeAtCapacityError({ statusCode: 429, message: 'node draining' }), ctx));
+    expect(capacity).toMatchObject({ code: 429, reason: 'TooManyRequests' });
+    expect(capacity.details?.retryAfterSeconds).toBe(1);
+  });
+
+  it('passes a Status error through and turns anything else into a 500', () => {
+    const nf = new NotFoundError({ group: 'agents.x-k8s.io', resource: 'sandboxes' }, 'x');
+    expect(snapshotStatusError(nf, ctx)).toBe(nf);
+    expect(statusForError(snapshotStatusError(new Error('socket hang up'), ctx))).toMatchObject({ code: 500, reason: 'InternalError' });
+  });
+});

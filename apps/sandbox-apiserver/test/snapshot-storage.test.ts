@@ -1,0 +1,145 @@
+import { ANNOTATIONS, ClaimIndex, statusForError, type NodeInventory } from '@sandbox-scale/scale-core';
+import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
+import { WatchHub } from '../src/watch/watch-hub';
+import { LifecycleStorage } from '../src/storage/lifecycle-storage';
+import { NodeRouter } from '../src/storage/node-router';
+import { Revisions } from '../src/storage/revisions';
+import { SandboxStorage } from '../src/storage/sandbox-storage';
+import { SandboxView } from '../src/storage/sandbox-view';
+
+const TOKEN = 'unit-fleet-token';
+const NS = 'team-a';
+const TEMPLATE = 'registry.local/snap:1';
+
+let sim: Sim;
+let clients: SandboxdClientSet;
+let direct: SandboxdClient;
+let node = '';
+
+beforeAll(async () => {
+  sim = await startSim({ nodes: 1, speed: 0, token: TOKEN, pools: [{ template: TEMPLATE, warm: 6 }] });
+  node = sim.nodes[0]?.name ?? '';
+  sim.node(node).tick();
+  clients = new SandboxdClientSet({ token: TOKEN });
+  direct = clients.forNode(sim.nodes[0]?.url ?? '');
+});
+
+afterAll(async () => {
+  await clients?.close();
+  await sim?.stop();
+});
+
+/** A fresh apiserver storage over the sim node, with `names` claimed on it and published. */
+async function setup(names: readonly string[]): Promise<{ lifecycle: LifecycleStorage; storage: SandboxStorage }> {
+  const revisions = new Revisions();
+  const view = new SandboxView({ graceMs: 50, hub: new WatchHub(10), revisions });
+  const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
+  const entries = [];
+  for (const name of names) {
+    const c = await direct.claim({ template: TEMPLATE, claimRef: `${NS}/${name}` });
+    entries.push({ name: `${NS}/${name}`, id: c.id, phase: 'Running', claimRef: `${NS}/${name}` });
+  }
+  const inv: NodeInventory = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node, resourceVersion: '1' }, node, address: sim.nodes[0]?.addr ?? '', entries };
+  view.upsertInventory(inv);
+  return { lifecycle: new LifecycleStorage(storage), storage };
+}
+
+/** The Status the server would answer for the rejected promise. */
+async function statusOf(p: Promise<unknown>): Promise<ReturnType<typeof statusForError>> {
+  try {
+    await p;
+  } catch (err) {
+    return statusForError(err);
+  }
+  throw new Error('expected the call to fail');
+}
+
+/** Checkpoints the sandbox through the `snapshot` action; the new snapshot's id. */
+async function snapshotOf(lifecycle: LifecycleStorage, name: string): Promise<string> {
+  const r = (await lifecycle.act(NS, name, 'snapshot', {}, false)) as { snapshotID?: unknown };
+  if (typeof r.snapshotID !== 'string') throw new Error('snapshot answered no id');
+  return r.snapshotID;
+}
+
+type SnapshotList = { kind: string; items: { snapshotID: string; name?: string; sandboxID: string; nodeName: string }[] };
+
+describe('snapshot subresources', () => {
+  it('lists only this sandbox checkpoints, claims a listed sandbox with the token, deletes with 404 after', async () => {
+    const { lifecycle, storage } = await setup(['src-a', 'src-b']);
+    const made = (await lifecycle.act(NS, 'src-a', 'snapshot', { name: 'after-setup' }, false)) as Record<string, unknown>;
+    expect(made).toMatchObject({ kind: 'SandboxSnapshotResult', name: 'after-setup', nodeName: node });
+    await lifecycle.act(NS, 'src-b', 'snapshot', {}, false);
+    const id = String(made.snapshotID);
+
+    const list = (await lifecycle.act(NS, 'src-a', 'snapshots', {}, false)) as unknown as SnapshotList;
+    expect(list.kind).toBe('SandboxSnapshotList');
+    expect(list.items.map((i) => i.snapshotID)).toEqual([id]);
+    expect(list.items[0]).toMatchObject({ name: 'after-setup', nodeName: node });
+
+    const claimed = (await lifecycle.act(NS, 'src-a', 'claimsnapshot', { kind: 'SandboxClaimSnapshotOptions', snapshot: id, name: 'branch-1' }, false)) as { kind: string; metadata: { name: string; annotations?: Record<string, string> } };
+    expect(claimed.kind).toBe('Sandbox');
+    expect(claimed.metadata.name).toBe('branch-1');
+    expect(claimed.metadata.annotations?.[ANNOTATIONS.token]).toBeTruthy();
+    // listed at once, and a read never carries the token
+    const got = await storage.get(NS, 'branch-1');
+    expect(got.status.nodeName).toBe(node);
+    expect(got.metadata.annotations?.[ANNOTATIONS.token]).toBeUndefined();
+    const onNode = await direct.sandboxes();
+    expect(onNode.find((s) => s.claimRef === `${NS}/branch-1`)?.id).toBe(claimed.metadata.annotations?.[ANNOTATIONS.claimId]);
+
+    await expect(lifecycle.act(NS, 'src-a', 'deletesnapshot', { snapshot: id }, false)).resolves.toMatchObject({ kind: 'SandboxDeleteSnapshotResult', snapshotID: id });
+    expect(((await lifecycle.act(NS, 'src-a', 'snapshots', undefined, false)) as unknown as SnapshotList).items).toEqual([]);
+    const again = await statusOf(lifecycle.act(NS, 'src-a', 'deletesnapshot', { snapshot: id }, false));
+    expect(again).toMatchObject({ code: 404, reason: 'NotFound' });
+  });
+
+  it('refuses to reach another sandbox checkpoint through this one (404), and a taken name (409)', async () => {
+    const { lifecycle } = await setup(['own-a', 'own-b']);
+    const other = await snapshotOf(lifecycle, 'own-b');
+    expect(await statusOf(lifecycle.act(NS, 'own-a', 'claimsnapshot', { snapshot: other, name: 'stolen' }, false))).toMatchObject({ code: 404, reason: 'NotFound' });
+    expect(await statusOf(lifecycle.act(NS, 'own-a', 'deletesnapshot', { snapshot: other }, false))).toMatchObject({ code: 404 });
+    expect(await statusOf(lifecycle.act(NS, 'own-b', 'claimsnapshot', { snapshot: other, name: 'own-a' }, false))).toMatchObject({ code: 409, reason: 'AlreadyExists' });
+    expect(await statusOf(lifecycle.act(NS, 'missing', 'snapshots', {}, false))).toMatchObject({ code: 404, reason: 'NotFound' });
+  });
+
+  it('answers 400 naming the field for a bad body, before calling the node', async () => {
+    const { lifecycle } = await setup(['bad-a']);
+    const noSnap = await statusOf(lifecycle.act(NS, 'bad-a', 'deletesnapshot', {}, false));
+    expect(noSnap).toMatchObject({ code: 400, reason: 'BadRequest' });
+    expect(noSnap.details?.causes).toEqual([expect.objectContaining({ field: 'snapshot', reason: 'FieldValueRequired' })]);
+    const badName = await statusOf(lifecycle.act(NS, 'bad-a', 'claimsnapshot', { snapshot: 'ck_x', name: 'Not_A_Name' }, false));
+    expect(badName.code).toBe(400);
+    expect(badName.details?.causes?.map((c) => c.field)).toEqual(['name']);
+    expect(badName.message).toContain('name');
+    const noName = await statusOf(lifecycle.act(NS, 'bad-a', 'claimsnapshot', { snapshot: 'ck_x' }, false));
+    expect(noName.details?.causes).toEqual([expect.objectContaining({ field: 'name', reason: 'FieldValueRequired' })]);
+    expect(await statusOf(lifecycle.act(NS, 'bad-a', 'snapshots', { kind: 'SandboxPauseOptions' }, false))).toMatchObject({ code: 400 });
+    expect(await statusOf(lifecycle.act(NS, 'bad-a', 'claimsnapshot', { snapshot: 'ck_x', name: 'ok', ttlSeconds: -1 }, false))).toMatchObject({ code: 400 });
+  });
+
+  it('spends nothing on a dry run', async () => {
+    const { lifecycle, storage } = await setup(['dry-a']);
+    const id = await snapshotOf(lifecycle, 'dry-a');
+    const before = (await direct.sandboxes()).length;
+    await expect(lifecycle.act(NS, 'dry-a', 'claimsnapshot', { snapshot: id, name: 'dry-branch' }, true)).resolves.toMatchObject({ kind: 'Sandbox', metadata: { name: 'dry-branch' } });
+    await expect(lifecycle.act(NS, 'dry-a', 'deletesnapshot', { snapshot: id }, true)).resolves.toMatchObject({ snapshotID: id });
+    expect((await direct.sandboxes()).length).toBe(before);
+    expect(((await lifecycle.act(NS, 'dry-a', 'snapshots', {}, false)) as unknown as SnapshotList).items.map((i) => i.snapshotID)).toEqual([id]);
+    await expect(storage.get(NS, 'dry-branch')).rejects.toThrow('not found');
+  });
+
+  it('maps a node refusing claims (429) to TooManyRequests with a retry hint', async () => {
+    const { lifecycle, storage } = await setup(['busy-a']);
+    const id = await snapshotOf(lifecycle, 'busy-a');
+    sim.node(node).state.draining = true;
+    try {
+      const s = await statusOf(lifecycle.act(NS, 'busy-a', 'claimsnapshot', { snapshot: id, name: 'busy-branch' }, false));
+      expect(s).toMatchObject({ code: 429, reason: 'TooManyRequests' });
+      expect(s.details?.retryAfterSeconds).toBeGreaterThan(0);
+    } finally {
+      sim.node(node).state.draining = false;
+    }
+    await expect(storage.get(NS, 'busy-branch')).rejects.toThrow('not found');
+  });
+});
