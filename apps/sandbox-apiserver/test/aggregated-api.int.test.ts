@@ -62,7 +62,7 @@ beforeAll(async () => {
   kc = testKubeConfig();
   await applyCrds(kc, 'charts/sandbox-scale/crds');
   ns = await createTestNamespace(kc, 'sbapi');
-  sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, pools: [{ template: image, warm: 4 }] });
+  sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, pools: [{ template: image, warm: 6 }] });
   for (const n of sim.nodes) sim.node(n.name).tick();
   await eventually(async () => {
     await publish();
@@ -122,6 +122,40 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     expect(table.stdout).toContain('sb-one');
     const described = await kubectl(['describe', 'sandbox', 'sb-one', '-n', ns]);
     expect(described.stdout).toContain('Node Name:');
+  });
+
+  it('snapshots a sandbox, lists, claims from and deletes its snapshots with kubectl create --raw', async () => {
+    await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-snap') });
+    const sub = (action: string) => `${BASE}/namespaces/${ns}/sandboxes/sb-snap/${action}`;
+    const raw = async (action: string, body: unknown) => kubectl(['create', '--raw', sub(action), '-f', '-'], { input: JSON.stringify(body) });
+    const made = await raw('snapshot', { name: 'after-setup' });
+    expect(made.stderr).toBe('');
+    const snapshotID = (JSON.parse(made.stdout) as { snapshotID: string }).snapshotID;
+    const listed = JSON.parse((await raw('snapshots', {})).stdout) as { kind: string; items: { snapshotID: string; name: string }[] };
+    expect(listed.kind).toBe('SandboxSnapshotList');
+    expect(listed.items).toEqual([expect.objectContaining({ snapshotID, name: 'after-setup' })]);
+
+    const claimed = await raw('claimsnapshot', { kind: 'SandboxClaimSnapshotOptions', apiVersion: 'agents.x-k8s.io/v1beta1', snapshot: snapshotID, name: 'sb-snap-branch' });
+    expect(claimed.stderr).toBe('');
+    expect((JSON.parse(claimed.stdout) as { metadata: { annotations: Record<string, string> } }).metadata.annotations['sandbox.cocoonstack.io/token']).toBeTruthy();
+    // listed at once, without the token, and a lifecycle verb works on it right away
+    const got = await kubectl(['get', 'sandbox', 'sb-snap-branch', '-n', ns, '-o', 'yaml']);
+    expect(got.stdout).toContain('name: sb-snap-branch');
+    expect(got.stdout).not.toContain('sandbox.cocoonstack.io/token');
+    expect((await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-snap-branch/pause`, '-f', '-'], { input: '{}' })).stderr).toBe('');
+
+    const badBody = await raw('claimsnapshot', { snapshot: snapshotID });
+    expect(badBody.code).not.toBe(0);
+    expect(badBody.stderr).toContain('name: Required value');
+    const taken = await raw('claimsnapshot', { snapshot: snapshotID, name: 'sb-snap-branch' });
+    expect(taken.stderr).toContain('already exists');
+
+    expect((await raw('deletesnapshot', { snapshot: snapshotID })).stderr).toBe('');
+    expect((JSON.parse((await raw('snapshots', {})).stdout) as { items: unknown[] }).items).toEqual([]);
+    const gone = await kubectl(['create', '--raw', sub('deletesnapshot'), '-f', '-', '-v=6'], { input: JSON.stringify({ snapshot: snapshotID }) });
+    expect(gone.code).not.toBe(0);
+    expect(gone.stderr).toMatch(/404 Not Found/);
+    expect(gone.stderr).toContain(`snapshot "${snapshotID}" of sandbox ${ns}/sb-snap not found`);
   });
 
   it('refuses a duplicate name with 409 AlreadyExists', async () => {
