@@ -3,9 +3,7 @@ import { runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
 import { ResourceClient, captureLog } from '@sandbox-scale/kube-runtime';
 import { EXTENSIONS_API_VERSION, SandboxWarmPoolSchema, parseObject, type SandboxWarmPool } from '@sandbox-scale/scale-core';
 import { SandboxdClient, type NodeInfo } from '@sandbox-scale/sandboxd-client';
-// eslint-disable-next-line no-restricted-imports -- the simulated sandboxd and the publisher are the real parts the driver runs against
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
-// eslint-disable-next-line no-restricted-imports -- see above
 import { NodeInventoryResource, startPublisher, type RunningPublisher } from '@sandbox-scale/inventory-publisher';
 import { SandboxTemplateResource, SandboxWarmPoolResource } from '../src/index';
 
@@ -22,6 +20,8 @@ export interface Fleet {
   nodeNames: string[];
   selector: string;
   info(i: number): Promise<NodeInfo>;
+  /** A root client of node i with the fleet token: lets a test change the node behind the driver's back. */
+  client(i: number): SandboxdClient;
   stop(): Promise<void>;
 }
 
@@ -51,6 +51,7 @@ export async function startFleet(nodes: number): Promise<Fleet> {
     nodeNames,
     selector,
     info: (i) => (clients[i] as SandboxdClient).info(),
+    client: (i) => clients[i] as SandboxdClient,
     async stop() {
       await Promise.all(publishers.map((p) => p.stop()));
       await Promise.all(clients.map((c) => c.close()));

@@ -1,12 +1,16 @@
 import { Registry } from 'prom-client';
 import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubectl, testKubeconfigPath } from '@sandbox-scale/e2e';
 import { captureLog } from '@sandbox-scale/kube-runtime';
+import { NodeInventorySchema, parseObject } from '@sandbox-scale/scale-core';
 import { startDriver, type RunningDriver } from '../src/index';
-import { TOKEN, kc, keysOf, pool, poolsApi, readPool, startFleet, targetsOf, template, templatesApi, type Fleet } from './driver-fixture';
+import { TOKEN, inventoriesApi, kc, keysOf, pool, poolsApi, readPool, startFleet, targetsOf, template, templatesApi, type Fleet } from './driver-fixture';
 
 let ns: string;
 let fleet: Fleet;
 let driver: RunningDriver;
+const registry = new Registry();
+const REPUSHES = 'sandbox_scale_warmpool_driver_repushes_total';
+const repushes = async (): Promise<number> => (await registry.getSingleMetric(REPUSHES)?.get())?.values[0]?.value ?? 0;
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 const condition = (p: { status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } }, type: string) =>
   p.status?.conditions?.find((c) => c.type === type);
@@ -16,7 +20,7 @@ beforeAll(async () => {
   ns = await createTestNamespace(kc, 'wpd');
   fleet = await startFleet(7);
   const { log } = captureLog();
-  driver = startDriver({ kubeConfig: kc, log, registry: new Registry(), fleetToken: TOKEN, syncIntervalMs: 500, namespace: ns, nodeInventorySelector: fleet.selector });
+  driver = startDriver({ kubeConfig: kc, log, registry, fleetToken: TOKEN, syncIntervalMs: 500, namespace: ns, nodeInventorySelector: fleet.selector });
 });
 
 afterAll(async () => {
@@ -116,6 +120,48 @@ describe('warmpool-driver against a real API server, publishers and sandboxd-sim
       const ready = condition(await readPool(ns, 'pool-bad'), 'Ready');
       expect(ready).toMatchObject({ status: 'False', reason: 'InvalidSpec' });
       expect(ready?.message).toContain('spec.sandboxTemplateRef.name');
+    }, { timeoutMs: 30_000 });
+  });
+
+  it('sends no re-push in steady state, while the nodes publish reports newer than the last PUT', async () => {
+    // 3 replicas over 7 nodes: most nodes hold img:s at target 0, which must not read as drift.
+    await templatesApi.create(ns, template(ns, 'tpl-s', 'img:s'));
+    await poolsApi.create(ns, pool(ns, 'pool-s', 'tpl-s', 3));
+    await eventually(async () => expect((await readPool(ns, 'pool-s')).status?.readyReplicas).toBe(3), { timeoutMs: 30_000 });
+    // The rule is only exercised once every node has published after its last PUT (a new resourceVersion).
+    await eventually(async () => {
+      for (const node of fleet.nodeNames) {
+        const inv = parseObject(NodeInventorySchema, await inventoriesApi.get(undefined, node));
+        expect(inv.metadata.resourceVersion).not.toBe(driver.pusher?.rvAtLastPut(node));
+      }
+    }, { timeoutMs: 30_000 });
+    // Earlier tests changed targets; a report the publisher read just before such a PUT and wrote
+    // just after it costs one idempotent re-PUT (node-drift.ts). Steady state starts from here.
+    const base = await repushes();
+    const syncs = driver.reconciler.syncs;
+    // 10 syncs of 500 ms cover more than a dozen 300 ms publish intervals.
+    await eventually(async () => {
+      expect(await repushes()).toBe(base);
+      expect(driver.reconciler.syncs).toBeGreaterThanOrEqual(syncs + 10);
+    }, { timeoutMs: 30_000 });
+    expect(await repushes()).toBe(base);
+  });
+
+  it('restores a node whose pools were reset behind its back, and the pool gets ready again', async () => {
+    const before = await targetsOf(fleet, 'img:a2');
+    expect(before[2]).toBe(10);
+    const base = await repushes();
+    // What a sandboxd restart with an empty pools.json, or another writer, leaves behind.
+    await fleet.client(2).setPools([]);
+    expect((await targetsOf(fleet, 'img:a2'))[2]).toBe(0);
+    await eventually(async () => {
+      expect(await targetsOf(fleet, 'img:a2')).toEqual(before);
+      expect(sum(await targetsOf(fleet, 'img:s'))).toBe(3);
+    }, { timeoutMs: 30_000 });
+    expect(await repushes()).toBeGreaterThan(base);
+    await eventually(async () => {
+      expect((await readPool(ns, 'pool-a')).status?.readyReplicas).toBe(70);
+      expect((await readPool(ns, 'pool-s')).status?.readyReplicas).toBe(3);
     }, { timeoutMs: 30_000 });
   });
 });
