@@ -8,7 +8,11 @@ export interface RoutableNode {
 
 const isTrue = (inv: NodeInventory, type: string): boolean => inv.conditions?.some((c) => c.type === type && c.status === CONDITION_STATUS.true) ?? false;
 
-/** Nodes that may take targets: an address, and neither Stale nor Draining. Sorted by name. */
+/**
+ * Nodes that may take targets: an address, and neither Stale nor Draining. Sorted by name.
+ * No weight is set: neither NodeInventory nor sandboxd's GET /v1/info carries a capacity figure
+ * (only the at_capacity flag), so the spread stays even until one is published.
+ */
 export function routableNodes(inventories: readonly NodeInventory[]): RoutableNode[] {
   return inventories
     .filter((inv) => (inv.address ?? '') !== '' && !isTrue(inv, CONDITION_TYPES.stale) && !isTrue(inv, CONDITION_TYPES.draining))
