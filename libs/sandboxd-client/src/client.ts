@@ -1,7 +1,7 @@
 import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
 import { normalizeBaseUrl, resolveNodeAddr } from './addresses';
-import { capacityFrom429, capacityFromRedirect, decodeJson, hasId, httpError, parseJson, validate } from './decode';
+import { capacityFrom429, capacityFromRedirect, decodeJson, carriesId, hasId, httpError, parseJson, validate } from './decode';
 import { SandboxdArgumentError, asNodeAtCapacity } from './errors';
 import { followRedirect } from './redirects';
 import {
@@ -282,7 +282,11 @@ export class SandboxdClient {
     if (reply.statusCode === 429) throw capacityFrom429(reply);
     if (!call.ok(reply.statusCode)) throw httpError(op, reply);
     const parsed = parseJson(op, reply);
-    if (!hasId(parsed)) throw capacityFromRedirect(op, reply.statusCode, parsed, node.baseUrl);
+    if (!hasId(parsed)) {
+      // throws MalformedReplyError naming the field
+      if (carriesId(parsed)) validate(op, reply.statusCode, parsed, ClaimReplySchema);
+      throw capacityFromRedirect(op, reply.statusCode, parsed, node.baseUrl);
+    }
     return node.#located(validate(op, reply.statusCode, parsed, ClaimReplySchema), node.baseUrl);
   }
 

@@ -64,6 +64,15 @@ export function capacityFromRedirect(op: string, statusCode: number, body: unkno
   });
 }
 
+/**
+ * True when the body has an `id` field with some value, valid or not. A reply that names an id
+ * of the wrong type is a broken claim reply, not a redirect: reading it as "node at capacity"
+ * would send the claim to a peer while this node may already have handed the VM over.
+ */
+export function carriesId(body: unknown): boolean {
+  return typeof body === 'object' && body !== null && 'id' in body && body.id !== undefined && body.id !== null && body.id !== '';
+}
+
 /** True when the decoded body carries a non-empty `id` (a claim rather than a redirect). */
 export function hasId(body: unknown): boolean {
   return typeof body === 'object' && body !== null && 'id' in body && typeof body.id === 'string' && body.id !== '';

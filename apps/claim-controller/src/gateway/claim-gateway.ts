@@ -1,4 +1,4 @@
-import { isNodeAtCapacity as isSandboxdAtCapacity, type SandboxdClientSet, type ClaimResult } from '@sandbox-scale/sandboxd-client';
+import { isMalformedReply, isNodeAtCapacity as isSandboxdAtCapacity, type SandboxdClientSet, type ClaimResult } from '@sandbox-scale/sandboxd-client';
 import {
   CapacityLedger,
   formatRfc3339Seconds,
@@ -114,6 +114,8 @@ export class ClaimGateway {
       return a;
     } catch (err) {
       if (!isSandboxdAtCapacity(err)) {
+        const adopted = await this.#adoptUnknownOutcome(cand, claimRef, err, req.signal);
+        if (adopted) return adopted;
         this.#ledger.putBack(cand.node, req.key);
         if (!req.signal?.aborted) this.#failedUntil.set(cand.node, Date.now() + (this.#o.failedNodeCooldownMs ?? 15_000));
         throw err;
@@ -132,6 +134,27 @@ export class ClaimGateway {
           if (peer) this.#ledger.exhaust(node, req.key);
         }
       }
+      return undefined;
+    }
+  }
+
+  /**
+   * A node that answered the claim with a malformed body or a 5xx may still have handed the VM
+   * over: claiming elsewhere would deliver twice and leave this VM to its TTL. Ask the node for
+   * deliveries carrying this claim_ref and adopt one when it is there. A node that did not answer
+   * at all is not asked again (it would only time out once more); the orphan pass adopts later.
+   */
+  async #adoptUnknownOutcome(cand: WarmCandidate, claimRef: string, err: unknown, signal?: AbortSignal): Promise<Assignment | undefined> {
+    const status = (err as { statusCode?: number }).statusCode;
+    if (!isMalformedReply(err) && !(status !== undefined && status >= 500)) return undefined;
+    const inv = this.#o.inventories().find((i) => inventoryName(i) === cand.node);
+    if (!inv) return undefined;
+    try {
+      const found = await this.nodeDeliveries(inv, claimRef, signal);
+      const a = found[0]?.assignment;
+      if (a) this.#o.log.warn({ node: cand.node, sandboxId: a.claimId, claimRef }, 'adopted a delivery whose claim reply was lost');
+      return a;
+    } catch {
       return undefined;
     }
   }
