@@ -2,7 +2,6 @@ import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/
 import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, kubectl, runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
-// eslint-disable-next-line no-restricted-imports -- the simulated node is the test substrate, not a runtime dependency
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
 import { startClaimController, type ClaimControllerHandle } from '../src';

@@ -1,7 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyObject, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
-// eslint-disable-next-line no-restricted-imports -- the simulated node is the test substrate, not a runtime dependency
 import type { Sim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { NodeInventoryResource, parseClaim, SandboxClaimResource, SandboxTemplateResource, SandboxWarmPoolResource } from '../src/resources';

@@ -6,7 +6,6 @@ import { RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node
 import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, kubeconfigText, runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
-// eslint-disable-next-line no-restricted-imports -- the simulated node is the test substrate, not a runtime dependency
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { startClaimController, type ClaimControllerHandle } from '../src';
 import { boundCondition, createClaim, createPool, deleteInventories, getClaim, liveDeliveries, publishInventories, releases, ROOT_TOKEN } from './fixtures';

@@ -3,7 +3,6 @@ import { applyCrds, eventually, kubectl, runSuffix, testKubeConfig, testKubeconf
 import { ResourceClient, captureLog } from '@sandbox-scale/kube-runtime';
 import { NodeInventorySchema, parseObject, type NodeInventory } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
-// eslint-disable-next-line no-restricted-imports -- the simulated sandboxd is the node substrate of integration tests
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { NodeInventoryResource, startPublisher, type RunningPublisher } from '../src/index';
 
