@@ -5,6 +5,7 @@ import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSandboxApiserver, type RunningSandboxApiserver } from '../src';
+import { registerApiService } from './aggregator-fixture';
 import { direct, publishInventories, quietLog } from './fleet-fixture';
 
 const TOKEN = 'fleet-secret';
@@ -71,15 +72,7 @@ beforeAll(async () => {
   });
   port = await freePort();
   await startServer();
-  const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'sandbox-apiserver', namespace: ns }, spec: { type: 'ExternalName', externalName: 'localhost' } };
-  const apiService = {
-    apiVersion: 'apiregistration.k8s.io/v1',
-    kind: 'APIService',
-    metadata: { name: 'v1beta1.agents.x-k8s.io' },
-    spec: { group: 'agents.x-k8s.io', version: 'v1beta1', groupPriorityMinimum: 1000, versionPriority: 15, service: { namespace: ns, name: 'sandbox-apiserver', port }, caBundle: Buffer.from(caPem).toString('base64') },
-  };
-  const applied = await kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apiService] }) });
-  expect(applied.stderr).toBe('');
+  await registerApiService({ namespace: ns, port, caPem });
   await eventually(async () => {
     const r = await kubectl(['get', '--raw', `${BASE}`]);
     expect(r.stdout).toContain('sandboxes/pause');
