@@ -146,12 +146,27 @@ function httpsRequest(url: string, method: string, body: string | Buffer | undef
 }
 
 /** A kubectl process whose stdout is collected until it is stopped. */
-function kubectlStream(args: string[]): { out: () => string; proc: ChildProcess; stop: () => Promise<void> } {
+function kubectlStream(args: string[]): { out: () => string; err: () => string; proc: ChildProcess; stop: () => Promise<void> } {
   let out = '';
+  let err = '';
   const proc = spawn(join(testBinDir(), 'kubectl'), args, { env: { ...process.env, KUBECONFIG: sys.kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
   proc.stdout?.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  // read stderr too: an unread pipe would block kubectl once it fills
+  proc.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
   const exited = new Promise<void>((res) => proc.once('exit', () => res()));
-  return { out: () => out, proc, stop: async () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); await exited; } };
+  return { out: () => out, err: () => err, proc, stop: async () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); await exited; } };
+}
+
+/**
+ * The events of `kubectl get -w --output-watch-events -o json`. kubectl prints the initial list
+ * one page per event when it pages (over 500 items), each event's object being that page's
+ * List: spread those into one ADDED event per item.
+ */
+function watchEvents(text: string): Record<string, unknown>[] {
+  return jsonStream(text).flatMap((e) => {
+    const items = (e.object as { items?: unknown[] }).items;
+    return Array.isArray(items) ? items.map((object) => ({ type: e.type, object })) : [e];
+  });
 }
 
 /** Parses concatenated pretty-printed JSON objects (kubectl -w -o json). */
@@ -271,9 +286,9 @@ describe('sandbox-scale under faults', () => {
     const watch = kubectlStream(['get', 'sandboxes', '-n', ns, '-w', '--output-watch-events', '-o', 'json']);
     try {
       await eventually(() => {
-        const seen = new Set(jsonStream(watch.out()).map((e) => (e.object as { metadata?: { name?: string } }).metadata?.name));
+        const seen = new Set(watchEvents(watch.out()).map((e) => (e.object as { metadata?: { name?: string } }).metadata?.name));
         const missing = onPart.filter((n) => !seen.has(n));
-        if (missing.length > 0) throw new Error(`the watch has not listed ${missing.length}/${onPart.length} of the partitioned node's sandboxes yet (e.g. ${missing.slice(0, 3).join(', ')})`);
+        if (missing.length > 0) throw new Error(`the watch has not listed ${missing.length}/${onPart.length} of the partitioned node's sandboxes yet (e.g. ${missing.slice(0, 3).join(', ')}); kubectl ${watch.proc.exitCode === null ? 'running' : `exited ${watch.proc.exitCode}`}, ${watch.out().length} bytes out, stderr: ${watch.err().slice(-500)}`);
       }, { timeoutMs: 120_000, intervalMs: 2000 });
       const t0 = Date.now();
       await setFaults(part, { partition: 'hang' });
@@ -290,10 +305,10 @@ describe('sandbox-scale under faults', () => {
       const bindS = (Date.now() - t0) / 1000;
       const nodesUsed = bound.map((c) => c.status?.sandbox?.nodeName);
       await eventually(() => {
-        const seen = new Set(jsonStream(watch.out()).map((e) => (e.object as { metadata?: { name?: string } }).metadata?.name));
+        const seen = new Set(watchEvents(watch.out()).map((e) => (e.object as { metadata?: { name?: string } }).metadata?.name));
         if (!names.every((n) => seen.has(n))) throw new Error('the watch has not shown the new claims\' sandboxes yet');
       }, { timeoutMs: 60_000, intervalMs: 500 });
-      const events = jsonStream(watch.out());
+      const events = watchEvents(watch.out());
       const deleted = events.filter((e) => e.type === 'DELETED' && onPart.includes((e.object as { metadata: { name: string } }).metadata.name)).length;
       figures({ fault: 'partition-node', node: part.name, sandboxes_on_node: onPart.length, lists_ok: lists, listed_from_partitioned: listedOnPart,
         new_claims: names.length, bound: bound.length, bound_on_partitioned: nodesUsed.filter((n) => n === part.name).length, bind_s: bindS,
