@@ -1,4 +1,5 @@
 import { randomUUID } from 'node:crypto';
+import { setMaxListeners } from 'node:events';
 import type { Registry } from 'prom-client';
 import { SandboxScaleError } from '@sandbox-scale/scale-core';
 import type { Logger } from '../log/logger';
@@ -44,6 +45,9 @@ export class Controller implements Runnable {
   private started = false;
 
   constructor(private readonly opts: ControllerOptions) {
+    // every concurrent reconcile's API calls listen on this one signal; more than the default
+    // ten listeners is expected here, not a leak
+    setMaxListeners(0, this.inflight.signal);
     this.name = opts.name;
     this.needLeaderElection = opts.needLeaderElection ?? true;
     this.metrics = controllerMetrics(opts.registry, opts.name);
@@ -119,6 +123,12 @@ export class Controller implements Runnable {
   }
 
   private onError(key: string, err: unknown, log: Logger): ReconcileOutcome {
+    if (this.inflight.signal.aborted) {
+      // the controller is stopping and aborted this reconcile: nothing failed, and the next
+      // leader (or this process after a restart) reconciles the key again from the cache
+      log.debug({ err }, 'reconcile aborted by shutdown');
+      return 'error';
+    }
     if (isTerminalError(err)) {
       this.backoff.forget(key);
       log.error({ err }, 'reconcile failed terminally; not retrying');
