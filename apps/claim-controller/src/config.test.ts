@@ -9,7 +9,7 @@ const opts = { program: 'claim-controller', summary: 's', env: {} };
 describe('claim-controller flags', () => {
   it('parses kebab-case flags with defaults', () => {
     const c = parseFlags(ClaimControllerConfigSchema, { ...opts, argv: ['--orphan-interval=5s', '--fast-path-bind-address', '127.0.0.1:0'] });
-    expect(c).toMatchObject({ orphanInterval: 5000, fastPathBindAddress: '127.0.0.1:0', recordAttempts: 5, fleetTokenFile: '' });
+    expect(c).toMatchObject({ orphanInterval: 5000, fastPathBindAddress: '127.0.0.1:0', recordAttempts: 5, fleetTokenFile: '', coldClaimTimeout: 120_000 });
   });
   it('names the bad flag', () => {
     expect(() => parseFlags(ClaimControllerConfigSchema, { ...opts, argv: ['--record-attempts=0'] })).toThrow(/--record-attempts/);

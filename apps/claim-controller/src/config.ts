@@ -11,6 +11,7 @@ export const ClaimControllerConfigSchema = z.object({
   fastPathBindAddress: bindAddressFlag(':8443').describe('Where the HTTPS fast path POST /v1/claims listens (0 turns it off)'),
   tlsCertFile: z.string().default('').describe('Serving certificate of the fast path (PEM); empty with --tls-private-key-file empty: self-signed for localhost'),
   tlsPrivateKeyFile: z.string().default('').describe('Private key of --tls-cert-file (PEM)'),
+  coldClaimTimeout: durationFlag('120s').describe('Bound on a cold claim, where the node boots a VM and blocks (pools with coldStart WhenNoWarmCapacity); above sandboxd\'s own 90 s cold readiness limit so a booting node always answers first'),
   orphanInterval: durationFlag('30s').describe('Cadence of the orphan pass that adopts deliveries whose Bound record was lost'),
   maxConcurrentReconciles: count(16).describe('SandboxClaims reconciled at once'),
   recordConcurrency: count(16).describe('Async Bound records written at once'),

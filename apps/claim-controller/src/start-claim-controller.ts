@@ -62,7 +62,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const fastRecorder = new FastPathRecorder(kc, recorder, new Map());
   const recordQueue = new RecordQueue({ recorder: fastRecorder, log, concurrency: flags.recordConcurrency, attempts: flags.recordAttempts, onOutcome: metrics.onRecord });
   const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list();
-  const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, onClaim: metrics.onClaim });
+  const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, coldClaimTimeoutMs: flags.coldClaimTimeout, onClaim: metrics.onClaim });
   const writes = new ClaimWrites(kc);
   const reconciler = new ClaimReconciler({ ...caches, gateway, recorder, writes, events, startedAt: new Date() });
   const claimController = controller({ name: 'sandboxclaim', reconciler, log, registry, concurrency: flags.maxConcurrentReconciles })

@@ -6,11 +6,13 @@ import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
 import { startClaimController, type ClaimControllerHandle } from '../src';
 import { SandboxClaimResource } from '../src/resources';
-import { boundCondition, createClaim, createPool, deleteInventories, getClaim, liveDeliveries, publishInventories, releases, ROOT_TOKEN } from './fixtures';
+import { boundCondition, createClaim, createPool, deleteInventories, eventsOf, getClaim, liveDeliveries, publishInventories, releases, ROOT_TOKEN } from './fixtures';
 
 const suffix = runSuffix();
 const IMAGE = `registry.local/cc-${suffix}:1`;
 const EMPTY_IMAGE = `registry.local/cc-empty-${suffix}:1`;
+const COLD_IMAGE = `registry.local/cc-cold-${suffix}:1`;
+const NEVER_IMAGE = `registry.local/cc-never-${suffix}:1`;
 let kc: KubeConfig;
 let ns: string;
 let sim: Sim;
@@ -21,7 +23,15 @@ beforeAll(async () => {
   kc = testKubeConfig();
   await applyCrds(kc, 'charts/sandbox-scale/crds');
   ns = await createTestNamespace(kc, 'claimctl');
-  sim = await startSim({ nodes: 2, speed: 0, token: ROOT_TOKEN, pools: [{ template: IMAGE, warm: 4 }] });
+  // speed 0.01: a cold boot takes a few ms, but it is a real blocking provision, not an instant one
+  sim = await startSim({ nodes: 2, speed: 0.01, token: ROOT_TOKEN, pools: [{ template: IMAGE, warm: 4 }] });
+  // at speed > 0 the warm pools fill after their golden build: publish the filled snapshot
+  await eventually(async () => {
+    for (const n of sim.nodes) {
+      const info = await new SandboxdClient({ baseUrl: n.url, token: ROOT_TOKEN }).info();
+      if (!info.pools.some((p) => p.key.template === IMAGE && p.warm >= 4)) throw new Error(`${n.name} not warm yet`);
+    }
+  });
   await publishInventories(kc, sim, suffix);
   await createPool(kc, ns, 'base', IMAGE);
   cc = await startClaimController({
@@ -133,6 +143,42 @@ describe('SandboxClaim path', () => {
     await publishInventories(kc, sim, suffix);
     const c = await waitBound('c-wait');
     expect(c.status?.sandbox?.nodeName).toBe(`${node?.name}-${suffix}`);
+  });
+
+  it('cold-starts a claim on a routable node when no node has warm capacity and the pool allows it', async () => {
+    await createPool(kc, ns, 'cold', COLD_IMAGE, { replicas: 0, coldStart: 'WhenNoWarmCapacity' });
+    const coldBefore = sim.nodes.reduce((sum, n) => sum + sim.node(n.name).state.metrics.claimsCold, 0);
+    await createClaim(kc, ns, 'c-cold', 'cold');
+    const c = await waitBound('c-cold');
+    expect(boundCondition(c)?.reason).toBe('NodeLocalClaim');
+    const sb = c.status?.sandbox ?? {};
+    const node = sim.nodes.find((n) => sb.nodeName === `${n.name}-${suffix}`);
+    expect(node).toBeDefined();
+    const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.name ?? '');
+    expect(detail.claimRef).toBe(`${ns}/c-cold`);
+    expect(detail.key.template).toBe(COLD_IMAGE);
+    expect(sim.nodes.reduce((sum, n) => sum + sim.node(n.name).state.metrics.claimsCold, 0)).toBe(coldBefore + 1);
+    // exactly one delivery for the claim
+    expect((await liveDeliveries(sim, ns)).filter((d) => d.claimRef === `${ns}/c-cold`)).toHaveLength(1);
+    const events = await eventually(async () => {
+      const evs = await eventsOf(ns, 'c-cold');
+      if (!evs.some((e) => e.reason === 'ColdStart' && e.note.includes('cold-started sandbox'))) throw new Error(`no cold-start bind event yet: ${JSON.stringify(evs)}`);
+      return evs;
+    });
+    expect(events.some((e) => e.reason === 'ColdStart' && e.note.includes('cold-starting'))).toBe(true);
+    expect(events.some((e) => e.reason === 'NodeLocalClaim')).toBe(true);
+  });
+
+  it('never cold-starts for a pool with coldStart Never: the claim stays NoWarmCapacity', async () => {
+    await createPool(kc, ns, 'never', NEVER_IMAGE, { replicas: 0, coldStart: 'Never' });
+    await createClaim(kc, ns, 'c-never', 'never');
+    await eventually(async () => {
+      const b = boundCondition(await getClaim(kc, ns, 'c-never'));
+      if (b?.reason !== 'NoWarmCapacity') throw new Error(`condition ${JSON.stringify(b)}`);
+      expect(b.status).toBe('False');
+    });
+    expect((await liveDeliveries(sim, ns)).filter((d) => d.claimRef === `${ns}/c-never`)).toHaveLength(0);
+    expect((await eventsOf(ns, 'c-never')).map((e) => e.reason)).not.toContain('ColdStart');
   });
 
   it('adopts a delivery whose record was lost, once, and never releases it (OrphanBindingConverges)', async () => {

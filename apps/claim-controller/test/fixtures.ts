@@ -1,4 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
+import { kubectl } from '@sandbox-scale/e2e';
 import { applyObject, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Sim } from '@sandbox-scale/sandboxd-sim';
@@ -35,7 +36,7 @@ export async function deleteInventories(kc: KubeConfig, sim: Sim, suffix: string
   for (const n of sim.nodes) await c.delete(undefined, `${n.name}-${suffix}`).catch(() => undefined);
 }
 
-export async function createPool(kc: KubeConfig, ns: string, name: string, image: string): Promise<void> {
+export async function createPool(kc: KubeConfig, ns: string, name: string, image: string, spec: { replicas?: number; coldStart?: 'Never' | 'WhenNoWarmCapacity' } = {}): Promise<void> {
   await new ResourceClient(kc, SandboxTemplateResource).create(ns, {
     apiVersion: EXTENSIONS_API_VERSION,
     kind: 'SandboxTemplate',
@@ -46,7 +47,7 @@ export async function createPool(kc: KubeConfig, ns: string, name: string, image
     apiVersion: EXTENSIONS_API_VERSION,
     kind: 'SandboxWarmPool',
     metadata: { name },
-    spec: { replicas: 1, sandboxTemplateRef: { name } },
+    spec: { replicas: 1, ...spec, sandboxTemplateRef: { name } },
   });
 }
 
@@ -75,6 +76,14 @@ export async function liveDeliveries(sim: Sim, ns: string): Promise<{ node: stri
     for (const r of rows) if (r.claimRef?.startsWith(`${ns}/`)) out.push({ node: n.name, id: r.id, claimRef: r.claimRef });
   }
   return out;
+}
+
+/** Notes of the events recorded for one object, by reason. */
+export async function eventsOf(ns: string, name: string): Promise<{ reason: string; note: string }[]> {
+  const r = await kubectl(['get', 'events', '-n', ns, '--field-selector', `involvedObject.name=${name}`, '-o', 'json']);
+  if (r.code !== 0) throw new Error(`kubectl get events: ${r.stderr}`);
+  const list = JSON.parse(r.stdout) as { items: { reason?: string; note?: string; message?: string }[] };
+  return list.items.map((e) => ({ reason: e.reason ?? '', note: e.note ?? e.message ?? '' }));
 }
 
 export function releases(sim: Sim): number {

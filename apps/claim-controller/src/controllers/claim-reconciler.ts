@@ -17,6 +17,7 @@ import {
   isClaimRoutingNotConfigured,
   isNoWarmCapacity,
   poolKeyForTemplate,
+  type ColdStartPolicy,
   type PoolKey,
   type SandboxClaim,
   type SandboxTemplate,
@@ -29,7 +30,14 @@ import { isBound } from '../gateway/claim-status';
 import { claimTtl, createdBefore, expiryOf, type FieldProblem } from './claim-lifecycle';
 import { hasFinalizer, type ClaimWrites } from './claim-writes';
 
-export const CLAIM_REASONS = { invalidSpec: 'InvalidSpec', routingNotConfigured: 'ClaimRoutingNotConfigured', released: 'Released', claimFailed: 'ClaimFailed' } as const;
+export const CLAIM_REASONS = {
+  invalidSpec: 'InvalidSpec',
+  routingNotConfigured: 'ClaimRoutingNotConfigured',
+  released: 'Released',
+  claimFailed: 'ClaimFailed',
+  /** Bound=False while a node boots a VM for the claim (pool coldStart WhenNoWarmCapacity); also the events of a cold start. */
+  coldStart: 'ColdStart',
+} as const;
 const WAIT_FOR_CONFIG_MS = 30_000;
 const FAST_PATH_GRACE_MS = 2_000;
 
@@ -77,15 +85,48 @@ export class ClaimReconciler implements Reconciler {
     if (pending) return this.#record(claim, pending, ctx, true);
     const resolved = this.#resolve(claim);
     if ('problem' in resolved) return this.#pendingCondition(claim, resolved.reason, resolved.problem, resolved.retry);
+    const gwReq = { namespace: req.namespace, name: req.name, key: resolved.key, ttlSeconds: resolved.ttlSeconds, signal: ctx.signal };
+    let a: Assignment;
     try {
-      const a = await this.o.gateway.deliver({ namespace: req.namespace, name: req.name, key: resolved.key, ttlSeconds: resolved.ttlSeconds, signal: ctx.signal });
-      this.#capacityMisses.delete(key);
-      this.#undelivered.set(key, a);
-      ctx.log.info({ node: a.node, sandboxId: a.claimId }, 'node delivered a sandbox');
-      return this.#record(claim, a, ctx, false);
+      a = await this.o.gateway.deliver(gwReq);
     } catch (err) {
-      return this.#claimFailed(claim, err);
+      if (!(isNoWarmCapacity(err) && resolved.coldStart === 'WhenNoWarmCapacity')) return this.#claimFailed(claim, err);
+      return this.#coldStart(claim, gwReq, ctx);
     }
+    this.#delivered(key, a, ctx, 'node delivered a sandbox');
+    return this.#record(claim, a, ctx, false);
+  }
+
+  /**
+   * No node has a warm VM of the key and the pool allows a cold claim: say so first (the boot
+   * takes seconds and the claimant should see why it waits), then claim cold. When every
+   * routable node refuses (429), it is NoWarmCapacity with backoff, as for a pool that never
+   * cold-starts; the inventory watch wakes the claim when warm capacity appears.
+   */
+  async #coldStart(claim: SandboxClaim, req: Parameters<ClaimGateway['coldDeliver']>[0], ctx: ReconcileContext): Promise<ReconcileResult | void> {
+    const key = `${req.namespace}/${req.name}`;
+    const message = `spec.warmPoolRef.name: no node has a warm sandbox of ${req.key.template}; cold-starting one on a routable node (the pool allows coldStart WhenNoWarmCapacity)`;
+    await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, status: 'False', reason: CLAIM_REASONS.coldStart, message }, this.#now());
+    this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.coldStart, action: 'Claim', note: message });
+    const t0 = performance.now();
+    let a: Assignment;
+    try {
+      a = await this.o.gateway.coldDeliver(req);
+    } catch (err) {
+      // Decide the next condition against what is stored now (ColdStart), not the stale read.
+      const current = await this.o.writes.get(req.namespace, req.name, ctx.signal).catch(() => claim);
+      return this.#claimFailed(current, err);
+    }
+    this.#delivered(key, a, ctx, 'node cold-started a sandbox');
+    await this.#record(claim, a, ctx, false);
+    const ms = Math.round(performance.now() - t0);
+    this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.coldStart, action: 'Bind', note: `node ${a.node} cold-started sandbox ${a.claimId} in ${ms} ms (no warm capacity)` });
+  }
+
+  #delivered(key: string, a: Assignment, ctx: ReconcileContext, what: string): void {
+    this.#capacityMisses.delete(key);
+    this.#undelivered.set(key, a);
+    ctx.log.info({ node: a.node, sandboxId: a.claimId }, what);
   }
 
   async #record(claim: SandboxClaim, a: Assignment, ctx: ReconcileContext, adopted: boolean): Promise<void> {
@@ -101,7 +142,7 @@ export class ClaimReconciler implements Reconciler {
     return found[0];
   }
 
-  #resolve(claim: SandboxClaim): { key: PoolKey; ttlSeconds: number } | { reason: string; problem: FieldProblem; retry: boolean } {
+  #resolve(claim: SandboxClaim): { key: PoolKey; ttlSeconds: number; coldStart: ColdStartPolicy } | { reason: string; problem: FieldProblem; retry: boolean } {
     const ns = claim.metadata.namespace ?? '';
     const poolName = claim.spec.warmPoolRef.name;
     const pool = this.o.pools.get(ns, poolName);
@@ -111,7 +152,7 @@ export class ClaimReconciler implements Reconciler {
     if (!template) return { reason: CONDITION_REASONS.templateNotFound, problem: { field: 'spec.warmPoolRef.name', message: `SandboxTemplate "${tplName}" of pool "${poolName}" not found` }, retry: true };
     const ttl = claimTtl(claim, this.#now());
     if (!ttl.ok) return { reason: CLAIM_REASONS.invalidSpec, problem: ttl.problem, retry: false };
-    return { key: poolKeyForTemplate(template), ttlSeconds: ttl.ttlSeconds };
+    return { key: poolKeyForTemplate(template), ttlSeconds: ttl.ttlSeconds, coldStart: pool.spec.coldStart };
   }
 
   async #claimFailed(claim: SandboxClaim, err: unknown): Promise<ReconcileResult> {

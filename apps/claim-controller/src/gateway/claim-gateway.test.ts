@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
-import { poolKeyFor } from '@sandbox-scale/scale-core';
+import { isNoWarmCapacity, poolKeyFor } from '@sandbox-scale/scale-core';
 import { ClaimGateway } from './claim-gateway';
 
 const TEMPLATE = 'base:24.04';
@@ -59,5 +59,55 @@ describe('ClaimGateway against a node that stops answering', () => {
     const inventory = [{ metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [] }];
     const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }), callTimeoutMs: 200 });
     await expect(gateway.findDeliveries({ namespace: 'ns', name: 'c1' })).rejects.toThrow();
+  });
+});
+
+describe('ClaimGateway cold claims', () => {
+  const clients = new SandboxdClientSet({ token: 'root' });
+  const servers: Server[] = [];
+  const seen: { node: string; body: Record<string, unknown> }[] = [];
+  afterAll(async () => {
+    for (const s of servers) {
+      s.closeAllConnections();
+      await new Promise<void>((res) => s.close(() => res()));
+    }
+    await clients.close();
+  });
+
+  /** A node that answers every claim with `status` (429 at max_claims, or 200 with a sandbox). */
+  async function node(name: string, status: 200 | 429): Promise<string> {
+    const s = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        seen.push({ node: name, body: JSON.parse(raw) as Record<string, unknown> });
+        res.writeHead(status, { 'content-type': status === 200 ? 'application/json' : 'text/plain' });
+        res.end(status === 200 ? JSON.stringify({ id: `sb_${name}`, token: 't', deadline: '2099-01-01T00:00:00Z', owner_addr: '' }) : 'node claim quota reached: 4 live claims, cap 4');
+      });
+    });
+    await new Promise<void>((res) => s.listen(0, '127.0.0.1', () => res()));
+    servers.push(s);
+    return `127.0.0.1:${(s.address() as AddressInfo).port}`;
+  }
+
+  it('tries routable nodes least loaded first, past a 429, with the claim_ref, and never a Draining node', async () => {
+    seen.length = 0;
+    const inventory = [
+      { metadata: { name: 'full' }, node: 'full', address: await node('full', 429), pools: [] },
+      { metadata: { name: 'busy' }, node: 'busy', address: await node('busy', 200), pools: [], entries: [{}, {}] },
+      { metadata: { name: 'draining' }, node: 'draining', address: await node('draining', 200), pools: [], conditions: [{ type: 'Draining', status: 'True' }] },
+    ];
+    const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }) });
+    const a = await gateway.coldDeliver({ namespace: 'ns', name: 'cold-1', key: poolKeyFor([{ image: TEMPLATE }], undefined) });
+    expect(a).toMatchObject({ node: 'busy', claimId: 'sb_busy' });
+    expect(seen.map((s) => s.node)).toEqual(['full', 'busy']);
+    expect(seen.every((s) => s.body.claim_ref === 'ns/cold-1' && s.body.template === TEMPLATE)).toBe(true);
+  });
+
+  it('is NoWarmCapacity when every routable node answers 429', async () => {
+    const inventory = [{ metadata: { name: 'full2' }, node: 'full2', address: await node('full2', 429), pools: [] }];
+    const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }) });
+    const err: unknown = await gateway.coldDeliver({ namespace: 'ns', name: 'cold-2', key: poolKeyFor([{ image: TEMPLATE }], undefined) }).catch((e: unknown) => e);
+    expect(isNoWarmCapacity(err)).toBe(true);
   });
 });

@@ -13,6 +13,7 @@ import {
 } from '@sandbox-scale/scale-core';
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from './assignment';
+import { coldCandidates, type ColdInventoryLike } from './cold-candidates';
 import type { RecordQueue } from './record-queue';
 
 export interface GatewayClaimRequest extends ClaimTarget {
@@ -28,7 +29,7 @@ export interface ClaimGatewayOptions {
   /** Empty: every node write is refused (fail closed). */
   fleetToken: string;
   /** The current NodeInventory objects (an informer cache, or a static list). */
-  inventories: () => readonly InventoryLike[];
+  inventories: () => readonly ColdInventoryLike[];
   /** Async Bound records; without one the caller records. */
   records?: RecordQueue;
   rng?: Rng;
@@ -39,6 +40,13 @@ export interface ClaimGatewayOptions {
    * (sandbox-apiserver's create uses the same).
    */
   callTimeoutMs?: number;
+  /**
+   * Bound on a cold claim call, which blocks while the node boots a VM. Longer than the daemon's
+   * own 90 s cold readiness limit, so a node that is still booting answers (200 or 500) before we
+   * give up: a timed-out cold call then means the node is not answering, not a late delivery.
+   * Default 120 s.
+   */
+  coldClaimTimeoutMs?: number;
   /** After a failed claim call (timeout, 5xx, refused), the node is chosen only when no other node can serve, for this long. Default 15 s. */
   failedNodeCooldownMs?: number;
   onClaim?: (outcome: 'delivered' | 'no_capacity' | 'error', seconds: number) => void;
@@ -48,6 +56,7 @@ export interface ClaimGatewayOptions {
 export class ReleaseTargetUnknownError extends SandboxScaleError {}
 
 export const DEFAULT_SANDBOXD_CALL_TIMEOUT_MS = 10_000;
+export const DEFAULT_COLD_CLAIM_TIMEOUT_MS = 120_000;
 
 /**
  * The node-local claim transaction: choose a node (power of two over advertised warm pools,
@@ -92,7 +101,7 @@ export class ClaimGateway {
         const cand = this.#ledger.choose(healthy, req.key, rng) ?? this.#ledger.choose(untried, req.key, rng);
         if (cand === undefined) throw new NoWarmCapacityError(req.key);
         tried.add(cand.node);
-        const a = await this.#claimAt(cand, req, inventories, tried);
+        const a = await this.#claimAt(cand, req, inventories, tried, { timeoutMs: this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS, warm: true });
         if (a !== undefined) {
           done('delivered');
           return a;
@@ -104,23 +113,59 @@ export class ClaimGateway {
     }
   }
 
-  /** One node, then the peers it redirects to; undefined when all of them are at capacity. */
-  async #claimAt(cand: WarmCandidate, req: GatewayClaimRequest, inventories: readonly InventoryLike[], tried: Set<string>): Promise<Assignment | undefined> {
+  /**
+   * Cold claim (the pool allows it and no node advertises a warm VM of the key): the same
+   * POST /v1/claim with the same claim_ref at a routable node, which boots a VM and blocks until
+   * it is up. Nodes are tried best first (coldCandidates); a node at max_claims or draining (429)
+   * means the next one; when every routable node refused it is NoWarmCapacity. Any other failure
+   * ends the attempt, as on the warm path: a lost reply is adopted from the node, never retried
+   * elsewhere, so a claim is never delivered twice.
+   */
+  async coldDeliver(req: GatewayClaimRequest): Promise<Assignment> {
+    this.#requireToken();
+    const t0 = performance.now();
+    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void => this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000);
+    const tried = new Set<string>();
+    const opts = { timeoutMs: this.#o.coldClaimTimeoutMs ?? DEFAULT_COLD_CLAIM_TIMEOUT_MS, warm: false };
+    try {
+      const inventories = this.#o.inventories();
+      const now = Date.now();
+      for (const cand of coldCandidates(inventories, (node) => (this.#failedUntil.get(node) ?? 0) > now)) {
+        if (tried.has(cand.node)) continue;
+        tried.add(cand.node);
+        const a = await this.#claimAt({ node: cand.node, addr: cand.addr, warm: 0 }, req, inventories, tried, opts);
+        if (a !== undefined) {
+          done('delivered');
+          return a;
+        }
+      }
+      throw new NoWarmCapacityError(req.key);
+    } catch (err) {
+      done(err instanceof NoWarmCapacityError ? 'no_capacity' : 'error');
+      throw err;
+    }
+  }
+
+  /**
+   * One node, then the peers it redirects to; undefined when all of them are at capacity.
+   * `warm`: the node was chosen from the ledger, whose count is put back or exhausted.
+   */
+  async #claimAt(cand: WarmCandidate, req: GatewayClaimRequest, inventories: readonly InventoryLike[], tried: Set<string>, o: { timeoutMs: number; warm: boolean }): Promise<Assignment | undefined> {
     const claimRef = `${req.namespace}/${req.name}`;
     const body = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef, ...(req.ttlSeconds ? { ttlSeconds: req.ttlSeconds } : {}) };
     try {
-      const a = toAssignment(cand.node, await this.#o.clients.forNode(cand.addr).claim(body, { signal: this.#callSignal(req.signal) }));
+      const a = toAssignment(cand.node, await this.#o.clients.forNode(cand.addr).claim(body, { signal: this.#callSignal(req.signal, o.timeoutMs) }));
       this.#failedUntil.delete(cand.node);
       return a;
     } catch (err) {
       if (!isSandboxdAtCapacity(err)) {
         const adopted = await this.#adoptUnknownOutcome(cand, claimRef, err, req.signal);
         if (adopted) return adopted;
-        this.#ledger.putBack(cand.node, req.key);
+        if (o.warm) this.#ledger.putBack(cand.node, req.key);
         if (!req.signal?.aborted) this.#failedUntil.set(cand.node, Date.now() + (this.#o.failedNodeCooldownMs ?? 15_000));
         throw err;
       }
-      this.#ledger.exhaust(cand.node, req.key);
+      if (o.warm) this.#ledger.exhaust(cand.node, req.key);
       const redirect = (err as { candidates?: readonly string[] }).candidates ?? [];
       for (const url of redirect) {
         const peer = inventories.find((i) => i.address !== undefined && url.endsWith(`//${i.address}`));
@@ -128,10 +173,10 @@ export class ClaimGateway {
         if (tried.has(node)) continue;
         tried.add(node);
         try {
-          return toAssignment(node, await this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, { signal: this.#callSignal(req.signal) }));
+          return toAssignment(node, await this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, { signal: this.#callSignal(req.signal, o.timeoutMs) }));
         } catch (peerErr) {
           if (!isSandboxdAtCapacity(peerErr)) throw peerErr;
-          if (peer) this.#ledger.exhaust(node, req.key);
+          if (peer && o.warm) this.#ledger.exhaust(node, req.key);
         }
       }
       return undefined;
@@ -200,8 +245,8 @@ export class ClaimGateway {
   }
 
   /** The caller's signal, if any, bounded by the per-call timeout. */
-  #callSignal(signal?: AbortSignal): AbortSignal {
-    const timeout = AbortSignal.timeout(this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS);
+  #callSignal(signal?: AbortSignal, timeoutMs = this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS): AbortSignal {
+    const timeout = AbortSignal.timeout(timeoutMs);
     return signal ? AbortSignal.any([signal, timeout]) : timeout;
   }
 

@@ -4,6 +4,10 @@ import { conditionsSchema, int32, int64, localRefSchema, ObjectMetaSchema } from
 
 /** SandboxWarmPool (extensions.agents.x-k8s.io/v1beta1), k8s-api.md §2.3, scale-contracts §3.2. */
 
+/** Cold claims are opt-in: a cold boot costs the node a boot and the claimant seconds of waiting. */
+export const COLD_START_POLICIES = ['Never', 'WhenNoWarmCapacity'] as const;
+export type ColdStartPolicy = (typeof COLD_START_POLICIES)[number];
+
 export const SandboxWarmPoolSpecSchema = z
   .looseObject({
     replicas: int32().min(0).default(1).describe('Desired number of warm sandboxes across the fleet, spread evenly over the nodes. HPA and kubectl scale write it through the scale subresource.'),
@@ -14,6 +18,12 @@ export const SandboxWarmPoolSpecSchema = z
       })
       .optional()
       .describe('How warm members built from an older template are replaced.'),
+    coldStart: z
+      .enum(COLD_START_POLICIES)
+      .default('Never')
+      .describe(
+        'What a claim does when no node has a warm sandbox of the pool: Never waits (Bound=False, NoWarmCapacity) until warm capacity appears; WhenNoWarmCapacity boots one on a routable node and binds when it is up (seconds, not milliseconds).',
+      ),
   })
   .describe('Desired warm capacity of the pool.');
 
