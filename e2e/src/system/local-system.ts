@@ -1,6 +1,6 @@
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
 import { createCA, createLeaf } from '../control-plane/pki';
@@ -126,8 +126,20 @@ async function saKubeconfig(ctx: Ctx, app: string): Promise<string> {
   return path;
 }
 
-async function probeArgs(): Promise<string[]> {
-  return ['--health-probe-bind-address', `127.0.0.1:${await freePort()}`, '--metrics-bind-address', `127.0.0.1:${await freePort()}`];
+/**
+ * Probe and metrics servers off: the runner watches the processes and the API instead, and
+ * ports picked ahead of time could be taken by another process before the app binds them.
+ */
+function probeArgs(): string[] {
+  return ['--health-probe-bind-address', '0', '--metrics-bind-address', '0'];
+}
+
+function logTail(path: string, lines = 15): string {
+  try {
+    return readFileSync(path, 'utf8').trim().split('\n').slice(-lines).join('\n');
+  } catch {
+    return '';
+  }
 }
 
 async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number; fastPath: number }, certs: { cert: string; key: string }, publishInterval: string): Promise<void> {
@@ -142,18 +154,18 @@ async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number;
     ...(ctx.extraArgs['sandbox-apiserver'] ?? []),
   ]);
   startApp(ctx, 'claim-controller', 'apps/claim-controller/src/main.ts', [
-    ...common(await saKubeconfig(ctx, 'claim-controller')), ...leader, ...(await probeArgs()),
+    ...common(await saKubeconfig(ctx, 'claim-controller')), ...leader, ...probeArgs(),
     '--fast-path-bind-address', `127.0.0.1:${ports.fastPath}`, '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key,
     ...(ctx.extraArgs['claim-controller'] ?? []),
   ]);
   startApp(ctx, 'warmpool-driver', 'apps/warmpool-driver/src/main.ts', [
-    ...common(await saKubeconfig(ctx, 'warmpool-driver')), ...leader, ...(await probeArgs()),
+    ...common(await saKubeconfig(ctx, 'warmpool-driver')), ...leader, ...probeArgs(),
     ...(ctx.extraArgs['warmpool-driver'] ?? []),
   ]);
   const publisherKubeconfig = await saKubeconfig(ctx, 'inventory-publisher');
   for (const n of nodes) {
     startApp(ctx, `inventory-publisher-${n.name}`, 'apps/inventory-publisher/src/main.ts', [
-      ...common(publisherKubeconfig), ...(await probeArgs()),
+      ...common(publisherKubeconfig), ...probeArgs(),
       '--node-name', n.name, '--sandboxd-url', n.url, '--publish-interval', publishInterval,
       ...(ctx.extraArgs['inventory-publisher'] ?? []),
     ]);
@@ -164,7 +176,9 @@ async function waitUntilServing(ctx: Ctx, nodes: SimNode[]): Promise<void> {
   const kubectl = (args: string[]): Promise<string> => runCommand(toolPath(ctx.cp.binDir, 'kubectl'), args, { KUBECONFIG: ctx.cp.kubeconfigPath });
   ctx.log('waiting for the APIService to be Available and every node to publish its inventory');
   await eventually(async () => {
-    for (const [name, app] of ctx.apps) if (!app.running) throw new Error(`${name} exited (see ${join(ctx.logDir, `${name}.log`)})`);
+    for (const [name, app] of ctx.apps) {
+      if (!app.running) throw new Error(`${name} exited; the end of its log:\n${logTail(join(ctx.logDir, `${name}.log`))}`);
+    }
     const available = await kubectl(['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].status}']);
     if (available.trim() !== 'True') throw new Error('APIService v1beta1.agents.x-k8s.io is not Available yet');
     const inventories = (await kubectl(['get', 'nodeinventories', '-o', 'name'])).trim().split('\n').filter(Boolean);
