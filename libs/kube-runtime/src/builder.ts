@@ -1,26 +1,13 @@
-import type { Registry } from 'prom-client';
 import { SandboxScaleError } from '@sandbox-scale/scale-core';
 import type { KubeObject } from './client/object-meta';
 import { Controller, type ControllerOptions } from './controller/controller';
-import type { ItemBackoffOptions } from './controller/rate-limiter';
 import { informerSource } from './handler/informer-source';
 import { type MapFunction, enqueueObject, enqueueOwner } from './handler/map-functions';
 import type { Informer } from './informer/informer';
-import type { Logger } from './log/logger';
 import type { Predicate } from './predicate/predicate';
-import type { Reconciler } from './reconcile/reconciler';
-import type { Timers } from './time';
 
-export interface ControllerSpec {
-  name: string;
-  reconciler: Reconciler;
-  log: Logger;
-  concurrency?: number;
-  registry?: Registry;
-  backoff?: ItemBackoffOptions;
-  needLeaderElection?: boolean;
-  timers?: Timers;
-}
+/** What the builder needs: exactly the controller's own options. */
+export type ControllerSpec = ControllerOptions;
 
 /**
  * Wiring that reads as a sentence:
@@ -31,8 +18,7 @@ export class ControllerBuilder {
   private hasPrimary = false;
 
   constructor(spec: ControllerSpec) {
-    const opts: ControllerOptions = { ...spec };
-    this.ctrl = new Controller(opts);
+    this.ctrl = new Controller(spec);
   }
 
   /** The primary resource: each object is its own request; malformed ones are enqueued too. */
