@@ -1,11 +1,11 @@
 import { ApiextensionsV1Api, AuthenticationV1Api, CoreV1Api, KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { applyObject, type ApplyBody } from '@sandbox-scale/kube-runtime';
-import { execFile } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { BIN_DIR_ENV, FILES_ENV, KUBECONFIG_ENV } from '../control-plane/global-setup';
+import { runProcess, type RunResult } from '../system/run-command';
 import { eventually } from './eventually';
 
 /** Admin KubeConfig of the control plane this jest run shares. */
@@ -121,23 +121,11 @@ export function whoAmI(kc: KubeConfig): Promise<string | undefined> {
   return kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} }).then((r) => r.status?.userInfo?.username);
 }
 
-export interface RunResult {
-  code: number;
-  stdout: string;
-  stderr: string;
-}
+export type { RunResult };
 
 /** Runs a CLI (kubectl, helm) from the tools dir and resolves with its exit code and output. */
 export function runTool(tool: 'kubectl' | 'helm', args: string[], env: Record<string, string> = {}, input?: string): Promise<RunResult> {
-  return new Promise((resolve) => {
-    const child = execFile(join(testBinDir(), tool), args, { env: { ...process.env, KUBECONFIG: testKubeconfigPath(), ...env }, maxBuffer: 256 * 1024 * 1024 }, (err, stdout, stderr) => {
-      const code = err ? (typeof (err as { code?: unknown }).code === 'number' ? (err as { code: number }).code : 1) : 0;
-      resolve({ code, stdout, stderr });
-    });
-    if (input !== undefined) {
-      child.stdin?.end(input);
-    }
-  });
+  return runProcess(join(testBinDir(), tool), args, { KUBECONFIG: testKubeconfigPath(), ...env }, input);
 }
 
 export function kubectl(args: string[], opts: { kubeconfig?: string; input?: string } = {}): Promise<RunResult> {
