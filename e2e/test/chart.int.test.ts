@@ -148,6 +148,7 @@ describe('the sandbox-scale chart', () => {
         ['watch', 'sandboxclaims', { group: ext, allowed: true }],
         ['patch', 'sandboxclaims', { group: ext, subresource: 'status', allowed: true }],
         ['update', 'sandboxclaims', { group: ext, subresource: 'finalizers', allowed: true }],
+        ['delete', 'sandboxclaims', { group: ext, namespace: 'team-x', allowed: true }],
         ['list', 'nodeinventories', { group: ext, allowed: true }],
         ['create', 'secrets', { namespace: 'team-x', allowed: true }],
         ['get', 'secrets', { namespace: 'kube-system', allowed: false }],

@@ -7,6 +7,7 @@ export function claimControllerMetrics(registry: Registry) {
   const claimSeconds = histogram(registry, 'sandbox_scale_claim_controller_claim_duration_seconds', 'Time to a node delivery (node choice, claim, redirects).', ['outcome'], [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]);
   const records = counter(registry, 'sandbox_scale_claim_controller_records_total', 'Async Bound records, by outcome.', ['outcome']);
   const orphans = counter(registry, 'sandbox_scale_claim_controller_orphan_items_total', 'Deliveries seen by the orphan pass, by outcome (adopted, bound, missing, error).', ['outcome']);
+  const renewals = counter(registry, 'sandbox_scale_claim_controller_lease_renewals_total', 'Node lease renewals of Bound claims, by outcome (renewed, lost, deferred, error).', ['outcome']);
   const fastPath = counter(registry, 'sandbox_scale_claim_controller_fast_path_requests_total', 'Fast-path requests, by HTTP status code.', ['code']);
   return {
     onClaim: (outcome: string, seconds: number): void => {
@@ -15,6 +16,7 @@ export function claimControllerMetrics(registry: Registry) {
     },
     onRecord: (outcome: string): void => records.inc({ outcome }),
     onOrphan: (outcome: string): void => orphans.inc({ outcome }),
+    onRenewal: (outcome: 'renewed' | 'lost' | 'deferred' | 'error'): void => renewals.inc({ outcome }),
     onFastPath: (code: number): void => fastPath.inc({ code: String(code) }),
   };
 }

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { controller, createEventRecorder, createLogger, involvedObjectOf, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
-import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES } from '@sandbox-scale/scale-core';
+import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
 import { ClaimControllerConfigSchema, type ClaimControllerFlags } from './config';
@@ -64,7 +64,18 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list();
   const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, coldClaimTimeoutMs: flags.coldClaimTimeout, onClaim: metrics.onClaim });
   const writes = new ClaimWrites(kc);
-  const reconciler = new ClaimReconciler({ ...caches, gateway, recorder, writes, events, startedAt: new Date() });
+  const leaseTtlSeconds = Math.ceil(flags.sandboxLeaseTtl / 1000);
+  const reconciler = new ClaimReconciler({
+    ...caches,
+    gateway,
+    recorder,
+    writes,
+    events,
+    startedAt: new Date(),
+    leaseTtlSeconds,
+    renewals: new TokenBucket({ ratePerSecond: flags.leaseRenewalsPerSecond }),
+    onRenewal: metrics.onRenewal,
+  });
   const claimController = controller({ name: 'sandboxclaim', reconciler, log, registry, concurrency: flags.maxConcurrentReconciles })
     .for(caches.claims)
     .watches(caches.inventories, claimsWaitingForCapacity(caches.claims))
@@ -93,8 +104,8 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
           resolvePool: poolResolver(caches),
           exists: (t) => caches.claims.get(t.namespace, t.name) !== undefined,
           claim: async (t) => {
-            fastRecorder.expect(t, t.warmPool);
-            return gateway.claim(t);
+            fastRecorder.expect(t, t.warmPool, t.ttlSeconds);
+            return gateway.claim({ ...t, ttlSeconds: t.ttlSeconds || leaseTtlSeconds });
           },
           log,
           onResponse: metrics.onFastPath,

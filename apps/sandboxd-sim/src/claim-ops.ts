@@ -48,7 +48,7 @@ function commit(node: NodeState, g: Grant): ClaimOutcome {
     claimRef: g.claimRef || undefined,
     fromCheckpoint: g.fromCheckpoint,
     templateDigest: g.templateDigest,
-    ttlS: grantTtl(g.ttlSeconds),
+    ttlS: grantTtl(g.ttlSeconds, node.config.defaultTtlSeconds),
     now: node.now(),
   });
   node.add(sb);
@@ -134,7 +134,7 @@ export async function fork(node: NodeState, caller: Caller, id: string, body: Fo
   if (clones.some((c) => c.status === 'rejected')) throw new ApiError(500, 'fork failed');
   const again = node.refusal(parent.tenant, count);
   if (again) throw quotaReached(again);
-  const ttlS = grantTtl(body.ttl_seconds);
+  const ttlS = grantTtl(body.ttl_seconds, node.config.defaultTtlSeconds);
   const children: Sandbox[] = [];
   for (let i = 0; i < count; i++) {
     const childId = node.newSandboxId();

@@ -42,6 +42,8 @@ export const NodeConfigSchema = z.object({
   archiveAfterSeconds: count.default(0),
   archiveDeleteAfterSeconds: count.default(0),
   checkpointTtlHours: count.default(0),
+  /** Lease granted to a claim, fork or renew that asks for none (ttl 0); 0 = sandboxd's 300 s. */
+  defaultTtlSeconds: count.default(0),
   /** Accepted for fidelity; teardown is instant in the simulator, as the API sees it. */
   releaseDelaySeconds: count.default(0),
   pools: z.array(SimPoolSchema).default([]),
@@ -115,6 +117,7 @@ export const CliFlagsSchema = z.object({
   archiveAfterSeconds: z.coerce.number().int().min(0).default(0).describe('Archive after this long hibernated; 0 = off'),
   archiveDeleteAfterSeconds: z.coerce.number().int().min(0).default(0).describe('Purge archives after this long; 0 = keep'),
   checkpointTtlHours: z.coerce.number().int().min(0).default(0).describe('Checkpoint record lifetime; 0 = keep'),
+  defaultTtlSeconds: z.coerce.number().int().min(0).default(0).describe('Lease granted when a claim or renew asks for none; 0 = 300 s'),
   releaseDelaySeconds: z.coerce.number().int().min(0).default(0).describe('Delay of VM teardown after release'),
   pools: jsonFlag(z.array(SimPoolSchema)).optional().describe('Initial pools, JSON [{"template","net","size","warm",...}]'),
   vmCapacity: z.coerce.number().int().min(0).default(0).describe('VMs a node can run; 0 = unlimited'),

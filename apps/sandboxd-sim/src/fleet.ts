@@ -129,9 +129,9 @@ function every(clock: Clock, ms: number, fn: () => void): () => void {
 
 function nodeConfig(opts: SimOptions, override: Partial<NodeConfigInput>) {
   const { token, tenants, maxClaims, maxForkCount, refillConcurrency, egress, idleHibernateSeconds, archiveAfterSeconds, archiveDeleteAfterSeconds } = opts;
-  const { checkpointTtlHours, releaseDelaySeconds, pools, vmCapacity, images, peers } = opts;
+  const { checkpointTtlHours, defaultTtlSeconds, releaseDelaySeconds, pools, vmCapacity, images, peers } = opts;
   const base = { token, tenants, maxClaims, maxForkCount, refillConcurrency, egress, idleHibernateSeconds, archiveAfterSeconds, archiveDeleteAfterSeconds };
-  return NodeConfigSchema.parse({ ...base, checkpointTtlHours, releaseDelaySeconds, pools, vmCapacity, images, peers, ...override });
+  return NodeConfigSchema.parse({ ...base, checkpointTtlHours, defaultTtlSeconds, releaseDelaySeconds, pools, vmCapacity, images, peers, ...override });
 }
 
 interface Shared {

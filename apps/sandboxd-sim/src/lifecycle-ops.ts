@@ -56,7 +56,7 @@ export async function wake(node: NodeState, sb: Sandbox): Promise<void> {
 /** Deadline = now + granted TTL (may shorten); the grant is also what a later unarchive gives. */
 export function renew(node: NodeState, sb: Sandbox, ttlSeconds: number | null | undefined): number {
   if (sb.state === ARCHIVED) throw new ApiError(409, 'sandbox is archived');
-  sb.ttlS = grantTtl(ttlSeconds);
+  sb.ttlS = grantTtl(ttlSeconds, node.config.defaultTtlSeconds);
   sb.deadline = node.now() + sb.ttlS * 1000;
   return sb.deadline;
 }

@@ -64,8 +64,8 @@ export class Sandbox {
 export const DEFAULT_TTL_S = 300;
 export const MAX_TTL_S = 86_400;
 
-/** 0 or negative → the 300 s default; above 24 h → clamped. */
-export function grantTtl(ttlSeconds: number | null | undefined): number {
-  if (!ttlSeconds || ttlSeconds <= 0) return DEFAULT_TTL_S;
+/** 0 or negative → the node's default lease (300 s unless configured); above 24 h → clamped. */
+export function grantTtl(ttlSeconds: number | null | undefined, defaultTtlS = DEFAULT_TTL_S): number {
+  if (!ttlSeconds || ttlSeconds <= 0) return Math.min(defaultTtlS || DEFAULT_TTL_S, MAX_TTL_S);
   return Math.min(ttlSeconds, MAX_TTL_S);
 }

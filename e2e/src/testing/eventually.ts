@@ -1,6 +1,8 @@
 export interface EventuallyOptions {
   timeoutMs?: number;
   intervalMs?: number;
+  /** Whether an error is worth another try; false rethrows it at once (a state the check can never leave). Default: every error. */
+  retryOn?: (err: unknown) => boolean;
 }
 
 /** Polls `check` until it returns without throwing; rethrows its last error at the deadline. */
@@ -13,6 +15,7 @@ export async function eventually<T>(check: () => Promise<T> | T, opts: Eventuall
     try {
       return await check();
     } catch (err) {
+      if (opts.retryOn && !opts.retryOn(err)) throw err;
       lastErr = err;
     }
     if (Date.now() >= deadline) break;

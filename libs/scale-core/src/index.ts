@@ -148,4 +148,6 @@ export {
 export type { FieldOperator, FieldRequirement, FieldSelector } from './selectors/field-selector';
 
 export { backoffDelayMs, InvalidBackoffOptionsError, retry, sleep } from './retry/retry';
+export { InvalidRateError, TokenBucket } from './rate/token-bucket';
+export type { TokenBucketOptions } from './rate/token-bucket';
 export type { BackoffOptions, RetryOptions, Sleep } from './retry/retry';

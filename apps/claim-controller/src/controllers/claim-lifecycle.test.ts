@@ -1,5 +1,5 @@
 import type { SandboxClaim } from '@sandbox-scale/scale-core';
-import { claimTtl, createdBefore, expiryOf } from './claim-lifecycle';
+import { claimTtl, createdBefore } from './claim-lifecycle';
 
 const now = new Date('2026-08-17T10:00:00Z');
 function claim(lifecycle?: { shutdownTime?: string }, status?: SandboxClaim['status'], created?: string): SandboxClaim {
@@ -23,18 +23,6 @@ describe('claimTtl', () => {
     const out = claimTtl(claim({ shutdownTime: '2026-08-17T10:00:00Z' }), now);
     expect(out.ok).toBe(false);
     if (!out.ok) expect(out.problem.field).toBe('spec.lifecycle.shutdownTime');
-  });
-});
-
-describe('expiryOf', () => {
-  it('prefers the claim shutdownTime over the node deadline', () => {
-    expect(expiryOf(claim({ shutdownTime: '2026-08-17T11:00:00Z' }, { sandbox: { deadline: '2026-08-17T12:00:00Z' } }))?.toISOString()).toBe('2026-08-17T11:00:00.000Z');
-  });
-  it('falls back to the node-granted deadline', () => {
-    expect(expiryOf(claim(undefined, { sandbox: { deadline: '2026-08-17T12:00:00Z' } }))?.toISOString()).toBe('2026-08-17T12:00:00.000Z');
-  });
-  it('is undefined with neither', () => {
-    expect(expiryOf(claim())).toBeUndefined();
   });
 });
 

@@ -22,17 +22,6 @@ export function claimTtl(claim: SandboxClaim, now: Date): TtlOutcome {
   return { ok: true, ttlSeconds: Math.ceil(ms / 1000) };
 }
 
-/**
- * When a Bound claim's sandbox must be released: the claim's shutdownTime, else the deadline
- * the node granted (the node reaps then anyway; releasing keeps the record honest).
- */
-export function expiryOf(claim: SandboxClaim): Date | undefined {
-  const at = claim.spec.lifecycle?.shutdownTime ?? claim.status?.sandbox?.deadline;
-  if (at === undefined) return undefined;
-  const ms = Date.parse(at);
-  return Number.isFinite(ms) ? new Date(ms) : undefined;
-}
-
 /** Whether ns/name was created before `since` (its delivery may predate this process). */
 export function createdBefore(claim: SandboxClaim, since: Date): boolean {
   const ts = claim.metadata.creationTimestamp;

@@ -22,12 +22,16 @@ import {
   type SandboxClaim,
   type SandboxTemplate,
   type SandboxWarmPool,
+  type Rng,
+  type TokenBucket,
 } from '@sandbox-scale/scale-core';
+import { isNotFound as isSandboxGone, asSandboxdHttpError } from '@sandbox-scale/sandboxd-client';
 import type { Assignment } from '../gateway/assignment';
 import type { ClaimGateway } from '../gateway/claim-gateway';
 import type { ClaimRecorder } from '../gateway/claim-recorder';
 import { isBound } from '../gateway/claim-status';
-import { claimTtl, createdBefore, expiryOf, type FieldProblem } from './claim-lifecycle';
+import { currentLease, nextLeaseStep, parseTime, renewAtMs, type NodeLease } from './claim-lease';
+import { claimTtl, createdBefore, type FieldProblem } from './claim-lifecycle';
 import { hasFinalizer, type ClaimWrites } from './claim-writes';
 
 export const CLAIM_REASONS = {
@@ -37,7 +41,13 @@ export const CLAIM_REASONS = {
   claimFailed: 'ClaimFailed',
   /** Bound=False while a node boots a VM for the claim (pool coldStart WhenNoWarmCapacity); also the events of a cold start. */
   coldStart: 'ColdStart',
+  /** Bound=False: the node no longer has the sandbox (its lease ran out, or the node lost it). */
+  sandboxLost: 'SandboxLost',
+  /** A node lease renewal failed; retried before the lease runs out. */
+  leaseRenewFailed: 'LeaseRenewFailed',
 } as const;
+/** Bound reasons after which the claim holds no sandbox any more: nothing to renew or release. */
+const FINISHED_REASONS: ReadonlySet<string> = new Set([CONDITION_REASONS.claimExpired, CLAIM_REASONS.sandboxLost]);
 const WAIT_FOR_CONFIG_MS = 30_000;
 const FAST_PATH_GRACE_MS = 2_000;
 
@@ -51,7 +61,13 @@ export interface ClaimReconcilerOptions {
   events: EventRecorder;
   /** Claims created before this may have been delivered by an earlier process. */
   startedAt: Date;
+  /** Seconds of node lease asked for a claim without shutdownTime (claim and renewals); 0 = the node's default. */
+  leaseTtlSeconds?: number;
+  /** Bounds node lease renewals over all claims; a renewal refused a token is requeued until one is free. */
+  renewals?: TokenBucket;
+  onRenewal?: (outcome: 'renewed' | 'lost' | 'deferred' | 'error') => void;
   now?: () => Date;
+  rng?: Rng;
 }
 
 /**
@@ -63,6 +79,9 @@ export interface ClaimReconcilerOptions {
 export class ClaimReconciler implements Reconciler {
   readonly #undelivered = new Map<string, Assignment>();
   readonly #capacityMisses = new Map<string, number>();
+  /** Node leases this process renewed, by ns/name (see NodeLease for why they live here only). */
+  readonly #leases = new Map<string, NodeLease>();
+  readonly #renewFailures = new Map<string, number>();
   constructor(private readonly o: ClaimReconcilerOptions) {}
 
   async reconcile(req: ReconcileRequest, ctx: ReconcileContext): Promise<ReconcileResult | void> {
@@ -71,7 +90,7 @@ export class ClaimReconciler implements Reconciler {
     if (claim.metadata.deletionTimestamp) return this.#finalize(claim, ctx);
     // The finalizer goes on before any VM is claimed, so a delete can never skip the release.
     if (!hasFinalizer(claim)) await this.o.writes.addFinalizer(claim);
-    if (isBound(claim)) return this.#whileBound(claim);
+    if (isBound(claim)) return this.#whileBound(claim, ctx);
     if (claim.metadata.annotations?.[ANNOTATIONS.claimId]) return { requeueAfterMs: FAST_PATH_GRACE_MS };
     return this.#bind(req, ctx);
   }
@@ -85,7 +104,8 @@ export class ClaimReconciler implements Reconciler {
     if (pending) return this.#record(claim, pending, ctx, true);
     const resolved = this.#resolve(claim);
     if ('problem' in resolved) return this.#pendingCondition(claim, resolved.reason, resolved.problem, resolved.retry);
-    const gwReq = { namespace: req.namespace, name: req.name, key: resolved.key, ttlSeconds: resolved.ttlSeconds, signal: ctx.signal };
+    const ttlSeconds = resolved.ttlSeconds || (this.o.leaseTtlSeconds ?? 0);
+    const gwReq = { namespace: req.namespace, name: req.name, key: resolved.key, ttlSeconds, signal: ctx.signal };
     let a: Assignment;
     try {
       a = await this.o.gateway.deliver(gwReq);
@@ -182,30 +202,153 @@ export class ClaimReconciler implements Reconciler {
     return retry ? { requeueAfterMs: WAIT_FOR_CONFIG_MS } : {};
   }
 
-  async #whileBound(claim: SandboxClaim): Promise<ReconcileResult | void> {
-    const bound = claim.status?.conditions?.find((c) => c.type === CONDITION_TYPES.bound);
-    if (bound?.reason === CONDITION_REASONS.claimExpired) return;
-    const expiry = expiryOf(claim);
-    if (expiry === undefined) return;
-    const waitMs = expiry.getTime() - this.#now().getTime();
-    if (waitMs > 0) return { requeueAfterMs: Math.min(waitMs, 2 ** 31 - 1) };
+  /**
+   * A Bound claim lives until it is deleted or until spec.lifecycle.shutdownTime: the node lease
+   * is renewed before it runs out (bounded in rate, spread per claim), the sandbox is released at
+   * shutdownTime, and a claim whose sandbox is gone from its node says so.
+   */
+  async #whileBound(claim: SandboxClaim, ctx: ReconcileContext): Promise<ReconcileResult | void> {
+    const key = `${claim.metadata.namespace}/${claim.metadata.name}`;
+    if (FINISHED_REASONS.has(boundCondition(claim)?.reason ?? '')) {
+      this.#leases.delete(key);
+      return this.#afterFinished(claim);
+    }
+    const lease = currentLease(claim, this.#leases.get(key), this.o.rng);
+    const step = nextLeaseStep(claim, lease, this.#now().getTime(), { leaseTtlSeconds: this.o.leaseTtlSeconds ?? 0, ...(this.o.rng ? { rng: this.o.rng } : {}) });
+    switch (step.kind) {
+      case 'none':
+        return;
+      case 'wait':
+        return { requeueAfterMs: Math.min(Math.max(1, Math.ceil(step.ms)), 2 ** 31 - 1) };
+      case 'expire':
+        return this.#expire(claim, step.at);
+      case 'renew':
+        return this.#renew(claim, key, step.ttlSeconds, ctx);
+    }
+  }
+
+  async #renew(claim: SandboxClaim, key: string, ttlSeconds: number, ctx: ReconcileContext): Promise<ReconcileResult | void> {
+    const waitMs = this.o.renewals?.take() ?? 0;
+    if (waitMs > 0) {
+      this.o.onRenewal?.('deferred');
+      // spread the claims that were refused together over the next few tokens
+      return { requeueAfterMs: waitMs + Math.floor((this.o.rng ?? Math.random)() * 1000) };
+    }
+    const sb = claim.status?.sandbox ?? {};
+    const target = { node: sb.nodeName ?? '', claimId: sb.name ?? '', ...(sb.address ? { address: sb.address } : {}) };
+    const now = this.#now().getTime();
+    let deadline: Date | undefined;
+    try {
+      deadline = await this.o.gateway.renew(target, ttlSeconds, ctx.signal);
+    } catch (err) {
+      if (isSandboxGone(err)) {
+        this.o.onRenewal?.('lost');
+        return this.#lost(claim, key);
+      }
+      return this.#renewFailed(claim, key, err, ctx);
+    }
+    this.o.onRenewal?.('renewed');
+    this.#renewFailures.delete(key);
+    if (deadline === undefined) {
+      this.#leases.delete(key);
+      return this.#whileBoundAfterRenew(claim, undefined);
+    }
+    const lease = { claimId: target.claimId, deadlineMs: deadline.getTime(), renewAtMs: renewAtMs(now, deadline.getTime(), this.o.rng) };
+    this.#leases.set(key, lease);
+    return this.#whileBoundAfterRenew(claim, lease);
+  }
+
+  #whileBoundAfterRenew(claim: SandboxClaim, lease: NodeLease | undefined): ReconcileResult | void {
+    const step = nextLeaseStep(claim, lease, this.#now().getTime(), { leaseTtlSeconds: this.o.leaseTtlSeconds ?? 0 });
+    if (step.kind === 'wait') return { requeueAfterMs: Math.min(Math.max(1, Math.ceil(step.ms)), 2 ** 31 - 1) };
+    // a lease shorter than the time the call took: look again at once rather than spin here
+    if (step.kind === 'renew' || step.kind === 'expire') return { requeueAfterMs: 1 };
+  }
+
+  /**
+   * A renewal that did not reach the node (timeout, 5xx, archived, unknown address): retried with
+   * backoff, always before the current deadline. Warned once per streak, not per try.
+   */
+  #renewFailed(claim: SandboxClaim, key: string, err: unknown, ctx: ReconcileContext): ReconcileResult {
+    this.o.onRenewal?.('error');
+    const failures = this.#renewFailures.get(key) ?? 0;
+    this.#renewFailures.set(key, failures + 1);
+    const status = asSandboxdHttpError(err)?.statusCode;
+    const why = err instanceof Error ? err.message : String(err);
+    ctx.log.warn({ node: claim.status?.sandbox?.nodeName, sandboxId: claim.status?.sandbox?.name, status, err: why }, 'node lease renewal failed; retrying');
+    if (failures === 0) {
+      this.#event(claim, { type: 'Warning', reason: CLAIM_REASONS.leaseRenewFailed, action: 'Renew', note: `renewing the lease of sandbox ${claim.status?.sandbox?.name} on node ${claim.status?.sandbox?.nodeName} failed${status ? ` (sandboxd ${status})` : ''}; retrying` });
+    }
+    const deadlineMs = currentLease(claim, this.#leases.get(key), this.o.rng)?.deadlineMs;
+    const backoff = backoffDelayMs(failures, { baseMs: 1000, maxMs: 30_000, jitter: 0.2, ...(this.o.rng ? { rng: this.o.rng } : {}) });
+    // keep a few tries before the deadline even when the backoff has grown
+    const left = deadlineMs === undefined ? backoff : Math.max(250, (deadlineMs - this.#now().getTime()) / 4);
+    return { requeueAfterMs: Math.ceil(Math.min(backoff, left)) };
+  }
+
+  /** spec.lifecycle.shutdownTime has come: release, say so, then the claim's shutdownPolicy. */
+  async #expire(claim: SandboxClaim, at: Date): Promise<ReconcileResult | void> {
     await this.#release(claim);
-    const message = `the claim expired at ${expiry.toISOString()}; sandbox ${claim.status?.sandbox?.name} released`;
-    const expired = { status: 'False' as const, reason: CONDITION_REASONS.claimExpired, message };
-    await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, ...expired }, this.#now(), [{ type: CONDITION_TYPES.ready, ...expired }]);
-    this.#event(claim, { type: 'Normal', reason: CONDITION_REASONS.claimExpired, action: 'Release', note: message });
-    if (claim.spec.lifecycle?.shutdownPolicy === 'Delete' || claim.spec.lifecycle?.shutdownPolicy === 'DeleteForeground') await this.o.writes.delete(claim);
+    const message = `the claim expired at ${at.toISOString()}; sandbox ${claim.status?.sandbox?.name} released`;
+    return this.#finish(claim, CONDITION_REASONS.claimExpired, message, 'Normal', 'Release');
+  }
+
+  /** The node no longer has the sandbox: nothing to release; the claim says what happened. */
+  async #lost(claim: SandboxClaim, key: string): Promise<ReconcileResult | void> {
+    this.#leases.delete(key);
+    this.#renewFailures.delete(key);
+    const sb = claim.status?.sandbox ?? {};
+    const message = `sandbox ${sb.name} is gone from node ${sb.nodeName} (its node lease ran out or the node lost it); delete the claim or create a new one`;
+    return this.#finish(claim, CLAIM_REASONS.sandboxLost, message, 'Warning', 'Renew');
+  }
+
+  /** Bound=False, Ready=False and Finished=True with one reason; one event; then the claim's own end. */
+  async #finish(claim: SandboxClaim, reason: string, message: string, type: 'Normal' | 'Warning', action: string): Promise<ReconcileResult | void> {
+    const key = `${claim.metadata.namespace}/${claim.metadata.name}`;
+    this.#leases.delete(key);
+    const ended = { status: 'False' as const, reason, message };
+    await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, ...ended }, this.#now(), [
+      { type: CONDITION_TYPES.ready, ...ended },
+      { type: CONDITION_TYPES.finished, status: 'True', reason, message },
+    ]);
+    this.#event(claim, { type, reason, action, note: message });
+    return this.#afterFinished(claim, this.#now());
+  }
+
+  /**
+   * The claim object after its sandbox is gone: shutdownPolicy Delete removes it now;
+   * ttlSecondsAfterFinished removes it that long after it finished; Retain keeps it.
+   */
+  async #afterFinished(claim: SandboxClaim, finishedAt?: Date): Promise<ReconcileResult | void> {
+    const lifecycle = claim.spec.lifecycle;
+    if (lifecycle?.shutdownPolicy === 'Delete' || lifecycle?.shutdownPolicy === 'DeleteForeground') return this.#deleteClaim(claim);
+    const ttl = lifecycle?.ttlSecondsAfterFinished;
+    if (ttl === undefined) return;
+    const finished = claim.status?.conditions?.find((c) => c.type === CONDITION_TYPES.finished && c.status === 'True');
+    const sinceMs = finishedAt?.getTime() ?? parseTime(finished?.lastTransitionTime) ?? parseTime(boundCondition(claim)?.lastTransitionTime) ?? this.#now().getTime();
+    const waitMs = sinceMs + ttl * 1000 - this.#now().getTime();
+    if (waitMs > 0) return { requeueAfterMs: Math.min(Math.ceil(waitMs), 2 ** 31 - 1) };
+    return this.#deleteClaim(claim);
+  }
+
+  async #deleteClaim(claim: SandboxClaim): Promise<void> {
+    try {
+      await this.o.writes.delete(claim);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
   }
 
   async #finalize(claim: SandboxClaim, ctx: ReconcileContext): Promise<void> {
     if (!hasFinalizer(claim)) return;
     const key = `${claim.metadata.namespace}/${claim.metadata.name}`;
-    const bound = claim.status?.conditions?.find((c) => c.type === CONDITION_TYPES.bound);
     const pending = this.#undelivered.get(key);
     if (pending) await this.o.gateway.release({ node: pending.node, claimId: pending.claimId, address: pending.address }, ctx.signal);
-    else if (isBound(claim) && bound?.reason !== CONDITION_REASONS.claimExpired) await this.#release(claim);
+    else if (isBound(claim) && !FINISHED_REASONS.has(boundCondition(claim)?.reason ?? '')) await this.#release(claim);
     this.#undelivered.delete(key);
     this.#capacityMisses.delete(key);
+    this.#leases.delete(key);
+    this.#renewFailures.delete(key);
     try {
       await this.o.writes.removeFinalizer(claim);
     } catch (err) {
@@ -226,4 +369,8 @@ export class ClaimReconciler implements Reconciler {
   #now(): Date {
     return (this.o.now ?? (() => new Date()))();
   }
+}
+
+function boundCondition(claim: SandboxClaim) {
+  return claim.status?.conditions?.find((c) => c.type === CONDITION_TYPES.bound);
 }

@@ -52,7 +52,7 @@ export interface ClaimGatewayOptions {
   onClaim?: (outcome: 'delivered' | 'no_capacity' | 'error', seconds: number) => void;
 }
 
-/** The claim was not delivered by any node and sandboxd gave a reason other than capacity. */
+/** A delivered sandbox's node is in no NodeInventory and no address was recorded for it: it cannot be reached to release or renew. */
 export class ReleaseTargetUnknownError extends SandboxScaleError {}
 
 export const DEFAULT_SANDBOXD_CALL_TIMEOUT_MS = 10_000;
@@ -215,6 +215,20 @@ export class ClaimGateway {
     const addr = inv?.address || target.address;
     if (!addr) throw new ReleaseTargetUnknownError(`cannot release ${target.claimId}: node ${target.node} has no known address`);
     await this.#o.clients.forNode(addr).release(target.claimId, signal ? { signal } : {});
+  }
+
+  /**
+   * Moves the node lease of a delivered sandbox to now + ttlSeconds (0: the node's default), with
+   * the fleet token (operator path). The node's reply is authoritative; undefined = no deadline.
+   * A sandbox the node no longer has is sandboxd-client's NotFound.
+   */
+  async renew(target: { node: string; claimId: string; address?: string }, ttlSeconds: number, signal?: AbortSignal): Promise<Date | undefined> {
+    this.#requireToken();
+    const inv = this.#o.inventories().find((i) => inventoryName(i) === target.node);
+    const addr = inv?.address || target.address;
+    if (!addr) throw new ReleaseTargetUnknownError(`cannot renew ${target.claimId}: node ${target.node} has no known address`);
+    const { deadline } = await this.#o.clients.forNode(addr).renew(target.claimId, ttlSeconds, { signal: this.#callSignal(signal) });
+    return deadline ?? undefined;
   }
 
   /** Deliveries already made for ns/name on any routable node (idempotency after a crash). */

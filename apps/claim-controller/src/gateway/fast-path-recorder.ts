@@ -15,24 +15,27 @@ export class FastPathRecorder implements BoundRecorder {
   constructor(
     kc: KubeConfig,
     private readonly recorder: ClaimRecorder,
-    private readonly pools: Map<string, string>,
+    private readonly pools: Map<string, { warmPool: string; ttlSeconds: number }>,
   ) {
     this.#claims = new ResourceClient(kc, SandboxClaimResource);
   }
 
-  /** Remembers the pool of a delivery until its object is created. */
-  expect(target: ClaimTarget, warmPool: string): void {
-    this.pools.set(`${target.namespace}/${target.name}`, warmPool);
+  /** Remembers the pool and asked TTL of a delivery until its object is created. */
+  expect(target: ClaimTarget, warmPool: string, ttlSeconds = 0): void {
+    this.pools.set(`${target.namespace}/${target.name}`, { warmPool, ttlSeconds });
   }
 
   async recordBound(target: ClaimTarget, a: Assignment, signal?: AbortSignal): Promise<void> {
     const key = `${target.namespace}/${target.name}`;
-    const warmPool = this.pools.get(key) ?? '';
+    const { warmPool, ttlSeconds } = this.pools.get(key) ?? { warmPool: '', ttlSeconds: 0 };
+    // A caller that asked for a TTL gets a claim that ends then (the node's deadline); without
+    // one the claim lives until deleted and its node lease is renewed like any other claim's.
+    const lifecycle = ttlSeconds > 0 && a.deadline ? { lifecycle: { shutdownTime: a.deadline } } : {};
     const body = {
       apiVersion: EXTENSIONS_API_VERSION,
       kind: 'SandboxClaim',
       metadata: { name: target.name, namespace: target.namespace, finalizers: [CLAIM_RELEASE_FINALIZER], annotations: { [ANNOTATIONS.claimId]: a.claimId } },
-      spec: { warmPoolRef: { name: warmPool } },
+      spec: { warmPoolRef: { name: warmPool }, ...lifecycle },
     };
     try {
       await this.#claims.create(target.namespace, body, { fieldManager: FIELD_MANAGERS.claimController, ...(signal ? { signal } : {}) });

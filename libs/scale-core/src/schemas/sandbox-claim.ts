@@ -11,7 +11,7 @@ export const SandboxClaimSpecSchema = z
     lifecycle: z
       .looseObject({
         shutdownTime: dateTime().optional().describe('Absolute expiry of the claim (RFC3339); the sandbox is released then.'),
-        ttlSecondsAfterFinished: int32().min(0).optional().describe('Seconds after the Finished condition before the claim expires.'),
+        ttlSecondsAfterFinished: int32().min(0).optional().describe('Seconds after the claim finished (Finished=True: expired at shutdownTime, or its sandbox lost) before the claim object is deleted; unset keeps it (shutdownPolicy Retain).'),
         shutdownPolicy: z.enum(['Delete', 'DeleteForeground', 'Retain']).default('Retain').describe('What happens to the claim on expiry.'),
       })
       .optional()
@@ -45,7 +45,7 @@ export const ClaimedSandboxSchema = z
     podIPs: z.array(z.string()).optional().describe('Addresses of the sandbox, without port.'),
     nodeName: z.string().optional().describe('The node whose sandboxd delivered the sandbox.'),
     address: z.string().optional().describe('host:port of the delivered sandbox (its owner_addr).'),
-    deadline: dateTime().optional().describe('Node-granted lease expiry (RFC3339).'),
+    deadline: dateTime().optional().describe('Node-granted lease expiry when the claim was bound (RFC3339). The lease is renewed on the node while the claim lives (up to spec.lifecycle.shutdownTime) without rewriting this field; the served Sandbox shows the current one.'),
     tokenSecretName: z.string().optional().describe('Secret in the claim\'s namespace that holds the sandbox token; the token itself never appears in status.'),
   })
   .describe('The sandbox bound to this claim.');
