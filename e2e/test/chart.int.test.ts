@@ -1,6 +1,7 @@
 import { AppsV1Api, AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
+import { apiResourceList } from '@sandbox-scale/sandbox-apiserver';
 import { createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, kubectl, runSuffix, runTool, testKubeConfig } from '../src/index';
 
 // The Helm chart as users install it: lint, render, a server-side dry run of everything it
@@ -237,7 +238,12 @@ describe('the sandbox-scale chart', () => {
     }, { timeoutMs: 30_000 });
     expect(await can('delete')).toBe(true);
     expect(await can('list')).toBe(true);
-    expect(await can('create', 'pause')).toBe(true);
     expect(await can('create', undefined, 'kube-system')).toBe(false);
+    // every subresource the discovery document advertises, with the verbs it advertises
+    const advertised = (apiResourceList().resources as { name: string; verbs: string[] }[]).filter((r) => r.name.startsWith('sandboxes/'));
+    expect(advertised.length).toBeGreaterThanOrEqual(9);
+    const denied: string[] = [];
+    for (const r of advertised) for (const verb of r.verbs) if (!(await can(verb, r.name.slice('sandboxes/'.length)))) denied.push(`${verb} ${r.name}`);
+    expect(denied).toEqual([]);
   });
 });
