@@ -46,11 +46,24 @@ describe('sarSpecOf', () => {
 describe('DelegatedAuth failures', () => {
   // A server that answers garbage, or never answers: the review must refuse, not hang or allow.
   let server: Server;
-  let mode: 'garbage' | 'hang' | 'error' = 'garbage';
+  let mode: 'garbage' | 'hang' | 'error' | 'review' = 'garbage';
+  let reviews = 0;
   let kc: KubeConfig;
   beforeAll(async () => {
     server = createServer((req, res) => {
       if (mode === 'hang') return;
+      if (mode === 'review') {
+        // a TokenReview that knows one good token
+        let body = '';
+        req.on('data', (c: Buffer) => (body += c.toString()));
+        req.on('end', () => {
+          reviews++;
+          const token = (JSON.parse(body) as { spec: { token: string } }).spec.token;
+          const status = token === 'good' ? { authenticated: true, user: { username: 'alice' } } : { authenticated: false };
+          res.writeHead(201, { 'Content-Type': 'application/json' }).end(JSON.stringify({ status }));
+        });
+        return;
+      }
       if (mode === 'error') {
         res.writeHead(500, { 'Content-Type': 'application/json' }).end('{"kind":"Status","message":"etcd at 10.0.0.7:2379 is down"}');
         return;
@@ -79,6 +92,20 @@ describe('DelegatedAuth failures', () => {
       const denied = await auth.authorize(user, { nonResource: { path: '/', verb: 'get' } }).then(() => undefined, (e: unknown) => e);
       expect(isAuthUnavailable(denied)).toBe(true);
     }
+  });
+
+  it('keeps a good token cached however many bad tokens flood the cache', async () => {
+    mode = 'review';
+    const auth = new DelegatedAuth(kc, { maxEntries: 5 });
+    expect(await auth.authenticateToken('good')).toMatchObject({ username: 'alice' });
+    const before = reviews;
+    for (let i = 0; i < 50; i++) expect(await auth.authenticateToken(`bad-${i}`)).toBeUndefined();
+    expect(reviews).toBe(before + 50);
+    expect(await auth.authenticateToken('good')).toMatchObject({ username: 'alice' });
+    expect(reviews).toBe(before + 50);
+    // the bad ones are cached too, within the bound: the newest is answered without a review
+    expect(await auth.authenticateToken('bad-49')).toBeUndefined();
+    expect(reviews).toBe(before + 50);
   });
 
   it('ends a review when the caller aborts', async () => {
