@@ -8,6 +8,7 @@ export {
   createTestNamespace,
   deleteNamespace,
   kubeconfigForServiceAccount,
+  serviceAccountToken,
   kubeconfigText,
   kubectl,
   runSuffix,

@@ -3,7 +3,8 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
-import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, testBinDir, type RunResult } from '../src/index';
+import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
+import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, serviceAccountToken, testBinDir, type RunResult } from '../src/index';
 import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
 
 // Faults of the whole system, each printing its figures as one JSON line: a claim-controller
@@ -22,6 +23,8 @@ const HOSTILE_SECONDS = Number(process.env.FAULTS_HOSTILE_SECONDS ?? 200);
 let sys: LocalSystem;
 let custom: CustomObjectsApi;
 let clientToken: string;
+// the fast path accepts only tokens issued for its own audience
+let fastPathToken: string;
 let ca: string;
 const agent = new Agent({ keepAlive: true, maxSockets: 16 });
 
@@ -222,6 +225,7 @@ beforeAll(async () => {
   await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'client' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' },
     subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: ns }] } });
   clientToken = clientKc.getCurrentUser()?.token ?? '';
+  fastPathToken = await serviceAccountToken(sys.kubeConfig, ns, 'client', [FAST_PATH_AUDIENCE]);
   const template = { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxTemplate', metadata: { name: POOL, namespace: ns },
     spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
   const pool = { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxWarmPool', metadata: { name: POOL, namespace: ns }, spec: { replicas: POOL_REPLICAS, sandboxTemplateRef: { name: POOL } } };
@@ -441,7 +445,7 @@ describe('sandbox-scale under faults', () => {
     const targets = [
       { name: 'aggregated', url: `${server}${sbPath}`, auth: { kc: sys.kubeConfig }, kind: 'sandbox' as const },
       { name: 'direct', url: `${sys.apiserverUrl}${sbPath}`, auth: { token: clientToken }, kind: 'sandbox' as const },
-      { name: 'fast-path', url: `${sys.fastPathUrl}/v1/claims`, auth: { token: clientToken }, kind: 'claim' as const },
+      { name: 'fast-path', url: `${sys.fastPathUrl}/v1/claims`, auth: { token: fastPathToken }, kind: 'claim' as const },
     ];
     const container = { name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } };
     const sandbox = (name: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> =>

@@ -1,8 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { z } from 'zod';
 import { bindAddressFlag, ConfigError, durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
+import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
 
 const count = (dflt: number, min = 1) => z.coerce.number().int().min(min).default(dflt);
+const audiences = z
+  .string()
+  .transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x !== ''))
+  .pipe(z.array(z.string()).min(1, 'name at least one audience'));
 
 /** Flags of claim-controller (env fallback SANDBOX_SCALE_<FLAG>). */
 export const ClaimControllerConfigSchema = z.object({
@@ -10,6 +15,9 @@ export const ClaimControllerConfigSchema = z.object({
   fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN. Without a token every node write is refused'),
   fastPathBindAddress: bindAddressFlag(':8443').describe('Where the HTTPS fast path POST /v1/claims listens (0 turns it off)'),
   tlsCertFile: z.string().default('').describe('Serving certificate of the fast path (PEM); empty with --tls-private-key-file empty: self-signed for localhost'),
+  fastPathAudiences: audiences
+    .prefault(FAST_PATH_AUDIENCE)
+    .describe(`Comma-separated audiences a fast-path bearer token must be issued for (TokenReview spec.audiences); a token for any other service is refused. Callers mint one with \`kubectl create token <sa> --audience ${FAST_PATH_AUDIENCE}\` or a projected token volume. Adding the API server's own audience (its --api-audiences) also accepts ordinary ServiceAccount tokens, which every service the token was shown to could then replay here`),
   tlsPrivateKeyFile: z.string().default('').describe('Private key of --tls-cert-file (PEM)'),
   coldClaimTimeout: durationFlag('120s').describe('Bound on a cold claim, where the node boots a VM and blocks (pools with coldStart WhenNoWarmCapacity); above sandboxd\'s own 90 s cold readiness limit so a booting node always answers first'),
   orphanInterval: durationFlag('30s').describe('Cadence of the orphan pass that adopts deliveries whose Bound record was lost'),

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { controller, createEventRecorder, createLogger, involvedObjectOf, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
+import { controller, createEventRecorder, createLogger, DelegatedAuth, involvedObjectOf, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
 import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
@@ -100,7 +100,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
         keyFile: flags.tlsPrivateKeyFile,
         log,
         deps: {
-          authorizer: new ReviewAuthorizer(kc),
+          authorizer: new ReviewAuthorizer(new DelegatedAuth(kc, { audiences: flags.fastPathAudiences })),
           resolvePool: poolResolver(caches),
           exists: (t) => caches.claims.get(t.namespace, t.name) !== undefined,
           claim: async (t) => {

@@ -1,7 +1,8 @@
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, kubectl, runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
+import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubectl, runSuffix, serviceAccountToken, testKubeConfig } from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
 import { startClaimController, type ClaimControllerHandle } from '../src';
@@ -209,8 +210,8 @@ describe('fast path POST /v1/claims', () => {
     });
     return { status: r.statusCode, body: (await r.body.json()) as Record<string, unknown> };
   }
-  function tokenOf(k: KubeConfig): string {
-    return k.getCurrentUser()?.token ?? '';
+  function claimerToken(audiences = [FAST_PATH_AUDIENCE]): Promise<string> {
+    return serviceAccountToken(kc, ns, 'claimer', audiences);
   }
 
   it('answers 401 Unauthorized without a valid bearer token', async () => {
@@ -221,9 +222,17 @@ describe('fast path POST /v1/claims', () => {
     expect(bad.status).toBe(401);
   });
 
+  it("refuses a valid token issued for another audience, the API server's own included", async () => {
+    for (const audiences of [[], ['some-other-service']]) {
+      const r = await post({ namespace: ns, warmPool: 'base' }, await claimerToken(audiences));
+      expect(r.status).toBe(401);
+      expect(r.body).toMatchObject({ kind: 'Status', reason: 'Unauthorized', code: 401 });
+    }
+  });
+
   it('answers 403 Forbidden to an identity without RBAC, then 200 with the Assignment once bound by a RoleBinding', async () => {
-    const sa = await kubeconfigForServiceAccount(kc, ns, 'claimer');
-    const denied = await post({ namespace: ns, name: 'fast-1', warmPool: 'base' }, tokenOf(sa));
+    const token = await claimerToken();
+    const denied = await post({ namespace: ns, name: 'fast-1', warmPool: 'base' }, token);
     expect(denied.status).toBe(403);
     expect(denied.body).toMatchObject({ kind: 'Status', reason: 'Forbidden' });
     expect(String(denied.body.message)).toContain(`system:serviceaccount:${ns}:claimer`);
@@ -235,7 +244,7 @@ describe('fast path POST /v1/claims', () => {
       body: { metadata: { name: 'claimer' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'claimer' }, subjects: [{ kind: 'ServiceAccount', name: 'claimer', namespace: ns }] },
     });
     const ok = await eventually(async () => {
-      const r = await post({ namespace: ns, name: 'fast-1', warmPool: 'base' }, tokenOf(sa));
+      const r = await post({ namespace: ns, name: 'fast-1', warmPool: 'base' }, token);
       if (r.status !== 200) throw new Error(`status ${r.status}: ${JSON.stringify(r.body)}`);
       return r.body;
     });
@@ -253,7 +262,7 @@ describe('fast path POST /v1/claims', () => {
   });
 
   it('answers 422 naming the field for a bad body', async () => {
-    const r = await post({ namespace: ns, warmPool: '' }, tokenOf(await kubeconfigForServiceAccount(kc, ns, 'claimer')));
+    const r = await post({ namespace: ns, warmPool: '' }, await claimerToken());
     expect(r.status).toBe(422);
     expect(JSON.stringify(r.body)).toContain('warmPool');
   });

@@ -2,13 +2,12 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, type Logger } from '@sandbox-scale/kube-runtime';
+import { createLogger, DelegatedAuth, type Logger } from '@sandbox-scale/kube-runtime';
 import { StatusError, type Rng } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
-import { loadAuthenticationConfig } from './authn/auth-config';
-import { Authenticator } from './authn/authenticator';
-import { TokenReviewer } from './authn/token-review';
+import { startAuthenticationConfigWatch, type ConfigMapRef } from './authn/auth-config';
+import { acceptedCasOf, Authenticator } from './authn/authenticator';
 import { SarAuthorizer } from './authz/sar-authorizer';
 import { MetaRoutes } from './http/meta-routes';
 import { negotiate } from './http/negotiate';
@@ -36,6 +35,8 @@ export interface SandboxApiserverConfig {
   readonly fleetToken?: string;
   /** Off only for in-process benches: every caller is then treated as system:masters. */
   readonly delegatedAuth?: boolean;
+  /** Where kube-apiserver publishes the front-proxy and client CAs; kube-system/extension-apiserver-authentication. */
+  readonly authenticationConfigMap?: ConfigMapRef;
   readonly inventoryGraceMs?: number;
   readonly overlayTtlMs?: number;
   readonly claimIndexMaxBytes?: number;
@@ -63,8 +64,10 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const kc = config.kubeConfig;
   const serving = config.tlsCertFile && config.tlsPrivateKeyFile ? await loadServingCert(config.tlsCertFile, config.tlsPrivateKeyFile) : await selfSignedServingCert(config.serviceName ?? 'sandbox-apiserver', config.serviceNamespace ?? 'sandbox-system');
   const delegated = config.delegatedAuth ?? true;
-  const authenticator = delegated ? new Authenticator(await loadAuthenticationConfig(kc), new TokenReviewer(kc)) : undefined;
-  const authorizer = delegated ? new SarAuthorizer(kc) : undefined;
+  const delegatedAuth = delegated ? new DelegatedAuth(kc, { alwaysAllowGroups: ['system:masters'] }) : undefined;
+  const authConfig = delegated ? await startAuthenticationConfigWatch(kc, log, config.authenticationConfigMap) : undefined;
+  const authenticator = authConfig ? new Authenticator(() => authConfig.current, delegatedAuth) : undefined;
+  const authorizer = delegatedAuth ? new SarAuthorizer(delegatedAuth) : undefined;
   const registry = new Registry();
   const metrics = requestMetrics(registry);
   const clients = config.fleetToken ? new SandboxdClientSet({ token: config.fleetToken }) : undefined;
@@ -118,7 +121,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   };
 
   const server: Server = createServer(
-    { cert: serving.cert, key: serving.key, requestCert: true, rejectUnauthorized: false, ...(authenticator ? { ca: authenticator.acceptedCas } : {}), keepAliveTimeout: 120_000, headersTimeout: 125_000, requestTimeout: 0 },
+    { cert: serving.cert, key: serving.key, requestCert: true, rejectUnauthorized: false, ...(authConfig ? { ca: acceptedCasOf(authConfig.current) } : {}), keepAliveTimeout: 120_000, headersTimeout: 125_000, requestTimeout: 0 },
     (req, res) => {
       const end = metrics.start(req);
       handle(req, res)
@@ -129,6 +132,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
         .finally(() => end(res.statusCode));
     },
   );
+  authConfig?.onChange((cfg) => server.setSecureContext({ cert: serving.cert, key: serving.key, ca: acceptedCasOf(cfg) }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.securePort, config.bindAddress ?? '0.0.0.0', () => resolve());
@@ -146,6 +150,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await informer.stop();
+      await authConfig?.stop();
       await clients?.close();
     },
   };

@@ -112,6 +112,23 @@ export async function kubeconfigForServiceAccount(kc: KubeConfig, namespace: str
   return out;
 }
 
+/**
+ * A TokenRequest token of a ServiceAccount (created when missing) for the given audiences;
+ * [] means the API server's own audience.
+ */
+export async function serviceAccountToken(kc: KubeConfig, namespace: string, name: string, audiences: string[], expirationSeconds = 3600): Promise<string> {
+  const core = kc.makeApiClient(CoreV1Api);
+  try {
+    await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
+  const tr = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences, expirationSeconds } } });
+  const token = tr.status?.token;
+  if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
+  return token;
+}
+
 /** Serialises a KubeConfig to a YAML/JSON string usable as a kubeconfig file. */
 export function kubeconfigText(kc: KubeConfig): string {
   return kc.exportConfig();

@@ -35,6 +35,11 @@ export type { KubeResource, PathOptions } from './client/resource';
 export { ObjectMetaSchema, OwnerReferenceSchema, KubeObjectSchema, parseUntyped, metaOf, objectKey } from './client/object-meta';
 export type { KubeObject, ObjectMeta, OwnerReference, UntypedObject } from './client/object-meta';
 
+// delegated authentication and authorization
+export { DelegatedAuth, AuthUnavailableError, isAuthUnavailable, userOfTokenReview, decisionOfSar, sarSpecOf } from './auth/delegated-auth';
+export type { UserInfo, ResourceAttributes, NonResourceAttributes, AccessAttributes, Decision, DelegatedAuthOptions } from './auth/delegated-auth';
+export { TtlLru } from './auth/ttl-lru';
+
 // informer
 export { Informer, createInformer } from './informer/informer';
 export type { InformerOptions, InformerHandlers, ObjectRef } from './informer/informer';

@@ -121,6 +121,13 @@ export const FIELD_MANAGERS = {
   sandboxApiserver: 'sandbox-scale/sandbox-apiserver',
 } as const;
 
+/**
+ * The token audience claim-controller's fast path asks TokenReview for by default: callers
+ * mint tokens for it (`kubectl create token --audience`), and a token minted for any other
+ * service, the API server included, is refused there.
+ */
+export const FAST_PATH_AUDIENCE = 'sandbox-scale-fast-path';
+
 /** Leader-election Lease names (the reference uses `cocoon-warmpool-driver`, scale-contracts §2.8). */
 export const LEASE_NAMES = {
   warmpoolDriver: 'sandbox-scale-warmpool-driver',

@@ -1,10 +1,6 @@
-/** An authenticated caller, as SubjectAccessReview wants it. */
-export interface UserInfo {
-  readonly username: string;
-  readonly uid?: string;
-  readonly groups: readonly string[];
-  readonly extra: Readonly<Record<string, readonly string[]>>;
-}
+import type { UserInfo } from '@sandbox-scale/kube-runtime';
+
+export type { UserInfo };
 
 export const AUTHENTICATED_GROUP = 'system:authenticated';
 
