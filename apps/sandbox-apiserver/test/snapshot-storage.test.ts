@@ -1,4 +1,4 @@
-import { ANNOTATIONS, ClaimIndex, statusForError, type NodeInventory } from '@sandbox-scale/scale-core';
+import { ANNOTATIONS, ClaimIndex, parseOwnerRef, statusForError, type NodeInventory } from '@sandbox-scale/scale-core';
 import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { WatchHub } from '../src/watch/watch-hub';
@@ -86,7 +86,9 @@ describe('snapshot subresources', () => {
     expect(got.status.nodeName).toBe(node);
     expect(got.metadata.annotations?.[ANNOTATIONS.token]).toBeUndefined();
     const onNode = await direct.sandboxes();
-    expect(onNode.find((s) => s.claimRef === `${NS}/branch-1`)?.id).toBe(claimed.metadata.annotations?.[ANNOTATIONS.claimId]);
+    const branch = onNode.find((s) => s.id === claimed.metadata.annotations?.[ANNOTATIONS.claimId]);
+    // owned by this snapshot claim: kind, namespace, name and a uid of its own
+    expect(parseOwnerRef(branch?.claimRef)).toMatchObject({ kind: 'SnapshotClaim', namespace: NS, name: 'branch-1', uid: expect.stringMatching(/^[0-9a-f-]{36}$/) });
 
     await expect(lifecycle.act(NS, 'src-a', 'deletesnapshot', { snapshot: id }, false)).resolves.toMatchObject({ kind: 'SandboxDeleteSnapshotResult', snapshotID: id });
     expect(((await lifecycle.act(NS, 'src-a', 'snapshots', undefined, false)) as unknown as SnapshotList).items).toEqual([]);
