@@ -156,7 +156,11 @@ describe('the sandbox-scale chart', () => {
         ['create', 'subjectaccessreviews', { group: 'authorization.k8s.io', allowed: true }],
         ['update', 'leases', { group: 'coordination.k8s.io', namespace: '<release>', allowed: true }],
         ['update', 'leases', { group: 'coordination.k8s.io', namespace: 'kube-system', allowed: false }],
-        ['create', 'sandboxclaims', { group: ext, allowed: false }],
+        // the fast path records each delivery as a SandboxClaim it creates; expiry may delete one
+        ['create', 'sandboxclaims', { group: ext, allowed: true }],
+        ['delete', 'sandboxclaims', { group: ext, allowed: true }],
+        ['update', 'sandboxclaims', { group: ext, allowed: false }],
+        ['update', 'sandboxclaims', { group: ext, subresource: 'status', allowed: false }],
         ['update', 'sandboxwarmpools', { group: ext, allowed: false }],
         ['delete', 'nodeinventories', { group: ext, allowed: false }],
       ],
