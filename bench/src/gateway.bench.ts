@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   for (let i = 0; i < ITERS + WARMUP; i++) {
     // alternate so both see the same node state and the same process warmth
     const t0 = performance.now();
-    const a = await gateway.claim({ namespace: 'bench', name: `g-${i}`, key, ttlSeconds: 3600 });
+    const a = await gateway.claim({ namespace: 'bench', name: `g-${i}`, warmPool: 'bench', key, ttlSeconds: 3600 });
     const t1 = performance.now();
     const d = await direct.claim({ template: TEMPLATE, net: 'none', size: 'small', ttlSeconds: 3600, claimRef: `bench/d-${i}` });
     const t2 = performance.now();

@@ -3,6 +3,7 @@ export { createCA, createLeaf, createSigningKey, type CertPair, type LeafOptions
 export { freePort } from './control-plane/ports';
 export { toolsDir } from './control-plane/tools';
 export { eventually, type EventuallyOptions } from './testing/eventually';
+export { installChartAppRbac, type ChartApp, type ChartAppIdentity } from './testing/chart-rbac';
 export {
   applyCrds,
   createTestNamespace,

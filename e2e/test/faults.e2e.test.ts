@@ -3,7 +3,7 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
-import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
+import { FAST_PATH_AUDIENCE, servedNameOf } from '@sandbox-scale/scale-core';
 import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, serviceAccountToken, testBinDir, type RunResult } from '../src/index';
 import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
 
@@ -269,7 +269,7 @@ describe('sandbox-scale under faults', () => {
     expect(ids.every((id) => id !== '')).toBe(true);
     const refs = new Map<string, number>();
     for (const n of sys.nodes) {
-      for (const row of await simRows(n)) if (row.claim_ref?.startsWith(`${ns}/burst-`)) refs.set(row.claim_ref, (refs.get(row.claim_ref) ?? 0) + 1);
+      for (const row of await simRows(n)) if (servedNameOf(row.claim_ref)?.startsWith(`${ns}/burst-`) && row.claim_ref) refs.set(row.claim_ref, (refs.get(row.claim_ref) ?? 0) + 1);
     }
     const doubles = [...refs.values()].filter((v) => v > 1).length + (ids.length - new Set(ids).size);
     const after = await simCounters();
@@ -285,7 +285,7 @@ describe('sandbox-scale under faults', () => {
 
   it('keeps listing, routes claims around and sends no DELETED for the sandboxes of a partitioned node', async () => {
     const part = sys.nodes[2] as SimNode;
-    const onPart = (await simRows(part)).map((r) => r.claim_ref ?? '').filter((r) => r.startsWith(`${ns}/`)).map((r) => r.slice(ns.length + 1));
+    const onPart = (await simRows(part)).map((r) => servedNameOf(r.claim_ref) ?? '').filter((r) => r.startsWith(`${ns}/`)).map((r) => r.slice(ns.length + 1));
     expect(onPart.length).toBeGreaterThan(0);
     const watch = kubectlStream(['get', 'sandboxes', '-n', ns, '-w', '--output-watch-events', '-o', 'json']);
     try {
@@ -426,7 +426,7 @@ describe('sandbox-scale under faults', () => {
       try {
         await Promise.all(names.map((n) => createClaim(n)));
         const bound = await waitBound(names, 120_000);
-        const leaked = (await simRows(bad)).filter((r) => names.some((n) => r.claim_ref === `${ns}/${n}`) && !bound.some((c) => c.status?.sandbox?.name === r.id)).length;
+        const leaked = (await simRows(bad)).filter((r) => names.some((n) => servedNameOf(r.claim_ref) === `${ns}/${n}`) && !bound.some((c) => c.status?.sandbox?.name === r.id)).length;
         const warnings = JSON.parse((await k(['get', 'events', '-n', ns, '-o', 'json'])).stdout) as { items: { type: string; reason: string; involvedObject: { name: string }; message?: string; note?: string }[] };
         const failed = warnings.items.filter((e) => e.type === 'Warning' && names.includes(e.involvedObject.name));
         figures({ fault: 'sandboxd-faults', mode, node: bad.name, claims: names.length, bound: bound.filter(isBound).length,
@@ -565,7 +565,7 @@ describe('sandbox-scale under faults', () => {
     const secretTokens = tokens.size - createTokens;
     for (const n of sys.nodes) {
       for (const row of await simRows(n)) {
-        if (!row.claim_ref?.startsWith(`${ns}/`) && !row.claim_ref?.includes('direct-1')) continue;
+        if (!servedNameOf(row.claim_ref)?.startsWith(`${ns}/`) && !row.claim_ref?.includes('direct-1')) continue;
         const detail = (await (await sim(n, `/v1/sandboxes/${encodeURIComponent(row.id)}`)).json()) as { token?: string };
         if (detail.token) tokens.add(detail.token);
       }

@@ -26,6 +26,8 @@ export const ClaimControllerConfigSchema = z.object({
   maxConcurrentReconciles: count(16).describe('SandboxClaims reconciled at once'),
   recordConcurrency: count(16).describe('Async Bound records written at once'),
   recordAttempts: count(5).describe('Tries per async Bound record before it is left to the orphan pass'),
+  recordQueueMaxPending: count(10_000).describe('Fast-path Bound records held at once (each with its token); a delivery that finds the queue full is recorded by the orphan pass instead'),
+  fastPathMaxClaimsPerNamespace: count(0, 0).describe('Live fast-path claims allowed per namespace (0: no cap); over it POST /v1/claims answers 429 before any VM is claimed'),
 });
 export type ClaimControllerFlags = z.infer<typeof ClaimControllerConfigSchema>;
 

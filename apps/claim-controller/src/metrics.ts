@@ -5,8 +5,8 @@ import type { Registry } from 'prom-client';
 export function claimControllerMetrics(registry: Registry) {
   const claims = counter(registry, 'sandbox_scale_claim_controller_claims_total', 'Node claims, by outcome.', ['outcome']);
   const claimSeconds = histogram(registry, 'sandbox_scale_claim_controller_claim_duration_seconds', 'Time to a node delivery (node choice, claim, redirects).', ['outcome'], [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1]);
-  const records = counter(registry, 'sandbox_scale_claim_controller_records_total', 'Async Bound records, by outcome.', ['outcome']);
-  const orphans = counter(registry, 'sandbox_scale_claim_controller_orphan_items_total', 'Deliveries seen by the orphan pass, by outcome (adopted, bound, missing, error).', ['outcome']);
+  const records = counter(registry, 'sandbox_scale_claim_controller_records_total', 'Async Bound records of fast-path deliveries, by outcome (recorded, failed, refused: the name belongs to another object, deferred: left to the orphan pass).', ['outcome']);
+  const orphans = counter(registry, 'sandbox_scale_claim_controller_orphan_items_total', 'Deliveries seen by the orphan pass, by outcome (adopted, created: a fast-path claim written, bound, missing, foreign: another owner, error).', ['outcome']);
   const renewals = counter(registry, 'sandbox_scale_claim_controller_lease_renewals_total', 'Node lease renewals of Bound claims, by outcome (renewed, lost, deferred, error).', ['outcome']);
   const fastPath = counter(registry, 'sandbox_scale_claim_controller_fast_path_requests_total', 'Fast-path requests, by HTTP status code.', ['code']);
   return {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { controller, createEventRecorder, createLogger, DelegatedAuth, involvedObjectOf, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
+import { controller, createEventRecorder, createLogger, DelegatedAuth, involvedObjectOf, isNotFound, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
 import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
@@ -11,12 +11,13 @@ import { ClaimWrites } from './controllers/claim-writes';
 import { OrphanReconciler } from './controllers/orphan-reconciler';
 import { ClaimGateway } from './gateway/claim-gateway';
 import { ClaimRecorder } from './gateway/claim-recorder';
-import { FastPathRecorder } from './gateway/fast-path-recorder';
+import { FastPathRecorder, type FastPathDelivery } from './gateway/fast-path-recorder';
+import { FastPathCap } from './http/fast-path-cap';
 import { RecordQueue } from './gateway/record-queue';
 import { startFastPathServer } from './http/fast-path-server';
 import { ReviewAuthorizer } from './http/review-client';
 import { claimControllerMetrics } from './metrics';
-import { claimsOfPool, claimsWaitingForCapacity, createCaches, poolResolver } from './wiring';
+import { claimsOfPool, claimsWaitingForCapacity, createCaches, fastPathClaimNames, poolOfKey, poolResolver } from './wiring';
 
 export interface ClaimControllerOptions {
   kubeConfig: KubeConfig;
@@ -33,7 +34,7 @@ export interface ClaimControllerHandle {
   /** https://host:port of POST /v1/claims, or undefined when it is off. */
   fastPathUrl: string | undefined;
   gateway: ClaimGateway;
-  recordQueue: RecordQueue;
+  recordQueue: RecordQueue<FastPathDelivery>;
   orphans: OrphanReconciler;
   manager: Manager;
   registry: Registry;
@@ -59,8 +60,20 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     onBound: (claim, a, adopted) =>
       events.record(involvedObjectOf(claim), { type: 'Normal', reason: adopted ? 'Adopted' : CONDITION_REASONS.nodeLocalClaim, action: 'Bind', note: `node ${a.node} handed over sandbox ${a.claimId}${adopted ? ' (record adopted from the node)' : ''}` }),
   });
-  const fastRecorder = new FastPathRecorder(kc, recorder, new Map());
-  const recordQueue = new RecordQueue({ recorder: fastRecorder, log, concurrency: flags.recordConcurrency, attempts: flags.recordAttempts, onOutcome: metrics.onRecord });
+  const fastRecorder = new FastPathRecorder(kc, recorder);
+  const cap = new FastPathCap({ maxPerNamespace: flags.fastPathMaxClaimsPerNamespace, recorded: fastPathClaimNames(caches.claims), holdMs: 2 * flags.orphanInterval });
+  const recordQueue = new RecordQueue<FastPathDelivery>({
+    recorder: fastRecorder,
+    log,
+    concurrency: flags.recordConcurrency,
+    attempts: flags.recordAttempts,
+    maxPending: flags.recordQueueMaxPending,
+    onOutcome: (outcome, target) => {
+      metrics.onRecord(outcome);
+      // a delivery left unrecorded still counts against the cap until the orphan pass records it
+      if (outcome === 'recorded' || outcome === 'refused') cap.release(target);
+    },
+  });
   const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list();
   const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, coldClaimTimeoutMs: flags.coldClaimTimeout, onClaim: metrics.onClaim });
   const writes = new ClaimWrites(kc);
@@ -81,7 +94,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     .watches(caches.inventories, claimsWaitingForCapacity(caches.claims))
     .watches(caches.pools, claimsOfPool(caches.claims))
     .build();
-  const orphans = new OrphanReconciler({ gateway, recorder, inventories, getClaim: (ns, name, signal) => writes.get(ns, name, signal), intervalMs: flags.orphanInterval, log, onItem: metrics.onOrphan });
+  const orphans = new OrphanReconciler({ gateway, recorder, fastPath: fastRecorder, poolFor: poolOfKey(caches), inventories, getClaim: (ns, name, signal) => writes.get(ns, name, signal), intervalMs: flags.orphanInterval, log, onItem: metrics.onOrphan });
 
   const manager = new Manager(managerOptionsFromFlags(flags, { log, registry, kubeConfig: kc, leaseName: LEASE_NAMES.claimController }));
   for (const c of Object.values(caches)) manager.addInformer(c);
@@ -102,11 +115,9 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
         deps: {
           authorizer: new ReviewAuthorizer(new DelegatedAuth(kc, { audiences: flags.fastPathAudiences })),
           resolvePool: poolResolver(caches),
-          exists: (t) => caches.claims.get(t.namespace, t.name) !== undefined,
-          claim: async (t) => {
-            fastRecorder.expect(t, t.warmPool, t.ttlSeconds);
-            return gateway.claim({ ...t, ttlSeconds: t.ttlSeconds || leaseTtlSeconds });
-          },
+          exists: async (t) => caches.claims.get(t.namespace, t.name) !== undefined || (await writes.get(t.namespace, t.name).then(() => true, (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)))),
+          cap,
+          claim: (t) => gateway.claim({ ...t, ttlSeconds: t.ttlSeconds || leaseTtlSeconds, bounded: t.ttlSeconds > 0 }),
           log,
           onResponse: metrics.onFastPath,
         },

@@ -1,6 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createInformer, type Informer, type Logger, type ReconcileRequest } from '@sandbox-scale/kube-runtime';
-import { CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_GROUP, InvalidError, poolKeyForTemplate, type NodeInventory, type PoolKey, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '@sandbox-scale/scale-core';
+import { ANNOTATIONS, CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_GROUP, InvalidError, poolKeyForTemplate, type NodeInventory, type PoolKey, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import { isBound } from './gateway/claim-status';
 import { NodeInventoryResource, parseClaim, parseInventory, parsePool, parseTemplate, SandboxClaimResource, SandboxTemplateResource, SandboxWarmPoolResource } from './resources';
@@ -53,4 +53,24 @@ export function poolResolver(c: Caches): (namespace: string, warmPool: string) =
     if (!template) throw invalid(`SandboxTemplate "${pool.spec.sandboxTemplateRef.name}" of pool "${warmPool}" not found`);
     return poolKeyForTemplate(template);
   };
+}
+
+/** The pool of `namespace` whose template has `key`: the warmPoolRef of a fast-path claim the orphan pass writes. */
+export function poolOfKey(c: Caches): (namespace: string, key: PoolKey) => string | undefined {
+  return (namespace, key) =>
+    c.pools.list(namespace).find((p) => {
+      const t = c.templates.get(namespace, p.spec.sandboxTemplateRef.name);
+      if (!t) return false;
+      const k = poolKeyForTemplate(t);
+      return k.template === key.template && k.net === key.net && k.size === key.size;
+    })?.metadata.name;
+}
+
+/** Names of the live fast-path claims of `namespace` in the cache (the per-namespace cap counts them). */
+export function fastPathClaimNames(claims: Informer<SandboxClaim>): (namespace: string) => string[] {
+  return (namespace) =>
+    claims
+      .list(namespace)
+      .filter((c) => !c.metadata.deletionTimestamp && c.metadata.annotations?.[ANNOTATIONS.deliveryUid] !== undefined)
+      .map((c) => c.metadata.name ?? '');
 }

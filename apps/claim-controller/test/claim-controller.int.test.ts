@@ -1,12 +1,14 @@
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubectl, runSuffix, serviceAccountToken, testKubeConfig } from '@sandbox-scale/e2e';
+import { applyCrds, createTestNamespace, deleteNamespace, eventually, installChartAppRbac, kubeconfigForServiceAccount, kubectl, runSuffix, serviceAccountToken, testKubeConfig, type ChartAppIdentity } from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
-import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
+import { FAST_PATH_AUDIENCE, formatOwnerRef, parseOwnerRef, poolKeyFor } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
 import { startClaimController, type ClaimControllerHandle } from '../src';
 import { SandboxClaimResource } from '../src/resources';
+import { ClaimRecorder } from '../src/gateway/claim-recorder';
+import { FastPathRecorder } from '../src/gateway/fast-path-recorder';
 import { boundCondition, createClaim, createPool, deleteInventories, eventsOf, getClaim, liveDeliveries, publishInventories, releases, ROOT_TOKEN } from './fixtures';
 
 const suffix = runSuffix();
@@ -18,6 +20,7 @@ let kc: KubeConfig;
 let ns: string;
 let sim: Sim;
 let cc: ClaimControllerHandle;
+let identity: ChartAppIdentity;
 const insecure = new Agent({ connect: { rejectUnauthorized: false } });
 
 beforeAll(async () => {
@@ -35,8 +38,10 @@ beforeAll(async () => {
   });
   await publishInventories(kc, sim, suffix);
   await createPool(kc, ns, 'base', IMAGE);
+  // the deployed shape: the chart's ServiceAccount and RBAC, never the admin kubeconfig
+  identity = await installChartAppRbac(kc, 'claim-controller', { release: `cc-${suffix}`, namespace: ns });
   cc = await startClaimController({
-    kubeConfig: kc,
+    kubeConfig: identity.kubeConfig,
     fleetToken: ROOT_TOKEN,
     flags: { metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '127.0.0.1:0', orphanInterval: 3_600_000 },
     log: createLogger({ name: 'claim-controller-test', level: 'warn' }),
@@ -45,6 +50,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await cc?.stop();
+  await identity?.remove();
   await deleteInventories(kc, sim, suffix);
   await sim?.stop();
   await deleteNamespace(kc, ns);
@@ -73,7 +79,8 @@ describe('SandboxClaim path', () => {
     const node = sim.nodes.find((n) => sb.nodeName?.startsWith(n.name));
     expect(node).toBeDefined();
     const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.name ?? '');
-    expect(detail.claimRef).toBe(`${ns}/c1`);
+    // the node records the owner exactly: this SandboxClaim, by uid
+    expect(detail.claimRef).toBe(formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name: 'c1' }));
     const token = detail.token ?? '';
     expect(token).not.toBe('');
 
@@ -156,11 +163,11 @@ describe('SandboxClaim path', () => {
     const node = sim.nodes.find((n) => sb.nodeName === `${n.name}-${suffix}`);
     expect(node).toBeDefined();
     const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.name ?? '');
-    expect(detail.claimRef).toBe(`${ns}/c-cold`);
+    expect(parseOwnerRef(detail.claimRef)).toEqual({ kind: 'SandboxClaim', uid: c.metadata.uid, namespace: ns, name: 'c-cold' });
     expect(detail.key.template).toBe(COLD_IMAGE);
     expect(sim.nodes.reduce((sum, n) => sum + sim.node(n.name).state.metrics.claimsCold, 0)).toBe(coldBefore + 1);
     // exactly one delivery for the claim
-    expect((await liveDeliveries(sim, ns)).filter((d) => d.claimRef === `${ns}/c-cold`)).toHaveLength(1);
+    expect((await liveDeliveries(sim, ns)).filter((d) => parseOwnerRef(d.claimRef)?.name === 'c-cold')).toHaveLength(1);
     const events = await eventually(async () => {
       const evs = await eventsOf(ns, 'c-cold');
       if (!evs.some((e) => e.reason === 'ColdStart' && e.note.includes('cold-started sandbox'))) throw new Error(`no cold-start bind event yet: ${JSON.stringify(evs)}`);
@@ -178,7 +185,7 @@ describe('SandboxClaim path', () => {
       if (b?.reason !== 'NoWarmCapacity') throw new Error(`condition ${JSON.stringify(b)}`);
       expect(b.status).toBe('False');
     });
-    expect((await liveDeliveries(sim, ns)).filter((d) => d.claimRef === `${ns}/c-never`)).toHaveLength(0);
+    expect((await liveDeliveries(sim, ns)).filter((d) => parseOwnerRef(d.claimRef)?.name === 'c-never')).toHaveLength(0);
     expect((await eventsOf(ns, 'c-never')).map((e) => e.reason)).not.toContain('ColdStart');
   });
 
@@ -190,13 +197,22 @@ describe('SandboxClaim path', () => {
     });
     const before = releases(sim);
     const node = sim.nodes[1];
-    const delivered = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).claim({ template: IMAGE, claimRef: `${ns}/c-orphan` });
+    const client = new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN });
+    const uid = (await getClaim(kc, ns, 'c-orphan')).metadata.uid ?? '';
+    // deliveries naming the claim by a legacy ns/name or by another uid are never adopted
+    const legacy = await client.claim({ template: IMAGE, claimRef: `${ns}/c-orphan` });
+    const otherUid = await client.claim({ template: IMAGE, claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: '00000000-0000-0000-0000-000000000000', namespace: ns, name: 'c-orphan' }) });
+    const delivered = await client.claim({ template: IMAGE, claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid, namespace: ns, name: 'c-orphan' }) });
     const first = await cc.orphans.reconcileAll();
     expect(first.adopted).toBeGreaterThanOrEqual(1);
     const c = await waitBound('c-orphan');
     expect(c.status?.sandbox?.name).toBe(delivered.id);
     expect((await cc.orphans.reconcileAll()).adopted).toBe(0);
+    expect((await getClaim(kc, ns, 'c-orphan')).status?.sandbox?.name).toBe(delivered.id);
     expect(releases(sim)).toBe(before);
+    // left intact for their owners, not released
+    await client.release(legacy.id, {});
+    await client.release(otherUid.id, {});
   });
 });
 
@@ -258,12 +274,88 @@ describe('fast path POST /v1/claims', () => {
     expect(listed.stdout).toContain('fast-1');
     expect(listed.stdout).not.toContain(String(ok.token));
     // one delivery only: the reconciler did not claim the fast-path claim again
-    expect((await liveDeliveries(sim, ns)).filter((d) => d.claimRef === `${ns}/fast-1`)).toHaveLength(1);
+    const fast = (await liveDeliveries(sim, ns)).filter((d) => parseOwnerRef(d.claimRef)?.name === 'fast-1');
+    expect(fast).toHaveLength(1);
+    // owned by the fast-path delivery its SandboxClaim records
+    expect(parseOwnerRef(fast[0]?.claimRef)).toEqual({ kind: 'FastPathClaim', uid: c.metadata.annotations?.['sandbox.cocoonstack.io/delivery-uid'], namespace: ns, name: 'fast-1' });
   });
 
   it('answers 422 naming the field for a bad body', async () => {
     const r = await post({ namespace: ns, warmPool: '' }, await claimerToken());
     expect(r.status).toBe(422);
     expect(JSON.stringify(r.body)).toContain('warmPool');
+  });
+});
+
+describe('records write only onto their own owner', () => {
+  const key = poolKeyFor([{ image: IMAGE }], undefined);
+  const recorder = (): ClaimRecorder => new ClaimRecorder({ kubeConfig: identity.kubeConfig });
+  const core = (): CoreV1Api => kc.makeApiClient(CoreV1Api);
+
+  it('never overwrites a claim Bound to another sandbox, nor one of the name with another uid', async () => {
+    await createClaim(kc, ns, 'r-bound', 'base');
+    const c = await waitBound('r-bound');
+    const secretName = c.status?.sandbox?.tokenSecretName ?? '';
+    const tokenBefore = (await core().readNamespacedSecret({ namespace: ns, name: secretName })).data?.token;
+    const other = { claimId: 'sb_00000000000000aa', node: 'elsewhere', address: '10.9.9.9:7777', token: 'not-this-token' };
+    const bound: unknown = await recorder().recordBound({ namespace: ns, name: 'r-bound', uid: c.metadata.uid ?? '' }, other).catch((e: unknown) => e);
+    expect((bound as Error).name).toBe('ClaimBoundElsewhereError');
+    const replaced: unknown = await recorder().recordBound({ namespace: ns, name: 'r-bound', uid: '00000000-0000-0000-0000-000000000000' }, { ...other, claimId: c.status?.sandbox?.name ?? '' }).catch((e: unknown) => e);
+    expect((replaced as Error).name).toBe('ClaimOwnerMismatchError');
+    const after = await getClaim(kc, ns, 'r-bound');
+    expect(after.status?.sandbox).toEqual(c.status?.sandbox);
+    expect((await core().readNamespacedSecret({ namespace: ns, name: secretName })).data?.token).toBe(tokenBefore);
+  });
+
+  it('never takes over a Secret of the token name that the claim does not control', async () => {
+    await createClaim(kc, ns, 'r-secret', 'not-a-pool');
+    const c = await getClaim(kc, ns, 'r-secret');
+    const foreign = Buffer.from('someone-elses-data').toString('base64');
+    await core().createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'r-secret-sandbox-token' }, data: { token: foreign } } });
+    const a = { claimId: 'sb_00000000000000bb', node: 'n', address: '127.0.0.1:1', token: 'delivered-token' };
+    const err: unknown = await recorder().recordBound({ namespace: ns, name: 'r-secret', uid: c.metadata.uid ?? '' }, a).catch((e: unknown) => e);
+    expect((err as Error).name).toBe('SecretNotOwnedError');
+    const s = await core().readNamespacedSecret({ namespace: ns, name: 'r-secret-sandbox-token' });
+    expect(s.data?.token).toBe(foreign);
+    expect(s.metadata?.ownerReferences ?? []).toEqual([]);
+    expect((await getClaim(kc, ns, 'r-secret')).status?.sandbox?.name).toBeUndefined();
+  });
+
+  it('gives the longest claim name a valid, hash-shortened token Secret', async () => {
+    const name = `long-${'x'.repeat(248)}`;
+    await createClaim(kc, ns, name, 'base');
+    const c = await waitBound(name);
+    const secretName = c.status?.sandbox?.tokenSecretName ?? '';
+    expect(secretName.length).toBeLessThanOrEqual(253);
+    expect(secretName.endsWith('-sandbox-token')).toBe(true);
+    const s = await core().readNamespacedSecret({ namespace: ns, name: secretName });
+    expect(s.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'SandboxClaim', uid: c.metadata.uid });
+  });
+
+  it('a fast-path record finds a claim of its name it did not create: nothing is written', async () => {
+    await createClaim(kc, ns, 'r-taken', 'not-a-pool');
+    const before = await getClaim(kc, ns, 'r-taken');
+    const fast = new FastPathRecorder(identity.kubeConfig, recorder());
+    const a = { claimId: 'sb_00000000000000cc', node: 'n', address: '127.0.0.1:1', token: 'fast-token' };
+    const err: unknown = await fast.recordBound({ namespace: ns, name: 'r-taken', warmPool: 'base', deliveryUid: '11111111-2222-3333-4444-555555555555' }, a).catch((e: unknown) => e);
+    expect((err as Error).name).toBe('ClaimOwnerMismatchError');
+    const after = await getClaim(kc, ns, 'r-taken');
+    expect(after.status?.sandbox).toBeUndefined();
+    expect(after.metadata.annotations).toEqual(before.metadata.annotations);
+    await expect(core().readNamespacedSecret({ namespace: ns, name: 'r-taken-sandbox-token' })).rejects.toMatchObject({ code: 404 });
+  });
+
+  it('the orphan pass creates the missing SandboxClaim of a fast-path delivery whose record was never written', async () => {
+    const deliveryUid = '99999999-8888-7777-6666-555555555555';
+    const a = await cc.gateway.deliver({ namespace: ns, name: 'fast-lost', owner: { kind: 'FastPathClaim', uid: deliveryUid }, key });
+    await expect(getClaim(kc, ns, 'fast-lost')).rejects.toMatchObject({ code: 404 });
+    const pass = await cc.orphans.reconcileAll();
+    expect(pass.adopted).toBeGreaterThanOrEqual(1);
+    const c = await waitBound('fast-lost');
+    expect(c.status?.sandbox?.name).toBe(a.claimId);
+    expect(c.metadata.annotations?.['sandbox.cocoonstack.io/delivery-uid']).toBe(deliveryUid);
+    expect(c.spec.warmPoolRef.name).toBe('base');
+    const s = await core().readNamespacedSecret({ namespace: ns, name: c.status?.sandbox?.tokenSecretName ?? '' });
+    expect(Buffer.from(s.data?.token ?? '', 'base64').toString()).toBe(a.token);
   });
 });

@@ -3,7 +3,7 @@ import { kubectl } from '@sandbox-scale/e2e';
 import { applyObject, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Sim } from '@sandbox-scale/sandboxd-sim';
-import { EXTENSIONS_API_VERSION, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { EXTENSIONS_API_VERSION, parseOwnerRef, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { NodeInventoryResource, parseClaim, SandboxClaimResource, SandboxTemplateResource, SandboxWarmPoolResource } from '../src/resources';
 
 export const ROOT_TOKEN = 'root-fleet-token';
@@ -73,7 +73,7 @@ export async function liveDeliveries(sim: Sim, ns: string): Promise<{ node: stri
   const out: { node: string; id: string; claimRef: string }[] = [];
   for (const n of sim.nodes) {
     const rows = await new SandboxdClient({ baseUrl: n.url, token: ROOT_TOKEN }).sandboxes();
-    for (const r of rows) if (r.claimRef?.startsWith(`${ns}/`)) out.push({ node: n.name, id: r.id, claimRef: r.claimRef });
+    for (const r of rows) if (r.claimRef && parseOwnerRef(r.claimRef)?.namespace === ns) out.push({ node: n.name, id: r.id, claimRef: r.claimRef });
   }
   return out;
 }

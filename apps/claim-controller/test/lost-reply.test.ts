@@ -30,12 +30,14 @@ describe('ClaimGateway when a node hands over a VM but its reply is lost', () =>
     ];
     const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }), rng: () => 0 });
     const name = `c-${mode}`;
-    const got = await gateway.deliver({ namespace: 'ns', name, key });
+    const owner = { kind: 'SandboxClaim' as const, uid: `uid-${mode}` };
+    const got = await gateway.deliver({ namespace: 'ns', name, owner, key });
+    const ref = `claim:${owner.uid}:ns/${name}`;
     sim.node(a.name).clearFaults();
 
     expect(got.node).toBe(a.name);
-    const onA = await clients.forNode(a.url).sandboxes(`ns/${name}`);
-    const onB = await clients.forNode(b.url).sandboxes(`ns/${name}`);
+    const onA = await clients.forNode(a.url).sandboxes(ref);
+    const onB = await clients.forNode(b.url).sandboxes(ref);
     expect(onA.map((r) => r.id)).toEqual([got.claimId]);
     expect(onB).toEqual([]);
     expect(got.token.length).toBeGreaterThan(0);

@@ -3,9 +3,10 @@ import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, kubeconfigText, runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
+import { applyCrds, createTestNamespace, deleteNamespace, eventually, installChartAppRbac, kubeconfigForServiceAccount, kubeconfigText, runSuffix, testKubeConfig, type ChartAppIdentity } from '@sandbox-scale/e2e';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import { parseOwnerRef } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { startClaimController, type ClaimControllerHandle } from '../src';
 import { boundCondition, createClaim, createPool, deleteInventories, getClaim, liveDeliveries, publishInventories, releases, ROOT_TOKEN } from './fixtures';
@@ -18,6 +19,7 @@ let ns: string;
 let sim: Sim;
 let child: ChildProcess | undefined;
 let cc: ClaimControllerHandle | undefined;
+let identity: ChartAppIdentity | undefined;
 const rbacName = `claim-controller-no-status-${suffix}`;
 
 /**
@@ -62,6 +64,7 @@ beforeAll(async () => {
 afterAll(async () => {
   child?.kill('SIGKILL');
   await cc?.stop();
+  await identity?.remove();
   await deleteInventories(kc, sim, suffix);
   await sim?.stop();
   const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
@@ -92,8 +95,10 @@ it('binds every delivery after a SIGKILL between delivery and record, claiming n
   const delivered = await liveDeliveries(sim, ns);
   expect(delivered).toHaveLength(CLAIMS.length);
 
+  // the restarted controller runs as deployed: the chart's ServiceAccount and RBAC
+  identity = await installChartAppRbac(kc, 'claim-controller', { release: `ccr-${suffix}`, namespace: ns });
   cc = await startClaimController({
-    kubeConfig: kc,
+    kubeConfig: identity.kubeConfig,
     fleetToken: ROOT_TOKEN,
     flags: { metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '0', orphanInterval: 1000 },
     log: createLogger({ name: 'claim-controller-restart', level: 'warn' }),
@@ -104,7 +109,8 @@ it('binds every delivery after a SIGKILL between delivery and record, claiming n
       if (boundCondition(claim)?.status !== 'True') throw new Error(`${name} not Bound`);
       return claim;
     }, { timeoutMs: 30_000 });
-    expect(c.status?.sandbox?.name).toBe(delivered.find((d) => d.claimRef === `${ns}/${name}`)?.id);
+    const mine = delivered.find((d) => { const o = parseOwnerRef(d.claimRef); return o?.kind === 'SandboxClaim' && o.name === name && o.uid === c.metadata.uid; });
+    expect(c.status?.sandbox?.name).toBe(mine?.id);
   }
   expect(await liveDeliveries(sim, ns)).toHaveLength(CLAIMS.length);
   expect(releases(sim)).toBe(0);

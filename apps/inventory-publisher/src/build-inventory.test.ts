@@ -42,6 +42,12 @@ describe('buildInventory', () => {
     expect(parseObject(NodeInventorySchema, body).node).toBe('n1');
   });
 
+  it('serves an owner reference under the owner namespace/name and keeps the whole reference', () => {
+    const ref = 'sandbox:0b3e6f0c-2d7a-4a55-9c51-6a0f3f1d2e4b:team-a/job-1';
+    const body = buildInventory({ node: 'n1', address: '', rows: [row({ id: 'sb_1', claimRef: ref }), row({ id: 'sb_2', claimRef: 'not an owner' })], info: info(), now });
+    expect(body.entries?.map((e) => [e.name, e.claimRef])).toEqual([['sb_2', 'not an owner'], ['team-a/job-1', ref]]);
+  });
+
   it('publishes address and every pool, sorted by key, with warm and target', () => {
     const body = buildInventory({ node: 'n1', address: '10.0.0.1:7777', rows: [], info: info(), now });
     expect(body.metadata.name).toBe('n1');

@@ -8,6 +8,7 @@ import {
   comparePoolKeys,
   formatRfc3339Seconds,
   normalizePoolKey,
+  servedNameOf,
   type Condition,
   type InventoryEntry,
   type PoolCapacity,
@@ -45,7 +46,9 @@ function phaseOf(row: SandboxRow): string {
 }
 
 function entryOf(row: SandboxRow, address: string): InventoryEntry {
-  const e: InventoryEntry = { name: row.claimRef ?? row.id, id: row.id, phase: phaseOf(row) };
+  // served under the owner's namespace/name (claim_ref `<kind>:<uid>:<ns>/<name>`, or a legacy
+  // `<ns>/<name>`); a reference that names no owner is served under the sandbox id
+  const e: InventoryEntry = { name: servedNameOf(row.claimRef) ?? row.id, id: row.id, phase: phaseOf(row) };
   if (row.claimRef !== undefined) e.claimRef = row.claimRef;
   // A sandbox listens on its node: the node's host is the sandbox's pod IP.
   if (address !== '') e.addr = address;

@@ -1,6 +1,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyCrds, createCA, createLeaf, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
+import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import { parseOwnerRef } from '@sandbox-scale/scale-core';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -115,6 +117,10 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     expect(table.stdout).toContain('sb-one');
     const described = await kubectl(['describe', 'sandbox', 'sb-one', '-n', ns]);
     expect(described.stdout).toContain('Node Name:');
+    // the node records the owner: a Sandbox created through this API, never a SandboxClaim of the name
+    const id = obj.metadata.annotations['sandbox.cocoonstack.io/claim-id'];
+    const rows = (await Promise.all(sim.nodes.map((n) => new SandboxdClient({ baseUrl: n.url, token: TOKEN }).sandboxes()))).flat();
+    expect(parseOwnerRef(rows.find((r) => r.id === id)?.claimRef)).toMatchObject({ kind: 'Sandbox', namespace: ns, name: 'sb-one', uid: expect.stringMatching(/^[0-9a-f-]{36}$/) });
   });
 
   it('snapshots a sandbox, lists, claims from and deletes its snapshots with kubectl create --raw', async () => {

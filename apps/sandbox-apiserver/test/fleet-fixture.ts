@@ -1,7 +1,7 @@
 import { request } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyObject, createLogger } from '@sandbox-scale/kube-runtime';
-import { EXTENSIONS_API_VERSION } from '@sandbox-scale/scale-core';
+import { EXTENSIONS_API_VERSION, servedNameOf } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { NODE_INVENTORY_RESOURCE } from '../src/storage/inventory-informer';
 
@@ -24,7 +24,7 @@ export async function publishInventories(kc: KubeConfig, nodes: readonly SimNode
     await client.close();
     const name = `${n.name}-${suffix}`;
     const entries = rows.map((r) => ({
-      name: r.claimRef ?? `default/${r.id}`,
+      name: servedNameOf(r.claimRef) ?? `default/${r.id}`,
       id: r.id,
       phase: r.hibernated ? 'Paused' : 'Running',
       ...(r.claimRef ? { claimRef: r.claimRef } : {}),

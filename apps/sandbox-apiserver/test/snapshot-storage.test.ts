@@ -1,4 +1,4 @@
-import { ANNOTATIONS, ClaimIndex, statusForError, type NodeInventory } from '@sandbox-scale/scale-core';
+import { ANNOTATIONS, ClaimIndex, parseOwnerRef, statusForError, type NodeInventory } from '@sandbox-scale/scale-core';
 import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { WatchHub } from '../src/watch/watch-hub';
@@ -86,7 +86,9 @@ describe('snapshot subresources', () => {
     expect(got.status.nodeName).toBe(node);
     expect(got.metadata.annotations?.[ANNOTATIONS.token]).toBeUndefined();
     const onNode = await direct.sandboxes();
-    expect(onNode.find((s) => s.claimRef === `${NS}/branch-1`)?.id).toBe(claimed.metadata.annotations?.[ANNOTATIONS.claimId]);
+    const branch = onNode.find((s) => s.id === claimed.metadata.annotations?.[ANNOTATIONS.claimId]);
+    // owned by this snapshot claim: kind, namespace, name and a uid of its own
+    expect(parseOwnerRef(branch?.claimRef)).toMatchObject({ kind: 'SnapshotClaim', namespace: NS, name: 'branch-1', uid: expect.stringMatching(/^[0-9a-f-]{36}$/) });
 
     await expect(lifecycle.act(NS, 'src-a', 'deletesnapshot', { snapshot: id }, false)).resolves.toMatchObject({ kind: 'SandboxDeleteSnapshotResult', snapshotID: id });
     expect(((await lifecycle.act(NS, 'src-a', 'snapshots', undefined, false)) as unknown as SnapshotList).items).toEqual([]);
@@ -141,5 +143,20 @@ describe('snapshot subresources', () => {
       sim.node(node).state.draining = false;
     }
     await expect(storage.get(NS, 'busy-branch')).rejects.toThrow('not found');
+  });
+});
+
+describe('fork children', () => {
+  it('are owned by the fork call, served under <parent>-<child id>, and listed at once', async () => {
+    const { lifecycle, storage } = await setup(['fork-src']);
+    const r = (await lifecycle.act(NS, 'fork-src', 'fork', { count: 2 }, false)) as { children: { sandboxID: string }[] };
+    expect(r.children).toHaveLength(2);
+    const rows = await direct.sandboxes();
+    const owners = r.children.map((c) => parseOwnerRef(rows.find((row) => row.id === c.sandboxID)?.claimRef));
+    for (const [i, o] of owners.entries()) expect(o).toMatchObject({ kind: 'ForkChild', namespace: NS, name: `fork-src-${r.children[i]?.sandboxID}` });
+    // one uid per fork call, never a SandboxClaim reference
+    expect(new Set(owners.map((o) => (o && o.kind !== 'legacy' ? o.uid : ''))).size).toBe(1);
+    const child = await storage.get(NS, `fork-src-${r.children[0]?.sandboxID}`);
+    expect(child.metadata.annotations?.[ANNOTATIONS.claimId]).toBe(r.children[0]?.sandboxID);
   });
 });

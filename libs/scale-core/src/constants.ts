@@ -63,6 +63,11 @@ export const SANDBOX_LABELS = {
 export const ANNOTATIONS = {
   /** sandboxd claim id; delete and lifecycle verbs act on this, never on the Kubernetes name. */
   claimId: 'sandbox.cocoonstack.io/claim-id',
+  /**
+   * On a SandboxClaim written for a fast-path delivery: the uid the delivery's claim_ref carries
+   * (`fastclaim:<uid>:…`). Only claim-controller sets it, on claims it creates.
+   */
+  deliveryUid: 'sandbox.cocoonstack.io/delivery-uid',
   /** RFC3339 UTC, second precision. */
   deadline: 'sandbox.cocoonstack.io/deadline',
   /** Delivered owner_addr (host:port), Create only. */

@@ -101,6 +101,19 @@ export { CRD_OUTPUT_DIR, renderCrdFiles } from './crds/render-crds';
 export type { RenderedFile } from './crds/render-crds';
 export { toStructuralSchema, UnstructuralSchemaError } from './crds/structural-schema';
 
+export {
+  formatOwnerRef,
+  formatOwnerRefPrefix,
+  InvalidOwnerRefError,
+  isInvalidOwnerRef,
+  isUidOwner,
+  OWNER_KINDS,
+  parseOwnerRef,
+  sameOwner,
+  servedNameOf,
+} from './claim-ref/owner-ref';
+export type { LegacyOwner, OwnerKind, ParsedOwnerRef, SandboxOwner } from './claim-ref/owner-ref';
+
 export { formatRfc3339Seconds, normalizeTimestamp } from './synthesis/rfc3339';
 export {
   claimRefName,

@@ -16,6 +16,7 @@ import {
   CONDITION_TYPES,
   isClaimRoutingNotConfigured,
   isNoWarmCapacity,
+  OWNER_KINDS,
   poolKeyForTemplate,
   type ColdStartPolicy,
   type PoolKey,
@@ -50,6 +51,11 @@ export const CLAIM_REASONS = {
 const FINISHED_REASONS: ReadonlySet<string> = new Set([CONDITION_REASONS.claimExpired, CLAIM_REASONS.sandboxLost]);
 const WAIT_FOR_CONFIG_MS = 30_000;
 const FAST_PATH_GRACE_MS = 2_000;
+
+/** The owner a SandboxClaim's deliveries carry on the node: this claim object, by uid. */
+function claimOwner(claim: SandboxClaim): { kind: typeof OWNER_KINDS.claim; uid: string } {
+  return { kind: OWNER_KINDS.claim, uid: claim.metadata.uid ?? '' };
+}
 
 export interface ClaimReconcilerOptions {
   claims: Informer<SandboxClaim>;
@@ -105,7 +111,7 @@ export class ClaimReconciler implements Reconciler {
     const resolved = this.#resolve(claim);
     if ('problem' in resolved) return this.#pendingCondition(claim, resolved.reason, resolved.problem, resolved.retry);
     const ttlSeconds = resolved.ttlSeconds || (this.o.leaseTtlSeconds ?? 0);
-    const gwReq = { namespace: req.namespace, name: req.name, key: resolved.key, ttlSeconds, signal: ctx.signal };
+    const gwReq = { namespace: req.namespace, name: req.name, owner: claimOwner(claim), key: resolved.key, ttlSeconds, signal: ctx.signal };
     let a: Assignment;
     try {
       a = await this.o.gateway.deliver(gwReq);
@@ -150,14 +156,14 @@ export class ClaimReconciler implements Reconciler {
   }
 
   async #record(claim: SandboxClaim, a: Assignment, ctx: ReconcileContext, adopted: boolean): Promise<void> {
-    await this.o.recorder.recordBound({ namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '' }, a, ctx.signal, adopted);
+    await this.o.recorder.recordBound({ namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', uid: claim.metadata.uid ?? '' }, a, ctx.signal, adopted);
     this.#undelivered.delete(`${claim.metadata.namespace}/${claim.metadata.name}`);
   }
 
   /** After a restart, a claim older than this process may already hold a VM on some node. */
   async #previousDelivery(claim: SandboxClaim, ctx: ReconcileContext): Promise<Assignment | undefined> {
     if (!createdBefore(claim, this.o.startedAt)) return undefined;
-    const found = await this.o.gateway.findDeliveries({ namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '' }, ctx.signal);
+    const found = await this.o.gateway.findDeliveries({ namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', owner: claimOwner(claim) }, ctx.signal);
     if (found.length > 0) ctx.log.info({ node: found[0]?.node, sandboxId: found[0]?.claimId }, 'adopting a delivery made before a restart');
     return found[0];
   }

@@ -17,6 +17,8 @@ export interface Assignment {
 export interface ClaimTarget {
   namespace: string;
   name: string;
+  /** When set, only the claim with this metadata.uid is written (not another of the same name). */
+  uid?: string;
 }
 
 /** Writes the Bound record of a delivery; idempotent, so the queue and the orphan pass may both call it. */

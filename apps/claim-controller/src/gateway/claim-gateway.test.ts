@@ -6,6 +6,7 @@ import { isNoWarmCapacity, poolKeyFor } from '@sandbox-scale/scale-core';
 import { ClaimGateway } from './claim-gateway';
 
 const TEMPLATE = 'base:24.04';
+const owner = { kind: 'SandboxClaim' as const, uid: '7c9e6679-7425-40de-944b-e07fc1f90ae7' };
 
 describe('ClaimGateway against a node that stops answering', () => {
   let server: Server;
@@ -28,7 +29,7 @@ describe('ClaimGateway against a node that stops answering', () => {
     const inventory = [{ metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [{ template: TEMPLATE, warm: 5 }] }];
     const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }), callTimeoutMs: 200 });
     const t0 = Date.now();
-    await expect(gateway.deliver({ namespace: 'ns', name: 'c1', key: poolKeyFor([{ image: TEMPLATE }], undefined) })).rejects.toThrow();
+    await expect(gateway.deliver({ namespace: 'ns', name: 'c1', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) })).rejects.toThrow();
     expect(Date.now() - t0).toBeLessThan(5_000);
   });
 
@@ -47,8 +48,8 @@ describe('ClaimGateway against a node that stops answering', () => {
       ];
       const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }), callTimeoutMs: 200, rng: () => 0 });
       const key = poolKeyFor([{ image: TEMPLATE }], undefined);
-      await expect(gateway.deliver({ namespace: 'ns', name: 'c2', key })).rejects.toThrow();
-      await expect(gateway.deliver({ namespace: 'ns', name: 'c2', key })).resolves.toMatchObject({ node: 'good', claimId: 'sb_1' });
+      await expect(gateway.deliver({ namespace: 'ns', name: 'c2', owner, key })).rejects.toThrow();
+      await expect(gateway.deliver({ namespace: 'ns', name: 'c2', owner, key })).resolves.toMatchObject({ node: 'good', claimId: 'sb_1' });
     } finally {
       good.closeAllConnections();
       await new Promise<void>((res) => good.close(() => res()));
@@ -58,7 +59,7 @@ describe('ClaimGateway against a node that stops answering', () => {
   it('bounds the listing of deliveries on that node too', async () => {
     const inventory = [{ metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [] }];
     const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }), callTimeoutMs: 200 });
-    await expect(gateway.findDeliveries({ namespace: 'ns', name: 'c1' })).rejects.toThrow();
+    await expect(gateway.findDeliveries({ namespace: 'ns', name: 'c1', owner })).rejects.toThrow();
   });
 });
 
@@ -98,16 +99,17 @@ describe('ClaimGateway cold claims', () => {
       { metadata: { name: 'draining' }, node: 'draining', address: await node('draining', 200), pools: [], conditions: [{ type: 'Draining', status: 'True' }] },
     ];
     const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }) });
-    const a = await gateway.coldDeliver({ namespace: 'ns', name: 'cold-1', key: poolKeyFor([{ image: TEMPLATE }], undefined) });
+    const a = await gateway.coldDeliver({ namespace: 'ns', name: 'cold-1', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) });
     expect(a).toMatchObject({ node: 'busy', claimId: 'sb_busy' });
     expect(seen.map((s) => s.node)).toEqual(['full', 'busy']);
-    expect(seen.every((s) => s.body.claim_ref === 'ns/cold-1' && s.body.template === TEMPLATE)).toBe(true);
+    // the claim_ref names the owner exactly: kind, uid, namespace and name
+    expect(seen.every((s) => s.body.claim_ref === `claim:${owner.uid}:ns/cold-1` && s.body.template === TEMPLATE)).toBe(true);
   });
 
   it('is NoWarmCapacity when every routable node answers 429', async () => {
     const inventory = [{ metadata: { name: 'full2' }, node: 'full2', address: await node('full2', 429), pools: [] }];
     const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }) });
-    const err: unknown = await gateway.coldDeliver({ namespace: 'ns', name: 'cold-2', key: poolKeyFor([{ image: TEMPLATE }], undefined) }).catch((e: unknown) => e);
+    const err: unknown = await gateway.coldDeliver({ namespace: 'ns', name: 'cold-2', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) }).catch((e: unknown) => e);
     expect(isNoWarmCapacity(err)).toBe(true);
   });
 });

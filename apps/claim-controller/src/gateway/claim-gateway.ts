@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import { isMalformedReply, isNodeAtCapacity as isSandboxdAtCapacity, type SandboxdClientSet, type ClaimResult } from '@sandbox-scale/sandboxd-client';
 import {
   CapacityLedger,
@@ -6,6 +7,8 @@ import {
   inventoryName,
   NoWarmCapacityError,
   SandboxScaleError,
+  formatOwnerRef,
+  OWNER_KINDS,
   type InventoryLike,
   type PoolKey,
   type Rng,
@@ -14,9 +17,15 @@ import {
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from './assignment';
 import { coldCandidates, type ColdInventoryLike } from './cold-candidates';
+import type { FastPathDelivery } from './fast-path-recorder';
 import type { RecordQueue } from './record-queue';
 
 export interface GatewayClaimRequest extends ClaimTarget {
+  /**
+   * Who the VM is for, recorded on the node as its claim_ref: a SandboxClaim (uid = the claim's
+   * metadata.uid) or a fast-path delivery (uid = the delivery uid its record carries).
+   */
+  owner: { kind: typeof OWNER_KINDS.claim | typeof OWNER_KINDS.fastclaim; uid: string };
   key: PoolKey;
   /** 0 or absent: the node's default. */
   ttlSeconds?: number;
@@ -30,8 +39,8 @@ export interface ClaimGatewayOptions {
   fleetToken: string;
   /** The current NodeInventory objects (an informer cache, or a static list). */
   inventories: () => readonly ColdInventoryLike[];
-  /** Async Bound records; without one the caller records. */
-  records?: RecordQueue;
+  /** Async Bound records of fast-path deliveries; without one the caller records. */
+  records?: RecordQueue<FastPathDelivery>;
   rng?: Rng;
   log: Logger;
   /**
@@ -73,14 +82,18 @@ export class ClaimGateway {
     this.#o = opts;
   }
 
-  get recordQueue(): RecordQueue | undefined {
+  get recordQueue(): RecordQueue<FastPathDelivery> | undefined {
     return this.#o.records;
   }
 
-  /** Claims and queues the Bound record (when a queue is set); never waits for the record. */
-  async claim(req: GatewayClaimRequest): Promise<Assignment> {
-    const a = await this.deliver(req);
-    this.#o.records?.enqueue({ namespace: req.namespace, name: req.name }, a);
+  /**
+   * A fast-path claim: delivers under a fresh delivery uid and queues the Bound record (when a
+   * queue is set); never waits for the record.
+   */
+  async claim(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
+    const deliveryUid = randomUUID();
+    const a = await this.deliver({ ...req, owner: { kind: OWNER_KINDS.fastclaim, uid: deliveryUid } });
+    this.#o.records?.enqueue({ namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) }, a);
     return a;
   }
 
@@ -151,7 +164,7 @@ export class ClaimGateway {
    * `warm`: the node was chosen from the ledger, whose count is put back or exhausted.
    */
   async #claimAt(cand: WarmCandidate, req: GatewayClaimRequest, inventories: readonly InventoryLike[], tried: Set<string>, o: { timeoutMs: number; warm: boolean }): Promise<Assignment | undefined> {
-    const claimRef = `${req.namespace}/${req.name}`;
+    const claimRef = formatOwnerRef({ ...req.owner, namespace: req.namespace, name: req.name });
     const body = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef, ...(req.ttlSeconds ? { ttlSeconds: req.ttlSeconds } : {}) };
     try {
       const a = toAssignment(cand.node, await this.#o.clients.forNode(cand.addr).claim(body, { signal: this.#callSignal(req.signal, o.timeoutMs) }));
@@ -231,9 +244,12 @@ export class ClaimGateway {
     return deadline ?? undefined;
   }
 
-  /** Deliveries already made for ns/name on any routable node (idempotency after a crash). */
-  async findDeliveries(target: ClaimTarget, signal?: AbortSignal): Promise<Assignment[]> {
-    const ref = `${target.namespace}/${target.name}`;
+  /**
+   * Deliveries already made for this very owner (kind, uid, namespace and name) on any routable
+   * node (idempotency after a crash); never one made for another object of the same name.
+   */
+  async findDeliveries(target: ClaimTarget & Pick<GatewayClaimRequest, 'owner'>, signal?: AbortSignal): Promise<Assignment[]> {
+    const ref = formatOwnerRef({ ...target.owner, namespace: target.namespace, name: target.name });
     const routable = this.#o.inventories().filter((i) => i.address);
     const found = await Promise.all(routable.map((inv) => this.nodeDeliveries(inv, ref, signal)));
     return found.flat().map((d) => d.assignment);
@@ -253,7 +269,7 @@ export class ClaimGateway {
       rows.map(async (r): Promise<NodeDelivery> => {
         const detail = await client.sandbox(r.id, opts);
         const deadline = r.deadline ? formatRfc3339Seconds(r.deadline) : undefined;
-        return { claimRef: r.claimRef ?? '', assignment: { claimId: r.id, node: inventoryName(inv), address: inv.address ?? '', token: detail.token ?? '', ...(deadline ? { deadline } : {}) } };
+        return { claimRef: r.claimRef ?? '', key: r.key, assignment: { claimId: r.id, node: inventoryName(inv), address: inv.address ?? '', token: detail.token ?? '', ...(deadline ? { deadline } : {}) } };
       }),
     );
   }
@@ -271,6 +287,8 @@ export class ClaimGateway {
 
 export interface NodeDelivery {
   claimRef: string;
+  /** The pool key the VM was claimed from. */
+  key: PoolKey;
   assignment: Assignment;
 }
 

@@ -1,9 +1,10 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyObject, applyStatus, ResourceClient } from '@sandbox-scale/kube-runtime';
+import { apiStatusOf, applyStatus, isAlreadyExists, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { EXTENSIONS_API_VERSION, FIELD_MANAGERS, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { parseClaim, SandboxClaimResource, SecretResource } from '../resources';
 import type { Assignment, BoundRecorder, ClaimTarget } from './assignment';
 import { boundConditionTrue, boundStatus, statusApplyBody, tokenSecretName } from './claim-status';
+import { ClaimBoundElsewhereError, ClaimOwnerMismatchError, SecretNotOwnedError } from './record-errors';
 
 export interface ClaimRecorderOptions {
   kubeConfig: KubeConfig;
@@ -17,38 +18,72 @@ export interface ClaimRecorderOptions {
  * then apply the status (SSA, status subresource). Idempotent: a claim already Bound to the
  * same sandbox is left alone. A missing claim is an error for the caller to judge (the
  * orphan pass skips it; it never destroys the VM).
+ *
+ * It writes only onto the owner the delivery was made for: a target carrying a uid must be
+ * that very object (not a claim created again under the name), a claim Bound to another
+ * sandbox is never overwritten, and a Secret of the token's name that the claim does not
+ * control is never taken over. Each of those is a typed error and nothing is written.
  */
 export class ClaimRecorder implements BoundRecorder {
   readonly #claims: ResourceClient;
+  readonly #secrets: ResourceClient;
   constructor(private readonly opts: ClaimRecorderOptions) {
     this.#claims = new ResourceClient(opts.kubeConfig, SandboxClaimResource);
+    this.#secrets = new ResourceClient(opts.kubeConfig, SecretResource);
   }
 
   async recordBound(target: ClaimTarget, a: Assignment, signal?: AbortSignal, adopted = false): Promise<void> {
     const claim = parseClaim(await this.#claims.get(target.namespace, target.name, signal));
-    const sameSandbox = claim.status?.sandbox?.name === a.claimId;
+    if (target.uid !== undefined && claim.metadata.uid !== target.uid) {
+      throw new ClaimOwnerMismatchError(`SandboxClaim ${target.namespace}/${target.name} has uid ${claim.metadata.uid}, not ${target.uid}: it is another claim of the same name; sandbox ${a.claimId} is not recorded on it`);
+    }
+    const current = claim.status?.sandbox?.name ?? '';
+    if (current !== '' && current !== a.claimId) {
+      throw new ClaimBoundElsewhereError(`SandboxClaim ${target.namespace}/${target.name} is Bound to sandbox ${current}; sandbox ${a.claimId} is not recorded on it`);
+    }
+    const sameSandbox = current === a.claimId;
     if (sameSandbox && boundConditionTrue(claim) && (a.token === '' || claim.status?.sandbox?.tokenSecretName)) return;
     const withSecret = a.token !== '' || (sameSandbox && !!claim.status?.sandbox?.tokenSecretName);
     if (a.token !== '') await this.#writeSecret(claim, a, signal);
     const status = boundStatus(claim, a, (this.opts.now ?? (() => new Date()))(), withSecret);
-    await applyStatus(this.opts.kubeConfig, statusApplyBody(claim, status), { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource, ...(signal ? { signal } : {}) });
+    // resourceVersion makes the apply conditional on the object read above: a claim deleted
+    // and created again, or Bound by another writer meanwhile, is a 409 and is read afresh
+    const body = statusApplyBody(claim, status);
+    await applyStatus(this.opts.kubeConfig, { ...body, metadata: { ...body.metadata, resourceVersion: claim.metadata.resourceVersion } }, { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource, ...(signal ? { signal } : {}) });
     this.opts.onBound?.(claim, a, adopted);
   }
 
+  /**
+   * Create the Secret; if one of the name exists, rewrite its data only when its controller
+   * owner is this claim (a JSON patch whose first operation tests the owner's uid, so the check
+   * and the write are one atomic step and no read of Secrets is needed).
+   */
   async #writeSecret(claim: SandboxClaim, a: Assignment, signal?: AbortSignal): Promise<void> {
     const name = claim.metadata.name ?? '';
+    const namespace = claim.metadata.namespace ?? '';
+    const uid = claim.metadata.uid ?? '';
+    const secretName = tokenSecretName(name);
     const b64 = (v: string): string => Buffer.from(v, 'utf8').toString('base64');
-    const body = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: {
-        name: tokenSecretName(name),
-        namespace: claim.metadata.namespace ?? '',
-        ownerReferences: [{ apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', name, uid: claim.metadata.uid ?? '', controller: true, blockOwnerDeletion: true }],
-      },
-      type: 'Opaque',
-      data: { token: b64(a.token), claimId: b64(a.claimId), node: b64(a.node), address: b64(a.address) },
-    };
-    await applyObject(this.opts.kubeConfig, body, { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SecretResource, ...(signal ? { signal } : {}) });
+    const data = { token: b64(a.token), claimId: b64(a.claimId), node: b64(a.node), address: b64(a.address) };
+    const owner = { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', name, uid, controller: true, blockOwnerDeletion: true };
+    const body = { apiVersion: 'v1', kind: 'Secret', metadata: { name: secretName, namespace, ownerReferences: [owner] }, type: 'Opaque', data };
+    const opts = { fieldManager: FIELD_MANAGERS.claimController, ...(signal ? { signal } : {}) };
+    try {
+      await this.#secrets.create(namespace, body, opts);
+      return;
+    } catch (err) {
+      if (!isAlreadyExists(err)) throw err;
+    }
+    try {
+      await this.#secrets.jsonPatch(namespace, secretName, [
+        { op: 'test', path: '/metadata/ownerReferences/0/uid', value: uid },
+        { op: 'test', path: '/metadata/ownerReferences/0/controller', value: true },
+        { op: 'replace', path: '/data', value: data },
+      ], opts);
+    } catch (err) {
+      // 422: a test failed (or the Secret has no owner at all): someone else's Secret
+      if (apiStatusOf(err)?.code === 422) throw new SecretNotOwnedError(`Secret ${namespace}/${secretName} exists and is not controlled by SandboxClaim ${name} (uid ${uid}); it is not overwritten`, { cause: err });
+      throw err;
+    }
   }
 }

@@ -24,3 +24,20 @@ describe('setCondition', () => {
     expect(flipped[0]?.lastTransitionTime).toBe('2026-08-17T10:05:00Z');
   });
 });
+
+describe('tokenSecretName', () => {
+  const SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+  it('appends -sandbox-token while it fits', () => {
+    expect(tokenSecretName('c1')).toBe('c1-sandbox-token');
+  });
+  it('gives a valid, distinct name of at most 253 characters for any claim name', () => {
+    const names = ['a'.repeat(253), `${'a'.repeat(229)}.${'b'.repeat(23)}`, `${'a'.repeat(229)}-${'b'.repeat(23)}`, `${'a'.repeat(252)}b`];
+    const out = names.map(tokenSecretName);
+    for (const n of out) {
+      expect(n.length).toBeLessThanOrEqual(253);
+      expect(n).toMatch(SUBDOMAIN);
+      expect(n.endsWith('-sandbox-token')).toBe(true);
+    }
+    expect(new Set(out).size).toBe(names.length);
+  });
+});

@@ -1,4 +1,4 @@
-import { addressIPs, CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_API_VERSION, type Condition, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { addressIPs, nameHash, CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_API_VERSION, type Condition, type SandboxClaim } from '@sandbox-scale/scale-core';
 import type { Assignment } from './assignment';
 
 export type ConditionInput = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
@@ -15,9 +15,21 @@ export function setCondition(existing: readonly Condition[] | undefined, next: C
   return out.sort((a, b) => (a.type < b.type ? -1 : a.type > b.type ? 1 : 0));
 }
 
-/** The name of the Secret holding a claim's sandbox token. */
+const TOKEN_SECRET_SUFFIX = '-sandbox-token';
+const MAX_NAME = 253;
+
+/**
+ * The name of the Secret holding a claim's sandbox token: `<claim>-sandbox-token`, or, when that
+ * would pass 253 characters, the claim name cut short plus a hash of the whole name, so every
+ * claim name (up to 253) gets a valid name of its own.
+ */
 export function tokenSecretName(claimName: string): string {
-  return `${claimName}-sandbox-token`.slice(0, 253);
+  const plain = `${claimName}${TOKEN_SECRET_SUFFIX}`;
+  if (plain.length <= MAX_NAME) return plain;
+  const hash = nameHash(claimName);
+  // a DNS subdomain label must not end in '.' or '-' before the '-<hash>' we append
+  const head = claimName.slice(0, MAX_NAME - TOKEN_SECRET_SUFFIX.length - hash.length - 1).replace(/[.-]+$/, '');
+  return `${head}-${hash}${TOKEN_SECRET_SUFFIX}`;
 }
 
 /** The status of a Bound claim. podIPs carry the host only; the address keeps the port (the reference mixes them, §13.13). */

@@ -1,48 +1,69 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isAlreadyExists, ResourceClient } from '@sandbox-scale/kube-runtime';
-import { ANNOTATIONS, CLAIM_RELEASE_FINALIZER, EXTENSIONS_API_VERSION, FIELD_MANAGERS } from '@sandbox-scale/scale-core';
-import { SandboxClaimResource } from '../resources';
-import type { Assignment, BoundRecorder, ClaimTarget } from './assignment';
+import { ANNOTATIONS, CLAIM_RELEASE_FINALIZER, EXTENSIONS_API_VERSION, FIELD_MANAGERS, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { parseClaim, SandboxClaimResource } from '../resources';
+import type { Assignment, ClaimTarget } from './assignment';
 import type { ClaimRecorder } from './claim-recorder';
+import { ClaimOwnerMismatchError } from './record-errors';
+
+/** What the record of one fast-path delivery needs besides the Assignment. */
+export interface FastPathDelivery extends ClaimTarget {
+  /** The pool the caller named (the created claim's spec.warmPoolRef). */
+  warmPool: string;
+  /** The uid of the delivery's claim_ref (`fastclaim:<uid>:<ns>/<name>`). */
+  deliveryUid: string;
+  /** The caller asked for a TTL: the claim ends at the node's deadline instead of living until deleted. */
+  bounded?: boolean;
+}
 
 /**
  * The record of a fast-path claim: the SandboxClaim object does not exist yet, so it is created
  * (carrying the claim id, which tells the reconciler a delivery is on its way and must not be
- * claimed again, and the release finalizer), then marked Bound like any other.
+ * claimed again, the delivery uid that ties it to the node's claim_ref, and the release
+ * finalizer), then marked Bound like any other. A claim of the name that this delivery did not
+ * create is never written to (ClaimOwnerMismatchError).
  */
-export class FastPathRecorder implements BoundRecorder {
+export class FastPathRecorder {
   readonly #claims: ResourceClient;
   constructor(
     kc: KubeConfig,
     private readonly recorder: ClaimRecorder,
-    private readonly pools: Map<string, { warmPool: string; ttlSeconds: number }>,
   ) {
     this.#claims = new ResourceClient(kc, SandboxClaimResource);
   }
 
-  /** Remembers the pool and asked TTL of a delivery until its object is created. */
-  expect(target: ClaimTarget, warmPool: string, ttlSeconds = 0): void {
-    this.pools.set(`${target.namespace}/${target.name}`, { warmPool, ttlSeconds });
+  async recordBound(d: FastPathDelivery, a: Assignment, signal?: AbortSignal, adopted = false): Promise<void> {
+    const claim = await this.ensureClaim(d, a.claimId, signal, a.deadline);
+    await this.recorder.recordBound({ namespace: d.namespace, name: d.name, uid: claim.metadata.uid ?? '' }, a, signal, adopted);
   }
 
-  async recordBound(target: ClaimTarget, a: Assignment, signal?: AbortSignal): Promise<void> {
-    const key = `${target.namespace}/${target.name}`;
-    const { warmPool, ttlSeconds } = this.pools.get(key) ?? { warmPool: '', ttlSeconds: 0 };
-    // A caller that asked for a TTL gets a claim that ends then (the node's deadline); without
-    // one the claim lives until deleted and its node lease is renewed like any other claim's.
-    const lifecycle = ttlSeconds > 0 && a.deadline ? { lifecycle: { shutdownTime: a.deadline } } : {};
+  /**
+   * Creates the claim of the delivery, or finds the one an earlier attempt created. A caller that
+   * asked for a TTL gets a claim that ends then (the node's deadline); without one the claim lives
+   * until deleted and its node lease is renewed like any other claim's.
+   */
+  async ensureClaim(d: FastPathDelivery, claimId: string, signal?: AbortSignal, deadline?: string): Promise<SandboxClaim> {
+    const lifecycle = d.bounded && deadline ? { lifecycle: { shutdownTime: deadline } } : {};
     const body = {
       apiVersion: EXTENSIONS_API_VERSION,
       kind: 'SandboxClaim',
-      metadata: { name: target.name, namespace: target.namespace, finalizers: [CLAIM_RELEASE_FINALIZER], annotations: { [ANNOTATIONS.claimId]: a.claimId } },
-      spec: { warmPoolRef: { name: warmPool }, ...lifecycle },
+      metadata: { name: d.name, namespace: d.namespace, finalizers: [CLAIM_RELEASE_FINALIZER], annotations: { [ANNOTATIONS.claimId]: claimId, [ANNOTATIONS.deliveryUid]: d.deliveryUid } },
+      spec: { warmPoolRef: { name: d.warmPool }, ...lifecycle },
     };
     try {
-      await this.#claims.create(target.namespace, body, { fieldManager: FIELD_MANAGERS.claimController, ...(signal ? { signal } : {}) });
+      return parseClaim(await this.#claims.create(d.namespace, body, { fieldManager: FIELD_MANAGERS.claimController, ...(signal ? { signal } : {}) }));
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
     }
-    await this.recorder.recordBound(target, a, signal);
-    this.pools.delete(key);
+    const existing = parseClaim(await this.#claims.get(d.namespace, d.name, signal));
+    if (!isClaimOfDelivery(existing, d.deliveryUid) || existing.metadata.annotations?.[ANNOTATIONS.claimId] !== claimId) {
+      throw new ClaimOwnerMismatchError(`SandboxClaim ${d.namespace}/${d.name} exists and was not created for fast-path delivery ${claimId}; the delivery is not recorded on it`);
+    }
+    return existing;
   }
+}
+
+/** Whether `claim` is the record claim-controller created for the fast-path delivery `deliveryUid`. */
+export function isClaimOfDelivery(claim: SandboxClaim, deliveryUid: string): boolean {
+  return deliveryUid !== '' && claim.metadata.annotations?.[ANNOTATIONS.deliveryUid] === deliveryUid;
 }

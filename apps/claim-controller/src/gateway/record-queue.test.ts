@@ -1,6 +1,7 @@
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, BoundRecorder, ClaimTarget } from './assignment';
 import { RecordQueue } from './record-queue';
+import { ClaimBoundElsewhereError } from './record-errors';
 
 const log = createLogger({ name: 'test', level: 'silent' });
 const a: Assignment = { claimId: 'sb_1', node: 'n1', address: '10.0.0.5:7777', token: 'tok' };
@@ -60,5 +61,32 @@ describe('RecordQueue', () => {
     q.enqueue({ namespace: 'ns', name: 'late' }, a);
     await q.drain();
     expect(calls).toBe(0);
+  });
+});
+
+describe('RecordQueue bounds', () => {
+  it('leaves a record to the orphan pass when full, instead of holding it or blocking', async () => {
+    let release: () => void = () => undefined;
+    const gate = new Promise<void>((r) => (release = r));
+    const outcomes: string[] = [];
+    const q = new RecordQueue({ recorder: { recordBound: () => gate }, log, concurrency: 1, maxPending: 2, onOutcome: (o, t) => outcomes.push(`${o} ${t.name}`) });
+    expect(q.enqueue({ namespace: 'ns', name: 'c1' }, a)).toBe(true);
+    expect(q.enqueue({ namespace: 'ns', name: 'c2' }, a)).toBe(true);
+    expect(q.enqueue({ namespace: 'ns', name: 'c3' }, a)).toBe(false);
+    expect(q.pending).toBe(2);
+    release();
+    await q.drain();
+    expect(outcomes).toEqual(['deferred c3', 'recorded c1', 'recorded c2']);
+  });
+
+  it('does not retry a record whose name belongs to another object', async () => {
+    let calls = 0;
+    const recorder = { recordBound: async () => { calls++; throw new ClaimBoundElsewhereError('bound to sb_other'); } };
+    const outcomes: string[] = [];
+    const q = new RecordQueue({ recorder, log, attempts: 5, sleep: noSleep, onOutcome: (o) => outcomes.push(o) });
+    q.enqueue({ namespace: 'ns', name: 'c1' }, a);
+    await q.drain();
+    expect(calls).toBe(1);
+    expect(outcomes).toEqual(['refused']);
   });
 });

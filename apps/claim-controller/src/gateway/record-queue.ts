@@ -1,10 +1,13 @@
 import PQueue from 'p-queue';
 import { retry, type BackoffOptions, type Sleep } from '@sandbox-scale/scale-core';
 import type { Logger } from '@sandbox-scale/kube-runtime';
-import type { Assignment, BoundRecorder, ClaimTarget } from './assignment';
+import type { Assignment, ClaimTarget } from './assignment';
+import { isForeignRecordTarget } from './record-errors';
 
-export interface RecordQueueOptions {
-  recorder: BoundRecorder;
+export type RecordOutcome = 'recorded' | 'failed' | 'refused' | 'deferred';
+
+export interface RecordQueueOptions<T extends ClaimTarget = ClaimTarget> {
+  recorder: { recordBound(target: T, assignment: Assignment, signal?: AbortSignal): Promise<void> };
   log: Logger;
   /** Records written at once; the rest wait (the reference's fan-out is unbounded, §13.16). */
   concurrency?: number;
@@ -14,8 +17,17 @@ export interface RecordQueueOptions {
   /** Bound on each attempt. */
   attemptTimeoutMs?: number;
   sleep?: Sleep;
-  onOutcome?: (outcome: 'recorded' | 'failed') => void;
+  /**
+   * Records held at once (queued and running), each with its token. A delivery that finds the
+   * queue full is not recorded here (outcome `deferred`): the orphan pass records it from the
+   * node's own list, so a burst neither grows memory without bound nor blocks the caller.
+   */
+  maxPending?: number;
+  /** `refused`: the name is taken by an object that is not this delivery's (never retried). */
+  onOutcome?: (outcome: RecordOutcome, target: T) => void;
 }
+
+export const DEFAULT_RECORD_QUEUE_MAX_PENDING = 10_000;
 
 /**
  * The async Bound record: jobs live on the queue's lifetime, not the request's, so a caller
@@ -23,13 +35,13 @@ export interface RecordQueueOptions {
  * and retry; one that still fails is left for the OrphanReconciler, which adopts it from the
  * node's own list. `drain()` waits for every job, so shutdown never drops a record it holds.
  */
-export class RecordQueue {
+export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
   readonly #queue: PQueue;
   readonly #lifetime = new AbortController();
-  readonly #opts: RecordQueueOptions;
+  readonly #opts: RecordQueueOptions<T>;
   #closed = false;
 
-  constructor(opts: RecordQueueOptions) {
+  constructor(opts: RecordQueueOptions<T>) {
     this.#opts = opts;
     this.#queue = new PQueue({ concurrency: opts.concurrency ?? 16 });
   }
@@ -39,16 +51,22 @@ export class RecordQueue {
     return this.#queue.size + this.#queue.pending;
   }
 
-  /** Queues the record and returns at once. After close() the record is left to the orphan pass. */
-  enqueue(target: ClaimTarget, assignment: Assignment): void {
-    if (this.#closed) {
-      this.#opts.log.warn({ namespace: target.namespace, name: target.name, sandboxId: assignment.claimId }, 'record queue closed; orphan left for the OrphanReconciler');
-      return;
+  /**
+   * Queues the record and returns at once; false when it was left to the orphan pass instead
+   * (the queue is closed or full).
+   */
+  enqueue(target: T, assignment: Assignment): boolean {
+    const full = this.pending >= (this.#opts.maxPending ?? DEFAULT_RECORD_QUEUE_MAX_PENDING);
+    if (this.#closed || full) {
+      this.#opts.log.warn({ namespace: target.namespace, name: target.name, sandboxId: assignment.claimId }, `record queue ${this.#closed ? 'closed' : 'full'}; the record is left to the OrphanReconciler`);
+      this.#opts.onOutcome?.('deferred', target);
+      return false;
     }
     void this.#queue.add(() => this.#run(target, assignment)).catch(() => undefined);
+    return true;
   }
 
-  async #run(target: ClaimTarget, assignment: Assignment): Promise<void> {
+  async #run(target: T, assignment: Assignment): Promise<void> {
     const o = this.#opts;
     const timeoutMs = o.attemptTimeoutMs ?? 10_000;
     try {
@@ -59,12 +77,18 @@ export class RecordQueue {
           ...(o.backoff ?? { baseMs: 200, maxMs: 5000, jitter: 0.2 }),
           signal: this.#lifetime.signal,
           ...(o.sleep ? { sleep: o.sleep } : {}),
+          shouldRetry: (err) => !isForeignRecordTarget(err),
           onRetry: (err, attempt, delayMs) => o.log.warn({ err, namespace: target.namespace, name: target.name, attempt, delayMs }, 'bound record failed; retrying'),
         },
       );
-      o.onOutcome?.('recorded');
+      o.onOutcome?.('recorded', target);
     } catch (err) {
-      o.onOutcome?.('failed');
+      if (isForeignRecordTarget(err)) {
+        o.onOutcome?.('refused', target);
+        o.log.warn({ err, namespace: target.namespace, name: target.name, sandboxId: assignment.claimId, node: assignment.node }, 'bound record refused: the name belongs to another object; the delivery is not recorded on it');
+        return;
+      }
+      o.onOutcome?.('failed', target);
       o.log.error({ err, namespace: target.namespace, name: target.name, sandboxId: assignment.claimId, node: assignment.node }, 'bound record failed; orphan left for the OrphanReconciler');
     }
   }

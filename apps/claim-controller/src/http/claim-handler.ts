@@ -9,7 +9,10 @@ export interface ClaimHandlerDeps {
   authorizer: Authorizer;
   /** warmPool -> pool key, or a StatusError (the pool or its template is unknown). */
   resolvePool: (namespace: string, warmPool: string) => PoolKey;
-  exists: (target: ClaimTarget) => boolean;
+  /** Whether a SandboxClaim of the name exists (the cache, then a live read: the cache may lag). */
+  exists: (target: ClaimTarget) => Promise<boolean>;
+  /** The per-namespace cap on live fast-path claims: throws 429 over it, before any VM is claimed. */
+  cap?: { admit(target: ClaimTarget): void; release(target: ClaimTarget): void };
   /** Delivers and queues the async record. */
   claim: (target: ClaimTarget & { key: PoolKey; ttlSeconds: number; warmPool: string }) => Promise<Assignment>;
   log: Logger;
@@ -31,9 +34,16 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
     if (!review.allowed) {
       throw new StatusError('Forbidden', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" is forbidden: User "${who.username}" cannot create resource "${RESOURCES.sandboxClaim.plural}" in API group "${EXTENSIONS_GROUP}" in the namespace "${body.namespace}"${review.reason ? `: ${review.reason}` : ''}`, { name: body.name, group: EXTENSIONS_GROUP, kind: RESOURCES.sandboxClaim.plural });
     }
-    if (d.exists(target)) throw new StatusError('AlreadyExists', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" already exists`);
+    if (await d.exists(target)) throw new StatusError('AlreadyExists', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" already exists`);
     const key = d.resolvePool(body.namespace, body.warmPool);
-    const a = await d.claim({ ...target, key, ttlSeconds: body.ttlSeconds ?? 0, warmPool: body.warmPool });
+    d.cap?.admit(target);
+    let a: Assignment;
+    try {
+      a = await d.claim({ ...target, key, ttlSeconds: body.ttlSeconds ?? 0, warmPool: body.warmPool });
+    } catch (err) {
+      d.cap?.release(target);
+      throw err;
+    }
     d.log.info({ namespace: target.namespace, name: target.name, node: a.node, sandboxId: a.claimId, user: who.username }, 'fast-path claim delivered');
     send(res, 200, { kind: 'Assignment', apiVersion: 'v1', namespace: target.namespace, name: target.name, claimId: a.claimId, node: a.node, address: a.address, token: a.token, ...(a.deadline ? { deadline: a.deadline } : {}) }, d);
   } catch (err) {

@@ -8,6 +8,8 @@ export interface ClaimedSandbox {
   readonly id: string;
   readonly addr: string;
   readonly deadline?: Date | null;
+  /** The claim_ref the node recorded (`<kind>:<uid>:<ns>/<name>`). */
+  readonly claimRef: string;
 }
 
 /**
@@ -19,7 +21,7 @@ export function listClaimed(storage: SandboxStorage, c: ClaimedSandbox, now = ne
   const claimedAt = formatRfc3339Seconds(now);
   const deadline = c.deadline && c.deadline.getTime() > 0 ? formatRfc3339Seconds(c.deadline) : '';
   const key = `${c.namespace}/${c.name}`;
-  const entry = { name: key, id: c.id, phase: 'Running', claimRef: key, ...(c.addr ? { addr: c.addr } : {}), ...(deadline ? { deadline } : {}), claimedAt };
+  const entry = { name: key, id: c.id, phase: 'Running', claimRef: c.claimRef, ...(c.addr ? { addr: c.addr } : {}), ...(deadline ? { deadline } : {}), claimedAt };
   storage.index.put({ namespace: c.namespace, name: c.name, node: c.node, claimId: c.id });
   const row = storage.view.addCreated(c.node, entry, synthesizeSandbox(c.node, entry, { resourceVersion: '0', fallbackCreationTimestamp: claimedAt }));
   return storage.view.objectOf(row);

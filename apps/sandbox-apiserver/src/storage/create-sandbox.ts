@@ -16,7 +16,9 @@ import {
   SANDBOX_GROUP,
   SandboxSchema,
   addressIPs,
+  formatOwnerRef,
   formatRfc3339Seconds,
+  OWNER_KINDS,
   sandboxUid,
   synthesizeSandbox,
   type PoolKey,
@@ -95,15 +97,18 @@ export class SandboxCreator {
   }
 
   async #claim(s: Sandbox, namespace: string, name: string, pool: PoolKey, ttlSeconds: number, now: Date): Promise<Sandbox> {
+    // a fresh uid per create: a Sandbox deleted and created again under the same name is
+    // another owner, and no SandboxClaim of that name ever matches a Sandbox reference
+    const claimRef = formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: randomUUID(), namespace, name });
     for (;;) {
       const chosen = this.ledger.choose(this.storage.view.inventories(), pool, this.rng);
       if (chosen === undefined) throw new NoWarmCapacityError(pool);
       try {
         const res = await this.storage.router.clientAt(chosen.addr).claim(
-          { template: pool.template, net: pool.net, size: pool.size, ttlSeconds, claimRef: `${namespace}/${name}` },
+          { template: pool.template, net: pool.net, size: pool.size, ttlSeconds, claimRef },
           { signal: AbortSignal.timeout(10_000) },
         );
-        return this.#created(s, { namespace, name, node: chosen.node, id: res.id, token: res.token, addr: res.ownerAddr, deadline: res.deadline }, now);
+        return this.#created(s, { namespace, name, node: chosen.node, id: res.id, token: res.token, addr: res.ownerAddr, deadline: res.deadline, claimRef }, now);
       } catch (err) {
         if (isNodeAtCapacity(err)) {
           this.ledger.exhaust(chosen.node, pool);
@@ -116,10 +121,10 @@ export class SandboxCreator {
     }
   }
 
-  #created(s: Sandbox, c: { namespace: string; name: string; node: string; id: string; token: string; addr: string; deadline: Date | null }, now: Date): Sandbox {
+  #created(s: Sandbox, c: { namespace: string; name: string; node: string; id: string; token: string; addr: string; deadline: Date | null; claimRef: string }, now: Date): Sandbox {
     const created = formatRfc3339Seconds(now);
     const deadline = c.deadline !== null && c.deadline.getTime() > 0 ? formatRfc3339Seconds(c.deadline) : '';
-    const entry = { name: `${c.namespace}/${c.name}`, id: c.id, phase: 'Running', claimRef: `${c.namespace}/${c.name}`, ...(c.addr ? { addr: c.addr } : {}), ...(deadline ? { deadline } : {}), claimedAt: created };
+    const entry = { name: `${c.namespace}/${c.name}`, id: c.id, phase: 'Running', claimRef: c.claimRef, ...(c.addr ? { addr: c.addr } : {}), ...(deadline ? { deadline } : {}), claimedAt: created };
     this.storage.index.put({ namespace: c.namespace, name: c.name, node: c.node, claimId: c.id });
     const row = this.storage.view.addCreated(c.node, entry, synthesizeSandbox(c.node, entry, { resourceVersion: '0', fallbackCreationTimestamp: created }));
     const podIPs = addressIPs(c.addr);

@@ -1,4 +1,5 @@
-import { BadRequestError, formatRfc3339Seconds, SANDBOX_API_VERSION, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { randomUUID } from 'node:crypto';
+import { BadRequestError, formatOwnerRefPrefix, formatRfc3339Seconds, OWNER_KINDS, SANDBOX_API_VERSION, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { listClaimed } from './claimed-listing';
 import type { SandboxStorage } from './sandbox-storage';
@@ -68,8 +69,10 @@ export class LifecycleStorage {
         await client.wake(id, { signal });
         return result('SandboxResumeOptions');
       case 'fork': {
-        const children = await client.fork(id, { count: body.count || 1, ...(body.ttlSeconds ? { ttlSeconds: body.ttlSeconds } : {}), claimRefPrefix: `${namespace}/${name}-` }, { signal });
-        for (const c of children) listClaimed(this.storage, { node: loc.node, namespace, name: `${name}-${c.id}`, id: c.id, addr: c.ownerAddr });
+        // every child is owned by this fork call (one uid), under `<parent>-<child id>`
+        const claimRefPrefix = formatOwnerRefPrefix({ kind: OWNER_KINDS.fork, uid: randomUUID(), namespace, name: `${name}-` });
+        const children = await client.fork(id, { count: body.count || 1, ...(body.ttlSeconds ? { ttlSeconds: body.ttlSeconds } : {}), claimRefPrefix }, { signal });
+        for (const c of children) listClaimed(this.storage, { node: loc.node, namespace, name: `${name}-${c.id}`, id: c.id, addr: c.ownerAddr, claimRef: claimRefPrefix + c.id });
         return result('SandboxForkResult', { children: children.map((c) => ({ sandboxID: c.id, nodeName: loc.node, ...(c.ownerAddr ? { address: c.ownerAddr } : {}) })) });
       }
       case 'promote': {

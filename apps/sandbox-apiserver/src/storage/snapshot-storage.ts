@@ -1,4 +1,5 @@
-import { AlreadyExistsError, ANNOTATIONS, BadRequestError, formatRfc3339Seconds, SANDBOX_API_VERSION, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { randomUUID } from 'node:crypto';
+import { AlreadyExistsError, ANNOTATIONS, BadRequestError, formatOwnerRef, formatRfc3339Seconds, OWNER_KINDS, SANDBOX_API_VERSION, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import type { Checkpoint, SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { z } from 'zod';
 import { listClaimed } from './claimed-listing';
@@ -142,8 +143,9 @@ export class SnapshotStorage {
     try {
       // no_redirect: we checked this node holds the record, and a redirect would land the
       // sandbox on a node the caller never chose
-      const res = await this.#call(ctx, () => client.claimCheckpoint(cp.id, { claimRef: key, noRedirect: true, ...(target.ttlSeconds ? { ttlSeconds: target.ttlSeconds } : {}) }, { signal: AbortSignal.timeout(30_000) }));
-      const listed = listClaimed(this.storage, { node: loc.node, namespace, name: target.name, id: res.id, addr: res.ownerAddr, deadline: res.deadline });
+      const claimRef = formatOwnerRef({ kind: OWNER_KINDS.snapshot, uid: randomUUID(), namespace, name: target.name });
+      const res = await this.#call(ctx, () => client.claimCheckpoint(cp.id, { claimRef, noRedirect: true, ...(target.ttlSeconds ? { ttlSeconds: target.ttlSeconds } : {}) }, { signal: AbortSignal.timeout(30_000) }));
+      const listed = listClaimed(this.storage, { node: loc.node, namespace, name: target.name, id: res.id, addr: res.ownerAddr, deadline: res.deadline, claimRef });
       const annotations: Record<string, string> = { ...(listed.metadata.annotations ?? {}), [ANNOTATIONS.claimId]: res.id };
       if (res.token) annotations[ANNOTATIONS.token] = res.token;
       return { ...listed, metadata: { ...listed.metadata, annotations } };

@@ -73,3 +73,15 @@ describe('EventRecorder', () => {
     expect(sink.series.map((s) => s.series.count)).toEqual([2]);
   });
 });
+
+describe('event names', () => {
+  it('stay valid DNS subdomains for an object whose name is already 253 characters', async () => {
+    const { sink, rec } = setup();
+    const long = involvedObjectOf({ apiVersion: 'v1', kind: 'X', metadata: { name: `${'a'.repeat(235)}.${'b'.repeat(17)}`, namespace: 'ns', uid: 'u' } });
+    rec.record(long, { type: 'Normal', reason: 'R', action: 'A', note: 'n' });
+    await settle();
+    const name = sink.created[0]?.metadata.name ?? '';
+    expect(name.length).toBeLessThanOrEqual(253);
+    expect(name).toMatch(/^a{235}\.[0-9a-f]{16}$/);
+  });
+});

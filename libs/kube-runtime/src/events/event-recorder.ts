@@ -81,10 +81,11 @@ export class EventRecorder implements Runnable {
       this.outcomes('aggregated');
       return this.scheduleFlush();
     }
+    // `<object>.<16 hex>` must stay within 253 characters for an object of any name
     const body: EventBody = {
       apiVersion: 'events.k8s.io/v1',
       kind: 'Event',
-      metadata: { name: `${regarding.name}.${randomBytes(8).toString('hex')}`, namespace: regarding.namespace || 'default' },
+      metadata: { name: `${regarding.name.slice(0, 236).replace(/[.-]+$/, '')}.${randomBytes(8).toString('hex')}`, namespace: regarding.namespace || 'default' },
       eventTime: toMicroTime(now),
       reportingController: this.opts.reportingController,
       reportingInstance: this.opts.reportingInstance,

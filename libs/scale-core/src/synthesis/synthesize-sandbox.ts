@@ -4,6 +4,7 @@ import { fnv1a64 } from '../hash/fnv1a';
 import { sandboxUid } from '../hash/stable-uid';
 import type { InventoryEntry } from '../schemas/node-inventory';
 import { normalizeTimestamp } from './rfc3339';
+import { parseOwnerRef } from '../claim-ref/owner-ref';
 
 /** The entry fields synthesis reads; a parsed InventoryEntry fits. */
 export type EntryLike = Pick<InventoryEntry, 'name' | 'id' | 'phase' | 'claimRef' | 'addr' | 'deadline' | 'claimedAt'>;
@@ -47,8 +48,13 @@ export function splitEntryName(entryName: string): { namespace: string; name: st
   return { namespace: entryName.slice(0, slash), name: entryName.slice(slash + 1) };
 }
 
-/** The name part of a claimRef `<ns>/<name>`: after the first `/`, or the whole string. */
+/**
+ * The owner's name in a claimRef (`<kind>:<uid>:<ns>/<name>`, or the legacy `<ns>/<name>`);
+ * for any other string, what follows the first `/`, or the whole string.
+ */
 export function claimRefName(claimRef: string): string {
+  const owner = parseOwnerRef(claimRef);
+  if (owner) return owner.name;
   const slash = claimRef.indexOf('/');
   return slash < 0 ? claimRef : claimRef.slice(slash + 1);
 }
