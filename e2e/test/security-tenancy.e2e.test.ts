@@ -3,7 +3,8 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
-import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, type RunResult } from '../src/index';
+import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
+import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, serviceAccountToken, type RunResult } from '../src/index';
 import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
 
 // Tenants stay apart, on the whole system as deployed (chart RBAC, every app under its own
@@ -23,7 +24,7 @@ const NO_POOL = 'no-such-pool';
 let sys: LocalSystem;
 let dispatcher: Agent;
 let dir: string;
-const users: Record<'alice' | 'mallory' | 'carol', { kubeconfig: string; token: string }> = { alice: { kubeconfig: '', token: '' }, mallory: { kubeconfig: '', token: '' }, carol: { kubeconfig: '', token: '' } };
+const users: Record<'alice' | 'mallory' | 'carol', { kubeconfig: string; token: string; fastPathToken: string }> = { alice: { kubeconfig: '', token: '', fastPathToken: '' }, mallory: { kubeconfig: '', token: '', fastPathToken: '' }, carol: { kubeconfig: '', token: '', fastPathToken: '' } };
 
 interface Claim {
   metadata: { name: string; namespace: string; uid: string; annotations?: Record<string, string> };
@@ -58,7 +59,7 @@ function claimBody(namespace: string, name: string, pool: string): string {
 }
 
 async function fastClaim(user: keyof typeof users, body: Record<string, unknown>): Promise<{ status: number; body: Record<string, unknown> }> {
-  const r = await request(`${sys.fastPathUrl}/v1/claims`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${users[user].token}` }, body: JSON.stringify(body) });
+  const r = await request(`${sys.fastPathUrl}/v1/claims`, { method: 'POST', dispatcher, headers: { 'content-type': 'application/json', authorization: `Bearer ${users[user].fastPathToken}` }, body: JSON.stringify(body) });
   return { status: r.statusCode, body: (await r.body.json()) as Record<string, unknown> };
 }
 
@@ -92,7 +93,8 @@ async function userKubeconfig(kc: KubeConfig, namespace: string, name: keyof typ
   const userKc = await kubeconfigForServiceAccount(kc, namespace, name);
   const path = join(dir, `${name}.kubeconfig`);
   writeFileSync(path, userKc.exportConfig(), { mode: 0o600 });
-  users[name] = { kubeconfig: path, token: userKc.getCurrentUser()?.token ?? '' };
+  // the fast path accepts only tokens minted for its own audience
+  users[name] = { kubeconfig: path, token: userKc.getCurrentUser()?.token ?? '', fastPathToken: await serviceAccountToken(kc, namespace, name, [FAST_PATH_AUDIENCE]) };
 }
 
 beforeAll(async () => {

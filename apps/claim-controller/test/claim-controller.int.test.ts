@@ -1,5 +1,5 @@
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createTestNamespace, deleteNamespace, eventually, installChartAppRbac, kubeconfigForServiceAccount, kubectl, runSuffix, serviceAccountToken, testKubeConfig, type ChartAppIdentity } from '@sandbox-scale/e2e';
+import { applyCrds, createTestNamespace, deleteNamespace, eventually, installChartAppRbac, kubectl, runSuffix, serviceAccountToken, testKubeConfig, type ChartAppIdentity } from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { FAST_PATH_AUDIENCE, formatOwnerRef, parseOwnerRef, poolKeyFor } from '@sandbox-scale/scale-core';
