@@ -9,6 +9,7 @@ export const ClaimControllerConfigSchema = z.object({
   ...managerFlagShape,
   fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN. Without a token every node write is refused'),
   fastPathBindAddress: bindAddressFlag(':8443').describe('Where the HTTPS fast path POST /v1/claims listens (0 turns it off)'),
+  fastPathMaxInflightPerUser: count(400).describe('Fast-path claims one user may have in flight at once; more are answered 429'),
   tlsCertFile: z.string().default('').describe('Serving certificate of the fast path (PEM); empty with --tls-private-key-file empty: self-signed for localhost'),
   tlsPrivateKeyFile: z.string().default('').describe('Private key of --tls-cert-file (PEM)'),
   coldClaimTimeout: durationFlag('120s').describe('Bound on a cold claim, where the node boots a VM and blocks (pools with coldStart WhenNoWarmCapacity); above sandboxd\'s own 90 s cold readiness limit so a booting node always answers first'),

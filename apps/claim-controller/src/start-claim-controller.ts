@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { controller, createEventRecorder, createLogger, involvedObjectOf, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
+import { controller, createEventRecorder, createLogger, DEFAULT_INFLIGHT_CAPS, InflightLimits, involvedObjectOf, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
 import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
@@ -97,6 +97,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
             return gateway.claim(t);
           },
           log,
+          inflight: new InflightLimits({ ...DEFAULT_INFLIGHT_CAPS, maxRequestsPerUser: flags.fastPathMaxInflightPerUser }),
           onResponse: metrics.onFastPath,
         },
       })
