@@ -44,7 +44,7 @@ export class ProbeServer {
 
   async listen(addr: BindAddress): Promise<BindAddress> {
     const server = createServer(guardRequests((req, res) => this.handle(req, res), { log: this.opts.log }));
-    limitServer(server, { requestTimeoutMs: 10_000, headersTimeoutMs: 10_000 });
+    limitServer(server, { requestTimeoutMs: 10_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
