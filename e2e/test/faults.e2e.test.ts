@@ -512,7 +512,30 @@ describe('sandbox-scale under faults', () => {
       fs.map((f) => (f.length === 0 ? ((v) => () => v)(f(0)) : f));
     sandboxBodies.splice(0, sandboxBodies.length, ...memo(sandboxBodies));
     claimBodies.splice(0, claimBodies.length, ...memo(claimBodies));
-    const countBefore = { claims: (await listClaims()).length, sandboxes: (await k(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout.trim().split('\n').length, sim: await simCounters() };
+    // What a hostile request could have written: a claim (any namespace) or a sandbox named in a
+    // hostile body, a fast-path claim under a generated `<warmPool>-<hex>` name, a node claim.
+    // Other sandboxes come and go meanwhile (earlier claims reach their node lease), so totals would not do.
+    const hostileNames = new Set<string>();
+    for (const f of [...sandboxBodies, ...claimBodies]) {
+      for (let i = 0; i < 200; i++) {
+        const body = f(i);
+        if (typeof body !== 'string') continue;
+        for (const m of body.matchAll(/"name":"([^"]*)"/g)) hostileNames.add(m[1] as string);
+        if (f.length === 0) break;
+      }
+    }
+    const generated = new RegExp(`^(${POOL}|no-such-pool)-[0-9a-f]{6}$`);
+    const hostileNamed = (name: string): boolean => hostileNames.has(name) || /^trunc-\d+$/.test(name) || generated.test(name);
+    const hostileWrites = async (): Promise<{ claims: string[]; sandboxes: string[]; nodeClaims: number }> => {
+      const claims = ((await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'sandboxclaims' })) as { items: Claim[] }).items;
+      const sandboxes = (await k(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout.trim().split('\n').filter(Boolean).map((n) => n.replace(/^[^/]*\//, ''));
+      return {
+        claims: claims.filter((c) => hostileNamed(c.metadata.name)).map((c) => `${c.metadata.namespace ?? ''}/${c.metadata.name}`),
+        sandboxes: sandboxes.filter(hostileNamed),
+        nodeClaims: (await simCounters()).claims,
+      };
+    };
+    const before = await hostileWrites();
     const statuses = new Map<string, number>();
     const offending: { target: string; body: number; status: number; text: string }[] = [];
     let sent = 0;
@@ -536,17 +559,18 @@ describe('sandbox-scale under faults', () => {
     };
     await Promise.all(Array.from({ length: 16 }, (_, w) => worker(w)));
     const elapsed = (Date.now() - t0) / 1000;
-    const countAfter = { claims: (await listClaims()).length, sandboxes: (await k(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout.trim().split('\n').length, sim: await simCounters() };
+    const after = await hostileWrites();
+    const newClaims = after.claims.filter((c) => !before.claims.includes(c));
+    const newSandboxes = after.sandboxes.filter((n) => !before.sandboxes.includes(n));
     figures({ fault: 'hostile-bodies', requests: sent, seconds: elapsed, answered_4xx: [...statuses].filter(([s]) => /:4\d\d$/.test(s)).reduce((n, [, v]) => n + v, 0),
       answered_5xx: offending.filter((o) => o.status >= 500).length, answered_2xx_3xx: offending.filter((o) => o.status < 400).length, connection_resets: resets,
-      statuses: Object.fromEntries(statuses), new_claims: countAfter.claims - countBefore.claims, new_sandboxes: countAfter.sandboxes - countBefore.sandboxes,
-      node_claims: countAfter.sim.claims - countBefore.sim.claims });
+      statuses: Object.fromEntries(statuses), new_claims: newClaims.length, new_sandboxes: newSandboxes.length, node_claims: after.nodeClaims - before.nodeClaims });
     if (offending.length > 0) console.log(JSON.stringify(offending.slice(0, 10)));
     expect(offending).toEqual([]);
     expect(sent).toBeGreaterThanOrEqual(1000);
-    expect(countAfter.claims).toBe(countBefore.claims);
-    expect(countAfter.sandboxes).toBe(countBefore.sandboxes);
-    expect(countAfter.sim.claims).toBe(countBefore.sim.claims);
+    expect(newClaims).toEqual([]);
+    expect(newSandboxes).toEqual([]);
+    expect(after.nodeClaims).toBe(before.nodeClaims);
     expect(appsRunning()).toEqual([]);
   }, 300_000);
 

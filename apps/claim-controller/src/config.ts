@@ -14,6 +14,7 @@ export const ClaimControllerConfigSchema = z.object({
   ...managerFlagShape,
   fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN. Without a token every node write is refused'),
   fastPathBindAddress: bindAddressFlag(':8443').describe('Where the HTTPS fast path POST /v1/claims listens (0 turns it off)'),
+  fastPathMaxInflightPerUser: count(400).describe('Fast-path claims one user may have in flight at once; more are answered 429'),
   tlsCertFile: z.string().default('').describe('Serving certificate of the fast path (PEM); empty with --tls-private-key-file empty: self-signed for localhost'),
   fastPathAudiences: audiences
     .prefault(FAST_PATH_AUDIENCE)

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { controller, createEventRecorder, createLogger, DelegatedAuth, involvedObjectOf, isNotFound, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
+import { controller, createEventRecorder, createLogger, DEFAULT_INFLIGHT_CAPS, DelegatedAuth, InflightLimits, involvedObjectOf, isNotFound, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
 import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
@@ -119,6 +119,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
           cap,
           claim: (t) => gateway.claim({ ...t, ttlSeconds: t.ttlSeconds || leaseTtlSeconds, bounded: t.ttlSeconds > 0 }),
           log,
+          inflight: new InflightLimits({ ...DEFAULT_INFLIGHT_CAPS, maxRequestsPerUser: flags.fastPathMaxInflightPerUser }),
           onResponse: metrics.onFastPath,
         },
       })

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { durationFlag } from '@sandbox-scale/kube-runtime';
+import { DEFAULT_INFLIGHT_CAPS, durationFlag } from '@sandbox-scale/kube-runtime';
 import { z } from 'zod';
 import type { SandboxApiserverConfig } from './server';
 
@@ -18,6 +18,9 @@ export const ConfigSchema = z.object({
   bookmarkInterval: durationFlag('60s').describe('How often a watch with allowWatchBookmarks gets a BOOKMARK'),
   watchHistory: z.coerce.number().int().min(100).default(10_000).describe('Changes kept for resuming watches; older resourceVersions get 410 Expired'),
   claimIndexMaxBytes: z.coerce.number().int().min(1024).default(64 * 1024 * 1024).describe('Heap budget of the claim-time index (read-after-create)'),
+  maxWatches: z.coerce.number().int().min(1).default(DEFAULT_INFLIGHT_CAPS.maxWatches).describe('Open watches of all callers together; more are answered 429'),
+  maxWatchesPerUser: z.coerce.number().int().min(1).default(DEFAULT_INFLIGHT_CAPS.maxWatchesPerUser).describe('Open watches of one user; more are answered 429'),
+  maxRequestsPerUser: z.coerce.number().int().min(1).default(DEFAULT_INFLIGHT_CAPS.maxRequestsPerUser).describe('Requests of one user served at once (watches aside); more are answered 429'),
 });
 export type Flags = z.infer<typeof ConfigSchema>;
 
@@ -40,5 +43,6 @@ export function configFromFlags(flags: Flags, kubeConfig: KubeConfig): SandboxAp
     bookmarkIntervalMs: flags.bookmarkInterval,
     watchHistory: flags.watchHistory,
     claimIndexMaxBytes: flags.claimIndexMaxBytes,
+    inflight: { maxWatches: flags.maxWatches, maxWatchesPerUser: flags.maxWatchesPerUser, maxRequestsPerUser: flags.maxRequestsPerUser },
   };
 }

@@ -1,7 +1,28 @@
 import type { IncomingMessage } from 'node:http';
+import { requestUrl } from '@sandbox-scale/kube-runtime';
 import { Counter, Histogram, type Registry } from 'prom-client';
 import { ACTIONS } from './discovery';
-import { requestInfoOf } from './http/request-info';
+import { requestInfoOf, type RequestInfo } from './http/request-info';
+
+const KNOWN_VERBS = new Set(['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection']);
+
+/** The labels of a request; one that cannot be parsed (bad target or encoding) counts as `invalid`. */
+function labelsOf(req: IncomingMessage): { verb: string; resource: string } {
+  const url = requestUrl(req.url, 'https://localhost');
+  let info: RequestInfo;
+  try {
+    if (url === undefined) return { verb: 'invalid', resource: 'invalid' };
+    info = requestInfoOf(req.method ?? 'GET', url);
+  } catch {
+    return { verb: 'invalid', resource: 'invalid' };
+  }
+  if (!info.isResource) return { verb: 'get', resource: 'nonresource' };
+  const sub = ACTIONS.some((a) => a.name === info.subresource) ? `/${info.subresource}` : '';
+  // a verb from an unknown method would be an unbounded label value
+  const verb = KNOWN_VERBS.has(info.verb) ? info.verb : 'other';
+  return { verb, resource: info.resource === 'sandboxes' ? `sandboxes${sub}` : 'other' };
+}
+
 
 /** Request counts and latencies; labels are bounded (verb, resource, code — never a name). */
 export function requestMetrics(registry: Registry): { start(req: IncomingMessage): (code: number) => void } {
@@ -10,10 +31,7 @@ export function requestMetrics(registry: Registry): { start(req: IncomingMessage
   return {
     start(req) {
       const began = process.hrtime.bigint();
-      const info = requestInfoOf(req.method ?? 'GET', new URL(req.url ?? '/', 'https://localhost'));
-      const sub = info.isResource && ACTIONS.some((a) => a.name === info.subresource) ? `/${info.subresource}` : '';
-      const resource = info.isResource ? (info.resource === 'sandboxes' ? `sandboxes${sub}` : 'other') : 'nonresource';
-      const verb = info.isResource ? info.verb : 'get';
+      const { verb, resource } = labelsOf(req);
       return (code) => {
         total.inc({ verb, resource, code: String(code) });
         duration.observe({ verb, resource }, Number(process.hrtime.bigint() - began) / 1e9);

@@ -2,8 +2,8 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, DelegatedAuth, type Logger } from '@sandbox-scale/kube-runtime';
-import { StatusError, type Rng } from '@sandbox-scale/scale-core';
+import { createLogger, DEFAULT_INFLIGHT_CAPS, DelegatedAuth, guardRequests, InflightLimits, limitServer, requestUrl, type InflightCaps, type Logger } from '@sandbox-scale/kube-runtime';
+import { BadRequestError, StatusError, type Rng } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
 import { startAuthenticationConfigWatch, type ConfigMapRef } from './authn/auth-config';
@@ -42,6 +42,8 @@ export interface SandboxApiserverConfig {
   readonly claimIndexMaxBytes?: number;
   readonly watchHistory?: number;
   readonly bookmarkIntervalMs?: number;
+  /** Concurrency caps (429 past them); defaults in DEFAULT_INFLIGHT_CAPS. */
+  readonly inflight?: Partial<InflightCaps>;
   readonly log?: Logger;
   readonly rng?: Rng;
 }
@@ -95,13 +97,17 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     return true;
   });
   const meta = new MetaRoutes();
+  const inflight = new InflightLimits({ ...DEFAULT_INFLIGHT_CAPS, ...config.inflight });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
-    const url = new URL(req.url ?? '/', 'https://localhost');
+    const url = requestUrl(req.url, 'https://localhost');
+    if (url === undefined) throw new BadRequestError('malformed request target');
     if (HEALTH.test(url.pathname)) return health.serve(url, res);
     const user = authenticator === undefined ? { username: 'system:admin', groups: ['system:masters'], extra: {} } : await authenticator.authenticate(req);
     if (user === undefined) throw new StatusError('Unauthorized', 'Unauthorized');
     const info = requestInfoOf(req.method ?? 'GET', url);
+    // held until the response ends or the connection drops, so a watch holds its slot while open
+    res.once('close', inflight.acquire(user.username, info.verb === 'watch'));
     if (authorizer !== undefined) {
       const d = await authorizer.authorize(user, info);
       if (!d.allowed) throw new StatusError('Forbidden', forbiddenMessage({ user: user.username, reason: d.reason, ...info }));
@@ -120,18 +126,24 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     await handleSandboxes({ req, res, url, info, shape, storage, watch: watch.ctx });
   };
 
+  // Every answer, failures included, is a Status; a 500 says only that it failed, the log says why.
+  const serve = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    const end = metrics.start(req);
+    try {
+      await handle(req, res);
+    } catch (err) {
+      const status = sendStatus(res, err);
+      if (status.code >= 500) log.error({ err, method: req.method, path: req.url }, 'request failed');
+    } finally {
+      end(res.statusCode);
+    }
+  };
   const server: Server = createServer(
-    { cert: serving.cert, key: serving.key, requestCert: true, rejectUnauthorized: false, ...(authConfig ? { ca: acceptedCasOf(authConfig.current) } : {}), keepAliveTimeout: 120_000, headersTimeout: 125_000, requestTimeout: 0 },
-    (req, res) => {
-      const end = metrics.start(req);
-      handle(req, res)
-        .catch((err: unknown) => {
-          const status = sendStatus(res, err);
-          if (status.code >= 500) log.error({ err, method: req.method, path: req.url }, 'request failed');
-        })
-        .finally(() => end(res.statusCode));
-    },
+    { cert: serving.cert, key: serving.key, requestCert: true, rejectUnauthorized: false, ...(authConfig ? { ca: acceptedCasOf(authConfig.current) } : {}) },
+    guardRequests(serve, { log, fail: (res, err) => sendStatus(res, err) }),
   );
+  // a watch is a long response, not a long request: the request deadline does not end it
+  limitServer(server, { keepAliveTimeoutMs: 120_000, headersTimeoutMs: 30_000, requestTimeoutMs: 60_000 });
   authConfig?.onChange((cfg) => server.setSecureContext({ cert: serving.cert, key: serving.key, ca: acceptedCasOf(cfg) }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

@@ -1,5 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { Logger } from '@sandbox-scale/kube-runtime';
+import { guardRequests, limitServer, requestUrl, type Logger } from '@sandbox-scale/kube-runtime';
 import { isApiError } from './api-error';
 import { bearerOf, safeEqual } from './auth';
 import { sleep } from './clock';
@@ -33,22 +33,16 @@ export interface NodeServerDeps {
  * endpoint and is never faulted, so a partitioned node can be healed.
  */
 export function createNodeServer(deps: NodeServerDeps): Server {
-  const server = createServer((req, res) => {
-    handle(deps, req, res).catch((err: unknown) => {
-      deps.logger.error({ node: deps.node.name, err }, 'request failed unexpectedly');
-      if (!res.headersSent) writeReply(res, errorReply(500, 'internal error'));
-      else res.destroy();
-    });
-  });
-  // No read/write timeout (cold claims block); keep idle sockets past the client's 90 s.
-  server.requestTimeout = 0;
-  server.keepAliveTimeout = 120_000;
-  server.headersTimeout = 60_000;
+  const server = createServer(guardRequests((req, res) => handle(deps, req, res), { log: deps.logger.child({ node: deps.node.name }), fail: (res) => writeReply(res, errorReply(500, 'internal error')) }));
+  // The request deadline bounds receiving the request only, so a cold claim that blocks while
+  // the VM boots is not cut; idle sockets are kept past the client's 90 s.
+  limitServer(server, { keepAliveTimeoutMs: 120_000, headersTimeoutMs: 30_000, requestTimeoutMs: 60_000 });
   return server;
 }
 
 async function handle(deps: NodeServerDeps, req: IncomingMessage, res: ServerResponse): Promise<void> {
-  const url = new URL(req.url ?? '/', 'http://sim');
+  const url = requestUrl(req.url, 'http://sim');
+  if (url === undefined) return writeReply(res, errorReply(400, 'malformed request target'));
   const bearer = bearerOf(req.headers.authorization);
   if (url.pathname === '/_sim/faults') return writeReply(res, await admin(deps, req, bearer));
   const faults = deps.faults.current;

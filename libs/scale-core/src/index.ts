@@ -64,7 +64,7 @@ export {
   statusErrorOf,
 } from './errors/status-errors';
 export type { GroupKind, GroupResource, StatusCause, StatusDetails, StatusReason } from './errors/status-errors';
-export { statusForError } from './errors/status-for-error';
+export { INTERNAL_ERROR_MESSAGE, statusForError } from './errors/status-for-error';
 export type { KubeStatus } from './errors/status-for-error';
 
 export { compareQuantities, isZeroQuantity, parseQuantity, QuantityParseError, tryParseQuantity } from './quantity/quantity';

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BadRequestError, EXTENSIONS_GROUP, RESOURCES, StatusError, statusForError, type PoolKey } from '@sandbox-scale/scale-core';
-import type { Logger } from '@sandbox-scale/kube-runtime';
+import type { InflightLimits, Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from '../gateway/assignment';
 import type { Authorizer } from './review-client';
 import { parseFastClaimRequest } from './fast-path-request';
@@ -16,6 +16,8 @@ export interface ClaimHandlerDeps {
   /** Delivers and queues the async record. */
   claim: (target: ClaimTarget & { key: PoolKey; ttlSeconds: number; warmPool: string }) => Promise<Assignment>;
   log: Logger;
+  /** Caps the claims one identity has in flight at once (429 past it). */
+  inflight?: InflightLimits;
   onResponse?: (code: number) => void;
 }
 
@@ -28,6 +30,7 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
     const token = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
     const who = token ? await d.authorizer.authenticate(token) : undefined;
     if (!who) throw new StatusError('Unauthorized', 'Unauthorized: a valid bearer token is required');
+    if (d.inflight) res.once('close', d.inflight.acquire(who.username, false));
     const body = parseFastClaimRequest(await readJson(req));
     const target = { namespace: body.namespace, name: body.name };
     const review = await d.authorizer.mayCreateClaim(who, body.namespace, body.name);
@@ -61,6 +64,8 @@ function send(res: ServerResponse, code: number, body: unknown, d: ClaimHandlerD
 }
 
 async function readJson(req: IncomingMessage): Promise<unknown> {
+  const type = (req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? '';
+  if (type !== 'application/json' && type !== '') throw new StatusError('UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json');
   const chunks: Buffer[] = [];
   let size = 0;
   for await (const chunk of req) {

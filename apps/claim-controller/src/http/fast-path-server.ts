@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { generate } from 'selfsigned';
-import type { Logger } from '@sandbox-scale/kube-runtime';
+import { guardRequests, limitServer, type Logger } from '@sandbox-scale/kube-runtime';
+import { statusForError } from '@sandbox-scale/scale-core';
 import { handleClaim, type ClaimHandlerDeps } from './claim-handler';
 
 export interface FastPathServerOptions {
@@ -28,9 +29,19 @@ async function servingCert(o: FastPathServerOptions): Promise<{ cert: string; ke
 /** The HTTPS listener of the L2 fast path; returns its base URL and a close function. */
 export async function startFastPathServer(o: FastPathServerOptions): Promise<{ url: string; server: Server; close: () => Promise<void> }> {
   const tls = await servingCert(o);
-  const server = createServer(tls, (req, res) => {
-    handleClaim(req, res, o.deps).catch((err: unknown) => o.log.error({ err }, 'fast-path handler failed'));
-  });
+  const server = createServer(
+    tls,
+    guardRequests((req, res) => handleClaim(req, res, o.deps), {
+      log: o.log,
+      fail: (res, err) => {
+        const status = statusForError(err);
+        const text = JSON.stringify(status);
+        res.writeHead(status.code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
+        res.end(text);
+      },
+    }),
+  );
+  limitServer(server, { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000 });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => resolve());

@@ -24,6 +24,12 @@ export async function readBody(req: IncomingMessage): Promise<unknown> {
       throw new BadRequestError(`invalid JSON body: ${(err as Error).message}`, { cause: err });
     }
   }
-  if (type === 'application/yaml') return parseYaml(text) as unknown;
+  if (type === 'application/yaml') {
+    try {
+      return parseYaml(text) as unknown;
+    } catch (err) {
+      throw new BadRequestError(`invalid YAML body: ${(err as Error).message}`, { cause: err });
+    }
+  }
   throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: application/json, application/yaml`);
 }

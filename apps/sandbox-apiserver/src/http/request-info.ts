@@ -1,4 +1,5 @@
-import { API_VERSION, RESOURCES, SANDBOX_GROUP } from '@sandbox-scale/scale-core';
+import { decodeSegment } from '@sandbox-scale/kube-runtime';
+import { API_VERSION, BadRequestError, RESOURCES, SANDBOX_GROUP } from '@sandbox-scale/scale-core';
 
 /** What a request is about, in the terms authorization and storage speak (k8s-api.md §4.5). */
 export type RequestInfo =
@@ -9,7 +10,10 @@ export type RequestInfo =
       readonly verb: string;
       readonly resource: string;
       readonly namespace: string;
+      /** The name authorization checks: the path's, else a `metadata.name` field selector's. */
       readonly name: string;
+      /** The name segment of the path, the object acted on; '' for a collection. */
+      readonly pathName: string;
       readonly subresource: string;
     };
 
@@ -40,11 +44,21 @@ function selectedName(query: URLSearchParams): string {
   return m?.[1] ?? '';
 }
 
-/** Parses `/apis/agents.x-k8s.io/v1beta1/[namespaces/{ns}/]{resource}[/{name}[/{sub}]]`. */
+/** A path segment that is not valid percent-encoding: 400, as kube-apiserver answers it. */
+function decoded(segment: string): string {
+  const d = decodeSegment(segment);
+  if (d === undefined) throw new BadRequestError(`invalid percent-encoding in path segment ${JSON.stringify(segment)}`);
+  return d;
+}
+
+/**
+ * Parses `/apis/agents.x-k8s.io/v1beta1/[namespaces/{ns}/]{resource}[/{name}[/{sub}]]`. Every
+ * handler acts on the name parsed here, the one authorization was asked about.
+ */
 export function requestInfoOf(method: string, url: URL): RequestInfo {
   const path = url.pathname;
   if (!path.startsWith(PREFIX)) return { isResource: false, path, verb: method.toLowerCase() };
-  let parts = path.slice(PREFIX.length).split('/').filter((p) => p !== '').map(decodeURIComponent);
+  let parts = path.slice(PREFIX.length).split('/').filter((p) => p !== '').map(decoded);
   let namespace = '';
   if (parts[0] === 'namespaces' && parts.length >= 3) {
     namespace = parts[1] ?? '';
@@ -54,7 +68,7 @@ export function requestInfoOf(method: string, url: URL): RequestInfo {
   if (resource === '' || extra.length > 0) return { isResource: false, path, verb: method.toLowerCase() };
   const verb = verbOf(method, name !== '', url.searchParams);
   const effectiveName = name !== '' ? name : verb === 'list' || verb === 'watch' ? selectedName(url.searchParams) : '';
-  return { isResource: true, path, verb, resource, namespace, name: effectiveName, subresource };
+  return { isResource: true, path, verb, resource, namespace, name: effectiveName, pathName: name, subresource };
 }
 
 export const SANDBOXES = RESOURCES.sandbox.plural;

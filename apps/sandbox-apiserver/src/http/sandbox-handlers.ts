@@ -79,9 +79,7 @@ export async function handleSandboxes(c: HandlerContext): Promise<void> {
   throw new StatusError('MethodNotAllowed', `${method} is not supported on sandboxes (served verbs: get, list, watch, create, delete)`);
 }
 
-/** The name from the path (not a field selector's). */
+/** The name from the path (not a field selector's), as request-info parsed it for authorization. */
 function nameOf(c: HandlerContext): string {
-  const parts = c.url.pathname.split('/').filter((p) => p !== '');
-  const i = parts.indexOf('sandboxes');
-  return decodeURIComponent(parts[i + 1] ?? '');
+  return c.info.pathName;
 }

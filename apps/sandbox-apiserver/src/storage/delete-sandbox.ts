@@ -7,6 +7,24 @@ const DeleteOptionsSchema = z.looseObject({
   preconditions: z.looseObject({ uid: z.string().nullish(), resourceVersion: z.string().nullish() }).nullish(),
 });
 
+type DeleteOptions = z.infer<typeof DeleteOptionsSchema>;
+
+function deleteOptionsOf(body: unknown): DeleteOptions {
+  if (body === undefined) return {};
+  const parsed = DeleteOptionsSchema.safeParse(body);
+  if (!parsed.success) throw new BadRequestError(`the body is not a DeleteOptions: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(', ')}`);
+  return parsed.data;
+}
+
+/** 409 when the caller's uid or resourceVersion is not the object's, worded as kube-apiserver words it. */
+export function checkPreconditions(object: ServedSandbox, p: NonNullable<DeleteOptions['preconditions']>): void {
+  const name = object.metadata.name;
+  if (p.uid && p.uid !== object.metadata.uid) throw new ConflictError(`Precondition failed: UID in precondition: ${p.uid}, UID in object meta: ${object.metadata.uid ?? ''}`, { name });
+  if (p.resourceVersion && p.resourceVersion !== object.metadata.resourceVersion) {
+    throw new ConflictError(`Precondition failed: ResourceVersion in precondition: ${p.resourceVersion}, ResourceVersion in object meta: ${object.metadata.resourceVersion ?? ''}`, { name });
+  }
+}
+
 export interface DeleteRequest {
   readonly dryRun: boolean;
   readonly body: unknown;
@@ -24,11 +42,10 @@ export function dryRunOf(values: readonly string[]): boolean {
  * before the node republishes. Preconditions are honoured; dryRun releases nothing.
  */
 export async function deleteSandbox(storage: SandboxStorage, namespace: string, name: string, req: DeleteRequest): Promise<ServedSandbox> {
-  const opts = req.body === undefined ? {} : DeleteOptionsSchema.parse(req.body);
+  const opts = deleteOptionsOf(req.body);
   const dryRun = req.dryRun || dryRunOf(opts.dryRun ?? []);
   const loc = await storage.locate(namespace, name);
-  const uid = opts.preconditions?.uid;
-  if (uid && uid !== loc.object.metadata.uid) throw new ConflictError(`Precondition failed: UID in precondition: ${uid}, UID in object meta: ${loc.object.metadata.uid}`, { name });
+  checkPreconditions(loc.object, opts.preconditions ?? {});
   if (dryRun) return loc.object;
   if (loc.claimId === '') throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to release by name`);
   await storage.router.clientFor(loc.node, 'release', loc.claimId).release(loc.claimId, { signal: AbortSignal.timeout(10_000) });

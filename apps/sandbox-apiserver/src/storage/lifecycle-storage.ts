@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { BadRequestError, formatOwnerRefPrefix, formatRfc3339Seconds, OWNER_KINDS, SANDBOX_API_VERSION, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { BadRequestError, formatOwnerRefPrefix, formatRfc3339Seconds, InvalidError, OWNER_KINDS, SANDBOX_API_VERSION, SANDBOX_GROUP, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { listClaimed } from './claimed-listing';
 import type { SandboxStorage } from './sandbox-storage';
@@ -24,6 +24,9 @@ const OPTION_KINDS: Record<string, string> = {
   promote: 'SandboxPromoteOptions',
   stats: 'SandboxStatsOptions',
 };
+
+/** sandboxd's default `max_fork_count` (sandboxd-api §fork): more children than this are refused before the node is asked. */
+export const MAX_FORK_COUNT = 16;
 
 export const LIFECYCLE_ACTIONS = [...Object.keys(OPTION_KINDS), ...Object.keys(SNAPSHOT_ACTIONS)];
 
@@ -54,6 +57,9 @@ export class LifecycleStorage {
     // sandboxd's snapshot errors (409 egress lane, 404 …) keep their meaning: see snapshot-errors.ts
     if (action === 'snapshot') return this.snapshots.create(namespace, name, body.name, dryRun);
     if (action === 'fork' && body.count !== undefined && body.count < 0) throw new BadRequestError('fork count must not be negative');
+    if (action === 'fork' && body.count !== undefined && body.count > MAX_FORK_COUNT) {
+      throw new InvalidError({ group: SANDBOX_GROUP, kind: OPTION_KINDS.fork ?? 'SandboxForkOptions' }, name, [{ reason: 'FieldValueInvalid', field: 'count', message: `Invalid value: ${body.count}: must be at most ${MAX_FORK_COUNT}` }]);
+    }
     if (action === 'promote' && !body.template) throw new BadRequestError('promote requires a template name');
     const loc = await this.storage.locate(namespace, name);
     if (loc.claimId === '') throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to act by name`);

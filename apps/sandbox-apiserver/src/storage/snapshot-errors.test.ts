@@ -1,4 +1,4 @@
-import { NotFoundError, statusForError } from '@sandbox-scale/scale-core';
+import { INTERNAL_ERROR_MESSAGE, NotFoundError, statusForError } from '@sandbox-scale/scale-core';
 import { NodeAtCapacityError, SandboxdHttpError } from '@sandbox-scale/sandboxd-client';
 import { snapshotStatusError } from './snapshot-errors';
 
@@ -12,7 +12,6 @@ describe('snapshotStatusError', () => {
     [409, 'egress-lane checkpoints cannot be claimed', 'Conflict'],
     [429, 'node claim quota reached', 'TooManyRequests'],
     [503, 'heal limit', 'ServiceUnavailable'],
-    [500, 'provisioning failed', 'InternalError'],
   ])('sandboxd %i becomes %s naming the verb, id, node and the node message', (code, message, reason) => {
     const s = statusForError(snapshotStatusError(http(code, message), ctx));
     expect(s.reason).toBe(reason);
@@ -25,6 +24,12 @@ describe('snapshotStatusError', () => {
     const capacity = statusForError(snapshotStatusError(new NodeAtCapacityError({ statusCode: 429, message: 'node draining' }), ctx));
     expect(capacity).toMatchObject({ code: 429, reason: 'TooManyRequests' });
     expect(capacity.details?.retryAfterSeconds).toBe(1);
+  });
+
+  it('answers a node 500 with the generic message; the node text stays in the error for the log', () => {
+    const err = snapshotStatusError(http(500, 'provisioning failed'), ctx);
+    expect(statusForError(err)).toMatchObject({ code: 500, reason: 'InternalError', message: INTERNAL_ERROR_MESSAGE });
+    expect(err.message).toContain('claim snapshot ck_1 on node "n1": provisioning failed');
   });
 
   it('passes a Status error through and turns anything else into a 500', () => {

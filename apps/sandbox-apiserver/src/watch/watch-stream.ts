@@ -14,7 +14,6 @@ export interface WatchContext {
   readonly bookmarkIntervalMs: number;
 }
 
-const MAX_BUFFERED_BYTES = 16 * 1024 * 1024;
 export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
 
 interface WatchParams {
@@ -61,11 +60,25 @@ function initialEvents(ctx: WatchContext, q: ListQuery, p: WatchParams): { event
   return { events: [...replay, ...ctx.hub.since(Math.max(n, ctx.startRev))], rev };
 }
 
-/** Streams a watch: newline-delimited JSON events, flushed at once, ended by timeoutSeconds. */
+/**
+ * Live events a watch may hold while its client does not read: past this the watch is closed
+ * (the client resumes from its last resourceVersion), as kube-apiserver drops an unresponsive
+ * watcher. The events are shared with the hub's history, so this bounds references, not copies.
+ */
+export const MAX_PENDING_EVENTS = 10_000;
+
+/**
+ * Streams a watch: newline-delimited JSON events, ended by timeoutSeconds. Writes follow the
+ * socket: when it is full the watch waits for `drain`, so a slow client that keeps reading gets
+ * the whole initial list however large, and only an encoded event or two is buffered at a time.
+ */
 export function serveWatch(req: IncomingMessage, res: ServerResponse, ctx: WatchContext, q: ListQuery, shape: ResponseShape, url: URL): void {
   const p = watchParamsOf(url.searchParams);
   const live: SandboxEvent[] = [];
+  let liveHead = 0;
   let started = false;
+  let closed = false;
+  let waitingForDrain = false;
   let lastRev = 0;
   let firstTable = true;
   const include = includeObjectOf(url.searchParams.get('includeObject'));
@@ -81,19 +94,59 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, ctx: Watch
     if ((!replay && ev.rev <= lastRev) || !matches(q, ev.object)) return;
     lastRev = Math.max(lastRev, ev.rev);
     res.write(`${encode(ev.type, ev.object)}\n`);
-    if (res.writableLength > MAX_BUFFERED_BYTES) close();
   };
-  const unsubscribe = ctx.hub.subscribe((ev) => (started ? send(ev) : live.push(ev)));
-  const timers: NodeJS.Timeout[] = [];
-  const close = (): void => {
-    unsubscribe();
-    for (const t of timers) clearTimeout(t);
-    if (!res.writableEnded) {
-      if (p.bookmarks) res.write(`${encode('BOOKMARK', bookmark(Math.max(lastRev, ctx.storage.revisions.current), false), true)}\n`);
-      res.end();
+  let initial: { events: SandboxEvent[]; rev: number } = { events: [], rev: 0 };
+  let next = 0;
+  let initialDone = false;
+  const writable = (): boolean => !closed && !res.writableEnded && !res.destroyed;
+  // a bookmark promises every change up to its revision was sent: only when nothing is queued
+  const caughtUp = (): boolean => initialDone && liveHead === live.length && !res.writableNeedDrain;
+  const progressBookmark = (): string => `${encode('BOOKMARK', bookmark(Math.max(lastRev, ctx.storage.revisions.current), false), true)}\n`;
+  // writes while the socket takes them; resumes on drain
+  const pump = (): void => {
+    while (writable() && !res.writableNeedDrain) {
+      if (next < initial.events.length) {
+        send(initial.events[next++] as SandboxEvent, true);
+      } else if (!initialDone) {
+        initialDone = true;
+        // everything buffered meanwhile is already part of the initial events
+        lastRev = Math.max(lastRev, initial.rev);
+        if (p.sendInitialEvents) res.write(`${encode('BOOKMARK', bookmark(lastRev, true), true)}\n`);
+      } else if (liveHead < live.length) {
+        send(live[liveHead++] as SandboxEvent);
+        if (liveHead === live.length) {
+          live.length = 0;
+          liveHead = 0;
+        }
+      } else return;
+    }
+    if (writable() && !waitingForDrain) {
+      waitingForDrain = true;
+      res.once('drain', () => {
+        waitingForDrain = false;
+        pump();
+      });
     }
   };
-  let initial: { events: SandboxEvent[]; rev: number };
+  const unsubscribe = ctx.hub.subscribe((ev) => {
+    live.push(ev);
+    if (live.length - liveHead > MAX_PENDING_EVENTS) close();
+    else if (started && !waitingForDrain) pump();
+  });
+  const timers: { timeout?: NodeJS.Timeout; ticker?: NodeJS.Timeout } = {};
+  const close = (): void => {
+    if (closed) return;
+    unsubscribe();
+    clearTimeout(timers.timeout);
+    clearTimeout(timers.ticker);
+    if (!res.writableEnded && !res.destroyed) {
+      if (p.bookmarks && caughtUp()) res.write(progressBookmark());
+      res.end();
+    }
+    closed = true;
+    live.length = 0;
+    initial = { events: [], rev: initial.rev };
+  };
   try {
     initial = initialEvents(ctx, q, p);
   } catch (err) {
@@ -103,21 +156,19 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, ctx: Watch
   }
   res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache' });
   res.flushHeaders();
-  for (const ev of initial.events) send(ev, true);
-  // everything buffered meanwhile is already part of the initial events
-  lastRev = Math.max(lastRev, initial.rev);
-  if (p.sendInitialEvents) res.write(`${encode('BOOKMARK', bookmark(lastRev, true), true)}\n`);
   started = true;
-  for (const ev of live) send(ev);
-  timers.push(setTimeout(close, p.timeoutMs));
+  req.on('close', close);
+  res.on('close', close);
+  res.on('error', close);
+  pump();
+  timers.timeout = setTimeout(close, p.timeoutMs);
   if (p.bookmarks) {
     const tick = (): void => {
-      if (res.writableEnded) return;
-      res.write(`${encode('BOOKMARK', bookmark(Math.max(lastRev, ctx.storage.revisions.current), false), true)}\n`);
-      timers.push(setTimeout(tick, ctx.bookmarkIntervalMs));
+      if (!writable()) return;
+      // a client that is behind gets its next bookmark once it has caught up
+      if (caughtUp()) res.write(progressBookmark());
+      timers.ticker = setTimeout(tick, ctx.bookmarkIntervalMs);
     };
-    timers.push(setTimeout(tick, ctx.bookmarkIntervalMs));
+    timers.ticker = setTimeout(tick, ctx.bookmarkIntervalMs);
   }
-  req.on('close', close);
-  res.on('error', close);
 }

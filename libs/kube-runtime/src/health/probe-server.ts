@@ -1,6 +1,7 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { guardRequests, limitServer, requestUrl } from '../http/guarded-server';
 import type { Logger } from '../log/logger';
 import type { BindAddress } from './bind-address';
 import { type Check, CheckSet, renderChecks } from './checks';
@@ -42,13 +43,8 @@ export class ProbeServer {
   }
 
   async listen(addr: BindAddress): Promise<BindAddress> {
-    const server = createServer((req, res) => {
-      this.handle(req, res).catch((err: unknown) => {
-        this.opts.log.error({ err, path: req.url }, 'probe handler failed');
-        if (!res.headersSent) res.writeHead(500, { 'content-type': 'text/plain' });
-        res.end('internal error\n');
-      });
-    });
+    const server = createServer(guardRequests((req, res) => this.handle(req, res), { log: this.opts.log }));
+    limitServer(server, { requestTimeoutMs: 10_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);
@@ -71,7 +67,8 @@ export class ProbeServer {
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://probe');
+    const url = requestUrl(req.url, 'http://probe');
+    if (url === undefined) return send(res, 400, 'malformed request target\n');
     if (req.method !== 'GET' && req.method !== 'HEAD') return send(res, 405, 'method not allowed\n');
     const verbose = url.searchParams.has('verbose');
     switch (url.pathname) {

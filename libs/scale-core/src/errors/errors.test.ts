@@ -11,8 +11,8 @@ import {
   NoWarmCapacityError,
 } from './capacity-errors';
 import { isSandboxdHttpError, isSandboxdNotFound, SandboxdHttpError, sandboxdHttpErrorOf, sandboxdReplyError } from './sandboxd-errors';
-import { AlreadyExistsError, BadRequestError, ConflictError, InvalidError, isAlreadyExistsError, isNotFoundError, NotFoundError } from './status-errors';
-import { statusForError } from './status-for-error';
+import { AlreadyExistsError, BadRequestError, ConflictError, InvalidError, isAlreadyExistsError, isNotFoundError, NotFoundError, StatusError } from './status-errors';
+import { INTERNAL_ERROR_MESSAGE, statusForError } from './status-for-error';
 
 const wrap = (err: unknown, times = 2): Error => {
   let cur: unknown = err;
@@ -175,8 +175,18 @@ describe('statusForError (§9.7, k8s-api.md §4.13)', () => {
   });
 
   it('answers 500 for sandboxd failures, missing routing and anything unknown (§11.7 #58)', () => {
-    expect(statusForError(wrap(new SandboxdHttpError('claim', 500, 'provisioning failed')))).toMatchObject({ code: 500, reason: 'InternalError', message: 'layer 1' });
+    expect(statusForError(wrap(new SandboxdHttpError('claim', 500, 'provisioning failed')))).toMatchObject({ code: 500, reason: 'InternalError', message: INTERNAL_ERROR_MESSAGE });
     expect(statusForError(new ClaimRoutingNotConfiguredError())).toMatchObject({ code: 500, reason: 'InternalError' });
-    expect(statusForError('boom')).toMatchObject({ code: 500, message: 'boom' });
+    expect(statusForError('boom')).toMatchObject({ code: 500, message: INTERNAL_ERROR_MESSAGE });
+  });
+
+  it('never carries the internal text of a 500 to the client, not even in causes', () => {
+    const leaky = new Error('POST http://10.0.0.7:8080/v1/claims: 500 {"error":"disk /dev/vdb full"}');
+    const explicit = new StatusError('InternalError', 'sandbox a/b carries no claim id on node http://10.0.0.7:8080');
+    for (const err of [leaky, wrap(leaky), explicit, 'raw text http://10.0.0.7']) {
+      const s = statusForError(err);
+      expect(s).toMatchObject({ code: 500, reason: 'InternalError', message: INTERNAL_ERROR_MESSAGE });
+      expect(JSON.stringify(s)).not.toContain('10.0.0.7');
+    }
   });
 });

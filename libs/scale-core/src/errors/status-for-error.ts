@@ -20,14 +20,23 @@ function build(reason: StatusReason, message: string, details?: StatusDetails): 
 }
 
 /**
+ * What every 500 says. The error's own text can hold node URLs, response bodies of other
+ * services or stack details, so it goes to the log of the answering process, never to a client.
+ */
+export const INTERNAL_ERROR_MESSAGE = 'Internal error occurred: the request could not be completed; the details are in the server log';
+
+const internalError = (): KubeStatus => build('InternalError', INTERNAL_ERROR_MESSAGE, { causes: [{ reason: 'InternalError', message: INTERNAL_ERROR_MESSAGE }] });
+
+/**
  * The Status an API handler answers for any thrown value (scale-contracts §9.7):
  * a StatusError anywhere in the chain keeps its reason (NotFound stays 404 through wrapping);
  * no warm capacity is a retryable 503 with retryAfterSeconds; everything else — sandboxd
- * failures, missing routing, bugs — is a 500 InternalError carrying the outermost message.
+ * failures, missing routing, bugs — is a 500 InternalError with a generic message (the caller
+ * logs the error itself).
  */
 export function statusForError(err: unknown): KubeStatus {
   const statusErr = statusErrorOf(err);
-  if (statusErr !== undefined) return build(statusErr.reason, statusErr.message, statusErr.details);
+  if (statusErr !== undefined) return statusErr.reason === 'InternalError' ? internalError() : build(statusErr.reason, statusErr.message, statusErr.details);
   const noWarm = noWarmCapacityOf(err);
   if (noWarm !== undefined) {
     return build('ServiceUnavailable', noWarm.message, { retryAfterSeconds: noWarm.retryAfterSeconds });
@@ -36,6 +45,5 @@ export function statusForError(err: unknown): KubeStatus {
     const message = findInCauseChain(err, 'NodeAtCapacityError')?.message ?? 'node at capacity';
     return build('ServiceUnavailable', message, { retryAfterSeconds: NO_WARM_CAPACITY_RETRY_AFTER_SECONDS });
   }
-  const message = err instanceof Error ? err.message : String(err);
-  return build('InternalError', message, { causes: [{ reason: 'InternalError', message }] });
+  return internalError();
 }

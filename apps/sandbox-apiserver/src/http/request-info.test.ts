@@ -1,0 +1,49 @@
+import type { IncomingMessage } from 'node:http';
+import { statusForError } from '@sandbox-scale/scale-core';
+import { Registry } from 'prom-client';
+import { requestMetrics } from '../metrics';
+import { requestInfoOf } from './request-info';
+
+const G = '/apis/agents.x-k8s.io/v1beta1';
+const info = (method: string, path: string) => requestInfoOf(method, new URL(`https://localhost${path}`));
+
+describe('requestInfoOf', () => {
+  it('answers malformed percent-encoding in the path with a 400 Status', () => {
+    let thrown: unknown;
+    try {
+      info('GET', `${G}/%zz`);
+    } catch (err) {
+      thrown = err;
+    }
+    expect(statusForError(thrown)).toMatchObject({ code: 400, reason: 'BadRequest' });
+    expect(() => info('GET', `${G}/namespaces/a/sandboxes/%E0%A4%A`)).toThrow(/percent-encoding/);
+  });
+
+  it('names the same object for authorization and for the handler in a namespace named sandboxes', () => {
+    const i = info('DELETE', `${G}/namespaces/sandboxes/sandboxes/victim`);
+    expect(i).toMatchObject({ isResource: true, namespace: 'sandboxes', resource: 'sandboxes', name: 'victim', pathName: 'victim', verb: 'delete' });
+    const list = info('GET', `${G}/namespaces/sandboxes/sandboxes`);
+    expect(list).toMatchObject({ namespace: 'sandboxes', name: '', pathName: '', verb: 'list' });
+    const action = info('POST', `${G}/namespaces/sandboxes/sandboxes/sandboxes/fork`);
+    expect(action).toMatchObject({ namespace: 'sandboxes', name: 'sandboxes', pathName: 'sandboxes', subresource: 'fork' });
+  });
+
+  it('keeps a field selector name for authorization only, never as the name acted on', () => {
+    expect(info('GET', `${G}/namespaces/a/sandboxes?fieldSelector=metadata.name%3Dx`)).toMatchObject({ name: 'x', pathName: '', verb: 'list' });
+  });
+});
+
+describe('requestMetrics', () => {
+  it('labels a request whose path cannot be decoded instead of throwing', async () => {
+    const registry = new Registry();
+    const metrics = requestMetrics(registry);
+    for (const url of [`${G}/%zz`, 'http://[zz/', '*']) {
+      const end = metrics.start({ method: 'GET', url } as IncomingMessage);
+      end(400);
+    }
+    metrics.start({ method: 'BREW', url: `${G}/sandboxes` } as IncomingMessage)(405);
+    const text = await registry.metrics();
+    expect(text).toContain('sandbox_scale_apiserver_requests_total{verb="invalid",resource="invalid",code="400"} 3');
+    expect(text).toContain('verb="other",resource="sandboxes",code="405"');
+  });
+});

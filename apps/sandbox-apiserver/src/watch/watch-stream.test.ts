@@ -1,0 +1,109 @@
+import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { ClaimIndex, type NodeInventory } from '@sandbox-scale/scale-core';
+import type { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { negotiate } from '../http/negotiate';
+import { parseListQuery } from '../storage/list-query';
+import { NodeRouter } from '../storage/node-router';
+import { Revisions } from '../storage/revisions';
+import { SandboxStorage } from '../storage/sandbox-storage';
+import { SandboxView } from '../storage/sandbox-view';
+import { WatchHub } from './watch-hub';
+import { MAX_PENDING_EVENTS, serveWatch, type WatchContext } from './watch-stream';
+
+const NS = 'team-a';
+// ~350 bytes per event: an initial list of several MiB, far more than a socket holds
+const SANDBOXES = 20_000;
+
+function inventory(count: number, node = 'n1'): NodeInventory {
+  const entries = Array.from({ length: count }, (_, i) => ({ name: `${NS}/sb-${i}`, id: `sb_${i}`, phase: 'Running', claimRef: `${NS}/sb-${i}` }));
+  return { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node, resourceVersion: '1' }, node, address: '10.0.0.1:7777', entries };
+}
+
+describe('serveWatch backpressure', () => {
+  let server: Server;
+  let port = 0;
+  let view: SandboxView;
+  let hub: WatchHub;
+  let storage: SandboxStorage;
+  const responses: ServerResponse[] = [];
+
+  async function openPaused(): Promise<{ res: IncomingMessage; serverSide: ServerResponse }> {
+    const res = await new Promise<IncomingMessage>((resolve, reject) => {
+      const req = request({ host: '127.0.0.1', port, path: '/?watch=true&timeoutSeconds=60' }, resolve);
+      req.on('error', reject);
+      req.end();
+    });
+    res.pause();
+    const serverSide = responses.at(-1) as ServerResponse;
+    // the kernel takes what it can; then the socket is full and the stream must stop writing
+    for (let i = 0; i < 10_000 && !serverSide.writableNeedDrain; i++) await new Promise((resolve) => setImmediate(resolve));
+    return { res, serverSide };
+  }
+
+  beforeAll(async () => {
+    const revisions = new Revisions();
+    hub = new WatchHub(100_000);
+    view = new SandboxView({ graceMs: 50, hub, revisions });
+    // no node is ever called: watches only read the view
+    storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, {} as SandboxdClientSet), revisions);
+    view.upsertInventory(inventory(SANDBOXES));
+    view.live = true;
+    const ctx: WatchContext = { storage, hub, startRev: 0, bookmarkIntervalMs: 60_000 };
+    server = createServer((req: IncomingMessage, res: ServerResponse) => {
+      const url = new URL(req.url ?? '/', 'http://localhost');
+      responses.push(res);
+      serveWatch(req, res, ctx, parseListQuery(NS, url.searchParams), negotiate('application/json') as NonNullable<ReturnType<typeof negotiate>>, url);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    port = (server.address() as AddressInfo).port;
+  });
+
+  afterAll(async () => {
+    view.stop();
+    server.closeAllConnections();
+    await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
+
+  it('streams the whole initial list to a client that reads slowly, buffering only what the socket holds', async () => {
+    // the client reads nothing yet: the server must wait for drain, not queue the list in memory
+    const { res, serverSide } = await openPaused();
+    expect(serverSide.writableNeedDrain).toBe(true);
+    expect(serverSide.writableLength).toBeLessThan(256 * 1024);
+
+    // then it reads, a chunk at a time
+    let text = '';
+    let events = 0;
+    await new Promise<void>((resolve, reject) => {
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        text += chunk;
+        const lines = text.split('\n');
+        text = lines.pop() ?? '';
+        events += lines.filter((l) => l.startsWith('{"type":"ADDED"')).length;
+        if (events >= SANDBOXES) {
+          res.destroy();
+          resolve();
+        }
+      });
+      res.on('error', reject);
+      res.resume();
+    });
+    expect(events).toBe(SANDBOXES);
+  }, 60_000);
+
+  it('closes a watch whose client stopped reading once more live events wait than the cap, and unsubscribes it', async () => {
+    // the previous watch is gone once the server saw its client leave
+    for (let i = 0; i < 10_000 && hub.listenerCount > 0; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(hub.listenerCount).toBe(0);
+    const { res, serverSide } = await openPaused();
+    expect(hub.listenerCount).toBe(1);
+    const object = storage.list({ ...parseListQuery(NS, new URLSearchParams()), limit: 1 }).items[0];
+    if (object === undefined) throw new Error('no sandbox listed');
+    let rev = storage.revisions.current;
+    for (let i = 0; i <= MAX_PENDING_EVENTS; i++) hub.emit({ type: 'MODIFIED', rev: ++rev, object: { ...object, metadata: { ...object.metadata, resourceVersion: String(rev) } } });
+    expect(hub.listenerCount).toBe(0);
+    expect(serverSide.writableEnded).toBe(true);
+    res.destroy();
+  });
+});
