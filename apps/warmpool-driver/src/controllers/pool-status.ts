@@ -126,7 +126,14 @@ export function statusDiffers(current: SandboxWarmPoolStatus | undefined, desire
   return comparable(current) !== comparable(desired);
 }
 
-/** Conditions whose status flips between current and desired: what deserves an Event. */
+/**
+ * Conditions whose status or reason changes between current and desired: what deserves an Event.
+ * A reason change counts, so a pool already Degraded (say PushFailed) that loses its template
+ * still gets a TemplateNotFound event; a message-only change (a count) does not.
+ */
 export function transitions(current: SandboxWarmPoolStatus | undefined, desired: SandboxWarmPoolStatus): Condition[] {
-  return (desired.conditions ?? []).filter((c) => current?.conditions?.find((p) => p.type === c.type)?.status !== c.status);
+  return (desired.conditions ?? []).filter((c) => {
+    const prev = current?.conditions?.find((p) => p.type === c.type);
+    return prev?.status !== c.status || prev.reason !== c.reason;
+  });
 }
