@@ -114,7 +114,7 @@ export class WarmPoolReconciler implements Reconciler {
     const inventoryOf = (n: string): NodeInventory | undefined => inventories.get(undefined, n);
     const live = pools.list();
     const { spread, problems, owned, unattributed } = this.collect(live);
-    this.trackDraining(owned, nodes);
+    this.trackDraining(owned);
     const plan = planTargets({ pools: spread, held: [], nodes });
     // Keys on a node that this driver cannot attribute belong to another namespace's driver, or
     // to a pool whose key is unknown here: they are carried over, never drained (ADR 0002).
@@ -196,14 +196,19 @@ export class WarmPoolReconciler implements Reconciler {
     return { spread, problems, owned, unattributed };
   }
 
-  /** Keys that stopped being driven are drained on every routable node before they are forgotten. */
-  private trackDraining(owned: ReadonlyMap<string, PoolKey>, nodes: readonly RoutableNode[]): void {
-    for (const [kid, key] of this.owned) if (!owned.has(kid)) this.draining.set(kid, { key, pending: new Set(nodes.map((n) => n.name)) });
+  /**
+   * Keys that stopped being driven stay out of every carried-over set until each node that
+   * publishes a NodeInventory accepted a PUT without them. A node that is stale or draining now
+   * stays pending, so it drains the key when it comes back; a node whose inventory is gone is
+   * dropped (it is no longer part of the fleet this driver sees).
+   */
+  private trackDraining(owned: ReadonlyMap<string, PoolKey>): void {
+    const fleet = new Set(this.opts.inventories.list().map((inv) => inv.node));
+    for (const [kid, key] of this.owned) if (!owned.has(kid)) this.draining.set(kid, { key, pending: new Set(fleet) });
     for (const kid of owned.keys()) this.draining.delete(kid);
     this.owned = new Map(owned);
-    const routable = new Set(nodes.map((n) => n.name));
     for (const [kid, d] of this.draining) {
-      for (const n of d.pending) if (!routable.has(n)) d.pending.delete(n);
+      for (const n of d.pending) if (!fleet.has(n)) d.pending.delete(n);
       if (d.pending.size === 0) this.draining.delete(kid);
     }
   }
