@@ -10,6 +10,7 @@ import {
   poolKeyId,
   type NodeInventory,
   type PoolKey,
+  type PoolKeyLike,
   type SandboxTemplate,
   type SandboxWarmPool,
   type SandboxWarmPoolStatus,
@@ -70,6 +71,8 @@ const idOf = (p: SandboxWarmPool): string => `${p.metadata.namespace ?? ''}/${p.
 const showKey = (k: PoolKey): string => `${k.template}/${k.net}/${k.size}`;
 const TEMPLATE_FIELD = 'spec.sandboxTemplateRef.name';
 
+const keysFingerprint = (key: PoolKeyLike, retiring: PoolKeyLike | undefined): string => `${poolKeyId(key)}|${retiring ? poolKeyId(retiring) : ''}`;
+
 /** The keys a status records, normalised; undefined when it records none. */
 function recalled(status: SandboxWarmPoolStatus | undefined): PoolMemory | undefined {
   if (!status?.poolKey) return undefined;
@@ -93,6 +96,8 @@ export class WarmPoolReconciler implements Reconciler {
   /** Key ids driven last sync, to notice the ones that stop being driven. */
   private owned = new Map<string, PoolKey>();
   private readonly draining = new Map<string, DrainingKey>();
+  /** Pool id -> the keys this process recorded in its status (see keysFingerprint). */
+  private readonly recorded = new Map<string, string>();
   private deferredStatus = false;
   private warnedNoToken = false;
   private inDoubt = false;
@@ -193,6 +198,7 @@ export class WarmPoolReconciler implements Reconciler {
     }
     for (const id of this.memory.keys()) if (!liveIds.has(id)) this.memory.delete(id);
     for (const id of this.lastStatusWrite.keys()) if (!liveIds.has(id)) this.lastStatusWrite.delete(id);
+    for (const id of this.recorded.keys()) if (!liveIds.has(id)) this.recorded.delete(id);
     return { spread, problems, owned, unattributed };
   }
 
@@ -233,12 +239,15 @@ export class WarmPoolReconciler implements Reconciler {
       const id = idOf(pool);
       const mem = this.memory.get(id);
       if (!mem || this.opts.pools.malformedObject(pool.metadata.namespace, pool.metadata.name ?? '') !== undefined) continue;
-      const recordedNow = pool.status?.poolKey ? poolKeyId(pool.status.poolKey) : '';
-      const retiringNow = pool.status?.retiringPoolKey ? poolKeyId(pool.status.retiringPoolKey) : '';
-      const news = recordedNow !== poolKeyId(mem.key) || (mem.retiring !== undefined && retiringNow !== poolKeyId(mem.retiring));
-      if (!news) continue;
+      const want = keysFingerprint(mem.key, mem.retiring);
+      const cached = pool.status?.poolKey ? keysFingerprint(pool.status.poolKey, pool.status.retiringPoolKey) : '';
+      // The cache lags this process's own write by a watch event: remember what was written.
+      if (cached === want || this.recorded.get(id) === want) continue;
+      // A released retiring key needs no record first: it is dropped after the nodes drained it.
+      if (mem.retiring === undefined && pool.status?.poolKey && poolKeyId(pool.status.poolKey) === poolKeyId(mem.key)) continue;
       const desired = this.statusOf(pool, this.warm.warmOf(poolKeyId(mem.key), nodes, inventoryOf), nodes, problems.get(id), mem);
       await this.writeStatus(pool, pool.status, desired, signal, true);
+      this.recorded.set(id, want);
       written.set(id, desired);
     }
     return written;
