@@ -105,10 +105,40 @@ describe('a cluster-wide warmpool-driver', () => {
     expect(await targetsOf(fleet, 'img:w2')).toEqual([1, 1, 1]);
   });
 
+  it('keeps the old key of a template change across a restart until the new key is warm', async () => {
+    await templates.create(ns, template(ns, 'tpl-3', 'img:r1'));
+    await pools.create(ns, pool(ns, 'pool-3', 'tpl-3', 3));
+    await eventually(async () => expect(await targetsOf(fleet, 'img:r1')).toEqual([1, 1, 1]), { timeoutMs: 30_000 });
+    // The new key cannot warm yet: every boot of it fails.
+    for (const n of fleet.sim.nodes) fleet.sim.node(n.name).setFaults({ failProvision: [{ template: 'img:r2' }] });
+    await templates.mergePatch(ns, 'tpl-3', { spec: { podTemplate: { spec: { containers: [{ name: 'main', image: 'img:r2' }] } } } });
+    await eventually(async () => {
+      expect(await targetsOf(fleet, 'img:r2')).toEqual([1, 1, 1]);
+      const status = (await readPool('pool-3')).status;
+      expect([status?.poolKey?.template, status?.retiringPoolKey?.template]).toEqual(['img:r2', 'img:r1']);
+    }, { timeoutMs: 30_000 });
+    expect(await targetsOf(fleet, 'img:r1')).toEqual([1, 1, 1]);
+
+    await driver.stop();
+    driver = start();
+    await eventually(() => expect(driver.pusher?.puts ?? 0).toBeGreaterThanOrEqual(NODES), { timeoutMs: 30_000 });
+    expect(await targetsOf(fleet, 'img:r1')).toEqual([1, 1, 1]);
+    expect(await targetsOf(fleet, 'img:r2')).toEqual([1, 1, 1]);
+
+    for (const n of fleet.sim.nodes) fleet.sim.node(n.name).clearFaults();
+    await eventually(async () => {
+      expect(await keysOf(fleet, 0)).not.toContain('img:r1');
+      const status = (await readPool('pool-3')).status;
+      expect(status?.readyReplicas).toBe(3);
+      expect(status?.retiringPoolKey).toBeUndefined();
+      // The node retries a failed golden build after 30 s.
+    }, { timeoutMs: 90_000 });
+  });
+
   it('drains the last-good key only when its pool is deleted', async () => {
     await pools.delete(ns, 'pool-1');
     await eventually(async () => {
-      for (let i = 0; i < NODES; i++) expect(await keysOf(fleet, i)).toEqual(['img:w2']);
+      for (let i = 0; i < NODES; i++) expect(await keysOf(fleet, i)).toEqual(['img:r2', 'img:w2']);
     }, { timeoutMs: 30_000 });
   });
 });
