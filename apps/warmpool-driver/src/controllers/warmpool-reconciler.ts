@@ -59,7 +59,7 @@ interface PoolMemory {
   releaseRetiring?: boolean;
 }
 
-/** A key this process stopped driving: left out of every node's set until each routable node accepted a PUT without it. */
+/** A key this process stopped driving: never carried over until each node of the fleet accepted a PUT without it. */
 interface DrainingKey {
   key: PoolKey;
   pending: Set<string>;
@@ -123,7 +123,7 @@ export class WarmPoolReconciler implements Reconciler {
     const plan = planTargets({ pools: spread, held: [], nodes });
     // Keys on a node that this driver cannot attribute belong to another namespace's driver, or
     // to a pool whose key is unknown here: they are carried over, never drained (ADR 0002).
-    const carryOver = this.opts.namespace !== undefined && this.opts.namespace !== '' ? true : unattributed.length > 0;
+    const carryOver = (this.opts.namespace ?? '') !== '' || unattributed.length > 0;
     this.noteDoubt(unattributed);
     const written = await this.recordKeys(live, nodes, problems, signal);
     const fleetProblem = await this.push(nodes, plan.byNode, owned, carryOver, signal);
