@@ -2,6 +2,7 @@ export { startControlPlane, kubeconfigYaml, ControlPlaneStartError, type Control
 export { createCA, createLeaf, createSigningKey, type CertPair, type LeafOptions } from './control-plane/pki';
 export { freePort } from './control-plane/ports';
 export { toolsDir } from './control-plane/tools';
+export { AppProcess, REPO_ROOT, type AppProcessOptions } from './system/app-process';
 export { eventually, type EventuallyOptions } from './testing/eventually';
 export { installChartAppRbac, type ChartApp, type ChartAppIdentity } from './testing/chart-rbac';
 export {

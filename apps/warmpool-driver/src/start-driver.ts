@@ -40,7 +40,7 @@ export function startDriver(opts: StartDriverOptions): RunningDriver {
   const clients = opts.fleetToken === '' ? undefined : new SandboxdClientSet({ token: opts.fleetToken });
   const pusher = clients && new TargetPusher({ clients, log, registry });
   const events = createEventRecorder(kc, { reportingController: FIELD_MANAGERS.warmpoolDriver, reportingInstance: defaultIdentity(), log, registry });
-  const reconciler = new WarmPoolReconciler({ kubeConfig: kc, pools, templates, inventories, pusher, events, log, syncIntervalMs: opts.syncIntervalMs });
+  const reconciler = new WarmPoolReconciler({ kubeConfig: kc, pools, templates, inventories, pusher, events, log, syncIntervalMs: opts.syncIntervalMs, namespace: opts.namespace ?? '' });
   const toSync = (): typeof SYNC_REQUEST[] => [SYNC_REQUEST];
   const ctrl = controller({ name: 'sandboxwarmpool', reconciler, log, registry })
     // Generation changes only: the driver's own status writes must not wake it again.

@@ -1,3 +1,4 @@
+import type { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
 import { ResourceClient, captureLog } from '@sandbox-scale/kube-runtime';
@@ -25,7 +26,8 @@ export interface Fleet {
   stop(): Promise<void>;
 }
 
-export async function startFleet(nodes: number): Promise<Fleet> {
+/** `kubeConfig`: the control plane the publishers write to (the shared one unless a test runs its own). */
+export async function startFleet(nodes: number, kubeConfig: KubeConfig = kc): Promise<Fleet> {
   const sim = await startSim({ nodes, speed: 0, token: TOKEN, refillTickMs: 200 });
   const suffix = runSuffix();
   const selector = `sandbox-scale.test/fleet=${suffix}`;
@@ -39,7 +41,7 @@ export async function startFleet(nodes: number): Promise<Fleet> {
       publishIntervalMs: 300,
       fleetToken: TOKEN,
       labels: { 'sandbox-scale.test/fleet': suffix },
-      kubeConfig: kc,
+      kubeConfig,
       log,
       registry: new Registry(),
     }),
@@ -56,7 +58,8 @@ export async function startFleet(nodes: number): Promise<Fleet> {
       await Promise.all(publishers.map((p) => p.stop()));
       await Promise.all(clients.map((c) => c.close()));
       await sim.stop();
-      await Promise.all(nodeNames.map((n) => inventoriesApi.delete(undefined, n).catch(() => undefined)));
+      const inventories = kubeConfig === kc ? inventoriesApi : new ResourceClient(kubeConfig, NodeInventoryResource);
+      await Promise.all(nodeNames.map((n) => inventories.delete(undefined, n).catch(() => undefined)));
     },
   };
 }

@@ -164,4 +164,32 @@ describe('warmpool-driver against a real API server, publishers and sandboxd-sim
       expect((await readPool(ns, 'pool-s')).status?.readyReplicas).toBe(3);
     }, { timeoutMs: 30_000 });
   });
+  it('keeps a pool whose template turned invalid on its last-good key across a driver restart, until the pool is deleted', async () => {
+    await templatesApi.create(ns, template(ns, 'tpl-i', 'img:i'));
+    await poolsApi.create(ns, pool(ns, 'pool-i', 'tpl-i', 14));
+    await eventually(async () => expect(await targetsOf(fleet, 'img:i')).toEqual([2, 2, 2, 2, 2, 2, 2]), { timeoutMs: 30_000 });
+    // No image: the template parses, but it has no pool key.
+    await templatesApi.mergePatch(ns, 'tpl-i', { spec: { podTemplate: { spec: { containers: [{ name: 'main' }] } } } });
+    await eventually(async () => {
+      const d = condition(await readPool(ns, 'pool-i'), 'Degraded');
+      expect(d).toMatchObject({ status: 'True', reason: 'TemplateInvalid' });
+      expect(d?.message).toContain('spec.sandboxTemplateRef.name');
+    }, { timeoutMs: 30_000 });
+
+    await driver.stop();
+    const { log } = captureLog();
+    driver = startDriver({ kubeConfig: kc, log, registry: new Registry(), fleetToken: TOKEN, syncIntervalMs: 500, namespace: ns, nodeInventorySelector: fleet.selector });
+    // A fresh driver PUTs every node once.
+    await eventually(() => expect(driver.pusher?.puts ?? 0).toBeGreaterThanOrEqual(7), { timeoutMs: 30_000 });
+    expect(await targetsOf(fleet, 'img:i')).toEqual([2, 2, 2, 2, 2, 2, 2]);
+    expect(sum(await targetsOf(fleet, 'img:a2'))).toBe(70);
+    // The restarted driver knows the pool's key: scaling moves its targets.
+    await poolsApi.mergePatch(ns, 'pool-i', { spec: { replicas: 21 } });
+    await eventually(async () => expect(await targetsOf(fleet, 'img:i')).toEqual([3, 3, 3, 3, 3, 3, 3]), { timeoutMs: 30_000 });
+
+    await poolsApi.delete(ns, 'pool-i');
+    await eventually(async () => {
+      for (let i = 0; i < 7; i++) expect(await keysOf(fleet, i)).not.toContain('img:i');
+    }, { timeoutMs: 30_000 });
+  });
 });

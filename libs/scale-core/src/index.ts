@@ -86,8 +86,8 @@ export { SandboxSchema, SandboxSpecSchema, SandboxStatusSchema } from './schemas
 export type { Sandbox, SandboxSpec, SandboxStatus } from './schemas/sandbox';
 export { SandboxTemplateSchema, SandboxTemplateSpecSchema } from './schemas/sandbox-template';
 export type { SandboxTemplate, SandboxTemplateSpec } from './schemas/sandbox-template';
-export { COLD_START_POLICIES, SandboxWarmPoolSchema, SandboxWarmPoolSpecSchema, SandboxWarmPoolStatusSchema } from './schemas/sandbox-warm-pool';
-export type { ColdStartPolicy, SandboxWarmPool, SandboxWarmPoolSpec, SandboxWarmPoolStatus } from './schemas/sandbox-warm-pool';
+export { COLD_START_POLICIES, RecordedPoolKeySchema, SandboxWarmPoolSchema, SandboxWarmPoolSpecSchema, SandboxWarmPoolStatusSchema } from './schemas/sandbox-warm-pool';
+export type { ColdStartPolicy, RecordedPoolKey, SandboxWarmPool, SandboxWarmPoolSpec, SandboxWarmPoolStatus } from './schemas/sandbox-warm-pool';
 export { ClaimedSandboxSchema, SandboxClaimSchema, SandboxClaimSpecSchema, SandboxClaimStatusSchema } from './schemas/sandbox-claim';
 export type { ClaimedSandbox, SandboxClaim, SandboxClaimSpec, SandboxClaimStatus } from './schemas/sandbox-claim';
 export { InventoryEntrySchema, NodeInventorySchema, PoolCapacitySchema } from './schemas/node-inventory';

@@ -1,4 +1,4 @@
-import { desiredPoolStatus, invalidPoolStatus, statusDiffers, transitions } from './pool-status';
+import { desiredPoolStatus, invalidPoolStatus, sameRecordedKeys, statusDiffers, transitions } from './pool-status';
 
 const now = new Date('2030-01-01T00:00:00Z');
 const later = new Date('2030-01-01T00:05:00Z');
@@ -34,6 +34,22 @@ describe('desiredPoolStatus', () => {
     const bad = desiredPoolStatus({ ...obs, warm: 10, problem: { reason: 'TemplateNotFound', message: 'gone' }, now: later }, ok);
     expect(bad.conditions?.[1]).toMatchObject({ type: 'Degraded', status: 'True', reason: 'TemplateNotFound', lastTransitionTime: '2030-01-01T00:05:00Z' });
     expect(transitions(ok, bad).map((c) => c.type)).toEqual(['Degraded']);
+    // Still Degraded, for another reason: a transition too (the event says why now).
+    const other = desiredPoolStatus({ ...obs, warm: 10, problem: { reason: 'PushFailed', message: 'node down' }, now: later }, bad);
+    expect(transitions(bad, other).map((c) => [c.type, c.reason])).toEqual([['Degraded', 'PushFailed']]);
+    expect(transitions(other, desiredPoolStatus({ ...obs, warm: 11, problem: { reason: 'PushFailed', message: 'two nodes down' }, now: later }, other))).toEqual([]);
+  });
+
+  it('records the pool keys, and a key change is a difference even when nothing else changed', () => {
+    const key = { template: 'img:a', net: 'none', size: 'small' };
+    const first = desiredPoolStatus({ ...obs, warm: 10, poolKey: key }, undefined);
+    expect(first.poolKey).toEqual(key);
+    expect(first.retiringPoolKey).toBeUndefined();
+    const moved = desiredPoolStatus({ ...obs, warm: 10, poolKey: { ...key, template: 'img:b' }, retiringPoolKey: key }, first);
+    expect(moved.retiringPoolKey).toEqual(key);
+    expect(sameRecordedKeys(first, moved)).toBe(false);
+    expect(statusDiffers(first, moved)).toBe(true);
+    expect(sameRecordedKeys(first, desiredPoolStatus({ ...obs, warm: 3, poolKey: key }, first))).toBe(true);
   });
 });
 
@@ -44,5 +60,12 @@ describe('invalidPoolStatus', () => {
       ['Ready', 'False', 'InvalidSpec', 'spec.sandboxTemplateRef.name: must be a name'],
       ['Degraded', 'True', 'InvalidSpec', 'spec.sandboxTemplateRef.name: must be a name'],
     ]);
+  });
+
+  it('keeps the recorded keys: a restarted driver reads them back', () => {
+    const poolKey = { template: 'img:a', net: 'none', size: 'small' };
+    const s = invalidPoolStatus('p', 'spec.replicas', 'must be >= 0', { poolKey, retiringPoolKey: { ...poolKey, template: 'img:old' } }, now);
+    expect(s.poolKey).toEqual(poolKey);
+    expect(s.retiringPoolKey?.template).toBe('img:old');
   });
 });

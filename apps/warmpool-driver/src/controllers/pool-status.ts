@@ -2,8 +2,11 @@ import {
   CONDITION_STATUS,
   CONDITION_TYPES,
   formatRfc3339Seconds,
+  poolKeyId,
   warmPoolSelector,
   type Condition,
+  type PoolKey,
+  type RecordedPoolKey,
   type SandboxWarmPoolStatus,
 } from '@sandbox-scale/scale-core';
 
@@ -36,6 +39,10 @@ export interface PoolObservation {
   routableNodes: number;
   problem?: PoolProblem;
   now: Date;
+  /** The key the pool is kept warm on (absent: none was ever resolved). */
+  poolKey?: PoolKey;
+  /** The previous key while it retires after a template change. */
+  retiringPoolKey?: PoolKey;
 }
 
 type ConditionCore = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
@@ -71,7 +78,17 @@ export function desiredPoolStatus(o: PoolObservation, current: SandboxWarmPoolSt
     selector: warmPoolSelector(o.name),
     ...(o.generation !== undefined ? { observedGeneration: o.generation } : {}),
     conditions: withTransitionTimes([readyOf(o), degradedOf(o)], current?.conditions, o.now, o.generation),
+    ...(o.poolKey ? { poolKey: recorded(o.poolKey) } : {}),
+    ...(o.retiringPoolKey ? { retiringPoolKey: recorded(o.retiringPoolKey) } : {}),
   };
+}
+
+const recorded = (k: PoolKey): RecordedPoolKey => ({ template: k.template, net: k.net, size: k.size });
+const idOrNone = (k: RecordedPoolKey | undefined): string => (k ? poolKeyId(k) : '');
+
+/** Whether two statuses record the same keys (a key change is written before the nodes are told). */
+export function sameRecordedKeys(a: SandboxWarmPoolStatus | undefined, b: SandboxWarmPoolStatus | undefined): boolean {
+  return idOrNone(a?.poolKey) === idOrNone(b?.poolKey) && idOrNone(a?.retiringPoolKey) === idOrNone(b?.retiringPoolKey);
 }
 
 /** Status for a pool that does not parse: Ready=False and Degraded=True, naming the field. */
@@ -87,6 +104,9 @@ export function invalidPoolStatus(name: string, fieldPath: string, message: stri
       current?.conditions,
       now,
     ),
+    // The record of what the nodes keep warm outlives a bad edit: it is what a restarted driver reads.
+    ...(current?.poolKey ? { poolKey: current.poolKey } : {}),
+    ...(current?.retiringPoolKey ? { retiringPoolKey: current.retiringPoolKey } : {}),
   };
 }
 
@@ -97,6 +117,8 @@ const comparable = (s: SandboxWarmPoolStatus | undefined): string =>
     selector: s?.selector,
     observedGeneration: s?.observedGeneration,
     conditions: (s?.conditions ?? []).map((c) => [c.type, c.status, c.reason, c.message, c.lastTransitionTime]).sort(),
+    poolKey: idOrNone(s?.poolKey),
+    retiringPoolKey: idOrNone(s?.retiringPoolKey),
   });
 
 /** Whether writing `desired` would change what the API server holds (diff before write). */
@@ -104,7 +126,14 @@ export function statusDiffers(current: SandboxWarmPoolStatus | undefined, desire
   return comparable(current) !== comparable(desired);
 }
 
-/** Conditions whose status flips between current and desired: what deserves an Event. */
+/**
+ * Conditions whose status or reason changes between current and desired: what deserves an Event.
+ * A reason change counts, so a pool already Degraded (say PushFailed) that loses its template
+ * still gets a TemplateNotFound event; a message-only change (a count) does not.
+ */
 export function transitions(current: SandboxWarmPoolStatus | undefined, desired: SandboxWarmPoolStatus): Condition[] {
-  return (desired.conditions ?? []).filter((c) => current?.conditions?.find((p) => p.type === c.type)?.status !== c.status);
+  return (desired.conditions ?? []).filter((c) => {
+    const prev = current?.conditions?.find((p) => p.type === c.type);
+    return prev?.status !== c.status || prev.reason !== c.reason;
+  });
 }

@@ -5,20 +5,22 @@ import {
   CONDITION_STATUS,
   CONDITION_TYPES,
   FIELD_MANAGERS,
+  normalizePoolKey,
   poolKeyForTemplate,
   poolKeyId,
   type NodeInventory,
   type PoolKey,
+  type PoolKeyLike,
   type SandboxTemplate,
   type SandboxWarmPool,
   type SandboxWarmPoolStatus,
 } from '@sandbox-scale/scale-core';
-import { planTargets, type HeldPool, type NodePoolSpec, type SpreadPool } from '../targets/plan-targets';
+import { planTargets, type NodePoolSpec, type SpreadPool } from '../targets/plan-targets';
 import { needsRepush } from '../targets/node-drift';
 import type { PushTarget, TargetPusher } from '../targets/push-targets';
 import { SandboxWarmPoolResource } from '../resources';
 import { routableNodes, WarmCounts, type RoutableNode } from './fleet-view';
-import { POOL_REASONS, desiredPoolStatus, invalidPoolStatus, statusDiffers, transitions, type PoolProblem } from './pool-status';
+import { POOL_REASONS, desiredPoolStatus, invalidPoolStatus, sameRecordedKeys, statusDiffers, transitions, type PoolProblem } from './pool-status';
 
 /**
  * A pool's warm count changes with every publish while it fills; writing each change would
@@ -40,23 +42,47 @@ export interface WarmPoolReconcilerOptions {
   events: EventRecorder;
   log: Logger;
   syncIntervalMs: number;
+  /** The one namespace this driver drives ('' or absent: all); it then owns only some of each node's keys. */
+  namespace?: string;
 }
 
+/**
+ * What the driver keeps warm for one pool. Rebuilt from `status.poolKey` and
+ * `status.retiringPoolKey` after a restart or failover (docs/adr/0002), so a template that
+ * is missing then never drains a node.
+ */
 interface PoolMemory {
   key: PoolKey;
-  targets: Map<string, number>;
   /** The key before a template change: kept at its targets until the new key is warm, then drained. */
-  retiring?: { key: PoolKey; targets: Map<string, number> };
+  retiring?: PoolKey;
+  /** Set when the new key is warm: the next sync stops holding the old key, then the record drops it. */
+  releaseRetiring?: boolean;
+}
+
+/** A key this process stopped driving: never carried over until each node of the fleet accepted a PUT without it. */
+interface DrainingKey {
+  key: PoolKey;
+  pending: Set<string>;
 }
 
 type Resolved = { key: PoolKey } | { problem: PoolProblem };
 
 const idOf = (p: SandboxWarmPool): string => `${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`;
+const showKey = (k: PoolKey): string => `${k.template}/${k.net}/${k.size}`;
+const TEMPLATE_FIELD = 'spec.sandboxTemplateRef.name';
+
+const keysFingerprint = (key: PoolKeyLike, retiring: PoolKeyLike | undefined): string => `${poolKeyId(key)}|${retiring ? poolKeyId(retiring) : ''}`;
+
+/** The keys a status records, normalised; undefined when it records none. */
+function recalled(status: SandboxWarmPoolStatus | undefined): PoolMemory | undefined {
+  if (!status?.poolKey) return undefined;
+  return { key: normalizePoolKey(status.poolKey), ...(status.retiringPoolKey ? { retiring: normalizePoolKey(status.retiringPoolKey) } : {}) };
+}
 
 /**
  * Level-based and global, as the reference driver: every request runs one sync of all pools,
- * because a node's PUT carries the full set of pools that target it. Last good targets are
- * kept when a template cannot be read (§13.10); only deleting a pool drains its key.
+ * because a node's PUT carries the full set of pools that target it. A pool whose template
+ * cannot be read stays on its last-good key (§13.10); only deleting the pool drains its key.
  */
 export class WarmPoolReconciler implements Reconciler {
   /** Status writes made (read by the bench). */
@@ -67,8 +93,14 @@ export class WarmPoolReconciler implements Reconciler {
   private readonly warm = new WarmCounts();
   private readonly invalidWritten = new Map<string, string>();
   private readonly lastStatusWrite = new Map<string, number>();
+  /** Key ids driven last sync, to notice the ones that stop being driven. */
+  private owned = new Map<string, PoolKey>();
+  private readonly draining = new Map<string, DrainingKey>();
+  /** Pool id -> the keys this process recorded in its status (see keysFingerprint). */
+  private readonly recorded = new Map<string, string>();
   private deferredStatus = false;
   private warnedNoToken = false;
+  private inDoubt = false;
 
   constructor(private readonly opts: WarmPoolReconcilerOptions) {}
 
@@ -86,12 +118,15 @@ export class WarmPoolReconciler implements Reconciler {
     const nodes = routableNodes(inventories.list());
     const inventoryOf = (n: string): NodeInventory | undefined => inventories.get(undefined, n);
     const live = pools.list();
-    const { spread, held, problems, keys } = this.collect(live);
-    for (const id of this.memory.keys()) if (!keys.has(id)) this.memory.delete(id);
-    for (const id of this.lastStatusWrite.keys()) if (!keys.has(id)) this.lastStatusWrite.delete(id);
-    const plan = planTargets({ pools: spread, held, nodes });
-    for (const [id, key] of keys) this.memory.set(id, { key, targets: plan.byPool.get(id) ?? new Map(), retiring: this.memory.get(id)?.retiring });
-    const fleetProblem = await this.push(nodes, plan.byNode, signal);
+    const { spread, problems, owned, unattributed } = this.collect(live);
+    this.trackDraining(owned);
+    const plan = planTargets({ pools: spread, held: [], nodes });
+    // Keys on a node that this driver cannot attribute belong to another namespace's driver, or
+    // to a pool whose key is unknown here: they are carried over, never drained (ADR 0002).
+    const carryOver = (this.opts.namespace ?? '') !== '' || unattributed.length > 0;
+    this.noteDoubt(unattributed);
+    const written = await this.recordKeys(live, nodes, problems, signal);
+    const fleetProblem = await this.push(nodes, plan.byNode, owned, carryOver, signal);
     let released = false;
     this.deferredStatus = false;
     const failures: unknown[] = [];
@@ -99,16 +134,18 @@ export class WarmPoolReconciler implements Reconciler {
       const id = idOf(pool);
       const mem = this.memory.get(id);
       const malformed = pools.malformedObject(pool.metadata.namespace, pool.metadata.name ?? '') !== undefined;
-      if (malformed || !mem) {
-        if (!malformed) await this.writeStatus(pool, this.statusOf(pool, 0, nodes, problems.get(id) ?? fleetProblem), signal).catch((e: unknown) => failures.push(e));
+      if (malformed) continue;
+      const current = written.get(id) ?? pool.status;
+      if (!mem) {
+        await this.writeStatus(pool, current, this.statusOf(pool, 0, nodes, problems.get(id) ?? fleetProblem, undefined), signal).catch((e: unknown) => failures.push(e));
         continue;
       }
       const warm = this.warm.warmOf(poolKeyId(mem.key), nodes, inventoryOf);
-      if (mem.retiring && warm >= pool.spec.replicas && !problems.has(id)) {
-        mem.retiring = undefined;
+      if (mem.retiring && !mem.releaseRetiring && warm >= pool.spec.replicas && !problems.has(id)) {
+        mem.releaseRetiring = true;
         released = true;
       }
-      await this.writeStatus(pool, this.statusOf(pool, warm, nodes, problems.get(id) ?? fleetProblem), signal).catch((e: unknown) => failures.push(e));
+      await this.writeStatus(pool, current, this.statusOf(pool, warm, nodes, problems.get(id) ?? fleetProblem, mem), signal).catch((e: unknown) => failures.push(e));
     }
     await this.reportMalformed(signal).catch((e: unknown) => failures.push(e));
     this.syncs++;
@@ -116,44 +153,118 @@ export class WarmPoolReconciler implements Reconciler {
     return released;
   }
 
-  private collect(live: readonly SandboxWarmPool[]): { spread: SpreadPool[]; held: HeldPool[]; problems: Map<string, PoolProblem>; keys: Map<string, PoolKey> } {
+  /**
+   * Each pool's key: its template's when readable, else the one remembered (this process) or
+   * recorded in its status (an earlier one). `unattributed` names the pools in scope whose key
+   * is unknown: while there are any, no key on a node can be called nobody's.
+   */
+  private collect(live: readonly SandboxWarmPool[]): { spread: SpreadPool[]; problems: Map<string, PoolProblem>; owned: Map<string, PoolKey>; unattributed: string[] } {
     const spread: SpreadPool[] = [];
-    const held: HeldPool[] = [];
     const problems = new Map<string, PoolProblem>();
-    const keys = new Map<string, PoolKey>();
+    const owned = new Map<string, PoolKey>();
+    const unattributed: string[] = [];
+    const liveIds = new Set<string>();
+    for (const pool of live) {
+      const id = idOf(pool);
+      liveIds.add(id);
+      let mem = this.memory.get(id) ?? recalled(pool.status);
+      if (mem?.releaseRetiring) mem = { key: mem.key };
+      const r = this.resolve(pool);
+      if ('problem' in r) {
+        problems.set(id, { reason: r.problem.reason, message: mem ? `${r.problem.message}; running on the last-good targets of pool key ${showKey(mem.key)} (status.poolKey) until the template is back or the pool is deleted` : `${r.problem.message}; no pool key was ever recorded for this pool (status.poolKey), so it has no targets, and pool keys on the nodes that no pool accounts for are kept until it is fixed or deleted` });
+        if (!mem) unattributed.push(id);
+      } else if (!mem) {
+        mem = { key: r.key };
+      } else if (poolKeyId(mem.key) !== poolKeyId(r.key)) {
+        // A newer change replaces a retiring key that never finished: that one drains now.
+        mem = { key: r.key, retiring: mem.key };
+      }
+      if (!mem) {
+        this.memory.delete(id);
+        continue;
+      }
+      this.memory.set(id, mem);
+      spread.push({ id, key: mem.key, replicas: pool.spec.replicas });
+      owned.set(poolKeyId(mem.key), mem.key);
+      if (mem.retiring) {
+        spread.push({ id: `${id}#retiring`, key: mem.retiring, replicas: pool.spec.replicas });
+        owned.set(poolKeyId(mem.retiring), mem.retiring);
+      }
+    }
+    // A pool that never parsed is not listed; its key (if any) cannot be read either.
+    for (const { ref } of this.opts.pools.malformedObjects()) {
+      const id = `${ref.namespace ?? ''}/${ref.name}`;
+      if (!liveIds.has(id)) unattributed.push(id);
+    }
+    for (const id of this.memory.keys()) if (!liveIds.has(id)) this.memory.delete(id);
+    for (const id of this.lastStatusWrite.keys()) if (!liveIds.has(id)) this.lastStatusWrite.delete(id);
+    for (const id of this.recorded.keys()) if (!liveIds.has(id)) this.recorded.delete(id);
+    return { spread, problems, owned, unattributed };
+  }
+
+  /**
+   * Keys that stopped being driven stay out of every carried-over set until each node that
+   * publishes a NodeInventory accepted a PUT without them. A node that is stale or draining now
+   * stays pending, so it drains the key when it comes back; a node whose inventory is gone is
+   * dropped (it is no longer part of the fleet this driver sees).
+   */
+  private trackDraining(owned: ReadonlyMap<string, PoolKey>): void {
+    const fleet = new Set(this.opts.inventories.list().map((inv) => inv.node));
+    for (const [kid, key] of this.owned) if (!owned.has(kid)) this.draining.set(kid, { key, pending: new Set(fleet) });
+    for (const kid of owned.keys()) this.draining.delete(kid);
+    this.owned = new Map(owned);
+    for (const [kid, d] of this.draining) {
+      for (const n of d.pending) if (!fleet.has(n)) d.pending.delete(n);
+      if (d.pending.size === 0) this.draining.delete(kid);
+    }
+  }
+
+  private noteDoubt(unattributed: readonly string[]): void {
+    const doubt = unattributed.length > 0;
+    if (doubt && !this.inDoubt) {
+      this.opts.log.warn({ pools: unattributed.slice(0, 5), count: unattributed.length }, 'pools without a known pool key: keys on the nodes that no pool accounts for are kept, not drained, until these pools are fixed or deleted');
+    }
+    this.inDoubt = doubt;
+  }
+
+  /**
+   * Records a pool's new keys in its status before any node is told about them, so a driver
+   * that takes over later knows which key the nodes keep warm for the pool. A failed record
+   * fails the sync: nothing is sent that could not be recalled.
+   */
+  private async recordKeys(live: readonly SandboxWarmPool[], nodes: readonly RoutableNode[], problems: ReadonlyMap<string, PoolProblem>, signal: AbortSignal): Promise<Map<string, SandboxWarmPoolStatus>> {
+    const written = new Map<string, SandboxWarmPoolStatus>();
+    const inventoryOf = (n: string): NodeInventory | undefined => this.opts.inventories.get(undefined, n);
     for (const pool of live) {
       const id = idOf(pool);
       const mem = this.memory.get(id);
-      const r = this.resolve(pool);
-      if ('problem' in r) {
-        problems.set(id, r.problem);
-        if (mem) {
-          held.push({ id, key: mem.key, targets: mem.targets });
-          keys.set(id, mem.key);
-        }
-      } else {
-        if (mem && poolKeyId(mem.key) !== poolKeyId(r.key)) mem.retiring = { key: mem.key, targets: mem.targets };
-        spread.push({ id, key: r.key, replicas: pool.spec.replicas });
-        keys.set(id, r.key);
-      }
-      if (mem?.retiring) held.push({ id: `${id}#retiring`, key: mem.retiring.key, targets: mem.retiring.targets });
+      if (!mem || this.opts.pools.malformedObject(pool.metadata.namespace, pool.metadata.name ?? '') !== undefined) continue;
+      const want = keysFingerprint(mem.key, mem.retiring);
+      const cached = pool.status?.poolKey ? keysFingerprint(pool.status.poolKey, pool.status.retiringPoolKey) : '';
+      // The cache lags this process's own write by a watch event: remember what was written.
+      if (cached === want || this.recorded.get(id) === want) continue;
+      // A released retiring key needs no record first: it is dropped after the nodes drained it.
+      if (mem.retiring === undefined && pool.status?.poolKey && poolKeyId(pool.status.poolKey) === poolKeyId(mem.key)) continue;
+      const desired = this.statusOf(pool, this.warm.warmOf(poolKeyId(mem.key), nodes, inventoryOf), nodes, problems.get(id), mem);
+      await this.writeStatus(pool, pool.status, desired, signal, true);
+      this.recorded.set(id, want);
+      written.set(id, desired);
     }
-    return { spread, held, problems, keys };
+    return written;
   }
-
   private resolve(pool: SandboxWarmPool): Resolved {
     const ns = pool.metadata.namespace;
     const name = pool.spec.sandboxTemplateRef.name;
     const bad = this.opts.templates.malformedObject(ns, name);
-    if (bad) return { problem: { reason: POOL_REASONS.templateInvalid, message: `SandboxTemplate ${name} is invalid (${bad.fieldPath}: ${bad.message}); keeping the last warm targets` } };
+    if (bad) return { problem: { reason: POOL_REASONS.templateInvalid, message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" is invalid (${bad.fieldPath}: ${bad.message})` } };
     const tpl = this.opts.templates.get(ns, name);
-    if (!tpl) return { problem: { reason: POOL_REASONS.templateNotFound, message: `SandboxTemplate ${name} not found; keeping the last warm targets` } };
+    if (!tpl) return { problem: { reason: POOL_REASONS.templateNotFound, message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" not found` } };
     const key = poolKeyForTemplate(tpl);
-    if (key.template === '') return { problem: { reason: POOL_REASONS.templateInvalid, message: `SandboxTemplate ${name} has no container image; keeping the last warm targets` } };
+    if (key.template === '') return { problem: { reason: POOL_REASONS.templateInvalid, message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" has no container image` } };
     return { key };
   }
 
-  private async push(nodes: readonly RoutableNode[], byNode: ReadonlyMap<string, NodePoolSpec[]>, signal: AbortSignal): Promise<PoolProblem | undefined> {
+  private async push(nodes: readonly RoutableNode[], byNode: ReadonlyMap<string, NodePoolSpec[]>, owned: ReadonlyMap<string, PoolKey>, carry: boolean, signal: AbortSignal): Promise<PoolProblem | undefined> {
     const { pusher, log } = this.opts;
     if (!pusher) {
       if (!this.warnedNoToken) log.error('no fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): refusing to send warm targets to any node');
@@ -161,43 +272,62 @@ export class WarmPoolReconciler implements Reconciler {
       return { reason: POOL_REASONS.fleetTokenMissing, message: 'no sandboxd fleet token is configured: warm targets are not sent to any node (fail closed)' };
     }
     pusher.retain(new Set(nodes.map((n) => n.name)));
+    const drainingIds = new Set(this.draining.keys());
+    const compared = carry ? new Set([...owned.keys(), ...drainingIds]) : undefined;
     const targets = nodes.map((n): PushTarget => {
       const inv = this.opts.inventories.get(undefined, n.name);
       const reportRv = inv?.metadata.resourceVersion ?? '';
-      const t: PushTarget = { node: n.name, address: n.address, pools: byNode.get(n.name) ?? [], reportRv };
+      const t: PushTarget = { node: n.name, address: n.address, pools: byNode.get(n.name) ?? [], reportRv, ...(carry ? { carryOver: { draining: drainingIds } } : {}) };
       // Only an unchanged set can drift: a changed one is PUT anyway.
-      const drifted = pusher.isCurrent(t) && needsRepush({ desired: t.pools, reported: inv?.pools, reportRv, rvAtLastPut: pusher.rvAtLastPut(n.name) });
+      const drifted = pusher.isCurrent(t) && needsRepush({ desired: t.pools, reported: inv?.pools, reportRv, rvAtLastPut: pusher.rvAtLastPut(n.name), ...(compared ? { compared } : {}) });
       return drifted ? { ...t, repush: true } : t;
     });
     const results = await pusher.push(targets, signal);
     const failed: string[] = [];
     for (const r of results) {
-      if (r.ok) this.warm.recordPut(r.node, this.opts.inventories.get(undefined, r.node)?.metadata.resourceVersion ?? '', r.info);
-      else failed.push(r.node);
+      if (r.ok) {
+        this.warm.recordPut(r.node, this.opts.inventories.get(undefined, r.node)?.metadata.resourceVersion ?? '', r.info);
+        for (const d of this.draining.values()) d.pending.delete(r.node);
+      } else failed.push(r.node);
     }
+    for (const [kid, d] of this.draining) if (d.pending.size === 0) this.draining.delete(kid);
     if (failed.length === 0) return undefined;
     return { reason: POOL_REASONS.pushFailed, message: `PUT /v1/pools failed on ${failed.length} node(s) (${failed.slice(0, 5).join(', ')}); they keep their previous targets` };
   }
 
-  private statusOf(pool: SandboxWarmPool, warm: number, nodes: readonly RoutableNode[], problem: PoolProblem | undefined): SandboxWarmPoolStatus {
+  private statusOf(pool: SandboxWarmPool, warm: number, nodes: readonly RoutableNode[], problem: PoolProblem | undefined, mem: PoolMemory | undefined): SandboxWarmPoolStatus {
+    // A released retiring key stays recorded until the sync that drains it: recorded before the
+    // nodes are told to keep it, dropped only after they were told to drain it.
     return desiredPoolStatus(
-      { name: pool.metadata.name ?? '', generation: pool.metadata.generation, replicas: pool.spec.replicas, warm, routableNodes: nodes.length, problem, now: new Date() },
+      {
+        name: pool.metadata.name ?? '',
+        generation: pool.metadata.generation,
+        replicas: pool.spec.replicas,
+        warm,
+        routableNodes: nodes.length,
+        problem,
+        now: new Date(),
+        ...(mem ? { poolKey: mem.key } : {}),
+        ...(mem?.retiring ? { retiringPoolKey: mem.retiring } : {}),
+      },
       pool.status,
     );
   }
 
-  private async writeStatus(pool: SandboxWarmPool, desired: SandboxWarmPoolStatus, signal: AbortSignal): Promise<void> {
-    if (!statusDiffers(pool.status, desired)) return;
+  /** `current` is what the API server holds as far as this sync knows (the cache, or this sync's earlier write). */
+  private async writeStatus(pool: SandboxWarmPool, current: SandboxWarmPoolStatus | undefined, desired: SandboxWarmPoolStatus, signal: AbortSignal, immediate = false): Promise<void> {
+    if (!statusDiffers(current, desired)) return;
     const id = idOf(pool);
     const now = Date.now();
-    const countOnly = transitions(pool.status, desired).length === 0 && pool.status?.observedGeneration === desired.observedGeneration && pool.status?.selector === desired.selector;
-    if (countOnly && now - (this.lastStatusWrite.get(id) ?? 0) < STATUS_COUNT_INTERVAL_MS) {
+    const countOnly =
+      transitions(current, desired).length === 0 && current?.observedGeneration === desired.observedGeneration && current?.selector === desired.selector && sameRecordedKeys(current, desired);
+    if (!immediate && countOnly && now - (this.lastStatusWrite.get(id) ?? 0) < STATUS_COUNT_INTERVAL_MS) {
       this.deferredStatus = true;
       return;
     }
     this.lastStatusWrite.set(id, now);
     await this.apply(pool.metadata.namespace ?? '', pool.metadata.name ?? '', desired, signal);
-    for (const c of transitions(pool.status, desired)) {
+    for (const c of transitions(current, desired)) {
       const bad = (c.type === CONDITION_TYPES.degraded) === (c.status === CONDITION_STATUS.true);
       this.opts.events.record(involvedObjectOf(pool), { type: bad ? 'Warning' : 'Normal', reason: c.reason, action: 'SyncWarmTargets', note: c.message });
     }

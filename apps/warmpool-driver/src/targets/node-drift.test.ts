@@ -1,4 +1,4 @@
-import type { PoolCapacity } from '@sandbox-scale/scale-core';
+import { poolKeyId, type PoolCapacity } from '@sandbox-scale/scale-core';
 import { needsRepush, sameTargets, targetsByKey, type DriftInput } from './node-drift';
 import type { NodePoolSpec } from './plan-targets';
 
@@ -15,6 +15,14 @@ describe('needsRepush (the drift rule)', () => {
   it('re-PUTs a node whose set another writer changed after the last PUT', () => {
     expect(needsRepush(input({ reported: [report('img:a', 1)] }))).toBe(true);
     expect(needsRepush(input({ reported: [report('img:a', 4), report('img:x', 2)] }))).toBe(true);
+  });
+
+  it('compares only the keys it answers for when it carries the others over (a namespace-scoped driver)', () => {
+    const compared = new Set([poolKeyId({ template: 'img:a' }), poolKeyId({ template: 'img:b' }), poolKeyId({ template: 'img:gone' })]);
+    // Another namespace's key is the other driver's business, whatever its target.
+    expect(needsRepush(input({ reported: [report('img:a', 4), report('img:other', 7)], compared }))).toBe(false);
+    // A key this driver drains still counts: the node must not keep it.
+    expect(needsRepush(input({ reported: [report('img:a', 4), report('img:gone', 2)], compared }))).toBe(true);
   });
 
   it('does not re-PUT while the report is the one the last PUT was composed against (the inventory lags)', () => {

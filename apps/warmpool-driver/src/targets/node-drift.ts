@@ -14,6 +14,11 @@ export interface DriftInput {
    * the node a PUT; undefined when it never did (then any report counts as newer).
    */
   rvAtLastPut: string | undefined;
+  /**
+   * Key ids the driver answers for when it does not own the node's whole set (carry-over): its
+   * own keys and the ones it drains. Other keys belong to another writer and are not compared.
+   */
+  compared?: ReadonlySet<string>;
 }
 
 /** Normalised key -> warm target; keys that normalise alike (net "" and "none") are summed. */
@@ -57,5 +62,7 @@ export function sameTargets(a: ReadonlyMap<string, number>, b: ReadonlyMap<strin
 export function needsRepush(input: DriftInput): boolean {
   if (input.rvAtLastPut !== undefined && input.reportRv === input.rvAtLastPut) return false;
   const desired = targetsByKey(input.desired.map((s) => ({ ...s, target: s.warm })));
-  return !sameTargets(desired, targetsByKey(input.reported ?? []));
+  const { compared } = input;
+  const reported = (input.reported ?? []).filter((p) => compared === undefined || compared.has(poolKeyId(p)));
+  return !sameTargets(desired, targetsByKey(reported));
 }

@@ -3,9 +3,10 @@ import type { Registry } from 'prom-client';
 import { counter, type Logger } from '@sandbox-scale/kube-runtime';
 import { LIMITS } from '@sandbox-scale/scale-core';
 import type { NodeInfo, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { withCarriedOver } from './carry-over';
 import type { NodePoolSpec } from './plan-targets';
 
-export type PushResult = { node: string; ok: true; info: NodeInfo } | { node: string; ok: false; error: string };
+export type PushResult = { node: string; ok: true; info: NodeInfo; carried: number } | { node: string; ok: false; error: string };
 
 export interface PushTarget {
   node: string;
@@ -16,6 +17,12 @@ export interface PushTarget {
   reportRv?: string;
   /** Send even though the node last accepted this very set: its report shows it drifted (see node-drift.ts). */
   repush?: boolean;
+  /**
+   * Set when `pools` is not the node's whole set (see carry-over.ts): the node's current set is
+   * read (GET /v1/info) right before the PUT and its other keys are sent back unchanged, except
+   * the `draining` key ids.
+   */
+  carryOver?: { draining: ReadonlySet<string> };
 }
 
 export interface TargetPusherOptions {
@@ -84,10 +91,15 @@ export class TargetPusher {
       this.opts.log.info({ node: t.node, address: t.address }, 'node reports a pool set other than the one it accepted (sandboxd restarted or another writer); PUT it again');
     }
     try {
-      const info = await this.opts.clients.forNode(t.address).setPools(t.pools, { signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+      const client = this.opts.clients.forNode(t.address);
+      const opts = { signal: signal ? AbortSignal.any([signal, timeout]) : timeout };
+      // Read as late as possible: the window in which another writer's change can be lost is
+      // this GET-to-PUT round trip, not a publish interval of the NodeInventory.
+      const pools = t.carryOver ? withCarriedOver(t.pools, (await client.info(opts)).pools, t.carryOver.draining) : t.pools;
+      const info = await client.setPools(pools, opts);
       this.lastAccepted.set(t.node, body);
       this.results.inc({ result: 'ok' });
-      return { node: t.node, ok: true, info };
+      return { node: t.node, ok: true, info, carried: pools.length - t.pools.length };
     } catch (err) {
       this.lastAccepted.delete(t.node);
       this.results.inc({ result: 'error' });
@@ -97,6 +109,7 @@ export class TargetPusher {
   }
 }
 
+/** What the driver decides for a node; carried-over keys are the node's own and never make a PUT. */
 function bodyOf(t: PushTarget): string {
-  return JSON.stringify([t.address, t.pools]);
+  return JSON.stringify([t.address, t.pools, t.carryOver !== undefined]);
 }

@@ -27,6 +27,15 @@ export const SandboxWarmPoolSpecSchema = z
   })
   .describe('Desired warm capacity of the pool.');
 
+/** A pool key as the driver records it in status: what it keeps warm, readable after a restart. */
+export const RecordedPoolKeySchema = z
+  .looseObject({
+    template: z.string().min(1).describe('Template axis: the image reference (or promoted template name).'),
+    net: z.string().min(1).describe('Network lane: none or egress.'),
+    size: z.string().min(1).describe('Size class: small, medium or large.'),
+  })
+  .describe('A normalised pool key (template, net, size).');
+
 export const SandboxWarmPoolStatusSchema = z
   .looseObject({
     replicas: int32().min(0).optional().describe('Warm sandboxes for the pool key, summed over all nodes.'),
@@ -34,6 +43,10 @@ export const SandboxWarmPoolStatusSchema = z
     selector: z.string().optional().describe('Label selector of the pool (agents.x-k8s.io/warm-pool=<name>), read by the scale subresource.'),
     observedGeneration: int64().min(0).optional().describe('The metadata.generation the status was computed from.'),
     conditions: conditionsSchema('Ready and Degraded conditions of the pool.').optional(),
+    poolKey: RecordedPoolKeySchema.optional().describe(
+      'The key the driver keeps warm for this pool, recorded before the nodes are told. While the template is missing or invalid the pool stays on this key (its last-good targets), also across driver restarts and failovers.',
+    ),
+    retiringPoolKey: RecordedPoolKeySchema.optional().describe('The previous key after a template change, kept at its targets until poolKey is warm, then drained.'),
   })
   .describe('Observed warm capacity of the pool.');
 
@@ -50,3 +63,4 @@ export const SandboxWarmPoolSchema = z
 export type SandboxWarmPool = z.infer<typeof SandboxWarmPoolSchema>;
 export type SandboxWarmPoolSpec = z.infer<typeof SandboxWarmPoolSpecSchema>;
 export type SandboxWarmPoolStatus = z.infer<typeof SandboxWarmPoolStatusSchema>;
+export type RecordedPoolKey = z.infer<typeof RecordedPoolKeySchema>;
