@@ -1,7 +1,5 @@
-import { randomBytes } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { controller, createEventRecorder, createLogger, DEFAULT_INFLIGHT_CAPS, DelegatedAuth, InflightLimits, involvedObjectOf, isNotFound, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
+import { controller, createEventRecorder, createLogger, DEFAULT_INFLIGHT_CAPS, defaultIdentity, DelegatedAuth, InflightLimits, involvedObjectOf, isNotFound, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
 import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
@@ -50,7 +48,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const log = o.log ?? createLogger({ name: 'claim-controller' });
   const registry = o.registry ?? new Registry();
   const kc = o.kubeConfig;
-  const identity = o.identity ?? `${hostname()}-${randomBytes(3).toString('hex')}`;
+  const identity = o.identity ?? defaultIdentity();
   const metrics = claimControllerMetrics(registry);
   const caches = createCaches(kc, log, registry);
   const clients = new SandboxdClientSet({ token: o.fleetToken });
@@ -77,6 +75,8 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list();
   const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, coldClaimTimeoutMs: flags.coldClaimTimeout, onClaim: metrics.onClaim });
   const writes = new ClaimWrites(kc);
+  // set when this process wins the Lease (before the claim controller starts), cleared when it stops leading
+  const leadership: { since: Date | undefined } = { since: undefined };
   const leaseTtlSeconds = Math.ceil(flags.sandboxLeaseTtl / 1000);
   const reconciler = new ClaimReconciler({
     ...caches,
@@ -84,7 +84,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     recorder,
     writes,
     events,
-    startedAt: new Date(),
+    leadingSince: () => leadership.since,
     leaseTtlSeconds,
     renewals: new TokenBucket({ ratePerSecond: flags.leaseRenewalsPerSecond }),
     onRenewal: metrics.onRenewal,
@@ -98,6 +98,14 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
 
   const manager = new Manager(managerOptionsFromFlags(flags, { log, registry, kubeConfig: kc, leaseName: LEASE_NAMES.claimController }));
   for (const c of Object.values(caches)) manager.addInformer(c);
+  manager.add({
+    name: 'leadership-clock',
+    start: (signal) =>
+      new Promise<void>((resolve) => {
+        leadership.since = new Date();
+        signal.addEventListener('abort', () => { leadership.since = undefined; resolve(); }, { once: true });
+      }),
+  });
   manager.add(events).add(claimController).add(orphans);
   manager.add({ name: 'record-queue', needLeaderElection: false, start: (signal) => new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true })), drain: () => recordQueue.close() });
   const ac = new AbortController();

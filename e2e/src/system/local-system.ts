@@ -1,4 +1,5 @@
-import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { LEASE_NAMES } from '@sandbox-scale/scale-core';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -36,6 +37,12 @@ export interface LocalSystemOptions {
   controlPlane?: ControlPlane;
   /** Runs on the control plane before the chart is installed (e.g. creates the claim namespaces its Roles go into). */
   beforeInstall?: (kc: KubeConfig) => Promise<void>;
+  /**
+   * Processes of claim-controller (default 1; the chart runs 2): every one serves the fast path
+   * and campaigns for the Lease, only the leader reconciles. Replica i > 0 is the app
+   * `claim-controller-<i>` with its fast path on a port of its own.
+   */
+  claimControllerReplicas?: number;
   /** Extra flags appended per app (e.g. a shorter `--orphan-interval` for claim-controller). */
   extraArgs?: Partial<Record<AppName | 'sandboxd-sim' | 'inventory-publisher', string[]>>;
   log?: (msg: string) => void;
@@ -54,7 +61,9 @@ export interface LocalSystem {
   logDir: string;
   apps: Map<string, AppProcess>;
   /** Stops one app (SIGKILL when `kill`) and starts it again with the same flags. */
-  restartApp(name: AppName, opts?: { kill?: boolean; beforeStart?: () => Promise<void> }): Promise<void>;
+  restartApp(name: AppName | `claim-controller-${number}`, opts?: { kill?: boolean; beforeStart?: () => Promise<void> }): Promise<void>;
+  /** The app holding a component's leader Lease (from its holderIdentity, `<POD_NAME>_<suffix>`), if any. */
+  leaderOf(component: keyof typeof LEASE_NAMES): Promise<string | undefined>;
   stop(): Promise<void>;
 }
 
@@ -68,6 +77,7 @@ interface Ctx {
   apps: Map<string, AppProcess>;
   specs: Map<string, { entry: string; args: string[]; env: Record<string, string> }>;
   extraArgs: NonNullable<LocalSystemOptions['extraArgs']>;
+  claimControllerReplicas: number;
 }
 
 function helm(cp: ControlPlane, args: string[]): Promise<string> {
@@ -153,11 +163,16 @@ async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number;
     '--service-name', `${RELEASE}-sandbox-apiserver`, '--service-namespace', SYSTEM_NAMESPACE,
     ...(ctx.extraArgs['sandbox-apiserver'] ?? []),
   ]);
-  startApp(ctx, 'claim-controller', 'apps/claim-controller/src/main.ts', [
-    ...common(await saKubeconfig(ctx, 'claim-controller')), ...leader, ...probeArgs(),
-    '--fast-path-bind-address', `127.0.0.1:${ports.fastPath}`, '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key,
-    ...(ctx.extraArgs['claim-controller'] ?? []),
-  ]);
+  const claimControllerKubeconfig = await saKubeconfig(ctx, 'claim-controller');
+  for (let i = 0; i < ctx.claimControllerReplicas; i++) {
+    const name = i === 0 ? 'claim-controller' : `claim-controller-${i}`;
+    const fastPath = i === 0 ? ports.fastPath : await freePort();
+    startApp(ctx, name, 'apps/claim-controller/src/main.ts', [
+      ...common(claimControllerKubeconfig), ...leader, ...probeArgs(),
+      '--fast-path-bind-address', `127.0.0.1:${fastPath}`, '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key,
+      ...(ctx.extraArgs['claim-controller'] ?? []),
+    ], { env: { POD_NAME: name } });
+  }
   startApp(ctx, 'warmpool-driver', 'apps/warmpool-driver/src/main.ts', [
     ...common(await saKubeconfig(ctx, 'warmpool-driver')), ...leader, ...probeArgs(),
     ...(ctx.extraArgs['warmpool-driver'] ?? []),
@@ -201,7 +216,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
   const fleetToken = randomBytes(24).toString('hex');
   const tokenFile = join(dir, 'fleet-token');
   writeFileSync(tokenFile, fleetToken, { mode: 0o600 });
-  const ctx: Ctx = { cp, dir, logDir, log, fleetToken, tokenFile, apps: new Map(), specs: new Map(), extraArgs: opts.extraArgs ?? {} };
+  const ctx: Ctx = { cp, dir, logDir, log, fleetToken, tokenFile, apps: new Map(), specs: new Map(), extraArgs: opts.extraArgs ?? {}, claimControllerReplicas: opts.claimControllerReplicas ?? 1 };
   const stopAll = async (): Promise<void> => {
     for (const app of [...ctx.apps.values()].reverse()) await app.stop();
     if (ownsControlPlane) await cp.stop();
@@ -249,6 +264,16 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
         await app.stop();
         await o.beforeStart?.();
         startApp(ctx, name, spec.entry, spec.args, { env: spec.env });
+      },
+      async leaderOf(component) {
+        try {
+          const lease = await cp.kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: SYSTEM_NAMESPACE, name: LEASE_NAMES[component] });
+          const holder = lease.spec?.holderIdentity ?? '';
+          const app = holder.slice(0, holder.lastIndexOf('_'));
+          return ctx.apps.has(app) ? app : undefined;
+        } catch {
+          return undefined;
+        }
       },
       stop: stopAll,
     };

@@ -65,8 +65,13 @@ export interface ClaimReconcilerOptions {
   recorder: ClaimRecorder;
   writes: ClaimWrites;
   events: EventRecorder;
-  /** Claims created before this may have been delivered by an earlier process. */
-  startedAt: Date;
+  /**
+   * Since when this process leads (undefined: unknown). A claim created before it may have been
+   * delivered by an earlier process or leader, so its nodes are asked before claiming: the
+   * process start is not enough, since a standby that takes over later would skip the claims
+   * created while it waited.
+   */
+  leadingSince: () => Date | undefined;
   /** Seconds of node lease asked for a claim without shutdownTime (claim and renewals); 0 = the node's default. */
   leaseTtlSeconds?: number;
   /** Bounds node lease renewals over all claims; a renewal refused a token is requeued until one is free. */
@@ -162,7 +167,8 @@ export class ClaimReconciler implements Reconciler {
 
   /** After a restart, a claim older than this process may already hold a VM on some node. */
   async #previousDelivery(claim: SandboxClaim, ctx: ReconcileContext): Promise<Assignment | undefined> {
-    if (!createdBefore(claim, this.o.startedAt)) return undefined;
+    const since = this.o.leadingSince();
+    if (since !== undefined && !createdBefore(claim, since)) return undefined;
     const found = await this.o.gateway.findDeliveries({ namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', owner: claimOwner(claim) }, ctx.signal);
     if (found.length > 0) ctx.log.info({ node: found[0]?.node, sandboxId: found[0]?.claimId }, 'adopting a delivery made before a restart');
     return found[0];

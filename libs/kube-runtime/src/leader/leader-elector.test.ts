@@ -1,4 +1,4 @@
-import { LeaderElector } from './leader-elector';
+import { defaultIdentity, LeaderElector } from './leader-elector';
 import { MemoryLease } from './memory-lease.test-helper';
 import { FakeClock, settle } from '../testing/fake-clock';
 import { captureLog } from '../testing/capture-log';
@@ -84,5 +84,15 @@ describe('LeaderElector', () => {
     await expect(a.done).resolves.toBe('lost');
     expect(a.events).toEqual(['started', 'stopped']);
     expect(a.leadership()?.aborted).toBe(true);
+  });
+});
+
+describe('defaultIdentity', () => {
+  it('names the pod when POD_NAME is set, with a suffix that keeps two processes apart', () => {
+    const a = defaultIdentity({ POD_NAME: 'sandbox-scale-claim-controller-7d9f-abcde' });
+    const b = defaultIdentity({ POD_NAME: 'sandbox-scale-claim-controller-7d9f-abcde' });
+    expect(a).toMatch(/^sandbox-scale-claim-controller-7d9f-abcde_[0-9a-f]{8}$/);
+    expect(a).not.toBe(b);
+    expect(defaultIdentity({})).not.toMatch(/^_/);
   });
 });

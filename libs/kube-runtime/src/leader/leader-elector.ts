@@ -30,8 +30,13 @@ export interface LeaderElectorOptions extends LeaderElectionTimings {
   sleep?: Sleep;
 }
 
-export function defaultIdentity(): string {
-  return `${hostname()}_${randomUUID().slice(0, 8)}`;
+/**
+ * `<pod>_<random>`: the pod name from $POD_NAME (the chart sets it from the downward API) so
+ * `kubectl get lease` names the leading pod, else the host name; the suffix keeps two processes
+ * of one pod apart.
+ */
+export function defaultIdentity(env: Record<string, string | undefined> = process.env): string {
+  return `${env.POD_NAME || hostname()}_${randomUUID().slice(0, 8)}`;
 }
 
 /**
