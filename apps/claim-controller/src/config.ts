@@ -13,6 +13,7 @@ export const ClaimControllerConfigSchema = z.object({
   tlsPrivateKeyFile: z.string().default('').describe('Private key of --tls-cert-file (PEM)'),
   coldClaimTimeout: durationFlag('120s').describe('Bound on a cold claim, where the node boots a VM and blocks (pools with coldStart WhenNoWarmCapacity); above sandboxd\'s own 90 s cold readiness limit so a booting node always answers first'),
   orphanInterval: durationFlag('30s').describe('Cadence of the orphan pass that adopts deliveries whose Bound record was lost'),
+  namespaceRecheckInterval: durationFlag('20s').describe('How often a claim refused because claim-controller may not write Secrets in its namespace (NamespaceNotEnabled) asks RBAC again; the claim binds by itself once the namespace is enabled'),
   maxConcurrentReconciles: count(16).describe('SandboxClaims reconciled at once'),
   recordConcurrency: count(16).describe('Async Bound records written at once'),
   recordAttempts: count(5).describe('Tries per async Bound record before it is left to the orphan pass'),

@@ -13,6 +13,7 @@ import { ClaimGateway } from './gateway/claim-gateway';
 import { ClaimRecorder } from './gateway/claim-recorder';
 import { FastPathRecorder } from './gateway/fast-path-recorder';
 import { RecordQueue } from './gateway/record-queue';
+import { SecretAccess, selfSubjectReviewer } from './gateway/secret-access';
 import { startFastPathServer } from './http/fast-path-server';
 import { ReviewAuthorizer } from './http/review-client';
 import { claimControllerMetrics } from './metrics';
@@ -27,6 +28,8 @@ export interface ClaimControllerOptions {
   log?: Logger;
   registry?: Registry;
   identity?: string;
+  /** Label selector of the claims this controller reconciles; default every claim. */
+  claimSelector?: string;
 }
 
 export interface ClaimControllerHandle {
@@ -51,7 +54,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const kc = o.kubeConfig;
   const identity = o.identity ?? `${hostname()}-${randomBytes(3).toString('hex')}`;
   const metrics = claimControllerMetrics(registry);
-  const caches = createCaches(kc, log, registry);
+  const caches = createCaches(kc, log, registry, o.claimSelector);
   const clients = new SandboxdClientSet({ token: o.fleetToken });
   const events = createEventRecorder(kc, { reportingController: FIELD_MANAGERS.claimController, reportingInstance: identity, log, registry });
   const recorder = new ClaimRecorder({
@@ -64,7 +67,9 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list();
   const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, coldClaimTimeoutMs: flags.coldClaimTimeout, onClaim: metrics.onClaim });
   const writes = new ClaimWrites(kc);
-  const reconciler = new ClaimReconciler({ ...caches, gateway, recorder, writes, events, startedAt: new Date() });
+  // Whether claim Secrets may be written in a namespace: asked of RBAC before a VM is claimed there.
+  const secretAccess = new SecretAccess({ review: selfSubjectReviewer(kc) });
+  const reconciler = new ClaimReconciler({ ...caches, gateway, recorder, writes, events, secretAccess, namespaceRecheckMs: flags.namespaceRecheckInterval, startedAt: new Date() });
   const claimController = controller({ name: 'sandboxclaim', reconciler, log, registry, concurrency: flags.maxConcurrentReconciles })
     .for(caches.claims)
     .watches(caches.inventories, claimsWaitingForCapacity(caches.claims))
@@ -92,6 +97,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
           authorizer: new ReviewAuthorizer(kc),
           resolvePool: poolResolver(caches),
           exists: (t) => caches.claims.get(t.namespace, t.name) !== undefined,
+          secretAccess: (namespace) => secretAccess.check(namespace),
           claim: async (t) => {
             fastRecorder.expect(t, t.warmPool);
             return gateway.claim(t);

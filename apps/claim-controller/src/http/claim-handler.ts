@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BadRequestError, EXTENSIONS_GROUP, RESOURCES, StatusError, statusForError, type PoolKey } from '@sandbox-scale/scale-core';
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from '../gateway/assignment';
+import { namespaceNotEnabledMessage, type SecretAccessDecision } from '../gateway/secret-access';
 import type { Authorizer } from './review-client';
 import { parseFastClaimRequest } from './fast-path-request';
 
@@ -10,6 +11,8 @@ export interface ClaimHandlerDeps {
   /** warmPool -> pool key, or a StatusError (the pool or its template is unknown). */
   resolvePool: (namespace: string, warmPool: string) => PoolKey;
   exists: (target: ClaimTarget) => boolean;
+  /** Whether the claim's token Secret may be written in the namespace; refused before any VM is claimed. */
+  secretAccess?: (namespace: string) => Promise<SecretAccessDecision>;
   /** Delivers and queues the async record. */
   claim: (target: ClaimTarget & { key: PoolKey; ttlSeconds: number; warmPool: string }) => Promise<Assignment>;
   log: Logger;
@@ -33,6 +36,10 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
     }
     if (d.exists(target)) throw new StatusError('AlreadyExists', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" already exists`);
     const key = d.resolvePool(body.namespace, body.warmPool);
+    const access = await d.secretAccess?.(body.namespace);
+    if (access && !access.allowed) {
+      throw new StatusError('Forbidden', namespaceNotEnabledMessage(body.namespace, access), { name: body.name, group: EXTENSIONS_GROUP, kind: RESOURCES.sandboxClaim.plural, causes: [{ reason: 'NamespaceNotEnabled', field: 'namespace', message: `claim Secrets may not be written in namespace "${body.namespace}"` }] });
+    }
     const a = await d.claim({ ...target, key, ttlSeconds: body.ttlSeconds ?? 0, warmPool: body.warmPool });
     d.log.info({ namespace: target.namespace, name: target.name, node: a.node, sandboxId: a.claimId, user: who.username }, 'fast-path claim delivered');
     send(res, 200, { kind: 'Assignment', apiVersion: 'v1', namespace: target.namespace, name: target.name, claimId: a.claimId, node: a.node, address: a.address, token: a.token, ...(a.deadline ? { deadline: a.deadline } : {}) }, d);
