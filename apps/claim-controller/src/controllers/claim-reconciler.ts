@@ -215,7 +215,7 @@ export class ClaimReconciler implements Reconciler {
 
   /** Bound=False/Ready=False NamespaceNotEnabled; asked again after a modest delay, never in a hot loop. */
   async #namespaceNotEnabled(claim: SandboxClaim, access: SecretAccessDecision): Promise<ReconcileResult> {
-    const problem = { field: 'metadata.namespace', message: `${namespaceNotEnabledMessage(claim.metadata.namespace ?? '', access)}; the claim binds by itself once it is` };
+    const problem = { field: 'metadata.namespace', message: `${namespaceNotEnabledMessage(claim.metadata.namespace ?? '', access)}; the claim binds by itself once the namespace is allowed` };
     await this.#pendingCondition(claim, CLAIM_REASONS.namespaceNotEnabled, problem, false);
     return { requeueAfterMs: this.o.namespaceRecheckMs ?? DEFAULT_NAMESPACE_RECHECK_MS };
   }
