@@ -1,4 +1,6 @@
-import { AuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { kubeRequest } from '@sandbox-scale/kube-runtime';
+import { z } from 'zod';
 
 /** The chart value that lists the namespaces where claim-controller may write claim Secrets. */
 export const SECRET_NAMESPACES_VALUE = 'claimController.secretNamespaces';
@@ -15,11 +17,23 @@ export interface SecretAccessDecision {
 /** One access question put to the API server: may this process `verb` secrets in `namespace`? */
 export type SecretReviewer = (namespace: string, verb: string) => Promise<{ allowed: boolean; reason: string }>;
 
+const ReviewStatusSchema = z.object({
+  status: z.object({ allowed: z.boolean(), denied: z.boolean().optional(), reason: z.string().optional() }).optional(),
+});
+
+/** Bound on one review, so an API server that stops answering fails the pass (retried) instead of holding it. */
+const REVIEW_TIMEOUT_MS = 10_000;
+
 /** The real reviewer: a SelfSubjectAccessReview under the process's own credentials. */
 export function selfSubjectReviewer(kc: KubeConfig): SecretReviewer {
-  const authz = kc.makeApiClient(AuthorizationV1Api);
   return async (namespace, verb) => {
-    const r = await authz.createSelfSubjectAccessReview({ body: { spec: { resourceAttributes: { namespace, verb, group: '', resource: 'secrets' } } } });
+    const out = await kubeRequest(kc, {
+      method: 'POST',
+      path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
+      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: { namespace, verb, group: '', resource: 'secrets' } } },
+      signal: AbortSignal.timeout(REVIEW_TIMEOUT_MS),
+    });
+    const r = ReviewStatusSchema.parse(out);
     return { allowed: r.status?.allowed === true && r.status.denied !== true, reason: r.status?.reason ?? '' };
   };
 }
