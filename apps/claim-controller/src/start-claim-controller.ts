@@ -30,6 +30,8 @@ export interface ClaimControllerOptions {
   identity?: string;
   /** Label selector of the claims this controller reconciles; default every claim. */
   claimSelector?: string;
+  /** Whether claim Secrets may be written in a namespace; default SelfSubjectAccessReviews with the default cache times. */
+  secretAccess?: SecretAccess;
 }
 
 export interface ClaimControllerHandle {
@@ -68,7 +70,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, coldClaimTimeoutMs: flags.coldClaimTimeout, onClaim: metrics.onClaim });
   const writes = new ClaimWrites(kc);
   // Whether claim Secrets may be written in a namespace: asked of RBAC before a VM is claimed there.
-  const secretAccess = new SecretAccess({ review: selfSubjectReviewer(kc) });
+  const secretAccess = o.secretAccess ?? new SecretAccess({ review: selfSubjectReviewer(kc) });
   const reconciler = new ClaimReconciler({ ...caches, gateway, recorder, writes, events, secretAccess, namespaceRecheckMs: flags.namespaceRecheckInterval, startedAt: new Date() });
   const claimController = controller({ name: 'sandboxclaim', reconciler, log, registry, concurrency: flags.maxConcurrentReconciles })
     .for(caches.claims)

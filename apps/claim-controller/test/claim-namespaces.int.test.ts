@@ -8,6 +8,7 @@ import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
 import { startClaimController, type ClaimControllerHandle } from '../src';
+import { SecretAccess, selfSubjectReviewer } from '../src/gateway/secret-access';
 import { SandboxClaimResource } from '../src/resources';
 import { boundCondition, createPool, deleteInventories, eventsOf, getClaim, publishInventories, releases } from './fixtures';
 
@@ -108,6 +109,9 @@ beforeAll(async () => {
     kubeConfig: saKc,
     fleetToken: TOKEN,
     claimSelector: Object.entries(LABELS).map(([k, v]) => `${k}=${v}`).join(','),
+    // An allowed namespace is trusted for the whole file, so RBAC taken away after the check is
+    // seen only by the Secret write itself (the window a shorter cache time narrows, never closes).
+    secretAccess: new SecretAccess({ review: selfSubjectReviewer(saKc), allowedTtlMs: 3_600_000, deniedTtlMs: 1_000 }),
     flags: { metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '127.0.0.1:0', orphanInterval: 3_600_000, namespaceRecheckInterval: 2_000 },
     log: createLogger({ name: 'claim-namespaces-test', level: 'error' }),
   });
@@ -249,5 +253,37 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     const reasons = (await eventsOf(ns, 'held')).map((e) => e.reason);
     expect(reasons.filter((r) => r === 'RecordFailed')).toHaveLength(1);
     expect(reasons).not.toContain('NoWarmCapacity');
+  });
+  it('names an RBAC refusal of the record after the permission check, keeps that one VM, and records it once the namespace is enabled again', async () => {
+    const ns = await newNamespace('cns-revoked');
+    const keep = await newNamespace('cns-keep');
+    await helm('upgrade', [ns, keep]);
+    await eventually(async () => {
+      expect(await mayWriteSecrets(ns)).toBe(true);
+    });
+    // a first claim there binds, and the controller now holds an allowed answer for the namespace
+    await createClaim(ns, 'first');
+    await waitBound(ns, 'first');
+    await helm('upgrade', [keep]);
+    await eventually(async () => {
+      expect(await mayWriteSecrets(ns)).toBe(false);
+    });
+    const before = deliveredTotal();
+
+    await createClaim(ns, 'revoked');
+    const held = await waitReason(ns, 'revoked', 'RecordFailed');
+    const failed = boundCondition(held);
+    expect(failed?.message).toMatch(/^metadata\.namespace: node \S+ delivered sandbox sb_\S+, but writing its Bound record failed \(403 Forbidden: /);
+    expect(failed?.message).toContain('cannot patch resource "secrets"');
+    expect(failed?.message).toContain('claimController.secretNamespaces');
+    const ids = await deliveriesFor(ns, 'revoked');
+    expect(ids).toHaveLength(1);
+
+    await helm('upgrade', [ns, keep]);
+    const bound = await waitBound(ns, 'revoked');
+    expect(bound.status?.sandbox?.name).toBe(ids[0]);
+    expect(await deliveriesFor(ns, 'revoked')).toEqual(ids);
+    expect(deliveredTotal()).toBe(before + 1);
+    expect((await eventsOf(ns, 'revoked')).map((e) => e.reason)).not.toContain('NoWarmCapacity');
   });
 });
