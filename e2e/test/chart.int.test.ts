@@ -108,6 +108,22 @@ describe('the sandbox-scale chart', () => {
     expect(res.code).toBe(0);
   });
 
+  it('writes claim Secrets in every namespace by default, and only in claimController.secretNamespaces when that is set', async () => {
+    type Rule = { apiGroups?: string[]; resources?: string[]; verbs?: string[] };
+    const secretRules = (d: Rendered | undefined): Rule[] => ((d as { rules?: Rule[] } | undefined)?.rules ?? []).filter((r) => r.resources?.includes('secrets'));
+    const clusterRole = (docs: Rendered[]) => docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === `${fullname}-claim-controller`);
+    const byDefault = renderedDocs(await helmTemplate());
+    expect(secretRules(clusterRole(byDefault))).toEqual([{ apiGroups: [''], resources: ['secrets'], verbs: ['create', 'patch'] }]);
+    expect(byDefault.filter((d) => d.kind === 'Role' && d.metadata.name === `${fullname}-claim-controller-secrets`)).toEqual([]);
+    const restricted = renderedDocs(await helmTemplate(['--set', 'claimController.secretNamespaces={team-a,team-b}']));
+    expect(secretRules(clusterRole(restricted))).toEqual([]);
+    const roles = restricted.filter((d) => d.kind === 'Role' && d.metadata.name === `${fullname}-claim-controller-secrets`);
+    expect(roles.map((r) => r.metadata.namespace)).toEqual(['team-a', 'team-b']);
+    for (const r of roles) expect(secretRules(r)).toEqual([{ apiGroups: [''], resources: ['secrets'], verbs: ['create', 'patch'] }]);
+    const bindings = restricted.filter((d) => d.kind === 'RoleBinding' && d.metadata.name === `${fullname}-claim-controller-secrets`);
+    expect(bindings.map((b) => b.metadata.namespace)).toEqual(['team-a', 'team-b']);
+  });
+
   it('installs on the control plane: the release is deployed and its objects exist', async () => {
     const res = await runTool('helm', ['install', release, chartDir, '--namespace', ns, '--set', 'apiService.enabled=false', '--timeout', '90s']);
     expect(res.stderr).toBe('');
@@ -151,6 +167,8 @@ describe('the sandbox-scale chart', () => {
         ['update', 'sandboxclaims', { group: ext, subresource: 'finalizers', allowed: true }],
         ['list', 'nodeinventories', { group: ext, allowed: true }],
         ['create', 'secrets', { namespace: 'team-x', allowed: true }],
+        ['patch', 'secrets', { namespace: 'team-x', allowed: true }],
+        ['delete', 'secrets', { namespace: 'team-x', allowed: false }],
         ['get', 'secrets', { namespace: 'kube-system', allowed: false }],
         ['list', 'secrets', { allowed: false }],
         ['create', 'tokenreviews', { group: 'authentication.k8s.io', allowed: true }],

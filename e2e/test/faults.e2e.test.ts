@@ -207,7 +207,6 @@ beforeAll(async () => {
     nodes: 3,
     speed: 0,
     examples: false,
-    claimNamespaces: [ns],
     publishInterval: '1s',
     extraArgs: { 'claim-controller': ['--orphan-interval', '5s', '--max-concurrent-reconciles', '32'] },
     beforeInstall: async (kc) => {

@@ -78,7 +78,6 @@ beforeAll(async () => {
     nodes: 2,
     speed: 0,
     examples: false,
-    claimNamespaces: [ns],
     publishInterval: '1s',
     extraArgs: {
       'sandboxd-sim': ['--default-ttl-seconds', String(LEASE_S)],

@@ -242,7 +242,6 @@ beforeAll(async () => {
     nodes: 2,
     speed: 0,
     examples: false,
-    claimNamespaces: [ns],
     extraArgs: { 'claim-controller': probe, 'warmpool-driver': probe, 'inventory-publisher': probe, 'sandbox-apiserver': ['--max-watches-per-user', String(WATCHES_PER_USER)] },
     beforeInstall: async (kc) => {
       await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });

@@ -104,7 +104,6 @@ beforeAll(async () => {
     nodes: 1,
     speed: 0,
     examples: false,
-    claimNamespaces: [ns],
     beforeInstall: async (kc) => {
       await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
     },

@@ -103,7 +103,6 @@ beforeAll(async () => {
     nodes: 2,
     speed: 0,
     examples: false,
-    claimNamespaces: [ns, quotaNs, capNs],
     publishInterval: '1s',
     // a short orphan pass; records give up quickly so a refused one is left to that pass
     extraArgs: { 'claim-controller': ['--orphan-interval', '2s', '--record-attempts', '2', '--fast-path-max-claims-per-namespace', String(CAP)] },

@@ -59,7 +59,7 @@ async function nodeSandboxIds(): Promise<string[]> {
 }
 
 beforeAll(async () => {
-  system = await startLocalSystem({ nodes: 3, examples: false, claimNamespaces: [ns], speed: 0.02, publishInterval: '1s' });
+  system = await startLocalSystem({ nodes: 3, examples: false, speed: 0.02, publishInterval: '1s' });
   await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
 }, 180_000);
 

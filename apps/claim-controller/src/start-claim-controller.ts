@@ -12,6 +12,7 @@ import { ClaimRecorder } from './gateway/claim-recorder';
 import { FastPathRecorder, type FastPathDelivery } from './gateway/fast-path-recorder';
 import { FastPathCap } from './http/fast-path-cap';
 import { RecordQueue } from './gateway/record-queue';
+import { SecretAccess, selfSubjectReviewer } from './gateway/secret-access';
 import { startFastPathServer } from './http/fast-path-server';
 import { ReviewAuthorizer } from './http/review-client';
 import { claimControllerMetrics } from './metrics';
@@ -26,6 +27,10 @@ export interface ClaimControllerOptions {
   log?: Logger;
   registry?: Registry;
   identity?: string;
+  /** Label selector of the claims this controller reconciles; default every claim. */
+  claimSelector?: string;
+  /** Whether claim Secrets may be written in a namespace; default SelfSubjectAccessReviews with the default cache times. */
+  secretAccess?: SecretAccess;
 }
 
 export interface ClaimControllerHandle {
@@ -50,7 +55,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const kc = o.kubeConfig;
   const identity = o.identity ?? defaultIdentity();
   const metrics = claimControllerMetrics(registry);
-  const caches = createCaches(kc, log, registry);
+  const caches = createCaches(kc, log, registry, o.claimSelector);
   const clients = new SandboxdClientSet({ token: o.fleetToken });
   const events = createEventRecorder(kc, { reportingController: FIELD_MANAGERS.claimController, reportingInstance: identity, log, registry });
   const recorder = new ClaimRecorder({
@@ -75,6 +80,8 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list();
   const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, coldClaimTimeoutMs: flags.coldClaimTimeout, onClaim: metrics.onClaim });
   const writes = new ClaimWrites(kc);
+  // Whether claim Secrets may be written in a namespace: asked of RBAC before a VM is claimed there.
+  const secretAccess = o.secretAccess ?? new SecretAccess({ review: selfSubjectReviewer(kc) });
   // set when this process wins the Lease (before the claim controller starts), cleared when it stops leading
   const leadership: { since: Date | undefined } = { since: undefined };
   const leaseTtlSeconds = Math.ceil(flags.sandboxLeaseTtl / 1000);
@@ -84,6 +91,8 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     recorder,
     writes,
     events,
+    secretAccess,
+    namespaceRecheckMs: flags.namespaceRecheckInterval,
     leadingSince: () => leadership.since,
     leaseTtlSeconds,
     renewals: new TokenBucket({ ratePerSecond: flags.leaseRenewalsPerSecond }),
@@ -125,6 +134,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
           resolvePool: poolResolver(caches),
           exists: async (t) => caches.claims.get(t.namespace, t.name) !== undefined || (await writes.get(t.namespace, t.name).then(() => true, (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)))),
           cap,
+          secretAccess: (namespace) => secretAccess.check(namespace),
           claim: (t) => gateway.claim({ ...t, ttlSeconds: t.ttlSeconds || leaseTtlSeconds, bounded: t.ttlSeconds > 0 }),
           log,
           inflight: new InflightLimits({ ...DEFAULT_INFLIGHT_CAPS, maxRequestsPerUser: flags.fastPathMaxInflightPerUser }),

@@ -12,9 +12,10 @@ export interface Caches {
   inventories: Informer<NodeInventory>;
 }
 
-export function createCaches(kc: KubeConfig, log: Logger, registry: Registry): Caches {
+/** `claimSelector`: a label selector; only the claims it matches are seen (several controllers sharing one cluster). */
+export function createCaches(kc: KubeConfig, log: Logger, registry: Registry, claimSelector?: string): Caches {
   return {
-    claims: createInformer(kc, { resource: SandboxClaimResource, parse: parseClaim, log, registry }),
+    claims: createInformer(kc, { resource: SandboxClaimResource, parse: parseClaim, log, registry, ...(claimSelector ? { labelSelector: claimSelector } : {}) }),
     pools: createInformer(kc, { resource: SandboxWarmPoolResource, parse: parsePool, log, registry }),
     templates: createInformer(kc, { resource: SandboxTemplateResource, parse: parseTemplate, log, registry }),
     inventories: createInformer(kc, { resource: NodeInventoryResource, parse: parseInventory, log, registry }),

@@ -12,9 +12,9 @@ export const ROOT_TOKEN = 'root-fleet-token';
  * Publishes one NodeInventory per simulated node from its own GET /v1/info (the publisher is
  * another app; tests build the same object). Names carry the run suffix.
  */
-export async function publishInventories(kc: KubeConfig, sim: Sim, suffix: string): Promise<void> {
+export async function publishInventories(kc: KubeConfig, sim: Sim, suffix: string, token = ROOT_TOKEN): Promise<void> {
   for (const n of sim.nodes) {
-    const info = await new SandboxdClient({ baseUrl: n.url, token: ROOT_TOKEN }).info();
+    const info = await new SandboxdClient({ baseUrl: n.url, token }).info();
     const name = `${n.name}-${suffix}`;
     await applyObject(
       kc,
@@ -69,10 +69,10 @@ export function boundCondition(c: SandboxClaim) {
 }
 
 /** Every live delivery on the sim whose claim_ref is in namespace `ns`. */
-export async function liveDeliveries(sim: Sim, ns: string): Promise<{ node: string; id: string; claimRef: string }[]> {
+export async function liveDeliveries(sim: Sim, ns: string, token = ROOT_TOKEN): Promise<{ node: string; id: string; claimRef: string }[]> {
   const out: { node: string; id: string; claimRef: string }[] = [];
   for (const n of sim.nodes) {
-    const rows = await new SandboxdClient({ baseUrl: n.url, token: ROOT_TOKEN }).sandboxes();
+    const rows = await new SandboxdClient({ baseUrl: n.url, token }).sandboxes();
     for (const r of rows) if (r.claimRef && parseOwnerRef(r.claimRef)?.namespace === ns) out.push({ node: n.name, id: r.id, claimRef: r.claimRef });
   }
   return out;

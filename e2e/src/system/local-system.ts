@@ -31,8 +31,12 @@ export interface LocalSystemOptions {
   /** Latency multiplier of the simulated nodes (default 0.05: boots take a few ms). */
   speed?: number;
   publishInterval?: string;
-  /** Namespaces where claim Secrets are read back (the chart's claimController.secretNamespaces). */
-  claimNamespaces?: string[];
+  /**
+   * Restricts the namespaces where claim-controller may write claim Secrets (the chart's
+   * claimController.secretNamespaces; they are created before the install, their Roles go
+   * there). Default: the chart's own default, every namespace.
+   */
+  secretNamespaces?: string[];
   /** Reuse a running control plane instead of starting one (it is then left running on stop). */
   controlPlane?: ControlPlane;
   /** Runs on the control plane before the chart is installed (e.g. creates the claim namespaces its Roles go into). */
@@ -84,18 +88,22 @@ function helm(cp: ControlPlane, args: string[]): Promise<string> {
   return runCommand(toolPath(cp.binDir, 'helm'), args, { KUBECONFIG: cp.kubeconfigPath });
 }
 
-async function installChart(ctx: Ctx, apiserverPort: number, caPem: string, claimNamespaces: string[]): Promise<void> {
+async function installChart(ctx: Ctx, apiserverPort: number, caPem: string, secretNamespaces: string[] | undefined): Promise<void> {
   ctx.log('installing the chart: CRDs, ServiceAccounts, RBAC, the APIService');
-  // the claim namespaces hold Roles of the chart, so they must exist first
-  const namespaces = claimNamespaces.map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }));
-  await runCommand(toolPath(ctx.cp.binDir, 'kubectl'), ['apply', '-f', '-'], { KUBECONFIG: ctx.cp.kubeconfigPath },
-    JSON.stringify({ apiVersion: 'v1', kind: 'List', items: namespaces }));
+  if (secretNamespaces?.length) {
+    // the restricted namespaces hold Roles of the chart, so they must exist first
+    const namespaces = secretNamespaces.map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }));
+    await runCommand(toolPath(ctx.cp.binDir, 'kubectl'), ['apply', '-f', '-'], { KUBECONFIG: ctx.cp.kubeconfigPath },
+      JSON.stringify({ apiVersion: 'v1', kind: 'List', items: namespaces }));
+  }
+  // Without a restriction the chart's default applies: claims work in every namespace, also in
+  // those created after the install.
   await helm(ctx.cp, ['upgrade', '--install', RELEASE, join(REPO_ROOT, 'charts/sandbox-scale'), '-n', SYSTEM_NAMESPACE, '--create-namespace',
     '--set', 'workloads=false',
     '--set', 'apiService.external.host=localhost',
     '--set', `apiService.service.port=${apiserverPort}`,
     '--set', `apiService.caBundle=${Buffer.from(caPem).toString('base64')}`,
-    '--set-json', `claimController.secretNamespaces=${JSON.stringify(claimNamespaces)}`]);
+    ...(secretNamespaces?.length ? ['--set-json', `claimController.secretNamespaces=${JSON.stringify(secretNamespaces)}`] : [])]);
 }
 
 interface StartAppOptions {
@@ -234,9 +242,8 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     writeFileSync(certs.cert, serving.cert, { mode: 0o600 });
     writeFileSync(certs.key, serving.key, { mode: 0o600 });
     writeFileSync(certs.ca, ca.cert, { mode: 0o600 });
-    const claimNamespaces = opts.claimNamespaces ?? ['default'];
     await opts.beforeInstall?.(cp.kubeConfig);
-    await installChart(ctx, ports.apiserver, ca.cert, claimNamespaces);
+    await installChart(ctx, ports.apiserver, ca.cert, opts.secretNamespaces);
     await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: `${RELEASE}-fleet-token` }, stringData: { token: fleetToken } } });
     const nodes = await startSimNodes(ctx, opts.nodes ?? 3, opts.speed ?? 0.05);
     await startApps(ctx, nodes, ports, certs, opts.publishInterval ?? '2s');

@@ -3,6 +3,7 @@ import {
   type EventRecorder,
   type Informer,
   involvedObjectOf,
+  isForbidden,
   isNotFound,
   type ReconcileContext,
   type Reconciler,
@@ -31,8 +32,10 @@ import type { Assignment } from '../gateway/assignment';
 import type { ClaimGateway } from '../gateway/claim-gateway';
 import type { ClaimRecorder } from '../gateway/claim-recorder';
 import { isBound } from '../gateway/claim-status';
+import { namespaceNotEnabledMessage, type SecretAccess, type SecretAccessDecision } from '../gateway/secret-access';
 import { currentLease, nextLeaseStep, parseTime, renewAtMs, type NodeLease } from './claim-lease';
 import { claimTtl, createdBefore, type FieldProblem } from './claim-lifecycle';
+import { recordFailure } from './record-failure';
 import { hasFinalizer, type ClaimWrites } from './claim-writes';
 
 export const CLAIM_REASONS = {
@@ -46,11 +49,21 @@ export const CLAIM_REASONS = {
   sandboxLost: 'SandboxLost',
   /** A node lease renewal failed; retried before the lease runs out. */
   leaseRenewFailed: 'LeaseRenewFailed',
+  /** Bound=False before any VM is claimed: RBAC does not let claim-controller write the claim's Secret in its namespace. */
+  namespaceNotEnabled: 'NamespaceNotEnabled',
+  /** Bound=False after a node delivered: the Bound record (token Secret or status) could not be written; the VM is kept. */
+  recordFailed: 'RecordFailed',
 } as const;
 /** Bound reasons after which the claim holds no sandbox any more: nothing to renew or release. */
 const FINISHED_REASONS: ReadonlySet<string> = new Set([CONDITION_REASONS.claimExpired, CLAIM_REASONS.sandboxLost]);
 const WAIT_FOR_CONFIG_MS = 30_000;
 const FAST_PATH_GRACE_MS = 2_000;
+/**
+ * How often a claim refused for its namespace asks again. RBAC changes send no event this
+ * controller can watch (it may not read RoleBindings), so a refused claim polls at this modest
+ * pace; the access cache holds a refusal for less than this, so each recheck is a fresh review.
+ */
+export const DEFAULT_NAMESPACE_RECHECK_MS = 20_000;
 
 /** The owner a SandboxClaim's deliveries carry on the node: this claim object, by uid. */
 function claimOwner(claim: SandboxClaim): { kind: typeof OWNER_KINDS.claim; uid: string } {
@@ -77,6 +90,10 @@ export interface ClaimReconcilerOptions {
   /** Bounds node lease renewals over all claims; a renewal refused a token is requeued until one is free. */
   renewals?: TokenBucket;
   onRenewal?: (outcome: 'renewed' | 'lost' | 'deferred' | 'error') => void;
+  /** Whether claim Secrets may be written in a namespace; asked before any VM is claimed. */
+  secretAccess: Pick<SecretAccess, 'check' | 'forget'>;
+  /** Requeue of a claim refused for its namespace. Default DEFAULT_NAMESPACE_RECHECK_MS. */
+  namespaceRecheckMs?: number;
   now?: () => Date;
   rng?: Rng;
 }
@@ -93,11 +110,12 @@ export class ClaimReconciler implements Reconciler {
   /** Node leases this process renewed, by ns/name (see NodeLease for why they live here only). */
   readonly #leases = new Map<string, NodeLease>();
   readonly #renewFailures = new Map<string, number>();
+  readonly #recordFailures = new Map<string, number>();
   constructor(private readonly o: ClaimReconcilerOptions) {}
 
   async reconcile(req: ReconcileRequest, ctx: ReconcileContext): Promise<ReconcileResult | void> {
     const claim = this.o.claims.get(req.namespace, req.name);
-    if (claim === undefined) return;
+    if (claim === undefined) return this.#gone(req, ctx);
     if (claim.metadata.deletionTimestamp) return this.#finalize(claim, ctx);
     // The finalizer goes on before any VM is claimed, so a delete can never skip the release.
     if (!hasFinalizer(claim)) await this.o.writes.addFinalizer(claim);
@@ -109,12 +127,25 @@ export class ClaimReconciler implements Reconciler {
   async #bind(req: ReconcileRequest, ctx: ReconcileContext): Promise<ReconcileResult | void> {
     const key = `${req.namespace}/${req.name}`;
     // The cache may not have our own Bound write yet: decide on a live read.
-    const claim = await this.o.writes.get(req.namespace, req.name, ctx.signal);
-    if (isBound(claim) || claim.metadata.deletionTimestamp) return;
+    let claim: SandboxClaim;
+    try {
+      claim = await this.o.writes.get(req.namespace, req.name, ctx.signal);
+    } catch (err) {
+      if (isNotFound(err)) return this.#gone(req, ctx);
+      throw err;
+    }
+    if (isBound(claim) || claim.metadata.deletionTimestamp) {
+      // recorded meanwhile by another writer (the orphan pass): nothing of this delivery is left to do
+      if (isBound(claim)) this.#forget(key);
+      return;
+    }
     const pending = this.#undelivered.get(key) ?? (await this.#previousDelivery(claim, ctx));
     if (pending) return this.#record(claim, pending, ctx, true);
     const resolved = this.#resolve(claim);
     if ('problem' in resolved) return this.#pendingCondition(claim, resolved.reason, resolved.problem, resolved.retry);
+    // Before a VM is spent: a claim whose token Secret could not be written would hold it for nothing.
+    const access = await this.o.secretAccess.check(req.namespace);
+    if (!access.allowed) return this.#namespaceNotEnabled(claim, access);
     const ttlSeconds = resolved.ttlSeconds || (this.o.leaseTtlSeconds ?? 0);
     const gwReq = { namespace: req.namespace, name: req.name, owner: claimOwner(claim), key: resolved.key, ttlSeconds, signal: ctx.signal };
     let a: Assignment;
@@ -137,7 +168,8 @@ export class ClaimReconciler implements Reconciler {
   async #coldStart(claim: SandboxClaim, req: Parameters<ClaimGateway['coldDeliver']>[0], ctx: ReconcileContext): Promise<ReconcileResult | void> {
     const key = `${req.namespace}/${req.name}`;
     const message = `spec.warmPoolRef.name: no node has a warm sandbox of ${req.key.template}; cold-starting one on a routable node (the pool allows coldStart WhenNoWarmCapacity)`;
-    await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, status: 'False', reason: CLAIM_REASONS.coldStart, message }, this.#now());
+    const starting = { status: 'False' as const, reason: CLAIM_REASONS.coldStart, message };
+    await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, ...starting }, this.#now(), [{ type: CONDITION_TYPES.ready, ...starting }]);
     this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.coldStart, action: 'Claim', note: message });
     const t0 = performance.now();
     let a: Assignment;
@@ -149,9 +181,9 @@ export class ClaimReconciler implements Reconciler {
       return this.#claimFailed(current, err);
     }
     this.#delivered(key, a, ctx, 'node cold-started a sandbox');
-    await this.#record(claim, a, ctx, false);
     const ms = Math.round(performance.now() - t0);
     this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.coldStart, action: 'Bind', note: `node ${a.node} cold-started sandbox ${a.claimId} in ${ms} ms (no warm capacity)` });
+    return this.#record(claim, a, ctx, false);
   }
 
   #delivered(key: string, a: Assignment, ctx: ReconcileContext, what: string): void {
@@ -160,9 +192,63 @@ export class ClaimReconciler implements Reconciler {
     ctx.log.info({ node: a.node, sandboxId: a.claimId }, what);
   }
 
-  async #record(claim: SandboxClaim, a: Assignment, ctx: ReconcileContext, adopted: boolean): Promise<void> {
-    await this.o.recorder.recordBound({ namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', uid: claim.metadata.uid ?? '' }, a, ctx.signal, adopted);
-    this.#undelivered.delete(`${claim.metadata.namespace}/${claim.metadata.name}`);
+  /**
+   * Writes the Bound record of a delivery. A failure keeps the delivery in #undelivered (so no
+   * second VM is ever claimed for the claim), says on the claim what failed and retries with
+   * backoff; a claim that is gone meanwhile gets its VM released.
+   */
+  async #record(claim: SandboxClaim, a: Assignment, ctx: ReconcileContext, adopted: boolean): Promise<ReconcileResult | void> {
+    const namespace = claim.metadata.namespace ?? '';
+    const name = claim.metadata.name ?? '';
+    const key = `${namespace}/${name}`;
+    try {
+      await this.o.recorder.recordBound({ namespace, name, uid: claim.metadata.uid ?? '' }, a, ctx.signal, adopted);
+    } catch (err) {
+      if (isNotFound(err)) return this.#gone({ namespace, name }, ctx);
+      // A refused Secret write means the cached access answer is stale (RBAC changed since).
+      if (isForbidden(err)) this.o.secretAccess.forget(namespace);
+      const failures = this.#recordFailures.get(key) ?? 0;
+      this.#recordFailures.set(key, failures + 1);
+      ctx.log.warn({ err, node: a.node, sandboxId: a.claimId, attempt: failures + 1 }, 'bound record failed; the delivery is kept and recorded later');
+      const problem = recordFailure(err, a, namespace);
+      // The status write may fail for the same reason (the API server away): the retry still comes.
+      await this.#pendingCondition(claim, CLAIM_REASONS.recordFailed, problem, false).catch((condErr: unknown) => ctx.log.warn({ err: condErr }, 'could not write the RecordFailed condition'));
+      return { requeueAfterMs: backoffDelayMs(failures, { baseMs: 1000, maxMs: 30_000, jitter: 0.2 }) };
+    }
+    this.#forget(key);
+  }
+
+  #forget(key: string): void {
+    this.#undelivered.delete(key);
+    this.#recordFailures.delete(key);
+  }
+
+  /**
+   * The claim object is gone (deleted without our finalizer, e.g. stripped by hand): a delivery
+   * made for it and not yet recorded would be held by nobody, so it goes back to the node.
+   */
+  async #gone(req: ReconcileRequest, ctx: ReconcileContext): Promise<void> {
+    const key = `${req.namespace}/${req.name}`;
+    const pending = this.#undelivered.get(key);
+    this.#capacityMisses.delete(key);
+    this.#recordFailures.delete(key);
+    if (!pending) return;
+    try {
+      await this.o.writes.get(req.namespace, req.name, ctx.signal);
+      return; // the cache lags a re-created claim; the next pass records the delivery for it
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    await this.o.gateway.release({ node: pending.node, claimId: pending.claimId, address: pending.address }, ctx.signal);
+    this.#undelivered.delete(key);
+    ctx.log.info({ node: pending.node, sandboxId: pending.claimId }, 'claim gone before its record; delivered sandbox released');
+  }
+
+  /** Bound=False/Ready=False NamespaceNotEnabled; asked again after a modest delay, never in a hot loop. */
+  async #namespaceNotEnabled(claim: SandboxClaim, access: SecretAccessDecision): Promise<ReconcileResult> {
+    const problem = { field: 'metadata.namespace', message: `${namespaceNotEnabledMessage(claim.metadata.namespace ?? '', access)}; the claim binds by itself once the namespace is allowed` };
+    await this.#pendingCondition(claim, CLAIM_REASONS.namespaceNotEnabled, problem, false);
+    return { requeueAfterMs: this.o.namespaceRecheckMs ?? DEFAULT_NAMESPACE_RECHECK_MS };
   }
 
   /** After a restart, a claim older than this process may already hold a VM on some node. */
@@ -203,12 +289,13 @@ export class ClaimReconciler implements Reconciler {
     throw err;
   }
 
-  /** Bound=False with a reason naming the field; an event only when the reason changes. */
+  /** Bound=False and Ready=False with a reason naming the field; an event only when the reason changes. */
   async #pendingCondition(claim: SandboxClaim, reason: string, problem: FieldProblem, retry: boolean): Promise<ReconcileResult> {
     const message = `${problem.field}: ${problem.message}`;
     const prev = claim.status?.conditions?.find((c) => c.type === CONDITION_TYPES.bound);
     if (prev?.reason !== reason || prev.message !== message) {
-      await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, status: 'False', reason, message }, this.#now());
+      const pending = { status: 'False' as const, reason, message };
+      await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, ...pending }, this.#now(), [{ type: CONDITION_TYPES.ready, ...pending }]);
       if (prev?.reason !== reason) this.#event(claim, { type: 'Warning', reason, action: 'Claim', note: message });
     }
     return retry ? { requeueAfterMs: WAIT_FOR_CONFIG_MS } : {};
@@ -361,6 +448,7 @@ export class ClaimReconciler implements Reconciler {
     this.#capacityMisses.delete(key);
     this.#leases.delete(key);
     this.#renewFailures.delete(key);
+    this.#recordFailures.delete(key);
     try {
       await this.o.writes.removeFinalizer(claim);
     } catch (err) {

@@ -36,9 +36,11 @@ export function tokenSecretName(claimName: string): string {
 export function boundStatus(claim: SandboxClaim, a: Assignment, now: Date, withSecret: boolean): NonNullable<SandboxClaim['status']> {
   const name = claim.metadata.name ?? '';
   const ips = addressIPs(a.address) ?? [];
+  // Ready follows Bound, so a Ready=False left by a wait before the bind (NamespaceNotEnabled, RecordFailed...) does not outlive it.
+  const bound = { status: 'True' as const, reason: CONDITION_REASONS.nodeLocalClaim, message: `node ${a.node} handed over sandbox ${a.claimId}` };
   const conditions = setCondition(
-    claim.status?.conditions,
-    { type: CONDITION_TYPES.bound, status: 'True', reason: CONDITION_REASONS.nodeLocalClaim, message: `node ${a.node} handed over sandbox ${a.claimId}` },
+    setCondition(claim.status?.conditions, { type: CONDITION_TYPES.bound, ...bound }, now, claim.metadata.generation),
+    { type: CONDITION_TYPES.ready, ...bound },
     now,
     claim.metadata.generation,
   );

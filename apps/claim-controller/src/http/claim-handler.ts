@@ -2,6 +2,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { BadRequestError, EXTENSIONS_GROUP, RESOURCES, StatusError, statusForError, type PoolKey } from '@sandbox-scale/scale-core';
 import type { InflightLimits, Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from '../gateway/assignment';
+import { namespaceNotEnabledMessage, type SecretAccessDecision } from '../gateway/secret-access';
 import type { Authorizer } from './review-client';
 import { parseFastClaimRequest } from './fast-path-request';
 
@@ -13,6 +14,8 @@ export interface ClaimHandlerDeps {
   exists: (target: ClaimTarget) => Promise<boolean>;
   /** The per-namespace cap on live fast-path claims: throws 429 over it, before any VM is claimed. */
   cap?: { admit(target: ClaimTarget): void; release(target: ClaimTarget): void };
+  /** Whether the claim's token Secret may be written in the namespace; refused before any VM is claimed. */
+  secretAccess?: (namespace: string) => Promise<SecretAccessDecision>;
   /** Delivers and queues the async record. */
   claim: (target: ClaimTarget & { key: PoolKey; ttlSeconds: number; warmPool: string }) => Promise<Assignment>;
   log: Logger;
@@ -39,6 +42,10 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
     }
     if (await d.exists(target)) throw new StatusError('AlreadyExists', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" already exists`);
     const key = d.resolvePool(body.namespace, body.warmPool);
+    const access = await d.secretAccess?.(body.namespace);
+    if (access && !access.allowed) {
+      throw new StatusError('Forbidden', namespaceNotEnabledMessage(body.namespace, access), { name: body.name, group: EXTENSIONS_GROUP, kind: RESOURCES.sandboxClaim.plural, causes: [{ reason: 'NamespaceNotEnabled', field: 'namespace', message: `claim Secrets may not be written in namespace "${body.namespace}"` }] });
+    }
     d.cap?.admit(target);
     let a: Assignment;
     try {
