@@ -208,6 +208,8 @@ beforeAll(async () => {
     speed: 0,
     examples: false,
     publishInterval: '1s',
+    // the chart's shape: two replicas campaigning for one Lease
+    claimControllerReplicas: 2,
     extraArgs: { 'claim-controller': ['--orphan-interval', '5s', '--max-concurrent-reconciles', '32'] },
     beforeInstall: async (kc) => {
       await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
@@ -239,7 +241,12 @@ afterAll(async () => {
 }, 120_000);
 
 describe('sandbox-scale under faults', () => {
-  it('binds every claim of a burst once, destroying no VM, when claim-controller is SIGKILLed mid-burst', async () => {
+  it('binds every claim of a burst once, destroying no VM, when the leading claim-controller replica is SIGKILLed mid-burst', async () => {
+    const leader = await eventually(async () => {
+      const l = await sys.leaderOf('claimController');
+      if (l === undefined) throw new Error('no claim-controller replica leads yet');
+      return l;
+    }, { timeoutMs: 60_000, intervalMs: 250 });
     const before = await simCounters();
     const names = Array.from({ length: BURST }, (_, i) => `burst-${String(i).padStart(4, '0')}`);
     const t0 = Date.now();
@@ -253,7 +260,7 @@ describe('sandbox-scale under faults', () => {
         created++;
         if (created === Math.floor(BURST / 3) && !killed) {
           killedAt = Date.now();
-          killed = sys.restartApp('claim-controller', { kill: true });
+          killed = sys.restartApp(leader as 'claim-controller', { kill: true });
         }
       }
     };
@@ -263,6 +270,7 @@ describe('sandbox-scale under faults', () => {
     const restartedAt = Date.now();
     const claims = await waitBound(names, 240_000);
     const healS = (Date.now() - restartedAt) / 1000;
+    const newLeader = await sys.leaderOf('claimController');
 
     const ids = claims.map((c) => c.status?.sandbox?.name ?? '');
     expect(ids.every((id) => id !== '')).toBe(true);
@@ -273,10 +281,12 @@ describe('sandbox-scale under faults', () => {
     const doubles = [...refs.values()].filter((v) => v > 1).length + (ids.length - new Set(ids).size);
     const after = await simCounters();
     figures({ fault: 'sigkill-claim-controller', claims: BURST, bound: claims.filter(isBound).length, released: after.releases - before.releases,
-      node_claims: after.claims - before.claims, double_deliveries: doubles, create_s: createdS, killed_after_s: (killedAt - t0) / 1000, heal_s: healS, total_s: (Date.now() - t0) / 1000 });
+      node_claims: after.claims - before.claims, double_deliveries: doubles, create_s: createdS, killed_after_s: (killedAt - t0) / 1000, heal_s: healS, total_s: (Date.now() - t0) / 1000,
+      replicas: 2, killed_leader: leader, leader_after: newLeader });
     expect(new Set(ids).size).toBe(BURST);
     expect(refs.size).toBe(BURST);
     expect(doubles).toBe(0);
+    expect(newLeader).toBeDefined();
     expect(after.releases - before.releases).toBe(0);
     expect(after.claims - before.claims).toBe(BURST);
     expect(appsRunning()).toEqual([]);

@@ -106,6 +106,9 @@ beforeAll(async () => {
     publishInterval: '1s',
     // a short orphan pass; records give up quickly so a refused one is left to that pass
     extraArgs: { 'claim-controller': ['--orphan-interval', '2s', '--record-attempts', '2', '--fast-path-max-claims-per-namespace', String(CAP)] },
+    beforeInstall: async (kc) => {
+      for (const name of [ns, quotaNs, capNs]) await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+    },
   });
   dispatcher = new Agent({ connect: { ca: readFileSync(sys.servingCaPath, 'utf8') } });
   const kc = sys.kubeConfig;
