@@ -37,7 +37,7 @@ describe('buildInventory', () => {
     });
     expect(body.entries).toEqual([
       { name: 'ns/a', id: 'sb_1', phase: 'Hibernated', claimRef: 'ns/a', addr: '10.0.0.1:7777', deadline: '2030-01-02T03:04:05Z', claimedAt: '2029-12-31T23:59:59Z' },
-      { name: 'sb_2', id: 'sb_2', phase: 'Running', addr: '10.0.0.1:7777', deadline: '2030-01-02T03:04:05Z' },
+      { name: 'sb-2', id: 'sb_2', phase: 'Running', addr: '10.0.0.1:7777', deadline: '2030-01-02T03:04:05Z' },
     ]);
     expect(parseObject(NodeInventorySchema, body).node).toBe('n1');
   });
@@ -45,7 +45,7 @@ describe('buildInventory', () => {
   it('serves an owner reference under the owner namespace/name and keeps the whole reference', () => {
     const ref = 'sandbox:0b3e6f0c-2d7a-4a55-9c51-6a0f3f1d2e4b:team-a/job-1';
     const body = buildInventory({ node: 'n1', address: '', rows: [row({ id: 'sb_1', claimRef: ref }), row({ id: 'sb_2', claimRef: 'not an owner' })], info: info(), now });
-    expect(body.entries?.map((e) => [e.name, e.claimRef])).toEqual([['sb_2', 'not an owner'], ['team-a/job-1', ref]]);
+    expect(body.entries?.map((e) => [e.name, e.claimRef])).toEqual([['sb-2', 'not an owner'], ['team-a/job-1', ref]]);
   });
 
   it('publishes address and every pool, sorted by key, with warm and target', () => {

@@ -9,6 +9,7 @@ import {
   formatRfc3339Seconds,
   normalizePoolKey,
   servedNameOf,
+  servedObjectName,
   type Condition,
   type InventoryEntry,
   type PoolCapacity,
@@ -48,7 +49,7 @@ function phaseOf(row: SandboxRow): string {
 function entryOf(row: SandboxRow, address: string): InventoryEntry {
   // served under the owner's namespace/name (claim_ref `<kind>:<uid>:<ns>/<name>`, or a legacy
   // `<ns>/<name>`); a reference that names no owner is served under the sandbox id
-  const e: InventoryEntry = { name: servedNameOf(row.claimRef) ?? row.id, id: row.id, phase: phaseOf(row) };
+  const e: InventoryEntry = { name: servedNameOf(row.claimRef) ?? servedObjectName(row.id), id: row.id, phase: phaseOf(row) };
   if (row.claimRef !== undefined) e.claimRef = row.claimRef;
   // A sandbox listens on its node: the node's host is the sandbox's pod IP.
   if (address !== '') e.addr = address;

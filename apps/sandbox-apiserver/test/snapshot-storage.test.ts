@@ -147,16 +147,20 @@ describe('snapshot subresources', () => {
 });
 
 describe('fork children', () => {
-  it('are owned by the fork call, served under <parent>-<child id>, and listed at once', async () => {
+  it('are owned by the fork call, served under a valid name <parent>-<child id>, and listed at once', async () => {
     const { lifecycle, storage } = await setup(['fork-src']);
-    const r = (await lifecycle.act(NS, 'fork-src', 'fork', { count: 2 }, false)) as { children: { sandboxID: string }[] };
+    const r = (await lifecycle.act(NS, 'fork-src', 'fork', { count: 2 }, false)) as { children: { name: string; sandboxID: string }[] };
     expect(r.children).toHaveLength(2);
     const rows = await direct.sandboxes();
     const owners = r.children.map((c) => parseOwnerRef(rows.find((row) => row.id === c.sandboxID)?.claimRef));
     for (const [i, o] of owners.entries()) expect(o).toMatchObject({ kind: 'ForkChild', namespace: NS, name: `fork-src-${r.children[i]?.sandboxID}` });
     // one uid per fork call, never a SandboxClaim reference
     expect(new Set(owners.map((o) => (o && o.kind !== 'legacy' ? o.uid : ''))).size).toBe(1);
-    const child = await storage.get(NS, `fork-src-${r.children[0]?.sandboxID}`);
+    // the node's ids hold `_`; object names are DNS-1123 subdomains
+    for (const c of r.children) expect(c.name).toBe(`fork-src-${c.sandboxID.replaceAll('_', '-')}`);
+    for (const c of r.children) expect(c.name).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+    const child = await storage.get(NS, r.children[0]?.name ?? '');
+    expect(child.metadata.name).toBe(r.children[0]?.name);
     expect(child.metadata.annotations?.[ANNOTATIONS.claimId]).toBe(r.children[0]?.sandboxID);
   });
 });

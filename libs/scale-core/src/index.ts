@@ -111,6 +111,7 @@ export {
   parseOwnerRef,
   sameOwner,
   servedNameOf,
+  servedObjectName,
 } from './claim-ref/owner-ref';
 export type { LegacyOwner, OwnerKind, ParsedOwnerRef, SandboxOwner } from './claim-ref/owner-ref';
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { BadRequestError, formatOwnerRefPrefix, formatRfc3339Seconds, InvalidError, OWNER_KINDS, SANDBOX_API_VERSION, SANDBOX_GROUP, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { BadRequestError, formatOwnerRefPrefix, formatRfc3339Seconds, InvalidError, OWNER_KINDS, SANDBOX_API_VERSION, SANDBOX_GROUP, servedObjectName, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { listClaimed } from './claimed-listing';
 import type { SandboxStorage } from './sandbox-storage';
@@ -78,8 +78,10 @@ export class LifecycleStorage {
         // every child is owned by this fork call (one uid), under `<parent>-<child id>`
         const claimRefPrefix = formatOwnerRefPrefix({ kind: OWNER_KINDS.fork, uid: randomUUID(), namespace, name: `${name}-` });
         const children = await client.fork(id, { count: body.count || 1, ...(body.ttlSeconds ? { ttlSeconds: body.ttlSeconds } : {}), claimRefPrefix }, { signal });
-        for (const c of children) listClaimed(this.storage, { node: loc.node, namespace, name: `${name}-${c.id}`, id: c.id, addr: c.ownerAddr, claimRef: claimRefPrefix + c.id });
-        return result('SandboxForkResult', { children: children.map((c) => ({ sandboxID: c.id, nodeName: loc.node, ...(c.ownerAddr ? { address: c.ownerAddr } : {}) })) });
+        // served as `<parent>-sb-<n>`: the node's id holds `_`, which no object name may
+        const childName = (c: { id: string }): string => servedObjectName(`${name}-${c.id}`);
+        for (const c of children) listClaimed(this.storage, { node: loc.node, namespace, name: childName(c), id: c.id, addr: c.ownerAddr, claimRef: claimRefPrefix + c.id });
+        return result('SandboxForkResult', { children: children.map((c) => ({ name: childName(c), sandboxID: c.id, nodeName: loc.node, ...(c.ownerAddr ? { address: c.ownerAddr } : {}) })) });
       }
       case 'promote': {
         const r = await client.promote(id, { template: body.template ?? '' }, { signal });

@@ -1,4 +1,4 @@
-import { formatOwnerRef, formatOwnerRefPrefix, isInvalidOwnerRef, parseOwnerRef, sameOwner, servedNameOf, type SandboxOwner } from './owner-ref';
+import { formatOwnerRef, formatOwnerRefPrefix, isInvalidOwnerRef, parseOwnerRef, sameOwner, servedNameOf, servedObjectName, type SandboxOwner } from './owner-ref';
 import { claimRefName, sandboxLabelsFor } from '../synthesis/synthesize-sandbox';
 
 const uid = '0b3e6f0c-2d7a-4a55-9c51-6a0f3f1d2e4b';
@@ -65,5 +65,14 @@ describe('owner references', () => {
     expect(servedNameOf('junk')).toBeUndefined();
     expect(claimRefName(ref)).toBe('build-1');
     expect(sandboxLabelsFor('n1', { phase: 'Running', claimRef: ref })['sandbox.cocoonstack.io/claim']).toBe('build-1');
+  });
+});
+
+describe('served names', () => {
+  it('serve a fork child under a valid object name', () => {
+    const ref = `${formatOwnerRefPrefix({ kind: 'ForkChild', uid: 'u1', namespace: 'team-a', name: 'agent-' })}sb_12`;
+    expect(servedNameOf(ref)).toBe('team-a/agent-sb-12');
+    expect(servedObjectName('sb_3')).toBe('sb-3');
+    expect(servedObjectName('plain.name-1')).toBe('plain.name-1');
   });
 });

@@ -133,5 +133,14 @@ export function sameOwner(a: ParsedOwnerRef | undefined, b: ParsedOwnerRef | und
  */
 export function servedNameOf(ref: string | undefined): string | undefined {
   const o = parseOwnerRef(ref);
-  return o ? `${o.namespace}/${o.name}` : undefined;
+  return o ? `${o.namespace}/${servedObjectName(o.name)}` : undefined;
+}
+
+/**
+ * A valid object name for what a node names with `_`: a fork child's `<parent>-sb_12` is served as
+ * `<parent>-sb-12`, and a sandbox with no owner as `sb-12`. Object names (DNS-1123 subdomains)
+ * never hold `_`, so this changes nothing else and never makes two names one.
+ */
+export function servedObjectName(name: string): string {
+  return name.replaceAll('_', '-');
 }
