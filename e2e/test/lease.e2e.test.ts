@@ -11,6 +11,7 @@ const ns = `t-lease-${runSuffix()}`;
 const GROUP = 'extensions.agents.x-k8s.io/v1beta1';
 const IMAGE = 'ghcr.io/example/lease-agent:1.0';
 const LEASE_S = 2;
+const API_LEASE_S = 4;
 let sys: LocalSystem;
 
 interface Cond {
@@ -82,6 +83,8 @@ beforeAll(async () => {
     extraArgs: {
       'sandboxd-sim': ['--default-ttl-seconds', String(LEASE_S)],
       'claim-controller': ['--sandbox-lease-ttl', '0s'],
+      // a Sandbox created through the API lives until deleted on 4 s node leases it renews itself
+      'sandbox-apiserver': ['--sandbox-lease-ttl', `${API_LEASE_S}s`],
     },
     beforeInstall: async (kc) => {
       await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
@@ -104,6 +107,14 @@ afterAll(async () => {
 
 describe('node leases of claims', () => {
   it('keeps a claim without shutdownTime Bound over ten lease periods, its node lease renewed ahead of each deadline', async () => {
+    // and a Sandbox created through the aggregated API without a TTL, on its own 4 s leases
+    const created = JSON.parse((await k(['create', '-o', 'json', '-f', '-'], JSON.stringify({ apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'api-forever', namespace: ns },
+      spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } }))).stdout) as { metadata: { annotations?: Record<string, string> }; status?: { nodeName?: string } };
+    const apiId = created.metadata.annotations?.['sandbox.cocoonstack.io/claim-id'] ?? '';
+    const apiNode = sys.nodes.find((n) => n.name === created.status?.nodeName);
+    expect(apiId).not.toBe('');
+    expect(apiNode).toBeDefined();
+    const apiCreatedAt = Date.now();
     await createClaim('forever');
     const c = await waitBound('forever');
     const id = c.status?.sandbox?.name ?? '';
@@ -129,6 +140,13 @@ describe('node leases of claims', () => {
     // renewed at 50-70 % of each 2 s lease: at least one new deadline per lease period
     expect(renewals).toBeGreaterThanOrEqual(9);
     expect(cond(await getClaim('forever'), 'Ready')?.status).not.toBe('False');
+    const apiRow = await nodeRow(apiNode as SimNode, apiId);
+    const apiPeriods = (Date.now() - apiCreatedAt) / 1000 / API_LEASE_S;
+    console.log(JSON.stringify({ test: 'lease-aggregated-api', lease_s: API_LEASE_S, lease_periods: Number(apiPeriods.toFixed(1)), still_on_node: apiRow !== undefined }));
+    expect(apiPeriods).toBeGreaterThanOrEqual(5);
+    expect(apiRow).toBeDefined();
+    expect((await k(['get', 'sandbox', 'api-forever', '-n', ns, '-o', 'name'])).stdout.trim()).toBe('sandbox.agents.x-k8s.io/api-forever');
+    await k(['delete', 'sandbox', 'api-forever', '-n', ns]);
   }, 120_000);
 
   it('releases a bounded claim at its shutdownTime and deletes it ttlSecondsAfterFinished later', async () => {

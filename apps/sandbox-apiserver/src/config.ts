@@ -18,6 +18,8 @@ export const ConfigSchema = z.object({
   bookmarkInterval: durationFlag('60s').describe('How often a watch with allowWatchBookmarks gets a BOOKMARK'),
   watchHistory: z.coerce.number().int().min(100).default(10_000).describe('Changes kept for resuming watches; older resourceVersions get 410 Expired'),
   claimIndexMaxBytes: z.coerce.number().int().min(1024).default(64 * 1024 * 1024).describe('Heap budget of the claim-time index (read-after-create)'),
+  sandboxLeaseTtl: durationFlag('15m').describe('Node lease of a sandbox that lives until deleted (created, forked or claimed from a snapshot without a TTL), asked at claim and renewed at 40-60 % of it while it is served (0s = the node\'s default); bounds how long its VM outlives a control plane that is gone'),
+  leaseRenewalsPerSecond: z.coerce.number().int().min(1).default(500).describe('Most node lease renewals per second, over every node'),
   maxWatches: z.coerce.number().int().min(1).default(DEFAULT_INFLIGHT_CAPS.maxWatches).describe('Open watches of all callers together; more are answered 429'),
   maxWatchesPerUser: z.coerce.number().int().min(1).default(DEFAULT_INFLIGHT_CAPS.maxWatchesPerUser).describe('Open watches of one user; more are answered 429'),
   maxRequestsPerUser: z.coerce.number().int().min(1).default(DEFAULT_INFLIGHT_CAPS.maxRequestsPerUser).describe('Requests of one user served at once (watches aside); more are answered 429'),
@@ -43,6 +45,8 @@ export function configFromFlags(flags: Flags, kubeConfig: KubeConfig): SandboxAp
     bookmarkIntervalMs: flags.bookmarkInterval,
     watchHistory: flags.watchHistory,
     claimIndexMaxBytes: flags.claimIndexMaxBytes,
+    leaseTtlSeconds: Math.ceil(flags.sandboxLeaseTtl / 1000),
+    leaseRenewalsPerSecond: flags.leaseRenewalsPerSecond,
     inflight: { maxWatches: flags.maxWatches, maxWatchesPerUser: flags.maxWatchesPerUser, maxRequestsPerUser: flags.maxRequestsPerUser },
   };
 }

@@ -20,6 +20,8 @@ import { buildStorages, type ResourceStorage } from './storage';
 import { startInventoryInformer } from './storage/inventory-informer';
 import { loadServingCert, selfSignedServingCert } from './tls/serving-cert';
 import type { WatchContext } from './watch/watch-stream';
+import { DEFAULT_LEASE_TTL_SECONDS } from './storage/lease-policy';
+import { LeaseRenewer } from './storage/lease-renewer';
 
 export interface SandboxApiserverConfig {
   readonly kubeConfig: KubeConfig;
@@ -40,6 +42,10 @@ export interface SandboxApiserverConfig {
   readonly inventoryGraceMs?: number;
   readonly overlayTtlMs?: number;
   readonly claimIndexMaxBytes?: number;
+  /** Lease of a VM that lives until deleted, asked at claim and at each renewal (seconds; 0 = the node's default). Default 900. */
+  readonly leaseTtlSeconds?: number;
+  /** Node lease renewals per second over every node. Default 500. */
+  readonly leaseRenewalsPerSecond?: number;
   readonly watchHistory?: number;
   readonly bookmarkIntervalMs?: number;
   /** Concurrency caps (429 past them); defaults in DEFAULT_INFLIGHT_CAPS. */
@@ -79,6 +85,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     graceMs: config.inventoryGraceMs ?? 60_000,
     overlayTtlMs: config.overlayTtlMs ?? 300_000,
     claimIndexMaxBytes: config.claimIndexMaxBytes ?? 64 * 1024 * 1024,
+    leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS,
     watchHistory: config.watchHistory ?? 10_000,
     rng: config.rng ?? Math.random,
     log,
@@ -151,6 +158,9 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   });
   const port = (server.address() as AddressInfo).port;
   log.info({ port }, 'serving agents.x-k8s.io/v1beta1');
+  const renewer = new LeaseRenewer({ view: sandboxes.view, router: sandboxes.reads.router, leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS, ratePerSecond: config.leaseRenewalsPerSecond ?? 500, log });
+  const renewing = new AbortController();
+  const renewed = synced.then((ok) => (ok ? renewer.run(renewing.signal) : undefined));
   return {
     url: `https://127.0.0.1:${port}`,
     port,
@@ -158,6 +168,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     synced,
     async stop() {
       health.shuttingDown = true;
+      renewing.abort();
+      await renewed;
       sandboxes.view.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));

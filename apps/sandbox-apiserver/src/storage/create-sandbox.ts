@@ -99,13 +99,14 @@ export class SandboxCreator {
   async #claim(s: Sandbox, namespace: string, name: string, pool: PoolKey, ttlSeconds: number, now: Date): Promise<Sandbox> {
     // a fresh uid per create: a Sandbox deleted and created again under the same name is
     // another owner, and no SandboxClaim of that name ever matches a Sandbox reference
-    const claimRef = formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: randomUUID(), namespace, name });
+    const lease = this.storage.leases.forRequested(ttlSeconds);
+    const claimRef = formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: randomUUID(), namespace, name, ...(lease.renewed ? { renewed: true } : {}) });
     for (;;) {
       const chosen = this.ledger.choose(this.storage.view.inventories(), pool, this.rng);
       if (chosen === undefined) throw new NoWarmCapacityError(pool);
       try {
         const res = await this.storage.router.clientAt(chosen.addr).claim(
-          { template: pool.template, net: pool.net, size: pool.size, ttlSeconds, claimRef },
+          { template: pool.template, net: pool.net, size: pool.size, ttlSeconds: lease.ttlSeconds, claimRef },
           { signal: AbortSignal.timeout(10_000) },
         );
         return this.#created(s, { namespace, name, node: chosen.node, id: res.id, token: res.token, addr: res.ownerAddr, deadline: res.deadline, claimRef }, now);

@@ -3,6 +3,7 @@ import { CapacityLedger, ClaimIndex, RESOURCES, type Rng } from '@sandbox-scale/
 import type { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { WatchHub } from '../watch/watch-hub';
 import { SandboxCreator } from './create-sandbox';
+import { DEFAULT_LEASE_TTL_SECONDS, LeasePolicy } from './lease-policy';
 import { LifecycleStorage } from './lifecycle-storage';
 import { NodeRouter } from './node-router';
 import { Revisions } from './revisions';
@@ -26,6 +27,8 @@ export interface StorageOptions {
   readonly watchHistory: number;
   readonly rng: Rng;
   readonly log: Logger;
+  /** Lease of a VM that lives until deleted (see LeasePolicy); default 15 min. */
+  readonly leaseTtlSeconds?: number;
 }
 
 /** The install point (like sample-apiserver's install.go): resource name -> storage. */
@@ -34,6 +37,7 @@ export function buildStorages(opts: StorageOptions): Map<string, ResourceStorage
   const revisions = new Revisions();
   const view = new SandboxView({ graceMs: opts.graceMs, hub, revisions, overlayTtlMs: opts.overlayTtlMs });
   const reads = new SandboxStorage(view, new ClaimIndex({ maxBytes: opts.claimIndexMaxBytes }), new NodeRouter(view, opts.clients), revisions);
+  reads.leases = new LeasePolicy(opts.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS);
   const creator = new SandboxCreator(reads, new CapacityLedger(), opts.rng, opts.log);
   return new Map([[RESOURCES.sandbox.plural, { reads, creator, lifecycle: new LifecycleStorage(reads), hub, view }]]);
 }

@@ -76,8 +76,10 @@ export class LifecycleStorage {
         return result('SandboxResumeOptions');
       case 'fork': {
         // every child is owned by this fork call (one uid), under `<parent>-<child id>`
-        const claimRefPrefix = formatOwnerRefPrefix({ kind: OWNER_KINDS.fork, uid: randomUUID(), namespace, name: `${name}-` });
-        const children = await client.fork(id, { count: body.count || 1, ...(body.ttlSeconds ? { ttlSeconds: body.ttlSeconds } : {}), claimRefPrefix }, { signal });
+        // children never inherit the parent's lease: their own ttlSeconds, else they live until deleted
+        const lease = this.storage.leases.forRequested(body.ttlSeconds);
+        const claimRefPrefix = formatOwnerRefPrefix({ kind: OWNER_KINDS.fork, uid: randomUUID(), namespace, name: `${name}-`, ...(lease.renewed ? { renewed: true } : {}) });
+        const children = await client.fork(id, { count: body.count || 1, ...(lease.ttlSeconds ? { ttlSeconds: lease.ttlSeconds } : {}), claimRefPrefix }, { signal });
         // served as `<parent>-sb-<n>`: the node's id holds `_`, which no object name may
         const childName = (c: { id: string }): string => servedObjectName(`${name}-${c.id}`);
         for (const c of children) listClaimed(this.storage, { node: loc.node, namespace, name: childName(c), id: c.id, addr: c.ownerAddr, claimRef: claimRefPrefix + c.id });

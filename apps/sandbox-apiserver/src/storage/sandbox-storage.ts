@@ -19,6 +19,7 @@ import type { NodeRouter } from './node-router';
 import type { Revisions } from './revisions';
 import type { Row, SandboxView } from './sandbox-view';
 import { lowerBound, sortKeyOf, sortKeyOfViewKey, upperBound } from './sorted-rows';
+import { DEFAULT_LEASE_TTL_SECONDS, LeasePolicy } from './lease-policy';
 
 export const SANDBOX_RESOURCE = { group: SANDBOX_GROUP, resource: RESOURCES.sandbox.plural };
 
@@ -60,6 +61,9 @@ export class SandboxStorage {
     readonly revisions: Revisions,
     readonly snapshots: ListSnapshots = new ListSnapshots(() => view.sortedRows()),
   ) {}
+
+  /** How long nodes are asked to keep the VMs this storage claims (set once when it is built). */
+  leases: LeasePolicy = new LeasePolicy(DEFAULT_LEASE_TTL_SECONDS);
 
   /**
    * One page in O(log n + page): the first page takes the view's sorted snapshot, later pages

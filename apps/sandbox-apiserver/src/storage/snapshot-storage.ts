@@ -143,8 +143,9 @@ export class SnapshotStorage {
     try {
       // no_redirect: we checked this node holds the record, and a redirect would land the
       // sandbox on a node the caller never chose
-      const claimRef = formatOwnerRef({ kind: OWNER_KINDS.snapshot, uid: randomUUID(), namespace, name: target.name });
-      const res = await this.#call(ctx, () => client.claimCheckpoint(cp.id, { claimRef, noRedirect: true, ...(target.ttlSeconds ? { ttlSeconds: target.ttlSeconds } : {}) }, { signal: AbortSignal.timeout(30_000) }));
+      const lease = this.storage.leases.forRequested(target.ttlSeconds);
+      const claimRef = formatOwnerRef({ kind: OWNER_KINDS.snapshot, uid: randomUUID(), namespace, name: target.name, ...(lease.renewed ? { renewed: true } : {}) });
+      const res = await this.#call(ctx, () => client.claimCheckpoint(cp.id, { claimRef, noRedirect: true, ...(lease.ttlSeconds ? { ttlSeconds: lease.ttlSeconds } : {}) }, { signal: AbortSignal.timeout(30_000) }));
       const listed = listClaimed(this.storage, { node: loc.node, namespace, name: target.name, id: res.id, addr: res.ownerAddr, deadline: res.deadline, claimRef });
       const annotations: Record<string, string> = { ...(listed.metadata.annotations ?? {}), [ANNOTATIONS.claimId]: res.id };
       if (res.token) annotations[ANNOTATIONS.token] = res.token;

@@ -76,3 +76,16 @@ describe('served names', () => {
     expect(servedObjectName('plain.name-1')).toBe('plain.name-1');
   });
 });
+
+describe('renewed owners', () => {
+  it('round-trip the renew flag, which is not part of the identity', () => {
+    const sb: SandboxOwner = { kind: 'Sandbox', uid, namespace: 'team-a', name: 'agent-1', renewed: true };
+    const ref = formatOwnerRef(sb);
+    expect(ref).toBe(`sandbox+renew:${uid}:team-a/agent-1`);
+    expect(parseOwnerRef(ref)).toEqual(sb);
+    expect(sameOwner(parseOwnerRef(ref), { ...sb, renewed: false })).toBe(true);
+    expect(parseOwnerRef(formatOwnerRef({ ...sb, renewed: false }))).not.toHaveProperty('renewed');
+    expect(parseOwnerRef(`bogus+renew:${uid}:team-a/x`)).toBeUndefined();
+    expect(servedNameOf(ref)).toBe('team-a/agent-1');
+  });
+});

@@ -42,6 +42,13 @@ export interface SandboxOwner {
   uid: string;
   namespace: string;
   name: string;
+  /**
+   * The sandbox lives until its owner deletes it: whoever keeps leases renews its node lease
+   * (wire: `+renew` after the kind token). Only for owners with no object of their own that
+   * could say so (aggregated-API Sandboxes, fork children, snapshot claims created without a TTL);
+   * a SandboxClaim's lifecycle is in the claim itself. Not part of the owner's identity.
+   */
+  renewed?: boolean;
 }
 
 /** A pre-uid `<namespace>/<name>` reference: names a served Sandbox, owns nothing. */
@@ -76,7 +83,13 @@ function check(o: Omit<SandboxOwner, 'name'> & { name: string }, namePrefix: boo
 /** The claim_ref of `owner`. Throws InvalidOwnerRefError for an owner that would not parse back. */
 export function formatOwnerRef(owner: SandboxOwner): string {
   check(owner, false);
-  return `${TOKEN_OF[owner.kind]}:${owner.uid}:${owner.namespace}/${owner.name}`;
+  return `${kindToken(owner)}:${owner.uid}:${owner.namespace}/${owner.name}`;
+}
+
+const RENEW_FLAG = '+renew';
+
+function kindToken(owner: SandboxOwner): string {
+  return `${TOKEN_OF[owner.kind]}${owner.renewed ? RENEW_FLAG : ''}`;
 }
 
 /**
@@ -85,7 +98,7 @@ export function formatOwnerRef(owner: SandboxOwner): string {
  */
 export function formatOwnerRefPrefix(owner: SandboxOwner): string {
   check(owner, true);
-  return `${TOKEN_OF[owner.kind]}:${owner.uid}:${owner.namespace}/${owner.name}`;
+  return `${kindToken(owner)}:${owner.uid}:${owner.namespace}/${owner.name}`;
 }
 
 /**
@@ -102,12 +115,14 @@ export function parseOwnerRef(ref: string | undefined): ParsedOwnerRef | undefin
   }
   const second = ref.indexOf(':', first + 1);
   if (second < 0) return undefined;
-  const kind = OWNER_KINDS[ref.slice(0, first) as OwnerKindToken] as OwnerKind | undefined;
+  const token = ref.slice(0, first);
+  const renewed = token.endsWith(RENEW_FLAG);
+  const kind = OWNER_KINDS[(renewed ? token.slice(0, -RENEW_FLAG.length) : token) as OwnerKindToken] as OwnerKind | undefined;
   const uid = ref.slice(first + 1, second);
   const rest = ref.slice(second + 1);
   const slash = rest.indexOf('/');
   if (kind === undefined || slash < 0) return undefined;
-  const owner: SandboxOwner = { kind, uid, namespace: rest.slice(0, slash), name: rest.slice(slash + 1) };
+  const owner: SandboxOwner = { kind, uid, namespace: rest.slice(0, slash), name: rest.slice(slash + 1), ...(renewed ? { renewed: true } : {}) };
   try {
     check(owner, false);
   } catch {

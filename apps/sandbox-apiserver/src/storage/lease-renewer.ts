@@ -1,0 +1,137 @@
+import type { Logger } from '@sandbox-scale/kube-runtime';
+import { isNotFound as isSandboxGone } from '@sandbox-scale/sandboxd-client';
+import { isUidOwner, parseOwnerRef, type Rng, TokenBucket } from '@sandbox-scale/scale-core';
+import type { NodeRouter } from './node-router';
+import type { SandboxView } from './sandbox-view';
+
+export interface LeaseRenewerOptions {
+  view: SandboxView;
+  router: NodeRouter;
+  /** Lease asked for on each renewal (the one LeasePolicy claims with); 0 = the node's default. */
+  leaseTtlSeconds: number;
+  /** Renewals per second over every node. */
+  ratePerSecond: number;
+  log: Logger;
+  now?: () => number;
+  rng?: Rng;
+}
+
+export interface RenewPass {
+  candidates: number;
+  renewed: number;
+  gone: number;
+  errors: number;
+  /** Refused a token this pass; the next pass takes them. */
+  deferred: number;
+}
+
+const MIN_INTERVAL_MS = 250;
+const MAX_INTERVAL_MS = 10_000;
+
+/**
+ * Keeps alive the sandboxes that live until deleted (claim reference marked `renewed`: Sandboxes
+ * created through this API, fork children and snapshot claims without a TTL). A pass looks at
+ * every served sandbox, and renews the node lease of those past 40–60 % of it, bounded in rate
+ * and spread so leases granted together are not renewed together. The deadline a renewal
+ * returns is remembered until the node's next publish carries it, so nothing is renewed twice
+ * for one lease. A sandbox the node no longer has is left to the next publish.
+ *
+ * Every replica renews what it serves: renewals are idempotent and cheap on the node, and no
+ * replica depends on another being up.
+ */
+export class LeaseRenewer {
+  readonly #o: LeaseRenewerOptions;
+  readonly #bucket: TokenBucket;
+  /** node/id → the deadline (ms) our last renewal got, kept until a publish catches up. */
+  readonly #renewedTo = new Map<string, number>();
+  /** node/id → this sandbox's point in its lease to renew at (0.4–0.6), fixed per sandbox. */
+  readonly #spread = new Map<string, number>();
+
+  constructor(o: LeaseRenewerOptions) {
+    this.#o = o;
+    this.#bucket = new TokenBucket({ ratePerSecond: o.ratePerSecond });
+  }
+
+  /** Pass cadence: an eighth of the lease, between 250 ms and 10 s. */
+  get intervalMs(): number {
+    const leaseMs = (this.#o.leaseTtlSeconds || 300) * 1000;
+    return Math.min(MAX_INTERVAL_MS, Math.max(MIN_INTERVAL_MS, Math.floor(leaseMs / 8)));
+  }
+
+  /** Runs passes until the signal aborts. */
+  async run(signal: AbortSignal): Promise<void> {
+    while (!signal.aborted) {
+      if (this.#o.router.configured) {
+        try {
+          await this.pass(signal);
+        } catch (err) {
+          this.#o.log.warn({ err }, 'lease renewal pass failed');
+        }
+      }
+      await new Promise<void>((resolve) => {
+        const t = setTimeout(resolve, this.intervalMs);
+        t.unref();
+        signal.addEventListener(
+          'abort',
+          () => {
+            clearTimeout(t);
+            resolve();
+          },
+          { once: true },
+        );
+      });
+    }
+  }
+
+  async pass(signal?: AbortSignal): Promise<RenewPass> {
+    const now = (this.#o.now ?? Date.now)();
+    const leaseMs = (this.#o.leaseTtlSeconds || 300) * 1000;
+    const out: RenewPass = { candidates: 0, renewed: 0, gone: 0, errors: 0, deferred: 0 };
+    const due: { key: string; node: string; id: string }[] = [];
+    const live = new Set<string>();
+    for (const row of this.#o.view.rows()) {
+      const { entry, node } = row;
+      const owner = parseOwnerRef(entry.claimRef);
+      if (!entry.id || !isUidOwner(owner) || owner.renewed !== true) continue;
+      const key = `${node}/${entry.id}`;
+      live.add(key);
+      out.candidates++;
+      const published = entry.deadline ? Date.parse(entry.deadline) : NaN;
+      const ours = this.#renewedTo.get(key);
+      if (ours !== undefined && Number.isFinite(published) && published >= ours) this.#renewedTo.delete(key);
+      const deadline = Math.max(Number.isFinite(published) ? published : 0, ours ?? 0);
+      if (deadline === 0) continue; // the node granted no deadline: nothing runs out
+      let at = this.#spread.get(key);
+      if (at === undefined) {
+        at = 0.4 + 0.2 * (this.#o.rng ?? Math.random)();
+        this.#spread.set(key, at);
+      }
+      // renew once less than (1 - at) of a whole lease is left
+      if (deadline - now <= leaseMs * (1 - at)) due.push({ key, node, id: entry.id });
+    }
+    for (const k of this.#spread.keys()) {
+      if (live.has(k)) continue;
+      this.#spread.delete(k);
+      this.#renewedTo.delete(k);
+    }
+    for (const d of due) {
+      if (signal?.aborted) break;
+      if (this.#bucket.take() > 0) {
+        out.deferred = due.length - out.renewed - out.gone - out.errors;
+        break;
+      }
+      try {
+        const { deadline } = await this.#o.router.clientFor(d.node, 'renew', d.id).renew(d.id, this.#o.leaseTtlSeconds, { signal: AbortSignal.timeout(10_000) });
+        if (deadline) this.#renewedTo.set(d.key, deadline.getTime());
+        out.renewed++;
+      } catch (err) {
+        if (isSandboxGone(err)) out.gone++;
+        else {
+          out.errors++;
+          this.#o.log.warn({ err, node: d.node, sandboxId: d.id }, 'node lease renewal failed; retried next pass');
+        }
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,86 @@
+import { createLogger } from '@sandbox-scale/kube-runtime';
+import { ClaimIndex, formatOwnerRef, formatRfc3339Seconds, type NodeInventory } from '@sandbox-scale/scale-core';
+import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { ManualClock, startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
+import { LeasePolicy } from '../src/storage/lease-policy';
+import { LeaseRenewer } from '../src/storage/lease-renewer';
+import { NodeRouter } from '../src/storage/node-router';
+import { Revisions } from '../src/storage/revisions';
+import { SandboxStorage } from '../src/storage/sandbox-storage';
+import { SandboxView } from '../src/storage/sandbox-view';
+import { WatchHub } from '../src/watch/watch-hub';
+
+// The renewer against a real sandboxd-sim on virtual time: sandboxes that live until deleted
+// outlive many leases, sandboxes with a TTL of their own end at it, and renewals are bounded.
+
+const TOKEN = 'unit-fleet-token';
+const NS = 'team-a';
+const TEMPLATE = 'registry.local/lease:1';
+const LEASE_S = 60;
+
+let sim: Sim;
+let clock: ManualClock;
+let clients: SandboxdClientSet;
+let direct: SandboxdClient;
+let node = '';
+
+beforeAll(async () => {
+  clock = new ManualClock();
+  sim = await startSim({ nodes: 1, speed: 0, token: TOKEN, clock, pools: [{ template: TEMPLATE, warm: 8 }] });
+  node = sim.nodes[0]?.name ?? '';
+  sim.node(node).tick();
+  await clock.advance(0);
+  clients = new SandboxdClientSet({ token: TOKEN });
+  direct = clients.forNode(sim.nodes[0]?.url ?? '');
+});
+
+afterAll(async () => {
+  await clients?.close();
+  await sim?.stop();
+});
+
+it('keeps a sandbox that lives until deleted over ten leases, lets one with its own TTL end, and renews each lease once', async () => {
+  const policy = new LeasePolicy(LEASE_S);
+  const forever = policy.forRequested(0);
+  const bounded = policy.forRequested(90);
+  expect(forever).toEqual({ ttlSeconds: LEASE_S, renewed: true });
+  expect(bounded).toEqual({ ttlSeconds: 90, renewed: false });
+  const refOf = (name: string, renewed: boolean): string => formatOwnerRef({ kind: 'Sandbox', uid: `uid-${name}`, namespace: NS, name, ...(renewed ? { renewed } : {}) });
+  const a = await direct.claim({ template: TEMPLATE, ttlSeconds: forever.ttlSeconds, claimRef: refOf('forever', true) });
+  const b = await direct.claim({ template: TEMPLATE, ttlSeconds: bounded.ttlSeconds, claimRef: refOf('bounded', false) });
+
+  const revisions = new Revisions();
+  const view = new SandboxView({ graceMs: 50, hub: new WatchHub(10), revisions });
+  const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
+  let rv = 1;
+  // the publisher's view of the node: every live row with its current deadline
+  const publish = async (): Promise<void> => {
+    const rows = await direct.sandboxes();
+    const inv: NodeInventory = {
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node, resourceVersion: String(rv++) }, node, address: sim.nodes[0]?.addr ?? '',
+      entries: rows.map((r) => ({ name: `${NS}/${r.claimRef?.split('/')[1] ?? r.id}`, id: r.id, phase: 'Running', ...(r.claimRef ? { claimRef: r.claimRef } : {}), ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}) })),
+    };
+    view.upsertInventory(inv);
+  };
+  const renewer = new LeaseRenewer({ view, router: storage.router, leaseTtlSeconds: LEASE_S, ratePerSecond: 100, log: createLogger({ name: 'renewer-test', level: 'silent' }), now: () => clock.now() });
+  expect(renewer.intervalMs).toBe(7500);
+
+  let renewals = 0;
+  const alive = async (id: string): Promise<boolean> => (await direct.sandboxes()).some((r) => r.id === id);
+  const t0 = clock.now();
+  // ten leases of virtual time, one renewer pass per interval, a publish every other pass
+  for (let i = 0; clock.now() - t0 < 10 * LEASE_S * 1000; i++) {
+    if (i % 2 === 0) await publish();
+    renewals += (await renewer.pass()).renewed;
+    await clock.advance(renewer.intervalMs);
+  }
+  const foreverAlive = await alive(a.id);
+  const boundedAlive = await alive(b.id);
+  console.log(JSON.stringify({ test: 'aggregated-api-lease', lease_s: LEASE_S, virtual_s: (clock.now() - t0) / 1000, renewals, forever_alive: foreverAlive, bounded_alive: boundedAlive }));
+  expect(foreverAlive).toBe(true);
+  expect(boundedAlive).toBe(false);
+  // one renewal per lease past its first half: 10 leases of 60 s renewed at 40-60 % → 15-25
+  expect(renewals).toBeGreaterThanOrEqual(15);
+  expect(renewals).toBeLessThanOrEqual(26);
+  view.stop();
+});
