@@ -71,7 +71,7 @@ async function publishSim(kc: KubeConfig, sim: Sim): Promise<void> {
     const client = new SandboxdClient({ baseUrl: n.url, token: TOKEN });
     const [rows, info] = await Promise.all([client.sandboxes(), client.info()]);
     await client.close();
-    const entries = rows.map((r) => ({ name: r.claimRef ?? `default/${r.id}`, id: r.id, phase: r.hibernated ? 'Paused' : 'Running', ...(r.claimRef ? { claimRef: r.claimRef } : {}), ...(r.claimedAt ? { claimedAt: r.claimedAt.toISOString() } : {}) }));
+    const entries = rows.map((r) => ({ name: r.claimRef ?? `default/${r.id}`, id: r.id, phase: sandboxPhaseOf(r), ...(r.claimRef ? { claimRef: r.claimRef } : {}), ...(r.claimedAt ? { claimedAt: r.claimedAt.toISOString() } : {}) }));
     const pools = info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target }));
     await applyObject(kc, { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: `sim-${n.name}` }, node: `sim-${n.name}`, address: n.addr, entries, pools }, { fieldManager: 'bench', force: true, resource: RESOURCE });
   }

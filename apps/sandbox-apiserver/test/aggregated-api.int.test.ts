@@ -207,7 +207,7 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     expect(all.stdout).toContain('sb-one');
     expect(all.stdout).not.toContain('sb-del');
     expect(byNode.stdout.split('\n').filter((l) => l !== '').length).toBeLessThanOrEqual(all.stdout.split('\n').filter((l) => l !== '').length);
-    const labelled = await kubectl(['get', 'sandboxes', '-n', ns, '-l', 'sandbox.cocoonstack.io/phase in (Paused)', '-o', 'name']);
+    const labelled = await kubectl(['get', 'sandboxes', '-n', ns, '-l', 'sandbox.cocoonstack.io/phase in (Hibernated)', '-o', 'name']);
     expect(labelled.stdout).toContain('sb-one');
     const waited = await kubectl(['wait', '--for=condition=Ready=False', 'sandbox/sb-one', '-n', ns, '--timeout=20s']);
     expect(waited.stdout).toContain('condition met');
