@@ -81,13 +81,15 @@ function initialEvents(ctx: WatchContext, q: ListQuery, p: WatchParams): Initial
   if (!/^[0-9]+$/.test(p.rv)) throw new StatusError('BadRequest', `invalid resourceVersion ${JSON.stringify(p.rv)}`);
   const n = Number(p.rv);
   const current = ctx.storage.revisions.current;
-  // A resume point from before this process synced (or one it never issued: a revision of the
-  // previous process's local changes) is 410 Expired, as kube-apiserver's watch cache answers
-  // after a restart. Replaying the rows changed since would miss every sandbox deleted while
-  // this process was down: nothing here remembers what existed at that revision, so only a
-  // relist lets the client's cache drop them (client-go's reflector and kubectl relist on 410).
-  if (n < ctx.startRev || n > current) throw new ResourceVersionTooOldError(n, ctx.startRev);
-  return historyEvents(ctx.hub.since(n), current);
+  // A resume point from before this process synced is 410 Expired, as kube-apiserver's watch
+  // cache answers after a restart. Replaying the rows changed since would miss every sandbox
+  // deleted while this process was down: nothing here remembers what existed at that revision,
+  // so only a relist lets the client's cache drop them (client-go's reflector relists on 410).
+  if (n < ctx.startRev) throw new ResourceVersionTooOldError(n, ctx.startRev);
+  // A point ahead of this replica (its list came from a replica whose informer is further on)
+  // resumes from here: the inventory changes this one has yet to see arrive as it sees them,
+  // at the same etcd-derived revisions, and an event the client already has is a no-op to it.
+  return historyEvents(ctx.hub.since(Math.min(n, current)), current);
 }
 
 /**
