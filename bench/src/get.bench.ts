@@ -11,6 +11,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { applyObject, createLogger } from '@sandbox-scale/kube-runtime';
 import { applyCrds, createCA, createLeaf, freePort, startControlPlane } from '@sandbox-scale/e2e';
 import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
+import { buildInventory } from '@sandbox-scale/inventory-publisher';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 
@@ -65,15 +66,13 @@ async function writeFleet(kc: KubeConfig, total: number): Promise<string[]> {
   return names;
 }
 
-/** One NodeInventory per simulated node from what its sandboxd reports, as the publisher would. */
+/** One NodeInventory per simulated node from what its sandboxd reports, built by the publisher's own buildInventory. */
 async function publishSim(kc: KubeConfig, sim: Sim): Promise<void> {
   for (const n of sim.nodes) {
     const client = new SandboxdClient({ baseUrl: n.url, token: TOKEN });
     const [rows, info] = await Promise.all([client.sandboxes(), client.info()]);
     await client.close();
-    const entries = rows.map((r) => ({ name: r.claimRef ?? `default/${r.id}`, id: r.id, phase: r.hibernated ? 'Paused' : 'Running', ...(r.claimRef ? { claimRef: r.claimRef } : {}), ...(r.claimedAt ? { claimedAt: r.claimedAt.toISOString() } : {}) }));
-    const pools = info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target }));
-    await applyObject(kc, { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: `sim-${n.name}` }, node: `sim-${n.name}`, address: n.addr, entries, pools }, { fieldManager: 'bench', force: true, resource: RESOURCE });
+    await applyObject(kc, buildInventory({ node: `sim-${n.name}`, address: n.addr, rows, info, now: new Date() }), { fieldManager: 'bench', force: true, resource: RESOURCE });
   }
 }
 

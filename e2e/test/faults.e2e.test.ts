@@ -415,6 +415,12 @@ describe('sandbox-scale under faults', () => {
     figures({ fault: 'restart-sandbox-apiserver', watch_reopened: reopened, expired_410: expired, down_s: (upAt - downAt) / 1000,
       during_restart_event: seen.find((e) => e.name === 'during-restart')?.type, after_restart_event: seen.find((e) => e.name === 'after-restart')?.type, total_s: (Date.now() - t0) / 1000 });
     expect(reopened).toBeGreaterThan(0);
+    // the restarted server cannot know what was deleted before it started: the watch resumed
+    // from the old resourceVersion is told to relist (410), and the relist carries the sandbox
+    // created while it was down
+    expect(expired).toBeGreaterThan(0);
+    expect(seen.some((e) => e.name === 'during-restart')).toBe(true);
+    expect(seen.some((e) => e.name === 'after-restart' && e.type === 'ADDED')).toBe(true);
     expect(appsRunning()).toEqual([]);
   }, 240_000);
 

@@ -8,6 +8,7 @@ import {
   comparePoolKeys,
   formatRfc3339Seconds,
   normalizePoolKey,
+  sandboxPhaseOf,
   servedNameOf,
   servedObjectName,
   type Condition,
@@ -40,16 +41,10 @@ export interface NodeSnapshot {
 }
 
 /** Hibernated and archived sandboxes are still live claims; their phase says why they do not run. */
-function phaseOf(row: SandboxRow): string {
-  if (row.archived) return 'Archived';
-  if (row.hibernated) return 'Hibernated';
-  return 'Running';
-}
-
 function entryOf(row: SandboxRow, address: string): InventoryEntry {
   // served under the owner's namespace/name (claim_ref `<kind>:<uid>:<ns>/<name>`, or a legacy
   // `<ns>/<name>`); a reference that names no owner is served under the sandbox id
-  const e: InventoryEntry = { name: servedNameOf(row.claimRef) ?? servedObjectName(row.id), id: row.id, phase: phaseOf(row) };
+  const e: InventoryEntry = { name: servedNameOf(row.claimRef) ?? servedObjectName(row.id), id: row.id, phase: sandboxPhaseOf(row) };
   if (row.claimRef !== undefined) e.claimRef = row.claimRef;
   // A sandbox listens on its node: the node's host is the sandbox's pod IP.
   if (address !== '') e.addr = address;

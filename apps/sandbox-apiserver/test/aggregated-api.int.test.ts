@@ -1,8 +1,9 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createCA, createLeaf, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
+import { applyCrds, createCA, createLeaf, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, testBinDir, testKubeConfig, testKubeconfigPath } from '@sandbox-scale/e2e';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { parseOwnerRef } from '@sandbox-scale/scale-core';
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -55,6 +56,17 @@ async function startServer(): Promise<void> {
   const files = await servingCertFiles();
   server = await startSandboxApiserver({ kubeConfig: kc, securePort: port, bindAddress: '127.0.0.1', tlsCertFile: files.cert, tlsPrivateKeyFile: files.key, fleetToken: TOKEN, log: quietLog, bookmarkIntervalMs: 1000 });
   await server.synced;
+}
+
+/** A long-running kubectl (get -w) whose output is collected until it is stopped. */
+function kubectlWatch(args: string[]): { out: () => string; err: () => string; stop: () => Promise<void> } {
+  let out = '';
+  let err = '';
+  const proc = spawn(join(testBinDir(), 'kubectl'), args, { env: { ...process.env, KUBECONFIG: testKubeconfigPath() }, stdio: ['ignore', 'pipe', 'pipe'] });
+  proc.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
+  proc.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
+  const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
+  return { out: () => out, err: () => err, stop: async () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); await exited; } };
 }
 
 async function publish(): Promise<void> {
@@ -207,7 +219,7 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     expect(all.stdout).toContain('sb-one');
     expect(all.stdout).not.toContain('sb-del');
     expect(byNode.stdout.split('\n').filter((l) => l !== '').length).toBeLessThanOrEqual(all.stdout.split('\n').filter((l) => l !== '').length);
-    const labelled = await kubectl(['get', 'sandboxes', '-n', ns, '-l', 'sandbox.cocoonstack.io/phase in (Paused)', '-o', 'name']);
+    const labelled = await kubectl(['get', 'sandboxes', '-n', ns, '-l', 'sandbox.cocoonstack.io/phase in (Hibernated)', '-o', 'name']);
     expect(labelled.stdout).toContain('sb-one');
     const waited = await kubectl(['wait', '--for=condition=Ready=False', 'sandbox/sb-one', '-n', ns, '--timeout=20s']);
     expect(waited.stdout).toContain('condition met');
@@ -233,21 +245,55 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     expect(String(warned.headers.warning)).toMatch(/^299 - "unknown field \\"spec\.bogus\\""$/);
   });
 
-  it('resumes a watch across a restart of the server without losing events', async () => {
-    const list = JSON.parse((await kubectl(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`])).stdout) as { metadata: { resourceVersion: string } };
+  it('shows kubectl get -w with a label selector a DELETED when the phase leaves it and an ADDED when it comes back', async () => {
+    await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-watched') });
+    await publish();
+    const w = kubectlWatch(['get', 'sandboxes', '-n', ns, '-l', 'sandbox.cocoonstack.io/phase=Running', '-w', '--output-watch-events', '-o', 'jsonpath={.type} {.object.metadata.name} {.object.metadata.labels.sandbox\\.cocoonstack\\.io/phase}{"\\n"}']);
+    try {
+      const seen = (): string[] => w.out().split('\n').filter((l) => l.includes(' sb-watched '));
+      await eventually(() => expect(seen()).toEqual(['ADDED sb-watched Running']), { timeoutMs: 30_000 });
+      expect((await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-watched/pause`, '-f', '-'], { input: '{}' })).stderr).toBe('');
+      await publish();
+      // the last state the selector matched, as kube-apiserver's watch cache sends it
+      await eventually(() => expect(seen()).toEqual(['ADDED sb-watched Running', 'DELETED sb-watched Running']), { timeoutMs: 30_000 });
+      expect((await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-watched/resume`, '-f', '-'], { input: '{}' })).stderr).toBe('');
+      await publish();
+      await eventually(() => expect(seen()).toEqual(['ADDED sb-watched Running', 'DELETED sb-watched Running', 'ADDED sb-watched Running']), { timeoutMs: 30_000 });
+      expect(w.err()).toBe('');
+    } finally {
+      await w.stop();
+    }
+  });
+
+  it('answers a watch resumed across a restart with 410 Expired, and the relist drops what was deleted while the server was down', async () => {
+    await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-gone-while-down') });
+    await publish();
+    const list = JSON.parse((await kubectl(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`])).stdout) as { metadata: { resourceVersion: string }; items: { metadata: { name: string; annotations?: Record<string, string> } }[] };
+    const gone = list.items.find((i) => i.metadata.name === 'sb-gone-while-down');
+    expect(gone).toBeDefined();
     await server.stop();
     const n0 = sim.nodes[0];
     if (n0 === undefined) throw new Error('no node');
     const claim = await fetch(`${n0.url}/v1/claim`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ template: image, claim_ref: `${ns}/sb-while-down` }) });
     expect(claim.status).toBe(200);
+    // released on its node while no sandbox-apiserver was running: no process saw it go
+    const id = gone?.metadata.annotations?.['sandbox.cocoonstack.io/claim-id'] ?? '';
+    await Promise.all(sim.nodes.map((n) => new SandboxdClient({ baseUrl: n.url, token: TOKEN }).release(id).catch(() => undefined)));
     await publish();
     await startServer();
-    const watched = await eventually(async () => {
-      await publish();
+    // Replaying the rows changed since that revision could not carry the deletion, so the
+    // resumed watch is told to relist (a 410 ERROR event, as kube-apiserver after a restart)
+    const expired = await eventually(async () => {
       const r = await kubectl(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes?watch=true&resourceVersion=${list.metadata.resourceVersion}&timeoutSeconds=2`]);
-      expect(r.stdout + r.stderr).toContain('sb-while-down');
-      return r.stdout;
+      expect(r.stdout).toContain('"type":"ERROR"');
+      return JSON.parse(r.stdout.trim().split('\n')[0] ?? '{}') as { object: { code: number; reason: string } };
     }, { timeoutMs: 60_000 });
-    expect(watched).toContain('"type":"ADDED"');
+    expect(expired.object).toMatchObject({ code: 410, reason: 'Expired' });
+    const relist = await eventually(async () => {
+      const names = (await kubectl(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout;
+      expect(names).toContain('sb-while-down');
+      return names;
+    }, { timeoutMs: 60_000 });
+    expect(relist).not.toContain('sb-gone-while-down');
   });
 });

@@ -1,4 +1,4 @@
-import { ClaimIndex, statusForError, type NodeInventory } from '@sandbox-scale/scale-core';
+import { ClaimIndex, statusForError } from '@sandbox-scale/scale-core';
 import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { deleteSandbox } from '../src/storage/delete-sandbox';
@@ -8,6 +8,7 @@ import { Revisions } from '../src/storage/revisions';
 import { SandboxStorage } from '../src/storage/sandbox-storage';
 import { SandboxView } from '../src/storage/sandbox-view';
 import { WatchHub } from '../src/watch/watch-hub';
+import { publishedInventory } from './fleet-fixture';
 
 const TOKEN = 'unit-fleet-token';
 const NS = 'team-a';
@@ -36,8 +37,7 @@ async function setup(name: string): Promise<{ lifecycle: LifecycleStorage; stora
   const view = new SandboxView({ graceMs: 50, hub: new WatchHub(10), revisions });
   const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
   const c = await direct.claim({ template: TEMPLATE, claimRef: `${NS}/${name}` });
-  const inv: NodeInventory = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node, resourceVersion: '1' }, node, address: sim.nodes[0]?.addr ?? '', entries: [{ name: `${NS}/${name}`, id: c.id, phase: 'Running', claimRef: `${NS}/${name}` }] };
-  view.upsertInventory(inv);
+  view.upsertInventory(await publishedInventory(direct, node, sim.nodes[0]?.addr ?? '', new Set([c.id])));
   return { lifecycle: new LifecycleStorage(storage), storage, id: c.id };
 }
 

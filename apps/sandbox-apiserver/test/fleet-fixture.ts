@@ -1,7 +1,8 @@
 import { request } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyObject, createLogger } from '@sandbox-scale/kube-runtime';
-import { EXTENSIONS_API_VERSION, servedNameOf } from '@sandbox-scale/scale-core';
+import { buildInventory } from '@sandbox-scale/inventory-publisher';
+import { NodeInventorySchema, parseObject, type NodeInventory } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { NODE_INVENTORY_RESOURCE } from '../src/storage/inventory-informer';
 
@@ -15,25 +16,27 @@ export interface SimNodeRef {
 
 /**
  * Writes one NodeInventory per simulated node from what sandboxd reports (GET /v1/sandboxes,
- * GET /v1/info) — what the inventory publisher does, done by the test.
+ * GET /v1/info), built by the inventory publisher's own buildInventory: the objects are the
+ * publisher's output, phases and all, not a copy of it written for the test.
  */
 export async function publishInventories(kc: KubeConfig, nodes: readonly SimNodeRef[], token: string, suffix: string): Promise<void> {
   for (const n of nodes) {
     const client = new SandboxdClient({ baseUrl: n.url, token });
     const [rows, info] = await Promise.all([client.sandboxes(), client.info()]);
     await client.close();
-    const name = `${n.name}-${suffix}`;
-    const entries = rows.map((r) => ({
-      name: servedNameOf(r.claimRef) ?? `default/${r.id}`,
-      id: r.id,
-      phase: r.hibernated ? 'Paused' : 'Running',
-      ...(r.claimRef ? { claimRef: r.claimRef } : {}),
-      ...(r.deadline ? { deadline: r.deadline.toISOString() } : {}),
-      ...(r.claimedAt ? { claimedAt: r.claimedAt.toISOString() } : {}),
-    }));
-    const pools = info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target }));
-    await applyObject(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name }, node: name, address: n.addr, entries, pools }, { fieldManager: 'sandbox-scale/test-publisher', force: true, resource: NODE_INVENTORY_RESOURCE });
+    const body = buildInventory({ node: `${n.name}-${suffix}`, address: n.addr, rows, info, now: new Date() });
+    await applyObject(kc, body, { fieldManager: 'sandbox-scale/test-publisher', force: true, resource: NODE_INVENTORY_RESOURCE });
   }
+}
+
+/**
+ * The NodeInventory the publisher would write for a node right now (optionally only the given
+ * sandbox ids), as the informer would hand it to the view.
+ */
+export async function publishedInventory(client: SandboxdClient, node: string, address: string, ids?: ReadonlySet<string>): Promise<NodeInventory> {
+  const [rows, info] = await Promise.all([client.sandboxes(), client.info()]);
+  const body = buildInventory({ node, address, rows: ids === undefined ? rows : rows.filter((r) => ids.has(r.id)), info, now: new Date() });
+  return parseObject(NodeInventorySchema, { ...body, metadata: { ...body.metadata, resourceVersion: '1' } });
 }
 
 export interface RawReply {

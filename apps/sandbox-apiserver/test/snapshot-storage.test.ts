@@ -1,4 +1,4 @@
-import { ANNOTATIONS, ClaimIndex, parseOwnerRef, statusForError, type NodeInventory } from '@sandbox-scale/scale-core';
+import { ANNOTATIONS, ClaimIndex, parseOwnerRef, statusForError } from '@sandbox-scale/scale-core';
 import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { WatchHub } from '../src/watch/watch-hub';
@@ -7,6 +7,7 @@ import { NodeRouter } from '../src/storage/node-router';
 import { Revisions } from '../src/storage/revisions';
 import { SandboxStorage } from '../src/storage/sandbox-storage';
 import { SandboxView } from '../src/storage/sandbox-view';
+import { publishedInventory } from './fleet-fixture';
 
 const TOKEN = 'unit-fleet-token';
 const NS = 'team-a';
@@ -35,13 +36,9 @@ async function setup(names: readonly string[]): Promise<{ lifecycle: LifecycleSt
   const revisions = new Revisions();
   const view = new SandboxView({ graceMs: 50, hub: new WatchHub(10), revisions });
   const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
-  const entries = [];
-  for (const name of names) {
-    const c = await direct.claim({ template: TEMPLATE, claimRef: `${NS}/${name}` });
-    entries.push({ name: `${NS}/${name}`, id: c.id, phase: 'Running', claimRef: `${NS}/${name}` });
-  }
-  const inv: NodeInventory = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node, resourceVersion: '1' }, node, address: sim.nodes[0]?.addr ?? '', entries };
-  view.upsertInventory(inv);
+  const ids = new Set<string>();
+  for (const name of names) ids.add((await direct.claim({ template: TEMPLATE, claimRef: `${NS}/${name}` })).id);
+  view.upsertInventory(await publishedInventory(direct, node, sim.nodes[0]?.addr ?? '', ids));
   return { lifecycle: new LifecycleStorage(storage), storage };
 }
 

@@ -116,6 +116,8 @@ export {
 export type { LegacyOwner, OwnerKind, ParsedOwnerRef, SandboxOwner } from './claim-ref/owner-ref';
 
 export { formatRfc3339Seconds, normalizeTimestamp } from './synthesis/rfc3339';
+export { SANDBOX_PHASES, sandboxPhaseOf } from './synthesis/sandbox-phase';
+export type { SandboxPhase } from './synthesis/sandbox-phase';
 export {
   claimRefName,
   compareByNamespaceName,

@@ -9,6 +9,7 @@ import {
   SANDBOX_API_VERSION,
   SANDBOX_GROUP,
   sandboxFieldSet,
+  sandboxPhaseOf,
   synthesizeSandbox,
   type ServedSandbox,
 } from '@sandbox-scale/scale-core';
@@ -135,7 +136,7 @@ export class SandboxStorage {
       const entry = {
         name: `${namespace}/${name}`,
         id: detail.id,
-        phase: detail.hibernated ? 'Paused' : 'Running',
+        phase: sandboxPhaseOf(detail),
         ...(detail.claimRef ? { claimRef: detail.claimRef } : {}),
         ...(detail.deadline ? { deadline: detail.deadline.toISOString() } : {}),
         ...(detail.claimedAt ? { claimedAt: detail.claimedAt.toISOString() } : {}),

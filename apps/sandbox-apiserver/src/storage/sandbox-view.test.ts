@@ -1,4 +1,4 @@
-import { ClaimIndex, parseLabelSelector, parseFieldSelector, EVERYTHING_LABEL_SELECTOR, type NodeInventory } from '@sandbox-scale/scale-core';
+import { ClaimIndex, parseLabelSelector, parseFieldSelector, EVERYTHING_LABEL_SELECTOR, SANDBOX_PHASES, synthesizeSandbox, type NodeInventory } from '@sandbox-scale/scale-core';
 import { WatchHub, type SandboxEvent } from '../watch/watch-hub';
 import { NodeRouter } from './node-router';
 import { parseListQuery } from './list-query';
@@ -14,10 +14,10 @@ const inv = (node: string, rv: string, entries: Array<{ name: string; phase: str
   entries,
 });
 
-function setup(graceMs = 50) {
+function setup(graceMs = 50, overlayTtlMs?: number) {
   const hub = new WatchHub(100);
   const revisions = new Revisions();
-  const view = new SandboxView({ graceMs, hub, revisions });
+  const view = new SandboxView({ graceMs, hub, revisions, ...(overlayTtlMs === undefined ? {} : { overlayTtlMs }) });
   const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, undefined), revisions);
   const events: SandboxEvent[] = [];
   hub.subscribe((e) => events.push(e));
@@ -74,6 +74,45 @@ describe('SandboxView + SandboxStorage', () => {
     await new Promise((r) => setTimeout(r, 300));
     expect(events.map((e) => e.type)).toEqual(['ADDED', 'DELETED']);
     expect(storage.list(q('')).items).toHaveLength(0);
+  });
+
+  it('carries the previous object on MODIFIED, so a watch can tell a sandbox left its selector', () => {
+    const { view, events } = setup();
+    view.upsertInventory(inv('n1', '7', [{ name: 'a/x', phase: SANDBOX_PHASES.running, id: 'sb_1' }]));
+    view.upsertInventory(inv('n1', '8', [{ name: 'a/x', phase: SANDBOX_PHASES.hibernated, id: 'sb_1' }]));
+    const modified = events.find((e) => e.type === 'MODIFIED');
+    expect(modified?.prev?.metadata.labels?.['sandbox.cocoonstack.io/phase']).toBe('Running');
+    expect(modified?.object.metadata.labels?.['sandbox.cocoonstack.io/phase']).toBe('Hibernated');
+    expect(events.find((e) => e.type === 'ADDED')?.prev).toBeUndefined();
+  });
+
+  it('keeps a created sandbox through a publish that does not list it yet: no DELETED, then MODIFIED when it is listed', () => {
+    const { view, events, storage } = setup();
+    view.upsertInventory(inv('n1', '7', [{ name: 'a/old', phase: 'Running', id: 'sb_0' }]));
+    const entry = { name: 'a/new', id: 'sb_new', phase: SANDBOX_PHASES.running, claimRef: 'a/new' };
+    view.addCreated('n1', entry, synthesizeSandbox('n1', entry, { resourceVersion: '0' }));
+    // an inventory built before the claim reached the node
+    view.upsertInventory(inv('n1', '8', [{ name: 'a/old', phase: 'Running', id: 'sb_0' }, { name: 'a/other', phase: 'Running', id: 'sb_2' }]));
+    expect(events.filter((e) => e.object.metadata.name === 'new').map((e) => e.type)).toEqual(['ADDED']);
+    expect(storage.list(q('a')).items.map((s) => s.metadata.name)).toEqual(['new', 'old', 'other']);
+    view.upsertInventory(inv('n1', '9', [{ name: 'a/new', phase: 'Running', id: 'sb_new' }, { name: 'a/old', phase: 'Running', id: 'sb_0' }, { name: 'a/other', phase: 'Running', id: 'sb_2' }]));
+    expect(events.filter((e) => e.object.metadata.name === 'new').map((e) => e.type)).toEqual(['ADDED', 'MODIFIED']);
+    // from now on the inventory owns it: leaving the inventory is a deletion
+    view.upsertInventory(inv('n1', '10', [{ name: 'a/old', phase: 'Running', id: 'sb_0' }]));
+    expect(events.filter((e) => e.object.metadata.name === 'new').map((e) => e.type)).toEqual(['ADDED', 'MODIFIED', 'DELETED']);
+    view.stop();
+  });
+
+  it('drops a created sandbox no inventory ever lists once its overlay expires', async () => {
+    const { view, events, storage } = setup(50, 100);
+    view.upsertInventory(inv('n1', '7', []));
+    const entry = { name: 'a/lost', id: 'sb_lost', phase: SANDBOX_PHASES.running };
+    view.addCreated('n1', entry, synthesizeSandbox('n1', entry, { resourceVersion: '0' }));
+    view.upsertInventory(inv('n1', '8', []));
+    expect(storage.list(q('a')).items).toHaveLength(1);
+    await new Promise((r) => setTimeout(r, 250));
+    expect(events.map((e) => e.type)).toEqual(['ADDED', 'DELETED']);
+    expect(storage.list(q('a')).items).toHaveLength(0);
   });
 
   it('answers 404 for an unknown sandbox', async () => {

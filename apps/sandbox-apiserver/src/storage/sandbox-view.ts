@@ -117,7 +117,13 @@ export class SandboxView {
       next.set(key, row);
       this.#index(row, old);
     }
-    for (const [key, old] of state.rows) if (!next.has(key)) this.#unindex(old, nextRev());
+    for (const [key, old] of state.rows) {
+      if (next.has(key)) continue;
+      // a sandbox created here is not in an inventory built before its claim: it stays until an
+      // inventory reports it or its overlay expires, so a racing publish is no DELETED
+      if (old.created !== undefined && this.#createdExpiry.has(key)) next.set(key, old);
+      else this.#unindex(old, nextRev());
+    }
     if (rev === 0) this.opts.revisions.advanceTo(inv.metadata.resourceVersion);
     state.rows = next;
     this.#forgetReleased(inv);
@@ -160,11 +166,11 @@ export class SandboxView {
     for (const t of this.#createdExpiry.values()) clearTimeout(t);
   }
 
-  #emit(type: WatchEventType, row: Row, rev: number): void {
+  #emit(type: WatchEventType, row: Row, rev: number, prev?: Row): void {
     if (!this.live) return;
     const obj = this.objectOf(row);
     const object = rev === row.rev ? obj : { ...obj, metadata: { ...obj.metadata, resourceVersion: String(rev) } };
-    this.opts.hub.emit({ type, rev, object });
+    this.opts.hub.emit(prev === undefined ? { type, rev, object } : { type, rev, object, prev: this.objectOf(prev) });
   }
 
   #index(row: Row, old: Row | undefined): void {
@@ -177,7 +183,8 @@ export class SandboxView {
     }
     this.#byName.set(row.key, row);
     this.#sorted.set(row);
-    this.#emit(cur === undefined ? 'ADDED' : 'MODIFIED', row, row.rev);
+    if (cur === undefined) this.#emit('ADDED', row, row.rev);
+    else this.#emit('MODIFIED', row, row.rev, cur);
   }
 
   #unindex(row: Row, rev: number): void {

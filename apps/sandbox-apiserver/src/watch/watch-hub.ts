@@ -7,6 +7,11 @@ export interface SandboxEvent {
   readonly type: WatchEventType;
   readonly rev: number;
   readonly object: ServedSandbox;
+  /**
+   * On MODIFIED: the object before the change, so each watch can tell whether the sandbox
+   * entered or left its selector (ADDED / DELETED for that watch, as kube's watch cache does).
+   */
+  readonly prev?: ServedSandbox;
 }
 
 export type Listener = (ev: SandboxEvent) => void;
