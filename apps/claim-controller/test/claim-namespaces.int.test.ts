@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, runSuffix, runTool, testKubeConfig } from '@sandbox-scale/e2e';
+import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, runSuffix, serviceAccountToken, runTool, testKubeConfig } from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
-import { EXTENSIONS_API_VERSION } from '@sandbox-scale/scale-core';
+import { EXTENSIONS_API_VERSION, FAST_PATH_AUDIENCE, servedNameOf } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
@@ -62,9 +62,13 @@ function deliveredTotal(): number {
 }
 
 /** The live VMs the nodes hold for ns/name, from their own GET /v1/sandboxes?claim_ref=. */
+/** Every VM the nodes delivered for ns/name, whatever owner uid its claim reference carries. */
 async function deliveriesFor(ns: string, name: string): Promise<string[]> {
   const ids: string[] = [];
-  for (const n of sim.nodes) ids.push(...(await new SandboxdClient({ baseUrl: n.url, token: TOKEN }).sandboxes(`${ns}/${name}`)).map((r) => r.id));
+  for (const n of sim.nodes) {
+    const rows = await new SandboxdClient({ baseUrl: n.url, token: TOKEN }).sandboxes();
+    ids.push(...rows.filter((r) => servedNameOf(r.claimRef) === `${ns}/${name}`).map((r) => r.id));
+  }
   return ids;
 }
 
@@ -170,7 +174,8 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     await rbac.createNamespacedRole({ namespace: callerNs, body: { metadata: { name: 'claimer' }, rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }] } });
     await rbac.createNamespacedRoleBinding({ namespace: callerNs, body: { metadata: { name: 'claimer' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'claimer' }, subjects: [{ kind: 'ServiceAccount', name: 'claimer', namespace: callerNs }] } });
-    const callerToken = (await kubeconfigForServiceAccount(kc, callerNs, 'claimer')).getCurrentUser()?.token ?? '';
+    // the fast path accepts only tokens minted for its own audience
+    const callerToken = await serviceAccountToken(kc, callerNs, 'claimer', [FAST_PATH_AUDIENCE]);
     const fast = await eventually(async () => {
       const r = await request(`${cc.fastPathUrl}/v1/claims`, {
         method: 'POST',
@@ -274,7 +279,8 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     const held = await waitReason(ns, 'revoked', 'RecordFailed');
     const failed = boundCondition(held);
     expect(failed?.message).toMatch(/^metadata\.namespace: node \S+ delivered sandbox sb_\S+, but writing its Bound record failed \(403 Forbidden: /);
-    expect(failed?.message).toContain('cannot patch resource "secrets"');
+    // the token Secret is created first, and patched only when it is the claim's own
+    expect(failed?.message).toMatch(/cannot (create|patch) resource "secrets"/);
     expect(failed?.message).toContain('claimController.secretNamespaces');
     const ids = await deliveriesFor(ns, 'revoked');
     expect(ids).toHaveLength(1);
