@@ -160,7 +160,11 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   log.info({ port }, 'serving agents.x-k8s.io/v1beta1');
   const renewer = new LeaseRenewer({ view: sandboxes.view, router: sandboxes.reads.router, leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS, ratePerSecond: config.leaseRenewalsPerSecond ?? 500, log });
   const renewing = new AbortController();
-  const renewed = synced.then((ok) => (ok ? renewer.run(renewing.signal) : undefined));
+  // starts once the cache is synced; a stop before that never waits on the sync
+  let renewed: Promise<void> | undefined;
+  void synced.then((ok) => {
+    if (ok && !renewing.signal.aborted) renewed = renewer.run(renewing.signal);
+  });
   return {
     url: `https://127.0.0.1:${port}`,
     port,
