@@ -12,10 +12,10 @@ const NameSchema = z.string().min(1).max(253);
  * the end user; the owner runs the verb on its own storage and forwards nothing further.
  */
 export const PeerCallSchema = z.discriminatedUnion('op', [
-  z.object({ op: z.literal('create'), namespace: NamespaceSchema, body: z.unknown(), dryRun: z.boolean() }),
+  z.object({ op: z.literal('create'), namespace: NamespaceSchema, body: z.unknown().optional(), dryRun: z.boolean() }),
   z.object({ op: z.literal('get'), namespace: NamespaceSchema, name: NameSchema }),
-  z.object({ op: z.literal('delete'), namespace: NamespaceSchema, name: NameSchema, body: z.unknown(), dryRun: z.boolean() }),
-  z.object({ op: z.literal('act'), namespace: NamespaceSchema, name: NameSchema, action: z.string().min(1).max(64), body: z.unknown(), dryRun: z.boolean() }),
+  z.object({ op: z.literal('delete'), namespace: NamespaceSchema, name: NameSchema, body: z.unknown().optional(), dryRun: z.boolean() }),
+  z.object({ op: z.literal('act'), namespace: NamespaceSchema, name: NameSchema, action: z.string().min(1).max(64), body: z.unknown().optional(), dryRun: z.boolean() }),
 ]);
 export type PeerCall = z.infer<typeof PeerCallSchema>;
 
