@@ -154,10 +154,8 @@ function logTail(path: string, lines = 15): string {
 const PEER_SLICE_MANAGER = 'sandbox-scale-local-system';
 
 /** This machine's first non-loopback IPv4 address: what an EndpointSlice may list for a local replica. */
-function hostAddress(): string {
-  const found = Object.values(networkInterfaces()).flat().find((a) => a !== undefined && a.family === 'IPv4' && !a.internal);
-  if (found === undefined) throw new Error('sandbox-apiserver replicas are listed in EndpointSlices, which refuse loopback addresses: this machine has no other IPv4 address');
-  return found.address;
+function hostAddress(): string | undefined {
+  return Object.values(networkInterfaces()).flat().find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address;
 }
 
 /**
@@ -186,7 +184,9 @@ async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number[
   const leader = ['--leader-elect', '--leader-election-namespace', SYSTEM_NAMESPACE];
   ctx.log('starting sandbox-apiserver, claim-controller, warmpool-driver and one inventory-publisher per node');
   const address = hostAddress();
-  await publishPeerSlices(ctx, address, ports.apiserver);
+  if (address === undefined && ports.apiserver.length > 1) throw new Error('sandbox-apiserver replicas are listed in EndpointSlices, which refuse loopback addresses: this machine has no other IPv4 address');
+  // without one, a lone replica runs without peers (it owns every name either way)
+  if (address !== undefined) await publishPeerSlices(ctx, address, ports.apiserver);
   const apiserverKubeconfig = await saKubeconfig(ctx, 'sandbox-apiserver');
   // one replica never dials a peer and stays on loopback; more must reach each other at `address`
   // (every request to them is authenticated; the APIService still dials localhost)
@@ -194,7 +194,7 @@ async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number[
   ports.apiserver.forEach((port, i) => {
     startApp(ctx, i === 0 ? 'sandbox-apiserver' : `sandbox-apiserver-${i}`, 'apps/sandbox-apiserver/src/main.ts', [
       ...common(apiserverKubeconfig),
-      '--secure-port', String(port), '--bind-address', bind, '--advertise-address', address,
+      '--secure-port', String(port), '--bind-address', bind, ...(address !== undefined ? ['--advertise-address', address] : []),
       '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key, '--peer-ca-file', certs.ca,
       '--service-name', `${RELEASE}-sandbox-apiserver`, '--service-namespace', SYSTEM_NAMESPACE,
       ...(ctx.extraArgs['sandbox-apiserver'] ?? []),

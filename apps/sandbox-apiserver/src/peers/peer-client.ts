@@ -34,7 +34,8 @@ export class PeerClient {
 
   constructor(private readonly o: PeerClientOptions) {
     this.#agent = new Agent({ keepAlive: true, maxSockets: 64, ca: o.caPem, servername: o.serverName, checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(o.serverName, cert) });
-    this.#timeoutMs = o.timeoutMs ?? 15_000;
+    // longer than a create may take on the owner (claim, then asking the node about a lost reply)
+    this.#timeoutMs = o.timeoutMs ?? 50_000;
   }
 
   async call(peer: string, body: PeerCall): Promise<Record<string, unknown>> {
