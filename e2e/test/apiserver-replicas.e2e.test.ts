@@ -26,10 +26,10 @@ interface Reply {
 }
 
 /** One request to one replica, as the end user (a namespace ServiceAccount), not through kube-apiserver. */
-function call(base: string, method: string, path: string, body?: unknown): Promise<Reply> {
+function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = { Authorization: `Bearer ${token}` }): Promise<Reply> {
   const text = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request(`${base}${path}`, { method, agent, headers: { Authorization: `Bearer ${token}`, Accept: 'application/json', ...(text ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) } : {}) } }, (res) => {
+    const req = request(`${base}${path}`, { method, agent, headers: { ...headers, Accept: 'application/json', ...(text ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) } : {}) } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -193,4 +193,18 @@ describe('two sandbox-apiserver replicas act as one', () => {
       for (const n of sys.nodes) await sim(n, '/_sim/faults', { method: 'DELETE' });
     }
   }, 120_000);
+
+  it('lets only a replica call the peer endpoint: an end user, a forged user header or no token is refused', async () => {
+    const [a] = sys.apiserverUrls as [string, string];
+    const peerCall = { op: 'create', namespace: ns, body: sandbox('via-peer-endpoint'), dryRun: false };
+    const asUser = await call(a, 'POST', '/internal/peers/v1/call', peerCall);
+    const forged = await call(a, 'POST', '/internal/peers/v1/call', peerCall, { 'X-Remote-User': `system:serviceaccount:sandbox-system:sandbox-scale-sandbox-apiserver`, 'X-Remote-Group': 'system:masters' });
+    const anonymous = await call(a, 'POST', '/internal/peers/v1/call', peerCall, {});
+    const onNodes = await vmsByName();
+    console.log(JSON.stringify({ test: 'peer-endpoint-authn', end_user: asUser.code, forged_header: forged.code, no_token: anonymous.code, vms: onNodes.get('via-peer-endpoint') ?? 0 }));
+    expect(asUser.code).toBe(403);
+    expect(forged.code).toBe(401);
+    expect(anonymous.code).toBe(401);
+    expect(onNodes.get('via-peer-endpoint') ?? 0).toBe(0);
+  });
 });

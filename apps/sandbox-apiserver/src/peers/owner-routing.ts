@@ -58,6 +58,7 @@ export class OwnerRouting implements SandboxVerbs {
 
   async delete(namespace: string, name: string, req: DeleteRequest): Promise<ServedSandbox> {
     const owner = this.#ownerElsewhere(namespace, name);
+    let ownerUnreachable: unknown;
     if (owner !== undefined) {
       try {
         const object = (await this.o.client?.call(owner, { op: 'delete', namespace, name, body: req.body, dryRun: req.dryRun })) as unknown as ServedSandbox;
@@ -66,12 +67,16 @@ export class OwnerRouting implements SandboxVerbs {
       } catch (err) {
         // the owner is gone: the sandbox is still deletable here when this replica lists it
         if (!isPeerUnreachable(err)) throw err;
+        ownerUnreachable = err;
         this.o.log.warn({ err, owner, namespace, name }, 'owner replica unreachable; deleting through this replica');
       }
     }
     try {
       return await this.o.local.delete(namespace, name, req);
     } catch (err) {
+      if (isNotFound(err) && ownerUnreachable !== undefined) {
+        throw new StatusError('ServiceUnavailable', `the sandbox-apiserver replica that owns ${namespace}/${name} is unreachable; retry`, { retryAfterSeconds: 1 }, { cause: ownerUnreachable });
+      }
       if (!isNotFound(err) || owner !== undefined) throw err;
       return (await this.#askElsewhere({ op: 'delete', namespace, name, body: req.body, dryRun: req.dryRun }, err)) as unknown as ServedSandbox;
     }
