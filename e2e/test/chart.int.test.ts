@@ -210,6 +210,11 @@ describe('the sandbox-scale chart', () => {
         ['create', 'tokenreviews', { group: 'authentication.k8s.io', allowed: true }],
         ['create', 'subjectaccessreviews', { group: 'authorization.k8s.io', allowed: true }],
         ['get', 'configmaps', { namespace: 'kube-system', name: 'extension-apiserver-authentication', allowed: true }],
+        // its peers: the ready endpoints of its own Service, in its own namespace only
+        ['list', 'endpointslices', { group: 'discovery.k8s.io', namespace: '<release>', allowed: true }],
+        ['watch', 'endpointslices', { group: 'discovery.k8s.io', namespace: '<release>', allowed: true }],
+        ['list', 'endpointslices', { group: 'discovery.k8s.io', namespace: 'kube-system', allowed: false }],
+        ['update', 'endpointslices', { group: 'discovery.k8s.io', namespace: '<release>', allowed: false }],
         ['get', 'secrets', { namespace: 'kube-system', allowed: false }],
         ['patch', 'nodeinventories', { group: ext, allowed: false }],
         ['update', 'sandboxwarmpools', { group: ext, allowed: false }],

@@ -16,6 +16,12 @@ import { handleSandboxes } from './http/sandbox-handlers';
 import { forbiddenMessage, sendStatus } from './http/status';
 import { HealthChecks } from './health';
 import { requestMetrics } from './metrics';
+import { OwnerRouting } from './peers/owner-routing';
+import { PeerClient } from './peers/peer-client';
+import { PeerIdentity, servePeerCall } from './peers/peer-endpoint';
+import { PEER_PATH } from './peers/peer-protocol';
+import { peerId, PeerSet, startPeerInformer } from './peers/peer-set';
+import { LocalVerbs, type SandboxVerbs } from './peers/sandbox-verbs';
 import { buildStorages, type ResourceStorage } from './storage';
 import { startInventoryInformer } from './storage/inventory-informer';
 import { loadServingCert, selfSignedServingCert } from './tls/serving-cert';
@@ -35,6 +41,12 @@ export interface SandboxApiserverConfig {
   readonly serviceNamespace?: string;
   /** sandboxd fleet token; empty = every write is refused (fail closed). */
   readonly fleetToken?: string;
+  /** This replica's address as the Service's EndpointSlices list it; '' = it acts alone. */
+  readonly advertiseAddress?: string;
+  /** CA a peer's serving certificate must chain to; default: this replica's own caBundle. */
+  readonly peerCaPem?: string;
+  /** After the peers change, how long a miss also asks every peer and the nodes. */
+  readonly peerSettleMs?: number;
   /** Off only for in-process benches: every caller is then treated as system:masters. */
   readonly delegatedAuth?: boolean;
   /** Where kube-apiserver publishes the front-proxy and client CAs; kube-system/extension-apiserver-authentication. */
@@ -93,7 +105,9 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const sandboxes = storages.get('sandboxes') as ResourceStorage;
   const informer = startInventoryInformer(kc, sandboxes.view, log, registry);
   const watch: { ctx: WatchContext } = { ctx: { storage: sandboxes.reads, hub: sandboxes.hub, startRev: 0, bookmarkIntervalMs: config.bookmarkIntervalMs ?? 60_000 } };
-  const health = new HealthChecks(() => informer.hasSynced());
+  // the peers must be known before this replica decides who owns a name
+  const peersSynced = { check: (): boolean => true };
+  const health = new HealthChecks(() => informer.hasSynced() && peersSynced.check());
   const synced = informer.waitForSync().then((ok) => {
     if (!ok) return false;
     sandboxes.reads.revisions.advanceTo(informer.lastSyncResourceVersion);
@@ -104,12 +118,24 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     return true;
   });
   const meta = new MetaRoutes();
+  const local = new LocalVerbs(sandboxes);
+  // replaced by owner routing once the port (and so this replica's peer id) is known
+  const routing: { verbs: SandboxVerbs } = { verbs: local };
+  const peerIdentity = delegatedAuth !== undefined ? new PeerIdentity(kc, delegatedAuth) : undefined;
+  const serviceName = config.serviceName ?? 'sandbox-apiserver';
+  const serviceNamespace = config.serviceNamespace ?? 'sandbox-system';
   const inflight = new InflightLimits({ ...DEFAULT_INFLIGHT_CAPS, ...config.inflight });
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = requestUrl(req.url, 'https://localhost');
     if (url === undefined) throw new BadRequestError('malformed request target');
     if (HEALTH.test(url.pathname)) return health.serve(url, res);
+    if (url.pathname === PEER_PATH && peerIdentity !== undefined) {
+      // not counted against the caller's caps: the end user's request holds its slot on the replica that forwarded it
+      await peerIdentity.check(req);
+      if (!informer.hasSynced()) throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
+      return servePeerCall(req, res, local, log);
+    }
     const user = authenticator === undefined ? { username: 'system:admin', groups: ['system:masters'], extra: {} } : await authenticator.authenticate(req);
     if (user === undefined) throw new StatusError('Unauthorized', 'Unauthorized');
     const info = requestInfoOf(req.method ?? 'GET', url);
@@ -130,7 +156,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     const storage = storages.get(info.resource);
     if (storage === undefined) throw new StatusError('NotFound', 'the server could not find the requested resource');
     if (!informer.hasSynced()) throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
-    await handleSandboxes({ req, res, url, info, shape, storage, watch: watch.ctx });
+    if (!peersSynced.check()) throw new StatusError('ServiceUnavailable', 'the sandbox-apiserver peers are not known yet', { retryAfterSeconds: 1 });
+    await handleSandboxes({ req, res, url, info, shape, storage, verbs: routing.verbs, watch: watch.ctx });
   };
 
   // Every answer, failures included, is a Status; a 500 says only that it failed, the log says why.
@@ -157,7 +184,13 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     server.listen(config.securePort, config.bindAddress ?? '0.0.0.0', () => resolve());
   });
   const port = (server.address() as AddressInfo).port;
-  log.info({ port }, 'serving agents.x-k8s.io/v1beta1');
+  const peers = new PeerSet(config.advertiseAddress ? peerId(config.advertiseAddress, port) : '');
+  const peerClient = peers.self !== '' && peerIdentity !== undefined ? new PeerClient({ kubeConfig: kc, caPem: config.peerCaPem ?? serving.caBundle, serverName: `${serviceName}.${serviceNamespace}.svc` }) : undefined;
+  const peerInformer = peerClient !== undefined ? startPeerInformer(kc, peers, { name: serviceName, namespace: serviceNamespace }, log) : undefined;
+  if (peerInformer !== undefined) peersSynced.check = () => peerInformer.hasSynced();
+  if (peerClient === undefined) log.info({}, 'no --advertise-address (or no delegated auth): this replica serves every name itself');
+  routing.verbs = new OwnerRouting({ local, peers, client: peerClient, settleMs: config.peerSettleMs ?? 60_000, log });
+  log.info({ port, self: peers.self }, 'serving agents.x-k8s.io/v1beta1');
   const renewer = new LeaseRenewer({ view: sandboxes.view, router: sandboxes.reads.router, leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS, ratePerSecond: config.leaseRenewalsPerSecond ?? 500, log });
   const renewing = new AbortController();
   // starts once the cache is synced; a stop before that never waits on the sync
@@ -178,6 +211,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await informer.stop();
+      await peerInformer?.stop();
+      peerClient?.close();
       await authConfig?.stop();
       await clients?.close();
     },

@@ -2,6 +2,7 @@ import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/clien
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
 import { createCA, createLeaf } from '../control-plane/pki';
@@ -37,6 +38,12 @@ export interface LocalSystemOptions {
    * there). Default: the chart's own default, every namespace.
    */
   secretNamespaces?: string[];
+  /**
+   * sandbox-apiserver replicas (default 1). Each is its own process on its own port, listed as a
+   * peer in an EndpointSlice of the APIService's Service, as the chart's pods are; the APIService
+   * reaches the first one (an ExternalName Service names one host:port), tests drive each directly.
+   */
+  apiserverReplicas?: number;
   /** Reuse a running control plane instead of starting one (it is then left running on stop). */
   controlPlane?: ControlPlane;
   /** Runs on the control plane before the chart is installed (e.g. creates the claim namespaces its Roles go into). */
@@ -59,6 +66,8 @@ export interface LocalSystem {
   fleetToken: string;
   nodes: SimNode[];
   apiserverUrl: string;
+  /** Every sandbox-apiserver replica, the first being apiserverUrl. */
+  apiserverUrls: string[];
   fastPathUrl: string;
   /** CA (PEM file) that signed the serving certificate of sandbox-apiserver and the fast path. */
   servingCaPath: string;
@@ -160,17 +169,55 @@ function logTail(path: string, lines = 15): string {
   }
 }
 
-async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number; fastPath: number }, certs: { cert: string; key: string }, publishInterval: string): Promise<void> {
+const PEER_SLICE_MANAGER = 'sandbox-scale-local-system';
+
+/** This machine's first non-loopback IPv4 address: what an EndpointSlice may list for a local replica. */
+function hostAddress(): string | undefined {
+  return Object.values(networkInterfaces()).flat().find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address;
+}
+
+/**
+ * The EndpointSlices kube-controller-manager would keep for the chart's Service: one per
+ * replica (each listens on its own port here), so the replicas find each other as in a cluster.
+ * The Service itself is an ExternalName one (the APIService reaches a local process), which the
+ * EndpointSlice controller leaves alone; these slices carry their own manager label. They list
+ * this machine's first non-loopback IPv4 address where a cluster lists pod IPs (EndpointSlices
+ * refuse loopback addresses).
+ */
+async function publishPeerSlices(ctx: Ctx, address: string, ports: number[]): Promise<void> {
+  const kubectl = (args: string[], input?: string): Promise<string> => runCommand(toolPath(ctx.cp.binDir, 'kubectl'), args, { KUBECONFIG: ctx.cp.kubeconfigPath }, input);
+  await kubectl(['delete', 'endpointslices', '-n', SYSTEM_NAMESPACE, '-l', `endpointslice.kubernetes.io/managed-by=${PEER_SLICE_MANAGER}`, '--ignore-not-found']);
+  const items = ports.map((port, i) => ({
+    apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
+    metadata: { name: `${RELEASE}-sandbox-apiserver-local-${i}`, namespace: SYSTEM_NAMESPACE, labels: { 'kubernetes.io/service-name': `${RELEASE}-sandbox-apiserver`, 'endpointslice.kubernetes.io/managed-by': PEER_SLICE_MANAGER } },
+    addressType: 'IPv4',
+    endpoints: [{ addresses: [address], conditions: { ready: true } }],
+    ports: [{ name: 'https', port, protocol: 'TCP' }],
+  }));
+  await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+}
+
+async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number[]; fastPath: number }, certs: { cert: string; key: string; ca: string }, publishInterval: string): Promise<void> {
   const common = (kubeconfig: string): string[] => ['--kubeconfig', kubeconfig, '--fleet-token-file', ctx.tokenFile];
   const leader = ['--leader-elect', '--leader-election-namespace', SYSTEM_NAMESPACE];
   ctx.log('starting sandbox-apiserver, claim-controller, warmpool-driver and one inventory-publisher per node');
-  startApp(ctx, 'sandbox-apiserver', 'apps/sandbox-apiserver/src/main.ts', [
-    ...common(await saKubeconfig(ctx, 'sandbox-apiserver')),
-    '--secure-port', String(ports.apiserver), '--bind-address', '127.0.0.1',
-    '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key,
-    '--service-name', `${RELEASE}-sandbox-apiserver`, '--service-namespace', SYSTEM_NAMESPACE,
-    ...(ctx.extraArgs['sandbox-apiserver'] ?? []),
-  ]);
+  const address = hostAddress();
+  if (address === undefined && ports.apiserver.length > 1) throw new Error('sandbox-apiserver replicas are listed in EndpointSlices, which refuse loopback addresses: this machine has no other IPv4 address');
+  // without one, a lone replica runs without peers (it owns every name either way)
+  if (address !== undefined) await publishPeerSlices(ctx, address, ports.apiserver);
+  const apiserverKubeconfig = await saKubeconfig(ctx, 'sandbox-apiserver');
+  // one replica never dials a peer and stays on loopback; more must reach each other at `address`
+  // (every request to them is authenticated; the APIService still dials localhost)
+  const bind = ports.apiserver.length > 1 ? '0.0.0.0' : '127.0.0.1';
+  ports.apiserver.forEach((port, i) => {
+    startApp(ctx, i === 0 ? 'sandbox-apiserver' : `sandbox-apiserver-${i}`, 'apps/sandbox-apiserver/src/main.ts', [
+      ...common(apiserverKubeconfig),
+      '--secure-port', String(port), '--bind-address', bind, ...(address !== undefined ? ['--advertise-address', address] : []),
+      '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key, '--peer-ca-file', certs.ca,
+      '--service-name', `${RELEASE}-sandbox-apiserver`, '--service-namespace', SYSTEM_NAMESPACE,
+      ...(ctx.extraArgs['sandbox-apiserver'] ?? []),
+    ]);
+  });
   const claimControllerKubeconfig = await saKubeconfig(ctx, 'claim-controller');
   for (let i = 0; i < ctx.claimControllerReplicas; i++) {
     const name = i === 0 ? 'claim-controller' : `claim-controller-${i}`;
@@ -230,7 +277,9 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     if (ownsControlPlane) await cp.stop();
   };
   try {
-    const ports = { apiserver: await freePort(), fastPath: await freePort() };
+    const apiserverPorts: number[] = [];
+    for (let i = 0; i < Math.max(1, opts.apiserverReplicas ?? 1); i++) apiserverPorts.push(await freePort());
+    const ports = { apiserver: apiserverPorts, fastPath: await freePort() };
     const ca = await createCA('sandbox-scale-local-serving-ca');
     const serving = await createLeaf(ca, {
       commonName: `${RELEASE}-sandbox-apiserver`,
@@ -243,7 +292,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     writeFileSync(certs.key, serving.key, { mode: 0o600 });
     writeFileSync(certs.ca, ca.cert, { mode: 0o600 });
     await opts.beforeInstall?.(cp.kubeConfig);
-    await installChart(ctx, ports.apiserver, ca.cert, opts.secretNamespaces);
+    await installChart(ctx, apiserverPorts[0] ?? 0, ca.cert, opts.secretNamespaces);
     await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: `${RELEASE}-fleet-token` }, stringData: { token: fleetToken } } });
     const nodes = await startSimNodes(ctx, opts.nodes ?? 3, opts.speed ?? 0.05);
     await startApps(ctx, nodes, ports, certs, opts.publishInterval ?? '2s');
@@ -258,7 +307,8 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
       kubeConfig: cp.kubeConfig,
       fleetToken,
       nodes,
-      apiserverUrl: `https://127.0.0.1:${ports.apiserver}`,
+      apiserverUrl: `https://127.0.0.1:${apiserverPorts[0] ?? 0}`,
+      apiserverUrls: apiserverPorts.map((p) => `https://127.0.0.1:${p}`),
       fastPathUrl: `https://127.0.0.1:${ports.fastPath}`,
       servingCaPath: certs.ca,
       logDir,

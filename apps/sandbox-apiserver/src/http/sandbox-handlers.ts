@@ -1,7 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import type { ResourceStorage } from '../storage';
-import { deleteSandbox, dryRunOf } from '../storage/delete-sandbox';
+import type { SandboxVerbs } from '../peers/sandbox-verbs';
+import { dryRunOf } from '../storage/delete-sandbox';
 import { checkUnknownFields, fieldValidationOf } from '../storage/field-validation';
 import { parseListQuery } from '../storage/list-query';
 import { includeObjectOf, metadataOnly, sandboxTable } from '../storage/sandbox-table';
@@ -20,6 +21,8 @@ export interface HandlerContext {
   readonly info: ResourceInfo;
   readonly shape: ResponseShape;
   readonly storage: ResourceStorage;
+  /** create/get/delete/actions on one name: the same answer whichever replica is asked. */
+  readonly verbs: SandboxVerbs;
   readonly watch: WatchContext;
 }
 
@@ -56,25 +59,25 @@ export async function handleSandboxes(c: HandlerContext): Promise<void> {
   if (info.subresource !== '') {
     if (method !== 'POST') throw new StatusError('MethodNotAllowed', `${method} is not supported on sandboxes/${info.subresource}`);
     const body = await readBody(req);
-    sendJson(c.res, 201, await c.storage.lifecycle.act(info.namespace, nameOf(c), info.subresource, body, dryRunParam(c.url)));
+    sendJson(c.res, 201, await c.verbs.act(info.namespace, nameOf(c), info.subresource, body, dryRunParam(c.url)));
     return;
   }
   const hasName = nameOf(c) !== '';
   if ((method === 'GET' || method === 'HEAD') && !hasName) return handleList(c);
-  if (method === 'GET' && hasName) return sendObject(c, 200, await c.storage.reads.get(info.namespace, nameOf(c)));
+  if (method === 'GET' && hasName) return sendObject(c, 200, await c.verbs.get(info.namespace, nameOf(c)));
   if (method === 'POST' && !hasName) {
     if (info.namespace === '') throw new StatusError('MethodNotAllowed', 'create requires a namespace: POST /apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes');
     const body = await readBody(req);
     // before any VM is spent: Strict refuses a body with fields the schema lacks
     const warnings = checkUnknownFields(body, fieldValidationOf(c.url.searchParams.get('fieldValidation')));
-    const created = await c.storage.creator.create(info.namespace, body, { dryRun: dryRunParam(c.url) });
+    const created = await c.verbs.create(info.namespace, body, { dryRun: dryRunParam(c.url) });
     if (warnings.length > 0) c.res.setHeader('Warning', warnings);
     sendJson(c.res, 201, created);
     return;
   }
   if (method === 'DELETE' && hasName) {
     const body = await readBody(req);
-    return sendObject(c, 200, await deleteSandbox(c.storage.reads, info.namespace, nameOf(c), { dryRun: dryRunParam(c.url), body }));
+    return sendObject(c, 200, await c.verbs.delete(info.namespace, nameOf(c), { dryRun: dryRunParam(c.url), body }));
   }
   throw new StatusError('MethodNotAllowed', `${method} is not supported on sandboxes (served verbs: get, list, watch, create, delete)`);
 }

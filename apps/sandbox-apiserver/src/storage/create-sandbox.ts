@@ -19,13 +19,16 @@ import {
   formatOwnerRef,
   formatRfc3339Seconds,
   OWNER_KINDS,
+  retry,
   sandboxUid,
+  StatusError,
   synthesizeSandbox,
   type PoolKey,
   type Rng,
   type Sandbox,
 } from '@sandbox-scale/scale-core';
 import type { Logger } from '@sandbox-scale/kube-runtime';
+import { asSandboxdHttpError, isAbortError, isMalformedReply, isTransportError, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { deriveTtlSeconds } from './ttl';
 import { SANDBOX_RESOURCE, type SandboxStorage } from './sandbox-storage';
 
@@ -58,6 +61,12 @@ export function admitSandbox(body: unknown, namespace: string): Sandbox {
 export interface CreateOptions {
   readonly dryRun: boolean;
   readonly now?: Date;
+}
+
+/** A claim error after which the node may or may not have delivered. */
+function isUnknownOutcome(err: unknown): boolean {
+  const status = asSandboxdHttpError(err)?.statusCode;
+  return isMalformedReply(err) || isAbortError(err) || isTransportError(err) || (status !== undefined && status >= 500);
 }
 
 /**
@@ -101,14 +110,15 @@ export class SandboxCreator {
     // another owner, and no SandboxClaim of that name ever matches a Sandbox reference
     const lease = this.storage.leases.forRequested(ttlSeconds);
     const claimRef = formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: randomUUID(), namespace, name, ...(lease.renewed ? { renewed: true } : {}) });
+    const failed = new Set<string>();
+    let lastFailure: unknown;
     for (;;) {
-      const chosen = this.ledger.choose(this.storage.view.inventories(), pool, this.rng);
-      if (chosen === undefined) throw new NoWarmCapacityError(pool);
+      const inventories = this.storage.view.inventories().filter((i) => !failed.has(i.metadata.name ?? i.node));
+      const chosen = this.ledger.choose(inventories, pool, this.rng);
+      if (chosen === undefined) throw lastFailure ?? new NoWarmCapacityError(pool);
+      const client = this.storage.router.clientAt(chosen.addr);
       try {
-        const res = await this.storage.router.clientAt(chosen.addr).claim(
-          { template: pool.template, net: pool.net, size: pool.size, ttlSeconds: lease.ttlSeconds, claimRef },
-          { signal: AbortSignal.timeout(10_000) },
-        );
+        const res = await client.claim({ template: pool.template, net: pool.net, size: pool.size, ttlSeconds: lease.ttlSeconds, claimRef }, { signal: AbortSignal.timeout(10_000) });
         return this.#created(s, { namespace, name, node: chosen.node, id: res.id, token: res.token, addr: res.ownerAddr, deadline: res.deadline, claimRef }, now);
       } catch (err) {
         if (isNodeAtCapacity(err)) {
@@ -116,9 +126,39 @@ export class SandboxCreator {
           this.log.debug({ node: chosen.node, pool: `${pool.template}/${pool.net}/${pool.size}` }, 'node raced to zero warm capacity, re-picking');
           continue;
         }
+        const d = isUnknownOutcome(err) ? await this.#deliveredDespite(client, chosen.node, claimRef, err) : undefined;
+        if (d !== undefined) return this.#created(s, { namespace, name, node: chosen.node, id: d.id, token: d.token, addr: chosen.addr, deadline: d.deadline, claimRef }, now);
         this.ledger.putBack(chosen.node, pool);
-        throw err;
+        if (!isUnknownOutcome(err)) throw err;
+        // the node says it handed nothing over under this reference: another node may
+        failed.add(chosen.node);
+        lastFailure = err;
+        this.log.warn({ err, node: chosen.node, claimRef }, 'claim failed and the node delivered nothing; trying another node');
       }
+    }
+  }
+
+  /**
+   * A claim that timed out, failed in transit, or got a 5xx or malformed reply may still have
+   * handed the VM over. Ask the node for deliveries under this exact claim_ref (as the claim
+   * gateway does): one is served as this create's result; any other is released. A node that
+   * cannot be asked leaves the outcome unknown: answered 503, and whatever it delivered is
+   * listed under this name once the node publishes (never an unowned VM).
+   */
+  async #deliveredDespite(client: SandboxdClient, node: string, claimRef: string, cause: unknown): Promise<{ id: string; token: string; deadline: Date | null } | undefined> {
+    try {
+      const rows = await retry((_attempt) => client.sandboxes(claimRef, { signal: AbortSignal.timeout(5_000) }), { attempts: 3, baseMs: 200, maxMs: 1_000 });
+      const [first, ...extra] = rows.filter((r) => r.claimRef === claimRef);
+      for (const r of extra) {
+        await client.release(r.id, { signal: AbortSignal.timeout(5_000) }).catch((err: unknown) => this.log.warn({ err, node, sandboxId: r.id }, 'could not release a second delivery of one create'));
+      }
+      if (first === undefined) return undefined;
+      const detail = await client.sandbox(first.id, { signal: AbortSignal.timeout(5_000) });
+      this.log.warn({ node, sandboxId: first.id, claimRef }, 'adopted a delivery whose claim reply was lost');
+      return { id: first.id, token: detail.token ?? '', deadline: first.deadline };
+    } catch (err) {
+      this.log.error({ err, cause, node, claimRef }, 'claim outcome unknown: the node could not be asked whether it delivered');
+      throw new StatusError('ServiceUnavailable', `node ${node} did not confirm the claim and could not be asked whether it delivered; if it did, the sandbox is listed under this name once the node publishes`, { retryAfterSeconds: 5 }, { cause: err });
     }
   }
 

@@ -1,0 +1,92 @@
+import { Agent, request } from 'node:https';
+import { checkServerIdentity, type PeerCertificate } from 'node:tls';
+import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
+import { findInCauseChain, SandboxScaleError } from '@sandbox-scale/scale-core';
+import { PEER_PATH, PeerReplySchema, statusErrorOfReply, type PeerCall } from './peer-protocol';
+
+/** A peer that could not be reached, or answered with something that is not a reply. */
+export class PeerUnreachableError extends SandboxScaleError {}
+
+export function isPeerUnreachable(err: unknown): boolean {
+  return findInCauseChain(err, 'PeerUnreachableError') !== undefined;
+}
+
+export interface PeerClientOptions {
+  readonly kubeConfig: KubeConfig;
+  /** The CA the replicas' serving certificate chains to: a peer must prove it holds that cert. */
+  readonly caPem: string;
+  /** The name every replica's certificate carries: `<service>.<namespace>.svc`. */
+  readonly serverName: string;
+  readonly timeoutMs?: number;
+}
+
+const MAX_REPLY_BYTES = 4 * 1024 * 1024;
+
+/**
+ * Calls another replica's peer endpoint. The request carries this replica's own ServiceAccount
+ * credentials (the receiver checks them by TokenReview against its own identity), and goes only
+ * to a server whose certificate is the replicas' serving certificate, so the token is never
+ * handed to whatever address an EndpointSlice happens to list.
+ */
+export class PeerClient {
+  readonly #agent: Agent;
+  readonly #timeoutMs: number;
+
+  constructor(private readonly o: PeerClientOptions) {
+    this.#agent = new Agent({ keepAlive: true, maxSockets: 64, ca: o.caPem, servername: o.serverName, checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(o.serverName, cert) });
+    // longer than a create may take on the owner (claim, then asking the node about a lost reply)
+    this.#timeoutMs = o.timeoutMs ?? 50_000;
+  }
+
+  async call(peer: string, body: PeerCall): Promise<Record<string, unknown>> {
+    const authorization = await this.#authorization();
+    const text = JSON.stringify(body);
+    const reply = await new Promise<{ code: number; text: string }>((resolve, reject) => {
+      const req = request(
+        `https://${peer}${PEER_PATH}`,
+        { method: 'POST', agent: this.#agent, headers: { Authorization: authorization, 'Content-Type': 'application/json', Accept: 'application/json', 'Content-Length': Buffer.byteLength(text) }, timeout: this.#timeoutMs },
+        (res) => {
+          const chunks: Buffer[] = [];
+          let size = 0;
+          res.on('data', (c: Buffer) => {
+            size += c.length;
+            if (size > MAX_REPLY_BYTES) req.destroy(new PeerUnreachableError(`peer ${peer} answered more than ${MAX_REPLY_BYTES} bytes`));
+            else chunks.push(c);
+          });
+          res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+          res.on('error', reject);
+        },
+      );
+      req.on('timeout', () => req.destroy(new PeerUnreachableError(`peer ${peer} did not answer within ${this.#timeoutMs} ms`)));
+      req.on('error', (err) => reject(err instanceof PeerUnreachableError ? err : new PeerUnreachableError(`call peer ${peer}: ${err.message}`, { cause: err })));
+      req.end(text);
+    });
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(reply.text) as unknown;
+    } catch (err) {
+      throw new PeerUnreachableError(`peer ${peer} answered ${reply.code} with a body that is not JSON`, { cause: err });
+    }
+    if (reply.code === 200) {
+      const ok = PeerReplySchema.safeParse(parsed);
+      if (ok.success) return ok.data.object;
+    }
+    const status = statusErrorOfReply(reply.code, parsed);
+    if (status !== undefined && reply.code !== 401 && reply.code !== 403) throw status;
+    // a peer that refuses our identity is a misconfiguration, not the end user's problem
+    throw new PeerUnreachableError(`peer ${peer} answered ${reply.code}: ${status?.message ?? 'not a reply'}`);
+  }
+
+  close(): void {
+    this.#agent.destroy();
+  }
+
+  /** This replica's own credentials, as client-node applies them (a token file is reread as it rotates). */
+  async #authorization(): Promise<string> {
+    const ctx = new RequestContext('https://peer.invalid/', HttpMethod.POST);
+    await this.o.kubeConfig.applySecurityAuthentication(ctx);
+    const value = ctx.getHeaders().Authorization ?? ctx.getHeaders().authorization ?? '';
+    if (!value.startsWith('Bearer ')) throw new PeerUnreachableError('this replica has no bearer token to authenticate to its peers (run it under a ServiceAccount)');
+    return value;
+  }
+}

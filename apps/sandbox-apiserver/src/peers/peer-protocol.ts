@@ -1,0 +1,38 @@
+import { StatusError, STATUS_REASON_CODES, type StatusDetails, type StatusReason } from '@sandbox-scale/scale-core';
+import { z } from 'zod';
+
+/** The one path peers call each other on. Never proxied by kube-apiserver (not under /apis). */
+export const PEER_PATH = '/internal/peers/v1/call';
+
+const NamespaceSchema = z.string().min(1).max(63);
+const NameSchema = z.string().min(1).max(253);
+
+/**
+ * A verb handed to the owner of a name. The caller has already authenticated and authorized
+ * the end user; the owner runs the verb on its own storage and forwards nothing further.
+ */
+export const PeerCallSchema = z.discriminatedUnion('op', [
+  z.object({ op: z.literal('create'), namespace: NamespaceSchema, body: z.unknown().optional(), dryRun: z.boolean() }),
+  z.object({ op: z.literal('get'), namespace: NamespaceSchema, name: NameSchema }),
+  z.object({ op: z.literal('delete'), namespace: NamespaceSchema, name: NameSchema, body: z.unknown().optional(), dryRun: z.boolean() }),
+  z.object({ op: z.literal('act'), namespace: NamespaceSchema, name: NameSchema, action: z.string().min(1).max(64), body: z.unknown().optional(), dryRun: z.boolean() }),
+]);
+export type PeerCall = z.infer<typeof PeerCallSchema>;
+
+export const PeerReplySchema = z.object({ object: z.record(z.string(), z.unknown()) });
+
+const StatusBodySchema = z.looseObject({
+  kind: z.literal('Status'),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  details: z.looseObject({}).optional(),
+});
+
+/** The Status a peer answered, as the same StatusError (a 409 stays a 409 for the end user). */
+export function statusErrorOfReply(code: number, body: unknown): StatusError | undefined {
+  const s = StatusBodySchema.safeParse(body);
+  if (!s.success) return undefined;
+  const reason = s.data.reason !== undefined && Object.hasOwn(STATUS_REASON_CODES, s.data.reason) ? (s.data.reason as StatusReason) : undefined;
+  if (reason === undefined || STATUS_REASON_CODES[reason] !== code) return undefined;
+  return new StatusError(reason, s.data.message ?? '', (s.data.details ?? {}) as StatusDetails);
+}

@@ -1,0 +1,209 @@
+import { Agent, request } from 'node:https';
+import { readFileSync } from 'node:fs';
+import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { eventually, kubectl, runSuffix } from '../src/index';
+import { kubeconfigForServiceAccount } from '../src/testing/cluster';
+import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
+
+// sandbox-apiserver as the chart deploys it: 2 replicas, each its own process under the chart's
+// ServiceAccount, finding each other through the Service's EndpointSlices. A client that talks
+// to one replica and then the other must see one server.
+
+const GROUP = 'extensions.agents.x-k8s.io';
+const VERSION = 'v1beta1';
+const ns = `replicas-${runSuffix()}`;
+const POOL = 'agent';
+const POOL_REPLICAS = 40;
+const IMAGE = 'ghcr.io/example/replicas-agent:1.0';
+
+let sys: LocalSystem;
+let token = '';
+let agent: Agent;
+
+interface Reply {
+  code: number;
+  body: { metadata?: { name?: string; annotations?: Record<string, string> }; reason?: string; message?: string };
+}
+
+/** One request to one replica, as the end user (a namespace ServiceAccount), not through kube-apiserver. */
+function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = { Authorization: `Bearer ${token}` }): Promise<Reply> {
+  const text = body === undefined ? undefined : JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(`${base}${path}`, { method, agent, headers: { ...headers, Accept: 'application/json', ...(text ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) } : {}) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        const raw = Buffer.concat(chunks).toString('utf8');
+        try {
+          resolve({ code: res.statusCode ?? 0, body: raw ? (JSON.parse(raw) as Reply['body']) : {} });
+        } catch {
+          resolve({ code: res.statusCode ?? 0, body: { message: raw } });
+        }
+      });
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+const sandboxes = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
+const sandbox = (name: string): Record<string, unknown> => ({ apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name }, spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } });
+
+async function sim(node: SimNode, path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> {
+  return fetch(`${node.url}${path}`, {
+    method: init.method ?? 'GET',
+    headers: { authorization: `Bearer ${sys.fleetToken}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+  });
+}
+
+/** VMs claimed on the nodes per Sandbox name of this namespace, from each node's own list (by claim_ref). */
+async function vmsByName(): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  for (const node of sys.nodes) {
+    const rows = ((await (await sim(node, '/v1/sandboxes')).json()) as { sandboxes: { claim_ref?: string }[] }).sandboxes;
+    for (const r of rows) {
+      const m = /^sandbox:[^:]+:([^/]+)\/(.+)$/.exec(r.claim_ref ?? '');
+      if (m && m[1] === ns) out.set(m[2] ?? '', (out.get(m[2] ?? '') ?? 0) + 1);
+    }
+  }
+  return out;
+}
+
+/** Runs fn over items, `width` at a time. */
+async function inBatches<T>(items: T[], width: number, fn: (item: T) => Promise<void>): Promise<void> {
+  for (let i = 0; i < items.length; i += width) await Promise.all(items.slice(i, i + width).map(fn));
+}
+
+beforeAll(async () => {
+  sys = await startLocalSystem({
+    nodes: 2,
+    speed: 0,
+    examples: false,
+    publishInterval: '1s',
+    apiserverReplicas: 2,
+    beforeInstall: async (kc) => {
+      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+    },
+  });
+  agent = new Agent({ keepAlive: true, maxSockets: 32, ca: readFileSync(sys.servingCaPath, 'utf8') });
+  const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'user' }, rules: [{ apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/pause'], verbs: ['create', 'get', 'list', 'delete'] }] } });
+  const userKc = await kubeconfigForServiceAccount(sys.kubeConfig, ns, 'user');
+  await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'user' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'user' }, subjects: [{ kind: 'ServiceAccount', name: 'user', namespace: ns }] } });
+  token = userKc.getCurrentUser()?.token ?? '';
+  const template = { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxTemplate', metadata: { name: POOL, namespace: ns }, spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
+  const pool = { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxWarmPool', metadata: { name: POOL, namespace: ns }, spec: { replicas: POOL_REPLICAS, sandboxTemplateRef: { name: POOL } } };
+  const r = await kubectl(['apply', '-f', '-'], { kubeconfig: sys.kubeconfigPath, input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool] }) });
+  if (r.code !== 0) throw new Error(r.stderr);
+  const custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
+  await eventually(async () => {
+    const p = (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sandboxwarmpools', name: POOL })) as { status?: { readyReplicas?: number } };
+    if (p.status?.readyReplicas !== POOL_REPLICAS) throw new Error(`pool ready ${p.status?.readyReplicas ?? 0}/${POOL_REPLICAS}`);
+    // both replicas serve, and each sees the pool's warm capacity
+    for (const url of sys.apiserverUrls) {
+      const list = await call(url, 'GET', sandboxes);
+      if (list.code !== 200) throw new Error(`${url} answers ${list.code}`);
+    }
+  }, { timeoutMs: 120_000, intervalMs: 500 });
+}, 300_000);
+
+afterAll(async () => {
+  agent?.destroy();
+  await sys?.stop();
+});
+
+describe('two sandbox-apiserver replicas act as one', () => {
+  it('serves get, pause and delete through one replica right after a create through the other', async () => {
+    const [a, b] = sys.apiserverUrls as [string, string];
+    const misses: string[] = [];
+    const counts = { creates: 0, gets: 0, pauses: 0, deletes: 0 };
+    await inBatches(Array.from({ length: 500 }, (_, i) => i), 10, async (i) => {
+      const name = `rt-${i}`;
+      const [via, other] = i % 2 === 0 ? [a, b] : [b, a];
+      const created = await call(via, 'POST', sandboxes, sandbox(name));
+      if (created.code !== 201) return void misses.push(`${name} create ${created.code} ${created.body.message ?? ''}`);
+      counts.creates++;
+      const got = await call(other, 'GET', `${sandboxes}/${name}`);
+      if (got.code !== 200) misses.push(`${name} get ${got.code} ${got.body.message ?? ''}`);
+      else counts.gets++;
+      const paused = await call(other, 'POST', `${sandboxes}/${name}/pause`, {});
+      if (paused.code !== 201) misses.push(`${name} pause ${paused.code} ${paused.body.message ?? ''}`);
+      else counts.pauses++;
+      const deleted = await call(other, 'DELETE', `${sandboxes}/${name}`);
+      if (deleted.code !== 200) misses.push(`${name} delete ${deleted.code} ${deleted.body.message ?? ''}`);
+      else counts.deletes++;
+    });
+    const left = [...(await vmsByName()).entries()].filter(([n]) => n.startsWith('rt-')).length;
+    console.log(JSON.stringify({ test: 'read-after-create-across-replicas', ...counts, misses: misses.length, vms_left: left }));
+    expect(misses.slice(0, 5)).toEqual([]);
+    expect(counts).toEqual({ creates: 500, gets: 500, pauses: 500, deletes: 500 });
+    expect(left).toBe(0);
+  }, 600_000);
+
+  it('answers one 201 and one 409 for two concurrent creates of one name through both replicas, and claims one VM', async () => {
+    const [a, b] = sys.apiserverUrls as [string, string];
+    const names = Array.from({ length: 200 }, (_, i) => `dup-${i}`);
+    const outcomes = new Map<string, string>();
+    const vms = new Map<string, number>();
+    const cleanupFailures: string[] = [];
+    // 20 pairs at a time, then counted on the nodes and deleted, so the warm pool never runs dry
+    for (let i = 0; i < names.length; i += 20) {
+      const batch = names.slice(i, i + 20);
+      await Promise.all(batch.map(async (name) => {
+        const [x, y] = await Promise.all([call(a, 'POST', sandboxes, sandbox(name)), call(b, 'POST', sandboxes, sandbox(name))]);
+        outcomes.set(name, [x.code, y.code].sort().join('+'));
+      }));
+      const onNodes = await vmsByName();
+      for (const name of batch) vms.set(name, onNodes.get(name) ?? 0);
+      await Promise.all(batch.map(async (name) => {
+        const d = await call(a, 'DELETE', `${sandboxes}/${name}`);
+        if (d.code !== 200) cleanupFailures.push(`delete ${name}: ${d.code} ${d.body.message ?? ''}`);
+      }));
+    }
+    const pairsOk = [...outcomes.values()].filter((o) => o === '201+409').length;
+    const oneVm = [...vms.values()].filter((n) => n === 1).length;
+    const badPairs = [...outcomes.entries()].filter(([, o]) => o !== '201+409');
+    console.log(JSON.stringify({ test: 'concurrent-create-one-name', pairs: names.length, one_201_one_409: pairsOk, exactly_one_vm: oneVm, vms_total: [...vms.values()].reduce((s, n) => s + n, 0), failed_deletes: cleanupFailures.length }));
+    expect(badPairs.slice(0, 5)).toEqual([]);
+    expect(pairsOk).toBe(200);
+    expect(oneVm).toBe(200);
+    expect(cleanupFailures.slice(0, 5)).toEqual([]);
+  }, 600_000);
+
+  it('serves the VM a node delivered under a lost claim reply, and leaves no VM behind a failed create', async () => {
+    const [a] = sys.apiserverUrls as [string, string];
+    try {
+      // the node claims the VM, then answers with a reply that does not parse
+      for (const n of sys.nodes) expect((await sim(n, '/_sim/faults', { method: 'POST', body: { malformed: { claim: 'wrong-shape' } } })).status).toBe(200);
+      const adopted = await call(a, 'POST', sandboxes, sandbox('lost-reply'));
+      // every node fails every claim with a 500 and claims nothing
+      for (const n of sys.nodes) expect((await sim(n, '/_sim/faults', { method: 'POST', body: { errorRate: { claim: 1 } } })).status).toBe(200);
+      const failed = await call(a, 'POST', sandboxes, sandbox('failed-claim'));
+      const onNodes = await vmsByName();
+      console.log(JSON.stringify({ test: 'unknown-claim-outcome', adopted_code: adopted.code, adopted_vms: onNodes.get('lost-reply') ?? 0, failed_code: failed.code, failed_vms: onNodes.get('failed-claim') ?? 0 }));
+      expect(adopted.code).toBe(201);
+      expect(adopted.body.metadata?.annotations?.['sandbox.cocoonstack.io/claim-id']).toBeTruthy();
+      expect(onNodes.get('lost-reply')).toBe(1);
+      expect(failed.code).toBeGreaterThanOrEqual(500);
+      expect(onNodes.get('failed-claim') ?? 0).toBe(0);
+    } finally {
+      for (const n of sys.nodes) await sim(n, '/_sim/faults', { method: 'DELETE' });
+    }
+  }, 120_000);
+
+  it('lets only a replica call the peer endpoint: an end user, a forged user header or no token is refused', async () => {
+    const [a] = sys.apiserverUrls as [string, string];
+    const peerCall = { op: 'create', namespace: ns, body: sandbox('via-peer-endpoint'), dryRun: false };
+    const asUser = await call(a, 'POST', '/internal/peers/v1/call', peerCall);
+    const forged = await call(a, 'POST', '/internal/peers/v1/call', peerCall, { 'X-Remote-User': `system:serviceaccount:sandbox-system:sandbox-scale-sandbox-apiserver`, 'X-Remote-Group': 'system:masters' });
+    const anonymous = await call(a, 'POST', '/internal/peers/v1/call', peerCall, {});
+    const onNodes = await vmsByName();
+    console.log(JSON.stringify({ test: 'peer-endpoint-authn', end_user: asUser.code, forged_header: forged.code, no_token: anonymous.code, vms: onNodes.get('via-peer-endpoint') ?? 0 }));
+    expect(asUser.code).toBe(403);
+    expect(forged.code).toBe(401);
+    expect(anonymous.code).toBe(401);
+    expect(onNodes.get('via-peer-endpoint') ?? 0).toBe(0);
+  });
+});
