@@ -1,6 +1,7 @@
 import { Agent, request } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { OWNER_KINDS, parseOwnerRef } from '@sandbox-scale/scale-core';
 import { eventually, kubectl, runSuffix } from '../src/index';
 import { kubeconfigForServiceAccount } from '../src/testing/cluster';
 import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
@@ -64,8 +65,8 @@ async function vmsByName(): Promise<Map<string, number>> {
   for (const node of sys.nodes) {
     const rows = ((await (await sim(node, '/v1/sandboxes')).json()) as { sandboxes: { claim_ref?: string }[] }).sandboxes;
     for (const r of rows) {
-      const m = /^sandbox:[^:]+:([^/]+)\/(.+)$/.exec(r.claim_ref ?? '');
-      if (m && m[1] === ns) out.set(m[2] ?? '', (out.get(m[2] ?? '') ?? 0) + 1);
+      const o = parseOwnerRef(r.claim_ref);
+      if (o?.kind === OWNER_KINDS.sandbox && o.namespace === ns) out.set(o.name, (out.get(o.name) ?? 0) + 1);
     }
   }
   return out;
