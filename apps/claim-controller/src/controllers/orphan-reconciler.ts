@@ -152,10 +152,10 @@ export class OrphanReconciler implements Runnable {
     }
     const decision = orphanDecision(owner, d.assignment.claimId, live);
     if (decision === 'create') return this.#createFastPathClaim(owner, d, signal);
-    if (decision !== 'adopt' || live === undefined) {
-      if (decision === 'foreign') this.o.log.warn(logFields(owner, d), 'delivery names a claim that is another object of the same name; not adopted');
-      return decision === 'adopt' ? 'missing' : decision;
-    }
+    if (decision === 'foreign') this.o.log.warn(logFields(owner, d), 'delivery names a claim that is another object of the same name; not adopted');
+    if (decision !== 'adopt') return decision;
+    // 'adopt' is decided only on a claim that exists
+    if (live === undefined) return 'missing';
     const withToken = await this.o.gateway.withToken(d, signal);
     await this.o.recorder.recordBoundOn(live, { namespace: owner.namespace, name: owner.name, uid: live.metadata.uid ?? '' }, withToken.assignment, signal, true);
     this.o.log.info(logFields(owner, d), 'adopted an orphaned delivery');
