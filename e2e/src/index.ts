@@ -4,6 +4,7 @@ export { freePort } from './control-plane/ports';
 export { toolsDir } from './control-plane/tools';
 export { AppProcess, REPO_ROOT, type AppProcessOptions } from './system/app-process';
 export { eventually, type EventuallyOptions } from './testing/eventually';
+export { countingKubeConfig, type KubeRequestCount } from './testing/request-counter';
 export { installChartAppRbac, type ChartApp, type ChartAppIdentity } from './testing/chart-rbac';
 export {
   applyCrds,

@@ -10,3 +10,7 @@ export type { RecordQueueOptions } from './gateway/record-queue';
 export type { Assignment, BoundRecorder, ClaimTarget } from './gateway/assignment';
 export { OrphanReconciler } from './controllers/orphan-reconciler';
 export type { OrphanPassResult } from './controllers/orphan-reconciler';
+export { ClaimRecorder } from './gateway/claim-recorder';
+export { FastPathRecorder } from './gateway/fast-path-recorder';
+export { ClaimWrites } from './controllers/claim-writes';
+export { createCaches, poolOfKey } from './wiring';

@@ -103,7 +103,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     .watches(caches.inventories, claimsWaitingForCapacity(caches.claims))
     .watches(caches.pools, claimsOfPool(caches.claims))
     .build();
-  const orphans = new OrphanReconciler({ gateway, recorder, fastPath: fastRecorder, poolFor: poolOfKey(caches), inventories, getClaim: (ns, name, signal) => writes.get(ns, name, signal), intervalMs: flags.orphanInterval, log, onItem: metrics.onOrphan });
+  const orphans = new OrphanReconciler({ gateway, recorder, fastPath: fastRecorder, poolFor: poolOfKey(caches), inventories, cachedClaim: (ns, name) => caches.claims.get(ns, name), getClaim: (ns, name, signal) => writes.get(ns, name, signal), intervalMs: flags.orphanInterval, log, onItem: metrics.onOrphan });
 
   const manager = new Manager(managerOptionsFromFlags(flags, { log, registry, kubeConfig: kc, leaseName: LEASE_NAMES.claimController }));
   for (const c of Object.values(caches)) manager.addInformer(c);

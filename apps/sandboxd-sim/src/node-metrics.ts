@@ -15,6 +15,16 @@ export class NodeMetrics {
   archives = 0;
   unarchives = 0;
   archiveDeletes = 0;
+  /**
+   * Requests served, by `METHOD route` (the route's pattern, e.g. `GET /v1/sandboxes/:id`): the
+   * simulator's own series, so callers can count what a pass of theirs cost a node.
+   */
+  readonly requests = new Map<string, number>();
+
+  countRequest(method: string, route: string): void {
+    const key = `${method} ${route}`;
+    this.requests.set(key, (this.requests.get(key) ?? 0) + 1);
+  }
 
   countClaim(tier: 'warm' | 'clone' | 'cold', seconds: number): void {
     if (tier === 'warm') this.claimsWarm++;
@@ -77,5 +87,10 @@ export function renderMetrics(v: MetricsView): string {
     ['archive_deletes', c.archiveDeletes],
   ];
   for (const [name, value] of plain) series(lines, `sandboxd_${name}_total`, 'counter', [['', value]]);
+  const requests = [...c.requests].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
+  series(lines, 'sandboxd_sim_requests_total', 'counter', requests.map(([key, n]) => {
+    const [method = '', route = ''] = key.split(' ');
+    return [`{method="${esc(method)}",route="${esc(route)}"}`, n];
+  }));
   return `${lines.join('\n')}\n`;
 }

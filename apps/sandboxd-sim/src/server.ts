@@ -55,6 +55,7 @@ async function handle(deps: NodeServerDeps, req: IncomingMessage, res: ServerRes
   if ('status' in match) {
     return writeReply(res, match.status === 404 ? { status: 404, text: '404 page not found\n' } : { status: 405, text: 'Method Not Allowed\n' });
   }
+  deps.node.metrics.countRequest(match.route.method, match.route.path);
   const raw = await readBody(req);
   if (raw === undefined) {
     res.shouldKeepAlive = false;

@@ -19,6 +19,17 @@ describe('sandbox verbs against the simulator', () => {
     expect(await t.root().metrics()).toContain('sandboxd_releases_total 1');
   });
 
+  it('counts the requests it served by method and route pattern', async () => {
+    const c = await t.root().claim({ template: BASE });
+    await t.root().sandboxes();
+    await t.root().sandboxes();
+    await t.root().sandbox(c.id);
+    const text = await t.root().metrics();
+    expect(text).toContain('sandboxd_sim_requests_total{method="POST",route="/v1/claim"} 1');
+    expect(text).toContain('sandboxd_sim_requests_total{method="GET",route="/v1/sandboxes"} 2');
+    expect(text).toContain('sandboxd_sim_requests_total{method="GET",route="/v1/sandboxes/:id"} 1');
+  });
+
   it('releases by id with the root token (operator path)', async () => {
     const c = await t.root().claim({ template: BASE });
     await t.root().release(c.id);

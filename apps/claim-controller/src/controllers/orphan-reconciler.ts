@@ -3,18 +3,21 @@ import { CONDITION_TYPES, OWNER_KINDS, parseOwnerRef, type InventoryLike, type P
 import type { ClaimGateway, NodeDelivery } from '../gateway/claim-gateway';
 import type { ClaimRecorder } from '../gateway/claim-recorder';
 import { isClaimOfDelivery, type FastPathRecorder } from '../gateway/fast-path-recorder';
+import { isClaimOwnerMismatch } from '../gateway/record-errors';
 
 export type OrphanOutcome = 'adopted' | 'created' | 'bound' | 'missing' | 'foreign' | 'error';
 
 export interface OrphanReconcilerOptions {
-  gateway: ClaimGateway;
-  recorder: ClaimRecorder;
+  gateway: Pick<ClaimGateway, 'listDeliveries' | 'withToken'>;
+  recorder: Pick<ClaimRecorder, 'recordBoundOn'>;
   /** Creates the missing SandboxClaim of a fast-path delivery whose record was never written. */
   fastPath: Pick<FastPathRecorder, 'ensureClaim'>;
   /** The pool of `namespace` whose template has `key` (the created claim's warmPoolRef), if any. */
   poolFor: (namespace: string, key: PoolKey) => string | undefined;
   inventories: () => readonly InventoryLike[];
-  /** Point Get of one claim (never a LIST). */
+  /** The claim as the SandboxClaim informer holds it: what every steady-state decision reads. */
+  cachedClaim: (namespace: string, name: string) => SandboxClaim | undefined;
+  /** Point Get of one claim from the API server (never a LIST): only to confirm right before adopting. */
   getClaim: (namespace: string, name: string, signal?: AbortSignal) => Promise<SandboxClaim>;
   intervalMs: number;
   log: Logger;
@@ -26,8 +29,33 @@ export interface OrphanPassResult {
   errors: number;
 }
 
-/** warmPoolRef of a fast-path claim re-created for a pool that no longer resolves. */
-const UNKNOWN_POOL = 'unknown';
+/**
+ * What the pass does with one delivery, decided from a claim read (cache or live):
+ * - `foreign`: another owner (aggregated-API Sandbox, fork child, snapshot claim, legacy or
+ *   unparseable reference), or a claim of the name that is another object; left alone.
+ * - `missing`: a SandboxClaim delivery whose claim is gone; the VM is left intact for its owner.
+ * - `bound`: the claim already records a sandbox (this one, or another that it keeps).
+ * - `adopt`: the exact owner exists and records no sandbox: write its Bound record.
+ * - `create`: a fast-path delivery whose claim was never written: create it, then record.
+ */
+export type OrphanDecision = 'foreign' | 'missing' | 'bound' | 'adopt' | 'create';
+
+/** Only SandboxClaim and fast-path deliveries have a SandboxClaim to record onto. */
+export function claimOwnerOf(claimRef: string): SandboxOwner | undefined {
+  const owner = parseOwnerRef(claimRef);
+  if (owner === undefined || owner.kind === 'legacy') return undefined;
+  return owner.kind === OWNER_KINDS.claim || owner.kind === OWNER_KINDS.fastclaim ? owner : undefined;
+}
+
+/** Pure: the decision for a delivery of `owner` (sandbox `sandboxId`) given the claim of its name, if any. */
+export function orphanDecision(owner: SandboxOwner, sandboxId: string, claim: SandboxClaim | undefined): OrphanDecision {
+  if (claim === undefined) return owner.kind === OWNER_KINDS.fastclaim ? 'create' : 'missing';
+  if (!ownedBy(claim, owner)) return 'foreign';
+  const current = claim.status?.sandbox?.name ?? '';
+  const hasBound = claim.status?.conditions?.some((c) => c.type === CONDITION_TYPES.bound) ?? false;
+  if (current !== '' && (current !== sandboxId || hasBound)) return 'bound';
+  return 'adopt';
+}
 
 /**
  * Audit and adopt (scale-contracts §5.6): every live delivery on a node whose claim has no
@@ -41,6 +69,11 @@ const UNKNOWN_POOL = 'unknown';
  * sandboxclaims`. Deliveries of other owners (aggregated-API Sandboxes, fork children,
  * snapshot claims), of legacy `<ns>/<name>` references, or whose name now belongs to another
  * object are `foreign` and left alone.
+ *
+ * Cost per pass: one list per node, and the decisions come from the SandboxClaim informer, so
+ * a fleet where every delivery is recorded costs nothing more. Only a delivery the cache says
+ * needs a record costs more: a live Get of its claim (the cache may lag: a claim Bound a moment
+ * ago must not be written twice), its token read back from the node, then the record itself.
  */
 export class OrphanReconciler implements Runnable {
   readonly name = 'orphan-reconciler';
@@ -72,14 +105,14 @@ export class OrphanReconciler implements Runnable {
     const out: OrphanPassResult = { adopted: 0, errors: 0 };
     let deliveries: NodeDelivery[];
     try {
-      deliveries = await this.o.gateway.nodeDeliveries(inv, undefined, signal);
+      deliveries = await this.o.gateway.listDeliveries(inv, undefined, signal);
     } catch (err) {
       this.o.log.warn({ err, node: inv.node }, 'orphan pass could not list the node\'s deliveries');
       this.o.onItem?.('error');
       return { adopted: 0, errors: 1 };
     }
     for (const d of deliveries) {
-      const outcome = await this.#adopt(d, signal);
+      const outcome = await this.#reconcileDelivery(d, signal);
       this.o.onItem?.(outcome);
       if (outcome === 'adopted' || outcome === 'created') out.adopted++;
       if (outcome === 'error') out.errors++;
@@ -87,47 +120,66 @@ export class OrphanReconciler implements Runnable {
     return out;
   }
 
-  async #adopt(d: NodeDelivery, signal?: AbortSignal): Promise<OrphanOutcome> {
-    const owner = parseOwnerRef(d.claimRef);
-    if (owner === undefined || owner.kind === 'legacy' || (owner.kind !== OWNER_KINDS.claim && owner.kind !== OWNER_KINDS.fastclaim)) return 'foreign';
-    const { namespace, name } = owner;
-    const log = { namespace, name, node: d.assignment.node, sandboxId: d.assignment.claimId, ownerKind: owner.kind };
+  /** Steady state (foreign, missing, bound by the cache) returns without a request. */
+  async #reconcileDelivery(d: NodeDelivery, signal?: AbortSignal): Promise<OrphanOutcome> {
+    const owner = claimOwnerOf(d.claimRef);
+    if (owner === undefined) return 'foreign';
+    const cached = orphanDecision(owner, d.assignment.claimId, this.o.cachedClaim(owner.namespace, owner.name));
+    if (cached === 'foreign' || cached === 'bound') return cached;
+    if (cached === 'missing') {
+      this.o.log.debug(logFields(owner, d), 'delivery has no claim object; leaving the VM intact');
+      return 'missing';
+    }
     try {
-      let claim: SandboxClaim;
-      try {
-        claim = await this.o.getClaim(namespace, name, signal);
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-        if (owner.kind === OWNER_KINDS.claim) {
-          this.o.log.debug(log, 'delivery has no claim object; leaving the VM intact');
-          return 'missing';
-        }
-        return await this.#createFastPathClaim(owner, d, signal);
-      }
-      if (!ownedBy(claim, owner)) {
-        this.o.log.warn(log, 'delivery names a claim that is another object of the same name; not adopted');
+      return cached === 'create' ? await this.#createFastPathClaim(owner, d, signal) : await this.#adopt(owner, d, signal);
+    } catch (err) {
+      if (isClaimOwnerMismatch(err)) {
+        this.o.log.warn(logFields(owner, d), 'delivery names a claim that is another object of the same name; not adopted');
         return 'foreign';
       }
-      const current = claim.status?.sandbox?.name ?? '';
-      const hasBound = claim.status?.conditions?.some((c) => c.type === CONDITION_TYPES.bound) ?? false;
-      if (current !== '' && (current !== d.assignment.claimId || hasBound)) return 'bound';
-      await this.o.recorder.recordBound({ namespace, name, uid: claim.metadata.uid ?? '' }, d.assignment, signal, true);
-      this.o.log.info(log, 'adopted an orphaned delivery');
-      return 'adopted';
-    } catch (err) {
-      this.o.log.warn({ ...log, err }, 'orphan adoption failed; continuing the pass');
+      this.o.log.warn({ ...logFields(owner, d), err }, 'orphan adoption failed; continuing the pass');
       return 'error';
     }
+  }
+
+  /** The cache says the claim records no sandbox: confirm on the live object, then record. */
+  async #adopt(owner: SandboxOwner, d: NodeDelivery, signal?: AbortSignal): Promise<OrphanOutcome> {
+    let live: SandboxClaim | undefined;
+    try {
+      live = await this.o.getClaim(owner.namespace, owner.name, signal);
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+    }
+    const decision = orphanDecision(owner, d.assignment.claimId, live);
+    if (decision === 'create') return this.#createFastPathClaim(owner, d, signal);
+    if (decision === 'foreign') this.o.log.warn(logFields(owner, d), 'delivery names a claim that is another object of the same name; not adopted');
+    if (decision !== 'adopt') return decision;
+    // 'adopt' is decided only on a claim that exists
+    if (live === undefined) return 'missing';
+    const withToken = await this.o.gateway.withToken(d, signal);
+    await this.o.recorder.recordBoundOn(live, { namespace: owner.namespace, name: owner.name, uid: live.metadata.uid ?? '' }, withToken.assignment, signal, true);
+    this.o.log.info(logFields(owner, d), 'adopted an orphaned delivery');
+    return 'adopted';
   }
 
   /** The record of a fast-path delivery was never written (RBAC, quota, apiserver down): write it now. */
   async #createFastPathClaim(owner: SandboxOwner, d: NodeDelivery, signal?: AbortSignal): Promise<OrphanOutcome> {
     const warmPool = this.o.poolFor(owner.namespace, d.key) ?? UNKNOWN_POOL;
+    // create-or-find: a claim of the name the cache had not seen yet is read and checked, never overwritten
     const claim = await this.o.fastPath.ensureClaim({ namespace: owner.namespace, name: owner.name, warmPool, deliveryUid: owner.uid }, d.assignment.claimId, signal);
-    await this.o.recorder.recordBound({ namespace: owner.namespace, name: owner.name, uid: claim.metadata.uid ?? '' }, d.assignment, signal, true);
-    this.o.log.info({ namespace: owner.namespace, name: owner.name, node: d.assignment.node, sandboxId: d.assignment.claimId }, 'created the missing SandboxClaim of a fast-path delivery');
+    if (orphanDecision(owner, d.assignment.claimId, claim) === 'bound') return 'bound';
+    const withToken = await this.o.gateway.withToken(d, signal);
+    await this.o.recorder.recordBoundOn(claim, { namespace: owner.namespace, name: owner.name, uid: claim.metadata.uid ?? '' }, withToken.assignment, signal, true);
+    this.o.log.info(logFields(owner, d), 'created the missing SandboxClaim of a fast-path delivery');
     return 'created';
   }
+}
+
+/** warmPoolRef of a fast-path claim re-created for a pool that no longer resolves. */
+const UNKNOWN_POOL = 'unknown';
+
+function logFields(owner: SandboxOwner, d: NodeDelivery): Record<string, string> {
+  return { namespace: owner.namespace, name: owner.name, node: d.assignment.node, sandboxId: d.assignment.claimId, ownerKind: owner.kind };
 }
 
 /** Exact ownership: the claim's uid for a SandboxClaim reference, the delivery uid its record carries for a fast-path one. */

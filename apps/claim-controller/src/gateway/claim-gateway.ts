@@ -256,22 +256,38 @@ export class ClaimGateway {
   }
 
   /**
-   * A node's live deliveries that carry a claim_ref (all of them, or those of `claimRef`),
-   * from the node's own list, which survives any restart of this process. Tokens are not
-   * listed; `withToken` reads each one back (root only) so an adopted claim gets its Secret.
+   * The live deliveries of `claimRef` on a node, tokens read back (root only) so the caller can
+   * record them. Filtered by the node, so this costs one list plus one read per match (normally
+   * none or one), never one per sandbox on the node.
    */
-  async nodeDeliveries(inv: InventoryLike, claimRef?: string, signal?: AbortSignal): Promise<NodeDelivery[]> {
+  async nodeDeliveries(inv: InventoryLike, claimRef: string, signal?: AbortSignal): Promise<NodeDelivery[]> {
+    const rows = await this.listDeliveries(inv, claimRef, signal);
+    return Promise.all(rows.map((d) => this.withToken(d, signal)));
+  }
+
+  /**
+   * A node's live deliveries that carry a claim_ref (all of them, or those of `claimRef`), from
+   * the node's own list, which survives any restart of this process: one request per node.
+   * The list carries no tokens, so each delivery's token is '' until `withToken` reads it.
+   */
+  async listDeliveries(inv: InventoryLike, claimRef?: string, signal?: AbortSignal): Promise<NodeDelivery[]> {
     this.#requireToken();
-    const client = this.#o.clients.forNode(inv.address ?? '');
-    const opts = { signal: this.#callSignal(signal) };
-    const rows = (await client.sandboxes(claimRef, opts)).filter((r) => r.claimRef);
-    return Promise.all(
-      rows.map(async (r): Promise<NodeDelivery> => {
-        const detail = await client.sandbox(r.id, opts);
-        const deadline = r.deadline ? formatRfc3339Seconds(r.deadline) : undefined;
-        return { claimRef: r.claimRef ?? '', key: r.key, assignment: { claimId: r.id, node: inventoryName(inv), address: inv.address ?? '', token: detail.token ?? '', ...(deadline ? { deadline } : {}) } };
-      }),
-    );
+    const rows = await this.#o.clients.forNode(inv.address ?? '').sandboxes(claimRef, { signal: this.#callSignal(signal) });
+    const node = inventoryName(inv);
+    const out: NodeDelivery[] = [];
+    for (const r of rows) {
+      if (!r.claimRef) continue;
+      const deadline = r.deadline ? formatRfc3339Seconds(r.deadline) : undefined;
+      out.push({ claimRef: r.claimRef, key: r.key, assignment: { claimId: r.id, node, address: inv.address ?? '', token: '', ...(deadline ? { deadline } : {}) } });
+    }
+    return out;
+  }
+
+  /** `d` with its token read back from its node (GET /v1/sandboxes/{id}, root only): one request. */
+  async withToken(d: NodeDelivery, signal?: AbortSignal): Promise<NodeDelivery> {
+    this.#requireToken();
+    const detail = await this.#o.clients.forNode(d.assignment.address).sandbox(d.assignment.claimId, { signal: this.#callSignal(signal) });
+    return { ...d, assignment: { ...d.assignment, token: detail.token ?? '' } };
   }
 
   /** The caller's signal, if any, bounded by the per-call timeout. */

@@ -34,6 +34,15 @@ export class ClaimRecorder implements BoundRecorder {
 
   async recordBound(target: ClaimTarget, a: Assignment, signal?: AbortSignal, adopted = false): Promise<void> {
     const claim = parseClaim(await this.#claims.get(target.namespace, target.name, signal));
+    await this.recordBoundOn(claim, target, a, signal, adopted);
+  }
+
+  /**
+   * recordBound onto `claim`, an object the caller has just read from the API server (not from
+   * a cache): the same checks, without reading it again. The status apply is conditional on its
+   * resourceVersion, so a claim that changed since is a 409, never a blind overwrite.
+   */
+  async recordBoundOn(claim: SandboxClaim, target: ClaimTarget, a: Assignment, signal?: AbortSignal, adopted = false): Promise<void> {
     if (target.uid !== undefined && claim.metadata.uid !== target.uid) {
       throw new ClaimOwnerMismatchError(`SandboxClaim ${target.namespace}/${target.name} has uid ${claim.metadata.uid}, not ${target.uid}: it is another claim of the same name; sandbox ${a.claimId} is not recorded on it`);
     }

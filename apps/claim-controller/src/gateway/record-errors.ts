@@ -17,3 +17,7 @@ export class SecretNotOwnedError extends SandboxScaleError {}
 export function isForeignRecordTarget(err: unknown): boolean {
   return ['ClaimOwnerMismatchError', 'ClaimBoundElsewhereError', 'SecretNotOwnedError'].some((n) => findInCauseChain(err, n) !== undefined);
 }
+
+export function isClaimOwnerMismatch(err: unknown): boolean {
+  return findInCauseChain(err, 'ClaimOwnerMismatchError') !== undefined;
+}
