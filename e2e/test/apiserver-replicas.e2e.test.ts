@@ -48,6 +48,20 @@ function call(base: string, method: string, path: string, body?: unknown, header
   });
 }
 
+/**
+ * A create as a client makes it: a 503 for warm capacity (the pool refills within seconds, and
+ * the Status says to retry after a second) is retried after its Retry-After, for up to a minute.
+ * Any other answer is final: the replica behaviour under test is never retried away.
+ */
+async function create(base: string, name: string): Promise<Reply> {
+  const deadline = Date.now() + 60_000;
+  for (;;) {
+    const r = await call(base, 'POST', sandboxes, sandbox(name));
+    if (r.code !== 503 || !/no warm capacity/.test(r.body.message ?? '') || Date.now() > deadline) return r;
+    await new Promise((resolve) => setTimeout(resolve, 1000));
+  }
+}
+
 const sandboxes = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
 const sandbox = (name: string): Record<string, unknown> => ({ apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name }, spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } });
 
@@ -123,7 +137,7 @@ describe('two sandbox-apiserver replicas act as one', () => {
     await inBatches(Array.from({ length: 500 }, (_, i) => i), 10, async (i) => {
       const name = `rt-${i}`;
       const [via, other] = i % 2 === 0 ? [a, b] : [b, a];
-      const created = await call(via, 'POST', sandboxes, sandbox(name));
+      const created = await create(via, name);
       if (created.code !== 201) return void misses.push(`${name} create ${created.code} ${created.body.message ?? ''}`);
       counts.creates++;
       const got = await call(other, 'GET', `${sandboxes}/${name}`);
@@ -153,7 +167,7 @@ describe('two sandbox-apiserver replicas act as one', () => {
     for (let i = 0; i < names.length; i += 20) {
       const batch = names.slice(i, i + 20);
       await Promise.all(batch.map(async (name) => {
-        const [x, y] = await Promise.all([call(a, 'POST', sandboxes, sandbox(name)), call(b, 'POST', sandboxes, sandbox(name))]);
+        const [x, y] = await Promise.all([create(a, name), create(b, name)]);
         outcomes.set(name, [x.code, y.code].sort().join('+'));
       }));
       const onNodes = await vmsByName();
@@ -178,7 +192,7 @@ describe('two sandbox-apiserver replicas act as one', () => {
     try {
       // the node claims the VM, then answers with a reply that does not parse
       for (const n of sys.nodes) expect((await sim(n, '/_sim/faults', { method: 'POST', body: { malformed: { claim: 'wrong-shape' } } })).status).toBe(200);
-      const adopted = await call(a, 'POST', sandboxes, sandbox('lost-reply'));
+      const adopted = await create(a, 'lost-reply');
       // every node fails every claim with a 500 and claims nothing
       for (const n of sys.nodes) expect((await sim(n, '/_sim/faults', { method: 'POST', body: { errorRate: { claim: 1 } } })).status).toBe(200);
       const failed = await call(a, 'POST', sandboxes, sandbox('failed-claim'));
