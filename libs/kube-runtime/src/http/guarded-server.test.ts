@@ -123,3 +123,50 @@ describe('ProbeServer under hostile requests', () => {
     expect((await get(port, '/healthz')).status).toBe(200);
   });
 });
+
+describe('an answer given before the body was read to its end', () => {
+  it('closes the connection, so the client\'s next request is not stuck behind the unread body', async () => {
+    const { log } = captureLog();
+    const server = createServer(
+      guardRequests(async (req, res) => {
+        let size = 0;
+        try {
+          // a body reader that gives up at a limit, as every server here has one
+          for await (const chunk of req) {
+            size += (chunk as Buffer).length;
+            if (size > 64 * 1024) throw new Error('too large');
+          }
+        } catch {
+          res.writeHead(400, { 'content-type': 'text/plain', 'content-length': '9' });
+          res.end('too large');
+          return;
+        }
+        res.writeHead(200, { 'content-length': '2' });
+        res.end('ok');
+      }, { log }),
+    );
+    // the deadline that would otherwise free the stuck connection is far past this test's timeout
+    limitServer(server, { requestTimeoutMs: 120_000, headersTimeoutMs: 60_000 });
+    const port = await listen(server);
+    const { Agent } = await import('node:http');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (body: Buffer): Promise<number> =>
+      new Promise((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: { 'content-length': body.length } }, (res) => {
+          res.resume();
+          res.on('end', () => resolve(res.statusCode ?? 0));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    try {
+      expect(await post(Buffer.alloc(1024 * 1024, 0x61))).toBe(400);
+      expect(await post(Buffer.from('{}'))).toBe(200);
+      expect(await post(Buffer.alloc(1024 * 1024, 0x61))).toBe(400);
+      expect(await post(Buffer.from('{}'))).toBe(200);
+    } finally {
+      agent.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }, 20_000);
+});
