@@ -40,7 +40,6 @@ export function guardRequests(handler: RequestHandler, o: GuardOptions): (req: I
     }
   };
   return (req, res) => {
-    closeIfAnsweredEarly(req, res);
     try {
       const pending = handler(req, res);
       if (pending !== undefined) pending.catch((err: unknown) => onError(req, res, err));
@@ -48,20 +47,6 @@ export function guardRequests(handler: RequestHandler, o: GuardOptions): (req: I
       onError(req, res, err);
     }
   };
-}
-
-/**
- * An answer given before the request body was fully received (a body over the limit, a refusal
- * before reading) closes the connection after it. A body whose reading was started and then
- * abandoned is neither read nor dropped by node, so a kept-alive connection would carry the
- * client's next request behind it and answer nothing until the request deadline (408).
- */
-function closeIfAnsweredEarly(req: IncomingMessage, res: ServerResponse): void {
-  const writeHead = res.writeHead.bind(res) as (...args: unknown[]) => ServerResponse;
-  res.writeHead = ((...args: unknown[]) => {
-    if (!req.complete) res.shouldKeepAlive = false;
-    return writeHead(...args);
-  }) as ServerResponse['writeHead'];
 }
 
 /** How long a client may take, and how much it may send, before it is answered 408/431 and closed. */
