@@ -89,7 +89,7 @@ export type { EventSink, EventBody, EventSeries } from './events/event-sink';
 
 // health, metrics, manager
 export { ProbeServer } from './health/probe-server';
-export { DEFAULT_SERVER_LIMITS, decodeSegment, guardRequests, limitServer, requestUrl } from './http/guarded-server';
+export { DEFAULT_SERVER_LIMITS, decodeSegment, guardRequests, limitServer, readBounded, requestUrl } from './http/guarded-server';
 export type { FailureWriter, GuardOptions, RequestHandler, ServerLimits } from './http/guarded-server';
 export { DEFAULT_INFLIGHT_CAPS, InflightLimits } from './http/inflight-limits';
 export type { InflightCaps } from './http/inflight-limits';

@@ -1,4 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import { readBounded } from '@sandbox-scale/kube-runtime';
 import { BadRequestError, EXTENSIONS_GROUP, RESOURCES, StatusError, statusForError, type PoolKey } from '@sandbox-scale/scale-core';
 import type { InflightLimits, Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from '../gateway/assignment';
@@ -73,14 +74,9 @@ function send(res: ServerResponse, code: number, body: unknown, d: ClaimHandlerD
 async function readJson(req: IncomingMessage): Promise<unknown> {
   const type = (req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? '';
   if (type !== 'application/json' && type !== '') throw new StatusError('UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json');
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const b = chunk as Buffer;
-    size += b.length;
-    if (size > MAX_BODY_BYTES) throw new BadRequestError(`request body larger than ${MAX_BODY_BYTES} bytes`);
-    chunks.push(b);
-  }
+  const body = await readBounded(req, MAX_BODY_BYTES);
+  if (body === undefined) throw new BadRequestError(`request body larger than ${MAX_BODY_BYTES} bytes`);
+  const chunks = [body];
   try {
     return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
   } catch (err) {

@@ -1,4 +1,5 @@
 import type { IncomingMessage } from 'node:http';
+import { readBounded } from '@sandbox-scale/kube-runtime';
 import { BadRequestError, StatusError } from '@sandbox-scale/scale-core';
 import { parse as parseYaml } from 'yaml';
 
@@ -7,15 +8,9 @@ const MAX_BODY_BYTES = 3 * 1024 * 1024;
 /** Reads and decodes a JSON (or YAML) request body; an empty body is `undefined`. */
 export async function readBody(req: IncomingMessage): Promise<unknown> {
   const type = (req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? '';
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of req) {
-    const buf = chunk as Buffer;
-    size += buf.length;
-    if (size > MAX_BODY_BYTES) throw new StatusError('BadRequest', `request body larger than ${MAX_BODY_BYTES} bytes`);
-    chunks.push(buf);
-  }
-  const text = Buffer.concat(chunks).toString('utf8');
+  const body = await readBounded(req, MAX_BODY_BYTES);
+  if (body === undefined) throw new StatusError('BadRequest', `request body larger than ${MAX_BODY_BYTES} bytes`);
+  const text = body.toString('utf8');
   if (text.trim() === '') return undefined;
   if (type === 'application/json' || type === '') {
     try {

@@ -2,7 +2,7 @@ import { createServer, request, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { captureLog } from '../testing/capture-log';
 import { ProbeServer } from '../health/probe-server';
-import { decodeSegment, guardRequests, limitServer, requestUrl } from './guarded-server';
+import { decodeSegment, guardRequests, limitServer, readBounded, requestUrl } from './guarded-server';
 
 function get(port: number, path: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -122,4 +122,43 @@ describe('ProbeServer under hostile requests', () => {
     expect(await raw(port, text)).toMatch(expected);
     expect((await get(port, '/healthz')).status).toBe(200);
   });
+});
+
+describe('readBounded', () => {
+  it('reads a body over its limit to the end, so the kept-alive connection serves the next request', async () => {
+    const { log } = captureLog();
+    const server = createServer(
+      guardRequests(async (req, res) => {
+        const body = await readBounded(req, 64 * 1024);
+        const [code, text] = body === undefined ? [400, 'too large'] : [200, String(body.length)];
+        res.writeHead(code, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(text) });
+        res.end(text);
+      }, { log }),
+    );
+    // the deadline that would otherwise free a stuck connection is far past this test's timeout
+    limitServer(server, { requestTimeoutMs: 120_000, headersTimeoutMs: 60_000 });
+    const port = await listen(server);
+    const { Agent } = await import('node:http');
+    const agent = new Agent({ keepAlive: true, maxSockets: 1 });
+    const post = (body: Buffer): Promise<{ status: number; text: string; reused: boolean }> =>
+      new Promise((resolve, reject) => {
+        const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: { 'content-length': body.length } }, (res) => {
+          let text = '';
+          res.setEncoding('utf8');
+          res.on('data', (c: string) => (text += c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text, reused: req.reusedSocket }));
+        });
+        req.on('error', reject);
+        req.end(body);
+      });
+    try {
+      expect(await post(Buffer.alloc(1024 * 1024, 0x61))).toEqual({ status: 400, text: 'too large', reused: false });
+      expect(await post(Buffer.from('{}'))).toEqual({ status: 200, text: '2', reused: true });
+      expect(await post(Buffer.alloc(1024 * 1024, 0x61))).toEqual({ status: 400, text: 'too large', reused: true });
+      expect(await post(Buffer.alloc(64 * 1024, 0x61))).toEqual({ status: 200, text: String(64 * 1024), reused: true });
+    } finally {
+      agent.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
+  }, 20_000);
 });

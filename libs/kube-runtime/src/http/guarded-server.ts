@@ -101,3 +101,27 @@ export function decodeSegment(segment: string): string | undefined {
     return undefined;
   }
 }
+
+/** How much of a body past its limit is read and dropped before the connection is given up. */
+const DRAIN_BYTES = 16 * 1024 * 1024;
+
+/**
+ * A request body of at most `limit` bytes, or undefined when it is larger. A larger body is
+ * still read to its end and dropped (up to 16 MiB more; past that the connection is closed), so
+ * the answer leaves the kept-alive connection ready for the client's next request: a body left
+ * half read would hold that request unanswered until the request deadline.
+ */
+export async function readBounded(req: IncomingMessage, limit: number): Promise<Buffer | undefined> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of req) {
+    const b = chunk as Buffer;
+    size += b.length;
+    if (size <= limit) chunks.push(b);
+    else if (size > limit + DRAIN_BYTES) {
+      req.socket.destroy();
+      return undefined;
+    }
+  }
+  return size > limit ? undefined : Buffer.concat(chunks);
+}
