@@ -77,6 +77,7 @@ it('keeps a sandbox that lives until deleted over ten leases, lets one with its 
   const foreverAlive = await alive(a.id);
   const boundedAlive = await alive(b.id);
   console.log(JSON.stringify({ test: 'aggregated-api-lease', lease_s: LEASE_S, virtual_s: (clock.now() - t0) / 1000, renewals, forever_alive: foreverAlive, bounded_alive: boundedAlive }));
+  expect((clock.now() - t0) / 1000).toBeGreaterThanOrEqual(10 * LEASE_S);
   expect(foreverAlive).toBe(true);
   expect(boundedAlive).toBe(false);
   // one renewal per lease past its first half: 10 leases of 60 s renewed at 40-60 % → 15-25

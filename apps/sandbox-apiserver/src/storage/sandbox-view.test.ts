@@ -1,4 +1,5 @@
 import { ClaimIndex, parseLabelSelector, parseFieldSelector, EVERYTHING_LABEL_SELECTOR, SANDBOX_PHASES, synthesizeSandbox, type NodeInventory } from '@sandbox-scale/scale-core';
+import { eventually } from '@sandbox-scale/e2e';
 import { WatchHub, type SandboxEvent } from '../watch/watch-hub';
 import { NodeRouter } from './node-router';
 import { parseListQuery } from './list-query';
@@ -110,8 +111,8 @@ describe('SandboxView + SandboxStorage', () => {
     view.addCreated('n1', entry, synthesizeSandbox('n1', entry, { resourceVersion: '0' }));
     view.upsertInventory(inv('n1', '8', []));
     expect(storage.list(q('a')).items).toHaveLength(1);
-    await new Promise((r) => setTimeout(r, 250));
-    expect(events.map((e) => e.type)).toEqual(['ADDED', 'DELETED']);
+    // the overlay's 100 ms TTL runs out on its own timer
+    await eventually(() => expect(events.map((e) => e.type)).toEqual(['ADDED', 'DELETED']), { timeoutMs: 5_000, intervalMs: 20 });
     expect(storage.list(q('a')).items).toHaveLength(0);
   });
 
