@@ -2,7 +2,7 @@ export { startControlPlane, kubeconfigYaml, ControlPlaneStartError, type Control
 export { createCA, createLeaf, createSigningKey, type CertPair, type LeafOptions } from './control-plane/pki';
 export { freePort } from './control-plane/ports';
 export { toolsDir } from './control-plane/tools';
-export { AppProcess, REPO_ROOT, type AppProcessOptions } from './system/app-process';
+export { AppProcess, REPO_ROOT, SupervisedApp, type AppProcessOptions, type SupervisedAppOptions } from './system/app-process';
 export { eventually, type EventuallyOptions } from './testing/eventually';
 export { countingKubeConfig, type KubeRequestCount } from './testing/request-counter';
 export { installChartAppRbac, type ChartApp, type ChartAppIdentity } from './testing/chart-rbac';

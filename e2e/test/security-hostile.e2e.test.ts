@@ -329,7 +329,7 @@ describe('every server under hostile requests', () => {
       unreadable = err instanceof Error ? err.message.split('\n')[0] : String(err);
       return before;
     });
-    const exits = [...sys.apps].filter(([, a]) => !a.running).map(([n]) => n);
+    const exits = [...sys.apps].filter(([, a]) => a.restarts > 0 || !a.running).map(([n]) => n);
     const count5xx = offending.filter((o) => o.outcome.kind === 'status').length;
     const hung = offending.filter((o) => o.outcome.kind === 'hung').length;
     const newClaims = after.claims.filter((c) => !before.claims.includes(c));

@@ -10,7 +10,7 @@ import { freePort } from '../control-plane/ports';
 import { toolPath } from '../control-plane/tools';
 import { kubeconfigForServiceAccount } from '../testing/cluster';
 import { eventually } from '../testing/eventually';
-import { AppProcess, REPO_ROOT } from './app-process';
+import { REPO_ROOT, SupervisedApp } from './app-process';
 import { runCommand } from './run-command';
 
 export const SYSTEM_NAMESPACE = 'sandbox-system';
@@ -72,7 +72,7 @@ export interface LocalSystem {
   /** CA (PEM file) that signed the serving certificate of sandbox-apiserver and the fast path. */
   servingCaPath: string;
   logDir: string;
-  apps: Map<string, AppProcess>;
+  apps: Map<string, SupervisedApp>;
   /** Stops one app (SIGKILL when `kill`) and starts it again with the same flags. */
   restartApp(name: AppName | `claim-controller-${number}`, opts?: { kill?: boolean; beforeStart?: () => Promise<void> }): Promise<void>;
   /** The app holding a component's leader Lease (from its holderIdentity, `<POD_NAME>_<suffix>`), if any. */
@@ -87,7 +87,7 @@ interface Ctx {
   log: (msg: string) => void;
   fleetToken: string;
   tokenFile: string;
-  apps: Map<string, AppProcess>;
+  apps: Map<string, SupervisedApp>;
   specs: Map<string, { entry: string; args: string[]; env: Record<string, string> }>;
   extraArgs: NonNullable<LocalSystemOptions['extraArgs']>;
   claimControllerReplicas: number;
@@ -117,13 +117,22 @@ async function installChart(ctx: Ctx, apiserverPort: number, caPem: string, secr
 
 interface StartAppOptions {
   env?: Record<string, string>;
+  restartPolicy?: 'Always' | 'Never';
   onStdoutLine?: (line: string) => void;
 }
 
-function startApp(ctx: Ctx, name: string, entry: string, args: string[], opts: StartAppOptions = {}): AppProcess {
+/** Says on the runner's stderr (which a CI log keeps) which app ended unasked, and how its log ends. */
+function reportExit(ctx: Ctx, e: { name: string; code: number | null; restarts: number; tail: string }): void {
+  process.stderr.write(`[local-system] ${e.name} exited unasked (code ${e.code}, exit ${e.restarts}); the end of ${join(ctx.logDir, `${e.name}.log`)}:\n${e.tail}\n`);
+}
+
+function startApp(ctx: Ctx, name: string, entry: string, args: string[], opts: StartAppOptions = {}): SupervisedApp {
   const env = { LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...opts.env };
   ctx.specs.set(name, { entry, args, env });
-  const p = new AppProcess({ name, entry, args, env, logPath: join(ctx.logDir, `${name}.log`), onStdoutLine: opts.onStdoutLine });
+  const p = new SupervisedApp({
+    name, entry, args, env, logPath: join(ctx.logDir, `${name}.log`), onStdoutLine: opts.onStdoutLine,
+    restartPolicy: opts.restartPolicy, onUnexpectedExit: (e) => reportExit(ctx, e),
+  });
   ctx.apps.set(name, p);
   return p;
 }
@@ -136,6 +145,7 @@ async function startSimNodes(ctx: Ctx, nodes: number, speed: number): Promise<Si
   const sim = startApp(ctx, 'sandboxd-sim', 'apps/sandboxd-sim/src/main.ts',
     ['--nodes', String(nodes), '--base-port', '0', '--speed', String(speed), '--name-prefix', 'sim-node-', ...(ctx.extraArgs['sandboxd-sim'] ?? [])], {
       env: { SANDBOX_SCALE_TOKEN: ctx.fleetToken },
+      restartPolicy: 'Never',
       onStdoutLine: (line) => {
         if (line.startsWith('{"nodes"')) resolveNodes((JSON.parse(line) as { nodes: SimNode[] }).nodes);
       },
@@ -247,7 +257,8 @@ async function waitUntilServing(ctx: Ctx, nodes: SimNode[]): Promise<void> {
   ctx.log('waiting for the APIService to be Available and every node to publish its inventory');
   await eventually(async () => {
     for (const [name, app] of ctx.apps) {
-      if (!app.running) throw new Error(`${name} exited; the end of its log:\n${logTail(join(ctx.logDir, `${name}.log`))}`);
+      // an app that cannot even start is a bug to show, not one to restart through
+      if (app.restarts > 0) throw new Error(`${name} exited while starting; the end of its log:\n${logTail(join(ctx.logDir, `${name}.log`))}`);
     }
     const available = await kubectl(['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].status}']);
     if (available.trim() !== 'True') throw new Error('APIService v1beta1.agents.x-k8s.io is not Available yet');
@@ -317,8 +328,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
         const app = ctx.apps.get(name);
         const spec = ctx.specs.get(name);
         if (!app || !spec) throw new Error(`no app ${name}`);
-        if (o.kill) app.kill('SIGKILL');
-        await app.stop();
+        await app.stop({ kill: o.kill });
         await o.beforeStart?.();
         startApp(ctx, name, spec.entry, spec.args, { env: spec.env });
       },
