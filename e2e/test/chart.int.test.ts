@@ -136,7 +136,7 @@ describe('the sandbox-scale chart', () => {
     const deployments = await apps.listNamespacedDeployment({ namespace: ns });
     expect(Object.fromEntries(deployments.items.map((d) => [d.metadata?.name, d.spec?.replicas]))).toEqual({
       [`${fullname}-claim-controller`]: 2,
-      [`${fullname}-warmpool-driver`]: 1,
+      [`${fullname}-warmpool-driver`]: 2,
       [`${fullname}-sandbox-apiserver`]: 2,
     });
     const ds = await apps.readNamespacedDaemonSet({ namespace: ns, name: `${fullname}-inventory-publisher` });
