@@ -1,3 +1,5 @@
+import { TokenBucket } from '@sandbox-scale/scale-core';
+
 /**
  * Decides, without I/O, what each recorded event costs the API server: the first of a kind is
  * created, repeats within the window only bump a counter written at most once per flush
@@ -29,14 +31,9 @@ export interface SeriesEntry {
 
 export type Decision = { kind: 'create'; entry: SeriesEntry } | { kind: 'repeat'; entry: SeriesEntry } | { kind: 'drop' };
 
-interface Bucket {
-  tokens: number;
-  atMs: number;
-}
-
 export class EventAggregator {
   private readonly entries = new Map<string, SeriesEntry>();
-  private readonly buckets = new Map<string, Bucket>();
+  private readonly buckets = new Map<string, TokenBucket>();
   private readonly burst: number;
   private readonly refillMs: number;
   private readonly windowMs: number;
@@ -89,17 +86,12 @@ export class EventAggregator {
   }
 
   private take(objectKey: string, nowMs: number): boolean {
-    const b = this.buckets.get(objectKey) ?? { tokens: this.burst, atMs: nowMs };
-    const refilled = Math.floor((nowMs - b.atMs) / this.refillMs);
-    if (refilled > 0) {
-      b.tokens = Math.min(this.burst, b.tokens + refilled);
-      b.atMs += refilled * this.refillMs;
+    let b = this.buckets.get(objectKey);
+    if (!b) {
+      b = new TokenBucket({ ratePerSecond: 1000 / this.refillMs, burst: this.burst, now: () => nowMs });
+      this.buckets.set(objectKey, b);
     }
-    if (b.tokens >= this.burst) b.atMs = nowMs;
-    this.buckets.set(objectKey, b);
-    if (b.tokens < 1) return false;
-    b.tokens--;
-    return true;
+    return b.take(nowMs) === 0;
   }
 
   private prune(nowMs: number): void {
@@ -107,8 +99,6 @@ export class EventAggregator {
       // Unwritten repeats are kept until flushed, so their count is not lost.
       if (nowMs - e.lastMs > this.windowMs && e.count <= e.writtenCount) this.entries.delete(k);
     }
-    for (const [k, b] of this.buckets) {
-      if (b.tokens + (nowMs - b.atMs) / this.refillMs >= this.burst) this.buckets.delete(k);
-    }
+    for (const [k, b] of this.buckets) if (b.isFull(nowMs)) this.buckets.delete(k);
   }
 }

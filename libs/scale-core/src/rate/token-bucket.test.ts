@@ -30,6 +30,17 @@ describe('TokenBucket', () => {
     expect(granted).toBeLessThanOrEqual(501);
   });
 
+  it('takes at the time a caller gives, and says when it is whole again so a keyed owner can forget it', () => {
+    const b = new TokenBucket({ ratePerSecond: 1 / 300, burst: 2, now: () => 0 });
+    expect([b.take(0), b.take(0)]).toEqual([0, 0]);
+    expect(b.take(1_000)).toBe(299_000);
+    expect(b.isFull(300_000)).toBe(false);
+    expect(b.isFull(600_000)).toBe(true);
+    // a reading older than the last one spends nothing it does not have
+    expect(b.take(0)).toBe(0);
+    expect(b.isFull(600_000)).toBe(false);
+  });
+
   it('refuses a rate it cannot honour', () => {
     expect(() => new TokenBucket({ ratePerSecond: 0 })).toThrow(InvalidRateError);
     expect(() => new TokenBucket({ ratePerSecond: 5, burst: 0 })).toThrow(InvalidRateError);

@@ -33,15 +33,27 @@ export class TokenBucket {
     this.#atMs = this.#now();
   }
 
-  /** 0 when a token was spent; otherwise the milliseconds until the next token (nothing spent). */
-  take(): number {
-    const now = this.#now();
-    this.#tokens = Math.min(this.#burst, this.#tokens + ((now - this.#atMs) * this.#rate) / 1000);
-    this.#atMs = now;
+  /**
+   * 0 when a token was spent; otherwise the milliseconds until the next token (nothing spent).
+   * `nowMs` is for callers that keep their own clock (one reading for many buckets).
+   */
+  take(nowMs: number = this.#now()): number {
+    this.#refill(nowMs);
     if (this.#tokens >= 1) {
       this.#tokens -= 1;
       return 0;
     }
     return Math.ceil(((1 - this.#tokens) * 1000) / this.#rate);
+  }
+
+  /** Whether the bucket is back to its whole burst: a keyed owner may forget it, a new one is the same. */
+  isFull(nowMs: number = this.#now()): boolean {
+    this.#refill(nowMs);
+    return this.#tokens >= this.#burst;
+  }
+
+  #refill(nowMs: number): void {
+    this.#tokens = Math.min(this.#burst, this.#tokens + (Math.max(0, nowMs - this.#atMs) * this.#rate) / 1000);
+    this.#atMs = Math.max(this.#atMs, nowMs);
   }
 }
