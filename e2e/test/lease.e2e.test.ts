@@ -137,7 +137,7 @@ describe('node leases of claims', () => {
     console.log(JSON.stringify({ test: 'lease-unbounded', lease_s: LEASE_S, lease_periods: Number(periods.toFixed(1)), distinct_deadlines: deadlines.size, still_on_node: last !== undefined }));
     expect(periods).toBeGreaterThanOrEqual(10);
     expect(last).toBeDefined();
-    // renewed at 50-70 % of each 2 s lease: at least one new deadline per lease period
+    // renewed at 40-60 % of each 2 s lease: at least one new deadline per lease period
     expect(renewals).toBeGreaterThanOrEqual(9);
     expect(cond(await getClaim('forever'), 'Ready')?.status).not.toBe('False');
     const apiRow = await nodeRow(apiNode as SimNode, apiId);

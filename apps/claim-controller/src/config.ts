@@ -22,7 +22,7 @@ export const ClaimControllerConfigSchema = z.object({
   tlsPrivateKeyFile: z.string().default('').describe('Private key of --tls-cert-file (PEM)'),
   coldClaimTimeout: durationFlag('120s').describe('Bound on a cold claim, where the node boots a VM and blocks (pools with coldStart WhenNoWarmCapacity); above sandboxd\'s own 90 s cold readiness limit so a booting node always answers first'),
   orphanInterval: durationFlag('30s').describe('Cadence of the orphan pass that adopts deliveries whose Bound record was lost'),
-  sandboxLeaseTtl: durationFlag('15m').describe('Node lease asked for a claim without spec.lifecycle.shutdownTime, at claim and at each renewal (0s = the node\'s default, 5m on sandboxd); renewed at 50-70 % of it while the claim lives, so it only bounds how long a VM outlives a control plane that is gone'),
+  sandboxLeaseTtl: durationFlag('15m').describe('Node lease asked for a claim without spec.lifecycle.shutdownTime, at claim and at each renewal (0s = the node\'s default, 5m on sandboxd); renewed at 40-60 % of it while the claim lives, so it only bounds how long a VM outlives a control plane that is gone'),
   leaseRenewalsPerSecond: count(500).describe('Most node lease renewals per second (spread over every node); with lease L, about rate x 0.6 x L claims can be kept alive'),
   namespaceRecheckInterval: durationFlag('20s').describe('How often a claim refused because claim-controller may not write Secrets in its namespace (NamespaceNotEnabled) asks RBAC again; the claim binds by itself once the namespace is enabled'),
   maxConcurrentReconciles: count(16).describe('SandboxClaims reconciled at once'),

@@ -168,3 +168,4 @@ export { backoffDelayMs, InvalidBackoffOptionsError, retry, sleep } from './retr
 export { InvalidRateError, TokenBucket } from './rate/token-bucket';
 export type { TokenBucketOptions } from './rate/token-bucket';
 export type { BackoffOptions, RetryOptions, Sleep } from './retry/retry';
+export { RENEWAL_WINDOW, leaseRenewAtMs, renewalFraction } from './lease/renewal';

@@ -20,16 +20,16 @@ function bound(o: { shutdownTime?: string; deadline?: string; boundAt?: string; 
 const opts = { leaseTtlSeconds: 0 };
 
 describe('renewAtMs', () => {
-  it('falls between half and seven tenths of the lease', () => {
-    expect(renewAtMs(0, 1000, () => 0)).toBe(500);
-    expect(renewAtMs(0, 1000, () => 0.999999)).toBeCloseTo(700, 0);
+  it('falls between four and six tenths of the lease', () => {
+    expect(renewAtMs(0, 1000, () => 0)).toBe(400);
+    expect(renewAtMs(0, 1000, () => 0.999999)).toBeCloseTo(600, 0);
   });
 });
 
 describe('currentLease', () => {
   it('rebuilds the lease granted at bind from status when none is known', () => {
     const lease = currentLease(bound({ deadline: iso(T0 + 300_000) }), undefined, () => 0);
-    expect(lease).toEqual({ claimId: 'sb_1', deadlineMs: T0 + 300_000, renewAtMs: T0 + 150_000 });
+    expect(lease).toEqual({ claimId: 'sb_1', deadlineMs: T0 + 300_000, renewAtMs: T0 + 120_000 });
   });
   it('prefers the lease this process renewed, for the same sandbox only', () => {
     const known: NodeLease = { claimId: 'sb_1', deadlineMs: T0 + 900_000, renewAtMs: T0 + 600_000 };

@@ -1,4 +1,4 @@
-import { CONDITION_TYPES, type Rng, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { CONDITION_TYPES, leaseRenewAtMs, renewalFraction, type Rng, type SandboxClaim } from '@sandbox-scale/scale-core';
 
 /**
  * The node lease of a Bound claim as this process last saw it granted. Kept in memory only:
@@ -11,7 +11,7 @@ export interface NodeLease {
   /** The sandbox the lease belongs to; a claim bound anew (same name) starts a new lease. */
   claimId: string;
   deadlineMs: number;
-  /** When to renew: a point between half and seven tenths of the lease, spread per claim. */
+  /** When to renew: a point between four and six tenths of the lease, spread per claim. */
   renewAtMs: number;
 }
 
@@ -31,9 +31,9 @@ export interface LeaseStepOptions {
   rng?: Rng;
 }
 
-/** Renewal at 50–70 % of the lease: well before the deadline, and spread so leases granted together are not renewed together. */
+/** The renewal point of a lease granted at `grantedAtMs` (the shared rule, drawn afresh). */
 export function renewAtMs(grantedAtMs: number, deadlineMs: number, rng: Rng = Math.random): number {
-  return grantedAtMs + (deadlineMs - grantedAtMs) * (0.5 + 0.2 * rng());
+  return leaseRenewAtMs(grantedAtMs, deadlineMs, renewalFraction(rng));
 }
 
 export function parseTime(at: string | undefined): number | undefined {

@@ -1,6 +1,6 @@
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import { isNotFound as isSandboxGone } from '@sandbox-scale/sandboxd-client';
-import { isUidOwner, parseOwnerRef, type Rng, TokenBucket } from '@sandbox-scale/scale-core';
+import { isUidOwner, leaseRenewAtMs, parseOwnerRef, renewalFraction, type Rng, TokenBucket } from '@sandbox-scale/scale-core';
 import type { NodeRouter } from './node-router';
 import type { SandboxView } from './sandbox-view';
 
@@ -31,7 +31,7 @@ const MAX_INTERVAL_MS = 10_000;
 /**
  * Keeps alive the sandboxes that live until deleted (claim reference marked `renewed`: Sandboxes
  * created through this API, fork children and snapshot claims without a TTL). A pass looks at
- * every served sandbox, and renews the node lease of those past 40–60 % of it, bounded in rate
+ * every served sandbox, and renews the node lease of those past their renewal point in it, bounded in rate
  * and spread so leases granted together are not renewed together. The deadline a renewal
  * returns is remembered until the node's next publish carries it, so nothing is renewed twice
  * for one lease. A sandbox the node no longer has is left to the next publish.
@@ -44,7 +44,7 @@ export class LeaseRenewer {
   readonly #bucket: TokenBucket;
   /** node/id → the deadline (ms) our last renewal got, kept until a publish catches up. */
   readonly #renewedTo = new Map<string, number>();
-  /** node/id → this sandbox's point in its lease to renew at (0.4–0.6), fixed per sandbox. */
+  /** node/id → this sandbox's point in its lease to renew at (the shared renewal window), fixed per sandbox. */
   readonly #spread = new Map<string, number>();
 
   constructor(o: LeaseRenewerOptions) {
@@ -103,11 +103,11 @@ export class LeaseRenewer {
       if (deadline === 0) continue; // the node granted no deadline: nothing runs out
       let at = this.#spread.get(key);
       if (at === undefined) {
-        at = 0.4 + 0.2 * (this.#o.rng ?? Math.random)();
+        at = renewalFraction(this.#o.rng);
         this.#spread.set(key, at);
       }
-      // renew once less than (1 - at) of a whole lease is left
-      if (deadline - now <= leaseMs * (1 - at)) due.push({ key, node, id: entry.id });
+      // the lease that runs out at `deadline` was a whole lease long
+      if (now >= leaseRenewAtMs(deadline - leaseMs, deadline, at)) due.push({ key, node, id: entry.id });
     }
     for (const k of this.#spread.keys()) {
       if (live.has(k)) continue;
