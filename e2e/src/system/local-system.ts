@@ -2,6 +2,7 @@ import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/clien
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { connect } from 'node:net';
 import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
@@ -252,19 +253,37 @@ async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number[
   }
 }
 
-async function waitUntilServing(ctx: Ctx, nodes: SimNode[]): Promise<void> {
+class AppCrashedError extends Error {}
+
+/** Whether something accepts TCP connections on 127.0.0.1:port (the fast path listens once its caches are synced). */
+function accepting(port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = connect({ host: '127.0.0.1', port });
+    socket.setTimeout(2_000);
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.once('connect', () => done(true));
+    socket.once('error', () => done(false));
+    socket.once('timeout', () => done(false));
+  });
+}
+
+async function waitUntilServing(ctx: Ctx, nodes: SimNode[], fastPathPort: number): Promise<void> {
   const kubectl = (args: string[]): Promise<string> => runCommand(toolPath(ctx.cp.binDir, 'kubectl'), args, { KUBECONFIG: ctx.cp.kubeconfigPath });
   ctx.log('waiting for the APIService to be Available and every node to publish its inventory');
   await eventually(async () => {
     for (const [name, app] of ctx.apps) {
       // an app that cannot even start is a bug to show, not one to restart through
-      if (app.restarts > 0) throw new Error(`${name} exited while starting; the end of its log:\n${logTail(join(ctx.logDir, `${name}.log`))}`);
+      if (app.restarts > 0) throw new AppCrashedError(`${name} exited while starting; the end of its log:\n${logTail(join(ctx.logDir, `${name}.log`))}`);
     }
     const available = await kubectl(['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].status}']);
     if (available.trim() !== 'True') throw new Error('APIService v1beta1.agents.x-k8s.io is not Available yet');
     const inventories = (await kubectl(['get', 'nodeinventories', '-o', 'name'])).trim().split('\n').filter(Boolean);
     if (inventories.length < nodes.length) throw new Error(`${inventories.length}/${nodes.length} NodeInventories published`);
-  }, { timeoutMs: 120_000, intervalMs: 500 });
+    if (!(await accepting(fastPathPort))) throw new Error(`claim-controller's fast path is not listening on 127.0.0.1:${fastPathPort} yet`);
+  }, { timeoutMs: 120_000, intervalMs: 500, retryOn: (err) => !(err instanceof AppCrashedError) });
 }
 
 /**
@@ -307,7 +326,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: `${RELEASE}-fleet-token` }, stringData: { token: fleetToken } } });
     const nodes = await startSimNodes(ctx, opts.nodes ?? 3, opts.speed ?? 0.05);
     await startApps(ctx, nodes, ports, certs, opts.publishInterval ?? '2s');
-    await waitUntilServing(ctx, nodes);
+    await waitUntilServing(ctx, nodes, ports.fastPath);
     if (opts.examples !== false) {
       log('applying examples/ (a template, a warm pool of 10, 3 claims)');
       await runCommand(toolPath(cp.binDir, 'kubectl'), ['apply', '-f', join(REPO_ROOT, 'examples')], { KUBECONFIG: cp.kubeconfigPath });
