@@ -1,9 +1,9 @@
 import { randomBytes } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { EXTENSIONS_API_VERSION, retry, sleep } from '@sandbox-scale/scale-core';
+import { EXTENSIONS_API_VERSION, retry } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { ClaimObjectSchema, claimPhase, type BoundSandbox, type ClaimObject } from './claim-status';
-import { deadlineOf, type CallOptions, type Deadline } from './deadline';
+import { deadlineOf, wait, type CallOptions, type Deadline } from './deadline';
 import { AbortedError, ClaimFailedError, ClaimTimeoutError, isAlreadyExists, type UnavailableError } from './errors';
 import { AssignmentSchema, fastPathCa, fastPathKubeConfig, fastPathToken, isRetryableBeforeClaim, locateFastPath, type FastPathOptions } from './fast-path';
 import { call, claimsPath, claimTarget } from './kube-api';
@@ -35,6 +35,12 @@ export interface ClaimOptions extends CallOptions {
 /** Default limit of a claim, waiting included; a warm claim takes milliseconds, a cold one can take long. */
 const DEFAULT_CLAIM_TIMEOUT_MS = 120_000;
 const POLL_MS = 250;
+/**
+ * How long after a fast-path claim a 404 from sandbox-apiserver or the SandboxClaim path means
+ * "not listed yet" (the node publishes its inventory, the record is written asynchronously)
+ * rather than "gone". A 404 is an answer given before anything was done, so retrying it is safe.
+ */
+const FAST_PATH_SETTLE_MS = 30_000;
 
 const ClaimListSchema = z.looseObject({ items: z.array(ClaimObjectSchema).default([]) });
 const SecretSchema = z.looseObject({ data: z.record(z.string(), z.string()).optional() });
@@ -121,19 +127,28 @@ export class SandboxClient {
     const token = await fastPathToken(this.kubeConfig, this.#fastPath, d.signal);
     const kc = fastPathKubeConfig(url, token, fastPathCa(this.#fastPath));
     const body = { namespace, name, warmPool: o.pool, ...(o.ttlSeconds ? { ttlSeconds: o.ttlSeconds } : {}) };
-    const raw = await retry(
-      async (_attempt, signal) => {
-        try {
-          return await call(kc, { method: 'POST', path: '/v1/claims', body, signal }, { verb: 'create', resource: 'sandboxclaims', namespace, name });
-        } catch (err) {
-          // wait what the server asked before the next try; the backoff below only adds jitter
-          const after = (err as UnavailableError).retryAfterSeconds;
-          if (isRetryableBeforeClaim(err) && after !== undefined) await sleep(after * 1000, signal);
-          throw err;
-        }
-      },
-      { attempts: Infinity, baseMs: 50, maxMs: 1_000, jitter: 1, signal: d.signal, shouldRetry: isRetryableBeforeClaim },
-    );
+    let refused: unknown;
+    let raw: unknown;
+    try {
+      raw = await retry(
+        async (_attempt, signal) => {
+          try {
+            return await call(kc, { method: 'POST', path: '/v1/claims', body, signal }, { verb: 'create', resource: 'sandboxclaims', namespace, name });
+          } catch (err) {
+            if (!isRetryableBeforeClaim(err)) throw err;
+            refused = err;
+            // wait what the server asked before the next try; the backoff after it only adds jitter
+            const after = (err as UnavailableError).retryAfterSeconds;
+            if (after !== undefined) await wait(after * 1000, signal);
+            throw err;
+          }
+        },
+        { attempts: Infinity, baseMs: 50, maxMs: 1_000, jitter: 1, signal: d.signal, shouldRetry: isRetryableBeforeClaim, sleep: wait },
+      );
+    } catch (err) {
+      // a deadline that ended the retries reports what the server kept answering
+      throw d.signal?.aborted && refused !== undefined ? refused : err;
+    }
     const a = AssignmentSchema.parse(raw);
     const sandbox: BoundSandbox = { name: a.name, claimId: a.claimId, node: a.node, address: a.address, tokenSecretName: undefined, deadline: a.deadline };
     return this.#handle(a.namespace, a.name, sandbox, a.token, 'fast');
@@ -151,7 +166,7 @@ export class SandboxClient {
           throw err;
         }
       },
-      { attempts: 5, baseMs: 200, maxMs: 2_000, jitter: 0.5, signal: d.signal, shouldRetry: isRetryableBeforeClaim },
+      { attempts: 5, baseMs: 200, maxMs: 2_000, jitter: 0.5, signal: d.signal, shouldRetry: isRetryableBeforeClaim, sleep: wait },
     );
     if (o.wait === false) return this.#handle(namespace, name, { name, claimId: undefined, node: '', address: '', tokenSecretName: undefined, deadline: undefined }, '', 'claim');
     try {
@@ -160,7 +175,7 @@ export class SandboxClient {
         const phase = claimPhase(claim);
         if (phase.state === 'ready') return this.#handle(namespace, name, phase.sandbox, await this.#tokenOf(namespace, name, phase.sandbox, d.signal), 'claim');
         if (phase.state === 'failed') throw new ClaimFailedError(`claim ${namespace}/${name} failed: ${phase.reason}: ${phase.message}`, phase.reason);
-        await sleep(POLL_MS, d.signal);
+        await wait(POLL_MS, d.signal);
       }
     } catch (err) {
       // the claim was ours and nobody will get a handle on it: release it rather than leak a VM
@@ -185,7 +200,9 @@ export class SandboxClient {
   }
 
   #handle(namespace: string, claim: string, s: BoundSandbox, token: string, via: SandboxRef['via']): Sandbox {
-    return new Sandbox(this.kubeConfig, { name: s.name, namespace, node: s.node, address: s.address, token, claimName: claim, ...(s.claimId ? { claimId: s.claimId } : {}), ...(s.deadline ? { deadline: s.deadline } : {}), via });
+    // a fast-path sandbox is served once its node publishes it and its record is written, shortly after the claim
+    const settling = via === 'fast' ? { settleUntil: Date.now() + FAST_PATH_SETTLE_MS } : {};
+    return new Sandbox(this.kubeConfig, { name: s.name, namespace, node: s.node, address: s.address, token, claimName: claim, ...(s.claimId ? { claimId: s.claimId } : {}), ...(s.deadline ? { deadline: s.deadline } : {}), via, ...settling });
   }
 
   #ended(err: unknown, d: Deadline, what: string): unknown {

@@ -19,3 +19,25 @@ export function deadlineOf(o: CallOptions = {}, defaultTimeoutMs?: number): Dead
   const signal = signals.length === 0 ? undefined : signals.length === 1 ? signals[0] : AbortSignal.any(signals);
   return { signal, timedOut: () => timer?.aborted === true && o.signal?.aborted !== true };
 }
+
+/**
+ * Waits `ms` or until `signal` aborts. Unlike scale-core's sleep (unref'd, for servers), this
+ * timer keeps the process alive: a script awaiting a claim must not exit while it polls.
+ */
+export function wait(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise<void>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    const onAbort = (): void => {
+      clearTimeout(timer);
+      reject(signal?.reason);
+    };
+    const timer = setTimeout(() => {
+      signal?.removeEventListener('abort', onAbort);
+      resolve();
+    }, ms);
+    signal?.addEventListener('abort', onAbort, { once: true });
+  });
+}

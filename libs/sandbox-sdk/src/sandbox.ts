@@ -1,8 +1,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ANNOTATIONS, retry } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
-import { deadlineOf, type CallOptions } from './deadline';
-import { AbortedError, isNotFound } from './errors';
+import { deadlineOf, wait, type CallOptions } from './deadline';
+import { AbortedError, isNotFound, type RequestTarget } from './errors';
 import { isRetryableBeforeClaim } from './fast-path';
 import { act, call, claimsPath, claimTarget, sandboxesPath, sandboxTarget, type SandboxAction } from './kube-api';
 
@@ -22,6 +22,8 @@ export interface SandboxRef {
   /** The node-granted lease expiry, RFC 3339. */
   deadline?: string;
   via: 'fast' | 'claim' | 'existing';
+  /** Until this time (epoch ms) a 404 means "not listed yet", not "gone" (a fresh fast-path claim). */
+  settleUntil?: number;
 }
 
 const ForkResultSchema = z.looseObject({ children: z.array(z.looseObject({ name: z.string(), sandboxID: z.string().optional(), nodeName: z.string().optional(), address: z.string().optional() })).default([]) });
@@ -66,6 +68,7 @@ export class Sandbox implements SandboxRef {
   readonly claimId: string | undefined;
   readonly deadline: string | undefined;
   readonly via: SandboxRef['via'];
+  readonly #settleUntil: number;
 
   constructor(private readonly kc: KubeConfig, ref: SandboxRef) {
     this.name = ref.name;
@@ -77,6 +80,11 @@ export class Sandbox implements SandboxRef {
     this.claimId = ref.claimId;
     this.deadline = ref.deadline;
     this.via = ref.via;
+    this.#settleUntil = ref.settleUntil ?? 0;
+  }
+
+  #settling(): boolean {
+    return Date.now() < this.#settleUntil;
   }
 
   /** Without the token, so printing or logging a handle never shows it. */
@@ -88,9 +96,11 @@ export class Sandbox implements SandboxRef {
   async #act(action: SandboxAction, options: Record<string, unknown> = {}, o: CallOptions = {}): Promise<unknown> {
     const d = deadlineOf(o);
     const once = (signal?: AbortSignal): Promise<unknown> => act(this.kc, { namespace: this.namespace, name: this.name, action, options, signal });
+    // retried: a 404 while a fresh sandbox is being listed, and answers given before the server
+    // acted for verbs whose repetition changes nothing
+    const shouldRetry = (err: unknown): boolean => (isNotFound(err) && this.#settling()) || (IDEMPOTENT.has(action) && isRetryableBeforeClaim(err));
     try {
-      if (!IDEMPOTENT.has(action)) return await once(d.signal);
-      return await retry((_a, signal) => once(signal), { attempts: 4, baseMs: 250, maxMs: 2_000, jitter: 0.5, signal: d.signal, shouldRetry: isRetryableBeforeClaim });
+      return await retry((_a, signal) => once(signal), { attempts: 60, baseMs: 100, maxMs: 1_000, jitter: 0.5, signal: d.signal, shouldRetry, sleep: wait });
     } catch (err) {
       if (d.signal?.aborted && !(err instanceof AbortedError)) throw new AbortedError(`${action} ${this.namespace}/${this.name}: ${d.timedOut() ? 'timed out' : 'cancelled'}`, { cause: err });
       throw err;
@@ -145,22 +155,28 @@ export class Sandbox implements SandboxRef {
 
   /**
    * Gives the sandbox back: deletes its SandboxClaim (whose finalizer releases the VM), or the
-   * Sandbox itself when no claim holds it (fork children, restored sandboxes). Idempotent.
+   * Sandbox itself when no claim holds it (fork children, restored sandboxes). Resolves false
+   * when neither exists (already released), so a repeated release is harmless but visible.
    */
-  async release(o: CallOptions = {}): Promise<void> {
+  async release(o: CallOptions = {}): Promise<boolean> {
     const d = deadlineOf(o);
-    if (this.claimName !== undefined) {
-      try {
-        await call(this.kc, { method: 'DELETE', path: claimsPath(this.namespace, this.claimName), signal: d.signal }, claimTarget('delete', this.namespace, this.claimName));
-        return;
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
+    for (;;) {
+      if (this.claimName !== undefined && (await this.#deleteIfFound(claimsPath(this.namespace, this.claimName), claimTarget('delete', this.namespace, this.claimName), d.signal))) return true;
+      if (await this.#deleteIfFound(sandboxesPath(this.namespace, this.name), sandboxTarget('delete', this.namespace, this.name), d.signal)) return true;
+      // neither is listed yet: right after a fast-path claim that is a record still on its way,
+      // and returning now would leave the VM claimed
+      if (!this.#settling()) return false;
+      await wait(250, d.signal);
     }
+  }
+
+  async #deleteIfFound(path: string, target: RequestTarget, signal?: AbortSignal): Promise<boolean> {
     try {
-      await call(this.kc, { method: 'DELETE', path: sandboxesPath(this.namespace, this.name), signal: d.signal }, sandboxTarget('delete', this.namespace, this.name));
+      await call(this.kc, { method: 'DELETE', path, signal }, target);
+      return true;
     } catch (err) {
-      if (!isNotFound(err)) throw err;
+      if (isNotFound(err)) return false;
+      throw err;
     }
   }
 }

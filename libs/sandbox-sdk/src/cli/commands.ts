@@ -1,5 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { SandboxClient } from '../client';
+import { NotFoundError } from '../errors';
 import { boundSandboxOf, claimPhase, conditionOf } from '../claim-status';
 import type { Sandbox } from '../sandbox';
 import type { Invocation } from './args';
@@ -139,7 +140,9 @@ export async function run(inv: Invocation, io: Io): Promise<void> {
       return;
     }
     case 'release': {
-      await handleOf(c, inv).release(call(inv));
+      if (!(await handleOf(c, inv).release(call(inv)))) {
+        throw new NotFoundError(`not found: no sandboxclaim or sandbox "${inv.target}" in namespace "${ns}"`, { code: 404, reason: 'NotFound', target: { verb: 'delete', resource: 'sandboxclaims', namespace: ns, name: inv.target } });
+      }
       done(inv, io, inv.target, 'released', { name: inv.target, namespace: ns, released: true });
       return;
     }
