@@ -36,11 +36,12 @@ export interface ClaimOptions extends CallOptions {
 const DEFAULT_CLAIM_TIMEOUT_MS = 120_000;
 const POLL_MS = 250;
 /**
- * How long after a fast-path claim a 404 from sandbox-apiserver or the SandboxClaim path means
- * "not listed yet" (the node publishes its inventory, the record is written asynchronously)
- * rather than "gone". A 404 is an answer given before anything was done, so retrying it is safe.
+ * How long after a claim a 404 from sandbox-apiserver or the SandboxClaim path means "not
+ * listed yet" rather than "gone": sandbox-apiserver serves a sandbox once its node publishes its
+ * inventory, which can come after the claim reads Ready, and a fast-path claim's record is
+ * written after the answer. A 404 is given before anything was done, so retrying it is safe.
  */
-const FAST_PATH_SETTLE_MS = 30_000;
+const NEW_SANDBOX_SETTLE_MS = 30_000;
 
 const ClaimListSchema = z.looseObject({ items: z.array(ClaimObjectSchema).default([]) });
 const SecretSchema = z.looseObject({ data: z.record(z.string(), z.string()).optional() });
@@ -95,7 +96,7 @@ export class SandboxClient {
     const phase = claimPhase(claim);
     if (phase.state !== 'ready') throw new ClaimFailedError(`claim ${namespace}/${name} is not bound yet (${phase.reason}: ${phase.message})`, phase.reason);
     const token = o.withToken ? await this.#tokenOf(namespace, name, phase.sandbox, d.signal) : '';
-    return this.#handle(namespace, name, phase.sandbox, token, 'claim');
+    return this.#handle(namespace, name, phase.sandbox, token, 'existing');
   }
 
   async getClaim(name: string, o: CallOptions & { namespace?: string } = {}): Promise<ClaimObject> {
@@ -199,10 +200,10 @@ export class SandboxClient {
     }
   }
 
+  /** A sandbox claimed just now (`fast`, `claim`) may answer 404 for a while: "not listed yet". */
   #handle(namespace: string, claim: string, s: BoundSandbox, token: string, via: SandboxRef['via']): Sandbox {
-    // a fast-path sandbox is served once its node publishes it and its record is written, shortly after the claim
-    const settling = via === 'fast' ? { settleUntil: Date.now() + FAST_PATH_SETTLE_MS } : {};
-    return new Sandbox(this.kubeConfig, { name: s.name, namespace, node: s.node, address: s.address, token, claimName: claim, ...(s.claimId ? { claimId: s.claimId } : {}), ...(s.deadline ? { deadline: s.deadline } : {}), via, ...settling });
+    const fresh = via !== 'existing';
+    return new Sandbox(this.kubeConfig, { name: s.name, namespace, node: s.node, address: s.address, token, claimName: claim, ...(s.claimId ? { claimId: s.claimId } : {}), ...(s.deadline ? { deadline: s.deadline } : {}), via, ...(fresh ? { settleUntil: Date.now() + NEW_SANDBOX_SETTLE_MS } : {}) });
   }
 
   #ended(err: unknown, d: Deadline, what: string): unknown {

@@ -22,7 +22,7 @@ export interface SandboxRef {
   /** The node-granted lease expiry, RFC 3339. */
   deadline?: string;
   via: 'fast' | 'claim' | 'existing';
-  /** Until this time (epoch ms) a 404 means "not listed yet", not "gone" (a fresh fast-path claim). */
+  /** Until this time (epoch ms) a 404 means "not listed yet", not "gone" (a sandbox claimed moments ago). */
   settleUntil?: number;
 }
 
@@ -96,7 +96,7 @@ export class Sandbox implements SandboxRef {
   async #act(action: SandboxAction, options: Record<string, unknown> = {}, o: CallOptions = {}): Promise<unknown> {
     const d = deadlineOf(o);
     const once = (signal?: AbortSignal): Promise<unknown> => act(this.kc, { namespace: this.namespace, name: this.name, action, options, signal });
-    // retried: a 404 while a fresh sandbox is being listed, and answers given before the server
+    // retried: a 404 while a new sandbox is being listed, and answers given before the server
     // acted for verbs whose repetition changes nothing
     const shouldRetry = (err: unknown): boolean => (isNotFound(err) && this.#settling()) || (IDEMPOTENT.has(action) && isRetryableBeforeClaim(err));
     try {

@@ -198,6 +198,10 @@ describe('kubectl sandbox', () => {
     expect(yaml).not.toContain(await secretToken('p-yaml'));
     await ok(['release', 'p-yaml', '-n', ns]);
     await ok(['release', 'p-denied', '-n', ns]);
+    // without --wait: the claim is created and binds on its own
+    expect(await ok(['claim', POOL, '--name', 'p-nowait', '-n', ns])).toBe(`sandboxclaim/p-nowait created; \`kubectl sandbox list -n ${ns}\` shows when it is Ready\n`);
+    await eventually(async () => expect(await ok(['list', '-n', ns])).toMatch(/p-nowait\s+agent\s+True\s+p-nowait\s+sim-node-\d+/), { timeoutMs: 30_000, intervalMs: 500 });
+    await ok(['release', 'p-nowait', '-n', ns]);
   });
 });
 
@@ -263,12 +267,12 @@ describe('@sandbox-scale/sdk', () => {
     await sb.release();
   });
 
-  it('runs the example script as the user', async () => {
-    const r = await runProcess(join(REPO_ROOT, 'node_modules/.bin/tsx'), [join(REPO_ROOT, 'examples/sdk/claim-and-drive.ts'), POOL, 'fast'], {
+  it.each(['fast', 'claim'])('runs the example script as the user (via %s)', async (via) => {
+    const r = await runProcess(join(REPO_ROOT, 'node_modules/.bin/tsx'), [join(REPO_ROOT, 'examples/sdk/claim-and-drive.ts'), POOL, via], {
       KUBECONFIG: kubeconfigs.dev,
       SANDBOX_SCALE_FAST_PATH_CA_FILE: sys.servingCaPath,
     });
     expect(r.stderr).toBe('');
-    expect(r.stdout).toMatch(new RegExp(`^claimed ${ns}/agent-[0-9a-f]{6} on sim-node-\\d+ at \\S+:\\d+ via fast \\(token: [1-9]\\d* characters\\)\npaused: true\nresumed: paused=false, \\d+ CPUs, \\d+ MiB\nsnapshot \\S+ taken\nforked: \\S+, \\S+\nreleased ${ns}/agent-[0-9a-f]{6}\n$`));
+    expect(r.stdout).toMatch(new RegExp(`^claimed ${ns}/agent-[0-9a-f]{6} on sim-node-\\d+ at \\S+:\\d+ via ${via} \\(token: [1-9]\\d* characters\\)\npaused: true\nresumed: paused=false, \\d+ CPUs, \\d+ MiB\nsnapshot \\S+ taken\nforked: \\S+, \\S+\nreleased ${ns}/agent-[0-9a-f]{6}\n$`));
   });
 });

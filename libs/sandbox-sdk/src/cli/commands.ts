@@ -57,7 +57,7 @@ export async function run(inv: Invocation, io: Io): Promise<void> {
       const sb = await c.claim({ pool: inv.target, namespace: ns, via: inv.fast ? 'fast' : 'claim', wait: inv.fast || inv.wait, ...(inv.name ? { name: inv.name } : {}), ...(inv.ttlSeconds ? { ttlSeconds: inv.ttlSeconds } : {}), ...call(inv) });
       if (!inv.fast && !inv.wait) {
         if (inv.output) io.out(structured(inv.output, { ...sb.toJSON() }));
-        else io.out(`sandboxclaim/${sb.claimName ?? sb.name} created; \`kubectl sandbox claim --wait\` waits for it, \`kubectl get sandboxclaim ${sb.claimName ?? sb.name} -n ${ns}\` shows it\n`);
+        else io.out(`sandboxclaim/${sb.claimName ?? sb.name} created; \`kubectl sandbox list -n ${ns}\` shows when it is Ready\n`);
         return;
       }
       printSandbox(inv, io, sb, inv.fast ? 'claimed (fast path)' : 'claimed');
