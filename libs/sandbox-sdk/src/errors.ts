@@ -58,7 +58,15 @@ export class FastPathUnavailableError extends SdkError {}
 export class AbortedError extends SdkError {}
 
 const has = (name: string) => (err: unknown): boolean => findInCauseChain(err, name) !== undefined;
-export const isSdkError = (err: unknown): boolean => err instanceof SdkError || findInCauseChain(err, 'SdkError') !== undefined || isApiError(err);
+/** Any error the SDK threw on purpose (an HTTP answer, a timeout, a refusal), anywhere in the cause chain. */
+export function isSdkError(err: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let cur: unknown = err; cur instanceof Error && !seen.has(cur); cur = (cur as { cause?: unknown }).cause) {
+    if (cur instanceof SdkError) return true;
+    seen.add(cur);
+  }
+  return false;
+}
 export const isApiError = (err: unknown): boolean => ['ApiError', 'ForbiddenError', 'UnauthorizedError', 'NotFoundError', 'AlreadyExistsError', 'UnavailableError'].some((n) => has(n)(err));
 export const isForbidden = has('ForbiddenError');
 export const isUnauthorized = has('UnauthorizedError');

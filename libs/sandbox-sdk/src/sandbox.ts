@@ -1,3 +1,4 @@
+import { inspect } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ANNOTATIONS, retry } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
@@ -85,6 +86,11 @@ export class Sandbox implements SandboxRef {
 
   #settling(): boolean {
     return Date.now() < this.#settleUntil;
+  }
+
+  /** console.log and util.inspect print what toJSON gives, so a logged handle never shows its token. */
+  [inspect.custom](): Omit<SandboxRef, 'token'> {
+    return this.toJSON();
   }
 
   /** Without the token, so printing or logging a handle never shows it. */
