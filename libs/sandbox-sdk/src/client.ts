@@ -4,8 +4,8 @@ import { EXTENSIONS_API_VERSION, retry } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { ClaimObjectSchema, claimPhase, type BoundSandbox, type ClaimObject } from './claim-status';
 import { deadlineOf, wait, type CallOptions, type Deadline } from './deadline';
-import { AbortedError, ClaimFailedError, ClaimTimeoutError, isAlreadyExists, type UnavailableError } from './errors';
-import { AssignmentSchema, fastPathCa, fastPathKubeConfig, fastPathToken, isRetryableBeforeClaim, locateFastPath, type FastPathOptions } from './fast-path';
+import { AbortedError, ClaimFailedError, ClaimOutcomeUnknownError, ClaimTimeoutError, isAlreadyExists, type UnavailableError } from './errors';
+import { AssignmentSchema, fastPathCa, fastPathKubeConfig, fastPathToken, isRetryableBeforeClaim, locateFastPath, mayHaveClaimed, type FastPathOptions } from './fast-path';
 import { call, claimsPath, claimTarget } from './kube-api';
 import { contextNamespace, userKubeConfig, type ContextOptions } from './kube-context';
 import { Sandbox, type SandboxRef } from './sandbox';
@@ -129,14 +129,17 @@ export class SandboxClient {
     const kc = fastPathKubeConfig(url, token, fastPathCa(this.#fastPath));
     const body = { namespace, name, warmPool: o.pool, ...(o.ttlSeconds ? { ttlSeconds: o.ttlSeconds } : {}) };
     let refused: unknown;
+    let inFlight = false;
     let raw: unknown;
     try {
       raw = await retry(
         async (_attempt, signal) => {
           try {
+            inFlight = true;
             return await call(kc, { method: 'POST', path: '/v1/claims', body, signal }, { verb: 'create', resource: 'sandboxclaims', namespace, name });
           } catch (err) {
             if (!isRetryableBeforeClaim(err)) throw err;
+            inFlight = false;
             refused = err;
             // wait what the server asked before the next try; the backoff after it only adds jitter
             const after = (err as UnavailableError).retryAfterSeconds;
@@ -147,6 +150,12 @@ export class SandboxClient {
         { attempts: Infinity, baseMs: 50, maxMs: 1_000, jitter: 1, signal: d.signal, shouldRetry: isRetryableBeforeClaim, sleep: wait },
       );
     } catch (err) {
+      if (inFlight && mayHaveClaimed(err, d.signal?.aborted === true)) {
+        throw new ClaimOutcomeUnknownError(
+          `the fast path may have handed over sandbox ${namespace}/${name} before its answer was lost (${(err as Error).message}); it is then recorded as SandboxClaim ${name}: release it with \`kubectl sandbox release ${name} -n ${namespace}\``,
+          { namespace, name, cause: err },
+        );
+      }
       // a deadline that ended the retries reports what the server kept answering
       throw d.signal?.aborted && refused !== undefined ? refused : err;
     }

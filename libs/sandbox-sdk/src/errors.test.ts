@@ -1,7 +1,7 @@
 import { ApiException } from '@kubernetes/client-node';
 import { SandboxScaleError } from '@sandbox-scale/scale-core';
 import { isAborted, isAlreadyExists, isApiError, isForbidden, isNotFound, isUnavailable, toSdkError, type UnavailableError } from './errors';
-import { isRetryableBeforeClaim } from './fast-path';
+import { isRetryableBeforeClaim, mayHaveClaimed } from './fast-path';
 
 const status = (code: number, reason: string, message: string, details: Record<string, unknown> = {}) => JSON.stringify({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code, reason, message, details });
 const target = { verb: 'create', resource: 'sandboxes/pause', group: 'agents.x-k8s.io', namespace: 'team', name: 'sb' };
@@ -42,5 +42,20 @@ describe('isRetryableBeforeClaim', () => {
     expect(isRetryableBeforeClaim(e(429))).toBe(true);
     expect(isRetryableBeforeClaim(e(503))).toBe(false);
     expect(isRetryableBeforeClaim(e(500))).toBe(false);
+  });
+});
+
+describe('mayHaveClaimed', () => {
+  const e = (code: number) => toSdkError(new ApiException(code, '', status(code, 'x', 'x'), {}), target);
+  it('is true for an answer lost in flight: cancelled, a 5xx, a dropped connection', () => {
+    expect(mayHaveClaimed(new Error('aborted'), true)).toBe(true);
+    expect(mayHaveClaimed(e(500), false)).toBe(true);
+    expect(mayHaveClaimed(new Error('fetch failed', { cause: Object.assign(new Error('socket hang up'), { code: 'ECONNRESET' }) }), false)).toBe(true);
+  });
+
+  it('is false for a 4xx and for a connection never made', () => {
+    expect(mayHaveClaimed(e(403), false)).toBe(false);
+    expect(mayHaveClaimed(e(422), false)).toBe(false);
+    expect(mayHaveClaimed(new Error('fetch failed', { cause: Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }) }), false)).toBe(false);
   });
 });

@@ -56,6 +56,20 @@ export class ClaimFailedError extends SdkError {
 export class FastPathUnavailableError extends SdkError {}
 /** The operation was cancelled through its AbortSignal. */
 export class AbortedError extends SdkError {}
+/**
+ * A fast-path claim whose answer was lost after the request was sent (cancelled in flight, a
+ * 5xx, a dropped connection): a sandbox may have been handed over, and claim-controller then
+ * records it as a SandboxClaim of the requested name. The message says how to release it.
+ */
+export class ClaimOutcomeUnknownError extends SdkError {
+  readonly claimNamespace: string;
+  readonly claimName: string;
+  constructor(message: string, o: { namespace: string; name: string; cause?: unknown }) {
+    super(message, { cause: o.cause });
+    this.claimNamespace = o.namespace;
+    this.claimName = o.name;
+  }
+}
 
 const has = (name: string) => (err: unknown): boolean => findInCauseChain(err, name) !== undefined;
 /** Any error the SDK threw on purpose (an HTTP answer, a timeout, a refusal), anywhere in the cause chain. */
@@ -77,6 +91,7 @@ export const isClaimTimeout = has('ClaimTimeoutError');
 export const isClaimFailed = has('ClaimFailedError');
 export const isFastPathUnavailable = has('FastPathUnavailableError');
 export const isAborted = has('AbortedError');
+export const isClaimOutcomeUnknown = has('ClaimOutcomeUnknownError');
 
 function describe(t: RequestTarget): string {
   const res = t.group ? `${t.resource}.${t.group}` : t.resource;

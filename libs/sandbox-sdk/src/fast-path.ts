@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { KubeConfig } from '@kubernetes/client-node';
 import { FAST_PATH_AUDIENCE, findInCauseChain } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
-import { FastPathUnavailableError, isForbidden, isNotFound, type UnavailableError } from './errors';
+import { FastPathUnavailableError, isApiError, isForbidden, isNotFound, type UnavailableError } from './errors';
 import { call } from './kube-api';
 
 /** Where the fast path is and how to authenticate to it; every field optional (found through the cluster). */
@@ -141,4 +141,24 @@ export type Assignment = z.infer<typeof AssignmentSchema>;
 export function isRetryableBeforeClaim(err: unknown): boolean {
   const e = findInCauseChain<UnavailableError>(err, 'UnavailableError');
   return e !== undefined && (e.code === 429 || e.retryAfterSeconds !== undefined);
+}
+
+/** Codes of a connection that never carried the request: nothing can have been claimed. */
+const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'CERT_HAS_EXPIRED', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'ERR_TLS_CERT_ALTNAME_INVALID']);
+
+/**
+ * Whether a fast-path POST that failed after it was sent may have claimed a VM: cancelled in
+ * flight, a 5xx, or a connection lost mid-request. A 4xx and a connection never made cannot.
+ */
+export function mayHaveClaimed(err: unknown, abortedInFlight: boolean): boolean {
+  if (abortedInFlight) return true;
+  const code = (err as { code?: unknown }).code;
+  if (typeof code === 'number') return code >= 500;
+  const seen = new Set<unknown>();
+  for (let cur: unknown = err; cur instanceof Error && !seen.has(cur); cur = (cur as { cause?: unknown }).cause) {
+    const c = (cur as { code?: unknown }).code;
+    if (typeof c === 'string' && NOT_SENT.has(c)) return false;
+    seen.add(cur);
+  }
+  return !isApiError(err);
 }

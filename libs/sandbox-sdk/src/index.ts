@@ -23,6 +23,7 @@ export {
   ClaimFailedError,
   FastPathUnavailableError,
   AbortedError,
+  ClaimOutcomeUnknownError,
   isSdkError,
   isApiError,
   isForbidden,
@@ -34,5 +35,6 @@ export {
   isClaimFailed,
   isFastPathUnavailable,
   isAborted,
+  isClaimOutcomeUnknown,
 } from './errors';
 export type { RequestTarget } from './errors';
