@@ -1,0 +1,223 @@
+import { randomBytes } from 'node:crypto';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { EXTENSIONS_API_VERSION, retry } from '@sandbox-scale/scale-core';
+import { z } from 'zod';
+import { ClaimObjectSchema, claimPhase, type BoundSandbox, type ClaimObject } from './claim-status';
+import { deadlineOf, wait, type CallOptions, type Deadline } from './deadline';
+import { AbortedError, ClaimFailedError, ClaimOutcomeUnknownError, ClaimTimeoutError, isAlreadyExists, type UnavailableError } from './errors';
+import { AssignmentSchema, fastPathCa, fastPathKubeConfig, fastPathToken, isRetryableBeforeClaim, locateFastPath, mayHaveClaimed, type FastPathOptions } from './fast-path';
+import { call, claimsPath, claimTarget } from './kube-api';
+import { contextNamespace, userKubeConfig, type ContextOptions } from './kube-context';
+import { Sandbox, type SandboxRef } from './sandbox';
+
+export interface SandboxClientOptions extends ContextOptions {
+  /** A KubeConfig to use instead of loading one. */
+  kubeConfig?: KubeConfig;
+  /** Default namespace; else the context's namespace, else `default`. */
+  namespace?: string;
+  fastPath?: FastPathOptions;
+}
+
+export interface ClaimOptions extends CallOptions {
+  /** The SandboxWarmPool to take a warm sandbox from. */
+  pool: string;
+  namespace?: string;
+  /** `fast`: POST /v1/claims, a warm VM in one round trip. `claim` (default): a SandboxClaim, waited on until Ready. */
+  via?: 'fast' | 'claim';
+  /** The claim's name; default `<pool>-<random>`. */
+  name?: string;
+  /** Lease of the sandbox on its node (fast path only); 0 or absent: the node's default. */
+  ttlSeconds?: number;
+  /** Claim path: wait until the claim is Ready (default true); false returns as soon as it is created. */
+  wait?: boolean;
+}
+
+/** Default limit of a claim, waiting included; a warm claim takes milliseconds, a cold one can take long. */
+const DEFAULT_CLAIM_TIMEOUT_MS = 120_000;
+const POLL_MS = 250;
+/**
+ * How long after a claim a 404 from sandbox-apiserver or the SandboxClaim path means "not
+ * listed yet" rather than "gone": sandbox-apiserver serves a sandbox once its node publishes its
+ * inventory, which can come after the claim reads Ready, and a fast-path claim's record is
+ * written after the answer. A 404 is given before anything was done, so retrying it is safe.
+ */
+const NEW_SANDBOX_SETTLE_MS = 30_000;
+
+const ClaimListSchema = z.looseObject({ items: z.array(ClaimObjectSchema).default([]) });
+const SecretSchema = z.looseObject({ data: z.record(z.string(), z.string()).optional() });
+
+function claimName(pool: string): string {
+  // a DNS subdomain: the pool name is one already; keep room for the suffix
+  return `${pool.slice(0, 240).replace(/[.-]+$/, '')}-${randomBytes(3).toString('hex')}`;
+}
+
+/**
+ * Entry point of the SDK: claims sandboxes and hands out handles to drive them. One instance
+ * per kubeconfig/context; the fast path's URL is found once and reused.
+ */
+export class SandboxClient {
+  readonly kubeConfig: KubeConfig;
+  readonly namespace: string;
+  readonly #fastPath: FastPathOptions;
+  #fastPathUrl: string | undefined;
+
+  constructor(o: SandboxClientOptions = {}) {
+    this.kubeConfig = o.kubeConfig ?? userKubeConfig(o);
+    this.namespace = o.namespace ?? contextNamespace(this.kubeConfig);
+    this.#fastPath = o.fastPath ?? {};
+  }
+
+  /** Claims a sandbox from a warm pool and returns a handle with its name, node, address and token. */
+  async claim(o: ClaimOptions): Promise<Sandbox> {
+    const d = deadlineOf(o, DEFAULT_CLAIM_TIMEOUT_MS);
+    const namespace = o.namespace ?? this.namespace;
+    const name = o.name ?? claimName(o.pool);
+    try {
+      return o.via === 'fast' ? await this.#claimFast(namespace, name, o, d) : await this.#claimWithObject(namespace, name, o, d);
+    } catch (err) {
+      throw this.#ended(err, d, `claim ${namespace}/${name} from pool ${o.pool}`);
+    }
+  }
+
+  /**
+   * A handle on an existing sandbox by its served name, e.g. one claimed earlier or a fork child.
+   * A claimed sandbox is served under its claim's name, so `release` deletes the claim of that
+   * name first and the Sandbox itself only when no claim holds it.
+   */
+  sandbox(name: string, namespace = this.namespace): Sandbox {
+    return new Sandbox(this.kubeConfig, { name, namespace, node: '', address: '', token: '', claimName: name, via: 'existing' });
+  }
+
+  /** A handle on the sandbox a SandboxClaim is bound to, with its token when `withToken` (read from the claim's Secret). */
+  async fromClaim(name: string, o: CallOptions & { namespace?: string; withToken?: boolean } = {}): Promise<Sandbox> {
+    const namespace = o.namespace ?? this.namespace;
+    const d = deadlineOf(o);
+    const claim = await this.getClaim(name, { namespace, signal: d.signal });
+    const phase = claimPhase(claim);
+    if (phase.state !== 'ready') throw new ClaimFailedError(`claim ${namespace}/${name} is not bound yet (${phase.reason}: ${phase.message})`, phase.reason);
+    const token = o.withToken ? await this.#tokenOf(namespace, name, phase.sandbox, d.signal) : '';
+    return this.#handle(namespace, name, phase.sandbox, token, 'existing');
+  }
+
+  async getClaim(name: string, o: CallOptions & { namespace?: string } = {}): Promise<ClaimObject> {
+    const namespace = o.namespace ?? this.namespace;
+    const d = deadlineOf(o);
+    return ClaimObjectSchema.parse(await call(this.kubeConfig, { method: 'GET', path: claimsPath(namespace, name), signal: d.signal }, claimTarget('get', namespace, name)));
+  }
+
+  /** SandboxClaims of a namespace, or of every namespace with `allNamespaces` (needs list on them cluster-wide). */
+  async listClaims(o: CallOptions & { namespace?: string; allNamespaces?: boolean } = {}): Promise<ClaimObject[]> {
+    const namespace = o.namespace ?? this.namespace;
+    const d = deadlineOf(o);
+    const path = o.allNamespaces ? `/apis/${EXTENSIONS_API_VERSION}/sandboxclaims` : claimsPath(namespace);
+    const raw = await call(this.kubeConfig, { method: 'GET', path, signal: d.signal }, o.allNamespaces ? { ...claimTarget('list', ''), namespace: undefined } : claimTarget('list', namespace));
+    return ClaimListSchema.parse(raw).items;
+  }
+
+  /** The sandbox token a claim-controller stored in the claim's Secret. */
+  async token(claim: string, o: CallOptions & { namespace?: string } = {}): Promise<string> {
+    const namespace = o.namespace ?? this.namespace;
+    const d = deadlineOf(o);
+    const c = await this.getClaim(claim, { namespace, signal: d.signal });
+    const phase = claimPhase(c);
+    return this.#tokenOf(namespace, claim, phase.state === 'ready' ? phase.sandbox : undefined, d.signal);
+  }
+
+  async #claimFast(namespace: string, name: string, o: ClaimOptions, d: Deadline): Promise<Sandbox> {
+    const url = (this.#fastPathUrl ??= await locateFastPath(this.kubeConfig, this.#fastPath, d.signal));
+    const token = await fastPathToken(this.kubeConfig, this.#fastPath, d.signal);
+    const kc = fastPathKubeConfig(url, token, fastPathCa(this.#fastPath));
+    const body = { namespace, name, warmPool: o.pool, ...(o.ttlSeconds ? { ttlSeconds: o.ttlSeconds } : {}) };
+    let refused: unknown;
+    let inFlight = false;
+    let raw: unknown;
+    try {
+      raw = await retry(
+        async (_attempt, signal) => {
+          try {
+            inFlight = true;
+            return await call(kc, { method: 'POST', path: '/v1/claims', body, signal }, { verb: 'create', resource: 'sandboxclaims', namespace, name });
+          } catch (err) {
+            if (!isRetryableBeforeClaim(err)) throw err;
+            inFlight = false;
+            refused = err;
+            // wait what the server asked before the next try; the backoff after it only adds jitter
+            const after = (err as UnavailableError).retryAfterSeconds;
+            if (after !== undefined) await wait(after * 1000, signal);
+            throw err;
+          }
+        },
+        { attempts: Infinity, baseMs: 50, maxMs: 1_000, jitter: 1, signal: d.signal, shouldRetry: isRetryableBeforeClaim, sleep: wait },
+      );
+    } catch (err) {
+      if (inFlight && mayHaveClaimed(err, d.signal?.aborted === true)) {
+        throw new ClaimOutcomeUnknownError(
+          `the fast path may have handed over sandbox ${namespace}/${name} before its answer was lost (${(err as Error).message}); it is then recorded as SandboxClaim ${name}: release it with \`kubectl sandbox release ${name} -n ${namespace}\``,
+          { namespace, name, cause: err },
+        );
+      }
+      // a deadline that ended the retries reports what the server kept answering
+      throw d.signal?.aborted && refused !== undefined ? refused : err;
+    }
+    const a = AssignmentSchema.parse(raw);
+    const sandbox: BoundSandbox = { name: a.name, claimId: a.claimId, node: a.node, address: a.address, tokenSecretName: undefined, deadline: a.deadline };
+    return this.#handle(a.namespace, a.name, sandbox, a.token, 'fast');
+  }
+
+  async #claimWithObject(namespace: string, name: string, o: ClaimOptions, d: Deadline): Promise<Sandbox> {
+    const body = { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name, namespace }, spec: { warmPoolRef: { name: o.pool } } };
+    await retry(
+      async (attempt, signal) => {
+        try {
+          await call(this.kubeConfig, { method: 'POST', path: claimsPath(namespace), body, signal }, claimTarget('create', namespace, name));
+        } catch (err) {
+          // a retried create that finds the name taken found the first try's object: the name is ours (random suffix)
+          if (attempt > 0 && o.name === undefined && isAlreadyExists(err)) return;
+          throw err;
+        }
+      },
+      { attempts: 5, baseMs: 200, maxMs: 2_000, jitter: 0.5, signal: d.signal, shouldRetry: isRetryableBeforeClaim, sleep: wait },
+    );
+    if (o.wait === false) return this.#handle(namespace, name, { name, claimId: undefined, node: '', address: '', tokenSecretName: undefined, deadline: undefined }, '', 'claim');
+    try {
+      for (;;) {
+        const claim = await this.getClaim(name, { namespace, signal: d.signal });
+        const phase = claimPhase(claim);
+        if (phase.state === 'ready') return this.#handle(namespace, name, phase.sandbox, await this.#tokenOf(namespace, name, phase.sandbox, d.signal), 'claim');
+        if (phase.state === 'failed') throw new ClaimFailedError(`claim ${namespace}/${name} failed: ${phase.reason}: ${phase.message}`, phase.reason);
+        await wait(POLL_MS, d.signal);
+      }
+    } catch (err) {
+      // the claim was ours and nobody will get a handle on it: release it rather than leak a VM
+      if (d.signal?.aborted || (err instanceof ClaimFailedError)) await this.#releaseQuietly(namespace, name);
+      throw err;
+    }
+  }
+
+  async #tokenOf(namespace: string, claim: string, sandbox: BoundSandbox | undefined, signal?: AbortSignal): Promise<string> {
+    const secret = sandbox?.tokenSecretName ?? `${claim}-sandbox-token`;
+    const raw = await call(this.kubeConfig, { method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(secret)}`, signal }, { verb: 'get', resource: 'secrets', namespace, name: secret });
+    const b64 = SecretSchema.parse(raw).data?.token;
+    return b64 ? Buffer.from(b64, 'base64').toString('utf8') : '';
+  }
+
+  async #releaseQuietly(namespace: string, name: string): Promise<void> {
+    try {
+      await call(this.kubeConfig, { method: 'DELETE', path: claimsPath(namespace, name), signal: AbortSignal.timeout(10_000) }, claimTarget('delete', namespace, name));
+    } catch {
+      // best effort: the claim stays visible to the caller, who can delete it
+    }
+  }
+
+  /** A sandbox claimed just now (`fast`, `claim`) may answer 404 for a while: "not listed yet". */
+  #handle(namespace: string, claim: string, s: BoundSandbox, token: string, via: SandboxRef['via']): Sandbox {
+    const fresh = via !== 'existing';
+    return new Sandbox(this.kubeConfig, { name: s.name, namespace, node: s.node, address: s.address, token, claimName: claim, ...(s.claimId ? { claimId: s.claimId } : {}), ...(s.deadline ? { deadline: s.deadline } : {}), via, ...(fresh ? { settleUntil: Date.now() + NEW_SANDBOX_SETTLE_MS } : {}) });
+  }
+
+  #ended(err: unknown, d: Deadline, what: string): unknown {
+    if (d.timedOut()) return new ClaimTimeoutError(`${what}: timed out${err instanceof Error && !(err instanceof DOMException) ? ` (last: ${err.message})` : ''}`, { cause: err });
+    if (d.signal?.aborted && !(err instanceof AbortedError)) return new AbortedError(`${what}: cancelled`, { cause: err });
+    return err;
+  }
+}
