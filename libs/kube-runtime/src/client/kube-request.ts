@@ -1,11 +1,12 @@
 import { HttpMethod, IsomorphicFetchHttpLibrary, type KubeConfig, RequestContext } from '@kubernetes/client-node';
 import { KubeConfigError } from './kube-config';
 import { apiException } from './api-errors';
+import { kubeTransport } from './kube-transport';
 
 /**
- * One raw API call through client-node's own transport and authentication (agent, TLS, exec
- * and token auth). The generated typed APIs cannot express what the runtime needs: a LIST at
- * resourceVersion=0 of any resource, SSA on a status subresource, MicroTime fields written
+ * One raw API call with client-node's authentication (TLS, exec and token auth) over the
+ * kubeconfig's kept-alive transport (kube-transport.ts). The generated typed APIs cannot
+ * express what the runtime needs: a LIST at resourceVersion=0 of any resource, SSA on a status subresource, MicroTime fields written
  * exactly as the API server parses them. Non-2xx answers throw client-node's ApiException, so
  * the same `isNotFound`/`isConflict` predicates apply to both paths.
  */
@@ -26,7 +27,7 @@ const methods: Record<KubeRequest['method'], HttpMethod> = {
   DELETE: HttpMethod.DELETE,
 };
 
-const transport = new IsomorphicFetchHttpLibrary();
+const http = new IsomorphicFetchHttpLibrary();
 
 export function serverOf(kc: KubeConfig): string {
   const cluster = kc.getCurrentCluster();
@@ -46,8 +47,8 @@ export async function kubeRequest(kc: KubeConfig, req: KubeRequest): Promise<unk
     ctx.setBody(JSON.stringify(req.body));
   }
   if (req.signal) ctx.setSignal(req.signal);
-  await kc.applySecurityAuthentication(ctx);
-  const res = await transport.send(ctx).toPromise();
+  await kubeTransport(kc).auth.applySecurityAuthentication(ctx);
+  const res = await http.send(ctx).toPromise();
   const text = await res.body.text();
   if (res.httpStatusCode < 200 || res.httpStatusCode > 299) {
     throw apiException(res.httpStatusCode, text, res.headers);
