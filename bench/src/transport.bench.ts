@@ -8,7 +8,7 @@
  *   npx nx run bench:transport        (BENCH_TRANSPORT_CALLS=500 by default)
  */
 import { HttpMethod, IsomorphicFetchHttpLibrary, type KubeConfig, RequestContext } from '@kubernetes/client-node';
-import { closeKubeTransport, countConnections, kubeRequest, kubeTransportStats } from '@sandbox-scale/kube-runtime';
+import { closeKubeTransport, type ConnectionCounters as Counters, countConnections, kubeRequest, kubeTransportStats } from '@sandbox-scale/kube-runtime';
 import { createTestNamespace, kubeconfigForServiceAccount, startControlPlane } from '@sandbox-scale/e2e';
 
 const CALLS = Number(process.env.BENCH_TRANSPORT_CALLS ?? 500);
@@ -17,12 +17,6 @@ const WARMUP = 20;
 const PATH = '/apis/authentication.k8s.io/v1/selfsubjectreviews';
 const BODY = { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' };
 
-interface Counters {
-  requests: number;
-  connections: number;
-  handshakes: number;
-  resumed: number;
-}
 
 interface Run {
   readonly p50: number;

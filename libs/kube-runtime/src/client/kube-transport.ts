@@ -44,14 +44,15 @@ export interface KubeTransportStats {
   readonly watch: TransportStats;
 }
 
-interface Counters {
+/** Running counts, mutable: what countConnections adds to. */
+export interface ConnectionCounters {
   requests: number;
   connections: number;
   handshakes: number;
   resumed: number;
 }
 
-const newCounters = (): Counters => ({ requests: 0, connections: 0, handshakes: 0, resumed: 0 });
+const newCounters = (): ConnectionCounters => ({ requests: 0, connections: 0, handshakes: 0, resumed: 0 });
 
 type AnyAgent = http.Agent | https.Agent;
 
@@ -61,7 +62,7 @@ interface ConnectingAgent {
 }
 
 /** Counts the sockets `agent` opens and the TLS handshakes on them into `into`. */
-export function countConnections(agent: AnyAgent, into: Counters): void {
+export function countConnections(agent: AnyAgent, into: ConnectionCounters): void {
   const a = agent as unknown as ConnectingAgent;
   const create = a.createConnection.bind(agent);
   a.createConnection = (...args: unknown[]) => {
@@ -210,7 +211,7 @@ function makeTransport(kc: KubeConfig): KubeTransport {
     if (token !== undefined) headers?.set?.('Authorization', `Bearer ${token}`);
     return init;
   };
-  const snap = (c: Counters): TransportStats => ({ ...c });
+  const snap = (c: ConnectionCounters): TransportStats => ({ ...c });
   return {
     auth,
     authenticate,
