@@ -1,4 +1,5 @@
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { kubeApiClient } from '@sandbox-scale/kube-runtime';
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -323,7 +324,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     writeFileSync(certs.ca, ca.cert, { mode: 0o600 });
     await opts.beforeInstall?.(cp.kubeConfig);
     await installChart(ctx, apiserverPorts[0] ?? 0, ca.cert, opts.secretNamespaces);
-    await cp.kubeConfig.makeApiClient(CoreV1Api).createNamespacedSecret({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: `${RELEASE}-fleet-token` }, stringData: { token: fleetToken } } });
+    await kubeApiClient(cp.kubeConfig, CoreV1Api).createNamespacedSecret({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: `${RELEASE}-fleet-token` }, stringData: { token: fleetToken } } });
     const nodes = await startSimNodes(ctx, opts.nodes ?? 3, opts.speed ?? 0.05);
     await startApps(ctx, nodes, ports, certs, opts.publishInterval ?? '2s');
     await waitUntilServing(ctx, nodes, ports.fastPath);
@@ -353,7 +354,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
       },
       async leaderOf(component) {
         try {
-          const lease = await cp.kubeConfig.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: SYSTEM_NAMESPACE, name: LEASE_NAMES[component] });
+          const lease = await kubeApiClient(cp.kubeConfig, CoordinationV1Api).readNamespacedLease({ namespace: SYSTEM_NAMESPACE, name: LEASE_NAMES[component] });
           const holder = lease.spec?.holderIdentity ?? '';
           const app = holder.slice(0, holder.lastIndexOf('_'));
           return ctx.apps.has(app) ? app : undefined;

@@ -1,5 +1,5 @@
 import { ApiextensionsV1Api, AuthenticationV1Api, CoreV1Api, KubeConfig, type V1CustomResourceDefinition } from '@kubernetes/client-node';
-import { applyObject, type ApplyBody } from '@sandbox-scale/kube-runtime';
+import { applyObject, type ApplyBody, kubeApiClient } from '@sandbox-scale/kube-runtime';
 import { randomBytes } from 'node:crypto';
 import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -50,13 +50,13 @@ export function runSuffix(): string {
 
 export async function createTestNamespace(kc: KubeConfig, prefix: string): Promise<string> {
   const name = `t-${prefix}-${runSuffix()}`.slice(0, 63);
-  await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  await kubeApiClient(kc, CoreV1Api).createNamespace({ body: { metadata: { name } } });
   return name;
 }
 
 export async function deleteNamespace(kc: KubeConfig, name: string): Promise<void> {
   try {
-    await kc.makeApiClient(CoreV1Api).deleteNamespace({ name });
+    await kubeApiClient(kc, CoreV1Api).deleteNamespace({ name });
   } catch {
     /* already gone */
   }
@@ -75,7 +75,7 @@ export async function applyCrds(kc: KubeConfig, dirOrCrds: string | V1CustomReso
   for (const crd of crds) {
     await applyObject(kc, crd as unknown as ApplyBody, { fieldManager: 'sandbox-scale/e2e', force: true, resource: CRD_RESOURCE });
   }
-  const ext = kc.makeApiClient(ApiextensionsV1Api);
+  const ext = kubeApiClient(kc, ApiextensionsV1Api);
   const names = crds.map((c) => c.metadata?.name as string);
   await Promise.all(names.map((name) => eventually(async () => {
     const crd = await ext.readCustomResourceDefinition({ name });
@@ -90,7 +90,7 @@ export async function applyCrds(kc: KubeConfig, dirOrCrds: string | V1CustomReso
  * server and CA as `kc`.
  */
 export async function kubeconfigForServiceAccount(kc: KubeConfig, namespace: string, name: string, expirationSeconds = 3600): Promise<KubeConfig> {
-  const core = kc.makeApiClient(CoreV1Api);
+  const core = kubeApiClient(kc, CoreV1Api);
   try {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
   } catch (err) {
@@ -117,7 +117,7 @@ export async function kubeconfigForServiceAccount(kc: KubeConfig, namespace: str
  * [] means the API server's own audience.
  */
 export async function serviceAccountToken(kc: KubeConfig, namespace: string, name: string, audiences: string[], expirationSeconds = 3600): Promise<string> {
-  const core = kc.makeApiClient(CoreV1Api);
+  const core = kubeApiClient(kc, CoreV1Api);
   try {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
   } catch (err) {
@@ -135,7 +135,7 @@ export function kubeconfigText(kc: KubeConfig): string {
 }
 
 export function whoAmI(kc: KubeConfig): Promise<string | undefined> {
-  return kc.makeApiClient(AuthenticationV1Api).createSelfSubjectReview({ body: {} }).then((r) => r.status?.userInfo?.username);
+  return kubeApiClient(kc, AuthenticationV1Api).createSelfSubjectReview({ body: {} }).then((r) => r.status?.userInfo?.username);
 }
 
 export type { RunResult };

@@ -14,6 +14,8 @@ export type { Logger, LoggerOptions } from './log/logger';
 export { loadKubeConfig, KubeConfigError, isKubeConfigError } from './client/kube-config';
 export { kubeRequest } from './client/kube-request';
 export type { KubeRequest } from './client/kube-request';
+export { kubeTransport, kubeApiClient, kubeAuthorization, kubeTransportStats, closeKubeTransport, countConnections } from './client/kube-transport';
+export type { ConnectionCounters, KubeTransport, KubeTransportStats, TransportStats } from './client/kube-transport';
 export { ResourceClient } from './client/resource-client';
 export type { ListQuery, WriteOptions } from './client/resource-client';
 export { applyObject, applyStatus, InvalidApplyObjectError, isInvalidApplyObject } from './client/apply';

@@ -1,6 +1,7 @@
 import { Agent, request } from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
-import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { kubeAuthorization } from '@sandbox-scale/kube-runtime';
 import { findInCauseChain, SandboxScaleError } from '@sandbox-scale/scale-core';
 import { PEER_PATH, PeerReplySchema, statusErrorOfReply, type PeerCall } from './peer-protocol';
 
@@ -81,11 +82,9 @@ export class PeerClient {
     this.#agent.destroy();
   }
 
-  /** This replica's own credentials, as client-node applies them (a token file is reread as it rotates). */
+  /** This replica's own credentials, as its API calls carry them (a token file is reread as it rotates). */
   async #authorization(): Promise<string> {
-    const ctx = new RequestContext('https://peer.invalid/', HttpMethod.POST);
-    await this.o.kubeConfig.applySecurityAuthentication(ctx);
-    const value = ctx.getHeaders().Authorization ?? ctx.getHeaders().authorization ?? '';
+    const value = await kubeAuthorization(this.o.kubeConfig);
     if (!value.startsWith('Bearer ')) throw new PeerUnreachableError('this replica has no bearer token to authenticate to its peers (run it under a ServiceAccount)');
     return value;
   }

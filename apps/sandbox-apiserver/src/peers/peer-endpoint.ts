@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { HttpMethod, RequestContext, type KubeConfig } from '@kubernetes/client-node';
-import type { DelegatedAuth, Logger } from '@sandbox-scale/kube-runtime';
+import type { KubeConfig } from '@kubernetes/client-node';
+import { kubeAuthorization, type DelegatedAuth, type Logger } from '@sandbox-scale/kube-runtime';
 import { BadRequestError, StatusError } from '@sandbox-scale/scale-core';
 import { readBody } from '../http/body';
 import { sendJson } from '../http/status';
@@ -24,9 +24,7 @@ export class PeerIdentity {
   /** This replica's own username, by a TokenReview of its own token (retried after a failure). */
   selfUsername(): Promise<string> {
     this.#self ??= (async () => {
-      const ctx = new RequestContext('https://self.invalid/', HttpMethod.GET);
-      await this.kc.applySecurityAuthentication(ctx);
-      const header = ctx.getHeaders().Authorization ?? '';
+      const header = await kubeAuthorization(this.kc);
       const user = header.startsWith('Bearer ') ? await this.auth.authenticateToken(header.slice('Bearer '.length)) : undefined;
       if (user === undefined || user.username === '') throw new StatusError('ServiceUnavailable', 'this replica cannot establish its own identity for peer calls', { retryAfterSeconds: 1 });
       return user.username;

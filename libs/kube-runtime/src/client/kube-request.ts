@@ -1,11 +1,14 @@
-import { HttpMethod, IsomorphicFetchHttpLibrary, type KubeConfig, RequestContext } from '@kubernetes/client-node';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import { HttpMethod, type KubeConfig, RequestContext } from '@kubernetes/client-node';
 import { KubeConfigError } from './kube-config';
 import { apiException } from './api-errors';
+import { kubeTransport } from './kube-transport';
 
 /**
- * One raw API call through client-node's own transport and authentication (agent, TLS, exec
- * and token auth). The generated typed APIs cannot express what the runtime needs: a LIST at
- * resourceVersion=0 of any resource, SSA on a status subresource, MicroTime fields written
+ * One raw API call with client-node's authentication (TLS, exec and token auth) over the
+ * kubeconfig's kept-alive transport (kube-transport.ts). The generated typed APIs cannot
+ * express what the runtime needs: a LIST at resourceVersion=0 of any resource, SSA on a status subresource, MicroTime fields written
  * exactly as the API server parses them. Non-2xx answers throw client-node's ApiException, so
  * the same `isNotFound`/`isConflict` predicates apply to both paths.
  */
@@ -26,7 +29,44 @@ const methods: Record<KubeRequest['method'], HttpMethod> = {
   DELETE: HttpMethod.DELETE,
 };
 
-const transport = new IsomorphicFetchHttpLibrary();
+interface Reply {
+  readonly code: number;
+  readonly text: string;
+  readonly headers: Record<string, string>;
+}
+
+/**
+ * Sends an authenticated request over the agent the transport set on it. Plain node:http, not
+ * client-node's fetch: a tenth of a millisecond less per call and no content decoding (the API
+ * server only compresses for clients that ask, and the pods sit next to it).
+ */
+function send(ctx: RequestContext, body: string | undefined, retryStale = true): Promise<Reply> {
+  const url = ctx.getUrl();
+  const headers: http.OutgoingHttpHeaders = { ...ctx.getHeaders() };
+  if (body !== undefined) headers['Content-Length'] = Buffer.byteLength(body);
+  const signal = ctx.getSignal();
+  const options: https.RequestOptions = { method: ctx.getHttpMethod(), agent: ctx.getAgent() as http.Agent | undefined, headers, ...(signal ? { signal } : {}) };
+  return new Promise<Reply>((resolve, reject) => {
+    const onReply = (res: http.IncomingMessage): void => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('error', reject);
+      res.on('end', () => {
+        const flat: Record<string, string> = {};
+        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v;
+        resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), headers: flat });
+      });
+    };
+    const req = url.startsWith('http:') ? http.request(url, options, onReply) : https.request(url, options, onReply);
+    req.on('error', (err: NodeJS.ErrnoException) => {
+      // A kept-alive socket the server closed as this request went out: a read is safe to send
+      // again, on a fresh socket (Node's documented pattern for request.reusedSocket).
+      if (retryStale && req.reusedSocket && err.code === 'ECONNRESET' && options.method === 'GET' && !signal?.aborted) resolve(send(ctx, body, false));
+      else reject(err);
+    });
+    req.end(body);
+  });
+}
 
 export function serverOf(kc: KubeConfig): string {
   const cluster = kc.getCurrentCluster();
@@ -41,16 +81,11 @@ export async function kubeRequest(kc: KubeConfig, req: KubeRequest): Promise<unk
     if (v !== undefined) ctx.setQueryParam(k, String(v));
   }
   ctx.setHeaderParam('Accept', 'application/json');
-  if (req.body !== undefined) {
-    ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
-    ctx.setBody(JSON.stringify(req.body));
-  }
+  const body = req.body === undefined ? undefined : JSON.stringify(req.body);
+  if (body !== undefined) ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
   if (req.signal) ctx.setSignal(req.signal);
-  await kc.applySecurityAuthentication(ctx);
-  const res = await transport.send(ctx).toPromise();
-  const text = await res.body.text();
-  if (res.httpStatusCode < 200 || res.httpStatusCode > 299) {
-    throw apiException(res.httpStatusCode, text, res.headers);
-  }
-  return text.length === 0 ? undefined : (JSON.parse(text) as unknown);
+  await kubeTransport(kc).auth.applySecurityAuthentication(ctx);
+  const res = await send(ctx, body);
+  if (res.code < 200 || res.code > 299) throw apiException(res.code, res.text, res.headers);
+  return res.text.length === 0 ? undefined : (JSON.parse(res.text) as unknown);
 }

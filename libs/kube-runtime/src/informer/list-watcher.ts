@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { SandboxScaleError, findInCauseChain } from '@sandbox-scale/scale-core';
 import { apiStatusOf } from '../client/api-errors';
 import { kubeRequest } from '../client/kube-request';
+import { kubeTransport } from '../client/kube-transport';
 import { type KubeResource, apiVersionOf, resourcePath } from '../client/resource';
 
 export interface ListResult {
@@ -62,7 +63,7 @@ function withTypeMeta(item: unknown, res: KubeResource): unknown {
   return { apiVersion: apiVersionOf(res), kind: res.kind, ...item };
 }
 
-/** List + watch over client-node: a LIST at resourceVersion=0 and client-node's Watch with bookmarks. */
+/** List + watch over client-node: a LIST at resourceVersion=0 and client-node's Watch with bookmarks, both over the kubeconfig's kept-alive transport. */
 export class KubeListWatcher implements ListWatcher {
   private readonly watcher: Watch;
 
@@ -71,7 +72,8 @@ export class KubeListWatcher implements ListWatcher {
     private readonly res: KubeResource,
     private readonly scope: ListWatchScope = {},
   ) {
-    this.watcher = new Watch(kc);
+    // watches hold their connection for minutes: they use the transport's own watch pool
+    this.watcher = new Watch(kubeTransport(kc).watchConfig);
   }
 
   private get path(): string {

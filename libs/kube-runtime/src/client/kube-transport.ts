@@ -1,0 +1,264 @@
+import { createHash } from 'node:crypto';
+import { readFile, stat } from 'node:fs/promises';
+import * as http from 'node:http';
+import * as https from 'node:https';
+import type { Socket } from 'node:net';
+import type { TLSSocket } from 'node:tls';
+import {
+  type ApiConstructor,
+  type ApiType,
+  type Configuration,
+  createConfiguration,
+  HttpMethod,
+  type KubeConfig,
+  RequestContext,
+  type SecurityAuthentication,
+  ServerConfiguration,
+} from '@kubernetes/client-node';
+
+/**
+ * One kept-alive transport per KubeConfig. client-node builds a new `https.Agent` for every
+ * request it authenticates (typed APIs, raw requests and watches alike), so each API call paid
+ * a TCP connect and a full TLS handshake. Here client-node still decides everything about
+ * authentication — CA, client certificate, bearer token, exec plugin, token file — and only the
+ * agent it built is swapped for a kept-alive one with the same TLS identity. A client
+ * certificate rotated on disk (or returned anew by an exec plugin) is a new identity: it gets a
+ * new agent, and the old one closes its sockets as they fall idle.
+ *
+ * Watches hold a connection for minutes; they get their own pool, so a burst of short calls
+ * never queues behind them and they never hold the short calls' sockets.
+ */
+
+/** What a pool has done since it was made: requests sent, sockets opened, TLS handshakes (full or resumed). */
+export interface TransportStats {
+  readonly requests: number;
+  readonly connections: number;
+  /** secureConnect events: every TLS handshake, full or resumed. */
+  readonly handshakes: number;
+  /** Handshakes that resumed a cached TLS session (no certificate exchange). */
+  readonly resumed: number;
+}
+
+export interface KubeTransportStats {
+  readonly api: TransportStats;
+  readonly watch: TransportStats;
+}
+
+/** Running counts, mutable: what countConnections adds to. */
+export interface ConnectionCounters {
+  requests: number;
+  connections: number;
+  handshakes: number;
+  resumed: number;
+}
+
+const newCounters = (): ConnectionCounters => ({ requests: 0, connections: 0, handshakes: 0, resumed: 0 });
+
+type AnyAgent = http.Agent | https.Agent;
+
+// createConnection is on both agents at run time; the typings only declare it on some versions.
+interface ConnectingAgent {
+  createConnection: (...args: unknown[]) => Socket | undefined;
+}
+
+/** Counts the sockets `agent` opens and the TLS handshakes on them into `into`. */
+export function countConnections(agent: AnyAgent, into: ConnectionCounters): void {
+  const a = agent as unknown as ConnectingAgent;
+  const create = a.createConnection.bind(agent);
+  a.createConnection = (...args: unknown[]) => {
+    const socket = create(...args);
+    into.connections++;
+    socket?.once('secureConnect', () => {
+      into.handshakes++;
+      if ((socket as TLSSocket).isSessionReused()) into.resumed++;
+    });
+    return socket;
+  };
+}
+
+/** Sockets that carried a request on `agent` are closed as soon as they are free; idle ones now. */
+function retire(agent: AnyAgent): void {
+  agent.on('free', (socket: Socket) => socket.destroy());
+  for (const sockets of Object.values(agent.freeSockets)) for (const s of sockets ?? []) s.destroy();
+}
+
+const API_AGENT: https.AgentOptions = {
+  keepAlive: true,
+  // most recently used first, so a quiet period lets the extra sockets of a burst time out
+  scheduling: 'lifo',
+  maxFreeSockets: 64,
+  // an idle socket is closed after this; a busy one is never timed out by the agent
+  // (below kube-apiserver's own idle timeout, so the client is the side that closes)
+  timeout: 30_000,
+};
+const WATCH_AGENT: https.AgentOptions = { keepAlive: true, scheduling: 'lifo', maxFreeSockets: 16 };
+
+/** The TLS identity an agent built by client-node stands for, or undefined when it is not a plain agent (a proxy). */
+function identityOf(agent: unknown): string | undefined {
+  if (!(agent instanceof http.Agent) || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return undefined;
+  const o = (agent as http.Agent & { options: https.AgentOptions }).options;
+  const h = createHash('sha256');
+  h.update(agent.constructor === https.Agent ? 'https' : 'http');
+  for (const v of [o.ca, o.cert, o.key, o.pfx, o.passphrase, o.servername, o.rejectUnauthorized === undefined ? undefined : String(o.rejectUnauthorized)]) {
+    h.update('\0');
+    for (const part of [v].flat()) if (part !== undefined && part !== null) h.update(typeof part === 'string' ? part : Buffer.isBuffer(part) ? part : JSON.stringify(part));
+  }
+  return h.digest('base64url');
+}
+
+/** Kept-alive agents keyed by TLS identity; only the newest identity keeps its connections. */
+class AgentPool {
+  readonly #agents = new Map<string, AnyAgent>();
+  readonly #opts: https.AgentOptions;
+  readonly counters = newCounters();
+
+  constructor(opts: https.AgentOptions) {
+    this.#opts = opts;
+  }
+
+  /** The kept-alive agent for the identity `built` stands for; `built` itself when it cannot be shared. */
+  agentFor(built: unknown): unknown {
+    this.counters.requests++;
+    const id = identityOf(built);
+    if (id === undefined) return built;
+    const hit = this.#agents.get(id);
+    if (hit) return hit;
+    const b = built as AnyAgent & { options: https.AgentOptions };
+    const agent = b instanceof https.Agent ? new https.Agent({ ...b.options, ...this.#opts }) : new http.Agent({ ...b.options, ...this.#opts });
+    countConnections(agent, this.counters);
+    for (const old of this.#agents.values()) retire(old);
+    this.#agents.clear();
+    this.#agents.set(id, agent);
+    return agent;
+  }
+
+  close(): void {
+    for (const a of this.#agents.values()) a.destroy();
+    this.#agents.clear();
+  }
+}
+
+/**
+ * A token file read when it changes, not once a minute as client-node's FileAuth does: kubelet
+ * swaps a projected ServiceAccount token in place, and the next call should carry the new one.
+ */
+class TokenFile {
+  #token: string | undefined;
+  #version = '';
+
+  constructor(readonly path: string) {}
+
+  async read(): Promise<string> {
+    const s = await stat(this.path);
+    const version = `${s.ino}:${s.mtimeMs}:${s.size}`;
+    if (this.#token === undefined || version !== this.#version) {
+      this.#token = (await readFile(this.path, 'utf8')).trim();
+      this.#version = version;
+    }
+    return this.#token;
+  }
+}
+
+function tokenFileOf(kc: KubeConfig): string | undefined {
+  const user = kc.getCurrentUser() as { authProvider?: { config?: Record<string, unknown> } } | null;
+  const file = user?.authProvider?.config?.tokenFile;
+  return typeof file === 'string' && file !== '' ? file : undefined;
+}
+
+export interface KubeTransport {
+  /** Authenticates a request as client-node would, sending it over the kept-alive API pool. */
+  readonly auth: SecurityAuthentication;
+  /** client-node's authentication of `ctx` (headers only; the agent it sets is not used). */
+  authenticate(ctx: RequestContext): Promise<void>;
+  /** What client-node's Watch needs from a KubeConfig, with the watch pool's agent. */
+  readonly watchConfig: KubeConfig;
+  stats(): KubeTransportStats;
+  close(): void;
+}
+
+const transports = new WeakMap<KubeConfig, KubeTransport>();
+
+function makeTransport(kc: KubeConfig): KubeTransport {
+  const api = new AgentPool(API_AGENT);
+  const watch = new AgentPool(WATCH_AGENT);
+  let tokenFile: TokenFile | undefined;
+  const freshToken = async (): Promise<string | undefined> => {
+    const path = tokenFileOf(kc);
+    if (path === undefined) return undefined;
+    if (tokenFile?.path !== path) tokenFile = new TokenFile(path);
+    return tokenFile.read();
+  };
+  const authenticate = async (ctx: RequestContext): Promise<void> => {
+    await kc.applySecurityAuthentication(ctx);
+    const token = await freshToken();
+    if (token !== undefined) ctx.setHeaderParam('Authorization', `Bearer ${token}`);
+  };
+  const auth: SecurityAuthentication = {
+    getName: () => 'kept-alive',
+    async applySecurityAuthentication(ctx: RequestContext): Promise<void> {
+      await authenticate(ctx);
+      ctx.setAgent(api.agentFor(ctx.getAgent()) as http.Agent);
+    },
+  };
+  // client-node's Watch reads only the current cluster and the fetch options from its config.
+  const watchConfig = Object.create(kc) as KubeConfig;
+  watchConfig.applyToFetchOptions = async (opts) => {
+    const init = await kc.applyToFetchOptions(opts);
+    init.agent = watch.agentFor(init.agent) as http.Agent;
+    const token = await freshToken();
+    // node-fetch's Headers, as client-node builds them
+    const headers = init.headers as { set?: (name: string, value: string) => void } | undefined;
+    if (token !== undefined) headers?.set?.('Authorization', `Bearer ${token}`);
+    return init;
+  };
+  const snap = (c: ConnectionCounters): TransportStats => ({ ...c });
+  return {
+    auth,
+    authenticate,
+    watchConfig,
+    stats: () => ({ api: snap(api.counters), watch: snap(watch.counters) }),
+    close: () => {
+      api.close();
+      watch.close();
+    },
+  };
+}
+
+/** The kept-alive transport of `kc`, made on first use and shared by everything that uses `kc`. */
+export function kubeTransport(kc: KubeConfig): KubeTransport {
+  let t = transports.get(kc);
+  if (!t) {
+    t = makeTransport(kc);
+    transports.set(kc, t);
+  }
+  return t;
+}
+
+/** A generated typed API (CoreV1Api, …) that sends over `kc`'s kept-alive transport; use instead of kc.makeApiClient. */
+export function kubeApiClient<T extends ApiType>(kc: KubeConfig, api: ApiConstructor<T>): T {
+  const cluster = kc.getCurrentCluster();
+  if (!cluster) throw new Error('the kubeconfig has no current cluster');
+  const config: Configuration = createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: kubeTransport(kc).auth } });
+  return new api(config);
+}
+
+/**
+ * The Authorization header `kc` sends (for a bearer token: `Bearer …`), or '' without one.
+ * For handing this process's own identity to a peer; never logged.
+ */
+export async function kubeAuthorization(kc: KubeConfig): Promise<string> {
+  const ctx = new RequestContext('https://identity.invalid/', HttpMethod.GET);
+  await kubeTransport(kc).authenticate(ctx);
+  const headers = ctx.getHeaders();
+  return headers.Authorization ?? headers.authorization ?? '';
+}
+
+/** Requests, sockets and TLS handshakes of `kc`'s transport so far. */
+export function kubeTransportStats(kc: KubeConfig): KubeTransportStats {
+  return kubeTransport(kc).stats();
+}
+
+/** Closes every connection of `kc`'s transport (at shutdown or the end of a test); a later call reconnects. */
+export function closeKubeTransport(kc: KubeConfig): void {
+  transports.get(kc)?.close();
+}
