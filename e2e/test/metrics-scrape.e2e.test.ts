@@ -155,7 +155,6 @@ describe('metrics of the running system', () => {
     const exported = new Set([...pages.values(), kas.stdout].flatMap((p) => [...exposedNames(p)]));
     const used = chartExpressions().flatMap(({ where, expr }) => promqlMetricNames(expr).map((name) => ({ where, name })));
     const distinct = new Set(used.map((u) => u.name));
-    process.stdout.write(`the chart's rules and dashboard name ${distinct.size} metrics\n`);
     // the parse found the names (a parser that finds none would pass the check below)
     expect(distinct.size).toBeGreaterThanOrEqual(15);
     expect(distinct).toContain('sandbox_scale_claim_controller_claim_duration_seconds_bucket');
