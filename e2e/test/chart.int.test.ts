@@ -1,6 +1,7 @@
 import { AppsV1Api, AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { apiResourceList } from '@sandbox-scale/sandbox-apiserver';
 import { createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, kubectl, runSuffix, runTool, testKubeConfig } from '../src/index';
 
@@ -16,9 +17,42 @@ let installed = false;
 
 interface Rendered {
   kind: string;
-  metadata: { name: string; namespace?: string };
+  apiVersion?: string;
+  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
   spec?: Record<string, unknown>;
   data?: Record<string, string>;
+}
+
+interface AlertRule {
+  alert?: string;
+  expr?: unknown;
+  for?: unknown;
+  labels?: Record<string, unknown>;
+  annotations?: Record<string, unknown>;
+}
+
+/** What Prometheus (and prometheus-operator) require of an alerting rule, plus what the chart promises: severity and runbook text. */
+function ruleProblems(groups: unknown): string[] {
+  const problems: string[] = [];
+  if (!Array.isArray(groups) || groups.length === 0) return ['groups: must be a non-empty list'];
+  const seen = new Set<string>();
+  for (const [gi, g] of (groups as { name?: unknown; rules?: unknown }[]).entries()) {
+    if (typeof g.name !== 'string' || g.name === '') problems.push(`groups[${gi}].name: required`);
+    if (!Array.isArray(g.rules) || g.rules.length === 0) problems.push(`groups[${gi}].rules: must be a non-empty list`);
+    for (const [ri, r] of ((g.rules ?? []) as AlertRule[]).entries()) {
+      const at = `groups[${gi}].rules[${ri}]`;
+      if (typeof r.alert !== 'string' || !/^[A-Z][A-Za-z0-9]*$/.test(r.alert)) problems.push(`${at}.alert: a CamelCase name`);
+      else if (seen.has(r.alert)) problems.push(`${at}.alert: ${r.alert} twice`);
+      else seen.add(r.alert);
+      if (typeof r.expr !== 'string' || r.expr.trim() === '') problems.push(`${at}.expr: required`);
+      if (typeof r.for !== 'string' || !/^\d+(ms|s|m|h)$/.test(r.for)) problems.push(`${at}.for: a duration`);
+      if (!['critical', 'warning', 'info'].includes(String(r.labels?.severity))) problems.push(`${at}.labels.severity: critical, warning or info`);
+      for (const a of ['summary', 'description', 'runbook']) if (typeof r.annotations?.[a] !== 'string' || (r.annotations[a] as string).trim() === '') problems.push(`${at}.annotations.${a}: required`);
+      const unknown = Object.keys(r).filter((key) => !['alert', 'expr', 'for', 'labels', 'annotations'].includes(key));
+      if (unknown.length > 0) problems.push(`${at}: unknown fields ${unknown.join(', ')}`);
+    }
+  }
+  return problems;
 }
 
 function renderedDocs(yamlText: string): Rendered[] {
@@ -76,6 +110,97 @@ describe('the sandbox-scale chart', () => {
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(/apiservice\.apiregistration\.k8s\.io\/v1beta1\.agents\.x-k8s\.io (created|configured|unchanged) \(server dry run\)/);
     expect(res.stdout).toMatch(new RegExp(`daemonset\\.apps/${fullname}-inventory-publisher created \\(server dry run\\)`));
+  });
+
+  it('puts every CRD in the sandbox-scale category (kubectl get sandbox-scale)', async () => {
+    const crds = renderedDocs(await helmTemplate(['--include-crds'])).filter((d) => d.kind === 'CustomResourceDefinition');
+    expect(crds.map((c) => c.metadata.name).sort()).toEqual(['nodeinventories', 'sandboxclaims', 'sandboxtemplates', 'sandboxwarmpools'].map((p) => `${p}.extensions.agents.x-k8s.io`));
+    for (const c of crds) expect({ crd: c.metadata.name, categories: (c.spec?.names as { categories?: string[] }).categories }).toEqual({ crd: c.metadata.name, categories: ['sandbox-scale'] });
+  });
+
+  it('renders a headless metrics Service per app and the /metrics reader ClusterRole by default, monitoring objects only when enabled', async () => {
+    const byDefault = renderedDocs(await helmTemplate());
+    const metricsServices = byDefault.filter((d) => d.kind === 'Service' && d.metadata.name.endsWith('-metrics'));
+    expect(metricsServices.map((d) => d.metadata.name).sort()).toEqual(['claim-controller', 'inventory-publisher', 'sandbox-apiserver', 'warmpool-driver'].map((a) => `${fullname}-${a}-metrics`));
+    for (const svc of metricsServices) expect(svc.spec).toMatchObject({ clusterIP: 'None', ports: [{ name: 'metrics' }] });
+    expect(metricsServices.find((d) => d.metadata.name === `${fullname}-sandbox-apiserver-metrics`)?.spec).toMatchObject({ ports: [{ port: 6443, targetPort: 'https' }] });
+    const reader = byDefault.find((d) => d.kind === 'ClusterRole' && d.metadata.name === `${fullname}-metrics-reader`) as (Rendered & { rules?: unknown }) | undefined;
+    expect(reader?.rules).toEqual([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
+    expect(byDefault.filter((d) => ['ServiceMonitor', 'PrometheusRule'].includes(d.kind) || d.metadata.name === `${fullname}-dashboard`)).toEqual([]);
+
+    const out = await helmTemplate(['--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.dashboard.enabled=true',
+      '--set', 'metrics.serviceMonitor.labels.release=prom', '--set-json', 'metrics.readerSubjects=[{"kind":"ServiceAccount","name":"prometheus","namespace":"monitoring"}]']);
+    const docs = renderedDocs(out);
+    const services = docs.filter((d) => d.kind === 'Service' && d.metadata.name.endsWith('-metrics'));
+    const monitors = docs.filter((d) => d.kind === 'ServiceMonitor');
+    expect(monitors).toHaveLength(4);
+    for (const m of monitors) {
+      // each ServiceMonitor selects exactly one metrics Service, by its labels, and scrapes its metrics port
+      const selector = (m.spec?.selector as { matchLabels: Record<string, string> }).matchLabels;
+      const matched = services.filter((svc) => Object.entries(selector).every(([key, v]) => svc.metadata.labels?.[key] === v));
+      expect({ monitor: m.metadata.name, services: matched.map((svc) => svc.metadata.name) }).toEqual({ monitor: m.metadata.name, services: [`${m.metadata.name}-metrics`] });
+      expect(m.metadata.labels?.release).toBe('prom');
+      expect(m.spec?.endpoints).toMatchObject([{ port: 'metrics', path: '/metrics' }]);
+    }
+    const apiMonitor = monitors.find((m) => m.metadata.name === `${fullname}-sandbox-apiserver`);
+    const tls = (apiMonitor?.spec?.endpoints as { scheme: string; tlsConfig: { serverName: string; ca: { secret: { name: string; key: string } } } }[])[0];
+    expect(tls?.scheme).toBe('https');
+    expect(tls?.tlsConfig.serverName).toBe(`${fullname}-sandbox-apiserver.${ns}.svc`);
+    const caSecret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === tls?.tlsConfig.ca.secret.name);
+    expect(caSecret?.data?.[tls?.tlsConfig.ca.secret.key ?? '']).toBeTruthy();
+    const binding = docs.find((d) => d.kind === 'ClusterRoleBinding' && d.metadata.name === `${fullname}-metrics-reader`) as (Rendered & { subjects?: unknown; roleRef?: unknown }) | undefined;
+    expect(binding?.roleRef).toMatchObject({ kind: 'ClusterRole', name: `${fullname}-metrics-reader` });
+    expect(binding?.subjects).toEqual([{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }]);
+
+    // the PrometheusRule carries the rule file as is, and the rule file is a valid Prometheus rule file
+    const rule = docs.find((d) => d.kind === 'PrometheusRule');
+    const file = parse(readFileSync(join(chartDir, 'files', 'prometheus-rules.yaml'), 'utf8')) as { groups: unknown };
+    expect(rule?.apiVersion).toBe('monitoring.coreos.com/v1');
+    expect(rule?.spec).toEqual(file);
+    expect(ruleProblems(file.groups)).toEqual([]);
+    expect(ruleProblems([{ name: 'g', rules: [{ alert: 'bad name', expr: '', for: 'soon', labels: {}, annotations: { summary: 's' }, keep_firing: '1m' }] }])).toEqual([
+      'groups[0].rules[0].alert: a CamelCase name', 'groups[0].rules[0].expr: required', 'groups[0].rules[0].for: a duration', 'groups[0].rules[0].labels.severity: critical, warning or info',
+      'groups[0].rules[0].annotations.description: required', 'groups[0].rules[0].annotations.runbook: required', 'groups[0].rules[0]: unknown fields keep_firing',
+    ]);
+    const alerts = ((file.groups as { rules: { alert: string }[] }[])[0]?.rules ?? []).map((r) => r.alert);
+    // the README's four alerts: a stale node, a Degraded pool, claims without warm capacity, the APIService not Available
+    expect(alerts).toEqual(expect.arrayContaining(['SandboxScaleNodeInventoryStale', 'SandboxScaleWarmPoolDegraded', 'SandboxScaleClaimsWithoutWarmCapacity', 'SandboxScaleAPIServiceUnavailable']));
+
+    const dashboard = docs.find((d) => d.kind === 'ConfigMap' && d.metadata.name === `${fullname}-dashboard`);
+    expect(dashboard?.metadata.labels?.grafana_dashboard).toBe('1');
+    const json = JSON.parse(dashboard?.data?.['sandbox-scale.json'] ?? '{}') as { uid?: string; panels?: { title: string; targets: { expr: string }[] }[] };
+    expect(json).toEqual(JSON.parse(readFileSync(join(chartDir, 'files', 'grafana-dashboard.json'), 'utf8')));
+    expect(json.panels?.map((p) => p.title)).toEqual(expect.arrayContaining(['Claims/s by path, start and outcome', 'Claim latency (p50, p99) by path and start', 'Warm vs target per pool', 'Stale and draining nodes', 'Sandbox API latency (p99) by verb']));
+    for (const p of json.panels ?? []) expect({ panel: p.title, exprs: p.targets.filter((t) => t.expr.trim() !== '').length > 0 }).toEqual({ panel: p.title, exprs: true });
+
+    // the real API server accepts everything but the prometheus-operator kinds, whose CRDs this cluster does not have
+    const plain = parseAllDocuments(out).filter((d) => !String((d.toJSON() as Rendered | null)?.apiVersion ?? '').startsWith('monitoring.coreos.com/')).map((d) => d.toString()).join('---\n');
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: plain });
+    expect(complaints(res.stderr)).toEqual([]);
+    expect(res.code).toBe(0);
+    expect(res.stdout).toMatch(new RegExp(`service/${fullname}-sandbox-apiserver-metrics created \\(server dry run\\)`));
+    expect(res.stdout).toMatch(new RegExp(`clusterrole\\.rbac\\.authorization\\.k8s\\.io/${fullname}-metrics-reader (created|configured|unchanged) \\(server dry run\\)`));
+  });
+
+  it('prints NOTES: what was installed, how to check the APIService, the first commands', async () => {
+    const res = await runTool('helm', ['install', `${release}-notes`, chartDir, '--namespace', ns, '--dry-run=client']);
+    expect(res.code).toBe(0);
+    const notes = res.stdout.slice(res.stdout.indexOf('NOTES:'));
+    expect(res.stdout).toContain('NOTES:');
+    for (const line of [
+      `installed as release ${release}-notes in namespace ${ns}`,
+      'APIService v1beta1.agents.x-k8s.io',
+      'kubectl wait --for=condition=Available apiservice/v1beta1.agents.x-k8s.io --timeout=2m',
+      'claim-controller (2) warmpool-driver (1) sandbox-apiserver (2) inventory-publisher (one per node)',
+      `kubectl -n ${ns} get secret sandbox-scale-fleet-token`,
+      'kubectl get sandbox-scale -A',
+      `ClusterRole ${release}-notes-sandbox-scale-metrics-reader`,
+    ]) expect(notes).toContain(line);
+    // without the APIService or workloads the notes say so instead
+    const bare = await runTool('helm', ['install', `${release}-notes`, chartDir, '--namespace', ns, '--dry-run=client', '--set', 'apiService.enabled=false', '--set', 'workloads=false']);
+    expect(bare.code).toBe(0);
+    expect(bare.stdout).not.toContain('kubectl wait --for=condition=Available');
+    expect(bare.stdout).toContain('No workloads (workloads=false)');
   });
 
   it('signs the APIService caBundle and the serving certificate with the same CA', async () => {

@@ -33,10 +33,23 @@ function log(msg) {
 
 function run(cmd, args, cwd, extraEnv = {}) {
   log(`${cwd}$ ${cmd} ${args.join(' ')}`);
-  execFileSync(cmd, args, {
+  const env = { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local', CGO_ENABLED: '0', ...extraEnv };
+  if (cmd === 'go' && (args[0] === 'build' || args[0] === 'install')) return runWithProgress(args, cwd, env);
+  execFileSync(cmd, args, { cwd, stdio: ['ignore', 'inherit', 'inherit'], env });
+}
+
+/**
+ * A go build or install with -v, its package lines counted by build-progress.mjs, which prints a
+ * heartbeat (packages so far, the last one, elapsed time) instead of minutes of silence;
+ * pipefail keeps go's exit status.
+ */
+function runWithProgress(args, cwd, env) {
+  const label = `go ${args[0]} ${args.filter((a) => /^[\w.-]+\.[\w.-]+\//.test(a)).map((a) => a.split('/').pop()).join(', ')}`;
+  const script = 'set -o pipefail; "$@" 2>&1 | "$NODE_BIN" "$PROGRESS" "$LABEL"';
+  execFileSync('bash', ['-c', script, 'go', 'go', args[0], '-v', ...args.slice(1)], {
     cwd,
     stdio: ['ignore', 'inherit', 'inherit'],
-    env: { ...process.env, GOFLAGS: '-mod=mod', GOTOOLCHAIN: 'local', CGO_ENABLED: '0', ...extraEnv },
+    env: { ...env, NODE_BIN: process.execPath, PROGRESS: join(here, 'build-progress.mjs'), LABEL: label },
   });
 }
 

@@ -1,3 +1,4 @@
+import { collectDefaultMetrics, Registry } from 'prom-client';
 import { createLogger, loadConfigOrExit, loadKubeConfig, setupSignalHandler } from '@sandbox-scale/kube-runtime';
 import { ClaimControllerConfigSchema, loadFleetToken } from './config';
 import { startClaimController } from './start-claim-controller';
@@ -8,7 +9,10 @@ async function main(): Promise<void> {
   const fleetToken = loadFleetToken(flags.fleetTokenFile);
   if (fleetToken === '') log.warn('no fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): every claim and release will be refused');
   const signal = setupSignalHandler();
-  const handle = await startClaimController({ kubeConfig: loadKubeConfig(flags.kubeconfig || undefined), fleetToken, flags, log });
+  // process metrics (CPU, memory, event loop lag, GC) beside the controller's own
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const handle = await startClaimController({ kubeConfig: loadKubeConfig(flags.kubeconfig || undefined), fleetToken, flags, log, registry });
   signal.addEventListener('abort', () => void handle.stop(), { once: true });
   await handle.done;
 }

@@ -126,6 +126,7 @@ export class InventoryPublisher implements Runnable {
       if (this.staleSince) this.log.info('sandboxd answers again; NodeInventory is current');
       this.staleSince = undefined;
       this.metrics.stale(false);
+      this.metrics.fresh(this.now().getTime());
       return keepTransitionTimes(this.lastApplied, buildInventory({ node: config.nodeName, address: config.advertiseAddress, labels: config.labels, rows, info, now: this.now() }));
     } catch (err) {
       if (!this.staleSince) this.log.warn({ err }, 'sandboxd unreachable; keeping the last NodeInventory, marked Stale');

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { API_VERSION, RESOURCES, SANDBOX_API_VERSION, SANDBOX_GROUP } from '@sandbox-scale/scale-core';
+import { API_VERSION, RESOURCE_CATEGORY, RESOURCES, SANDBOX_API_VERSION, SANDBOX_GROUP } from '@sandbox-scale/scale-core';
 
 /** Lifecycle actions served as POST subresources, and the kind each answers with. */
 export const ACTIONS = [
@@ -30,7 +30,7 @@ export function apiGroupList(): Record<string, unknown> {
 }
 
 export function apiResourceList(): Record<string, unknown> {
-  const main = { name: SB.plural, singularName: SB.singular, namespaced: true, kind: SB.kind, verbs: VERBS, shortNames: [...SB.shortNames], categories: ['sandbox-scale'] };
+  const main = { name: SB.plural, singularName: SB.singular, namespaced: true, kind: SB.kind, verbs: VERBS, shortNames: [...SB.shortNames], categories: [RESOURCE_CATEGORY] };
   const subs = ACTIONS.map((a) => ({ name: `${SB.plural}/${a.name}`, singularName: '', namespaced: true, kind: a.kind, verbs: ['create'] }));
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: SANDBOX_API_VERSION, resources: [main, ...subs] };
 }
@@ -45,7 +45,7 @@ export function apiGroupDiscoveryList(version: 'v2' | 'v2beta1'): Record<string,
     singularResource: SB.singular,
     verbs: VERBS,
     shortNames: [...SB.shortNames],
-    categories: ['sandbox-scale'],
+    categories: [RESOURCE_CATEGORY],
     subresources: ACTIONS.map((a) => ({ subresource: a.name, responseKind: kindOf(a.kind), verbs: ['create'] })),
   };
   return {

@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { requestUrl } from '@sandbox-scale/kube-runtime';
-import { Counter, Histogram, type Registry } from 'prom-client';
+import { CONDITION_STATUS, CONDITION_TYPES, type NodeInventory } from '@sandbox-scale/scale-core';
+import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { ACTIONS } from './discovery';
 import { requestInfoOf, type RequestInfo } from './http/request-info';
 
@@ -38,4 +39,44 @@ export function requestMetrics(registry: Registry): { start(req: IncomingMessage
       };
     },
   };
+}
+
+const conditionTrue = (inv: NodeInventory, type: string): number => (inv.conditions?.some((c) => c.type === type && c.status === CONDITION_STATUS.true) ? 1 : 0);
+
+/**
+ * Per-node state of the NodeInventory cache, read at scrape time so a deleted node drops out.
+ * The node label is bounded by the fleet size; one series per node and gauge.
+ */
+export function inventoryMetrics(registry: Registry, inventories: () => readonly NodeInventory[]): void {
+  const set = (g: Gauge<'node'>, value: (inv: NodeInventory) => number): void => {
+    g.reset();
+    for (const inv of inventories()) g.set({ node: inv.node }, value(inv));
+  };
+  new Gauge({
+    name: 'sandbox_scale_apiserver_inventory_stale',
+    help: "1 while a node's NodeInventory says Stale=True (its publisher cannot read sandboxd; the last state is served).",
+    labelNames: ['node'],
+    registers: [registry],
+    collect() {
+      set(this, (inv) => conditionTrue(inv, CONDITION_TYPES.stale));
+    },
+  });
+  new Gauge({
+    name: 'sandbox_scale_apiserver_inventory_draining',
+    help: "1 while a node's NodeInventory says Draining=True.",
+    labelNames: ['node'],
+    registers: [registry],
+    collect() {
+      set(this, (inv) => conditionTrue(inv, CONDITION_TYPES.draining));
+    },
+  });
+  new Gauge({
+    name: 'sandbox_scale_apiserver_inventory_entries',
+    help: "Live sandboxes in a node's NodeInventory.",
+    labelNames: ['node'],
+    registers: [registry],
+    collect() {
+      set(this, (inv) => inv.entries?.length ?? 0);
+    },
+  });
 }

@@ -15,7 +15,7 @@ import { requestInfoOf } from './http/request-info';
 import { handleSandboxes } from './http/sandbox-handlers';
 import { forbiddenMessage, sendStatus } from './http/status';
 import { HealthChecks } from './health';
-import { requestMetrics } from './metrics';
+import { inventoryMetrics, requestMetrics } from './metrics';
 import { OwnerRouting } from './peers/owner-routing';
 import { PeerClient } from './peers/peer-client';
 import { PeerIdentity, servePeerCall } from './peers/peer-endpoint';
@@ -64,6 +64,8 @@ export interface SandboxApiserverConfig {
   readonly inflight?: Partial<InflightCaps>;
   readonly log?: Logger;
   readonly rng?: Rng;
+  /** Where /metrics reads from (main.ts adds the process metrics); default a registry of its own. */
+  readonly registry?: Registry;
 }
 
 export interface RunningSandboxApiserver {
@@ -88,7 +90,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const authConfig = delegated ? await startAuthenticationConfigWatch(kc, log, config.authenticationConfigMap) : undefined;
   const authenticator = authConfig ? new Authenticator(() => authConfig.current, delegatedAuth) : undefined;
   const authorizer = delegatedAuth ? new SarAuthorizer(delegatedAuth) : undefined;
-  const registry = new Registry();
+  const registry = config.registry ?? new Registry();
   const metrics = requestMetrics(registry);
   const clients = config.fleetToken ? new SandboxdClientSet({ token: config.fleetToken }) : undefined;
   if (clients === undefined) log.warn({}, 'no sandboxd fleet token: create, delete and lifecycle verbs are refused');
@@ -104,6 +106,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   });
   const sandboxes = storages.get('sandboxes') as ResourceStorage;
   const informer = startInventoryInformer(kc, sandboxes.view, log, registry);
+  inventoryMetrics(registry, () => informer.list());
   const watch: { ctx: WatchContext } = { ctx: { storage: sandboxes.reads, hub: sandboxes.hub, startRev: 0, bookmarkIntervalMs: config.bookmarkIntervalMs ?? 60_000 } };
   // the peers must be known before this replica decides who owns a name
   const peersSynced = { check: (): boolean => true };

@@ -4,6 +4,7 @@ import { FIELD_MANAGERS, NodeInventorySchema, SandboxTemplateSchema, parseObject
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import type { Registry } from 'prom-client';
 import { SYNC_REQUEST, WarmPoolReconciler } from './controllers/warmpool-reconciler';
+import { poolMetrics } from './controllers/pool-metrics';
 import { parseWarmPool } from './parse-pool';
 import { NodeInventoryResource, SandboxTemplateResource, SandboxWarmPoolResource } from './resources';
 import { TargetPusher } from './targets/push-targets';
@@ -41,6 +42,7 @@ export function startDriver(opts: StartDriverOptions): RunningDriver {
   const pusher = clients && new TargetPusher({ clients, log, registry });
   const events = createEventRecorder(kc, { reportingController: FIELD_MANAGERS.warmpoolDriver, reportingInstance: defaultIdentity(), log, registry });
   const reconciler = new WarmPoolReconciler({ kubeConfig: kc, pools, templates, inventories, pusher, events, log, syncIntervalMs: opts.syncIntervalMs, namespace: opts.namespace ?? '' });
+  poolMetrics(registry, { pools, warmByPool: reconciler.warmByPool });
   const toSync = (): typeof SYNC_REQUEST[] => [SYNC_REQUEST];
   const ctrl = controller({ name: 'sandboxwarmpool', reconciler, log, registry })
     // Generation changes only: the driver's own status writes must not wake it again.

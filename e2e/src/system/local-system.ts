@@ -56,6 +56,12 @@ export interface LocalSystemOptions {
    * `claim-controller-<i>` with its fast path on a port of its own.
    */
   claimControllerReplicas?: number;
+  /**
+   * Serve each controller's and publisher's /metrics on a free loopback port (default off), listed
+   * in `metricsUrls` once the app says where it listens; sandbox-apiserver serves /metrics on its
+   * secure port either way.
+   */
+  metrics?: boolean;
   /** Extra flags appended per app (e.g. a shorter `--orphan-interval` for claim-controller). */
   extraArgs?: Partial<Record<AppName | 'sandboxd-sim' | 'inventory-publisher', string[]>>;
   log?: (msg: string) => void;
@@ -75,6 +81,8 @@ export interface LocalSystem {
   servingCaPath: string;
   logDir: string;
   apps: Map<string, SupervisedApp>;
+  /** App name -> http://127.0.0.1:<port>/metrics of its current process (with `metrics: true`). */
+  metricsUrls: Map<string, string>;
   /** Stops one app (SIGKILL when `kill`) and starts it again with the same flags. */
   restartApp(name: AppName | `claim-controller-${number}`, opts?: { kill?: boolean; beforeStart?: () => Promise<void> }): Promise<void>;
   /** The app holding a component's leader Lease (from its holderIdentity, `<POD_NAME>_<suffix>`), if any. */
@@ -93,6 +101,8 @@ interface Ctx {
   specs: Map<string, { entry: string; args: string[]; env: Record<string, string> }>;
   extraArgs: NonNullable<LocalSystemOptions['extraArgs']>;
   claimControllerReplicas: number;
+  metrics: boolean;
+  metricsUrls: Map<string, string>;
 }
 
 function helm(cp: ControlPlane, args: string[]): Promise<string> {
@@ -128,11 +138,27 @@ function reportExit(ctx: Ctx, e: { name: string; code: number | null; restarts: 
   process.stderr.write(`[local-system] ${e.name} exited unasked (code ${e.code}, exit ${e.restarts}); the end of ${join(ctx.logDir, `${e.name}.log`)}:\n${e.tail}\n`);
 }
 
+/** The address an app's probe and metrics server reports in its log line (pino JSON on stdout). */
+function listeningAddress(line: string): string | undefined {
+  if (!line.includes('probe and metrics server listening')) return undefined;
+  try {
+    const address = (JSON.parse(line) as { address?: unknown }).address;
+    return typeof address === 'string' ? address : undefined;
+  } catch {
+    return undefined;
+  }
+}
+
 function startApp(ctx: Ctx, name: string, entry: string, args: string[], opts: StartAppOptions = {}): SupervisedApp {
   const env = { LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...opts.env };
   ctx.specs.set(name, { entry, args, env });
+  const onStdoutLine = (line: string): void => {
+    const address = listeningAddress(line);
+    if (address !== undefined) ctx.metricsUrls.set(name, `http://${address}/metrics`);
+    opts.onStdoutLine?.(line);
+  };
   const p = new SupervisedApp({
-    name, entry, args, env, logPath: join(ctx.logDir, `${name}.log`), onStdoutLine: opts.onStdoutLine,
+    name, entry, args, env, logPath: join(ctx.logDir, `${name}.log`), onStdoutLine,
     restartPolicy: opts.restartPolicy, onUnexpectedExit: (e) => reportExit(ctx, e),
   });
   ctx.apps.set(name, p);
@@ -166,11 +192,12 @@ async function saKubeconfig(ctx: Ctx, app: string): Promise<string> {
 }
 
 /**
- * Probe and metrics servers off: the runner watches the processes and the API instead, and
- * ports picked ahead of time could be taken by another process before the app binds them.
+ * Probe server off: the runner watches the processes and the API instead. Metrics off unless
+ * asked for, then on a port the app picks itself (port 0) and names in its log: a port picked
+ * ahead of time could be taken by another process before the app binds it.
  */
-function probeArgs(): string[] {
-  return ['--health-probe-bind-address', '0', '--metrics-bind-address', '0'];
+function probeArgs(ctx: Ctx): string[] {
+  return ['--health-probe-bind-address', '0', '--metrics-bind-address', ctx.metrics ? '127.0.0.1:0' : '0'];
 }
 
 function logTail(path: string, lines = 15): string {
@@ -235,19 +262,19 @@ async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number[
     const name = i === 0 ? 'claim-controller' : `claim-controller-${i}`;
     const fastPath = i === 0 ? ports.fastPath : await freePort();
     startApp(ctx, name, 'apps/claim-controller/src/main.ts', [
-      ...common(claimControllerKubeconfig), ...leader, ...probeArgs(),
+      ...common(claimControllerKubeconfig), ...leader, ...probeArgs(ctx),
       '--fast-path-bind-address', `127.0.0.1:${fastPath}`, '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key,
       ...(ctx.extraArgs['claim-controller'] ?? []),
     ], { env: { POD_NAME: name } });
   }
   startApp(ctx, 'warmpool-driver', 'apps/warmpool-driver/src/main.ts', [
-    ...common(await saKubeconfig(ctx, 'warmpool-driver')), ...leader, ...probeArgs(),
+    ...common(await saKubeconfig(ctx, 'warmpool-driver')), ...leader, ...probeArgs(ctx),
     ...(ctx.extraArgs['warmpool-driver'] ?? []),
   ]);
   const publisherKubeconfig = await saKubeconfig(ctx, 'inventory-publisher');
   for (const n of nodes) {
     startApp(ctx, `inventory-publisher-${n.name}`, 'apps/inventory-publisher/src/main.ts', [
-      ...common(publisherKubeconfig), ...probeArgs(),
+      ...common(publisherKubeconfig), ...probeArgs(ctx),
       '--node-name', n.name, '--sandboxd-url', n.url, '--publish-interval', publishInterval,
       ...(ctx.extraArgs['inventory-publisher'] ?? []),
     ]);
@@ -302,7 +329,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
   const fleetToken = randomBytes(24).toString('hex');
   const tokenFile = join(dir, 'fleet-token');
   writeFileSync(tokenFile, fleetToken, { mode: 0o600 });
-  const ctx: Ctx = { cp, dir, logDir, log, fleetToken, tokenFile, apps: new Map(), specs: new Map(), extraArgs: opts.extraArgs ?? {}, claimControllerReplicas: opts.claimControllerReplicas ?? 1 };
+  const ctx: Ctx = { cp, dir, logDir, log, fleetToken, tokenFile, apps: new Map(), specs: new Map(), extraArgs: opts.extraArgs ?? {}, claimControllerReplicas: opts.claimControllerReplicas ?? 1, metrics: opts.metrics ?? false, metricsUrls: new Map() };
   const stopAll = async (): Promise<void> => {
     for (const app of [...ctx.apps.values()].reverse()) await app.stop();
     if (ownsControlPlane) await cp.stop();
@@ -344,11 +371,13 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
       servingCaPath: certs.ca,
       logDir,
       apps: ctx.apps,
+      metricsUrls: ctx.metricsUrls,
       async restartApp(name, o = {}) {
         const app = ctx.apps.get(name);
         const spec = ctx.specs.get(name);
         if (!app || !spec) throw new Error(`no app ${name}`);
         await app.stop({ kill: o.kill });
+        ctx.metricsUrls.delete(name);
         await o.beforeStart?.();
         startApp(ctx, name, spec.entry, spec.args, { env: spec.env });
       },

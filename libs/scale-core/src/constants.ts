@@ -21,6 +21,9 @@ export const RESOURCES = {
   nodeInventory: { group: EXTENSIONS_GROUP, kind: 'NodeInventory', listKind: 'NodeInventoryList', plural: 'nodeinventories', singular: 'nodeinventory', shortNames: [] as string[], namespaced: false },
 } as const;
 
+/** The category every resource of this project is listed under: `kubectl get sandbox-scale` lists them all. */
+export const RESOURCE_CATEGORY = 'sandbox-scale';
+
 /** Lifecycle subresources of `sandboxes` (POST only) and their body kinds (scale-contracts §2.1, §3.6). */
 export const SANDBOX_SUBRESOURCES = ['pause', 'resume', 'fork', 'snapshot'] as const;
 export type SandboxSubresource = (typeof SANDBOX_SUBRESOURCES)[number];

@@ -58,8 +58,16 @@ export interface ClaimGatewayOptions {
   coldClaimTimeoutMs?: number;
   /** After a failed claim call (timeout, 5xx, refused), the node is chosen only when no other node can serve, for this long. Default 15 s. */
   failedNodeCooldownMs?: number;
-  onClaim?: (outcome: 'delivered' | 'no_capacity' | 'error', seconds: number) => void;
+  onClaim?: (outcome: 'delivered' | 'no_capacity' | 'error', seconds: number, how: ClaimHow) => void;
 }
+
+/** How a claim was made, for metrics: the fast path or a SandboxClaim, from a warm VM or a cold boot. */
+export interface ClaimHow {
+  path: 'fast' | 'claim';
+  start: 'warm' | 'cold';
+}
+
+const pathOf = (req: GatewayClaimRequest): ClaimHow['path'] => (req.owner.kind === OWNER_KINDS.fastclaim ? 'fast' : 'claim');
 
 /** A delivered sandbox's node is in no NodeInventory and no address was recorded for it: it cannot be reached to release or renew. */
 export class ReleaseTargetUnknownError extends SandboxScaleError {}
@@ -101,7 +109,7 @@ export class ClaimGateway {
   async deliver(req: GatewayClaimRequest): Promise<Assignment> {
     this.#requireToken();
     const t0 = performance.now();
-    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void => this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000);
+    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void => this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path: pathOf(req), start: 'warm' });
     const tried = new Set<string>();
     try {
       for (;;) {
@@ -137,7 +145,7 @@ export class ClaimGateway {
   async coldDeliver(req: GatewayClaimRequest): Promise<Assignment> {
     this.#requireToken();
     const t0 = performance.now();
-    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void => this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000);
+    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void => this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path: pathOf(req), start: 'cold' });
     const tried = new Set<string>();
     const opts = { timeoutMs: this.#o.coldClaimTimeoutMs ?? DEFAULT_COLD_CLAIM_TIMEOUT_MS, warm: false };
     try {

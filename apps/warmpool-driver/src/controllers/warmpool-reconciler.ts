@@ -89,6 +89,8 @@ export class WarmPoolReconciler implements Reconciler {
   statusWrites = 0;
   /** Completed syncs (tests wait on it instead of sleeping). */
   syncs = 0;
+  /** Pool id (namespace/name) -> warm VMs of its key counted at the last sync (read by the metrics). */
+  readonly warmByPool = new Map<string, number>();
   private readonly memory = new Map<string, PoolMemory>();
   private readonly warm = new WarmCounts();
   private readonly invalidWritten = new Map<string, string>();
@@ -141,6 +143,7 @@ export class WarmPoolReconciler implements Reconciler {
         continue;
       }
       const warm = this.warm.warmOf(poolKeyId(mem.key), nodes, inventoryOf);
+      this.warmByPool.set(id, warm);
       if (mem.retiring && !mem.releaseRetiring && warm >= pool.spec.replicas && !problems.has(id)) {
         mem.releaseRetiring = true;
         released = true;
@@ -197,6 +200,7 @@ export class WarmPoolReconciler implements Reconciler {
       if (!liveIds.has(id)) unattributed.push(id);
     }
     for (const id of this.memory.keys()) if (!liveIds.has(id)) this.memory.delete(id);
+    for (const id of this.warmByPool.keys()) if (!this.memory.has(id)) this.warmByPool.delete(id);
     for (const id of this.lastStatusWrite.keys()) if (!liveIds.has(id)) this.lastStatusWrite.delete(id);
     for (const id of this.recorded.keys()) if (!liveIds.has(id)) this.recorded.delete(id);
     return { spread, problems, owned, unattributed };

@@ -1,5 +1,5 @@
 import type { z } from 'zod';
-import { API_VERSION, RESOURCES } from '../constants';
+import { API_VERSION, RESOURCE_CATEGORY, RESOURCES } from '../constants';
 import { NodeInventorySchema } from '../schemas/node-inventory';
 import { SandboxClaimSchema } from '../schemas/sandbox-claim';
 import { SandboxTemplateSchema } from '../schemas/sandbox-template';
@@ -70,6 +70,7 @@ export function buildCrd(src: CrdSource): CustomResourceDefinition {
   if (src.printerColumns) version['additionalPrinterColumns'] = src.printerColumns;
   const namesNode: SchemaNode = { kind: names.kind, listKind: names.listKind, plural: names.plural, singular: names.singular };
   if (names.shortNames.length > 0) namesNode['shortNames'] = [...names.shortNames];
+  namesNode['categories'] = [RESOURCE_CATEGORY];
   return {
     apiVersion: 'apiextensions.k8s.io/v1',
     kind: 'CustomResourceDefinition',

@@ -116,6 +116,10 @@ describe('generated CRDs', () => {
     expect(undescribed(schemaOf(name), '', [])).toEqual([]);
   });
 
+  it.each(crds.map((c) => c.metadata.name))('%s is in the sandbox-scale category (kubectl get sandbox-scale)', (name) => {
+    expect(spec(name).names['categories']).toEqual(['sandbox-scale']);
+  });
+
   it('gives SandboxWarmPool status and scale subresources and validates replicas', () => {
     const s = spec('sandboxwarmpools.extensions.agents.x-k8s.io');
     expect(s.names['shortNames']).toEqual(['swp']);
