@@ -207,6 +207,11 @@ describe('the sandbox-scale chart', () => {
         ['watch', 'nodeinventories', { group: ext, allowed: true }],
         ['list', 'sandboxwarmpools', { group: ext, allowed: true }],
         ['get', 'sandboxtemplates', { group: ext, allowed: true }],
+        // it follows claims to serve a claim's Sandbox the moment the claim is Ready; it never writes them
+        ['list', 'sandboxclaims', { group: ext, allowed: true }],
+        ['watch', 'sandboxclaims', { group: ext, allowed: true }],
+        ['patch', 'sandboxclaims', { group: ext, allowed: false }],
+        ['update', 'sandboxclaims', { group: ext, subresource: 'status', allowed: false }],
         ['create', 'tokenreviews', { group: 'authentication.k8s.io', allowed: true }],
         ['create', 'subjectaccessreviews', { group: 'authorization.k8s.io', allowed: true }],
         ['get', 'configmaps', { namespace: 'kube-system', name: 'extension-apiserver-authentication', allowed: true }],

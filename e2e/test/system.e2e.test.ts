@@ -86,7 +86,7 @@ describe('sandbox-scale on a real control plane', () => {
       for (const c of list.items) expect(isTrue(c.status?.conditions, 'Bound')).toBe(true);
       return list.items;
     }, { timeoutMs: 60_000, intervalMs: 500 });
-    const ids = claims.map((c) => c.status?.sandbox?.name);
+    const ids = claims.map((c) => c.status?.sandbox?.claimID);
     expect(new Set(ids).size).toBe(3);
     expect(await nodeSandboxIds()).toEqual(expect.arrayContaining(ids));
 
@@ -118,7 +118,7 @@ describe('sandbox-scale on a real control plane', () => {
 
   it('releases the VM when its claim is deleted, and the pool refills', async () => {
     const claim = await kJson<Claim>(['-n', ns, 'get', 'sandboxclaim', 'c2']);
-    const id = claim.status?.sandbox?.name as string;
+    const id = claim.status?.sandbox?.claimID as string;
     await k(['-n', ns, 'delete', 'sandboxclaim', 'c2', '--wait=true', '--timeout=60s']);
     expect(await nodeSandboxIds()).not.toContain(id);
     await eventually(async () => {
