@@ -36,7 +36,7 @@ interface Cond {
 }
 interface Claim {
   metadata: { name: string; namespace?: string };
-  status?: { conditions?: Cond[]; sandbox?: { name?: string; nodeName?: string; tokenSecretName?: string } };
+  status?: { conditions?: Cond[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; tokenSecretName?: string } };
 }
 interface SimRow {
   id: string;

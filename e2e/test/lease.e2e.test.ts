@@ -22,7 +22,7 @@ interface Cond {
 }
 interface Claim {
   metadata: { name: string; uid?: string };
-  status?: { conditions?: Cond[]; sandbox?: { name?: string; nodeName?: string; deadline?: string } };
+  status?: { conditions?: Cond[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; deadline?: string } };
 }
 interface Row {
   id: string;

@@ -28,7 +28,7 @@ const users: Record<'alice' | 'mallory' | 'carol', { kubeconfig: string; token: 
 
 interface Claim {
   metadata: { name: string; namespace: string; uid: string; annotations?: Record<string, string> };
-  status?: { sandbox?: { name?: string; tokenSecretName?: string }; conditions?: { type: string; status: string }[] };
+  status?: { sandbox?: { name?: string; claimID?: string; tokenSecretName?: string }; conditions?: { type: string; status: string }[] };
 }
 interface Assignment {
   claimId: string;

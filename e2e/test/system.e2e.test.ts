@@ -22,7 +22,7 @@ async function kJson<T>(args: string[]): Promise<T> {
 interface Listed<T> {
   items: T[];
 }
-type Claim = KubernetesObject & { status?: { conditions?: { type: string; status: string; reason?: string }[]; sandbox?: { name?: string; nodeName?: string; tokenSecretName?: string } } };
+type Claim = KubernetesObject & { status?: { conditions?: { type: string; status: string; reason?: string }[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; tokenSecretName?: string } } };
 type Pool = KubernetesObject & { status?: { readyReplicas?: number; conditions?: { type: string; status: string }[] } };
 type Sandbox = KubernetesObject & { status?: { nodeName?: string; conditions?: { type: string; status: string; reason?: string }[] } };
 type Inventory = KubernetesObject & { pools?: { template: string; warm: number; target: number }[]; entries?: { name: string; id?: string; phase: string }[] };
