@@ -48,11 +48,11 @@ async function extractPreviousChart(into: string): Promise<string> {
 const claim = (name: string) => ({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name, namespace: ns }, spec: { warmPoolRef: { name: 'pool' } } });
 const boundStatus = { sandbox: { name: 'c1', claimID: 'sb_0123456789abcdef', nodeName: 'node-a', address: '10.0.0.7:7777', tokenSecretName: 'c1-sandbox-token' } };
 
-/** Writes status.sandbox through the status subresource and reads back what the API server kept. */
+/** Writes status.sandbox through the status subresource (a merge patch) and reads back what the API server kept. */
 async function writeAndReadStatus(name: string): Promise<Record<string, unknown>> {
   await kubectl(['apply', '--server-side', '--field-manager=test', '-f', '-'], JSON.stringify(claim(name)));
-  const body = { ...claim(name), status: boundStatus };
-  await kubectl(['apply', '--server-side', '--field-manager=test-status', '--subresource=status', '-f', '-'], JSON.stringify(body));
+  // an update or merge patch, as claim-controller's writes of 0.1.x were: the API server prunes, it does not refuse
+  await kubectl(['-n', ns, 'patch', 'sandboxclaim', name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: boundStatus })]);
   const read = JSON.parse(await kubectl(['-n', ns, 'get', 'sandboxclaim', name, '-o', 'json'])) as { status?: { sandbox?: Record<string, unknown> } };
   return read.status?.sandbox ?? {};
 }

@@ -221,6 +221,11 @@ describe('the sandbox-scale chart', () => {
         ['list', 'endpointslices', { group: 'discovery.k8s.io', namespace: 'kube-system', allowed: false }],
         ['update', 'endpointslices', { group: 'discovery.k8s.io', namespace: '<release>', allowed: false }],
         ['get', 'secrets', { namespace: 'kube-system', allowed: false }],
+        // the labels and annotations users set on sandboxes: ConfigMaps of its own namespace only
+        ['patch', 'configmaps', { namespace: '<release>', allowed: true }],
+        ['watch', 'configmaps', { namespace: '<release>', allowed: true }],
+        ['patch', 'configmaps', { namespace: 'kube-system', allowed: false }],
+        ['delete', 'configmaps', { namespace: '<release>', allowed: false }],
         ['patch', 'nodeinventories', { group: ext, allowed: false }],
         ['update', 'sandboxwarmpools', { group: ext, allowed: false }],
       ],

@@ -25,6 +25,7 @@ import { LocalVerbs, type SandboxVerbs } from './peers/sandbox-verbs';
 import { buildStorages, type ResourceStorage } from './storage';
 import { startInventoryInformer } from './storage/inventory-informer';
 import { ClaimFollower, startClaimFollower, type FollowedClaim } from './storage/claim-follower';
+import { UserMetadataStore } from './storage/user-metadata';
 import { loadServingCert, selfSignedServingCert } from './tls/serving-cert';
 import type { WatchContext } from './watch/watch-stream';
 import { DEFAULT_LEASE_TTL_SECONDS } from './storage/lease-policy';
@@ -106,6 +107,10 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     log,
   });
   const sandboxes = storages.get('sandboxes') as ResourceStorage;
+  const metadata = new UserMetadataStore({ kubeConfig: kc, namespace: config.serviceNamespace ?? 'sandbox-system', log, registry, onChange: (ns, name) => sandboxes.view.touch(ns, name) });
+  sandboxes.metadata = metadata;
+  sandboxes.view.decorate = (obj) => metadata.decorate(obj);
+  metadata.start();
   const informer = startInventoryInformer(kc, sandboxes.view, log, registry);
   const watch: { ctx: WatchContext } = { ctx: { storage: sandboxes.reads, hub: sandboxes.hub, startRev: 0, bookmarkIntervalMs: config.bookmarkIntervalMs ?? 60_000 } };
   // the peers must be known before this replica decides who owns a name
@@ -221,6 +226,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await informer.stop();
       await following?.stop();
+      await metadata.stop();
       await peerInformer?.stop();
       peerClient?.close();
       await authConfig?.stop();
