@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { eventually, kubectl, runSuffix, type RunResult } from '../src/index';
 import { runCommand, runProcess } from '../src/system/run-command';
-import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
+import { RELEASE, startLocalSystem, SYSTEM_NAMESPACE, type LocalSystem } from '../src/system/local-system';
 
 // What users of kubernetes-sigs/agent-sandbox meet when they point their tools at this project:
 // `kubectl wait --for=condition=Ready sandboxclaim/x` as in the upstream quickstart, and the
@@ -30,6 +30,16 @@ async function k(args: string[], input?: string): Promise<RunResult> {
 
 async function kJson<T>(args: string[]): Promise<T> {
   return JSON.parse((await k([...args, '-o', 'json'])).stdout) as T;
+}
+
+async function nodeSandboxIds(): Promise<string[]> {
+  const ids: string[] = [];
+  for (const n of system.nodes) {
+    const res = await fetch(`${n.url}/v1/sandboxes`, { headers: { authorization: `Bearer ${system.fleetToken}` } });
+    const body = (await res.json()) as { sandboxes?: { id: string }[] } | { id: string }[];
+    ids.push(...(Array.isArray(body) ? body : (body.sandboxes ?? [])).map((r) => r.id));
+  }
+  return ids;
 }
 
 const claimManifest = (name: string) => JSON.stringify({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name, namespace: ns }, spec: { warmPoolRef: { name: 'agent' } } });
@@ -104,5 +114,21 @@ describe('upstream agent-sandbox clients, unchanged', () => {
       const sandboxes = await kJson<{ items: Sandbox[] }>(['-n', ns, 'get', 'sandboxes']);
       expect(sandboxes.items.map((s) => s.metadata?.name)).not.toContain('py-claim');
     }, { timeoutMs: 60_000, intervalMs: 500 });
+  });
+
+  it('uninstalls in the documented order: claims first (their finalizer releases the VMs), then the release; the CRDs and pools stay', async () => {
+    await k(['apply', '-f', '-'], claimManifest('last'));
+    await k(['-n', ns, 'wait', '--for=condition=Ready', 'sandboxclaim/last', '--timeout=90s']);
+    const id = (await kJson<Claim>(['-n', ns, 'get', 'sandboxclaim', 'last'])).status?.sandbox?.claimID ?? '';
+    expect(await nodeSandboxIds()).toContain(id);
+    await k(['delete', 'sandboxclaims', '--all', '-A', '--wait=true', '--timeout=60s']);
+    expect((await kJson<{ items: Claim[] }>(['get', 'sandboxclaims', '-A'])).items).toEqual([]);
+    expect(await nodeSandboxIds()).not.toContain(id);
+    const r = await runProcess(join(system.controlPlane.binDir, 'helm'), ['uninstall', RELEASE, '-n', SYSTEM_NAMESPACE, '--wait', '--timeout', '60s'], { KUBECONFIG: system.kubeconfigPath });
+    expect(r.stderr).toBe('');
+    expect(r.code).toBe(0);
+    const crds = await kJson<{ items: KubernetesObject[] }>(['get', 'crds']);
+    expect(crds.items.map((c) => c.metadata?.name)).toEqual(expect.arrayContaining(['sandboxclaims.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io']));
+    expect((await kJson<KubernetesObject>(['-n', ns, 'get', 'sandboxwarmpool', 'agent'])).metadata?.name).toBe('agent');
   });
 });
