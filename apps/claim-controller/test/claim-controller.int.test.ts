@@ -71,14 +71,16 @@ describe('SandboxClaim path', () => {
     const c = await waitBound('c1');
     expect(boundCondition(c)?.reason).toBe('NodeLocalClaim');
     const sb = c.status?.sandbox ?? {};
-    expect(sb.name).toMatch(/^sb_/);
+    // the served Sandbox's name (the claim's), and the node's claim id apart
+    expect(sb.name).toBe('c1');
+    expect(sb.claimID).toMatch(/^sb_/);
     expect(sb.podIPs).toEqual(['127.0.0.1']);
     expect(sb.address).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(sb.deadline).toMatch(/Z$/);
     expect(c.metadata.finalizers).toContain('sandbox.cocoonstack.io/release');
     const node = sim.nodes.find((n) => sb.nodeName?.startsWith(n.name));
     expect(node).toBeDefined();
-    const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.name ?? '');
+    const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.claimID ?? '');
     // the node records the owner exactly: this SandboxClaim, by uid
     expect(detail.claimRef).toBe(formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name: 'c1' }));
     const token = detail.token ?? '';
@@ -162,7 +164,7 @@ describe('SandboxClaim path', () => {
     const sb = c.status?.sandbox ?? {};
     const node = sim.nodes.find((n) => sb.nodeName === `${n.name}-${suffix}`);
     expect(node).toBeDefined();
-    const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.name ?? '');
+    const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.claimID ?? '');
     expect(parseOwnerRef(detail.claimRef)).toEqual({ kind: 'SandboxClaim', uid: c.metadata.uid, namespace: ns, name: 'c-cold' });
     expect(detail.key.template).toBe(COLD_IMAGE);
     expect(sim.nodes.reduce((sum, n) => sum + sim.node(n.name).state.metrics.claimsCold, 0)).toBe(coldBefore + 1);
