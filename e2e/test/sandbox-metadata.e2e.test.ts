@@ -92,6 +92,21 @@ describe('labels and annotations users set on sandboxes', () => {
     expect(modified.some((e) => e.object.metadata?.labels?.['team'] === 'blue')).toBe(true);
   });
 
+  it('keeps the labels and annotations a create request gives', async () => {
+    const body = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'made', namespace: ns, labels: { origin: 'create' }, annotations: { 'example.com/by': 'kubectl-create' } },
+      spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: 'ghcr.io/example/meta-agent:1.0', resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
+    // a 503 (no warm VM yet, while the pool refills) is retried; any other failure is final
+    await eventually(async () => {
+      const r = await kubectl(['create', '-f', '-'], { kubeconfig: system.kubeconfigPath, input: JSON.stringify(body) });
+      if (r.code !== 0 && /warm capacity/.test(r.stderr)) throw new Error(r.stderr);
+      expect(r.stderr).toBe('');
+    }, { timeoutMs: 60_000, intervalMs: 1000 });
+    const s = await getSandbox('made');
+    expect(s.metadata?.labels).toMatchObject({ origin: 'create' });
+    expect(s.metadata?.annotations?.['example.com/by']).toBe('kubectl-create');
+    expect((await k(['-n', ns, 'get', 'sandboxes', '-l', 'origin=create', '-o', 'name'])).stdout.trim()).toBe('sandbox.agents.x-k8s.io/made');
+  });
+
   it('refuses other fields with a 422 that names the field and says what may change', async () => {
     const r = await kubectl(['-n', ns, 'patch', 'sandbox', 'm1', '--type=merge', '-p', JSON.stringify({ spec: { shutdownTime: '2030-01-01T00:00:00Z' } })], { kubeconfig: system.kubeconfigPath });
     expect(r.code).not.toBe(0);
@@ -130,6 +145,8 @@ describe('labels and annotations users set on sandboxes', () => {
       const s = await getSandbox('m1');
       expect(s.metadata?.labels).toMatchObject({ team: 'blue', env: 'dev' });
       expect(s.metadata?.annotations?.['example.com/note']).toBe('hello');
+      // served now from its node's inventory alone (the restart forgot the create), with its labels
+      expect((await getSandbox('made')).metadata?.labels).toMatchObject({ origin: 'create' });
     }, { timeoutMs: 60_000, intervalMs: 500 });
     // one ConfigMap for the namespace, in sandbox-apiserver's own namespace
     const cms = JSON.parse((await k(['get', 'configmaps', '-A', '-l', 'sandbox.cocoonstack.io/sandbox-metadata-of', '-o', 'json'])).stdout) as { items: KubernetesObject[] };

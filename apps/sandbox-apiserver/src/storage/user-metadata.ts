@@ -1,6 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { ConfigMapResource, createInformer, isAlreadyExists, isNotFound, ResourceClient, type Informer, type Logger } from '@sandbox-scale/kube-runtime';
-import { retry, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { retry, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import type { UserMetadata } from './patch-sandbox';
@@ -71,6 +71,17 @@ export interface UserMetadataStoreOptions {
   readonly registry?: Registry;
 }
 
+/** One write of a namespace's ConfigMap: the keys to set (or, null, to drop), and the one a create starts with. */
+interface WritePlan {
+  /** The sandboxes' namespace (not the ConfigMap's). */
+  readonly namespace: string;
+  readonly name: string;
+  readonly cmName: string;
+  readonly data: Record<string, string | null>;
+  readonly value: string | null;
+  readonly empty: boolean;
+}
+
 export class UserMetadataStore {
   readonly #byNamespace = new Map<string, Map<string, MetadataEntry>>();
   readonly #client: ResourceClient;
@@ -133,6 +144,23 @@ export class UserMetadataStore {
     }
     if (empty && current?.get(name) === undefined && stale.length === 0) return;
     const cmName = configMapNameOf(namespace);
+    await this.#write({ namespace, name, cmName, data, value, empty });
+    // serve it at once on this replica; the informer confirms it (and tells the others)
+    this.#put(namespace, name, value === null ? undefined : { uid, labels: { ...md.labels }, annotations: { ...md.annotations } });
+    for (const s of stale) this.#put(namespace, s, undefined);
+  }
+
+  async #write(w: WritePlan): Promise<void> {
+    try {
+      await this.#writeOnce(w);
+    } catch (err) {
+      // the store's own ConfigMap could not be written (RBAC, a missing namespace): a server fault, not the caller's
+      this.o.log.error({ err, configMap: `${this.o.namespace}/${w.cmName}` }, 'writing sandbox user metadata failed');
+      throw new StatusError('ServiceUnavailable', `the labels and annotations of sandboxes in namespace ${w.namespace} cannot be stored right now`, {}, { cause: err });
+    }
+  }
+
+  async #writeOnce({ namespace, name, cmName, data, value, empty }: WritePlan): Promise<void> {
     await retry(
       async () => {
         try {
@@ -147,9 +175,6 @@ export class UserMetadataStore {
       // a create that raced another replica's: patch the one that won
       { attempts: 3, baseMs: 50, maxMs: 500, jitter: 0.5, shouldRetry: (err) => isAlreadyExists(err) },
     );
-    // serve it at once on this replica; the informer confirms it (and tells the others)
-    this.#put(namespace, name, value === null ? undefined : { uid, labels: { ...md.labels }, annotations: { ...md.annotations } });
-    for (const s of stale) this.#put(namespace, s, undefined);
   }
 
   #put(namespace: string, name: string, entry: MetadataEntry | undefined): void {
