@@ -104,7 +104,10 @@ describe('labels and annotations users set on sandboxes', () => {
     const s = await getSandbox('made');
     expect(s.metadata?.labels).toMatchObject({ origin: 'create' });
     expect(s.metadata?.annotations?.['example.com/by']).toBe('kubectl-create');
-    expect((await k(['-n', ns, 'get', 'sandboxes', '-l', 'origin=create', '-o', 'name'])).stdout.trim()).toBe('sandbox.agents.x-k8s.io/made');
+    // a list on a replica that did not create it shows it once its node publishes it
+    await eventually(async () => {
+      expect((await k(['-n', ns, 'get', 'sandboxes', '-l', 'origin=create', '-o', 'name'])).stdout.trim()).toBe('sandbox.agents.x-k8s.io/made');
+    }, { timeoutMs: 30_000, intervalMs: 500 });
   });
 
   it('refuses other fields with a 422 that names the field and says what may change', async () => {
