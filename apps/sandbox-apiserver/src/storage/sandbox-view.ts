@@ -98,8 +98,8 @@ export class SandboxView {
   touch(namespace: string, name: string): void {
     const row = this.#byName.get(`${namespace}/${name}`);
     if (row === undefined) return;
-    const next: Row = { ...row, rev: this.opts.revisions.next(), ...(row.created ? { created: { ...row.created, metadata: { ...row.created.metadata } } } : {}) };
-    if (next.created) (next.created.metadata as { resourceVersion: string }).resourceVersion = String(next.rev);
+    const rev = this.opts.revisions.next();
+    const next: Row = { ...row, rev, ...(row.created ? { created: { ...row.created, metadata: { ...row.created.metadata, resourceVersion: String(rev) } } } : {}) };
     const state = this.#nodes.get(row.node);
     if (state?.rows.get(row.key) === row) state.rows.set(row.key, next);
     this.#index(next, row);
