@@ -84,7 +84,7 @@ async function main(): Promise<void> {
       const node = nodeOf(i);
       const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
       const bound = { status: 'True', reason: 'NodeLocalClaim', message: `node ${node.name} handed over sandbox ${id}`, lastTransitionTime: now };
-      await applyStatus(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name, namespace: NS }, status: { sandbox: { name: id, nodeName: node.name, address: node.addr }, conditions: [{ type: 'Bound', ...bound }, { type: 'Ready', ...bound }] } }, { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: Claims });
+      await applyStatus(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name, namespace: NS }, status: { sandbox: { name, claimID: id, nodeName: node.name, address: node.addr }, conditions: [{ type: 'Bound', ...bound }, { type: 'Ready', ...bound }] } }, { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: Claims });
     });
     const claimsS = (performance.now() - tFleet) / 1000;
     for (let i = CLAIMS; i < SANDBOXES; i++) await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: randomUUID(), namespace: NS, name: `sb-${i}` }));

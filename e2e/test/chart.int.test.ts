@@ -332,6 +332,11 @@ describe('the sandbox-scale chart', () => {
         ['watch', 'nodeinventories', { group: ext, allowed: true }],
         ['list', 'sandboxwarmpools', { group: ext, allowed: true }],
         ['get', 'sandboxtemplates', { group: ext, allowed: true }],
+        // it follows claims to serve a claim's Sandbox the moment the claim is Ready; it never writes them
+        ['list', 'sandboxclaims', { group: ext, allowed: true }],
+        ['watch', 'sandboxclaims', { group: ext, allowed: true }],
+        ['patch', 'sandboxclaims', { group: ext, allowed: false }],
+        ['update', 'sandboxclaims', { group: ext, subresource: 'status', allowed: false }],
         ['create', 'tokenreviews', { group: 'authentication.k8s.io', allowed: true }],
         ['create', 'subjectaccessreviews', { group: 'authorization.k8s.io', allowed: true }],
         ['get', 'configmaps', { namespace: 'kube-system', name: 'extension-apiserver-authentication', allowed: true }],
@@ -341,6 +346,11 @@ describe('the sandbox-scale chart', () => {
         ['list', 'endpointslices', { group: 'discovery.k8s.io', namespace: 'kube-system', allowed: false }],
         ['update', 'endpointslices', { group: 'discovery.k8s.io', namespace: '<release>', allowed: false }],
         ['get', 'secrets', { namespace: 'kube-system', allowed: false }],
+        // the labels and annotations users set on sandboxes: ConfigMaps of its own namespace only
+        ['patch', 'configmaps', { namespace: '<release>', allowed: true }],
+        ['watch', 'configmaps', { namespace: '<release>', allowed: true }],
+        ['patch', 'configmaps', { namespace: 'kube-system', allowed: false }],
+        ['delete', 'configmaps', { namespace: '<release>', allowed: false }],
         ['patch', 'nodeinventories', { group: ext, allowed: false }],
         ['update', 'sandboxwarmpools', { group: ext, allowed: false }],
       ],

@@ -36,7 +36,7 @@ interface Cond {
 }
 interface Claim {
   metadata: { name: string; namespace?: string };
-  status?: { conditions?: Cond[]; sandbox?: { name?: string; nodeName?: string; tokenSecretName?: string } };
+  status?: { conditions?: Cond[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; tokenSecretName?: string } };
 }
 interface SimRow {
   id: string;
@@ -272,7 +272,7 @@ describe('sandbox-scale under faults', () => {
     const healS = (Date.now() - restartedAt) / 1000;
     const newLeader = await sys.leaderOf('claimController');
 
-    const ids = claims.map((c) => c.status?.sandbox?.name ?? '');
+    const ids = claims.map((c) => c.status?.sandbox?.claimID ?? '');
     expect(ids.every((id) => id !== '')).toBe(true);
     const refs = new Map<string, number>();
     for (const n of sys.nodes) {
@@ -441,7 +441,7 @@ describe('sandbox-scale under faults', () => {
       try {
         await Promise.all(names.map((n) => createClaim(n)));
         const bound = await waitBound(names, 120_000);
-        const leaked = (await simRows(bad)).filter((r) => names.some((n) => servedNameOf(r.claim_ref) === `${ns}/${n}`) && !bound.some((c) => c.status?.sandbox?.name === r.id)).length;
+        const leaked = (await simRows(bad)).filter((r) => names.some((n) => servedNameOf(r.claim_ref) === `${ns}/${n}`) && !bound.some((c) => c.status?.sandbox?.claimID === r.id)).length;
         const warnings = JSON.parse((await k(['get', 'events', '-n', ns, '-o', 'json'])).stdout) as { items: { type: string; reason: string; involvedObject: { name: string }; message?: string; note?: string }[] };
         const failed = warnings.items.filter((e) => e.type === 'Warning' && names.includes(e.involvedObject.name));
         figures({ fault: 'sandboxd-faults', mode, node: bad.name, claims: names.length, bound: bound.filter(isBound).length,

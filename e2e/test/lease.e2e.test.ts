@@ -22,7 +22,7 @@ interface Cond {
 }
 interface Claim {
   metadata: { name: string; uid?: string };
-  status?: { conditions?: Cond[]; sandbox?: { name?: string; nodeName?: string; deadline?: string } };
+  status?: { conditions?: Cond[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; deadline?: string } };
 }
 interface Row {
   id: string;
@@ -117,7 +117,7 @@ describe('node leases of claims', () => {
     const apiCreatedAt = Date.now();
     await createClaim('forever');
     const c = await waitBound('forever');
-    const id = c.status?.sandbox?.name ?? '';
+    const id = c.status?.sandbox?.claimID ?? '';
     const node = nodeOf(c);
     const boundAt = Date.now();
     const deadlines = new Set<string>();
@@ -153,7 +153,7 @@ describe('node leases of claims', () => {
     const shutdown = new Date(Math.ceil((Date.now() + 8_000) / 1000) * 1000);
     await createClaim('bounded', { shutdownTime: shutdown.toISOString().replace(/\.\d{3}Z$/, 'Z'), ttlSecondsAfterFinished: 3 });
     const c = await waitBound('bounded');
-    const id = c.status?.sandbox?.name ?? '';
+    const id = c.status?.sandbox?.claimID ?? '';
     const node = nodeOf(c);
     // the node keeps the sandbox past several of its default 2 s leases, up to shutdownTime
     const goneAt = await eventually(async () => {
@@ -180,7 +180,7 @@ describe('node leases of claims', () => {
     await createClaim('lost');
     const c = await waitBound('lost');
     const node = nodeOf(c);
-    const id = c.status?.sandbox?.name ?? '';
+    const id = c.status?.sandbox?.claimID ?? '';
     // the sandbox disappears behind the controller's back (an operator's release on the node)
     const res = await fetch(`${node.url}/v1/sandboxes/${encodeURIComponent(id)}/release`, { method: 'POST', headers: { authorization: `Bearer ${sys.fleetToken}` } });
     expect(res.status).toBe(204);

@@ -28,7 +28,7 @@ const users: Record<'alice' | 'mallory' | 'carol', { kubeconfig: string; token: 
 
 interface Claim {
   metadata: { name: string; namespace: string; uid: string; annotations?: Record<string, string> };
-  status?: { sandbox?: { name?: string; tokenSecretName?: string }; conditions?: { type: string; status: string }[] };
+  status?: { sandbox?: { name?: string; claimID?: string; tokenSecretName?: string }; conditions?: { type: string; status: string }[] };
 }
 interface Assignment {
   claimId: string;
@@ -175,14 +175,14 @@ describe('tenants stay apart', () => {
     await k(['create', '-f', '-'], { as: 'alice', input: claimBody(ns, 'alice-held', 'agent') });
     const held = await eventually(async () => {
       const c = await claimOf(ns, 'alice-held');
-      if (!c?.status?.sandbox?.name) throw new Error('alice-held not Bound yet');
+      if (!c?.status?.sandbox?.claimID) throw new Error('alice-held not Bound yet');
       return c;
     }, { timeoutMs: 30_000 });
     const r = await fastClaim('mallory', { namespace: ns, name: 'alice-held', warmPool: 'agent' });
     expect(r.status).toBe(409);
     expect(r.body).toMatchObject({ kind: 'Status', reason: 'AlreadyExists' });
     const after = await claimOf(ns, 'alice-held');
-    attempts.push({ what: 'fast-path record over an existing claim', refused: r.status === 409 && after?.status?.sandbox?.name === held.status?.sandbox?.name });
+    attempts.push({ what: 'fast-path record over an existing claim', refused: r.status === 409 && after?.status?.sandbox?.claimID === held.status?.sandbox?.claimID });
   });
 
   it('a fast-path delivery whose record a ResourceQuota refuses is recorded by the orphan pass once it may be', async () => {
@@ -213,7 +213,7 @@ describe('tenants stay apart', () => {
       if (!got?.status?.conditions?.some((x) => x.type === 'Bound' && x.status === 'True')) throw new Error('canary not recorded yet');
       return got;
     }, { timeoutMs: 60_000 });
-    expect(c.status?.sandbox?.name).toBe(a.claimId);
+    expect(c.status?.sandbox?.claimID).toBe(a.claimId);
     expect((await secretTokens(quotaNs)).get(a.token)).toBe(c.status?.sandbox?.tokenSecretName);
   });
 
@@ -240,7 +240,7 @@ describe('tenants stay apart', () => {
       const v = victims[i] as (typeof victims)[number];
       const claim = await claimOf(ns, name);
       expect(claim).toBeDefined();
-      attempts.push({ what: `adopt the VM of an ${v.what}`, refused: claim !== undefined && claim.status?.sandbox?.name !== v.id });
+      attempts.push({ what: `adopt the VM of an ${v.what}`, refused: claim !== undefined && claim.status?.sandbox?.claimID !== v.id });
       attempts.push({ what: `copy the token of an ${v.what}`, refused: !tokens.has(v.token) });
     }
     // mallory may not get claims, so kubectl cannot wait for her: the admin watches them go
@@ -258,7 +258,7 @@ describe('tenants stay apart', () => {
   it('every fast-path delivery is a SandboxClaim Bound to its VM, and reports the figures', async () => {
     const recorded = await eventually(async () => {
       const list = JSON.parse((await k(['get', 'sandboxclaims', '-A', '-o', 'json'])).stdout) as { items: Claim[] };
-      const byId = new Map(list.items.map((c) => [c.status?.sandbox?.name, c]));
+      const byId = new Map(list.items.map((c) => [c.status?.sandbox?.claimID, c]));
       const missing = deliveries.filter((d) => byId.get(d.claimId)?.metadata.name !== d.name);
       if (missing.length > 0) throw new Error(`not recorded yet: ${missing.map((d) => d.name).join(', ')}`);
       return deliveries.length - missing.length;

@@ -22,7 +22,7 @@ async function kJson<T>(args: string[]): Promise<T> {
 interface Listed<T> {
   items: T[];
 }
-type Claim = KubernetesObject & { status?: { conditions?: { type: string; status: string; reason?: string }[]; sandbox?: { name?: string; nodeName?: string; tokenSecretName?: string } } };
+type Claim = KubernetesObject & { status?: { conditions?: { type: string; status: string; reason?: string }[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; tokenSecretName?: string } } };
 type Pool = KubernetesObject & { status?: { readyReplicas?: number; conditions?: { type: string; status: string }[] } };
 type Sandbox = KubernetesObject & { status?: { nodeName?: string; conditions?: { type: string; status: string; reason?: string }[] } };
 type Inventory = KubernetesObject & { pools?: { template: string; warm: number; target: number }[]; entries?: { name: string; id?: string; phase: string }[] };
@@ -86,7 +86,7 @@ describe('sandbox-scale on a real control plane', () => {
       for (const c of list.items) expect(isTrue(c.status?.conditions, 'Bound')).toBe(true);
       return list.items;
     }, { timeoutMs: 60_000, intervalMs: 500 });
-    const ids = claims.map((c) => c.status?.sandbox?.name);
+    const ids = claims.map((c) => c.status?.sandbox?.claimID);
     expect(new Set(ids).size).toBe(3);
     expect(await nodeSandboxIds()).toEqual(expect.arrayContaining(ids));
 
@@ -118,7 +118,7 @@ describe('sandbox-scale on a real control plane', () => {
 
   it('releases the VM when its claim is deleted, and the pool refills', async () => {
     const claim = await kJson<Claim>(['-n', ns, 'get', 'sandboxclaim', 'c2']);
-    const id = claim.status?.sandbox?.name as string;
+    const id = claim.status?.sandbox?.claimID as string;
     await k(['-n', ns, 'delete', 'sandboxclaim', 'c2', '--wait=true', '--timeout=60s']);
     expect(await nodeSandboxIds()).not.toContain(id);
     await eventually(async () => {

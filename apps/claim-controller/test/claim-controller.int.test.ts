@@ -71,14 +71,16 @@ describe('SandboxClaim path', () => {
     const c = await waitBound('c1');
     expect(boundCondition(c)?.reason).toBe('NodeLocalClaim');
     const sb = c.status?.sandbox ?? {};
-    expect(sb.name).toMatch(/^sb_/);
+    // the served Sandbox's name (the claim's), and the node's claim id apart
+    expect(sb.name).toBe('c1');
+    expect(sb.claimID).toMatch(/^sb_/);
     expect(sb.podIPs).toEqual(['127.0.0.1']);
     expect(sb.address).toMatch(/^127\.0\.0\.1:\d+$/);
     expect(sb.deadline).toMatch(/Z$/);
     expect(c.metadata.finalizers).toContain('sandbox.cocoonstack.io/release');
     const node = sim.nodes.find((n) => sb.nodeName?.startsWith(n.name));
     expect(node).toBeDefined();
-    const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.name ?? '');
+    const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.claimID ?? '');
     // the node records the owner exactly: this SandboxClaim, by uid
     expect(detail.claimRef).toBe(formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name: 'c1' }));
     const token = detail.token ?? '';
@@ -110,7 +112,7 @@ describe('SandboxClaim path', () => {
     });
     expect(releases(sim)).toBe(before + 1);
     const live = await liveDeliveries(sim, ns);
-    expect(live.map((d) => d.id)).not.toContain(c.status?.sandbox?.name);
+    expect(live.map((d) => d.id)).not.toContain(c.status?.sandbox?.claimID);
   });
 
   it('names the field of a claim whose pool does not exist, without claiming', async () => {
@@ -162,7 +164,7 @@ describe('SandboxClaim path', () => {
     const sb = c.status?.sandbox ?? {};
     const node = sim.nodes.find((n) => sb.nodeName === `${n.name}-${suffix}`);
     expect(node).toBeDefined();
-    const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.name ?? '');
+    const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.claimID ?? '');
     expect(parseOwnerRef(detail.claimRef)).toEqual({ kind: 'SandboxClaim', uid: c.metadata.uid, namespace: ns, name: 'c-cold' });
     expect(detail.key.template).toBe(COLD_IMAGE);
     expect(sim.nodes.reduce((sum, n) => sum + sim.node(n.name).state.metrics.claimsCold, 0)).toBe(coldBefore + 1);
@@ -206,9 +208,9 @@ describe('SandboxClaim path', () => {
     const first = await cc.orphans.reconcileAll();
     expect(first.adopted).toBeGreaterThanOrEqual(1);
     const c = await waitBound('c-orphan');
-    expect(c.status?.sandbox?.name).toBe(delivered.id);
+    expect(c.status?.sandbox?.claimID).toBe(delivered.id);
     expect((await cc.orphans.reconcileAll()).adopted).toBe(0);
-    expect((await getClaim(kc, ns, 'c-orphan')).status?.sandbox?.name).toBe(delivered.id);
+    expect((await getClaim(kc, ns, 'c-orphan')).status?.sandbox?.claimID).toBe(delivered.id);
     expect(releases(sim)).toBe(before);
     // left intact for their owners, not released
     await client.release(legacy.id, {});
@@ -269,7 +271,7 @@ describe('fast path POST /v1/claims', () => {
     expect(String(ok.token)).not.toBe('');
 
     const c = await waitBound('fast-1');
-    expect(c.status?.sandbox?.name).toBe(ok.claimId);
+    expect(c.status?.sandbox?.claimID).toBe(ok.claimId);
     const listed = await kubectl(['get', 'sandboxclaims', '-n', ns]);
     expect(listed.stdout).toContain('fast-1');
     expect(listed.stdout).not.toContain(String(ok.token));
@@ -300,7 +302,7 @@ describe('records write only onto their own owner', () => {
     const other = { claimId: 'sb_00000000000000aa', node: 'elsewhere', address: '10.9.9.9:7777', token: 'not-this-token' };
     const bound: unknown = await recorder().recordBound({ namespace: ns, name: 'r-bound', uid: c.metadata.uid ?? '' }, other).catch((e: unknown) => e);
     expect((bound as Error).name).toBe('ClaimBoundElsewhereError');
-    const replaced: unknown = await recorder().recordBound({ namespace: ns, name: 'r-bound', uid: '00000000-0000-0000-0000-000000000000' }, { ...other, claimId: c.status?.sandbox?.name ?? '' }).catch((e: unknown) => e);
+    const replaced: unknown = await recorder().recordBound({ namespace: ns, name: 'r-bound', uid: '00000000-0000-0000-0000-000000000000' }, { ...other, claimId: c.status?.sandbox?.claimID ?? '' }).catch((e: unknown) => e);
     expect((replaced as Error).name).toBe('ClaimOwnerMismatchError');
     const after = await getClaim(kc, ns, 'r-bound');
     expect(after.status?.sandbox).toEqual(c.status?.sandbox);
@@ -318,7 +320,7 @@ describe('records write only onto their own owner', () => {
     const s = await core().readNamespacedSecret({ namespace: ns, name: 'r-secret-sandbox-token' });
     expect(s.data?.token).toBe(foreign);
     expect(s.metadata?.ownerReferences ?? []).toEqual([]);
-    expect((await getClaim(kc, ns, 'r-secret')).status?.sandbox?.name).toBeUndefined();
+    expect((await getClaim(kc, ns, 'r-secret')).status?.sandbox?.claimID).toBeUndefined();
   });
 
   it('gives the longest claim name a valid, hash-shortened token Secret', async () => {
@@ -352,7 +354,7 @@ describe('records write only onto their own owner', () => {
     const pass = await cc.orphans.reconcileAll();
     expect(pass.adopted).toBeGreaterThanOrEqual(1);
     const c = await waitBound('fast-lost');
-    expect(c.status?.sandbox?.name).toBe(a.claimId);
+    expect(c.status?.sandbox?.claimID).toBe(a.claimId);
     expect(c.metadata.annotations?.['sandbox.cocoonstack.io/delivery-uid']).toBe(deliveryUid);
     expect(c.spec.warmPoolRef.name).toBe('base');
     const s = await core().readNamespacedSecret({ namespace: ns, name: c.status?.sandbox?.tokenSecretName ?? '' });

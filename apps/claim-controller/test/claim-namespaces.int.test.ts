@@ -139,7 +139,7 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     expect(readyCondition(c)).toMatchObject({ status: 'True', reason: 'NodeLocalClaim' });
     const secret = await kc.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace: ns, name: c.status?.sandbox?.tokenSecretName ?? '' });
     expect(secret.data?.token).toBeTruthy();
-    expect(await deliveriesFor(ns, 'late')).toEqual([c.status?.sandbox?.name]);
+    expect(await deliveriesFor(ns, 'late')).toEqual([c.status?.sandbox?.claimID]);
     expect(deliveredTotal()).toBe(before + 1);
   });
 
@@ -160,12 +160,12 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     expect(bound?.message).toContain(`namespace "${other}"`);
     expect(bound?.message).toContain('claimController.secretNamespaces');
     expect(readyCondition(refused)).toMatchObject({ status: 'False', reason: 'NamespaceNotEnabled', message: bound?.message });
-    expect(refused.status?.sandbox?.name).toBeUndefined();
+    expect(refused.status?.sandbox?.claimID).toBeUndefined();
 
     // The enabled namespace binds through the chart's Role there.
     await createClaim(enabled, 'allowed');
     const allowed = await waitBound(enabled, 'allowed');
-    expect(await deliveriesFor(enabled, 'allowed')).toEqual([allowed.status?.sandbox?.name]);
+    expect(await deliveriesFor(enabled, 'allowed')).toEqual([allowed.status?.sandbox?.claimID]);
 
     // The fast path refuses the same way, with a Status, before claiming.
     const callerNs = await createTestNamespace(kc, 'cns-fast');
@@ -206,7 +206,7 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     await helm('upgrade', [enabled, other]);
     const late = await waitBound(other, 'refused');
     expect(readyCondition(late)).toMatchObject({ status: 'True', reason: 'NodeLocalClaim' });
-    expect(await deliveriesFor(other, 'refused')).toEqual([late.status?.sandbox?.name]);
+    expect(await deliveriesFor(other, 'refused')).toEqual([late.status?.sandbox?.claimID]);
     const secret = await kc.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace: other, name: late.status?.sandbox?.tokenSecretName ?? '' });
     expect(secret.data?.token).toBeTruthy();
     expect(deliveredTotal()).toBe(before + 2);
@@ -250,7 +250,7 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
 
     await core.deleteNamespacedResourceQuota({ namespace: ns, name: 'no-secrets' });
     const bound = await waitBound(ns, 'held');
-    expect(bound.status?.sandbox?.name).toBe(heldIds[0]);
+    expect(bound.status?.sandbox?.claimID).toBe(heldIds[0]);
     expect(readyCondition(bound)).toMatchObject({ status: 'True', reason: 'NodeLocalClaim' });
     expect(await deliveriesFor(ns, 'held')).toEqual(heldIds);
     // two claims, two VMs: no second VM for either while their records failed
@@ -287,7 +287,7 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
 
     await helm('upgrade', [ns, keep]);
     const bound = await waitBound(ns, 'revoked');
-    expect(bound.status?.sandbox?.name).toBe(ids[0]);
+    expect(bound.status?.sandbox?.claimID).toBe(ids[0]);
     expect(await deliveriesFor(ns, 'revoked')).toEqual(ids);
     expect(deliveredTotal()).toBe(before + 1);
     expect((await eventsOf(ns, 'revoked')).map((e) => e.reason)).not.toContain('NoWarmCapacity');

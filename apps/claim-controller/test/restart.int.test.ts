@@ -110,7 +110,7 @@ it('binds every delivery after a SIGKILL between delivery and record, claiming n
       return claim;
     }, { timeoutMs: 30_000 });
     const mine = delivered.find((d) => { const o = parseOwnerRef(d.claimRef); return o?.kind === 'SandboxClaim' && o.name === name && o.uid === c.metadata.uid; });
-    expect(c.status?.sandbox?.name).toBe(mine?.id);
+    expect(c.status?.sandbox?.claimID).toBe(mine?.id);
   }
   expect(await liveDeliveries(sim, ns)).toHaveLength(CLAIMS.length);
   expect(releases(sim)).toBe(0);

@@ -17,7 +17,7 @@ export const ACTIONS = [
 
 const SB = RESOURCES.sandbox;
 /** Only verbs fully implemented: controllers choose resources by verb (k8s-api.md §4.15). */
-const VERBS = ['create', 'delete', 'get', 'list', 'watch'];
+const VERBS = ['create', 'delete', 'get', 'list', 'patch', 'watch'];
 const GROUP_VERSION = { groupVersion: SANDBOX_API_VERSION, version: API_VERSION };
 
 export function apiGroup(): Record<string, unknown> {

@@ -2,7 +2,7 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, DEFAULT_INFLIGHT_CAPS, DelegatedAuth, guardRequests, InflightLimits, limitServer, requestUrl, type InflightCaps, type Logger } from '@sandbox-scale/kube-runtime';
+import { createLogger, DEFAULT_INFLIGHT_CAPS, DelegatedAuth, guardRequests, InflightLimits, limitServer, requestUrl, type InflightCaps, type Informer, type Logger } from '@sandbox-scale/kube-runtime';
 import { BadRequestError, StatusError, type Rng } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
@@ -24,6 +24,8 @@ import { peerId, PeerSet, startPeerInformer } from './peers/peer-set';
 import { LocalVerbs, type SandboxVerbs } from './peers/sandbox-verbs';
 import { buildStorages, type ResourceStorage } from './storage';
 import { startInventoryInformer } from './storage/inventory-informer';
+import { ClaimFollower, startClaimFollower, type FollowedClaim } from './storage/claim-follower';
+import { UserMetadataStore } from './storage/user-metadata';
 import { loadServingCert, selfSignedServingCert } from './tls/serving-cert';
 import type { WatchContext } from './watch/watch-stream';
 import { DEFAULT_LEASE_TTL_SECONDS } from './storage/lease-policy';
@@ -53,6 +55,8 @@ export interface SandboxApiserverConfig {
   readonly authenticationConfigMap?: ConfigMapRef;
   readonly inventoryGraceMs?: number;
   readonly overlayTtlMs?: number;
+  /** How long after a claim turned Ready its Sandbox is served from the claim's status until its node publishes it. Default 120 s. */
+  readonly claimFollowWindowMs?: number;
   readonly claimIndexMaxBytes?: number;
   /** Lease of a VM that lives until deleted, asked at claim and at each renewal (seconds; 0 = the node's default). Default 900. */
   readonly leaseTtlSeconds?: number;
@@ -105,6 +109,10 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     log,
   });
   const sandboxes = storages.get('sandboxes') as ResourceStorage;
+  const metadata = new UserMetadataStore({ kubeConfig: kc, namespace: config.serviceNamespace ?? 'sandbox-system', log, registry, onChange: (ns, name) => sandboxes.view.touch(ns, name) });
+  sandboxes.metadata = metadata;
+  sandboxes.view.decorate = (obj) => metadata.decorate(obj);
+  metadata.start();
   const informer = startInventoryInformer(kc, sandboxes.view, log, registry);
   inventoryMetrics(registry, () => informer.list());
   const watch: { ctx: WatchContext } = { ctx: { storage: sandboxes.reads, hub: sandboxes.hub, startRev: 0, bookmarkIntervalMs: config.bookmarkIntervalMs ?? 60_000 } };
@@ -119,6 +127,12 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     sandboxes.hub.floor = 0;
     log.info({ sandboxes: sandboxes.view.size }, 'inventory cache synced');
     return true;
+  });
+  // started after the inventory sync, so a claim's sandbox its node has published already is not served twice
+  const follower = new ClaimFollower({ view: sandboxes.view, windowMs: config.claimFollowWindowMs ?? 120_000 });
+  let following: Informer<FollowedClaim> | undefined;
+  void synced.then((ok) => {
+    if (ok && !health.shuttingDown) following = startClaimFollower(kc, follower, log, registry);
   });
   const meta = new MetaRoutes();
   const local = new LocalVerbs(sandboxes);
@@ -214,6 +228,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await informer.stop();
+      await following?.stop();
+      await metadata.stop();
       await peerInformer?.stop();
       peerClient?.close();
       await authConfig?.stop();

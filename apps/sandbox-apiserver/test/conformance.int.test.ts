@@ -44,7 +44,7 @@ beforeAll(async () => {
   const files = await writeServingCert(`conf-${suffix}`, ns);
   caPem = files.caPem;
   port = await freePort();
-  server = await startSandboxApiserver({ kubeConfig: cp.kubeConfig, securePort: port, bindAddress: '127.0.0.1', tlsCertFile: files.cert, tlsPrivateKeyFile: files.key, fleetToken: TOKEN, log: quietLog });
+  server = await startSandboxApiserver({ kubeConfig: cp.kubeConfig, securePort: port, bindAddress: '127.0.0.1', tlsCertFile: files.cert, tlsPrivateKeyFile: files.key, fleetToken: TOKEN, serviceNamespace: ns, log: quietLog });
   await server.synced;
 }, 180_000);
 
@@ -82,10 +82,14 @@ describe('sample-apiserver conformance steps against sandboxes', () => {
     const one = JSON.parse((await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`])).stdout) as { items: { metadata: { name: string } }[] };
     expect(one.items.map((i) => i.metadata.name)).toEqual(['conf-1']);
 
-    // PATCH is not a served verb: refused, the object unchanged
+    // PATCH of labels is served and kept; a patch of any other field is refused, the object unchanged
     const patched = await k(['patch', 'sandbox', 'conf-1', '-n', ns, '--type=merge', '-p', '{"metadata":{"labels":{"x":"y"}}}']);
-    expect(patched.code).not.toBe(0);
-    expect(patched.stderr).toMatch(/MethodNotAllowed|not supported|not allowed/i);
+    expect(patched.stderr).toBe('');
+    expect(patched.code).toBe(0);
+    expect(JSON.parse((await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes/conf-1`])).stdout)).toMatchObject({ metadata: { labels: { x: 'y' } } });
+    const refused = await k(['patch', 'sandbox', 'conf-1', '-n', ns, '--type=merge', '-p', '{"spec":{"service":true}}']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toMatch(/is invalid: spec\.service/);
 
     // DELETE, then the list is empty
     const deleted = await k(['delete', '--raw', `${BASE}/namespaces/${ns}/sandboxes/conf-1`]);

@@ -1,4 +1,5 @@
 import { CONDITION_TYPES, leaseRenewAtMs, renewalFraction, type Rng, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { boundClaimId } from '../gateway/claim-status';
 
 /**
  * The node lease of a Bound claim as this process last saw it granted. Kept in memory only:
@@ -47,7 +48,7 @@ export function parseTime(at: string | undefined): number | undefined {
  * (granted when the Bound condition turned True; the renewal point is drawn afresh).
  */
 export function currentLease(claim: SandboxClaim, known: NodeLease | undefined, rng: Rng = Math.random): NodeLease | undefined {
-  const claimId = claim.status?.sandbox?.name ?? '';
+  const claimId = boundClaimId(claim);
   if (known && known.claimId === claimId) return known;
   const deadlineMs = parseTime(claim.status?.sandbox?.deadline);
   if (deadlineMs === undefined) return undefined;

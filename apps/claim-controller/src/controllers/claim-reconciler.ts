@@ -31,7 +31,7 @@ import { isNotFound as isSandboxGone, asSandboxdHttpError } from '@sandbox-scale
 import type { Assignment } from '../gateway/assignment';
 import type { ClaimGateway } from '../gateway/claim-gateway';
 import type { ClaimRecorder } from '../gateway/claim-recorder';
-import { isBound } from '../gateway/claim-status';
+import { boundClaimId, isBound } from '../gateway/claim-status';
 import { namespaceNotEnabledMessage, type SecretAccess, type SecretAccessDecision } from '../gateway/secret-access';
 import { currentLease, nextLeaseStep, parseTime, renewAtMs, type NodeLease } from './claim-lease';
 import { claimTtl, createdBefore, type FieldProblem } from './claim-lifecycle';
@@ -334,7 +334,7 @@ export class ClaimReconciler implements Reconciler {
       return { requeueAfterMs: waitMs + Math.floor((this.o.rng ?? Math.random)() * 1000) };
     }
     const sb = claim.status?.sandbox ?? {};
-    const target = { node: sb.nodeName ?? '', claimId: sb.name ?? '', ...(sb.address ? { address: sb.address } : {}) };
+    const target = { node: sb.nodeName ?? '', claimId: boundClaimId(claim), ...(sb.address ? { address: sb.address } : {}) };
     const now = this.#now().getTime();
     let deadline: Date | undefined;
     try {
@@ -374,9 +374,9 @@ export class ClaimReconciler implements Reconciler {
     this.#renewFailures.set(key, failures + 1);
     const status = asSandboxdHttpError(err)?.statusCode;
     const why = err instanceof Error ? err.message : String(err);
-    ctx.log.warn({ node: claim.status?.sandbox?.nodeName, sandboxId: claim.status?.sandbox?.name, status, err: why }, 'node lease renewal failed; retrying');
+    ctx.log.warn({ node: claim.status?.sandbox?.nodeName, sandboxId: boundClaimId(claim), status, err: why }, 'node lease renewal failed; retrying');
     if (failures === 0) {
-      this.#event(claim, { type: 'Warning', reason: CLAIM_REASONS.leaseRenewFailed, action: 'Renew', note: `renewing the lease of sandbox ${claim.status?.sandbox?.name} on node ${claim.status?.sandbox?.nodeName} failed${status ? ` (sandboxd ${status})` : ''}; retrying` });
+      this.#event(claim, { type: 'Warning', reason: CLAIM_REASONS.leaseRenewFailed, action: 'Renew', note: `renewing the lease of sandbox ${boundClaimId(claim)} on node ${claim.status?.sandbox?.nodeName} failed${status ? ` (sandboxd ${status})` : ''}; retrying` });
     }
     const deadlineMs = currentLease(claim, this.#leases.get(key), this.o.rng)?.deadlineMs;
     const backoff = backoffDelayMs(failures, { baseMs: 1000, maxMs: 30_000, jitter: 0.2, ...(this.o.rng ? { rng: this.o.rng } : {}) });
@@ -388,7 +388,7 @@ export class ClaimReconciler implements Reconciler {
   /** spec.lifecycle.shutdownTime has come: release, say so, then the claim's shutdownPolicy. */
   async #expire(claim: SandboxClaim, at: Date): Promise<ReconcileResult | void> {
     await this.#release(claim);
-    const message = `the claim expired at ${at.toISOString()}; sandbox ${claim.status?.sandbox?.name} released`;
+    const message = `the claim expired at ${at.toISOString()}; sandbox ${boundClaimId(claim)} released`;
     return this.#finish(claim, CONDITION_REASONS.claimExpired, message, 'Normal', 'Release');
   }
 
@@ -397,7 +397,7 @@ export class ClaimReconciler implements Reconciler {
     this.#leases.delete(key);
     this.#renewFailures.delete(key);
     const sb = claim.status?.sandbox ?? {};
-    const message = `sandbox ${sb.name} is gone from node ${sb.nodeName} (its node lease ran out or the node lost it); delete the claim or create a new one`;
+    const message = `sandbox ${boundClaimId(claim)} is gone from node ${sb.nodeName} (its node lease ran out or the node lost it); delete the claim or create a new one`;
     return this.#finish(claim, CLAIM_REASONS.sandboxLost, message, 'Warning', 'Renew');
   }
 
@@ -458,8 +458,8 @@ export class ClaimReconciler implements Reconciler {
 
   async #release(claim: SandboxClaim): Promise<void> {
     const sb = claim.status?.sandbox ?? {};
-    await this.o.gateway.release({ node: sb.nodeName ?? '', claimId: sb.name ?? '', ...(sb.address ? { address: sb.address } : {}) });
-    this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.released, action: 'Release', note: `sandbox ${sb.name} released on node ${sb.nodeName}` });
+    await this.o.gateway.release({ node: sb.nodeName ?? '', claimId: boundClaimId(claim), ...(sb.address ? { address: sb.address } : {}) });
+    this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.released, action: 'Release', note: `sandbox ${boundClaimId(claim)} released on node ${sb.nodeName}` });
   }
 
   #event(claim: SandboxClaim, ev: EventInput): void {

@@ -17,7 +17,7 @@ function claim(name: string, o: { uid?: string; deliveryUid?: string; sandbox?: 
     metadata: { name, namespace: 'ns', uid: o.uid ?? UID, resourceVersion: '7', ...(o.deliveryUid ? { annotations: { [ANNOTATIONS.deliveryUid]: o.deliveryUid } } : {}) },
     spec: { warmPoolRef: { name: 'base' } },
     ...(o.sandbox || o.bound
-      ? { status: { ...(o.sandbox ? { sandbox: { name: o.sandbox } } : {}), ...(o.bound ? { conditions: [{ type: 'Bound', status: o.bound, reason: 'NodeLocalClaim', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }] } : {}) } }
+      ? { status: { ...(o.sandbox ? { sandbox: { name: 'c', claimID: o.sandbox } } : {}), ...(o.bound ? { conditions: [{ type: 'Bound', status: o.bound, reason: 'NodeLocalClaim', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }] } : {}) } }
       : {}),
   } as SandboxClaim;
 }

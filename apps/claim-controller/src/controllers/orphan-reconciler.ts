@@ -2,6 +2,7 @@ import { isNotFound, type Logger, type Runnable } from '@sandbox-scale/kube-runt
 import { CONDITION_TYPES, OWNER_KINDS, parseOwnerRef, type InventoryLike, type PoolKey, type SandboxClaim, type SandboxOwner } from '@sandbox-scale/scale-core';
 import type { ClaimGateway, NodeDelivery } from '../gateway/claim-gateway';
 import type { ClaimRecorder } from '../gateway/claim-recorder';
+import { boundClaimId } from '../gateway/claim-status';
 import { isClaimOfDelivery, type FastPathRecorder } from '../gateway/fast-path-recorder';
 import { isClaimOwnerMismatch } from '../gateway/record-errors';
 
@@ -51,7 +52,7 @@ export function claimOwnerOf(claimRef: string): SandboxOwner | undefined {
 export function orphanDecision(owner: SandboxOwner, sandboxId: string, claim: SandboxClaim | undefined): OrphanDecision {
   if (claim === undefined) return owner.kind === OWNER_KINDS.fastclaim ? 'create' : 'missing';
   if (!ownedBy(claim, owner)) return 'foreign';
-  const current = claim.status?.sandbox?.name ?? '';
+  const current = boundClaimId(claim);
   const hasBound = claim.status?.conditions?.some((c) => c.type === CONDITION_TYPES.bound) ?? false;
   if (current !== '' && (current !== sandboxId || hasBound)) return 'bound';
   return 'adopt';

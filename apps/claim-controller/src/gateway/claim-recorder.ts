@@ -3,7 +3,7 @@ import { apiStatusOf, applyStatus, isAlreadyExists, ResourceClient } from '@sand
 import { EXTENSIONS_API_VERSION, FIELD_MANAGERS, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { parseClaim, SandboxClaimResource, SecretResource } from '../resources';
 import type { Assignment, BoundRecorder, ClaimTarget } from './assignment';
-import { boundConditionTrue, boundStatus, statusApplyBody, tokenSecretName } from './claim-status';
+import { boundClaimId, boundConditionTrue, boundStatus, statusApplyBody, tokenSecretName } from './claim-status';
 import { ClaimBoundElsewhereError, ClaimOwnerMismatchError, SecretNotOwnedError } from './record-errors';
 
 export interface ClaimRecorderOptions {
@@ -46,7 +46,7 @@ export class ClaimRecorder implements BoundRecorder {
     if (target.uid !== undefined && claim.metadata.uid !== target.uid) {
       throw new ClaimOwnerMismatchError(`SandboxClaim ${target.namespace}/${target.name} has uid ${claim.metadata.uid}, not ${target.uid}: it is another claim of the same name; sandbox ${a.claimId} is not recorded on it`);
     }
-    const current = claim.status?.sandbox?.name ?? '';
+    const current = boundClaimId(claim);
     if (current !== '' && current !== a.claimId) {
       throw new ClaimBoundElsewhereError(`SandboxClaim ${target.namespace}/${target.name} is Bound to sandbox ${current}; sandbox ${a.claimId} is not recorded on it`);
     }

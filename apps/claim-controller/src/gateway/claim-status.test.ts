@@ -1,5 +1,5 @@
 import type { SandboxClaim } from '@sandbox-scale/scale-core';
-import { boundStatus, setCondition, tokenSecretName } from './claim-status';
+import { boundClaimId, boundStatus, isBound, setCondition, tokenSecretName } from './claim-status';
 
 const claim: SandboxClaim = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name: 'c1', namespace: 'ns', generation: 2 }, spec: { warmPoolRef: { name: 'p' } } };
 const t0 = new Date('2026-08-17T10:00:00Z');
@@ -8,9 +8,32 @@ const t1 = new Date('2026-08-17T10:05:00Z');
 describe('boundStatus', () => {
   it('puts the host in podIPs and the host:port in address, never the token', () => {
     const s = boundStatus(claim, { claimId: 'sb_1', node: 'n1', address: '10.0.0.5:7777', token: 'secret-token', deadline: '2026-08-17T12:00:00Z' }, t0, true);
-    expect(s.sandbox).toEqual({ name: 'sb_1', nodeName: 'n1', podIPs: ['10.0.0.5'], address: '10.0.0.5:7777', deadline: '2026-08-17T12:00:00Z', tokenSecretName: tokenSecretName('c1') });
+    expect(s.sandbox).toEqual({ name: 'c1', claimID: 'sb_1', nodeName: 'n1', podIPs: ['10.0.0.5'], address: '10.0.0.5:7777', deadline: '2026-08-17T12:00:00Z', tokenSecretName: tokenSecretName('c1') });
     expect(s.conditions?.[0]).toMatchObject({ type: 'Bound', status: 'True', reason: 'NodeLocalClaim', lastTransitionTime: '2026-08-17T10:00:00Z', observedGeneration: 2 });
     expect(JSON.stringify(s)).not.toContain('secret-token');
+  });
+
+  it('sets Ready with the status, reason and message of Bound, for clients that wait on Ready', () => {
+    const s = boundStatus(claim, { claimId: 'sb_1', node: 'n1', address: '10.0.0.5:7777', token: '', deadline: '' }, t0, false);
+    const bound = s.conditions?.find((c) => c.type === 'Bound');
+    const ready = s.conditions?.find((c) => c.type === 'Ready');
+    expect(ready).toEqual({ ...bound, type: 'Ready' });
+  });
+});
+
+describe('boundClaimId', () => {
+  const withSandbox = (sandbox: NonNullable<SandboxClaim['status']>['sandbox']): SandboxClaim => ({ ...claim, status: { sandbox } });
+
+  it('reads the node claim id from claimID, and from name in a status written before claimID existed', () => {
+    expect(boundClaimId(withSandbox({ name: 'c1', claimID: 'sb_1' }))).toBe('sb_1');
+    expect(boundClaimId(withSandbox({ name: 'sb_2' }))).toBe('sb_2');
+    expect(isBound(withSandbox({ name: 'sb_2' }))).toBe(true);
+  });
+
+  it('is empty for an unbound claim, even one whose status names its Sandbox', () => {
+    expect(boundClaimId(claim)).toBe('');
+    expect(boundClaimId(withSandbox({ name: 'c1' }))).toBe('');
+    expect(isBound(withSandbox({ name: 'c1' }))).toBe(false);
   });
 });
 

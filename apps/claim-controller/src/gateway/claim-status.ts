@@ -1,4 +1,4 @@
-import { addressIPs, nameHash, CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_API_VERSION, type Condition, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { addressIPs, nameHash, servedObjectName, CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_API_VERSION, type Condition, type SandboxClaim } from '@sandbox-scale/scale-core';
 import type { Assignment } from './assignment';
 
 export type ConditionInput = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
@@ -46,7 +46,9 @@ export function boundStatus(claim: SandboxClaim, a: Assignment, now: Date, withS
   );
   return {
     sandbox: {
-      name: a.claimId,
+      // upstream clients read the Sandbox named here; sandbox-apiserver serves a claim's sandbox under the claim's name
+      name: servedObjectName(name),
+      claimID: a.claimId,
       nodeName: a.node,
       ...(ips.length > 0 ? { podIPs: ips } : {}),
       ...(a.address ? { address: a.address } : {}),
@@ -68,8 +70,18 @@ export function statusApplyBody(claim: SandboxClaim, status: NonNullable<Sandbox
   };
 }
 
+/**
+ * The node's claim id of the claim's sandbox, '' when unbound. A status written before the id had
+ * a field of its own held it in `name`; a claim name never holds `_`, a sandboxd id always does.
+ */
+export function boundClaimId(claim: SandboxClaim): string {
+  const s = claim.status?.sandbox;
+  if (s?.claimID) return s.claimID;
+  return s?.name?.includes('_') ? s.name : '';
+}
+
 export function isBound(claim: SandboxClaim): boolean {
-  return (claim.status?.sandbox?.name ?? '') !== '';
+  return boundClaimId(claim) !== '';
 }
 
 export function boundConditionTrue(claim: SandboxClaim): boolean {

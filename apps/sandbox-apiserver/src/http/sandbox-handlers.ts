@@ -11,6 +11,7 @@ import { readBody } from './body';
 import type { ResponseShape } from './negotiate';
 import type { RequestInfo } from './request-info';
 import { sendJson } from './status';
+import { patchSandbox, userMetadataOfCreate } from './patch-handler';
 
 type ResourceInfo = Extract<RequestInfo, { isResource: true }>;
 
@@ -71,15 +72,21 @@ export async function handleSandboxes(c: HandlerContext): Promise<void> {
     // before any VM is spent: Strict refuses a body with fields the schema lacks
     const warnings = checkUnknownFields(body, fieldValidationOf(c.url.searchParams.get('fieldValidation')));
     const created = await c.verbs.create(info.namespace, body, { dryRun: dryRunParam(c.url) });
+    // labels and annotations of the request outlive the create response (the node keeps none)
+    const md = userMetadataOfCreate(body);
+    if (md !== undefined && !dryRunParam(c.url) && c.storage.metadata !== undefined && created.metadata.uid) await c.storage.metadata.set(info.namespace, created.metadata.name ?? '', created.metadata.uid, md);
     if (warnings.length > 0) c.res.setHeader('Warning', warnings);
     sendJson(c.res, 201, created);
     return;
+  }
+  if (method === 'PATCH' && hasName) {
+    return sendObject(c, 200, await patchSandbox({ req, namespace: info.namespace, name: nameOf(c), dryRun: dryRunParam(c.url), verbs: c.verbs, view: c.storage.view, store: c.storage.metadata }));
   }
   if (method === 'DELETE' && hasName) {
     const body = await readBody(req);
     return sendObject(c, 200, await c.verbs.delete(info.namespace, nameOf(c), { dryRun: dryRunParam(c.url), body }));
   }
-  throw new StatusError('MethodNotAllowed', `${method} is not supported on sandboxes (served verbs: get, list, watch, create, delete)`);
+  throw new StatusError('MethodNotAllowed', `${method} is not supported on sandboxes (served verbs: get, list, watch, create, patch, delete)`);
 }
 
 /** The name from the path (not a field selector's), as request-info parsed it for authorization. */

@@ -9,6 +9,7 @@ import { NodeRouter } from './node-router';
 import { Revisions } from './revisions';
 import { SandboxStorage } from './sandbox-storage';
 import { SandboxView } from './sandbox-view';
+import type { UserMetadataStore } from './user-metadata';
 
 /** Everything one served resource needs; the server mounts it by resource name. */
 export interface ResourceStorage {
@@ -17,6 +18,8 @@ export interface ResourceStorage {
   readonly lifecycle: LifecycleStorage;
   readonly hub: WatchHub;
   readonly view: SandboxView;
+  /** Labels and annotations users set; absent when this replica runs without one (then PATCH of them is refused). */
+  metadata?: UserMetadataStore;
 }
 
 export interface StorageOptions {

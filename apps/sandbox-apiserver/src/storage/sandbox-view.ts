@@ -53,6 +53,9 @@ export class SandboxView {
   /** Off during the initial sync: the first state is a snapshot, not a stream of changes. */
   live = false;
 
+  /** Adds what users set (labels, annotations) to a served object; set once storage is built. */
+  decorate: (obj: ServedSandbox) => ServedSandbox = (obj) => obj;
+
   constructor(private readonly opts: SandboxViewOptions) {}
 
   get size(): number {
@@ -87,8 +90,19 @@ export class SandboxView {
 
   /** The Sandbox a read serves for a row. */
   objectOf(row: Row): ServedSandbox {
-    if (row.created !== undefined) return row.created;
-    return synthesizeSandbox(row.node, row.entry, { resourceVersion: String(row.rev), fallbackCreationTimestamp: row.seenAt });
+    if (row.created !== undefined) return this.decorate(row.created);
+    return this.decorate(synthesizeSandbox(row.node, row.entry, { resourceVersion: String(row.rev), fallbackCreationTimestamp: row.seenAt }));
+  }
+
+  /** What users set on a sandbox changed: serve it under a new revision (a MODIFIED event). */
+  touch(namespace: string, name: string): void {
+    const row = this.#byName.get(`${namespace}/${name}`);
+    if (row === undefined) return;
+    const rev = this.opts.revisions.next();
+    const next: Row = { ...row, rev, ...(row.created ? { created: { ...row.created, metadata: { ...row.created.metadata, resourceVersion: String(rev) } } } : {}) };
+    const state = this.#nodes.get(row.node);
+    if (state?.rows.get(row.key) === row) state.rows.set(row.key, next);
+    this.#index(next, row);
   }
 
   /** A NodeInventory was added or changed. */
@@ -210,9 +224,11 @@ export class SandboxView {
     for (const row of state.rows.values()) this.#unindex(row, this.opts.revisions.next());
   }
 
-  #expireCreated(row: Row): void {
-    this.#createdExpiry.delete(row.key);
-    if (this.#byName.get(row.key) !== row) return;
+  #expireCreated(created: Row): void {
+    this.#createdExpiry.delete(created.key);
+    // the row itself, or the same one served anew by touch()
+    const row = this.#byName.get(created.key);
+    if (row === undefined || row.created === undefined || row.entry.id !== created.entry.id) return;
     this.#nodes.get(row.node)?.rows.delete(row.key);
     this.#unindex(row, this.opts.revisions.next());
   }

@@ -132,12 +132,15 @@ describe('generated CRDs', () => {
     expect(s.versions[0]?.additionalPrinterColumns?.map((c) => c.name)).toEqual(['Ready', 'Desired', 'Age']);
   });
 
-  it('gives SandboxClaim a status subresource and Bound, Node and Age columns', () => {
+  it('gives SandboxClaim a status subresource and Ready, Reason, Sandbox, Node and Age columns (Bound and ClaimID wide)', () => {
     const s = spec('sandboxclaims.extensions.agents.x-k8s.io');
     expect(s.versions[0]?.subresources).toEqual({ status: {} });
     const cols = s.versions[0]?.additionalPrinterColumns ?? [];
-    expect(cols.map((c) => c.name)).toEqual(['Bound', 'Sandbox', 'Node', 'Age']);
-    expect(cols[0]?.jsonPath).toBe('.status.conditions[?(@.type=="Bound")].status');
+    expect(cols.map((c) => c.name)).toEqual(['Ready', 'Reason', 'Sandbox', 'Node', 'Bound', 'ClaimID', 'Age']);
+    expect(cols[0]?.jsonPath).toBe('.status.conditions[?(@.type=="Ready")].status');
+    expect(cols[1]?.jsonPath).toBe('.status.conditions[?(@.type=="Ready")].reason');
+    expect(cols.filter((c) => c.priority === 1).map((c) => c.name)).toEqual(['Bound', 'ClaimID']);
+    expect(at(schemaOf('sandboxclaims.extensions.agents.x-k8s.io'), 'status.sandbox.claimID')['type']).toBe('string');
     expect(at(schemaOf('sandboxclaims.extensions.agents.x-k8s.io'), 'spec')['required']).toEqual(['warmPoolRef']);
   });
 

@@ -116,11 +116,12 @@ describe('parseObject', () => {
       metadata: { name: 'c1', namespace: 'default' },
       spec: { warmPoolRef: { name: 'p' } },
       status: {
-        sandbox: { name: 'sb_1', podIPs: ['10.0.0.5'], nodeName: 'node-a', address: '10.0.0.5:7777' },
+        sandbox: { name: 'c1', claimID: 'sb_1', podIPs: ['10.0.0.5'], nodeName: 'node-a', address: '10.0.0.5:7777' },
         conditions: [{ type: 'Bound', status: 'True', reason: 'NodeLocalClaim', message: 'delivered', lastTransitionTime: '2026-07-06T00:00:00Z' }],
       },
     });
-    expect(c.status?.sandbox?.name).toBe('sb_1');
+    expect(c.status?.sandbox?.name).toBe('c1');
+    expect(c.status?.sandbox?.claimID).toBe('sb_1');
     expect(c.status?.conditions?.[0]?.reason).toBe('NodeLocalClaim');
   });
 

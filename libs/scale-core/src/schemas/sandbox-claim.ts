@@ -41,7 +41,8 @@ export const SandboxClaimSpecSchema = z
 
 export const ClaimedSandboxSchema = z
   .looseObject({
-    name: z.string().optional().describe('The bound sandbox: for node-local claims the sandboxd claim id (sb_...). Non-empty means Bound.'),
+    name: z.string().optional().describe('Name of the served Sandbox (agents.x-k8s.io) of this claim, in the claim\'s namespace: the claim\'s own name. Non-empty means Bound.'),
+    claimID: z.string().optional().describe('The sandboxd claim id (sb_...) of the sandbox on its node.'),
     podIPs: z.array(z.string()).optional().describe('Addresses of the sandbox, without port.'),
     nodeName: z.string().optional().describe('The node whose sandboxd delivered the sandbox.'),
     address: z.string().optional().describe('host:port of the delivered sandbox (its owner_addr).'),

@@ -1,0 +1,228 @@
+import { BadRequestError, ConflictError, InvalidError, SANDBOX_GROUP, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+
+/** The patch media types a Sandbox accepts; apply (server-side apply) is not one of them. */
+export const PATCH_TYPES = {
+  merge: 'application/merge-patch+json',
+  json: 'application/json-patch+json',
+  strategic: 'application/strategic-merge-patch+json',
+} as const;
+export type PatchType = (typeof PATCH_TYPES)[keyof typeof PATCH_TYPES];
+
+/** Labels and annotations with this prefix are the server's (node, phase, claim, claim id, deadline); users cannot set them. */
+export const RESERVED_PREFIX = 'sandbox.cocoonstack.io/';
+
+export interface UserMetadata {
+  readonly labels: Readonly<Record<string, string>>;
+  readonly annotations: Readonly<Record<string, string>>;
+}
+
+/** What a patch asks for: new user metadata, and a new operating mode when it changes spec.operatingMode. */
+export interface PatchOutcome {
+  readonly metadata: UserMetadata;
+  readonly operatingMode?: 'Running' | 'Suspended';
+}
+
+type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
+
+const invalid = (name: string, field: string, message: string): InvalidError => new InvalidError({ group: SANDBOX_GROUP, kind: 'Sandbox' }, name, [{ reason: 'FieldValueForbidden', field, message }]);
+
+export function patchTypeOf(contentType: string | undefined): PatchType {
+  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
+  if (type === PATCH_TYPES.merge || type === PATCH_TYPES.json || type === PATCH_TYPES.strategic) return type;
+  if (type === 'application/apply-patch+yaml') throw new StatusError('UnsupportedMediaType', 'server-side apply is not supported on sandboxes: use a merge patch (kubectl patch --type=merge) or a JSON patch on metadata.labels and metadata.annotations');
+  throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${Object.values(PATCH_TYPES).join(', ')}`);
+}
+
+const isObject = (v: Json | undefined): v is { [k: string]: Json } => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** RFC 7386. A strategic merge patch is the same on the maps a Sandbox lets users change; its directives are refused. */
+function mergePatch(target: Json | undefined, patch: Json, strategic: boolean): Json {
+  if (!isObject(patch)) return patch;
+  const out: { [k: string]: Json } = isObject(target) ? { ...target } : {};
+  for (const [k, v] of Object.entries(patch)) {
+    if (strategic && k.startsWith('$')) throw new BadRequestError(`strategic merge patch directive ${k} is not supported on sandboxes`);
+    if (v === null) delete out[k];
+    else out[k] = mergePatch(out[k], v, strategic);
+  }
+  return out;
+}
+
+const unescape = (s: string): string => s.replaceAll('~1', '/').replaceAll('~0', '~');
+
+function pointer(path: string): string[] {
+  if (path === '') return [];
+  if (!path.startsWith('/')) throw new BadRequestError(`JSON patch path ${JSON.stringify(path)} does not start with /`);
+  return path.slice(1).split('/').map(unescape);
+}
+
+function parentOf(doc: Json, tokens: string[], path: string): { parent: { [k: string]: Json } | Json[]; key: string } {
+  let node: Json = doc;
+  for (const t of tokens.slice(0, -1)) {
+    const next: Json | undefined = Array.isArray(node) ? node[Number(t)] : isObject(node) ? node[t] : undefined;
+    if (next === undefined) throw new StatusError('Invalid', `JSON patch path ${path}: ${t} does not exist`);
+    node = next;
+  }
+  if (!isObject(node) && !Array.isArray(node)) throw new StatusError('Invalid', `JSON patch path ${path} does not name a member of an object or array`);
+  return { parent: node, key: tokens[tokens.length - 1] ?? '' };
+}
+
+function getAt(doc: Json, path: string): Json | undefined {
+  let node: Json | undefined = doc;
+  for (const t of pointer(path)) node = Array.isArray(node) ? node[Number(t)] : isObject(node) ? node[t] : undefined;
+  return node;
+}
+
+function removeAt(doc: Json, path: string): Json {
+  const tokens = pointer(path);
+  const { parent, key } = parentOf(doc, tokens, path);
+  if (Array.isArray(parent)) {
+    const i = Number(key);
+    if (!Number.isInteger(i) || i < 0 || i >= parent.length) throw new StatusError('Invalid', `JSON patch remove: ${path} does not exist`);
+    return parent.splice(i, 1)[0] as Json;
+  }
+  if (!(key in parent)) throw new StatusError('Invalid', `JSON patch remove: ${path} does not exist`);
+  const v = parent[key] as Json;
+  delete parent[key];
+  return v;
+}
+
+function addAt(doc: Json, path: string, value: Json): Json {
+  const tokens = pointer(path);
+  if (tokens.length === 0) return value;
+  const { parent, key } = parentOf(doc, tokens, path);
+  if (Array.isArray(parent)) {
+    const i = key === '-' ? parent.length : Number(key);
+    if (!Number.isInteger(i) || i < 0 || i > parent.length) throw new StatusError('Invalid', `JSON patch add: index ${key} out of range at ${path}`);
+    parent.splice(i, 0, value);
+  } else parent[key] = value;
+  return doc;
+}
+
+const clone = (v: Json): Json => JSON.parse(JSON.stringify(v)) as Json;
+
+/** RFC 6902: add, remove, replace, move, copy, test. */
+function jsonPatch(doc: Json, ops: Json): Json {
+  if (!Array.isArray(ops)) throw new BadRequestError('a JSON patch is an array of operations');
+  let out = clone(doc);
+  for (const op of ops) {
+    if (!isObject(op) || typeof op['op'] !== 'string' || typeof op['path'] !== 'string') throw new BadRequestError('every JSON patch operation needs op and path');
+    const path = op['path'];
+    const from = typeof op['from'] === 'string' ? op['from'] : undefined;
+    switch (op['op']) {
+      case 'add':
+        out = addAt(out, path, clone(op['value'] ?? null));
+        break;
+      case 'remove':
+        removeAt(out, path);
+        break;
+      case 'replace':
+        removeAt(out, path);
+        out = addAt(out, path, clone(op['value'] ?? null));
+        break;
+      case 'move': {
+        if (from === undefined) throw new BadRequestError('JSON patch move needs from');
+        out = addAt(out, path, removeAt(out, from));
+        break;
+      }
+      case 'copy': {
+        const v = from === undefined ? undefined : getAt(out, from);
+        if (v === undefined) throw new StatusError('Invalid', `JSON patch copy: ${from ?? '(no from)'} does not exist`);
+        out = addAt(out, path, clone(v));
+        break;
+      }
+      case 'test':
+        if (JSON.stringify(getAt(out, path)) !== JSON.stringify(op['value'])) throw new StatusError('Invalid', `JSON patch test failed at ${path}`);
+        break;
+      default:
+        throw new BadRequestError(`JSON patch operation ${JSON.stringify(op['op'])} is not supported`);
+    }
+  }
+  return out;
+}
+
+const LABEL_NAME = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
+
+/** A qualified name (`[prefix/]name`) as Kubernetes checks label and annotation keys; undefined when it is one. */
+function keyProblem(key: string): string | undefined {
+  const slash = key.lastIndexOf('/');
+  const prefix = slash < 0 ? '' : key.slice(0, slash);
+  const name = slash < 0 ? key : key.slice(slash + 1);
+  if (name.length === 0 || name.length > 63 || !LABEL_NAME.test(name)) return 'a qualified name must be 63 characters or less, consist of alphanumerics, -, _ or ., and begin and end with an alphanumeric';
+  if (slash >= 0 && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return 'a qualified name\'s prefix must be a DNS subdomain';
+  return undefined;
+}
+
+function userMap(name: string, field: 'metadata.labels' | 'metadata.annotations', v: Json | undefined, served: Readonly<Record<string, string>>): Record<string, string> {
+  if (v === undefined || v === null) v = {};
+  if (!isObject(v)) throw invalid(name, field, 'must be a map of strings');
+  const out: Record<string, string> = {};
+  for (const [k, val] of Object.entries(v)) {
+    if (typeof val !== 'string') throw invalid(name, `${field}[${k}]`, 'must be a string');
+    if (k.startsWith(RESERVED_PREFIX)) {
+      if (served[k] !== val) throw invalid(name, `${field}[${k}]`, `keys under ${RESERVED_PREFIX} are set by the server and cannot be changed`);
+      continue;
+    }
+    const problem = keyProblem(k);
+    if (problem !== undefined) throw invalid(name, `${field}[${k}]`, problem);
+    if (field === 'metadata.labels' && (val.length > 63 || !LABEL_VALUE.test(val))) throw invalid(name, `${field}[${k}]`, 'a label value must be 63 characters or less, empty or alphanumerics, -, _ or . beginning and ending with an alphanumeric');
+    out[k] = val;
+  }
+  for (const k of Object.keys(served)) {
+    if (k.startsWith(RESERVED_PREFIX) && !(k in v)) throw invalid(name, `${field}[${k}]`, `keys under ${RESERVED_PREFIX} are set by the server and cannot be removed`);
+  }
+  if (field === 'metadata.annotations' && JSON.stringify(out).length > 256 * 1024) throw invalid(name, field, 'annotations may hold 256 KiB at most');
+  return out;
+}
+
+/** Paths of the leaves that differ between a and b, below `at`. */
+function changedPaths(a: Json | undefined, b: Json | undefined, at: string, out: string[]): void {
+  if (JSON.stringify(a) === JSON.stringify(b)) return;
+  if (isObject(a) && isObject(b)) {
+    for (const k of new Set([...Object.keys(a), ...Object.keys(b)])) changedPaths(a[k], b[k], at === '' ? k : `${at}.${k}`, out);
+    return;
+  }
+  out.push(at === '' ? '<root>' : at);
+}
+
+/**
+ * A patch of a served Sandbox: labels and annotations (metadata.labels, metadata.annotations),
+ * and spec.operatingMode (agent-sandbox's way to suspend), nothing else. Any other field a patch
+ * changes is a 422 naming it; a resourceVersion in the patch that is not the current one is a 409.
+ */
+export function applySandboxPatch(current: ServedSandbox, type: PatchType, patch: unknown): PatchOutcome {
+  const name = current.metadata.name;
+  const before = JSON.parse(JSON.stringify(current)) as Json;
+  if (patch === undefined) throw new BadRequestError('the patch is empty');
+  const after = type === PATCH_TYPES.json ? jsonPatch(before, patch as Json) : mergePatch(before, patch as Json, type === PATCH_TYPES.strategic);
+  if (!isObject(after)) throw invalid(name, '<root>', 'a patch must leave an object');
+  const meta = isObject(after['metadata']) ? after['metadata'] : {};
+  const rv = meta['resourceVersion'];
+  if (rv !== undefined && rv !== current.metadata.resourceVersion) {
+    throw new ConflictError(`Operation cannot be fulfilled on sandboxes.${SANDBOX_GROUP} "${name}": the object has been modified; please apply your changes to the latest version and try again`, { name, group: SANDBOX_GROUP, kind: 'sandboxes' });
+  }
+  const spec = isObject(after['spec']) ? after['spec'] : {};
+  const mode = spec['operatingMode'];
+  if (mode !== undefined && mode !== 'Running' && mode !== 'Suspended') throw invalid(name, 'spec.operatingMode', 'must be Running or Suspended');
+  const changed: string[] = [];
+  const strip = (o: { [k: string]: Json }): { [k: string]: Json } => {
+    const m = isObject(o['metadata']) ? { ...o['metadata'] } : {};
+    delete m['labels'];
+    delete m['annotations'];
+    delete m['resourceVersion'];
+    const s = isObject(o['spec']) ? { ...o['spec'] } : {};
+    delete s['operatingMode'];
+    return { ...o, metadata: m, spec: s };
+  };
+  changedPaths(strip(before as { [k: string]: Json }), strip(after), '', changed);
+  if (changed.length > 0) {
+    throw new InvalidError({ group: SANDBOX_GROUP, kind: 'Sandbox' }, name, changed.map((field) => ({
+      reason: 'FieldValueForbidden',
+      field,
+      message: 'a Sandbox\'s only mutable fields are metadata.labels, metadata.annotations and spec.operatingMode (Suspended hibernates the microVM, Running wakes it; also POST sandboxes/<name>/pause and /resume)',
+    })));
+  }
+  const metadata = { labels: userMap(name, 'metadata.labels', meta['labels'], current.metadata.labels), annotations: userMap(name, 'metadata.annotations', meta['annotations'], current.metadata.annotations ?? {}) };
+  return { metadata, ...(mode !== undefined ? { operatingMode: mode } : {}) };
+}
