@@ -1,6 +1,6 @@
 import { CoreV1Api, type V1Pod } from '@kubernetes/client-node';
-import { execFileSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -133,5 +133,25 @@ describe('a real node in the local cluster', () => {
     await plane.stop();
     cp = undefined;
     expect(leftovers(plane.dir, bridge)).toEqual([]);
+  });
+
+  it('leaves nothing behind when its owner is SIGKILLed with a pod running', async () => {
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/start-and-wait.ts'), '--node'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const info = await new Promise<{ dir: string; pids: number[]; bridge: string }>((resolve, reject) => {
+      let text = '';
+      child.stdout.on('data', (c: Buffer) => {
+        text += c.toString();
+        if (text.includes('\n')) resolve(JSON.parse(text.split('\n')[0] as string) as { dir: string; pids: number[]; bridge: string });
+      });
+      child.once('exit', (code) => reject(new Error(`fixture exited early with ${code}`)));
+    });
+    expect(leftovers(info.dir, info.bridge).some((l) => l.startsWith('mount '))).toBe(true);
+    child.kill('SIGKILL');
+    await eventually(() => {
+      for (const pid of info.pids) expect(() => process.kill(pid, 0)).toThrow();
+      expect(existsSync(info.dir)).toBe(false);
+      expect(leftovers(info.dir, info.bridge)).toEqual([]);
+      expect(existsSync('/run/sandbox-scale-node.lock')).toBe(false);
+    }, { timeoutMs: 60_000, intervalMs: 500 });
   });
 });

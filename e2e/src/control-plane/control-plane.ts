@@ -193,6 +193,8 @@ function nodeApiserverArgs(p: Record<string, string>, hostIp: string): string[] 
     '--disable-admission-plugins=',
     `--kubelet-client-certificate=${p['kubelet-client.crt']}`,
     `--kubelet-client-key=${p['kubelet-client.key']}`,
+    // the node's name resolves nowhere; logs and exec dial its address
+    '--kubelet-preferred-address-types=InternalIP',
   ];
 }
 

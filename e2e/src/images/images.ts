@@ -113,7 +113,7 @@ export interface BuiltImage {
   archive: string;
 }
 
-/** One app image: the base plus the app's bundle, run as `node --enable-source-maps /app/main.js`. */
+/** One app image: the base plus the app's bundle; the entrypoint runs it, a pod's args go to the app (as the Dockerfiles). */
 export function appImage(app: AppName, outDir: string): BuiltImage {
   return scriptImage(app, join(REPO_ROOT, 'apps', app, 'src/main.ts'), outDir);
 }
@@ -125,7 +125,7 @@ export function scriptImage(imageName: string, entry: string, outDir: string): B
   mkdirSync(dist, { recursive: true });
   bundle(entry, dist);
   const name = `${LOCAL_REGISTRY}/${imageName}:${LOCAL_TAG}`;
-  assemble(name, base, (c) => run('buildah', ['copy', c, `${dist}/.`, '/app/']), ['--cmd', '["--enable-source-maps", "/app/main.js"]']);
+  assemble(name, base, (c) => run('buildah', ['copy', c, `${dist}/.`, '/app/']), ['--entrypoint', '["/usr/local/bin/node", "--enable-source-maps", "/app/main.js"]']);
   const archive = join(outDir, `${imageName}.tar`);
   exportArchive(name, archive);
   return { name, archive };

@@ -1,0 +1,124 @@
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { startInstalledSystem, waitInstalled, INSTALLED_NAMESPACE, type InstalledSystem } from '../src/installed/installed-system';
+import { eventually } from '../src/testing/eventually';
+
+// The chart as installed: every app runs as the chart's pods on a real node (images built here,
+// in-cluster ServiceAccount credentials, probes, read-only root filesystems), the APIService is
+// served through its Service, and sandboxd-sim runs as a DaemonSet on the node's address.
+
+let system: InstalledSystem;
+const ns = 'installed-e2e';
+const IMAGE = 'ghcr.io/example/e2e-agent:1.0';
+
+interface Listed<T> {
+  items: T[];
+}
+type Cond = { type: string; status: string; reason?: string };
+type Claim = KubernetesObject & { status?: { conditions?: Cond[]; sandbox?: { name?: string; tokenSecretName?: string } } };
+type Pool = KubernetesObject & { status?: { readyReplicas?: number } };
+type Pod = KubernetesObject & { metadata: { name: string }; status?: { conditions?: Cond[] } };
+type Lease = KubernetesObject & { spec?: { holderIdentity?: string } };
+
+const isTrue = (conds: Cond[] | undefined, type: string): boolean => conds?.some((c) => c.type === type && c.status === 'True') ?? false;
+
+async function kJson<T>(args: string[]): Promise<T> {
+  return JSON.parse(await system.kubectl([...args, '-o', 'json'])) as T;
+}
+
+function manifests(replicas: number, claims: string[]): string {
+  const template = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', metadata: { name: 'agent', namespace: ns },
+    spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE }] } } } };
+  const pool = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', metadata: { name: 'agent', namespace: ns },
+    spec: { replicas, sandboxTemplateRef: { name: 'agent' } } };
+  const claimObjs = claims.map((name) => ({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name, namespace: ns }, spec: { warmPoolRef: { name: 'agent' } } }));
+  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool, ...claimObjs] });
+}
+
+async function nodeSandboxIds(): Promise<string[]> {
+  const res = await fetch(`${system.sandboxdUrl}/v1/sandboxes`, { headers: { authorization: `Bearer ${system.fleetToken}` } });
+  const body = (await res.json()) as { sandboxes?: { id: string }[] } | { id: string }[];
+  return (Array.isArray(body) ? body : (body.sandboxes ?? [])).map((r) => r.id);
+}
+
+async function bound(names: string[]): Promise<Claim[]> {
+  return eventually(async () => {
+    const list = await kJson<Listed<Claim>>(['-n', ns, 'get', 'sandboxclaims']);
+    const claims = list.items.filter((c) => names.includes(c.metadata?.name as string));
+    expect(claims).toHaveLength(names.length);
+    for (const c of claims) expect(isTrue(c.status?.conditions, 'Bound')).toBe(true);
+    return claims;
+  }, { timeoutMs: 120_000, intervalMs: 1000 });
+}
+
+beforeAll(async () => {
+  const started = Date.now();
+  system = await startInstalledSystem({ log: (m) => process.stderr.write(`[installed] ${m}\n`) });
+  const f = system.figures;
+  process.stderr.write(`[installed] control plane + node ${f.controlPlaneMs} ms, images ${f.imagesMs} ms, helm install -> all Ready ${f.installToReadyMs} ms, setup ${Date.now() - started} ms\n`);
+  expect(f.installToReadyMs).toBeGreaterThan(0);
+  await system.kubectl(['create', 'namespace', ns]);
+}, 900_000);
+
+afterAll(async () => {
+  await system?.stop();
+}, 120_000);
+
+describe('sandbox-scale installed by helm on a real node', () => {
+  it('runs every app as the chart deploys it, under its ServiceAccount, with the APIService Available', async () => {
+    const deployments = await kJson<Listed<KubernetesObject & { spec: { replicas: number; template: { spec: { serviceAccountName: string } } }; status?: { readyReplicas?: number } }>>(['-n', INSTALLED_NAMESPACE, 'get', 'deployments']);
+    const byName = Object.fromEntries(deployments.items.map((d) => [d.metadata?.name, d]));
+    expect(byName['sandbox-scale-claim-controller']?.status?.readyReplicas).toBe(2);
+    expect(byName['sandbox-scale-sandbox-apiserver']?.status?.readyReplicas).toBe(2);
+    for (const d of deployments.items) expect(d.spec.template.spec.serviceAccountName).toBe(d.metadata?.name);
+    const ds = await kJson<KubernetesObject & { status: { numberReady: number } }>(['-n', INSTALLED_NAMESPACE, 'get', 'daemonset', 'sandbox-scale-inventory-publisher']);
+    expect(ds.status.numberReady).toBe(1);
+    // discovery through the aggregated API: kube-apiserver reaches sandbox-apiserver through its Service
+    expect(await system.kubectl(['api-resources', '--api-group=agents.x-k8s.io', '-o', 'name'])).toContain('sandboxes.agents.x-k8s.io');
+  });
+
+  it('warms the pool, binds claims, lists them as sandboxes and releases a deleted claim', async () => {
+    await system.kubectl(['apply', '-f', '-'], manifests(3, []));
+    await eventually(async () => {
+      const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
+      expect(pool.status?.readyReplicas).toBe(3);
+    }, { timeoutMs: 120_000, intervalMs: 1000 });
+
+    await system.kubectl(['apply', '-f', '-'], manifests(3, ['c1', 'c2']));
+    const claims = await bound(['c1', 'c2']);
+    const ids = claims.map((c) => c.status?.sandbox?.name as string);
+    expect(await nodeSandboxIds()).toEqual(expect.arrayContaining(ids));
+
+    await eventually(async () => {
+      const out = await system.kubectl(['-n', ns, 'get', 'sandboxes']);
+      for (const name of ['c1', 'c2']) expect(out).toMatch(new RegExp(`^${name}\\s+True`, 'm'));
+    }, { timeoutMs: 60_000, intervalMs: 1000 });
+
+    const released = claims.find((c) => c.metadata?.name === 'c2')?.status?.sandbox?.name as string;
+    await system.kubectl(['-n', ns, 'delete', 'sandboxclaim', 'c2', '--wait=true', '--timeout=120s']);
+    await eventually(async () => expect(await nodeSandboxIds()).not.toContain(released), { timeoutMs: 60_000, intervalMs: 1000 });
+    await eventually(async () => {
+      expect(await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'name'])).not.toContain('sandbox.agents.x-k8s.io/c2');
+    }, { timeoutMs: 60_000, intervalMs: 1000 });
+  });
+
+  it('binds claims after the claim-controller leader pod is killed', async () => {
+    const lease = await kJson<Lease>(['-n', INSTALLED_NAMESPACE, 'get', 'lease', 'sandbox-scale-claim-controller']);
+    const holder = lease.spec?.holderIdentity ?? '';
+    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/name=claim-controller']);
+    const leaderPod = pods.items.find((p) => holder.startsWith(p.metadata.name));
+    expect(leaderPod).toBeDefined();
+    await system.kubectl(['-n', INSTALLED_NAMESPACE, 'delete', 'pod', leaderPod?.metadata.name as string, '--grace-period=0', '--force', '--wait=false']);
+
+    await system.kubectl(['apply', '-f', '-'], manifests(3, ['c1', 'c3']));
+    await bound(['c1', 'c3']);
+    const next = await eventually(async () => {
+      const l = await kJson<Lease>(['-n', INSTALLED_NAMESPACE, 'get', 'lease', 'sandbox-scale-claim-controller']);
+      expect(l.spec?.holderIdentity).toBeTruthy();
+      expect(l.spec?.holderIdentity?.startsWith(leaderPod?.metadata.name as string)).toBe(false);
+      return l.spec?.holderIdentity;
+    }, { timeoutMs: 60_000, intervalMs: 1000 });
+    expect(next).not.toBe(holder);
+    // the Deployment replaces the killed pod and every pod is Ready again
+    await waitInstalled((args) => system.kubectl(args), 180_000);
+  });
+});
