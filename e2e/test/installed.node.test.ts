@@ -104,7 +104,7 @@ describe('sandbox-scale installed by helm on a real node', () => {
   it('binds claims after the claim-controller leader pod is killed', async () => {
     const lease = await kJson<Lease>(['-n', INSTALLED_NAMESPACE, 'get', 'lease', 'sandbox-scale-claim-controller']);
     const holder = lease.spec?.holderIdentity ?? '';
-    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/name=claim-controller']);
+    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=claim-controller']);
     const leaderPod = pods.items.find((p) => holder.startsWith(p.metadata.name));
     expect(leaderPod).toBeDefined();
     await system.kubectl(['-n', INSTALLED_NAMESPACE, 'delete', 'pod', leaderPod?.metadata.name as string, '--grace-period=0', '--force', '--wait=false']);
@@ -120,5 +120,35 @@ describe('sandbox-scale installed by helm on a real node', () => {
     expect(next).not.toBe(holder);
     // the Deployment replaces the killed pod and every pod is Ready again
     await waitInstalled((args) => system.kubectl(args), 180_000);
+  });
+
+  it('pauses and resumes a sandbox through the APIService and its Service', async () => {
+    const base = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/c1`;
+    await system.kubectl(['create', '--raw', `${base}/pause`, '-f', '-'], '{}');
+    await eventually(async () => {
+      const s = await kJson<KubernetesObject & { status?: { conditions?: Cond[] } }>(['-n', ns, 'get', 'sandbox', 'c1']);
+      expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Hibernated' });
+    }, { timeoutMs: 60_000, intervalMs: 1000 });
+    await system.kubectl(['create', '--raw', `${base}/resume`, '-f', '-'], '{}');
+    await eventually(async () => {
+      const s = await kJson<KubernetesObject & { status?: { conditions?: Cond[] } }>(['-n', ns, 'get', 'sandbox', 'c1']);
+      expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'Running' });
+    }, { timeoutMs: 60_000, intervalMs: 1000 });
+  });
+
+  it('keeps serving sandboxes while a sandbox-apiserver pod is deleted: the Service routes to the other', async () => {
+    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=sandbox-apiserver']);
+    expect(pods.items).toHaveLength(2);
+    const victim = pods.items[0]?.metadata.name as string;
+    await system.kubectl(['-n', INSTALLED_NAMESPACE, 'delete', 'pod', victim, '--wait=false']);
+    // reads through the aggregated API answer once the pod is gone, from the replica left and its replacement
+    await eventually(async () => {
+      const out = await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'name']);
+      expect(out).toContain('sandbox.agents.x-k8s.io/c1');
+      const now = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=sandbox-apiserver']);
+      expect(now.items.map((p) => p.metadata.name)).not.toContain(victim);
+    }, { timeoutMs: 120_000, intervalMs: 1000 });
+    await waitInstalled((args) => system.kubectl(args), 180_000);
+    expect(await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'name'])).toContain('sandbox.agents.x-k8s.io/c3');
   });
 });

@@ -25,8 +25,8 @@ function httpGet(url: string): Promise<{ status: number; body: string }> {
   });
 }
 
-/** What of a run is still on the machine: processes naming its dir, mounts under it, its bridge, KUBE- chains. */
-function leftovers(dir: string, bridge: string): string[] {
+/** What of a run is still on the machine: processes naming its dir, mounts under it, its links, KUBE-/CNI- chains. */
+function leftovers(dir: string, links: string[]): string[] {
   const found: string[] = [];
   for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
     try {
@@ -40,13 +40,19 @@ function leftovers(dir: string, bridge: string): string[] {
     const mount = line.split(' ')[4];
     if (mount?.startsWith(`${dir}/`)) found.push(`mount ${mount}`);
   }
-  if (execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' }).includes(` ${bridge}:`)) found.push(`link ${bridge}`);
+  const shown = execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' });
+  for (const link of links) if (shown.includes(` ${link}:`)) found.push(`link ${link}`);
   for (const table of ['nat', 'filter', 'mangle']) {
     for (const rule of execFileSync('iptables', ['-w', '-t', table, '-S'], { encoding: 'utf8' }).split('\n')) {
       if (/KUBE-|CNI-/.test(rule)) found.push(`iptables ${table}: ${rule}`);
     }
   }
   return found;
+}
+
+function nodeLinks(dir: string): string[] {
+  const state = JSON.parse(readFileSync(join(dir, 'node-state.json'), 'utf8')) as { bridge: string; serviceLink: string };
+  return [state.bridge, state.serviceLink];
 }
 
 describe('a real node in the local cluster', () => {
@@ -128,29 +134,29 @@ describe('a real node in the local cluster', () => {
     }, { timeoutMs: 60_000, intervalMs: 1000 });
     expect(fromPod).toBe('200');
 
-    const bridge = (JSON.parse(readFileSync(join(plane.dir, 'node-state.json'), 'utf8')) as { bridge: string }).bridge;
-    expect(leftovers(plane.dir, bridge).length).toBeGreaterThan(0); // the check sees a running node
+    const links = nodeLinks(plane.dir);
+    expect(leftovers(plane.dir, links).length).toBeGreaterThan(0); // the check sees a running node
     await plane.stop();
     cp = undefined;
-    expect(leftovers(plane.dir, bridge)).toEqual([]);
+    expect(leftovers(plane.dir, links)).toEqual([]);
   });
 
   it('leaves nothing behind when its owner is SIGKILLed with a pod running', async () => {
     const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/start-and-wait.ts'), '--node'], { stdio: ['ignore', 'pipe', 'inherit'] });
-    const info = await new Promise<{ dir: string; pids: number[]; bridge: string }>((resolve, reject) => {
+    const info = await new Promise<{ dir: string; pids: number[]; links: string[] }>((resolve, reject) => {
       let text = '';
       child.stdout.on('data', (c: Buffer) => {
         text += c.toString();
-        if (text.includes('\n')) resolve(JSON.parse(text.split('\n')[0] as string) as { dir: string; pids: number[]; bridge: string });
+        if (text.includes('\n')) resolve(JSON.parse(text.split('\n')[0] as string) as { dir: string; pids: number[]; links: string[] });
       });
       child.once('exit', (code) => reject(new Error(`fixture exited early with ${code}`)));
     });
-    expect(leftovers(info.dir, info.bridge).some((l) => l.startsWith('mount '))).toBe(true);
+    expect(leftovers(info.dir, info.links).some((l) => l.startsWith('mount '))).toBe(true);
     child.kill('SIGKILL');
     await eventually(() => {
       for (const pid of info.pids) expect(() => process.kill(pid, 0)).toThrow();
       expect(existsSync(info.dir)).toBe(false);
-      expect(leftovers(info.dir, info.bridge)).toEqual([]);
+      expect(leftovers(info.dir, info.links)).toEqual([]);
       expect(existsSync('/run/sandbox-scale-node.lock')).toBe(false);
     }, { timeoutMs: 60_000, intervalMs: 500 });
   });

@@ -150,6 +150,8 @@ function tail(path: string, lines = 30): string {
   }
 }
 
+const SERVICE_CIDR = '10.0.0.0/24';
+
 /** The API server's flags; one given in `extra` replaces the default (list flags append when repeated). */
 function apiserverArgs(p: Record<string, string>, ports: { etcd: number; secure: number }, extra: string[]): string[] {
   return [
@@ -165,7 +167,7 @@ function apiserverArgs(p: Record<string, string>, ports: { etcd: number; secure:
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
     '--api-audiences=https://kubernetes.default.svc.cluster.local',
     '--authorization-mode=RBAC',
-    '--service-cluster-ip-range=10.0.0.0/24',
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
     '--allow-privileged=true',
     `--requestheader-client-ca-file=${p['front-proxy-ca.crt']}`,
     '--requestheader-allowed-names=front-proxy-client',
@@ -285,7 +287,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
         '--secure-port=0',
       ], onEarlyExit('kube-scheduler'));
       node = await startNode({
-        dir, binDir, server: nodeServer, ca: pki.ca, hostIp, group, sandboxImage: pauseImage(binDir), onEarlyExit, log,
+        dir, binDir, server: nodeServer, ca: pki.ca, hostIp, serviceCidr: SERVICE_CIDR, group, sandboxImage: pauseImage(binDir), onEarlyExit, log,
       }, () => earlyExit);
       const nodeReady = async (): Promise<boolean> => {
         const res = await httpsGet(`${server}/api/v1/nodes/${NODE_NAME}`, pki);

@@ -2,7 +2,7 @@
 // under them, mounts under the run dir (volumes, snapshots, network namespaces), the CNI bridge,
 // and the iptables chains of the bridge plugin, kube-proxy and the kubelet. Run by stop() and by
 // the watchdog after a killed owner; every step is best effort and idempotent.
-// argv: <state.json> written by node.ts: { dir, bridge, network, lockFile, ownerPid }
+// argv: <state.json> written by node.ts: { dir, bridge, serviceLink, network, lockFile, ownerPid }
 const { execFileSync } = require('node:child_process');
 const { readFileSync, readdirSync, rmSync } = require('node:fs');
 
@@ -62,9 +62,8 @@ const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
   .map((m) => m.replace(/\\040/g, ' ')).sort((a, b) => b.length - a.length);
 for (const m of mounts) sh('umount', ['-l', m]);
 
-if (sh('ip', ['-o', 'link', 'show']).split('\n').some((l) => l.split(': ')[1]?.split('@')[0] === state.bridge)) {
-  sh('ip', ['link', 'delete', state.bridge]);
-}
+const links = sh('ip', ['-o', 'link', 'show']).split('\n').map((l) => l.split(': ')[1]?.split('@')[0]);
+for (const link of [state.bridge, state.serviceLink]) if (link && links.includes(link)) sh('ip', ['link', 'delete', link]);
 
 // iptables: rules jumping to chains of this node (the bridge plugin's CNI-<hash> chains carry the
 // network name in their comment; KUBE-* belong to kube-proxy and the kubelet, one node per machine).

@@ -150,6 +150,8 @@ export interface StartNodeOptions {
   server: string;
   ca: CertPair;
   hostIp: string;
+  /** The API server's --service-cluster-ip-range. */
+  serviceCidr: string;
   group: ProcessGroup;
   sandboxImage: { name: string; archive: string };
   onEarlyExit: (name: string) => (code: number | null, logPath: string) => void;
@@ -174,12 +176,13 @@ export async function startNode(opts: StartNodeOptions, earlyExit: () => string 
   const suffix = Math.random().toString(16).slice(2, 8);
   const bridge = `ssn${suffix}`;
   const network = `sandbox-scale-${suffix}`;
+  const serviceLink = `ssv${suffix}`;
   const statePath = join(dir, 'node-state.json');
   const containerdDir = join(nodeDir, 'containerd');
   const address = join(containerdDir, 'containerd.sock');
   const cniConfDir = join(nodeDir, 'cni', 'net.d');
   for (const d of [containerdDir, cniConfDir, join(nodeDir, 'kubelet')]) mkdirSync(d, { recursive: true });
-  writeFileSync(statePath, JSON.stringify({ dir, bridge, network, lockFile: LOCK_FILE, ownerPid: process.pid }));
+  writeFileSync(statePath, JSON.stringify({ dir, bridge, serviceLink, network, lockFile: LOCK_FILE, ownerPid: process.pid }));
 
   const node: LocalNode = {
     name: NODE_NAME,
@@ -195,6 +198,16 @@ export async function startNode(opts: StartNodeOptions, earlyExit: () => string 
   };
 
   sysctl('/proc/sys/net/ipv4/ip_forward', '1');
+  // Service addresses go to a portless bridge, where a packet kube-proxy has not rewritten (yet) is
+  // dropped, as in a cluster. Without it they follow the default route, and a gateway that answers
+  // them (this machine's answers 404) holds kept-alive connections, the aggregator's among them.
+  try {
+    execFileSync('ip', ['link', 'add', serviceLink, 'type', 'bridge'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync('ip', ['link', 'set', serviceLink, 'up'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    execFileSync('ip', ['route', 'add', opts.serviceCidr, 'dev', serviceLink], { stdio: ['ignore', 'ignore', 'pipe'] });
+  } catch (err) {
+    throw new NodeStartError(`cannot route ${opts.serviceCidr} to a link of its own: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`);
+  }
   if (existsSync('/proc/sys/net/bridge/bridge-nf-call-iptables')) sysctl('/proc/sys/net/bridge/bridge-nf-call-iptables', '1');
 
   writeFileSync(join(cniConfDir, '10-bridge.conflist'), JSON.stringify({
