@@ -1,4 +1,5 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { request as httpsRequest } from 'node:https';
 import { startInstalledSystem, waitInstalled, INSTALLED_NAMESPACE, type InstalledSystem } from '../src/installed/installed-system';
 import { eventually } from '../src/testing/eventually';
 
@@ -7,6 +8,8 @@ import { eventually } from '../src/testing/eventually';
 // served through its Service, and sandboxd-sim runs as a DaemonSet on the node's address.
 
 let system: InstalledSystem;
+/** A sandbox token the suite saw; no log line of any pod may carry it. */
+let sandboxToken = '';
 const ns = 'installed-e2e';
 const IMAGE = 'ghcr.io/example/e2e-agent:1.0';
 
@@ -16,7 +19,8 @@ interface Listed<T> {
 type Cond = { type: string; status: string; reason?: string };
 type Claim = KubernetesObject & { status?: { conditions?: Cond[]; sandbox?: { name?: string; tokenSecretName?: string } } };
 type Pool = KubernetesObject & { status?: { readyReplicas?: number } };
-type Pod = KubernetesObject & { metadata: { name: string }; status?: { conditions?: Cond[] } };
+type Pod = KubernetesObject & { metadata: { name: string }; status?: { conditions?: Cond[]; containerStatuses?: { restartCount: number }[] } };
+type Inventory = KubernetesObject & { pools?: { template: string; warm: number; target: number }[] };
 type Lease = KubernetesObject & { spec?: { holderIdentity?: string } };
 
 const isTrue = (conds: Cond[] | undefined, type: string): boolean => conds?.some((c) => c.type === type && c.status === 'True') ?? false;
@@ -70,6 +74,10 @@ describe('sandbox-scale installed by helm on a real node', () => {
     expect(byName['sandbox-scale-claim-controller']?.status?.readyReplicas).toBe(2);
     expect(byName['sandbox-scale-sandbox-apiserver']?.status?.readyReplicas).toBe(2);
     for (const d of deployments.items) expect(d.spec.template.spec.serviceAccountName).toBe(d.metadata?.name);
+    // no app exited on its way to Ready (a crash on start shows as a restart)
+    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods']);
+    expect(pods.items.map((p) => `${p.metadata.name} ${p.status?.containerStatuses?.[0]?.restartCount}`))
+      .toEqual(pods.items.map((p) => `${p.metadata.name} 0`));
     const ds = await kJson<KubernetesObject & { status: { numberReady: number } }>(['-n', INSTALLED_NAMESPACE, 'get', 'daemonset', 'sandbox-scale-inventory-publisher']);
     expect(ds.status.numberReady).toBe(1);
     // discovery through the aggregated API: kube-apiserver reaches sandbox-apiserver through its Service
@@ -93,12 +101,59 @@ describe('sandbox-scale installed by helm on a real node', () => {
       for (const name of ['c1', 'c2']) expect(out).toMatch(new RegExp(`^${name}\\s+True`, 'm'));
     }, { timeoutMs: 60_000, intervalMs: 1000 });
 
+    // the sandbox token is in the claim Secret (written by claim-controller's in-cluster identity) and nowhere else
+    const secret = await kJson<{ data: Record<string, string> }>(['-n', ns, 'get', 'secret', claims[0]?.status?.sandbox?.tokenSecretName as string]);
+    const token = Buffer.from(secret.data.token as string, 'base64').toString();
+    expect(token.length).toBeGreaterThan(8);
+    sandboxToken = token;
+    expect(await system.kubectl(['-n', ns, 'get', 'sandboxclaims', '-o', 'json'])).not.toContain(token);
+    expect(await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'json'])).not.toContain(token);
+
     const released = claims.find((c) => c.metadata?.name === 'c2')?.status?.sandbox?.name as string;
     await system.kubectl(['-n', ns, 'delete', 'sandboxclaim', 'c2', '--wait=true', '--timeout=120s']);
     await eventually(async () => expect(await nodeSandboxIds()).not.toContain(released), { timeoutMs: 60_000, intervalMs: 1000 });
     await eventually(async () => {
       expect(await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'name'])).not.toContain('sandbox.agents.x-k8s.io/c2');
     }, { timeoutMs: 60_000, intervalMs: 1000 });
+    await eventually(async () => {
+      const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
+      expect(pool.status?.readyReplicas).toBe(3);
+    }, { timeoutMs: 120_000, intervalMs: 1000 });
+  });
+
+  it('moves the node target when the pool is scaled with kubectl scale', async () => {
+    await system.kubectl(['-n', ns, 'scale', 'sandboxwarmpool/agent', '--replicas=5']);
+    await eventually(async () => {
+      const inv = await kJson<Listed<Inventory>>(['get', 'nodeinventories']);
+      const pools = inv.items.flatMap((i) => i.pools ?? []).filter((p) => p.template === IMAGE);
+      expect(pools.map((p) => p.target)).toEqual([5]);
+      const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
+      expect(pool.status?.readyReplicas).toBe(5);
+    }, { timeoutMs: 120_000, intervalMs: 1000 });
+    await system.kubectl(['-n', ns, 'scale', 'sandboxwarmpool/agent', '--replicas=3']);
+  });
+
+  it('explains sandboxes and prints them as a table through kube-apiserver', async () => {
+    expect(await system.kubectl(['explain', 'sandboxes.spec'])).toContain('podTemplate');
+    const wide = await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'wide']);
+    expect(wide.split('\n')[0]).toMatch(/NAME\s+READY\s+REASON\s+NODE/);
+  });
+
+  it('refuses a request sent straight to the sandbox-apiserver Service without the front-proxy certificate', async () => {
+    const svc = await kJson<KubernetesObject & { spec: { clusterIP: string } }>(['-n', INSTALLED_NAMESPACE, 'get', 'service', 'sandbox-scale-sandbox-apiserver']);
+    const url = `https://${svc.spec.clusterIP}/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
+    for (const headers of [{}, { 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters' }]) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpsRequest(url, { headers, rejectUnauthorized: false, timeout: 10_000 }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('timeout', () => req.destroy(new Error('timeout')));
+        req.on('error', reject);
+        req.end();
+      });
+      expect(status).toBe(401);
+    }
   });
 
   it('binds claims after the claim-controller leader pod is killed', async () => {
@@ -150,5 +205,18 @@ describe('sandbox-scale installed by helm on a real node', () => {
     }, { timeoutMs: 120_000, intervalMs: 1000 });
     await waitInstalled((args) => system.kubectl(args), 180_000);
     expect(await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'name'])).toContain('sandbox.agents.x-k8s.io/c3');
+  });
+
+  it('keeps sandbox tokens and the fleet token out of every pod log', async () => {
+    expect(sandboxToken).not.toBe('');
+    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods']);
+    let lines = 0;
+    for (const p of pods.items) {
+      const text = await system.kubectl(['-n', INSTALLED_NAMESPACE, 'logs', p.metadata.name]);
+      lines += text.split('\n').length;
+      expect(text).not.toContain(sandboxToken);
+      expect(text).not.toContain(system.fleetToken);
+    }
+    expect(lines).toBeGreaterThan(pods.items.length);
   });
 });

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
@@ -95,6 +95,7 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
   const node = cp.node;
   const work = mkdtempSync(join(tmpdir(), 'sandbox-scale-installed-'));
   const stop = async (): Promise<void> => {
+    await keepPodLogs(cp);
     await cp.stop();
     rmSync(work, { recursive: true, force: true });
   };
@@ -138,6 +139,26 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
   } catch (err) {
     await stop();
     throw err;
+  }
+}
+
+/** SANDBOX_SCALE_KEEP_LOGS=<dir>: every container's log (current and previous) beside the components' logs. */
+async function keepPodLogs(cp: ControlPlane): Promise<void> {
+  const keep = process.env.SANDBOX_SCALE_KEEP_LOGS;
+  if (!keep) return;
+  const to = join(keep, `${cp.dir.split('/').pop() as string}-pods`);
+  mkdirSync(to, { recursive: true });
+  const kubectl = (args: string[]): Promise<string> => runCommand(toolPath(cp.binDir, 'kubectl'), args, { KUBECONFIG: cp.kubeconfigPath });
+  try {
+    const pods = JSON.parse(await kubectl(['get', 'pods', '-A', '-o', 'json'])) as { items: { metadata: { name: string; namespace: string } }[] };
+    for (const { metadata: m } of pods.items) {
+      for (const previous of [false, true]) {
+        const text = await kubectl(['-n', m.namespace, 'logs', m.name, '--all-containers', ...(previous ? ['--previous'] : [])]).catch(() => '');
+        if (text) writeFileSync(join(to, `${m.namespace}_${m.name}${previous ? '.previous' : ''}.log`), text);
+      }
+    }
+  } catch {
+    /* the control plane is gone: nothing to keep */
   }
 }
 
