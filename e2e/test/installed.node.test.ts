@@ -177,6 +177,20 @@ describe('sandbox-scale installed by helm on a real node', () => {
     await waitInstalled((args) => system.kubectl(args), 180_000);
   });
 
+  it('moves the node target after the warmpool-driver pod is deleted: its replacement takes the Lease', async () => {
+    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=warmpool-driver']);
+    const old = pods.items[0]?.metadata.name as string;
+    await system.kubectl(['-n', INSTALLED_NAMESPACE, 'delete', 'pod', old, '--grace-period=0', '--force', '--wait=false']);
+    await system.kubectl(['-n', ns, 'scale', 'sandboxwarmpool/agent', '--replicas=4']);
+    await eventually(async () => {
+      const inv = await kJson<Listed<Inventory>>(['get', 'nodeinventories']);
+      expect(inv.items.flatMap((i) => i.pools ?? []).filter((p) => p.template === IMAGE).map((p) => p.target)).toEqual([4]);
+      const lease = await kJson<Lease>(['-n', INSTALLED_NAMESPACE, 'get', 'lease', 'sandbox-scale-warmpool-driver']);
+      expect(lease.spec?.holderIdentity?.startsWith(old)).toBe(false);
+    }, { timeoutMs: 120_000, intervalMs: 1000 });
+    await system.kubectl(['-n', ns, 'scale', 'sandboxwarmpool/agent', '--replicas=3']);
+  });
+
   it('pauses and resumes a sandbox through the APIService and its Service', async () => {
     const base = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/c1`;
     await system.kubectl(['create', '--raw', `${base}/pause`, '-f', '-'], '{}');
