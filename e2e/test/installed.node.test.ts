@@ -156,6 +156,34 @@ describe('sandbox-scale installed by helm on a real node', () => {
     }
   });
 
+  it('claims through the fast path: the claim-controller Service, its chart-issued certificate, a token for its audience', async () => {
+    await system.kubectl(['-n', ns, 'create', 'serviceaccount', 'fast-user']);
+    await system.kubectl(['-n', ns, 'create', 'role', 'claims-create', '--verb=create', '--resource=sandboxclaims.extensions.agents.x-k8s.io']);
+    await system.kubectl(['-n', ns, 'create', 'rolebinding', 'fast-user', '--role=claims-create', `--serviceaccount=${ns}:fast-user`]);
+    const token = (await system.kubectl(['-n', ns, 'create', 'token', 'fast-user', '--audience', 'sandbox-scale-fast-path'])).trim();
+    const ca = await kJson<{ data: Record<string, string> }>(['-n', INSTALLED_NAMESPACE, 'get', 'secret', 'sandbox-scale-ca']);
+    const svc = await kJson<KubernetesObject & { spec: { clusterIP: string } }>(['-n', INSTALLED_NAMESPACE, 'get', 'service', 'sandbox-scale-claim-controller']);
+    const body = JSON.stringify({ namespace: ns, name: 'fast1', warmPool: 'agent' });
+    const answer = await new Promise<string>((resolve, reject) => {
+      const req = httpsRequest(`https://${svc.spec.clusterIP}/v1/claims`, {
+        method: 'POST',
+        ca: Buffer.from(ca.data['tls.crt'] as string, 'base64'),
+        servername: 'sandbox-scale-claim-controller.sandbox-system.svc',
+        headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+        timeout: 30_000,
+      }, (res) => {
+        let text = '';
+        res.on('data', (c: Buffer) => (text += c.toString()));
+        res.on('end', () => resolve(`${res.statusCode} ${text}`));
+      });
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(answer).toMatch(/^20[01] /);
+    await bound(['fast1']);
+  });
+
   it('binds claims after the claim-controller leader pod is killed', async () => {
     const lease = await kJson<Lease>(['-n', INSTALLED_NAMESPACE, 'get', 'lease', 'sandbox-scale-claim-controller']);
     const holder = lease.spec?.holderIdentity ?? '';
