@@ -3,6 +3,11 @@
 // kubectl, etcd, helm) from the Go module proxy at pinned versions, cached outside the repo.
 // Usage: node e2e/tools/tools.mjs path   -> builds what is missing, prints the bin dir (last line)
 //        node e2e/tools/tools.mjs check  -> exits 1 when something is missing, builds nothing
+//        node e2e/tools/tools.mjs node   -> also the node: kubelet, kube-scheduler, kube-proxy and a
+//                                           pause binary built here, containerd/runc/CNI/iptables/buildah
+//                                           from Debian packages (apt-get, as root)
+//        node e2e/tools/tools.mjs check-node -> exits 1 when a node part is missing
+// The node tools build under their own lock, so `path` never waits on a kubelet build.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, openSync, closeSync, unlinkSync, statSync, renameSync } from 'node:fs';
 import { homedir } from 'node:os';
@@ -25,6 +30,23 @@ const binaries = {
   kubectl: `kubectl-${versions.kubernetes}`,
   etcd: `etcd-${versions.etcd}`,
   helm: `helm-${versions.helm}`,
+};
+
+/** Built only when a node is asked for (`node`): a slow build nobody else should wait on. */
+const nodeBinaries = {
+  kubelet: `kubelet-${versions.kubernetes}`,
+  'kube-scheduler': `kube-scheduler-${versions.kubernetes}`,
+  'kube-proxy': `kube-proxy-${versions.kubernetes}`,
+  pause: `pause-${versions.pause}`,
+};
+
+/** Debian package -> a file it installs, to tell whether it is there without asking apt. */
+const nodePackages = {
+  containerd: '/usr/bin/containerd',
+  runc: '/usr/sbin/runc',
+  iptables: '/usr/sbin/iptables',
+  'containernetworking-plugins': '/usr/lib/cni/bridge',
+  buildah: '/usr/bin/buildah',
 };
 
 function log(msg) {
@@ -113,25 +135,85 @@ function buildHelm() {
   install(join(dir, 'helm'), 'helm');
 }
 
+function buildNodeKubernetes(todo) {
+  // Its own module directory: `-mod=mod` adds go.sum entries the kubelet needs, which must not
+  // change the go.sum the control-plane build reads while another build may be running.
+  const dir = join(buildRoot, `kubernetes-node-${versions.kubernetes}`);
+  mkdirSync(dir, { recursive: true });
+  const upstream = readFileSync(goModPath('k8s.io/kubernetes', versions.kubernetes), 'utf8');
+  const staging = [...upstream.matchAll(/^\s*(k8s\.io\/[\w.-]+)\s*=>\s*\.\/staging\//gm)].map((m) => m[1]);
+  const goVersion = upstream.match(/^go (\S+)/m)?.[1] ?? '1.24.0';
+  writeFileSync(join(dir, 'go.mod'), [
+    'module sandbox-scale/kubernetes-node-build', '', `go ${goVersion}`, '',
+    `require k8s.io/kubernetes ${versions.kubernetes}`, '',
+    ...staging.map((m) => `replace ${m} => ${m} ${stagingVersion}`), '',
+  ].join('\n'));
+  const names = ['kubelet', 'kube-scheduler', 'kube-proxy'].filter((n) => todo.includes(n));
+  log(`building ${names.join(', ')} ${versions.kubernetes} (about 10 minutes on 2 cores)`);
+  const out = join(dir, 'out');
+  mkdirSync(out, { recursive: true });
+  run('go', ['build', '-trimpath', '-ldflags', versionLdflags(), '-o', out + '/', ...names.map((n) => `k8s.io/kubernetes/cmd/${n}`)], dir);
+  for (const name of names) install(join(out, name), name);
+}
+
+function buildPause() {
+  // The pod sandbox image's only process: no image can be pulled here, so it is built locally.
+  const dir = join(buildRoot, `pause-${versions.pause}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'go.mod'), 'module sandbox-scale/pause\n\ngo 1.22\n');
+  writeFileSync(join(dir, 'main.go'), [
+    'package main', '', 'import (', '\t"os"', '\t"os/signal"', '\t"syscall"', ')', '',
+    '// Holds the pod\'s namespaces until the kubelet stops the sandbox.',
+    'func main() {', '\tc := make(chan os.Signal, 1)', '\tsignal.Notify(c, syscall.SIGTERM, syscall.SIGINT)', '\t<-c', '}', '',
+  ].join('\n'));
+  log('building pause');
+  run('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'pause'), '.'], dir, { GOFLAGS: '' });
+  install(join(dir, 'pause'), 'pause');
+}
+
+function missingPackages() {
+  return Object.entries(nodePackages).filter(([, file]) => !existsSync(file)).map(([p]) => p);
+}
+
+function installPackages() {
+  const todo = missingPackages();
+  if (todo.length === 0) return;
+  if (process.getuid?.() !== 0) {
+    throw new Error(`the node needs the Debian packages ${todo.join(', ')}; installing them takes root (run as root, or: apt-get install -y ${todo.join(' ')})`);
+  }
+  log(`installing Debian packages ${todo.join(', ')} (apt-get update, then apt-get install)`);
+  const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
+  for (const args of [['update'], ['install', '-y', '--no-install-recommends', ...todo]]) {
+    log(`$ apt-get ${args.join(' ')}`);
+    try {
+      execFileSync('apt-get', args, { stdio: ['ignore', 'inherit', 'inherit'], env });
+    } catch (err) {
+      throw new Error(`apt-get ${args.join(' ')} failed (${err.status === undefined ? err.message : `exit ${err.status}`}); the node cannot run without ${todo.join(', ')}`);
+    }
+  }
+  const still = missingPackages();
+  if (still.length) throw new Error(`apt-get installed, yet these are still missing: ${still.map((p) => `${p} (${nodePackages[p]})`).join(', ')}`);
+}
+
 function install(src, name) {
-  const dest = join(binDir, binaries[name]);
+  const dest = join(binDir, binaries[name] ?? nodeBinaries[name]);
   const tmp = `${dest}.tmp-${process.pid}`;
   execFileSync('cp', [src, tmp]);
   renameSync(tmp, dest);
   // a stable name beside the versioned one, so PATH=<binDir> works for humans and scripts.
   const link = join(binDir, name);
   try { unlinkSync(link); } catch { /* absent */ }
-  execFileSync('ln', ['-s', binaries[name], link]);
+  execFileSync('ln', ['-s', binaries[name] ?? nodeBinaries[name], link]);
   log(`installed ${dest}`);
 }
 
-function missing() {
-  return Object.entries(binaries).filter(([name, file]) => !existsSync(join(binDir, file)) || !existsSync(join(binDir, name))).map(([n]) => n);
+function missing(set = binaries) {
+  return Object.entries(set).filter(([name, file]) => !existsSync(join(binDir, file)) || !existsSync(join(binDir, name))).map(([n]) => n);
 }
 
-function withLock(fn) {
+function withLock(fn, lockName = 'build.lock') {
   mkdirSync(cacheRoot, { recursive: true });
-  const lock = join(cacheRoot, 'build.lock');
+  const lock = join(cacheRoot, lockName);
   for (let waited = 0; ; waited++) {
     try {
       closeSync(openSync(lock, 'wx'));
@@ -162,6 +244,18 @@ function ensure() {
   });
 }
 
+function ensureNode() {
+  installPackages();
+  if (missing(nodeBinaries).length === 0) return;
+  withLock(() => {
+    const todo = missing(nodeBinaries);
+    const started = Date.now();
+    if (todo.some((n) => n !== 'pause')) buildNodeKubernetes(todo);
+    if (todo.includes('pause')) buildPause();
+    log(`built ${todo.join(', ')} in ${Math.round((Date.now() - started) / 1000)} s`);
+  }, 'node-build.lock');
+}
+
 const cmd = process.argv[2] ?? 'path';
 if (cmd === 'path') {
   ensure();
@@ -170,9 +264,22 @@ if (cmd === 'path') {
   const m = missing();
   if (m.length) { log(`missing: ${m.join(', ')}`); process.exit(1); }
   process.stdout.write(`${binDir}\n`);
+} else if (cmd === 'node') {
+  try {
+    ensure();
+    ensureNode();
+  } catch (err) {
+    log(`cannot provide the node: ${err.message}`);
+    process.exit(1);
+  }
+  process.stdout.write(`${binDir}\n`);
+} else if (cmd === 'check-node') {
+  const m = [...missing(), ...missing(nodeBinaries), ...missingPackages()];
+  if (m.length) { log(`missing: ${m.join(', ')}`); process.exit(1); }
+  process.stdout.write(`${binDir}\n`);
 } else if (cmd === 'versions') {
   process.stdout.write(`${JSON.stringify(versions)}\n`);
 } else {
-  process.stderr.write('usage: tools.mjs path|check|versions\n');
+  process.stderr.write('usage: tools.mjs path|check|node|check-node|versions\n');
   process.exit(2);
 }

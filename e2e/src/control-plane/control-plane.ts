@@ -3,10 +3,12 @@ import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pauseImage } from '../images/images';
+import { cleanupNode, hostAddress, kubeconfigFile, NODE_NAME, startNode, takeNodeLock, type LocalNode } from './node';
 import { createCA, createLeaf, createSigningKey, type CertPair } from './pki';
 import { freePort } from './ports';
 import { ProcessGroup } from './process-group';
-import { toolPath, toolsDir } from './tools';
+import { nodeToolsDir, toolPath, toolsDir } from './tools';
 
 export interface ControlPlane {
   /** Admin kubeconfig (client certificate in system:masters). */
@@ -21,6 +23,8 @@ export interface ControlPlane {
   files: ControlPlaneFiles;
   /** Milliseconds from spawn to /readyz. */
   startupMs: number;
+  /** The node, when started with `node: true`. */
+  node?: LocalNode;
   stop(): Promise<void>;
 }
 
@@ -37,6 +41,12 @@ export interface ControlPlaneOptions {
   controllerManager?: boolean;
   /** Extra kube-apiserver flags. */
   apiserverArgs?: string[];
+  /**
+   * Also run a real node: kube-scheduler, containerd, kubelet, kube-proxy and a bridge CNI, with
+   * the API server on the host address so pods reach it. Resolves once the Node is Ready.
+   * One node per machine; needs root and `npm run tools -- node`.
+   */
+  node?: boolean;
   log?: (msg: string) => void;
 }
 
@@ -54,14 +64,14 @@ interface Pki {
   sa: { publicKey: string; privateKey: string };
 }
 
-async function makePki(): Promise<Pki> {
+async function makePki(extraIps: string[] = []): Promise<Pki> {
   const ca = await createCA('sandbox-scale-local-ca');
   const frontProxyCa = await createCA('sandbox-scale-front-proxy-ca');
   const [serving, admin, frontProxyClient, kcm] = await Promise.all([
     createLeaf(ca, {
       commonName: 'kube-apiserver',
       dnsNames: ['localhost', 'kubernetes', 'kubernetes.default', 'kubernetes.default.svc', 'kubernetes.default.svc.cluster.local'],
-      ips: ['127.0.0.1', '10.0.0.1'],
+      ips: ['127.0.0.1', '10.0.0.1', ...extraIps],
       server: true,
     }),
     createLeaf(ca, { commonName: 'sandbox-scale-admin', organizations: ['system:masters'], client: true }),
@@ -140,6 +150,9 @@ function tail(path: string, lines = 30): string {
   }
 }
 
+const SERVICE_CIDR = '10.0.0.0/24';
+
+/** The API server's flags; one given in `extra` replaces the default (list flags append when repeated). */
 function apiserverArgs(p: Record<string, string>, ports: { etcd: number; secure: number }, extra: string[]): string[] {
   return [
     `--etcd-servers=http://127.0.0.1:${ports.etcd}`,
@@ -154,7 +167,7 @@ function apiserverArgs(p: Record<string, string>, ports: { etcd: number; secure:
     '--service-account-issuer=https://kubernetes.default.svc.cluster.local',
     '--api-audiences=https://kubernetes.default.svc.cluster.local',
     '--authorization-mode=RBAC',
-    '--service-cluster-ip-range=10.0.0.0/24',
+    `--service-cluster-ip-range=${SERVICE_CIDR}`,
     '--allow-privileged=true',
     `--requestheader-client-ca-file=${p['front-proxy-ca.crt']}`,
     '--requestheader-allowed-names=front-proxy-client',
@@ -167,11 +180,30 @@ function apiserverArgs(p: Record<string, string>, ports: { etcd: number; secure:
     '--profiling=false',
     '--endpoint-reconciler-type=none',
     '--disable-admission-plugins=ServiceAccount',
-    ...extra,
+  ].filter((flag) => !extra.some((e) => e.split('=')[0] === flag.split('=')[0])).concat(extra);
+}
+
+/** With a node: the API server on the host address, node authorization, ServiceAccount admission. */
+function nodeApiserverArgs(p: Record<string, string>, hostIp: string): string[] {
+  return [
+    '--bind-address=0.0.0.0',
+    `--advertise-address=${hostIp}`,
+    // the `kubernetes` Service's endpoints, so pods reach the API server through its ClusterIP
+    '--endpoint-reconciler-type=lease',
+    '--authorization-mode=Node,RBAC',
+    '--enable-admission-plugins=NodeRestriction',
+    '--disable-admission-plugins=',
+    `--kubelet-client-certificate=${p['kubelet-client.crt']}`,
+    `--kubelet-client-key=${p['kubelet-client.key']}`,
+    // the node's name resolves nowhere; logs and exec dial its address
+    '--kubelet-preferred-address-types=InternalIP',
   ];
 }
 
-function kcmArgs(p: Record<string, string>, kubeconfig: string): string[] {
+/** Controllers a node's workloads need on top of the ones a cluster without nodes runs. */
+const NODE_CONTROLLERS = 'daemonset-controller,disruption-controller,endpoints-controller,endpointslice-controller,endpointslice-mirroring-controller,node-lifecycle-controller,pod-garbage-collector-controller,root-ca-certificate-publisher-controller,statefulset-controller,ttl-after-finished-controller,job-controller';
+
+function kcmArgs(p: Record<string, string>, kubeconfig: string, node: boolean): string[] {
   return [
     `--kubeconfig=${kubeconfig}`,
     `--authentication-kubeconfig=${kubeconfig}`,
@@ -183,7 +215,8 @@ function kcmArgs(p: Record<string, string>, kubeconfig: string): string[] {
     `--root-ca-file=${p['ca.crt']}`,
     '--use-service-account-credentials=true',
     // the controllers a cluster without nodes still needs: GC, namespaces, SAs and their tokens
-    '--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,clusterrole-aggregation,replicaset,deployment',
+    `--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,clusterrole-aggregation,replicaset,deployment${node ? `,${NODE_CONTROLLERS}` : ''}`,
+    ...(node ? ['--node-monitor-grace-period=20s'] : []),
   ];
 }
 
@@ -193,17 +226,28 @@ function kcmArgs(p: Record<string, string>, kubeconfig: string): string[] {
  */
 export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise<ControlPlane> {
   const log = opts.log ?? (() => undefined);
-  const binDir = toolsDir();
+  const binDir = opts.node ? nodeToolsDir() : toolsDir();
+  if (opts.node) takeNodeLock();
   const dir = mkdtempSync(join(tmpdir(), 'sandbox-scale-cp-'));
   const group = new ProcessGroup(dir);
+  let node: LocalNode | undefined;
+  if (opts.node) group.beforeRemove(() => cleanupNode(dir));
   let earlyExit: string | undefined;
   const onEarlyExit = (name: string) => (code: number | null, logPath: string) => {
     earlyExit = `${name} exited with code ${code} before it was ready:\n${tail(logPath)}`;
   };
   try {
     const started = Date.now();
-    const pki = await makePki();
+    const hostIp = opts.node ? hostAddress() : undefined;
+    const pki = await makePki(hostIp ? [hostIp] : []);
     const p = writeFiles(dir, pki);
+    if (hostIp) {
+      const kubeletClient = await createLeaf(pki.ca, { commonName: 'kube-apiserver-kubelet-client', organizations: ['system:masters'], client: true });
+      for (const [name, pem] of [['kubelet-client.crt', kubeletClient.cert], ['kubelet-client.key', kubeletClient.key]] as const) {
+        p[name] = join(dir, name);
+        writeFileSync(p[name], pem, { mode: 0o600 });
+      }
+    }
     const [etcdPort, peerPort, securePort] = [await freePort(), await freePort(), await freePort()];
     log(`starting etcd on 127.0.0.1:${etcdPort}`);
     group.start('etcd', toolPath(binDir, 'etcd'), [
@@ -218,7 +262,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       '--log-level=warn',
     ], onEarlyExit('etcd'));
     log(`starting kube-apiserver on https://127.0.0.1:${securePort}`);
-    group.start('kube-apiserver', toolPath(binDir, 'kube-apiserver'), apiserverArgs(p, { etcd: etcdPort, secure: securePort }, opts.apiserverArgs ?? []), onEarlyExit('kube-apiserver'));
+    group.start('kube-apiserver', toolPath(binDir, 'kube-apiserver'), apiserverArgs(p, { etcd: etcdPort, secure: securePort }, [...(hostIp ? nodeApiserverArgs(p, hostIp) : []), ...(opts.apiserverArgs ?? [])]), onEarlyExit('kube-apiserver'));
     const server = `https://127.0.0.1:${securePort}`;
     await waitFor(async () => (await httpsGet(`${server}/readyz`, pki)).status === 200, 90_000, 'kube-apiserver', () => earlyExit);
     const kubeconfigPath = join(dir, 'admin.kubeconfig');
@@ -227,7 +271,33 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       const kcmKubeconfig = join(dir, 'kcm.kubeconfig');
       writeFileSync(kcmKubeconfig, kubeconfigYaml(server, pki.ca.cert, pki.kcm, 'kube-controller-manager'), { mode: 0o600 });
       log('starting kube-controller-manager');
-      group.start('kube-controller-manager', toolPath(binDir, 'kube-controller-manager'), kcmArgs(p, kcmKubeconfig), onEarlyExit('kube-controller-manager'));
+      group.start('kube-controller-manager', toolPath(binDir, 'kube-controller-manager'), kcmArgs(p, kcmKubeconfig, !!hostIp), onEarlyExit('kube-controller-manager'));
+    }
+    if (hostIp) {
+      const nodeServer = `https://${hostIp}:${securePort}`;
+      const schedulerCert = await createLeaf(pki.ca, { commonName: 'system:kube-scheduler', client: true });
+      const schedulerKubeconfig = kubeconfigFile(join(dir, 'scheduler.kubeconfig'), server, pki.ca.cert, schedulerCert, 'kube-scheduler');
+      log('starting kube-scheduler');
+      group.start('kube-scheduler', join(binDir, 'kube-scheduler'), [
+        `--kubeconfig=${schedulerKubeconfig}`,
+        `--authentication-kubeconfig=${schedulerKubeconfig}`,
+        `--authorization-kubeconfig=${schedulerKubeconfig}`,
+        '--leader-elect=false',
+        '--bind-address=127.0.0.1',
+        '--secure-port=0',
+      ], onEarlyExit('kube-scheduler'));
+      node = await startNode({
+        dir, binDir, server: nodeServer, ca: pki.ca, hostIp, serviceCidr: SERVICE_CIDR, group, sandboxImage: pauseImage(binDir), onEarlyExit, log,
+      }, () => earlyExit);
+      const nodeReady = async (): Promise<boolean> => {
+        const res = await httpsGet(`${server}/api/v1/nodes/${NODE_NAME}`, pki);
+        if (res.status !== 200) return false;
+        const n = JSON.parse(res.body) as { spec?: { taints?: { key: string }[] }; status?: { conditions?: { type: string; status: string }[] } };
+        const ready = n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
+        return ready && !(n.spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/not-ready'));
+      };
+      await waitFor(nodeReady, 120_000, `Node ${NODE_NAME} Ready`, () => earlyExit);
+      log(`node ${NODE_NAME} Ready (host ${hostIp})`);
     }
     const kubeConfig = new KubeConfig();
     kubeConfig.loadFromFile(kubeconfigPath);
@@ -238,7 +308,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       serviceAccountKey: p['sa.key'] as string,
       serviceAccountPub: p['sa.pub'] as string,
     };
-    return { kubeconfigPath, kubeConfig, server, binDir, dir, files, startupMs: Date.now() - started, stop: () => group.stop() };
+    return { kubeconfigPath, kubeConfig, server, binDir, dir, files, startupMs: Date.now() - started, node, stop: () => group.stop() };
   } catch (err) {
     await group.stop();
     throw err;

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { appendFileSync, createWriteStream, rmSync } from 'node:fs';
+import { appendFileSync, cpSync, createWriteStream, mkdirSync, readdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 
 /**
@@ -11,6 +11,7 @@ export class ProcessGroup {
   private readonly procs: { name: string; child: ChildProcess; exited: Promise<void>; stopping: boolean }[] = [];
   private readonly pidFile: string;
   private exitHook: (() => void) | undefined;
+  private readonly removeHooks: (() => void)[] = [];
 
   constructor(private readonly dir: string) {
     this.pidFile = join(dir, 'pids');
@@ -21,6 +22,22 @@ export class ProcessGroup {
     watchdog.unref();
     this.exitHook = () => this.killAllSync();
     process.once('exit', this.exitHook);
+  }
+
+  /** Runs `hook` (synchronous) after every process has exited and before the dir is removed. */
+  beforeRemove(hook: () => void): void {
+    this.removeHooks.push(hook);
+  }
+
+  private runRemoveHooks(): void {
+    for (const hook of this.removeHooks.splice(0)) hook();
+    // SANDBOX_SCALE_KEEP_LOGS=<dir>: the components' logs outlive the run (CI artifacts, a failed start)
+    const keep = process.env.SANDBOX_SCALE_KEEP_LOGS;
+    if (keep) {
+      const to = join(keep, this.dir.split('/').pop() as string);
+      mkdirSync(to, { recursive: true });
+      for (const f of readdirSync(this.dir).filter((n) => n.endsWith('.log'))) cpSync(join(this.dir, f), join(to, f));
+    }
   }
 
   /** Starts `bin` with its output in `<dir>/<name>.log`; `onEarlyExit` fires if it dies before stop(). */
@@ -54,6 +71,7 @@ export class ProcessGroup {
     }
     this.procs.length = 0;
     if (this.exitHook) process.removeListener('exit', this.exitHook);
+    this.runRemoveHooks();
     rmSync(this.dir, { recursive: true, force: true });
   }
 
@@ -65,6 +83,7 @@ export class ProcessGroup {
         /* already gone */
       }
     }
+    this.runRemoveHooks();
     rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -10,6 +10,13 @@ export function toolsDir(): string {
   return lines[lines.length - 1] as string;
 }
 
+/** The same directory, with the node's tools too (kubelet, kube-scheduler, kube-proxy, pause); builds and installs what is missing. */
+export function nodeToolsDir(): string {
+  const out = execFileSync(process.execPath, [TOOLS_SCRIPT, 'node'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = out.trim().split('\n');
+  return lines[lines.length - 1] as string;
+}
+
 export function toolPath(dir: string, name: 'kube-apiserver' | 'kube-controller-manager' | 'etcd' | 'kubectl' | 'helm'): string {
   return join(dir, name);
 }

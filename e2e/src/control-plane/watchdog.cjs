@@ -1,7 +1,9 @@
 // Detached guard: when the process that started the control plane dies without stopping it
 // (SIGKILL, a crashed test runner), kill its children and remove its temp dir.
 // argv: <ownerPid> <dir> <pidFile>
+const { execFileSync } = require('node:child_process');
 const { readFileSync, rmSync, existsSync } = require('node:fs');
+const { join } = require('node:path');
 
 const [ownerPid, dir, pidFile] = process.argv.slice(2);
 
@@ -30,6 +32,13 @@ const timer = setInterval(() => {
   for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGTERM');
   setTimeout(() => {
     for (const pid of pids) if (alive(pid)) process.kill(pid, 'SIGKILL');
+    // a node also leaves shims, containers, mounts, a bridge and iptables chains
+    const nodeState = join(dir, 'node-state.json');
+    if (existsSync(nodeState)) {
+      try {
+        execFileSync(process.execPath, [join(__dirname, 'node-cleanup.cjs'), nodeState], { stdio: 'ignore', timeout: 60000 });
+      } catch { /* best effort */ }
+    }
     rmSync(dir, { recursive: true, force: true });
     process.exit(0);
   }, 3000);

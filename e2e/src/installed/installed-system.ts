@@ -1,0 +1,177 @@
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
+import { toolPath } from '../control-plane/tools';
+import { APPS, appImage, LOCAL_REGISTRY, LOCAL_TAG, REPO_ROOT, type BuiltImage } from '../images/images';
+import { runCommand } from '../system/run-command';
+import { eventually } from '../testing/eventually';
+
+/**
+ * sandbox-scale as a user installs it: a control plane with a real node, the apps' images built
+ * here and loaded into the node's containerd, `helm install` of charts/sandbox-scale with its
+ * defaults except the image registry, tag, pull policy and the fleet token Secret, and
+ * sandboxd-sim as a DaemonSet on the node's host network standing in for sandboxd.
+ */
+
+export const INSTALLED_NAMESPACE = 'sandbox-system';
+export const INSTALLED_RELEASE = 'sandbox-scale';
+/** The chart's default `inventoryPublisher.sandboxdUrl` port on the node address. */
+export const SANDBOXD_PORT = 7777;
+
+export interface InstalledFigures {
+  controlPlaneMs: number;
+  imagesMs: number;
+  /** From `helm install` to every pod Ready and the APIService Available. */
+  installToReadyMs: number;
+}
+
+export interface InstalledSystem {
+  cp: ControlPlane;
+  kubeconfigPath: string;
+  fleetToken: string;
+  /** The simulated sandboxd of the node, as the node's pods reach it. */
+  sandboxdUrl: string;
+  figures: InstalledFigures;
+  kubectl(args: string[], input?: string): Promise<string>;
+  stop(): Promise<void>;
+}
+
+export class InstallError extends Error {
+  override readonly name = 'InstallError';
+}
+export const isInstallError = (e: unknown): e is InstallError => e instanceof InstallError;
+
+/** sandboxd-sim on every node, listening on the node address as sandboxd would, with the fleet token. */
+function sandboxdSimDaemonSet(image: string, speed: number): object {
+  return {
+    apiVersion: 'apps/v1',
+    kind: 'DaemonSet',
+    metadata: { name: 'sandboxd-sim', namespace: INSTALLED_NAMESPACE, labels: { 'app.kubernetes.io/name': 'sandboxd-sim' } },
+    spec: {
+      selector: { matchLabels: { 'app.kubernetes.io/name': 'sandboxd-sim' } },
+      template: {
+        metadata: { labels: { 'app.kubernetes.io/name': 'sandboxd-sim' } },
+        spec: {
+          hostNetwork: true,
+          automountServiceAccountToken: false,
+          securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+          containers: [{
+            name: 'sandboxd-sim',
+            image,
+            imagePullPolicy: 'Never',
+            args: ['--nodes=1', `--base-port=${SANDBOXD_PORT}`, '--host=$(NODE_IP)', `--speed=${speed}`, '--name-prefix=$(NODE_NAME)-'],
+            env: [
+              { name: 'NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
+              { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+              { name: 'SANDBOX_SCALE_TOKEN', valueFrom: { secretKeyRef: { name: 'sandbox-scale-fleet-token', key: 'token' } } },
+            ],
+            readinessProbe: { tcpSocket: { port: SANDBOXD_PORT }, periodSeconds: 1 },
+            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+          }],
+        },
+      },
+    },
+  };
+}
+
+interface PodList {
+  items: { metadata: { name: string }; status?: { phase?: string; conditions?: { type: string; status: string }[]; containerStatuses?: unknown[] } }[];
+}
+
+export interface InstallOptions {
+  log?: (msg: string) => void;
+  /** sandboxd-sim latency multiplier (0 = instant). */
+  speed?: number;
+  /** Extra `helm install` arguments (the suite's own, e.g. a shorter publish interval). */
+  helmArgs?: string[];
+}
+
+export async function startInstalledSystem(opts: InstallOptions = {}): Promise<InstalledSystem> {
+  const log = opts.log ?? (() => undefined);
+  const t0 = Date.now();
+  const cp = await startControlPlane({ node: true, log });
+  const node = cp.node;
+  const work = mkdtempSync(join(tmpdir(), 'sandbox-scale-installed-'));
+  const stop = async (): Promise<void> => {
+    await keepPodLogs(cp);
+    await cp.stop();
+    rmSync(work, { recursive: true, force: true });
+  };
+  try {
+    if (!node) throw new InstallError('the control plane started without its node');
+    const controlPlaneMs = Date.now() - t0;
+    const env = { KUBECONFIG: cp.kubeconfigPath };
+    const kubectl = (args: string[], input?: string): Promise<string> => runCommand(toolPath(cp.binDir, 'kubectl'), args, env, input);
+    const helm = (args: string[]): Promise<string> => runCommand(toolPath(cp.binDir, 'helm'), args, env);
+
+    const t1 = Date.now();
+    const images = new Map<string, BuiltImage>();
+    for (const app of APPS) {
+      log(`building image ${LOCAL_REGISTRY}/${app}:${LOCAL_TAG}`);
+      const image = appImage(app, work);
+      node.importImage(image.archive);
+      images.set(app, image);
+    }
+    const imagesMs = Date.now() - t1;
+    log(`images built and loaded in ${imagesMs} ms`);
+
+    const fleetToken = randomBytes(24).toString('hex');
+    const tokenFile = join(work, 'fleet-token');
+    writeFileSync(tokenFile, fleetToken, { mode: 0o600 });
+    await kubectl(['create', 'namespace', INSTALLED_NAMESPACE]);
+    await kubectl(['-n', INSTALLED_NAMESPACE, 'create', 'secret', 'generic', 'sandbox-scale-fleet-token', `--from-file=token=${tokenFile}`]);
+    await kubectl(['apply', '-f', '-'], JSON.stringify(sandboxdSimDaemonSet(images.get('sandboxd-sim')?.name as string, opts.speed ?? 0.02)));
+
+    const t2 = Date.now();
+    log('helm install');
+    await helm(['install', INSTALLED_RELEASE, join(REPO_ROOT, 'charts/sandbox-scale'), '-n', INSTALLED_NAMESPACE,
+      '--set', `image.registry=${LOCAL_REGISTRY}`, '--set', `image.tag=${LOCAL_TAG}`, '--set', 'image.pullPolicy=Never',
+      ...(opts.helmArgs ?? [])]);
+    await waitInstalled(kubectl);
+    const installToReadyMs = Date.now() - t2;
+    log(`every pod Ready and the APIService Available ${installToReadyMs} ms after helm install`);
+    return {
+      cp, kubeconfigPath: cp.kubeconfigPath, fleetToken, sandboxdUrl: `http://${node.hostIp}:${SANDBOXD_PORT}`,
+      figures: { controlPlaneMs, imagesMs, installToReadyMs }, kubectl, stop,
+    };
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+}
+
+/** SANDBOX_SCALE_KEEP_LOGS=<dir>: every container's log (current and previous) beside the components' logs. */
+async function keepPodLogs(cp: ControlPlane): Promise<void> {
+  const keep = process.env.SANDBOX_SCALE_KEEP_LOGS;
+  if (!keep) return;
+  const to = join(keep, `${cp.dir.split('/').pop() as string}-pods`);
+  mkdirSync(to, { recursive: true });
+  const kubectl = (args: string[]): Promise<string> => runCommand(toolPath(cp.binDir, 'kubectl'), args, { KUBECONFIG: cp.kubeconfigPath });
+  try {
+    const pods = JSON.parse(await kubectl(['get', 'pods', '-A', '-o', 'json'])) as { items: { metadata: { name: string; namespace: string } }[] };
+    for (const { metadata: m } of pods.items) {
+      for (const previous of [false, true]) {
+        const text = await kubectl(['-n', m.namespace, 'logs', m.name, '--all-containers', ...(previous ? ['--previous'] : [])]).catch(() => '');
+        if (text) writeFileSync(join(to, `${m.namespace}_${m.name}${previous ? '.previous' : ''}.log`), text);
+      }
+    }
+  } catch {
+    /* the control plane is gone: nothing to keep */
+  }
+}
+
+/** Every pod of the namespace Ready and the APIService Available (kube-apiserver reached it through the Service). */
+export async function waitInstalled(kubectl: (args: string[]) => Promise<string>, timeoutMs = 300_000): Promise<void> {
+  await eventually(async () => {
+    const pods = JSON.parse(await kubectl(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-o', 'json'])) as PodList;
+    const notReady = pods.items.filter((p) => !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+    if (pods.items.length === 0 || notReady.length) {
+      throw new InstallError(`pods not Ready: ${notReady.map((p) => `${p.metadata.name} ${JSON.stringify(p.status?.containerStatuses ?? p.status?.phase)}`).join('; ')}`);
+    }
+    const api = JSON.parse(await kubectl(['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'json'])) as { status?: { conditions?: { type: string; status: string; message?: string }[] } };
+    const available = api.status?.conditions?.find((c) => c.type === 'Available');
+    if (available?.status !== 'True') throw new InstallError(`APIService not Available: ${available?.message ?? 'no condition'}`);
+  }, { timeoutMs, intervalMs: 1000 });
+}
