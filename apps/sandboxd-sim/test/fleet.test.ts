@@ -53,8 +53,17 @@ describe('peers outside the process (by flag)', () => {
 
 describe('fixed ports', () => {
   it('listens on consecutive ports from --base-port', async () => {
-    const base = 20_000 + Math.floor(Math.random() * 20_000);
-    const sim = await startSim({ nodes: 3, basePort: base, speed: 0 });
+    // below the kernel's ephemeral range (32768+), where every port-0 listener of a busy
+    // machine lands; a port another test holds is still possible, so a taken base is redrawn
+    let base = 0;
+    let sim: Awaited<ReturnType<typeof startSim>> | undefined;
+    for (let attempt = 0; sim === undefined; attempt++) {
+      base = 10_000 + Math.floor(Math.random() * 20_000);
+      sim = await startSim({ nodes: 3, basePort: base, speed: 0 }).catch((err: unknown) => {
+        if (attempt < 5 && err instanceof Error && 'code' in err && err.code === 'EADDRINUSE') return undefined;
+        throw err;
+      });
+    }
     try {
       expect(sim.nodes.map((n) => n.port)).toEqual([base, base + 1, base + 2]);
       expect((await raw(sim.nodes[2]?.url ?? '', 'GET', '/healthz')).text).toBe('ok');
