@@ -17,7 +17,7 @@ interface Listed<T> {
   items: T[];
 }
 type Cond = { type: string; status: string; reason?: string };
-type Claim = KubernetesObject & { status?: { conditions?: Cond[]; sandbox?: { name?: string; tokenSecretName?: string } } };
+type Claim = KubernetesObject & { status?: { conditions?: Cond[]; sandbox?: { name?: string; claimID?: string; tokenSecretName?: string } } };
 type Pool = KubernetesObject & { status?: { readyReplicas?: number } };
 type Pod = KubernetesObject & { metadata: { name: string }; status?: { conditions?: Cond[]; containerStatuses?: { restartCount: number }[] } };
 type Inventory = KubernetesObject & { pools?: { template: string; warm: number; target: number }[] };
@@ -73,6 +73,7 @@ describe('sandbox-scale installed by helm on a real node', () => {
     const byName = Object.fromEntries(deployments.items.map((d) => [d.metadata?.name, d]));
     expect(byName['sandbox-scale-claim-controller']?.status?.readyReplicas).toBe(2);
     expect(byName['sandbox-scale-sandbox-apiserver']?.status?.readyReplicas).toBe(2);
+    expect(byName['sandbox-scale-warmpool-driver']?.status?.readyReplicas).toBe(2);
     for (const d of deployments.items) expect(d.spec.template.spec.serviceAccountName).toBe(d.metadata?.name);
     // no app exited on its way to Ready (a crash on start shows as a restart)
     const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods']);
@@ -93,7 +94,7 @@ describe('sandbox-scale installed by helm on a real node', () => {
 
     await system.kubectl(['apply', '-f', '-'], manifests(3, ['c1', 'c2']));
     const claims = await bound(['c1', 'c2']);
-    const ids = claims.map((c) => c.status?.sandbox?.name as string);
+    const ids = claims.map((c) => c.status?.sandbox?.claimID as string);
     expect(await nodeSandboxIds()).toEqual(expect.arrayContaining(ids));
 
     await eventually(async () => {
@@ -109,7 +110,7 @@ describe('sandbox-scale installed by helm on a real node', () => {
     expect(await system.kubectl(['-n', ns, 'get', 'sandboxclaims', '-o', 'json'])).not.toContain(token);
     expect(await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'json'])).not.toContain(token);
 
-    const released = claims.find((c) => c.metadata?.name === 'c2')?.status?.sandbox?.name as string;
+    const released = claims.find((c) => c.metadata?.name === 'c2')?.status?.sandbox?.claimID as string;
     await system.kubectl(['-n', ns, 'delete', 'sandboxclaim', 'c2', '--wait=true', '--timeout=120s']);
     await eventually(async () => expect(await nodeSandboxIds()).not.toContain(released), { timeoutMs: 60_000, intervalMs: 1000 });
     await eventually(async () => {
