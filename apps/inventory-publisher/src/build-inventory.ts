@@ -22,7 +22,8 @@ export interface InventoryBody {
   kind: 'NodeInventory';
   metadata: { name: string; labels?: Record<string, string> };
   node: string;
-  address: string;
+  /** Absent only on a part object (see splitInventory). */
+  address?: string;
   entries?: InventoryEntry[];
   pools?: PoolCapacity[];
   conditions?: Condition[];

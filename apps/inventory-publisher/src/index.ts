@@ -1,6 +1,7 @@
 // Public API of the inventory-publisher app (for in-process tests and benches).
 export { buildInventory, keepTransitionTimes, markStale, sameInventory } from './build-inventory';
 export type { InventoryBody, NodeSnapshot } from './build-inventory';
+export { bodyBytes, InventoryTooLargeError, isInventoryTooLarge, MAX_INVENTORY_PARTS, splitInventory } from './split-inventory';
 export { advertiseAddressOf, PublisherFlagsSchema, publisherConfigFromFlags, readFleetToken } from './config';
 export type { PublisherConfig, PublisherFlags } from './config';
 export { InventoryPublisher, NodeInventoryResource } from './publisher';

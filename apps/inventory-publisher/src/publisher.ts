@@ -1,11 +1,12 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyObject, jitter, type Informer, type KubeResource, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
-import { API_VERSION, EXTENSIONS_GROUP, FIELD_MANAGERS, LIMITS, RESOURCES, type NodeInventory } from '@sandbox-scale/scale-core';
+import { applyObject, ignoreNotFound, jitter, ResourceClient, type Informer, type KubeResource, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
+import { API_VERSION, EXTENSIONS_GROUP, FIELD_MANAGERS, INVENTORY_OBJECT_MAX_BYTES, inventoryObjectName, LIMITS, RESOURCES, type NodeInventory } from '@sandbox-scale/scale-core';
 import type { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Registry } from 'prom-client';
 import { buildInventory, keepTransitionTimes, markStale, sameInventory, type InventoryBody } from './build-inventory';
 import type { PublisherConfig } from './config';
 import { publisherMetrics, type PublishResult, type PublisherMetrics } from './publisher-metrics';
+import { splitInventory } from './split-inventory';
 
 export const NodeInventoryResource: KubeResource = {
   group: EXTENSIONS_GROUP,
@@ -24,6 +25,8 @@ export interface InventoryPublisherOptions {
   log: Logger;
   registry: Registry;
   now?: () => Date;
+  /** Largest body one object may hold before the node's entries are split (default INVENTORY_OBJECT_MAX_BYTES). */
+  maxObjectBytes?: number;
 }
 
 /**
@@ -42,6 +45,9 @@ export class InventoryPublisher implements Runnable {
   /** Server-side applies made since start (read by the bench). */
   writes = 0;
   private lastApplied: InventoryBody | undefined;
+  /** The objects last written for lastApplied: the node's own, then its parts (splitInventory). */
+  private lastObjects: InventoryBody[] = [];
+  private readonly objects: ResourceClient;
   private staleSince: Date | undefined;
   private wake: (() => void) | undefined;
   private running: Promise<PublishResult> | undefined;
@@ -50,6 +56,7 @@ export class InventoryPublisher implements Runnable {
     this.metrics = publisherMetrics(opts.registry);
     this.log = opts.log.child({ node: opts.config.nodeName });
     this.now = opts.now ?? (() => new Date());
+    this.objects = new ResourceClient(opts.kubeConfig, NodeInventoryResource);
     // A deleted NodeInventory is rebuilt at once rather than a publish interval later.
     opts.inventories.on({ delete: () => this.wake?.() });
   }
@@ -101,8 +108,7 @@ export class InventoryPublisher implements Runnable {
       return 'unchanged';
     }
     try {
-      this.writes++;
-      await applyObject(this.opts.kubeConfig, next, { fieldManager: FIELD_MANAGERS.inventoryPublisher, force: true, resource: NodeInventoryResource, signal });
+      await this.write(next, gone, signal);
     } catch (err) {
       this.metrics.publish('failed');
       this.log.warn({ err }, 'server-side apply of the NodeInventory failed; retrying next tick');
@@ -114,6 +120,34 @@ export class InventoryPublisher implements Runnable {
     const result: PublishResult = this.staleSince ? 'stale' : 'applied';
     this.metrics.publish(result);
     return result;
+  }
+
+  /**
+   * Writes the objects of `next` that changed. A node whose entries do not fit one object is
+   * written as several (splitInventory); parts are written from the highest down, so an entry
+   * moving between parts when their count changes is in the new part before it leaves the old,
+   * and parts no longer needed are deleted last.
+   */
+  private async write(next: InventoryBody, gone: boolean, signal?: AbortSignal): Promise<void> {
+    const objects = splitInventory(next, this.opts.maxObjectBytes ?? INVENTORY_OBJECT_MAX_BYTES);
+    const written = [...this.lastObjects];
+    for (let part = objects.length - 1; part >= 0; part--) {
+      const obj = objects[part] as InventoryBody;
+      if (!gone && sameInventory(written[part], obj)) continue;
+      this.writes++;
+      await applyObject(this.opts.kubeConfig, obj, { fieldManager: FIELD_MANAGERS.inventoryPublisher, force: true, resource: NodeInventoryResource, signal });
+      written[part] = obj;
+      this.lastObjects = written;
+    }
+    // after a restart the node's own object says how many parts an earlier run left
+    const own = this.opts.inventories.get(undefined, this.opts.config.nodeName);
+    const before = Math.max(written.length, own?.parts ?? 1);
+    for (let part = before - 1; part >= objects.length; part--) {
+      await ignoreNotFound(this.objects.delete(undefined, inventoryObjectName(this.opts.config.nodeName, part), signal));
+      written.length = Math.min(written.length, part);
+      this.lastObjects = [...written];
+    }
+    this.lastObjects = objects;
   }
 
   /** The body to publish now: fresh from sandboxd, or the last one marked Stale; undefined if there is none yet. */

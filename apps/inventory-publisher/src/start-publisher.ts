@@ -15,6 +15,8 @@ export interface StartPublisherOptions extends PublisherConfig {
   manager?: Partial<Pick<ManagerOptions, 'metricsBindAddress' | 'healthProbeBindAddress' | 'gracefulShutdownTimeoutMs'>>;
   /** A shared keep-alive dispatcher (many publishers in one process, as in the bench). */
   dispatcher?: Dispatcher;
+  /** Largest body of one NodeInventory object before the node's entries are split (tests lower it). */
+  maxObjectBytes?: number;
 }
 
 export interface RunningPublisher {
@@ -38,7 +40,7 @@ export function startPublisher(opts: StartPublisherOptions): RunningPublisher {
     registry: opts.registry,
   });
   const sandboxd = new SandboxdClient({ baseUrl: opts.sandboxdUrl, token: opts.fleetToken, dispatcher: opts.dispatcher });
-  const publisher = new InventoryPublisher({ config: opts, kubeConfig: opts.kubeConfig, sandboxd, inventories, log: opts.log, registry: opts.registry });
+  const publisher = new InventoryPublisher({ config: opts, kubeConfig: opts.kubeConfig, sandboxd, inventories, log: opts.log, registry: opts.registry, ...(opts.maxObjectBytes === undefined ? {} : { maxObjectBytes: opts.maxObjectBytes }) });
   const manager = new Manager({ log: opts.log, registry: opts.registry, kubeConfig: opts.kubeConfig, ...opts.manager }).addInformer(inventories).add(publisher);
   const stopper = new AbortController();
   const done = manager.start(stopper.signal).finally(() => sandboxd.close());

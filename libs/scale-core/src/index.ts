@@ -91,7 +91,7 @@ export { COLD_START_POLICIES, RecordedPoolKeySchema, SandboxWarmPoolSchema, Sand
 export type { ColdStartPolicy, RecordedPoolKey, SandboxWarmPool, SandboxWarmPoolSpec, SandboxWarmPoolStatus } from './schemas/sandbox-warm-pool';
 export { ClaimedSandboxSchema, SandboxClaimSchema, SandboxClaimSpecSchema, SandboxClaimStatusSchema } from './schemas/sandbox-claim';
 export type { ClaimedSandbox, SandboxClaim, SandboxClaimSpec, SandboxClaimStatus } from './schemas/sandbox-claim';
-export { InventoryEntrySchema, NodeInventorySchema, PoolCapacitySchema } from './schemas/node-inventory';
+export { INVENTORY_OBJECT_MAX_BYTES, InventoryEntrySchema, inventoryObjectName, NodeInventorySchema, PoolCapacitySchema } from './schemas/node-inventory';
 export type { InventoryEntry, NodeInventory, PoolCapacity } from './schemas/node-inventory';
 export { formatFieldPath, ObjectValidationError, parseObject, tryParseObject } from './schemas/parse-object';
 export type { FieldIssue, ParseResult } from './schemas/parse-object';

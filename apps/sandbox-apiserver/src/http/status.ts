@@ -9,9 +9,10 @@ export function statusError(reason: StatusReason, message: string, retryAfterSec
 
 /** Writes any JSON body with the status code. */
 export function sendJson(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
-  const text = JSON.stringify(body);
-  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers });
-  res.end(text);
+  // encoded once: a page of 5,000 sandboxes is megabytes, and byteLength then end(string) encodes it twice
+  const bytes = Buffer.from(JSON.stringify(body));
+  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': bytes.length, ...headers });
+  res.end(bytes);
 }
 
 /** The Status body for any thrown value (k8s-api.md §4.13); 503/429/504 carry Retry-After. */

@@ -131,3 +131,26 @@ describe('WatchHub', () => {
     expect(() => hub.since(0)).toThrow('too old resource version');
   });
 });
+
+describe('SandboxView with a split inventory', () => {
+  it('serves a node split into parts as one node: rows name the node, only its own object routes', async () => {
+    const { view, storage, events } = setup(20);
+    const own: NodeInventory = { ...inv('n1', '10', [{ name: 'a/x1', phase: 'Running', id: 'sb_1' }]), address: '10.0.0.1:7777', parts: 2 };
+    const part: NodeInventory = { ...inv('n1.part-1', '11', [{ name: 'a/x2', phase: 'Running', id: 'sb_2' }]), node: 'n1', part: 1 };
+    view.upsertInventory(own);
+    view.upsertInventory(part);
+    expect(storage.list(q('')).items.map((s) => [s.metadata.name, s.status.nodeName])).toEqual([['x1', 'n1'], ['x2', 'n1']]);
+    expect(view.inventories().map((i) => i.metadata.name)).toEqual(['n1']);
+    expect(view.inventory('n1')?.address).toBe('10.0.0.1:7777');
+    expect(view.inventory('n1.part-1')).toBeUndefined();
+    // an entry moving to the other object is one MODIFIED, never DELETED then ADDED
+    view.upsertInventory({ ...part, metadata: { ...part.metadata, resourceVersion: '12' }, entries: [{ name: 'a/x1', phase: 'Running', id: 'sb_1' }, { name: 'a/x2', phase: 'Running', id: 'sb_2' }] });
+    view.upsertInventory({ ...own, metadata: { ...own.metadata, resourceVersion: '13' }, entries: [] });
+    expect(events.filter((e) => e.type !== 'ADDED').map((e) => [e.type, e.object.metadata.name])).toEqual([['MODIFIED', 'x1']]);
+    expect(storage.list(q('')).items).toHaveLength(2);
+    // a deleted part drops its rows after the grace period, the node's own object stays
+    view.removeInventory('n1.part-1');
+    await eventually(() => expect(storage.list(q('')).items).toHaveLength(0));
+    expect(view.inventories().map((i) => i.metadata.name)).toEqual(['n1']);
+  });
+});

@@ -43,6 +43,7 @@ const keyOf = (e: InventoryEntry): string => {
  * released here (hidden before their node publishes the release).
  */
 export class SandboxView {
+  /** By object name: a node's own NodeInventory and, for a node split into parts, `<node>.part-<n>`. */
   readonly #nodes = new Map<string, NodeState>();
   readonly #byName = new Map<string, Row>();
   readonly #released = new Map<string, number>();
@@ -80,12 +81,15 @@ export class SandboxView {
     return this.#sorted.dirty;
   }
 
+  /** The node's own object (address, pools, conditions), never one of its parts. */
   inventory(node: string): NodeInventory | undefined {
-    return this.#nodes.get(node)?.inv;
+    const inv = this.#nodes.get(node)?.inv;
+    return inv?.part === undefined ? inv : undefined;
   }
 
+  /** One per node: parts of a split inventory hold entries only. */
   inventories(): NodeInventory[] {
-    return [...this.#nodes.values()].map((n) => n.inv);
+    return [...this.#nodes.values()].map((n) => n.inv).filter((inv) => inv.part === undefined);
   }
 
   /** The Sandbox a read serves for a row. */
@@ -105,14 +109,16 @@ export class SandboxView {
     this.#index(next, row);
   }
 
-  /** A NodeInventory was added or changed. */
+  /** A NodeInventory (a node's own object or one of its parts) was added or changed. */
   upsertInventory(inv: NodeInventory): void {
-    const node = inv.metadata.name ?? inv.node;
-    const state = this.#nodes.get(node) ?? { inv, rows: new Map<string, Row>() };
+    const object = inv.metadata.name ?? inv.node;
+    // rows name the node, which routing resolves; a part's rows belong to the node it is part of
+    const node = inv.part === undefined ? object : inv.node;
+    const state = this.#nodes.get(object) ?? { inv, rows: new Map<string, Row>() };
     if (state.goneTimer !== undefined) clearTimeout(state.goneTimer);
     delete state.goneTimer;
     state.inv = inv;
-    this.#nodes.set(node, state);
+    this.#nodes.set(object, state);
     // every change gets its own revision, so a watch resumed from any of them misses nothing
     let rev = 0;
     const nextRev = (): number => (rev = rev === 0 ? this.opts.revisions.observe(inv.metadata.resourceVersion) : this.opts.revisions.next());
@@ -143,11 +149,11 @@ export class SandboxView {
     this.#forgetReleased(inv);
   }
 
-  /** A NodeInventory vanished: keep its rows for the grace period, then drop them. */
-  removeInventory(node: string): void {
-    const state = this.#nodes.get(node);
+  /** A NodeInventory (by object name) vanished: keep its rows for the grace period, then drop them. */
+  removeInventory(object: string): void {
+    const state = this.#nodes.get(object);
     if (state === undefined || state.goneTimer !== undefined) return;
-    state.goneTimer = setTimeout(() => this.#dropNode(node), this.opts.graceMs);
+    state.goneTimer = setTimeout(() => this.#dropNode(object), this.opts.graceMs);
     state.goneTimer.unref();
   }
 
@@ -238,6 +244,8 @@ export class SandboxView {
     if (this.#released.size === 0) return;
     const ids = new Set((inv.entries ?? []).map((e) => e.id));
     const cutoff = Date.now() - (this.opts.overlayTtlMs ?? 300_000);
-    for (const [id, at] of this.#released) if (at < cutoff || !ids.has(id)) this.#released.delete(id);
+    // one object of a split node does not hold all its entries: only the TTL applies there
+    const whole = inv.part === undefined && (inv.parts ?? 1) === 1;
+    for (const [id, at] of this.#released) if (at < cutoff || (whole && !ids.has(id))) this.#released.delete(id);
   }
 }

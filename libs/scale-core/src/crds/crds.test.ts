@@ -149,9 +149,9 @@ describe('generated CRDs', () => {
     expect(s.scope).toBe('Cluster');
     expect(s.names['shortNames']).toBeUndefined();
     const schema = schemaOf('nodeinventories.extensions.agents.x-k8s.io');
-    expect(Object.keys(schema['properties'] as SchemaNode).sort()).toEqual(['address', 'apiVersion', 'conditions', 'entries', 'kind', 'metadata', 'node', 'pools']);
+    expect(Object.keys(schema['properties'] as SchemaNode).sort()).toEqual(['address', 'apiVersion', 'conditions', 'entries', 'kind', 'metadata', 'node', 'part', 'parts', 'pools']);
     expect(schema['required']).toEqual(['node']);
-    expect(schema['x-kubernetes-validations']).toEqual([expect.objectContaining({ rule: 'self.metadata.name == self.node', fieldPath: '.node' })]);
+    expect(schema['x-kubernetes-validations']).toEqual([expect.objectContaining({ rule: 'has(self.part) || self.metadata.name == self.node', fieldPath: '.node' })]);
     expect(at(schema, 'entries.[]')['required']).toEqual(['name', 'phase']);
     expect(at(schema, 'pools.[]')['required']).toEqual(['template', 'warm', 'target']);
     expect(s.versions[0]?.subresources).toBeUndefined();

@@ -36,21 +36,42 @@ export const NodeInventorySchema = z
     apiVersion: z.literal(EXTENSIONS_API_VERSION),
     kind: z.literal('NodeInventory'),
     metadata: ObjectMetaSchema,
-    node: z.string().min(1).describe('Name of the node; equals metadata.name.'),
+    node: z.string().min(1).max(253).describe('Name of the node; equals metadata.name, or <node>.part-<part> for a part object.'),
     address: z.string().optional().describe('host:port of the node\'s sandboxd; empty means the node cannot be routed to.'),
+    part: int32().min(1).max(255).optional().describe('Set on the extra objects of a node whose entries do not fit one object: which part this is (1..parts-1). A part carries entries only.'),
+    parts: int32().min(1).max(256).optional().describe('On the node\'s own object: how many objects hold its entries (this one and parts 1..parts-1); absent means 1.'),
     entries: z.array(InventoryEntrySchema).optional().meta({ 'x-kubernetes-list-type': 'atomic', description: 'Live sandboxes on the node.' }),
     pools: z.array(PoolCapacitySchema).optional().meta({ 'x-kubernetes-list-type': 'atomic', description: 'Warm capacity per pool key on the node.' }),
     conditions: conditionsSchema('Conditions of the report, e.g. Stale when sandboxd could not be read.').optional(),
   })
   .meta({
     description: 'What one node holds: its live sandboxes and its warm capacity per pool. Written only by that node\'s publisher.',
-    'x-kubernetes-validations': [{ rule: 'self.metadata.name == self.node', message: 'node must equal metadata.name', fieldPath: '.node', reason: 'FieldValueInvalid' }],
+    // a part's name (<node>.part-<part>) is checked by the readers' schema: CEL's cost budget
+    // refuses a rule that concatenates strings on an object this large
+    'x-kubernetes-validations': [{ rule: 'has(self.part) || self.metadata.name == self.node', message: 'node must equal metadata.name', fieldPath: '.node', reason: 'FieldValueInvalid' }],
   })
   .superRefine((inv, ctx) => {
     // The store enumerates by metadata.name and synthesizes by node; a mismatch breaks routing.
     const name = inv.metadata.name;
-    if (name !== undefined && name !== '' && name !== inv.node) ctx.addIssue({ code: 'custom', path: ['node'], message: `must equal metadata.name "${name}"` });
+    const expected = inventoryObjectName(inv.node, inv.part);
+    if (name !== undefined && name !== '' && name !== expected) ctx.addIssue({ code: 'custom', path: ['node'], message: `must equal metadata.name "${name}"${inv.part === undefined ? '' : ` as ${inv.node}.part-${inv.part}`}` });
   });
+
+/**
+ * The object a node's entries live in: `<node>` for the node's own object (part 0), which
+ * alone carries the address, pools and conditions, and `<node>.part-<n>` for the extra objects
+ * of a node whose entries do not fit one etcd request (see INVENTORY_OBJECT_MAX_BYTES).
+ */
+export function inventoryObjectName(node: string, part?: number): string {
+  return part === undefined || part === 0 ? node : `${node}.part-${part}`;
+}
+
+/**
+ * The most JSON one NodeInventory body may hold. etcd refuses a request over 1.5 MiB
+ * (--max-request-bytes); the stored object adds metadata and managedFields to the body, so a
+ * body is kept to 1 MiB and a node with more entries publishes them in several objects.
+ */
+export const INVENTORY_OBJECT_MAX_BYTES = 1024 * 1024;
 
 export type NodeInventory = z.infer<typeof NodeInventorySchema>;
 export type InventoryEntry = z.infer<typeof InventoryEntrySchema>;

@@ -173,4 +173,13 @@ describe('RFC3339 helpers (§14)', () => {
     expect(normalizeTimestamp('0001-01-01T00:00:00Z')).toBe('');
     expect(normalizeTimestamp('2026-08-17T12:00:00Z')).toBe('2026-08-17T12:00:00Z');
   });
+
+  it('answers the same for a string already in RFC3339 seconds as through Date', () => {
+    const slow = (v: string): string => normalizeTimestamp(new Date(v));
+    for (const v of ['2026-08-17T12:00:00Z', '2026-02-28T23:59:59Z', '2026-02-31T00:00:00Z', '2024-02-29T00:00:00Z', '0001-01-01T00:00:01Z', '1970-01-01T00:00:00Z', '2030-12-31T23:59:59Z']) {
+      expect(normalizeTimestamp(v)).toBe(slow(v));
+    }
+    expect(normalizeTimestamp('0000-12-31T00:00:00Z')).toBe('');
+    expect(normalizeTimestamp('2026-02-31T00:00:00Z')).toBe('2026-03-03T00:00:00Z');
+  });
 });
