@@ -64,7 +64,7 @@ function undescribed(node: SchemaNode, path: string, out: string[]): string[] {
 
 const crds = buildCrds();
 const byName = new Map(crds.map((c) => [c.metadata.name, c]));
-type Version = { name: string; schema: { openAPIV3Schema: SchemaNode }; subresources?: SchemaNode; additionalPrinterColumns?: { name: string; jsonPath: string }[] };
+type Version = { name: string; schema: { openAPIV3Schema: SchemaNode }; subresources?: SchemaNode; additionalPrinterColumns?: { name: string; jsonPath: string; priority?: number }[] };
 const spec = (name: string): { scope: string; names: SchemaNode; versions: Version[]; conversion: SchemaNode } => {
   const crd = byName.get(name);
   if (crd === undefined) throw new Error(`no CRD ${name}`);
