@@ -1,5 +1,6 @@
 import PQueue from 'p-queue';
-import { retry, type BackoffOptions, type Sleep } from '@sandbox-scale/scale-core';
+import { setMaxListeners } from 'node:events';
+import { retry, withDeadline, type BackoffOptions, type Sleep } from '@sandbox-scale/scale-core';
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from './assignment';
 import { isForeignRecordTarget } from './record-errors';
@@ -44,6 +45,9 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
   constructor(opts: RecordQueueOptions<T>) {
     this.#opts = opts;
     this.#queue = new PQueue({ concurrency: opts.concurrency ?? 16 });
+    // each running record (and its retry's backoff sleep) listens on the lifetime signal while
+    // it runs, and lets go when it ends: up to `concurrency` listeners is expected, not a leak
+    setMaxListeners(0, this.#lifetime.signal);
   }
 
   /** Jobs queued or running. */
@@ -71,7 +75,7 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
     const timeoutMs = o.attemptTimeoutMs ?? 10_000;
     try {
       await retry(
-        (_attempt, signal) => o.recorder.recordBound(target, assignment, AbortSignal.any([signal ?? this.#lifetime.signal, AbortSignal.timeout(timeoutMs)])),
+        (_attempt, signal) => withDeadline(signal ?? this.#lifetime.signal, timeoutMs, (s) => o.recorder.recordBound(target, assignment, s)),
         {
           attempts: o.attempts ?? 5,
           ...(o.backoff ?? { baseMs: 200, maxMs: 5000, jitter: 0.2 }),
