@@ -7,11 +7,18 @@
  * hosts the claim-controller, is measured against where it started. Prints a table, then ONE
  * JSON line (the last line). Figures only: nothing passes or fails on time.
  *
+ * With CLAIM_PATH_ADMISSION=1 the control plane serves MutatingAdmissionPolicy (a feature gate
+ * and admissionregistration.k8s.io/v1beta1, off by default in Kubernetes 1.34) and the chart's
+ * finalizer policy is installed, so claims arrive with the release finalizer and the controller
+ * skips its finalizer write: the figure of a cluster that supports it.
+ *
  *   npx nx run bench:claim-path            (CLAIM_PATH_N=200 for a shorter run)
  */
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { startClaimController } from '@sandbox-scale/claim-controller';
 import { applyCrds, startControlPlane } from '@sandbox-scale/e2e';
+import { toolPath } from '../../e2e/src/control-plane/tools';
+import { runCommand } from '../../e2e/src/system/run-command';
 import { applyObject, ConfigMapResource, createInformer, createLogger, parseUntyped, ResourceClient, type KubeResource } from '@sandbox-scale/kube-runtime';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, RESOURCES, SandboxClaimSchema, parseObject, type SandboxClaim } from '@sandbox-scale/scale-core';
@@ -63,14 +70,23 @@ async function timed(n: number, concurrency: number, op: (i: number) => Promise<
   return out.sort((a, b) => a - b);
 }
 
+/** The chart's own finalizer policy, rendered as for a cluster that serves it, then applied. */
+async function installFinalizerPolicy(binDir: string, kubeconfigPath: string): Promise<void> {
+  const api = 'admissionregistration.k8s.io/v1beta1/MutatingAdmissionPolicy';
+  const yaml = await runCommand(toolPath(binDir, 'helm'), ['template', 'sandbox-scale', 'charts/sandbox-scale', '--show-only', 'templates/claim-finalizer-policy.yaml', '--api-versions', api], { KUBECONFIG: kubeconfigPath });
+  await runCommand(toolPath(binDir, 'kubectl'), ['apply', '-f', '-'], { KUBECONFIG: kubeconfigPath }, yaml);
+}
+
 async function main(): Promise<void> {
-  const cp = await startControlPlane({ controllerManager: false });
+  const admission = process.env.CLAIM_PATH_ADMISSION === '1';
+  const cp = await startControlPlane({ controllerManager: false, ...(admission ? { apiserverArgs: ['--feature-gates=MutatingAdmissionPolicy=true', '--runtime-config=admissionregistration.k8s.io/v1beta1=true'] } : {}) });
   const kc = cp.kubeConfig;
   const log = createLogger({ name: 'bench-claim-path', level: 'error' });
   const sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: 1100 }] });
   try {
     await applyCrds(kc, 'charts/sandbox-scale/crds');
     await applyCrds(kc, [PROBE_CRD as unknown as V1CustomResourceDefinition]);
+    if (admission) await installFinalizerPolicy(cp.binDir, cp.kubeconfigPath);
     await new ResourceClient(kc, { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false }).create(undefined, { metadata: { name: NS } });
     for (const n of sim.nodes) {
       // advertised generously: the figure is the claim path, not the ledger running dry between publishes
@@ -92,7 +108,9 @@ async function main(): Promise<void> {
     const onClaim = (c: SandboxClaim): void => {
       if (c.status?.conditions?.some((k) => k.type === 'Bound' && k.status === 'True')) seen(`claim/${c.metadata.name}`);
     };
-    claimWatch.on({ add: onClaim, update: onClaim });
+    // claims whose first version seen already carries the release finalizer (set at admission)
+    let admittedWithFinalizer = 0;
+    claimWatch.on({ add: (c) => { if (c.metadata.finalizers?.length) admittedWithFinalizer++; onClaim(c); }, update: onClaim });
     const cmWatch = createInformer(kc, { resource: ConfigMapResource, parse: parseUntyped, log, namespace: NS });
     cmWatch.on({ add: (o) => seen(`cm/${o.metadata.name}`) });
     const probeWatch = createInformer(kc, { resource: Probes, parse: parseUntyped, log, namespace: NS });
@@ -147,6 +165,7 @@ async function main(): Promise<void> {
       console.log(`${String(r.c).padStart(11)}  bare CR    ${pct(r.crd, 50).toFixed(2).padStart(7)}  ${pct(r.crd, 99).toFixed(2).padStart(7)}`);
       console.log(`${String(r.c).padStart(11)}  ratios     claim/configmap p50 ${(pct(r.claim, 50) / pct(r.cm, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.cm, 99)).toFixed(2)}; claim/bare CR p50 ${(pct(r.claim, 50) / pct(r.crd, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.crd, 99)).toFixed(2)}`);
     }
+    console.log(`claims that arrived with the finalizer (admission): ${admittedWithFinalizer}`);
     console.log(`heap: ${heapStartMb.toFixed(1)} MB after the warm-up, ${heapEndMb.toFixed(1)} MB after ${names.length} claims bound and deleted (${claimWatch.list().length} claims left)`);
     await claimWatch.stop();
     await cmWatch.stop();
@@ -168,6 +187,8 @@ async function main(): Promise<void> {
     }]));
     if (!c1) throw new Error('no rows');
     console.log(JSON.stringify({
+      finalizer_at_admission: admission,
+      claims_admitted_with_finalizer: admittedWithFinalizer,
       ratio_p50: r3(pct(c1.claim, 50) / pct(c1.cm, 50)),
       ratio_p99: r3(pct(c1.claim, 99) / pct(c1.cm, 99)),
       crd_ratio_p50: r3(pct(c1.claim, 50) / pct(c1.crd, 50)),

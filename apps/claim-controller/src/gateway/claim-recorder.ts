@@ -25,7 +25,7 @@ export interface RecordOptions {
 /**
  * The Bound record: the status (SSA, status subresource) and the token Secret owned by the
  * claim, written concurrently (one round trip, not two; the status names the Secret, which
- * lands within the same round trip). Idempotent: a claim already Bound to the same sandbox
+ * lands within the same round trip; a Secret that cannot be written puts the status back). Idempotent: a claim already Bound to the same sandbox
  * only has its Secret written again when the token is at hand (a record whose Secret write
  * failed after its status landed is finished that way). A missing claim is an error for the caller to judge (the
  * orphan pass skips it; it never destroys the VM).
@@ -78,9 +78,27 @@ export class ClaimRecorder implements BoundRecorder {
     if (statusOut.status === 'fulfilled') this.opts.onWrite?.(statusOut.value);
     // both settle before either failure is reported, so a retry never races a write still in flight
     if (statusOut.status === 'rejected') throw statusOut.reason;
-    if (secretOut.status === 'rejected') throw secretOut.reason;
+    if (secretOut.status === 'rejected') {
+      // The status names a Secret that could not be written (one of its name not ours, RBAC, the
+      // API server away): the status is put back as it was, so a Bound status always has its
+      // Secret; the retry writes the Secret first. A revert that fails too leaves the claim
+      // Bound with the delivery still held by the caller, whose retry writes the Secret again.
+      await this.#restoreStatus(claim, signal).catch(() => undefined);
+      throw secretOut.reason;
+    }
     this.opts.onBound?.(claim, a, opts.adopted ?? false);
     return statusOut.value;
+  }
+
+  /**
+   * Applies `claim`'s status as it was before the Bound write: this manager's fields go back to
+   * what they were (those it added are dropped). Not conditional on the resourceVersion (a
+   * reconcile may have touched the claim since), only on the uid: the same object.
+   */
+  async #restoreStatus(claim: SandboxClaim, signal?: AbortSignal): Promise<void> {
+    const body = statusApplyBody(claim, claim.status ?? {});
+    const out = await applyStatus(this.opts.kubeConfig, { ...body, metadata: { ...body.metadata, uid: claim.metadata.uid } }, { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource, parse: parseClaim, ...(signal ? { signal } : {}) });
+    this.opts.onWrite?.(out);
   }
 
   /**
