@@ -41,6 +41,7 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
   readonly #lifetime = new AbortController();
   readonly #opts: RecordQueueOptions<T>;
   #closed = false;
+  #scheduled = 0;
 
   constructor(opts: RecordQueueOptions<T>) {
     this.#opts = opts;
@@ -50,9 +51,9 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
     setMaxListeners(0, this.#lifetime.signal);
   }
 
-  /** Jobs queued or running. */
+  /** Jobs accepted and not yet finished (about to be queued, queued or running). */
   get pending(): number {
-    return this.#queue.size + this.#queue.pending;
+    return this.#scheduled + this.#queue.size + this.#queue.pending;
   }
 
   /**
@@ -66,7 +67,13 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
       this.#opts.onOutcome?.('deferred', target);
       return false;
     }
-    void this.#queue.add(() => this.#run(target, assignment)).catch(() => undefined);
+    // queued on the next turn of the event loop: the caller's answer (the fast path's response)
+    // goes out first, and the record's own start-up work is not paid on that path
+    this.#scheduled++;
+    setImmediate(() => {
+      this.#scheduled--;
+      void this.#queue.add(() => this.#run(target, assignment)).catch(() => undefined);
+    });
     return true;
   }
 
@@ -99,6 +106,7 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
 
   /** Resolves when every queued and running record has finished (tests, graceful shutdown). */
   async drain(): Promise<void> {
+    while (this.#scheduled > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     await this.#queue.onIdle();
   }
 
