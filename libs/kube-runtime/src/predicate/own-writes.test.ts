@@ -22,6 +22,12 @@ describe('OwnWrites', () => {
     expect(p.update?.({ metadata: { name: 'a' } }, { metadata: { name: 'a' } })).toBe(true);
   });
 
+  it('still passes an own version that changed the spec (a no-op write returns the current version)', () => {
+    const own = new OwnWrites();
+    own.note({ metadata: { uid: 'u1', resourceVersion: '7', generation: 2 } });
+    expect(own.predicate().update?.({ metadata: { uid: 'u1', resourceVersion: '7', generation: 2 } }, { metadata: { uid: 'u1', resourceVersion: '6', generation: 1 } })).toBe(true);
+  });
+
   it('forgets a write whose event never came, so memory stays bounded', () => {
     let now = 0;
     const own = new OwnWrites({ ttlMs: 1000, maxEntries: 2, now: () => now });

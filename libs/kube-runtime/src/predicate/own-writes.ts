@@ -42,9 +42,13 @@ export class OwnWrites {
     return true;
   }
 
-  /** Passes every update except the watch event of an own write. */
+  /**
+   * Passes every update except the watch event of an own write. A version that also changed
+   * the spec (generation, which a delete bumps too) still passes: a write that changed nothing
+   * returns the current version, which may be someone else's change not seen yet.
+   */
   predicate<T extends KubeObject>(): Predicate<T> {
-    return { update: (obj) => !this.take(obj) };
+    return { update: (obj, old) => !this.take(obj) || obj.metadata?.generation !== old.metadata?.generation };
   }
 }
 
