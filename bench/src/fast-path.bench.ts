@@ -7,7 +7,7 @@
  * The first call (identity and authorization not cached yet) is reported on its own. Prints a
  * table, then ONE JSON line (the last line). Figures only: nothing passes or fails on time.
  *
- *   npx nx run bench:fast-path            (FAST_PATH_N=300 FAST_PATH_BURST=1000 for a shorter run)
+ *   npx nx run bench:fast-path            (FAST_PATH_N=100 FAST_PATH_BURST=500 for a shorter run)
  */
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
@@ -18,7 +18,7 @@ import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { EXTENSIONS_GROUP, FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
 
 const N = Number(process.env.FAST_PATH_N ?? 1_000);
-const BURST = Number(process.env.FAST_PATH_BURST ?? 4_000);
+const BURST = Number(process.env.FAST_PATH_BURST ?? 2_000);
 const CONCURRENCY = 64;
 const WARMUP = 50;
 const NS = 'bench-fast';
@@ -77,7 +77,7 @@ async function main(): Promise<void> {
     await eventually(async () => {
       const pool = (await custom.getNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: VERSION, namespace: NS, plural: 'sandboxwarmpools', name: POOL })) as { status?: { readyReplicas?: number } };
       if ((pool.status?.readyReplicas ?? 0) < REPLICAS) throw new Error(`pool ready ${pool.status?.readyReplicas ?? 0}/${REPLICAS}`);
-    }, { timeoutMs: 300_000, intervalMs: 500 });
+    }, { timeoutMs: 900_000, intervalMs: 500 });
 
     const url = new URL(`${sys.fastPathUrl}/v1/claims`);
     const node = sys.nodes[0];
