@@ -8,16 +8,18 @@
  * listeners. Here the parent holds one listener per call in flight, removed when it ends.
  */
 export async function withDeadline<T>(parent: AbortSignal | undefined, timeoutMs: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+  // nothing to link: the platform's own timeout signal is the cheapest there is
+  if (parent === undefined) return fn(AbortSignal.timeout(timeoutMs));
   const ac = new AbortController();
-  const onAbort = (): void => ac.abort(parent?.reason);
-  if (parent?.aborted) ac.abort(parent.reason);
-  else parent?.addEventListener('abort', onAbort, { once: true });
+  const onAbort = (): void => ac.abort(parent.reason);
+  if (parent.aborted) ac.abort(parent.reason);
+  else parent.addEventListener('abort', onAbort, { once: true });
   const timer = setTimeout(() => ac.abort(new DOMException(`the call did not end within ${timeoutMs} ms`, 'TimeoutError')), timeoutMs);
   timer.unref?.();
   try {
     return await fn(ac.signal);
   } finally {
     clearTimeout(timer);
-    parent?.removeEventListener('abort', onAbort);
+    parent.removeEventListener('abort', onAbort);
   }
 }
