@@ -1,24 +1,54 @@
 /**
  * The Kubernetes claim path end to end: SandboxClaim create -> Bound seen by a watch, against
- * ConfigMap create -> seen by a watch (the floor any CR round trip pays), on one control plane
- * started here, 1,000 of each at concurrency 1 and at 50. Prints a table, then ONE JSON line
- * (the last line). Figures only: nothing passes or fails on time.
+ * two floors measured in the same run: ConfigMap create -> seen by a watch (any round trip) and
+ * a bare custom resource create -> seen (the CRD machinery without any controller), on one
+ * control plane started here, 1,000 of each at concurrency 1 and at 50 after a warm-up. Then
+ * every claim is deleted (released through the finalizer) and the heap of this process, which
+ * hosts the claim-controller, is measured against where it started. Prints a table, then ONE
+ * JSON line (the last line). Figures only: nothing passes or fails on time.
  *
- *   npx nx run bench:claim-path
+ * With CLAIM_PATH_ADMISSION=1 the control plane serves MutatingAdmissionPolicy (a feature gate
+ * and admissionregistration.k8s.io/v1beta1, off by default in Kubernetes 1.34) and the chart's
+ * finalizer policy is installed, so claims arrive with the release finalizer and the controller
+ * skips its finalizer write: the figure of a cluster that supports it.
+ *
+ *   npx nx run bench:claim-path            (CLAIM_PATH_N=200 for a shorter run)
  */
+import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import { startClaimController } from '@sandbox-scale/claim-controller';
 import { applyCrds, startControlPlane } from '@sandbox-scale/e2e';
+import { toolPath } from '../../e2e/src/control-plane/tools';
+import { runCommand } from '../../e2e/src/system/run-command';
 import { applyObject, ConfigMapResource, createInformer, createLogger, parseUntyped, ResourceClient, type KubeResource } from '@sandbox-scale/kube-runtime';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, RESOURCES, SandboxClaimSchema, parseObject, type SandboxClaim } from '@sandbox-scale/scale-core';
 
-const N = 1_000;
+const N = Number(process.env.CLAIM_PATH_N ?? 1_000);
+const WARMUP = Math.min(100, N);
 const CONCURRENCIES = [1, 50];
 const TOKEN = 'bench-root-token';
 const IMAGE = 'registry.local/bench:1';
 const NS = 'bench';
 const ext = (r: { group: string; plural: string; kind: string; namespaced: boolean }): KubeResource => ({ group: r.group, version: 'v1beta1', plural: r.plural, kind: r.kind, namespaced: r.namespaced });
 const Claims = ext(RESOURCES.sandboxClaim);
+/** A custom resource no controller watches: the CR floor. */
+const Probes: KubeResource = { group: 'bench.sandbox-scale.dev', version: 'v1', plural: 'probes', kind: 'Probe', namespaced: true };
+const PROBE_CRD = {
+  apiVersion: 'apiextensions.k8s.io/v1',
+  kind: 'CustomResourceDefinition',
+  metadata: { name: `${Probes.plural}.${Probes.group}` },
+  spec: {
+    group: Probes.group,
+    scope: 'Namespaced',
+    names: { plural: Probes.plural, singular: 'probe', kind: Probes.kind, listKind: 'ProbeList' },
+    versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+  },
+};
+
+function heapMb(): number {
+  (globalThis as { gc?: () => void }).gc?.();
+  return process.memoryUsage().heapUsed / 1024 / 1024;
+}
 
 function pct(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
@@ -40,13 +70,23 @@ async function timed(n: number, concurrency: number, op: (i: number) => Promise<
   return out.sort((a, b) => a - b);
 }
 
+/** The chart's own finalizer policy, rendered as for a cluster that serves it, then applied. */
+async function installFinalizerPolicy(binDir: string, kubeconfigPath: string): Promise<void> {
+  const api = 'admissionregistration.k8s.io/v1beta1/MutatingAdmissionPolicy';
+  const yaml = await runCommand(toolPath(binDir, 'helm'), ['template', 'sandbox-scale', 'charts/sandbox-scale', '--show-only', 'templates/claim-finalizer-policy.yaml', '--api-versions', api], { KUBECONFIG: kubeconfigPath });
+  await runCommand(toolPath(binDir, 'kubectl'), ['apply', '-f', '-'], { KUBECONFIG: kubeconfigPath }, yaml);
+}
+
 async function main(): Promise<void> {
-  const cp = await startControlPlane({ controllerManager: false });
+  const admission = process.env.CLAIM_PATH_ADMISSION === '1';
+  const cp = await startControlPlane({ controllerManager: false, ...(admission ? { apiserverArgs: ['--feature-gates=MutatingAdmissionPolicy=true', '--runtime-config=admissionregistration.k8s.io/v1beta1=true'] } : {}) });
   const kc = cp.kubeConfig;
   const log = createLogger({ name: 'bench-claim-path', level: 'error' });
   const sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: 1100 }] });
   try {
     await applyCrds(kc, 'charts/sandbox-scale/crds');
+    await applyCrds(kc, [PROBE_CRD as unknown as V1CustomResourceDefinition]);
+    if (admission) await installFinalizerPolicy(cp.binDir, cp.kubeconfigPath);
     await new ResourceClient(kc, { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false }).create(undefined, { metadata: { name: NS } });
     for (const n of sim.nodes) {
       // advertised generously: the figure is the claim path, not the ledger running dry between publishes
@@ -68,50 +108,98 @@ async function main(): Promise<void> {
     const onClaim = (c: SandboxClaim): void => {
       if (c.status?.conditions?.some((k) => k.type === 'Bound' && k.status === 'True')) seen(`claim/${c.metadata.name}`);
     };
-    claimWatch.on({ add: onClaim, update: onClaim });
+    // claims whose first version seen already carries the release finalizer (set at admission)
+    let admittedWithFinalizer = 0;
+    claimWatch.on({ add: (c) => { if (c.metadata.finalizers?.length) admittedWithFinalizer++; onClaim(c); }, update: onClaim });
     const cmWatch = createInformer(kc, { resource: ConfigMapResource, parse: parseUntyped, log, namespace: NS });
     cmWatch.on({ add: (o) => seen(`cm/${o.metadata.name}`) });
+    const probeWatch = createInformer(kc, { resource: Probes, parse: parseUntyped, log, namespace: NS });
+    probeWatch.on({ add: (o) => seen(`probe/${o.metadata.name}`) });
     claimWatch.start();
     cmWatch.start();
-    await Promise.all([claimWatch.waitForSync(), cmWatch.waitForSync()]);
+    probeWatch.start();
+    await Promise.all([claimWatch.waitForSync(), cmWatch.waitForSync(), probeWatch.waitForSync()]);
 
     const until = (key: string): Promise<void> => new Promise<void>((resolve) => waiters.set(key, resolve));
     const claims = new ResourceClient(kc, Claims);
     const cms = new ResourceClient(kc, ConfigMapResource);
-    const rows: { c: number; claim: number[]; cm: number[] }[] = [];
+    const probes = new ResourceClient(kc, Probes);
+    const createClaim = async (name: string): Promise<void> => {
+      const w = until(`claim/${name}`);
+      await claims.create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: 'base' } } });
+      await w;
+    };
+    const createCm = async (name: string): Promise<void> => {
+      const w = until(`cm/${name}`);
+      await cms.create(NS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { k: 'v' } });
+      await w;
+    };
+    const createProbe = async (name: string): Promise<void> => {
+      const w = until(`probe/${name}`);
+      await probes.create(NS, { apiVersion: `${Probes.group}/${Probes.version}`, kind: Probes.kind, metadata: { name }, spec: { k: 'v' } });
+      await w;
+    };
+    // warm-up: connections, caches and JIT of every path, then the heap the claims start from
+    await timed(WARMUP, 8, (i) => createCm(`cm-warm-${i}`));
+    await timed(WARMUP, 8, (i) => createProbe(`probe-warm-${i}`));
+    await timed(WARMUP, 8, (i) => createClaim(`claim-warm-${i}`));
+    const heapStartMb = heapMb();
+    const rows: { c: number; claim: number[]; cm: number[]; crd: number[] }[] = [];
     for (const c of CONCURRENCIES) {
-      const cm = await timed(N, c, async (i) => {
-        const name = `cm-${c}-${i}`;
-        const w = until(`cm/${name}`);
-        await cms.create(NS, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name }, data: { k: 'v' } });
-        await w;
-      });
-      const claim = await timed(N, c, async (i) => {
-        const name = `claim-${c}-${i}`;
-        const w = until(`claim/${name}`);
-        await claims.create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: 'base' } } });
-        await w;
-      });
-      rows.push({ c, claim, cm });
+      const cm = await timed(N, c, (i) => createCm(`cm-${c}-${i}`));
+      const crd = await timed(N, c, (i) => createProbe(`probe-${c}-${i}`));
+      const claim = await timed(N, c, (i) => createClaim(`claim-${c}-${i}`));
+      rows.push({ c, claim, cm, crd });
     }
+    // every timed claim is deleted (released on its node, finalizer removed); the heap then
+    // returns to where it started unless something per claim is kept
+    const names = rows.flatMap((r) => Array.from({ length: N }, (_, i) => `claim-${r.c}-${i}`));
+    await timed(names.length, 50, (i) => claims.delete(NS, names[i] ?? '').then(() => undefined));
+    const gone = Date.now();
+    while (claimWatch.list().length > WARMUP && Date.now() - gone < 300_000) await new Promise((r) => setTimeout(r, 200));
+    const heapEndMb = heapMb();
     console.log('concurrency  path        p50 ms   p99 ms');
     for (const r of rows) {
       console.log(`${String(r.c).padStart(11)}  claim      ${pct(r.claim, 50).toFixed(2).padStart(7)}  ${pct(r.claim, 99).toFixed(2).padStart(7)}`);
       console.log(`${String(r.c).padStart(11)}  configmap  ${pct(r.cm, 50).toFixed(2).padStart(7)}  ${pct(r.cm, 99).toFixed(2).padStart(7)}`);
+      console.log(`${String(r.c).padStart(11)}  bare CR    ${pct(r.crd, 50).toFixed(2).padStart(7)}  ${pct(r.crd, 99).toFixed(2).padStart(7)}`);
+      console.log(`${String(r.c).padStart(11)}  ratios     claim/configmap p50 ${(pct(r.claim, 50) / pct(r.cm, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.cm, 99)).toFixed(2)}; claim/bare CR p50 ${(pct(r.claim, 50) / pct(r.crd, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.crd, 99)).toFixed(2)}`);
     }
+    console.log(`claims that arrived with the finalizer (admission): ${admittedWithFinalizer}`);
+    console.log(`heap: ${heapStartMb.toFixed(1)} MB after the warm-up, ${heapEndMb.toFixed(1)} MB after ${names.length} claims bound and deleted (${claimWatch.list().length} claims left)`);
     await claimWatch.stop();
     await cmWatch.stop();
+    await probeWatch.stop();
     await cc.stop();
     const [c1] = rows;
-    const per = Object.fromEntries(rows.map((r) => [`c${r.c}`, { claim_p50_ms: +pct(r.claim, 50).toFixed(3), claim_p99_ms: +pct(r.claim, 99).toFixed(3), configmap_p50_ms: +pct(r.cm, 50).toFixed(3), configmap_p99_ms: +pct(r.cm, 99).toFixed(3), ratio_p50: +(pct(r.claim, 50) / pct(r.cm, 50)).toFixed(3), ratio_p99: +(pct(r.claim, 99) / pct(r.cm, 99)).toFixed(3) }]));
+    const r3 = (n: number): number => +n.toFixed(3);
+    const per = Object.fromEntries(rows.map((r) => [`c${r.c}`, {
+      claim_p50_ms: r3(pct(r.claim, 50)),
+      claim_p99_ms: r3(pct(r.claim, 99)),
+      configmap_p50_ms: r3(pct(r.cm, 50)),
+      configmap_p99_ms: r3(pct(r.cm, 99)),
+      crd_p50_ms: r3(pct(r.crd, 50)),
+      crd_p99_ms: r3(pct(r.crd, 99)),
+      ratio_p50: r3(pct(r.claim, 50) / pct(r.cm, 50)),
+      ratio_p99: r3(pct(r.claim, 99) / pct(r.cm, 99)),
+      crd_ratio_p50: r3(pct(r.claim, 50) / pct(r.crd, 50)),
+      crd_ratio_p99: r3(pct(r.claim, 99) / pct(r.crd, 99)),
+    }]));
     if (!c1) throw new Error('no rows');
     console.log(JSON.stringify({
-      ratio_p50: +(pct(c1.claim, 50) / pct(c1.cm, 50)).toFixed(3),
-      ratio_p99: +(pct(c1.claim, 99) / pct(c1.cm, 99)).toFixed(3),
-      claim_p50_ms: +pct(c1.claim, 50).toFixed(3),
-      claim_p99_ms: +pct(c1.claim, 99).toFixed(3),
-      configmap_p50_ms: +pct(c1.cm, 50).toFixed(3),
+      finalizer_at_admission: admission,
+      claims_admitted_with_finalizer: admittedWithFinalizer,
+      ratio_p50: r3(pct(c1.claim, 50) / pct(c1.cm, 50)),
+      ratio_p99: r3(pct(c1.claim, 99) / pct(c1.cm, 99)),
+      crd_ratio_p50: r3(pct(c1.claim, 50) / pct(c1.crd, 50)),
+      crd_ratio_p99: r3(pct(c1.claim, 99) / pct(c1.crd, 99)),
+      claim_p50_ms: r3(pct(c1.claim, 50)),
+      claim_p99_ms: r3(pct(c1.claim, 99)),
+      configmap_p50_ms: r3(pct(c1.cm, 50)),
+      crd_p50_ms: r3(pct(c1.crd, 50)),
       claims_per_concurrency: N,
+      heap_start_mb: +heapStartMb.toFixed(1),
+      heap_end_mb: +heapEndMb.toFixed(1),
       ...per,
     }));
   } finally {

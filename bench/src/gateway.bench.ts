@@ -1,7 +1,7 @@
 /**
  * L2 gateway overhead: 5,000 sequential claims through ClaimGateway (node choice, ledger,
  * claim, async record enqueue with a counting recorder) vs the same claims straight through
- * sandboxd-client, against one sandboxd-sim node, in one run. Prints a table, then ONE JSON
+ * sandboxd-client, against one sandboxd-sim node, in one run, alternated ABBA. Prints a table, then ONE JSON
  * line (the last line). Figures only: nothing passes or fails on time.
  *
  *   npx nx run bench:gateway
@@ -38,19 +38,28 @@ async function main(): Promise<void> {
 
   const gw: number[] = [];
   const dr: number[] = [];
-  for (let i = 0; i < ITERS + WARMUP; i++) {
-    // alternate so both see the same node state and the same process warmth
+  const viaGateway = async (i: number): Promise<{ ms: number; id: string }> => {
     const t0 = performance.now();
     const a = await gateway.claim({ namespace: 'bench', name: `g-${i}`, warmPool: 'bench', key, ttlSeconds: 3600 });
-    const t1 = performance.now();
+    return { ms: performance.now() - t0, id: a.claimId };
+  };
+  const viaDirect = async (i: number): Promise<{ ms: number; id: string }> => {
+    const t0 = performance.now();
     const d = await direct.claim({ template: TEMPLATE, net: 'none', size: 'small', ttlSeconds: 3600, claimRef: `bench/d-${i}` });
-    const t2 = performance.now();
+    return { ms: performance.now() - t0, id: d.id };
+  };
+  for (let i = 0; i < ITERS + WARMUP; i++) {
+    // ABBA: the order flips every iteration, so neither path always runs right after the
+    // other's garbage or the node's refill
+    const first = i % 2 === 0 ? await viaGateway(i) : await viaDirect(i);
+    const second = i % 2 === 0 ? await viaDirect(i) : await viaGateway(i);
+    const [g, d] = i % 2 === 0 ? [first, second] : [second, first];
     if (i >= WARMUP) {
-      gw.push(t1 - t0);
-      dr.push(t2 - t1);
+      gw.push(g.ms);
+      dr.push(d.ms);
     }
     // keep the node's live set flat, outside the timed window
-    await direct.release(a.claimId);
+    await direct.release(g.id);
     await direct.release(d.id);
   }
   await records.drain();

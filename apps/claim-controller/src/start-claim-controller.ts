@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { controller, createEventRecorder, createLogger, DEFAULT_INFLIGHT_CAPS, defaultIdentity, DelegatedAuth, InflightLimits, involvedObjectOf, isNotFound, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
+import { controller, createEventRecorder, OwnWrites, createLogger, DEFAULT_INFLIGHT_CAPS, defaultIdentity, DelegatedAuth, InflightLimits, involvedObjectOf, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
 import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
@@ -10,6 +10,7 @@ import { OrphanReconciler } from './controllers/orphan-reconciler';
 import { ClaimGateway } from './gateway/claim-gateway';
 import { ClaimRecorder } from './gateway/claim-recorder';
 import { FastPathRecorder, type FastPathDelivery } from './gateway/fast-path-recorder';
+import { ClaimNames } from './http/claim-names';
 import { FastPathCap } from './http/fast-path-cap';
 import { RecordQueue } from './gateway/record-queue';
 import { SecretAccess, selfSubjectReviewer } from './gateway/secret-access';
@@ -58,8 +59,11 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const caches = createCaches(kc, log, registry, o.claimSelector);
   const clients = new SandboxdClientSet({ token: o.fleetToken });
   const events = createEventRecorder(kc, { reportingController: FIELD_MANAGERS.claimController, reportingInstance: identity, log, registry });
+  // the watch events of the claim controller's own writes do not reconcile again: the pass that wrote acted on it
+  const ownWrites = new OwnWrites();
   const recorder = new ClaimRecorder({
     kubeConfig: kc,
+    onWrite: (c) => ownWrites.note(c),
     onBound: (claim, a, adopted) =>
       events.record(involvedObjectOf(claim), { type: 'Normal', reason: adopted ? 'Adopted' : CONDITION_REASONS.nodeLocalClaim, action: 'Bind', note: `node ${a.node} handed over sandbox ${a.claimId}${adopted ? ' (record adopted from the node)' : ''}` }),
   });
@@ -79,7 +83,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   });
   const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list();
   const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, coldClaimTimeoutMs: flags.coldClaimTimeout, onClaim: metrics.onClaim });
-  const writes = new ClaimWrites(kc);
+  const writes = new ClaimWrites(kc, (c) => ownWrites.note(c));
   // Whether claim Secrets may be written in a namespace: asked of RBAC before a VM is claimed there.
   const secretAccess = o.secretAccess ?? new SecretAccess({ review: selfSubjectReviewer(kc) });
   // set when this process wins the Lease (before the claim controller starts), cleared when it stops leading
@@ -99,7 +103,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     onRenewal: metrics.onRenewal,
   });
   const claimController = controller({ name: 'sandboxclaim', reconciler, log, registry, concurrency: flags.maxConcurrentReconciles })
-    .for(caches.claims)
+    .for(caches.claims, { predicates: [ownWrites.predicate()] })
     .watches(caches.inventories, claimsWaitingForCapacity(caches.claims))
     .watches(caches.pools, claimsOfPool(caches.claims))
     .build();
@@ -121,6 +125,9 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const done = manager.start(ac.signal);
   await Promise.race([Promise.all(Object.values(caches).map((c) => c.waitForSync(ac.signal))), done]);
 
+  // fast-path names taken: the cache, plus deliveries whose record the cache has not shown yet
+  const names = new ClaimNames({ cached: (t) => caches.claims.get(t.namespace, t.name) !== undefined, holdMs: 2 * flags.orphanInterval });
+  caches.claims.on({ add: (c) => names.release({ namespace: c.metadata.namespace ?? '', name: c.metadata.name ?? '' }) });
   const bind = parseBindAddress(flags.fastPathBindAddress);
   const fastPath = bind
     ? await startFastPathServer({
@@ -132,7 +139,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
         deps: {
           authorizer: new ReviewAuthorizer(new DelegatedAuth(kc, { audiences: flags.fastPathAudiences })),
           resolvePool: poolResolver(caches),
-          exists: async (t) => caches.claims.get(t.namespace, t.name) !== undefined || (await writes.get(t.namespace, t.name).then(() => true, (err: unknown) => (isNotFound(err) ? false : Promise.reject(err)))),
+          names,
           cap,
           secretAccess: (namespace) => secretAccess.check(namespace),
           claim: (t) => gateway.claim({ ...t, ttlSeconds: t.ttlSeconds || leaseTtlSeconds, bounded: t.ttlSeconds > 0 }),

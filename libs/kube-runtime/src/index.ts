@@ -71,6 +71,8 @@ export { enqueueObject, enqueueOwner } from './handler/map-functions';
 export type { MapFunction } from './handler/map-functions';
 export { generationChanged, labelsChanged, and, or } from './predicate/predicate';
 export type { Predicate } from './predicate/predicate';
+export { OwnWrites } from './predicate/own-writes';
+export type { OwnWritesOptions } from './predicate/own-writes';
 export type { Runnable } from './runnable';
 
 // leader election

@@ -166,6 +166,7 @@ export {
 export type { FieldOperator, FieldRequirement, FieldSelector } from './selectors/field-selector';
 
 export { backoffDelayMs, InvalidBackoffOptionsError, retry, sleep } from './retry/retry';
+export { withDeadline } from './retry/deadline';
 export { InvalidRateError, TokenBucket } from './rate/token-bucket';
 export type { TokenBucketOptions } from './rate/token-bucket';
 export type { BackoffOptions, RetryOptions, Sleep } from './retry/retry';

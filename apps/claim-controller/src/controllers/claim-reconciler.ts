@@ -3,6 +3,7 @@ import {
   type EventRecorder,
   type Informer,
   involvedObjectOf,
+  isConflict,
   isForbidden,
   isNotFound,
   type ReconcileContext,
@@ -111,52 +112,115 @@ export class ClaimReconciler implements Reconciler {
   readonly #leases = new Map<string, NodeLease>();
   readonly #renewFailures = new Map<string, number>();
   readonly #recordFailures = new Map<string, number>();
-  constructor(private readonly o: ClaimReconcilerOptions) {}
-
-  async reconcile(req: ReconcileRequest, ctx: ReconcileContext): Promise<ReconcileResult | void> {
-    const claim = this.o.claims.get(req.namespace, req.name);
-    if (claim === undefined) return this.#gone(req, ctx);
-    if (claim.metadata.deletionTimestamp) return this.#finalize(claim, ctx);
-    // The finalizer goes on before any VM is claimed, so a delete can never skip the release.
-    if (!hasFinalizer(claim)) await this.o.writes.addFinalizer(claim);
-    if (isBound(claim)) return this.#whileBound(claim, ctx);
-    if (claim.metadata.annotations?.[ANNOTATIONS.claimId]) return { requeueAfterMs: FAST_PATH_GRACE_MS };
-    return this.#bind(req, ctx);
+  /** Claims this process recorded Bound, by ns/name, until the cache shows that write (see #ownView). */
+  readonly #bound = new Map<string, SandboxClaim>();
+  constructor(private readonly o: ClaimReconcilerOptions) {
+    o.claims.on({ update: (c) => this.#cacheCaughtUp(c), delete: (c) => this.#bound.delete(`${c.metadata.namespace}/${c.metadata.name}`) });
   }
 
-  async #bind(req: ReconcileRequest, ctx: ReconcileContext): Promise<ReconcileResult | void> {
+  /** Claims recorded Bound whose write the cache has not shown yet (a figure for leak checks). */
+  get pendingOwnWrites(): number {
+    return this.#bound.size;
+  }
+
+  async reconcile(req: ReconcileRequest, ctx: ReconcileContext): Promise<ReconcileResult | void> {
     const key = `${req.namespace}/${req.name}`;
-    // The cache may not have our own Bound write yet: decide on a live read.
-    let claim: SandboxClaim;
-    try {
-      claim = await this.o.writes.get(req.namespace, req.name, ctx.signal);
-    } catch (err) {
-      if (isNotFound(err)) return this.#gone(req, ctx);
-      throw err;
+    const cached = this.o.claims.get(req.namespace, req.name);
+    if (cached === undefined) return this.#gone(req, ctx);
+    const claim = this.#ownView(key, cached);
+    if (claim.metadata.deletionTimestamp) return this.#finalize(claim, ctx);
+    const pending = this.#undelivered.get(key);
+    if (isBound(claim)) {
+      // A Bound record half written (status landed, the token Secret did not): finish it.
+      if (pending !== undefined && pending.claimId === claim.status?.sandbox?.name) return this.#record(await this.#withFinalizer(claim, ctx), pending, ctx, true);
+      if (pending) this.#forget(key); // Bound to another sandbox by another writer: nothing of this delivery is left to record
+      return this.#whileBound(await this.#withFinalizer(claim, ctx), ctx);
     }
-    if (isBound(claim) || claim.metadata.deletionTimestamp) {
-      // recorded meanwhile by another writer (the orphan pass): nothing of this delivery is left to do
-      if (isBound(claim)) this.#forget(key);
-      return;
+    if (claim.metadata.annotations?.[ANNOTATIONS.claimId]) {
+      await this.#withFinalizer(claim, ctx);
+      return { requeueAfterMs: FAST_PATH_GRACE_MS };
     }
+    return this.#bind(claim, ctx);
+  }
+
+  /**
+   * The claim as this process last wrote it while the cache still shows an older version: our
+   * own Bound write is not yet in the cache (watch events arrive in order, so a cached version
+   * that does not show it is older than it). Dropped once the cache reaches that version.
+   */
+  #ownView(key: string, cached: SandboxClaim): SandboxClaim {
+    const mine = this.#bound.get(key);
+    if (mine === undefined) return cached;
+    if (mine.metadata.uid !== cached.metadata.uid || isBound(cached)) {
+      this.#bound.delete(key);
+      return cached;
+    }
+    return mine;
+  }
+
+  /** The cache reached (or passed) a version this process wrote, or the claim is gone: it answers alone again. */
+  #cacheCaughtUp(c: SandboxClaim): void {
+    const key = `${c.metadata.namespace}/${c.metadata.name}`;
+    const mine = this.#bound.get(key);
+    if (mine !== undefined && (mine.metadata.resourceVersion === c.metadata.resourceVersion || mine.metadata.uid !== c.metadata.uid || isBound(c))) this.#bound.delete(key);
+  }
+
+  /** The finalizer goes on before a delivery is recorded, so a delete can never skip the release. */
+  async #withFinalizer(claim: SandboxClaim, ctx: ReconcileContext): Promise<SandboxClaim> {
+    return hasFinalizer(claim) ? claim : this.o.writes.addFinalizer(claim, ctx.signal);
+  }
+
+  /**
+   * Decides on the cached claim: the cache answers everything but our own latest write, which
+   * #ownView supplies. The finalizer patch (when admission did not add it) runs concurrently with
+   * the node claim: until it lands the delivery is held in #undelivered, so a claim deleted
+   * meanwhile (a 404 on the patch) gets its VM released by #gone, and the Bound record, written
+   * only onto the patched object, can never precede the finalizer.
+   */
+  async #bind(claim: SandboxClaim, ctx: ReconcileContext): Promise<ReconcileResult | void> {
+    const namespace = claim.metadata.namespace ?? '';
+    const name = claim.metadata.name ?? '';
+    const req = { namespace, name };
+    const key = `${namespace}/${name}`;
     const pending = this.#undelivered.get(key) ?? (await this.#previousDelivery(claim, ctx));
-    if (pending) return this.#record(claim, pending, ctx, true);
+    if (pending) {
+      const current = await this.#settled(this.#withFinalizer(claim, ctx), req, ctx);
+      return current && this.#record(current, pending, ctx, true);
+    }
     const resolved = this.#resolve(claim);
     if ('problem' in resolved) return this.#pendingCondition(claim, resolved.reason, resolved.problem, resolved.retry);
     // Before a VM is spent: a claim whose token Secret could not be written would hold it for nothing.
-    const access = await this.o.secretAccess.check(req.namespace);
+    const access = await this.o.secretAccess.check(namespace);
     if (!access.allowed) return this.#namespaceNotEnabled(claim, access);
     const ttlSeconds = resolved.ttlSeconds || (this.o.leaseTtlSeconds ?? 0);
-    const gwReq = { namespace: req.namespace, name: req.name, owner: claimOwner(claim), key: resolved.key, ttlSeconds, signal: ctx.signal };
+    const gwReq = { namespace, name, owner: claimOwner(claim), key: resolved.key, ttlSeconds, signal: ctx.signal };
+    const finalizer = this.#withFinalizer(claim, ctx);
+    // awaited below; a rejection while the node call runs is not unhandled
+    finalizer.catch(() => undefined);
     let a: Assignment;
     try {
       a = await this.o.gateway.deliver(gwReq);
     } catch (err) {
-      if (!(isNoWarmCapacity(err) && resolved.coldStart === 'WhenNoWarmCapacity')) return this.#claimFailed(claim, err);
-      return this.#coldStart(claim, gwReq, ctx);
+      // nothing was claimed: a failed finalizer patch is retried before anything else
+      const current = await finalizer;
+      if (!(isNoWarmCapacity(err) && resolved.coldStart === 'WhenNoWarmCapacity')) return this.#claimFailed(current, err);
+      return this.#coldStart(current, gwReq, ctx);
     }
     this.#delivered(key, a, ctx, 'node delivered a sandbox');
-    return this.#record(claim, a, ctx, false);
+    const current = await this.#settled(finalizer, req, ctx);
+    if (current === undefined) return;
+    return this.#record(current, a, ctx, false);
+  }
+
+  /** The finalizer write's outcome; undefined when the claim is gone (its pending delivery then released by #gone). */
+  async #settled(finalizer: Promise<SandboxClaim>, req: ReconcileRequest, ctx: ReconcileContext): Promise<SandboxClaim | undefined> {
+    try {
+      return await finalizer;
+    } catch (err) {
+      if (!isNotFound(err)) throw err;
+      await this.#gone(req, ctx);
+      return undefined;
+    }
   }
 
   /**
@@ -169,7 +233,7 @@ export class ClaimReconciler implements Reconciler {
     const key = `${req.namespace}/${req.name}`;
     const message = `spec.warmPoolRef.name: no node has a warm sandbox of ${req.key.template}; cold-starting one on a routable node (the pool allows coldStart WhenNoWarmCapacity)`;
     const starting = { status: 'False' as const, reason: CLAIM_REASONS.coldStart, message };
-    await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, ...starting }, this.#now(), [{ type: CONDITION_TYPES.ready, ...starting }]);
+    const started = await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, ...starting }, this.#now(), [{ type: CONDITION_TYPES.ready, ...starting }]);
     this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.coldStart, action: 'Claim', note: message });
     const t0 = performance.now();
     let a: Assignment;
@@ -183,7 +247,7 @@ export class ClaimReconciler implements Reconciler {
     this.#delivered(key, a, ctx, 'node cold-started a sandbox');
     const ms = Math.round(performance.now() - t0);
     this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.coldStart, action: 'Bind', note: `node ${a.node} cold-started sandbox ${a.claimId} in ${ms} ms (no warm capacity)` });
-    return this.#record(claim, a, ctx, false);
+    return this.#record(started, a, ctx, false);
   }
 
   #delivered(key: string, a: Assignment, ctx: ReconcileContext, what: string): void {
@@ -201,8 +265,9 @@ export class ClaimReconciler implements Reconciler {
     const namespace = claim.metadata.namespace ?? '';
     const name = claim.metadata.name ?? '';
     const key = `${namespace}/${name}`;
+    let bound: SandboxClaim;
     try {
-      await this.o.recorder.recordBound({ namespace, name, uid: claim.metadata.uid ?? '' }, a, ctx.signal, adopted);
+      bound = await this.#recordOnto(claim, a, ctx, adopted);
     } catch (err) {
       if (isNotFound(err)) return this.#gone({ namespace, name }, ctx);
       // A refused Secret write means the cached access answer is stale (RBAC changed since).
@@ -216,6 +281,25 @@ export class ClaimReconciler implements Reconciler {
       return { requeueAfterMs: backoffDelayMs(failures, { baseMs: 1000, maxMs: 30_000, jitter: 0.2 }) };
     }
     this.#forget(key);
+    if (bound !== claim) this.#bound.set(key, bound);
+    // the lease renewal (or expiry) is scheduled now: the status write's own watch event does not reconcile again
+    return this.#whileBound(bound, ctx);
+  }
+
+  /**
+   * The record onto the claim as decided on; a claim that changed since (409 on the
+   * resourceVersion-conditional status write) is read live once and the record tried on that.
+   */
+  async #recordOnto(claim: SandboxClaim, a: Assignment, ctx: ReconcileContext, adopted: boolean): Promise<SandboxClaim> {
+    const target = { namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', uid: claim.metadata.uid ?? '' };
+    const opts = { adopted, secretFirst: (this.#recordFailures.get(`${target.namespace}/${target.name}`) ?? 0) > 0 };
+    try {
+      return await this.o.recorder.recordBoundOn(claim, target, a, ctx.signal, opts);
+    } catch (err) {
+      if (!isConflict(err)) throw err;
+    }
+    const live = await this.o.writes.get(target.namespace, target.name, ctx.signal);
+    return this.o.recorder.recordBoundOn(live, target, a, ctx.signal, opts);
   }
 
   #forget(key: string): void {
@@ -230,6 +314,7 @@ export class ClaimReconciler implements Reconciler {
   async #gone(req: ReconcileRequest, ctx: ReconcileContext): Promise<void> {
     const key = `${req.namespace}/${req.name}`;
     const pending = this.#undelivered.get(key);
+    this.#bound.delete(key);
     this.#capacityMisses.delete(key);
     this.#recordFailures.delete(key);
     if (!pending) return;
@@ -449,6 +534,7 @@ export class ClaimReconciler implements Reconciler {
     this.#leases.delete(key);
     this.#renewFailures.delete(key);
     this.#recordFailures.delete(key);
+    this.#bound.delete(key);
     try {
       await this.o.writes.removeFinalizer(claim);
     } catch (err) {

@@ -7,7 +7,14 @@ import { parseClaim, SandboxClaimResource } from '../resources';
 /** The writes the reconciler makes to a SandboxClaim besides the Bound record. */
 export class ClaimWrites {
   readonly #claims: ResourceClient;
-  constructor(private readonly kc: KubeConfig) {
+  /**
+   * `onWrite` is told the object each write returned (the own-write filter of the claim
+   * controller, so the watch event of a write this process made does not reconcile again).
+   */
+  constructor(
+    private readonly kc: KubeConfig,
+    private readonly onWrite: (claim: SandboxClaim) => void = () => undefined,
+  ) {
     this.#claims = new ResourceClient(kc, SandboxClaimResource);
   }
 
@@ -16,17 +23,22 @@ export class ClaimWrites {
   }
 
   /** Sets one condition, keeping every other status field this manager owns (SSA drops omitted ones). */
-  async setCondition(claim: SandboxClaim, cond: ConditionInput, now: Date, extra: ConditionInput[] = []): Promise<void> {
+  async setCondition(claim: SandboxClaim, cond: ConditionInput, now: Date, extra: ConditionInput[] = []): Promise<SandboxClaim> {
     let conditions = setCondition(claim.status?.conditions, cond, now, claim.metadata.generation);
     for (const c of extra) conditions = setCondition(conditions, c, now, claim.metadata.generation);
     const status = { ...(claim.status ?? {}), conditions };
-    await applyStatus(this.kc, statusApplyBody(claim, status), { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource });
+    const out = await applyStatus(this.kc, statusApplyBody(claim, status), { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource, parse: parseClaim });
+    this.onWrite(out);
+    return out;
   }
 
-  /** Optimistic (resourceVersion) so a concurrent finalizer edit is a conflict, not a lost write. */
-  async addFinalizer(claim: SandboxClaim): Promise<void> {
+  /**
+   * Optimistic (resourceVersion) so a concurrent finalizer edit is a conflict, not a lost write.
+   * Returns the object as written: the live claim, newer than any cache, to decide on.
+   */
+  async addFinalizer(claim: SandboxClaim, signal?: AbortSignal): Promise<SandboxClaim> {
     const finalizers = [...(claim.metadata.finalizers ?? []), CLAIM_RELEASE_FINALIZER];
-    await this.#patchFinalizers(claim, finalizers);
+    return this.#patchFinalizers(claim, finalizers, signal);
   }
 
   async removeFinalizer(claim: SandboxClaim): Promise<void> {
@@ -37,9 +49,11 @@ export class ClaimWrites {
     await this.#claims.delete(claim.metadata.namespace, claim.metadata.name ?? '');
   }
 
-  async #patchFinalizers(claim: SandboxClaim, finalizers: string[]): Promise<void> {
+  async #patchFinalizers(claim: SandboxClaim, finalizers: string[], signal?: AbortSignal): Promise<SandboxClaim> {
     const patch = { metadata: { finalizers, resourceVersion: claim.metadata.resourceVersion } };
-    await this.#claims.mergePatch(claim.metadata.namespace, claim.metadata.name ?? '', patch, { fieldManager: FIELD_MANAGERS.claimController });
+    const out = parseClaim(await this.#claims.mergePatch(claim.metadata.namespace, claim.metadata.name ?? '', patch, { fieldManager: FIELD_MANAGERS.claimController, ...(signal ? { signal } : {}) }));
+    this.onWrite(out);
+    return out;
   }
 }
 

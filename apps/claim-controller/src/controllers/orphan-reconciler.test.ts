@@ -79,6 +79,7 @@ function harness(o: { deliveries: Record<string, NodeDelivery[]>; cache: Sandbox
       recordBoundOn: async (c, _t, a) => {
         expect(a.token).toBe(`token-of-${a.claimId}`);
         calls.records.push(`${c.metadata.name}=${a.claimId}`);
+        return c;
       },
     },
     fastPath: {

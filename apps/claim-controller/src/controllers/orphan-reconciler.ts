@@ -1,4 +1,4 @@
-import { isNotFound, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
+import { isNotFound, sleep, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
 import { CONDITION_TYPES, OWNER_KINDS, parseOwnerRef, type InventoryLike, type PoolKey, type SandboxClaim, type SandboxOwner } from '@sandbox-scale/scale-core';
 import type { ClaimGateway, NodeDelivery } from '../gateway/claim-gateway';
 import type { ClaimRecorder } from '../gateway/claim-recorder';
@@ -83,10 +83,8 @@ export class OrphanReconciler implements Runnable {
   async start(signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
       await this.reconcileAll(signal);
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.o.intervalMs);
-        signal.addEventListener('abort', () => { clearTimeout(t); resolve(); }, { once: true });
-      });
+      // the shared sleep removes its abort listener when the interval ends (one added per pass would pile up on this long-lived signal)
+      await sleep(this.o.intervalMs, signal);
     }
   }
 
@@ -158,7 +156,7 @@ export class OrphanReconciler implements Runnable {
     // 'adopt' is decided only on a claim that exists
     if (live === undefined) return 'missing';
     const withToken = await this.o.gateway.withToken(d, signal);
-    await this.o.recorder.recordBoundOn(live, { namespace: owner.namespace, name: owner.name, uid: live.metadata.uid ?? '' }, withToken.assignment, signal, true);
+    await this.o.recorder.recordBoundOn(live, { namespace: owner.namespace, name: owner.name, uid: live.metadata.uid ?? '' }, withToken.assignment, signal, { adopted: true });
     this.o.log.info(logFields(owner, d), 'adopted an orphaned delivery');
     return 'adopted';
   }
@@ -170,7 +168,7 @@ export class OrphanReconciler implements Runnable {
     const claim = await this.o.fastPath.ensureClaim({ namespace: owner.namespace, name: owner.name, warmPool, deliveryUid: owner.uid }, d.assignment.claimId, signal);
     if (orphanDecision(owner, d.assignment.claimId, claim) === 'bound') return 'bound';
     const withToken = await this.o.gateway.withToken(d, signal);
-    await this.o.recorder.recordBoundOn(claim, { namespace: owner.namespace, name: owner.name, uid: claim.metadata.uid ?? '' }, withToken.assignment, signal, true);
+    await this.o.recorder.recordBoundOn(claim, { namespace: owner.namespace, name: owner.name, uid: claim.metadata.uid ?? '' }, withToken.assignment, signal, { adopted: true });
     this.o.log.info(logFields(owner, d), 'created the missing SandboxClaim of a fast-path delivery');
     return 'created';
   }

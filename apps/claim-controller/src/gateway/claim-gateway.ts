@@ -9,6 +9,7 @@ import {
   SandboxScaleError,
   formatOwnerRef,
   OWNER_KINDS,
+  withDeadline,
   type InventoryLike,
   type PoolKey,
   type Rng,
@@ -175,7 +176,7 @@ export class ClaimGateway {
     const claimRef = formatOwnerRef({ ...req.owner, namespace: req.namespace, name: req.name });
     const body = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef, ...(req.ttlSeconds ? { ttlSeconds: req.ttlSeconds } : {}) };
     try {
-      const a = toAssignment(cand.node, await this.#o.clients.forNode(cand.addr).claim(body, { signal: this.#callSignal(req.signal, o.timeoutMs) }));
+      const a = toAssignment(cand.node, await this.#call(req.signal, (signal) => this.#o.clients.forNode(cand.addr).claim(body, { signal }), o.timeoutMs));
       this.#failedUntil.delete(cand.node);
       return a;
     } catch (err) {
@@ -194,7 +195,7 @@ export class ClaimGateway {
         if (tried.has(node)) continue;
         tried.add(node);
         try {
-          return toAssignment(node, await this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, { signal: this.#callSignal(req.signal, o.timeoutMs) }));
+          return toAssignment(node, await this.#call(req.signal, (signal) => this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, { signal }), o.timeoutMs));
         } catch (peerErr) {
           if (!isSandboxdAtCapacity(peerErr)) throw peerErr;
           if (peer && o.warm) this.#ledger.exhaust(node, req.key);
@@ -248,7 +249,7 @@ export class ClaimGateway {
     const inv = this.#o.inventories().find((i) => inventoryName(i) === target.node);
     const addr = inv?.address || target.address;
     if (!addr) throw new ReleaseTargetUnknownError(`cannot renew ${target.claimId}: node ${target.node} has no known address`);
-    const { deadline } = await this.#o.clients.forNode(addr).renew(target.claimId, ttlSeconds, { signal: this.#callSignal(signal) });
+    const { deadline } = await this.#call(signal, (s) => this.#o.clients.forNode(addr).renew(target.claimId, ttlSeconds, { signal: s }));
     return deadline ?? undefined;
   }
 
@@ -280,7 +281,7 @@ export class ClaimGateway {
    */
   async listDeliveries(inv: InventoryLike, claimRef?: string, signal?: AbortSignal): Promise<NodeDelivery[]> {
     this.#requireToken();
-    const rows = await this.#o.clients.forNode(inv.address ?? '').sandboxes(claimRef, { signal: this.#callSignal(signal) });
+    const rows = await this.#call(signal, (s) => this.#o.clients.forNode(inv.address ?? '').sandboxes(claimRef, { signal: s }));
     const node = inventoryName(inv);
     const out: NodeDelivery[] = [];
     for (const r of rows) {
@@ -294,14 +295,13 @@ export class ClaimGateway {
   /** `d` with its token read back from its node (GET /v1/sandboxes/{id}, root only): one request. */
   async withToken(d: NodeDelivery, signal?: AbortSignal): Promise<NodeDelivery> {
     this.#requireToken();
-    const detail = await this.#o.clients.forNode(d.assignment.address).sandbox(d.assignment.claimId, { signal: this.#callSignal(signal) });
+    const detail = await this.#call(signal, (s) => this.#o.clients.forNode(d.assignment.address).sandbox(d.assignment.claimId, { signal: s }));
     return { ...d, assignment: { ...d.assignment, token: detail.token ?? '' } };
   }
 
-  /** The caller's signal, if any, bounded by the per-call timeout. */
-  #callSignal(signal?: AbortSignal, timeoutMs = this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS): AbortSignal {
-    const timeout = AbortSignal.timeout(timeoutMs);
-    return signal ? AbortSignal.any([signal, timeout]) : timeout;
+  /** One node call under the caller's signal, if any, bounded by the per-call timeout. */
+  #call<T>(signal: AbortSignal | undefined, fn: (signal: AbortSignal) => Promise<T>, timeoutMs = this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS): Promise<T> {
+    return withDeadline(signal, timeoutMs, fn);
   }
 
   #requireToken(): void {

@@ -11,12 +11,23 @@ export interface ClaimRecorderOptions {
   now?: () => Date;
   /** Told once per claim that moved to Bound (events, metrics). */
   onBound?: (claim: SandboxClaim, assignment: Assignment, adopted: boolean) => void;
+  /** Told the claim each status write returned (the claim controller's own-write filter). */
+  onWrite?: (claim: SandboxClaim) => void;
+}
+
+export interface RecordOptions {
+  /** The delivery was found on its node, not made by this pass (the event says Adopted). */
+  adopted?: boolean;
+  /** The Secret first, then the status: after a failed record, so a status never names a Secret that cannot be written. */
+  secretFirst?: boolean;
 }
 
 /**
- * The Bound record: point-Get the claim, write the token into a Secret owned by the claim,
- * then apply the status (SSA, status subresource). Idempotent: a claim already Bound to the
- * same sandbox is left alone. A missing claim is an error for the caller to judge (the
+ * The Bound record: the status (SSA, status subresource) and the token Secret owned by the
+ * claim, written concurrently (one round trip, not two; the status names the Secret, which
+ * lands within the same round trip; a Secret that cannot be written puts the status back). Idempotent: a claim already Bound to the same sandbox
+ * only has its Secret written again when the token is at hand (a record whose Secret write
+ * failed after its status landed is finished that way). A missing claim is an error for the caller to judge (the
  * orphan pass skips it; it never destroys the VM).
  *
  * It writes only onto the owner the delivery was made for: a target carrying a uid must be
@@ -34,7 +45,7 @@ export class ClaimRecorder implements BoundRecorder {
 
   async recordBound(target: ClaimTarget, a: Assignment, signal?: AbortSignal, adopted = false): Promise<void> {
     const claim = parseClaim(await this.#claims.get(target.namespace, target.name, signal));
-    await this.recordBoundOn(claim, target, a, signal, adopted);
+    await this.recordBoundOn(claim, target, a, signal, { adopted });
   }
 
   /**
@@ -42,7 +53,7 @@ export class ClaimRecorder implements BoundRecorder {
    * a cache): the same checks, without reading it again. The status apply is conditional on its
    * resourceVersion, so a claim that changed since is a 409, never a blind overwrite.
    */
-  async recordBoundOn(claim: SandboxClaim, target: ClaimTarget, a: Assignment, signal?: AbortSignal, adopted = false): Promise<void> {
+  async recordBoundOn(claim: SandboxClaim, target: ClaimTarget, a: Assignment, signal?: AbortSignal, opts: RecordOptions = {}): Promise<SandboxClaim> {
     if (target.uid !== undefined && claim.metadata.uid !== target.uid) {
       throw new ClaimOwnerMismatchError(`SandboxClaim ${target.namespace}/${target.name} has uid ${claim.metadata.uid}, not ${target.uid}: it is another claim of the same name; sandbox ${a.claimId} is not recorded on it`);
     }
@@ -51,15 +62,43 @@ export class ClaimRecorder implements BoundRecorder {
       throw new ClaimBoundElsewhereError(`SandboxClaim ${target.namespace}/${target.name} is Bound to sandbox ${current}; sandbox ${a.claimId} is not recorded on it`);
     }
     const sameSandbox = current === a.claimId;
-    if (sameSandbox && boundConditionTrue(claim) && (a.token === '' || claim.status?.sandbox?.tokenSecretName)) return;
+    if (sameSandbox && boundConditionTrue(claim) && (a.token === '' || claim.status?.sandbox?.tokenSecretName)) {
+      if (a.token !== '') await this.#writeSecret(claim, a, signal);
+      return claim;
+    }
     const withSecret = a.token !== '' || (sameSandbox && !!claim.status?.sandbox?.tokenSecretName);
-    if (a.token !== '') await this.#writeSecret(claim, a, signal);
     const status = boundStatus(claim, a, (this.opts.now ?? (() => new Date()))(), withSecret);
-    // resourceVersion makes the apply conditional on the object read above: a claim deleted
+    // resourceVersion makes the apply conditional on the object decided on: a claim deleted
     // and created again, or Bound by another writer meanwhile, is a 409 and is read afresh
     const body = statusApplyBody(claim, status);
-    await applyStatus(this.opts.kubeConfig, { ...body, metadata: { ...body.metadata, resourceVersion: claim.metadata.resourceVersion } }, { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource, ...(signal ? { signal } : {}) });
-    this.opts.onBound?.(claim, a, adopted);
+    // After a failed record the Secret goes first, so a status never names a Secret that cannot be written (one of that name not ours).
+    if (opts.secretFirst && a.token !== '') await this.#writeSecret(claim, a, signal);
+    const applied = applyStatus(this.opts.kubeConfig, { ...body, metadata: { ...body.metadata, resourceVersion: claim.metadata.resourceVersion } }, { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource, parse: parseClaim, ...(signal ? { signal } : {}) });
+    const [secretOut, statusOut] = await Promise.allSettled([a.token !== '' && !opts.secretFirst ? this.#writeSecret(claim, a, signal) : Promise.resolve(), applied]);
+    if (statusOut.status === 'fulfilled') this.opts.onWrite?.(statusOut.value);
+    // both settle before either failure is reported, so a retry never races a write still in flight
+    if (statusOut.status === 'rejected') throw statusOut.reason;
+    if (secretOut.status === 'rejected') {
+      // The status names a Secret that could not be written (one of its name not ours, RBAC, the
+      // API server away): the status is put back as it was, so a Bound status always has its
+      // Secret; the retry writes the Secret first. A revert that fails too leaves the claim
+      // Bound with the delivery still held by the caller, whose retry writes the Secret again.
+      await this.#restoreStatus(claim, signal).catch(() => undefined);
+      throw secretOut.reason;
+    }
+    this.opts.onBound?.(claim, a, opts.adopted ?? false);
+    return statusOut.value;
+  }
+
+  /**
+   * Applies `claim`'s status as it was before the Bound write: this manager's fields go back to
+   * what they were (those it added are dropped). Not conditional on the resourceVersion (a
+   * reconcile may have touched the claim since), only on the uid: the same object.
+   */
+  async #restoreStatus(claim: SandboxClaim, signal?: AbortSignal): Promise<void> {
+    const body = statusApplyBody(claim, claim.status ?? {});
+    const out = await applyStatus(this.opts.kubeConfig, { ...body, metadata: { ...body.metadata, uid: claim.metadata.uid } }, { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource, parse: parseClaim, ...(signal ? { signal } : {}) });
+    this.opts.onWrite?.(out);
   }
 
   /**

@@ -33,8 +33,9 @@ export class FastPathRecorder {
   }
 
   async recordBound(d: FastPathDelivery, a: Assignment, signal?: AbortSignal, adopted = false): Promise<void> {
+    // the created (or re-read) object is live: recorded onto directly, without reading it again
     const claim = await this.ensureClaim(d, a.claimId, signal, a.deadline);
-    await this.recorder.recordBound({ namespace: d.namespace, name: d.name, uid: claim.metadata.uid ?? '' }, a, signal, adopted);
+    await this.recorder.recordBoundOn(claim, { namespace: d.namespace, name: d.name, uid: claim.metadata.uid ?? '' }, a, signal, { adopted });
   }
 
   /**

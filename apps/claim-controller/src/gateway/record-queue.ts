@@ -1,5 +1,6 @@
 import PQueue from 'p-queue';
-import { retry, type BackoffOptions, type Sleep } from '@sandbox-scale/scale-core';
+import { setMaxListeners } from 'node:events';
+import { retry, withDeadline, type BackoffOptions, type Sleep } from '@sandbox-scale/scale-core';
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from './assignment';
 import { isForeignRecordTarget } from './record-errors';
@@ -40,15 +41,19 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
   readonly #lifetime = new AbortController();
   readonly #opts: RecordQueueOptions<T>;
   #closed = false;
+  #scheduled = 0;
 
   constructor(opts: RecordQueueOptions<T>) {
     this.#opts = opts;
     this.#queue = new PQueue({ concurrency: opts.concurrency ?? 16 });
+    // each running record (and its retry's backoff sleep) listens on the lifetime signal while
+    // it runs, and lets go when it ends: up to `concurrency` listeners is expected, not a leak
+    setMaxListeners(0, this.#lifetime.signal);
   }
 
-  /** Jobs queued or running. */
+  /** Jobs accepted and not yet finished (about to be queued, queued or running). */
   get pending(): number {
-    return this.#queue.size + this.#queue.pending;
+    return this.#scheduled + this.#queue.size + this.#queue.pending;
   }
 
   /**
@@ -62,7 +67,13 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
       this.#opts.onOutcome?.('deferred', target);
       return false;
     }
-    void this.#queue.add(() => this.#run(target, assignment)).catch(() => undefined);
+    // queued on the next turn of the event loop: the caller's answer (the fast path's response)
+    // goes out first, and the record's own start-up work is not paid on that path
+    this.#scheduled++;
+    setImmediate(() => {
+      this.#scheduled--;
+      void this.#queue.add(() => this.#run(target, assignment)).catch(() => undefined);
+    });
     return true;
   }
 
@@ -71,7 +82,7 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
     const timeoutMs = o.attemptTimeoutMs ?? 10_000;
     try {
       await retry(
-        (_attempt, signal) => o.recorder.recordBound(target, assignment, AbortSignal.any([signal ?? this.#lifetime.signal, AbortSignal.timeout(timeoutMs)])),
+        (_attempt, signal) => withDeadline(signal ?? this.#lifetime.signal, timeoutMs, (s) => o.recorder.recordBound(target, assignment, s)),
         {
           attempts: o.attempts ?? 5,
           ...(o.backoff ?? { baseMs: 200, maxMs: 5000, jitter: 0.2 }),
@@ -95,6 +106,7 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
 
   /** Resolves when every queued and running record has finished (tests, graceful shutdown). */
   async drain(): Promise<void> {
+    while (this.#scheduled > 0) await new Promise<void>((resolve) => setImmediate(resolve));
     await this.#queue.onIdle();
   }
 

@@ -11,8 +11,8 @@ export interface ClaimHandlerDeps {
   authorizer: Authorizer;
   /** warmPool -> pool key, or a StatusError (the pool or its template is unknown). */
   resolvePool: (namespace: string, warmPool: string) => PoolKey;
-  /** Whether a SandboxClaim of the name exists (the cache, then a live read: the cache may lag). */
-  exists: (target: ClaimTarget) => Promise<boolean>;
+  /** Reserves the claim name (false: a claim of it exists or is being delivered); released when nothing is delivered. */
+  names: { take(target: ClaimTarget): boolean; release(target: ClaimTarget): void };
   /** The per-namespace cap on live fast-path claims: throws 429 over it, before any VM is claimed. */
   cap?: { admit(target: ClaimTarget): void; release(target: ClaimTarget): void };
   /** Whether the claim's token Secret may be written in the namespace; refused before any VM is claimed. */
@@ -37,22 +37,27 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
     if (d.inflight) res.once('close', d.inflight.acquire(who.username, false));
     const body = parseFastClaimRequest(await readJson(req));
     const target = { namespace: body.namespace, name: body.name };
-    const review = await d.authorizer.mayCreateClaim(who, body.namespace, body.name);
+    const review = await d.authorizer.mayCreateClaim(who, body.namespace);
     if (!review.allowed) {
       throw new StatusError('Forbidden', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" is forbidden: User "${who.username}" cannot create resource "${RESOURCES.sandboxClaim.plural}" in API group "${EXTENSIONS_GROUP}" in the namespace "${body.namespace}"${review.reason ? `: ${review.reason}` : ''}`, { name: body.name, group: EXTENSIONS_GROUP, kind: RESOURCES.sandboxClaim.plural });
     }
-    if (await d.exists(target)) throw new StatusError('AlreadyExists', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" already exists`);
-    const key = d.resolvePool(body.namespace, body.warmPool);
-    const access = await d.secretAccess?.(body.namespace);
-    if (access && !access.allowed) {
-      throw new StatusError('Forbidden', namespaceNotEnabledMessage(body.namespace, access), { name: body.name, group: EXTENSIONS_GROUP, kind: RESOURCES.sandboxClaim.plural, causes: [{ reason: 'NamespaceNotEnabled', field: 'namespace', message: `claim Secrets may not be written in namespace "${body.namespace}"` }] });
-    }
-    d.cap?.admit(target);
+    if (!d.names.take(target)) throw new StatusError('AlreadyExists', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" already exists`);
     let a: Assignment;
     try {
-      a = await d.claim({ ...target, key, ttlSeconds: body.ttlSeconds ?? 0, warmPool: body.warmPool });
+      const key = d.resolvePool(body.namespace, body.warmPool);
+      const access = await d.secretAccess?.(body.namespace);
+      if (access && !access.allowed) {
+        throw new StatusError('Forbidden', namespaceNotEnabledMessage(body.namespace, access), { name: body.name, group: EXTENSIONS_GROUP, kind: RESOURCES.sandboxClaim.plural, causes: [{ reason: 'NamespaceNotEnabled', field: 'namespace', message: `claim Secrets may not be written in namespace "${body.namespace}"` }] });
+      }
+      d.cap?.admit(target);
+      try {
+        a = await d.claim({ ...target, key, ttlSeconds: body.ttlSeconds ?? 0, warmPool: body.warmPool });
+      } catch (err) {
+        d.cap?.release(target);
+        throw err;
+      }
     } catch (err) {
-      d.cap?.release(target);
+      d.names.release(target);
       throw err;
     }
     d.log.info({ namespace: target.namespace, name: target.name, node: a.node, sandboxId: a.claimId, user: who.username }, 'fast-path claim delivered');

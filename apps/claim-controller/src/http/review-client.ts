@@ -8,7 +8,7 @@ export interface Authorizer {
   /** undefined: the token does not authenticate for the fast path's audiences. */
   authenticate(token: string, signal?: AbortSignal): Promise<CallerIdentity | undefined>;
   /** Whether `who` may create sandboxclaims in the namespace; denied carries the reason. */
-  mayCreateClaim(who: CallerIdentity, namespace: string, name: string, signal?: AbortSignal): Promise<Decision>;
+  mayCreateClaim(who: CallerIdentity, namespace: string, signal?: AbortSignal): Promise<Decision>;
 }
 
 /**
@@ -22,7 +22,10 @@ export class ReviewAuthorizer implements Authorizer {
     return this.auth.authenticateToken(token, signal);
   }
 
-  mayCreateClaim(who: CallerIdentity, namespace: string, name: string, signal?: AbortSignal): Promise<Decision> {
-    return this.auth.authorize(who, { resource: { namespace, verb: 'create', group: EXTENSIONS_GROUP, resource: RESOURCES.sandboxClaim.plural, name } }, signal);
+  mayCreateClaim(who: CallerIdentity, namespace: string, signal?: AbortSignal): Promise<Decision> {
+    // Asked as the API server asks for a create: of the collection, without the new object's
+    // name (which no RBAC rule can name before it exists). So one answer per caller and
+    // namespace, cached, serves every claim of a repeat caller.
+    return this.auth.authorize(who, { resource: { namespace, verb: 'create', group: EXTENSIONS_GROUP, resource: RESOURCES.sandboxClaim.plural } }, signal);
   }
 }

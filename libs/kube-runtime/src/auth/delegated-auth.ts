@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { findInCauseChain, StatusError } from '@sandbox-scale/scale-core';
+import { findInCauseChain, StatusError, withDeadline } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { kubeRequest } from '../client/kube-request';
 import { TtlLru } from './ttl-lru';
@@ -184,9 +184,8 @@ export class DelegatedAuth {
   }
 
   async #post(what: 'authentication' | 'authorization', path: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
-    const timeout = AbortSignal.timeout(this.#timeoutMs);
     try {
-      return await kubeRequest(this.kc, { method: 'POST', path, body, signal: signal ? AbortSignal.any([signal, timeout]) : timeout });
+      return await withDeadline(signal, this.#timeoutMs, (s) => kubeRequest(this.kc, { method: 'POST', path, body, signal: s }));
     } catch (err) {
       throw new AuthUnavailableError(what, err);
     }

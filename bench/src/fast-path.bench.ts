@@ -1,0 +1,182 @@
+/**
+ * The fast path as a user meets it: a kept-alive HTTPS client with a ServiceAccount token (for
+ * the fast path's audience) calls POST /v1/claims on the running claim-controller (its own
+ * process, under the chart's ServiceAccount), against a direct claim on a sandboxd-sim node in
+ * the same run, the two alternated ABBA so neither gets the other's GC or refill. Then 64
+ * concurrent callers for throughput, and every fast-path claim's SandboxClaim record counted.
+ * The first call (identity and authorization not cached yet) is reported on its own. Prints a
+ * table, then ONE JSON line (the last line). Figures only: nothing passes or fails on time.
+ *
+ *   npx nx run bench:fast-path            (FAST_PATH_N=100 FAST_PATH_BURST=500 for a shorter run)
+ */
+import { readFileSync } from 'node:fs';
+import { Agent, request } from 'node:https';
+import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { eventually, serviceAccountToken } from '@sandbox-scale/e2e';
+import { startLocalSystem } from '../../e2e/src/system/local-system';
+import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { EXTENSIONS_GROUP, FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
+
+const N = Number(process.env.FAST_PATH_N ?? 1_000);
+const BURST = Number(process.env.FAST_PATH_BURST ?? 2_000);
+const CONCURRENCY = 64;
+const WARMUP = 50;
+const NS = 'bench-fast';
+const POOL = 'base';
+const IMAGE = 'registry.local/bench:1';
+const VERSION = 'v1beta1';
+// every fast-path claim stays held until the end (its record is counted), so the pool holds them all
+const REPLICAS = 1 + WARMUP + N + BURST + 200;
+
+function pct(sorted: readonly number[], p: number): number {
+  return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+}
+
+interface Answer {
+  code: number;
+  body: string;
+}
+
+function post(url: URL, agent: Agent, ca: string, token: string, body: unknown): Promise<Answer> {
+  const text = JSON.stringify(body);
+  return new Promise((resolve, reject) => {
+    const req = request(url, { method: 'POST', agent, ca, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => resolve({ code: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+      res.on('error', reject);
+    });
+    req.on('error', reject);
+    req.end(text);
+  });
+}
+
+async function main(): Promise<void> {
+  const sys = await startLocalSystem({
+    nodes: 2,
+    speed: 0,
+    examples: false,
+    publishInterval: '1s',
+    beforeInstall: async (kc) => {
+      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NS } } });
+    },
+  });
+  const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
+  const clients = new SandboxdClientSet({ token: sys.fleetToken });
+  try {
+    const kc = sys.kubeConfig;
+    const custom = kc.makeApiClient(CustomObjectsApi);
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    await kc.makeApiClient(CoreV1Api).createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name: 'client' } } });
+    await rbac.createNamespacedRole({ namespace: NS, body: { metadata: { name: 'client' }, rules: [{ apiGroups: [EXTENSIONS_GROUP], resources: ['sandboxclaims'], verbs: ['create'] }] } });
+    await rbac.createNamespacedRoleBinding({ namespace: NS, body: { metadata: { name: 'client' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' }, subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: NS }] } });
+    const token = await serviceAccountToken(kc, NS, 'client', [FAST_PATH_AUDIENCE]);
+    const ca = readFileSync(sys.servingCaPath, 'utf8');
+    await custom.createNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: VERSION, namespace: NS, plural: 'sandboxtemplates', body: { apiVersion: `${EXTENSIONS_GROUP}/${VERSION}`, kind: 'SandboxTemplate', metadata: { name: POOL }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } } });
+    await custom.createNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: VERSION, namespace: NS, plural: 'sandboxwarmpools', body: { apiVersion: `${EXTENSIONS_GROUP}/${VERSION}`, kind: 'SandboxWarmPool', metadata: { name: POOL }, spec: { replicas: REPLICAS, sandboxTemplateRef: { name: POOL } } } });
+    await eventually(async () => {
+      const pool = (await custom.getNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: VERSION, namespace: NS, plural: 'sandboxwarmpools', name: POOL })) as { status?: { readyReplicas?: number } };
+      if ((pool.status?.readyReplicas ?? 0) < REPLICAS) throw new Error(`pool ready ${pool.status?.readyReplicas ?? 0}/${REPLICAS}`);
+    }, { timeoutMs: 900_000, intervalMs: 500 });
+
+    const url = new URL(`${sys.fastPathUrl}/v1/claims`);
+    const node = sys.nodes[0];
+    if (!node) throw new Error('no node');
+    const direct = clients.forNode(node.url);
+    const fastNames: string[] = [];
+    const fast = async (name: string): Promise<number> => {
+      const t0 = performance.now();
+      const a = await post(url, agent, ca, token, { namespace: NS, name, warmPool: POOL });
+      const ms = performance.now() - t0;
+      if (a.code !== 200) throw new Error(`POST /v1/claims ${name}: ${a.code} ${a.body}`);
+      fastNames.push(name);
+      return ms;
+    };
+    const directIds: string[] = [];
+    const claimDirect = async (i: number): Promise<number> => {
+      const t0 = performance.now();
+      const d = await direct.claim({ template: IMAGE, net: 'none', size: 'small', ttlSeconds: 3600, claimRef: `bench/d-${i}` });
+      const ms = performance.now() - t0;
+      directIds.push(d.id);
+      return ms;
+    };
+
+    // the first call: TokenReview, SubjectAccessReview and the namespace's Secret access not cached yet
+    const firstMs = await fast('first');
+    for (let i = 0; i < WARMUP; i++) {
+      await fast(`warm-${i}`);
+      await claimDirect(-1 - i);
+    }
+    // sequential, ABBA: fast, direct, direct, fast, ...
+    const fs: number[] = [];
+    const ds: number[] = [];
+    for (let i = 0; i < N; i++) {
+      if (i % 2 === 0) {
+        fs.push(await fast(`seq-${i}`));
+        ds.push(await claimDirect(i));
+      } else {
+        ds.push(await claimDirect(i));
+        fs.push(await fast(`seq-${i}`));
+      }
+      // keep the node's live set flat for the direct claims, outside the timed window
+      const id = directIds.pop();
+      if (id) await direct.release(id);
+    }
+    fs.sort((a, b) => a - b);
+    ds.sort((a, b) => a - b);
+
+    // concurrency 64: throughput of the whole path, records queued behind it
+    let next = 0;
+    const t0 = performance.now();
+    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
+      while (next < BURST) {
+        const i = next++;
+        await fast(`burst-${i}`);
+      }
+    }));
+    const burstS = (performance.now() - t0) / 1000;
+    const claimsPerS = BURST / burstS;
+
+    // every fast-path claim gets its SandboxClaim, Bound, written asynchronously
+    const want = new Set(fastNames);
+    const recordT0 = performance.now();
+    let landed = 0;
+    await eventually(async () => {
+      const list = (await custom.listNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: VERSION, namespace: NS, plural: 'sandboxclaims' })) as { items: { metadata: { name: string }; status?: { sandbox?: { name?: string } } }[] };
+      landed = list.items.filter((c) => want.has(c.metadata.name) && (c.status?.sandbox?.name ?? '') !== '').length;
+      if (landed < want.size) throw new Error(`${landed}/${want.size} records landed`);
+    }, { timeoutMs: 300_000, intervalMs: 500 }).catch(() => undefined);
+    const recordS = (performance.now() - recordT0) / 1000;
+
+    const f50 = pct(fs, 50);
+    const d50 = pct(ds, 50);
+    console.log('path         p50 ms   p99 ms');
+    console.log(`fast path  ${f50.toFixed(3).padStart(8)} ${pct(fs, 99).toFixed(3).padStart(8)}`);
+    console.log(`direct     ${d50.toFixed(3).padStart(8)} ${pct(ds, 99).toFixed(3).padStart(8)}`);
+    console.log(`first call ${firstMs.toFixed(3).padStart(8)}`);
+    console.log(`concurrency ${CONCURRENCY}: ${BURST} claims in ${burstS.toFixed(2)} s = ${claimsPerS.toFixed(0)} claims/s`);
+    console.log(`records: ${landed}/${want.size} SandboxClaims Bound, the last ${recordS.toFixed(1)} s after the burst`);
+    console.log(JSON.stringify({
+      fast_p50_ms: +f50.toFixed(3),
+      fast_p99_ms: +pct(fs, 99).toFixed(3),
+      direct_p50_ms: +d50.toFixed(3),
+      direct_p99_ms: +pct(ds, 99).toFixed(3),
+      ratio_p50: +(f50 / d50).toFixed(3),
+      claims_per_s: +claimsPerS.toFixed(1),
+      first_call_ms: +firstMs.toFixed(3),
+      records_landed: landed,
+      records_expected: want.size,
+      sequential_claims: N,
+      burst_claims: BURST,
+    }));
+  } finally {
+    agent.destroy();
+    await clients.close();
+    await sys.stop();
+  }
+}
+
+main().catch((err: unknown) => {
+  console.error(err);
+  process.exit(1);
+});
