@@ -14,6 +14,8 @@ export {
   serviceAccountToken,
   kubeconfigText,
   kubectl,
+  kubectlJson,
+  kubectlOk,
   runSuffix,
   runTool,
   testBinDir,

@@ -191,7 +191,7 @@ describe('the sandbox-scale chart', () => {
       `installed as release ${release}-notes in namespace ${ns}`,
       'APIService v1beta1.agents.x-k8s.io',
       'kubectl wait --for=condition=Available apiservice/v1beta1.agents.x-k8s.io --timeout=2m',
-      'claim-controller (2) warmpool-driver (1) sandbox-apiserver (2) inventory-publisher (one per node)',
+      'claim-controller (2) warmpool-driver (2) sandbox-apiserver (2) inventory-publisher (one per node)',
       `kubectl -n ${ns} get secret sandbox-scale-fleet-token`,
       'kubectl get sandbox-scale -A',
       `ClusterRole ${release}-notes-sandbox-scale-metrics-reader`,

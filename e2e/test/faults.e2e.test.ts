@@ -4,7 +4,7 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
 import { FAST_PATH_AUDIENCE, servedNameOf } from '@sandbox-scale/scale-core';
-import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, serviceAccountToken, testBinDir, type RunResult } from '../src/index';
+import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, serviceAccountToken, testBinDir, type RunResult, kubectlOk } from '../src/index';
 import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
 
 // Faults of the whole system, each printing its figures as one JSON line: a claim-controller
@@ -47,10 +47,8 @@ function figures(fig: Record<string, unknown>): void {
   console.log(JSON.stringify(fig));
 }
 
-async function k(args: string[], input?: string): Promise<RunResult> {
-  const r = await kubectl(args, { kubeconfig: sys.kubeconfigPath, input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r;
+function k(args: string[], input?: string): Promise<RunResult> {
+  return kubectlOk(args, { kubeconfig: sys.kubeconfigPath, input });
 }
 
 function isBound(c: Claim): boolean {

@@ -1,5 +1,5 @@
 import { CoreV1Api } from '@kubernetes/client-node';
-import { eventually, kubectl, runSuffix, type RunResult } from '../src/index';
+import { eventually, kubectl, runSuffix, type RunResult, kubectlOk } from '../src/index';
 import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
 
 // Claims live as long as asked, on nodes whose default lease is short (2 s): claim-controller,
@@ -30,10 +30,8 @@ interface Row {
   claim_ref?: string;
 }
 
-async function k(args: string[], input?: string): Promise<RunResult> {
-  const r = await kubectl(args, { kubeconfig: sys.kubeconfigPath, input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r;
+function k(args: string[], input?: string): Promise<RunResult> {
+  return kubectlOk(args, { kubeconfig: sys.kubeconfigPath, input });
 }
 
 async function getClaim(name: string): Promise<Claim | undefined> {

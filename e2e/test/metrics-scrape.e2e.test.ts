@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { parse } from 'yaml';
 import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
-import { eventually, kubectl, REPO_ROOT, runSuffix, serviceAccountToken, type RunResult } from '../src/index';
+import { eventually, REPO_ROOT, runSuffix, serviceAccountToken, type RunResult, kubectlOk } from '../src/index';
 import { exposedNames, promqlMetricNames, samples } from '../src/testing/metric-names';
 import { RELEASE, SYSTEM_NAMESPACE, startLocalSystem, type LocalSystem } from '../src/system/local-system';
 
@@ -21,10 +21,8 @@ let sys: LocalSystem;
 let dispatcher: Agent;
 let scraperToken: string;
 
-async function k(args: string[], input?: string): Promise<RunResult> {
-  const r = await kubectl(args, { kubeconfig: sys.kubeconfigPath, input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r;
+function k(args: string[], input?: string): Promise<RunResult> {
+  return kubectlOk(args, { kubeconfig: sys.kubeconfigPath, input });
 }
 
 async function get(url: string, token?: string): Promise<{ status: number; text: string }> {

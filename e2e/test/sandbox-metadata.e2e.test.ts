@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
 import { CoreV1Api, RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
-import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, type RunResult } from '../src/index';
+import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, type RunResult, kubectlOk } from '../src/index';
 import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
 
 // Labels and annotations users put on sandboxes, as kubectl puts them: label, annotate, patch
@@ -16,10 +16,8 @@ let token = '';
 
 type Sandbox = KubernetesObject & { status?: { conditions?: { type: string; status: string; reason?: string }[] } };
 
-async function k(args: string[], input?: string): Promise<RunResult> {
-  const r = await kubectl(args, { kubeconfig: system.kubeconfigPath, input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r;
+function k(args: string[], input?: string): Promise<RunResult> {
+  return kubectlOk(args, { kubeconfig: system.kubeconfigPath, input });
 }
 
 const getSandbox = async (name: string): Promise<Sandbox> => JSON.parse((await k(['-n', ns, 'get', 'sandbox', name, '-o', 'json'])).stdout) as Sandbox;

@@ -1,5 +1,5 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { eventually, kubectl, runSuffix, type RunResult } from '../src/index';
+import { eventually, runSuffix, type RunResult, kubectlOk, kubectlJson } from '../src/index';
 import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
 
 // The whole system as a user meets it: the chart's CRDs, RBAC and APIService on a real
@@ -9,14 +9,12 @@ import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
 const ns = `e2e-${runSuffix()}`;
 let system: LocalSystem;
 
-async function k(args: string[], input?: string): Promise<RunResult> {
-  const r = await kubectl(args, { kubeconfig: system.kubeconfigPath, input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r;
+function k(args: string[], input?: string): Promise<RunResult> {
+  return kubectlOk(args, { kubeconfig: system.kubeconfigPath, input });
 }
 
-async function kJson<T>(args: string[]): Promise<T> {
-  return JSON.parse((await k([...args, '-o', 'json'])).stdout) as T;
+function kJson<T>(args: string[]): Promise<T> {
+  return kubectlJson<T>(args, { kubeconfig: system.kubeconfigPath });
 }
 
 interface Listed<T> {

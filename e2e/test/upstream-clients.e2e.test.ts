@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
-import { eventually, kubectl, runSuffix, type RunResult } from '../src/index';
+import { eventually, runSuffix, type RunResult, kubectlOk, kubectlJson } from '../src/index';
 import { runCommand, runProcess } from '../src/system/run-command';
 import { RELEASE, startLocalSystem, SYSTEM_NAMESPACE, type LocalSystem } from '../src/system/local-system';
 
@@ -22,14 +22,12 @@ type Condition = { type: string; status: string; reason?: string };
 type Claim = KubernetesObject & { status?: { conditions?: Condition[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; address?: string; podIPs?: string[]; tokenSecretName?: string } } };
 type Sandbox = KubernetesObject & { status?: { nodeName?: string; podIPs?: string[]; conditions?: Condition[] } };
 
-async function k(args: string[], input?: string): Promise<RunResult> {
-  const r = await kubectl(args, { kubeconfig: system.kubeconfigPath, input });
-  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
-  return r;
+function k(args: string[], input?: string): Promise<RunResult> {
+  return kubectlOk(args, { kubeconfig: system.kubeconfigPath, input });
 }
 
-async function kJson<T>(args: string[]): Promise<T> {
-  return JSON.parse((await k([...args, '-o', 'json'])).stdout) as T;
+function kJson<T>(args: string[]): Promise<T> {
+  return kubectlJson<T>(args, { kubeconfig: system.kubeconfigPath });
 }
 
 async function nodeSandboxIds(): Promise<string[]> {

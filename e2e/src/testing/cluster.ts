@@ -148,3 +148,15 @@ export function runTool(tool: 'kubectl' | 'helm', args: string[], env: Record<st
 export function kubectl(args: string[], opts: { kubeconfig?: string; input?: string } = {}): Promise<RunResult> {
   return runTool('kubectl', args, opts.kubeconfig ? { KUBECONFIG: opts.kubeconfig } : {}, opts.input);
 }
+
+/** kubectl that must succeed: a non-zero exit throws with the command and its stderr. */
+export async function kubectlOk(args: string[], opts: { kubeconfig?: string; input?: string } = {}): Promise<RunResult> {
+  const r = await kubectl(args, opts);
+  if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
+  return r;
+}
+
+/** `kubectl … -o json`, parsed. */
+export async function kubectlJson<T>(args: string[], opts: { kubeconfig?: string } = {}): Promise<T> {
+  return JSON.parse((await kubectlOk([...args, '-o', 'json'], opts)).stdout) as T;
+}

@@ -1,3 +1,5 @@
+import { sleep } from '@sandbox-scale/scale-core';
+
 /** What every SDK call accepts: a caller's cancellation and/or a time limit. */
 export interface CallOptions {
   signal?: AbortSignal;
@@ -21,23 +23,9 @@ export function deadlineOf(o: CallOptions = {}, defaultTimeoutMs?: number): Dead
 }
 
 /**
- * Waits `ms` or until `signal` aborts. Unlike scale-core's sleep (unref'd, for servers), this
- * timer keeps the process alive: a script awaiting a claim must not exit while it polls.
+ * Waits `ms` or until `signal` aborts, keeping the process alive: a script awaiting a claim must
+ * not exit while it polls.
  */
 export function wait(ms: number, signal?: AbortSignal): Promise<void> {
-  return new Promise<void>((resolve, reject) => {
-    if (signal?.aborted) {
-      reject(signal.reason);
-      return;
-    }
-    const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
-    };
-    const timer = setTimeout(() => {
-      signal?.removeEventListener('abort', onAbort);
-      resolve();
-    }, ms);
-    signal?.addEventListener('abort', onAbort, { once: true });
-  });
+  return sleep(ms, signal, { holdProcess: true });
 }

@@ -34,11 +34,16 @@ export function backoffDelayMs(attempt: number, opts: BackoffOptions): number {
   return d * (1 - jitter * r);
 }
 
-/** Sleeps `ms`, or rejects with the signal's reason as soon as it aborts. */
-export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
+export interface SleepOptions {
+  /** Keep the process alive while sleeping (a script polling for a result); servers leave it off. */
+  holdProcess?: boolean;
+}
 
-/** A timer-based Sleep that honours abort and never keeps the process alive on its own. */
-export const sleep: Sleep = (ms, signal) =>
+/** Sleeps `ms`, or rejects with the signal's reason as soon as it aborts. */
+export type Sleep = (ms: number, signal?: AbortSignal, opts?: SleepOptions) => Promise<void>;
+
+/** A timer-based Sleep that honours abort and, unless asked to, never keeps the process alive on its own. */
+export const sleep: Sleep = (ms, signal, opts) =>
   new Promise<void>((resolve, reject) => {
     if (signal?.aborted) {
       reject(signal.reason);
@@ -52,7 +57,7 @@ export const sleep: Sleep = (ms, signal) =>
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, ms);
-    timer.unref?.();
+    if (opts?.holdProcess !== true) timer.unref?.();
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 
