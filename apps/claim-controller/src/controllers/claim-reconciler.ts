@@ -132,7 +132,7 @@ export class ClaimReconciler implements Reconciler {
     const pending = this.#undelivered.get(key);
     if (isBound(claim)) {
       // A Bound record half written (status landed, the token Secret did not): finish it.
-      if (pending !== undefined && pending.claimId === claim.status?.sandbox?.name) return this.#record(await this.#withFinalizer(claim, ctx), pending, ctx, true);
+      if (pending !== undefined && pending.claimId === boundClaimId(claim)) return this.#record(await this.#withFinalizer(claim, ctx), pending, ctx, true);
       if (pending) this.#forget(key); // Bound to another sandbox by another writer: nothing of this delivery is left to record
       return this.#whileBound(await this.#withFinalizer(claim, ctx), ctx);
     }
