@@ -5,6 +5,8 @@ import { inventoryName, pickPowerOfTwo, warmCandidates, type InventoryLike, type
 interface NodeLedger {
   /** The inventory version the local counts were taken against. */
   version: string;
+  /** When that version was first seen here (ms). */
+  seenAtMs: number;
   /** poolKeyId -> sandboxes handed out (or known gone) since that version was published. */
   taken: Map<string, number>;
 }
@@ -32,9 +34,28 @@ function isNewer(next: string, cur: string): boolean {
  * the chosen node's count; a capacity miss empties it; a newer inventory from the node resets
  * its counts, because the node's own report then includes what was handed out.
  * Synchronous, so concurrent claims in one process cannot choose against the same count.
+ *
+ * Local counts also lapse after `maxAgeMs` against one version: a node that hands out its warm
+ * sandboxes and refills them between two publishes publishes nothing new (the same counts),
+ * and counts kept against that version forever would hide its capacity for good. After the
+ * lapse a claim may meet a node that really is empty; its 429 empties the count again.
  */
+export interface CapacityLedgerOptions {
+  /** How long counts taken against one inventory version hold; default 10 s. */
+  maxAgeMs?: number;
+  /** Monotonic milliseconds; default performance.now. */
+  now?: () => number;
+}
+
 export class CapacityLedger {
   readonly #nodes = new Map<string, NodeLedger>();
+  readonly #maxAgeMs: number;
+  readonly #now: () => number;
+
+  constructor(o: CapacityLedgerOptions = {}) {
+    this.#maxAgeMs = o.maxAgeMs ?? 10_000;
+    this.#now = o.now ?? (() => performance.now());
+  }
 
   /**
    * Candidates for `key` with local takings subtracted. Pass every known inventory: nodes
@@ -84,12 +105,18 @@ export class CapacityLedger {
 
   #sync(inventories: readonly InventoryLike[]): void {
     const seen = new Set<string>();
+    const now = this.#now();
     for (const inv of inventories) {
       const name = inventoryName(inv);
       seen.add(name);
       const version = versionOf(inv);
       const cur = this.#nodes.get(name);
-      if (cur === undefined || isNewer(version, cur.version)) this.#nodes.set(name, { version, taken: new Map() });
+      if (cur === undefined || isNewer(version, cur.version)) this.#nodes.set(name, { version, seenAtMs: now, taken: new Map() });
+      else if (now - cur.seenAtMs > this.#maxAgeMs) {
+        // the node's own report has not moved: stop trusting what was counted against it
+        cur.taken.clear();
+        cur.seenAtMs = now;
+      }
     }
     for (const name of this.#nodes.keys()) if (!seen.has(name)) this.#nodes.delete(name);
   }

@@ -115,6 +115,22 @@ describe('CapacityLedger (§13.4)', () => {
     expect(ledger.candidates(v2, key)).toEqual([expect.objectContaining({ warm: 2 })]);
   });
 
+  it('lets counts lapse against an inventory that stops changing: a node refilled to its published count publishes nothing new', () => {
+    let t = 0;
+    const ledger = new CapacityLedger({ maxAgeMs: 10_000, now: () => t });
+    const v1 = [inv('n1', [{ template: 'img', warm: 2 }], { metadata: { name: 'n1', resourceVersion: '10' } })];
+    ledger.choose(v1, key, seededRng(7));
+    ledger.exhaust('n1', key);
+    t = 10_000;
+    expect(ledger.candidates(v1, key)).toEqual([]);
+    t = 10_001;
+    expect(ledger.candidates(v1, key)).toEqual([expect.objectContaining({ warm: 2 })]);
+    // a 429 after the lapse empties it again, for another whole lapse
+    ledger.exhaust('n1', key);
+    t = 20_000;
+    expect(ledger.candidates(v1, key)).toEqual([]);
+  });
+
   it('ignores an older copy of an inventory', () => {
     const ledger = new CapacityLedger();
     const at = (rv: string): InventoryLike[] => [inv('n1', [{ template: 'img', warm: 1 }], { metadata: { name: 'n1', resourceVersion: rv } })];
