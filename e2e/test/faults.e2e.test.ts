@@ -336,7 +336,14 @@ describe('sandbox-scale under faults', () => {
 
   it('rebuilds a deleted NodeInventory from its publisher', async () => {
     const node = sys.nodes[0] as SimNode;
-    const before = JSON.parse((await k(['get', 'nodeinventory', node.name, '-o', 'json'])).stdout) as { metadata: { uid: string }; entries?: unknown[] };
+    // the inventory first catches up with the node (the previous test's last claims may be one
+    // publish away), so the rebuilt one is compared with what the node really holds
+    const before = await eventually(async () => {
+      const inv = JSON.parse((await k(['get', 'nodeinventory', node.name, '-o', 'json'])).stdout) as { metadata: { uid: string }; entries?: unknown[] };
+      const held = (await simRows(node)).length;
+      if ((inv.entries?.length ?? 0) !== held) throw new Error(`inventory lists ${inv.entries?.length ?? 0} of the node's ${held} sandboxes`);
+      return inv;
+    }, { timeoutMs: 60_000, intervalMs: 250 });
     const t0 = Date.now();
     await k(['delete', 'nodeinventory', node.name]);
     const after = await eventually(async () => {
@@ -402,6 +409,11 @@ describe('sandbox-scale under faults', () => {
       if (r.code !== 0) throw new Error(r.stderr);
     }, { timeoutMs: 60_000, intervalMs: 500 });
     const upAt = Date.now();
+    // the client is through its relist (or its resumed watch) before the next sandbox appears: a
+    // Ready claim's Sandbox is served at once, and one made during the relist is in the relist
+    await eventually(() => {
+      if (!seen.some((e) => e.name === 'during-restart')) throw new Error('the watch has not caught up with the restart yet');
+    }, { timeoutMs: 60_000, intervalMs: 250 });
     await createClaim('after-restart');
     await waitBound(['after-restart'], 60_000);
     await eventually(() => {
