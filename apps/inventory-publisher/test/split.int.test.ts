@@ -58,9 +58,14 @@ describe('a NodeInventory over etcd\'s request limit', () => {
     const perObject = Math.floor((INVENTORY_OBJECT_MAX_BYTES - empty) / perEntry);
     // 1.5 MiB is etcd's --max-request-bytes; a body of 2 MB is under kube-apiserver's own 3 MB cap
     const count = Math.ceil(2_000_000 / perEntry);
-    console.log(`NodeInventory entry ${perEntry.toFixed(0)} bytes; one object holds ${perObject} entries (1 MiB body); ${count} entries = ${(bodyBytes(buildInventory({ node, address: '10.0.0.1:7777', rows: rows(count), info, now: new Date() })) / 1e6).toFixed(2)} MB`);
+    const wholeBytes = bodyBytes(buildInventory({ node, address: '10.0.0.1:7777', rows: rows(count), info, now: new Date() }));
+    console.log(`NodeInventory entry ${perEntry.toFixed(0)} bytes; one object holds ${perObject} entries (1 MiB body); ${count} entries = ${(wholeBytes / 1e6).toFixed(2)} MB`);
     expect(perEntry).toBeGreaterThan(150);
     expect(perEntry).toBeLessThan(400);
+    // the figures printed: a 1 MiB object holds thousands of entries, and the test body needs parts
+    expect(perObject).toBeGreaterThan(2_500);
+    expect(wholeBytes).toBeGreaterThan(1.5 * 1024 * 1024);
+    expect(count).toBeGreaterThan(perObject);
 
     const whole = buildInventory({ node, address: '10.0.0.1:7777', rows: rows(count), info, now: new Date() });
     cleanup.push(node);

@@ -72,8 +72,7 @@ describe('SandboxView + SandboxStorage', () => {
     expect(events.map((e) => e.type)).toEqual(['ADDED']);
     view.removeInventory('n1');
     expect(storage.list(q('')).items).toHaveLength(1);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(events.map((e) => e.type)).toEqual(['ADDED', 'DELETED']);
+    await eventually(() => expect(events.map((e) => e.type)).toEqual(['ADDED', 'DELETED']), { timeoutMs: 5_000, intervalMs: 20 });
     expect(storage.list(q('')).items).toHaveLength(0);
   });
 
