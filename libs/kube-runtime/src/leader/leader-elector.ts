@@ -164,7 +164,16 @@ export class LeaderElector {
     if (!this.observed || this.observed.holderIdentity !== this.identity) return;
     try {
       const rec = releasedRecord(this.observed, this.now());
-      await this.client.replace(leaseBody(this.opts.name, this.opts.namespace, rec, this.observedRv));
+      try {
+        await this.client.replace(leaseBody(this.opts.name, this.opts.namespace, rec, this.observedRv));
+      } catch (err) {
+        // a renewal cut short by the stop may have landed after all, moving the version on:
+        // read it once and release against that, if the lease is still ours
+        if (!isConflict(err)) throw err;
+        const lease = await this.client.get();
+        if (!lease || recordOf(lease).holderIdentity !== this.identity) return;
+        await this.client.replace(leaseBody(this.opts.name, this.opts.namespace, rec, lease.metadata.resourceVersion));
+      }
       this.observe(rec, undefined, this.now());
       this.log.info('released the lease');
     } catch (err) {
