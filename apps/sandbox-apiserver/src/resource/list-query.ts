@@ -4,7 +4,7 @@ import { BadRequestError, StatusError, type FieldSelector, type LabelSelector } 
 export interface ContinuePoint {
   /** The process that issued the token (ListSnapshots.epoch); 0 for a token that names no snapshot. */
   readonly epoch: number;
-  /** The snapshot every page of this list is cut from; 0 = whatever the view holds now. */
+  /** The snapshot every page of this list is cut from; 0 = whatever the cache holds now. */
   readonly snapshot: number;
   /** The list resourceVersion the first page served, repeated on every page. */
   readonly rv: number;
