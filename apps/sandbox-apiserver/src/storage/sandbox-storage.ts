@@ -50,13 +50,13 @@ export class SandboxStorage {
     readonly snapshots: ListSnapshots = new ListSnapshots(() => cache.sortedRows()),
   ) {}
 
+  /** How long nodes are asked to keep the VMs this storage claims (set once when it is built). */
+  leases: LeasePolicy = new LeasePolicy(DEFAULT_LEASE_TTL_SECONDS);
+
   /** The cache, by the name the create and snapshot verbs still read it under. */
   get view(): SandboxCache {
     return this.cache;
   }
-
-  /** How long nodes are asked to keep the VMs this storage claims (set once when it is built). */
-  leases: LeasePolicy = new LeasePolicy(DEFAULT_LEASE_TTL_SECONDS);
 
   /**
    * One page in O(log n + page): the first page takes the cache's sorted snapshot, later pages
