@@ -12,7 +12,7 @@ import { SarAuthorizer } from './authz/sar-authorizer';
 import { MetaRoutes } from './http/meta-routes';
 import { negotiate } from './http/negotiate';
 import { requestInfoOf } from './http/request-info';
-import { handleSandboxes } from './http/sandbox-handlers';
+import { handleResource } from './http/resource-handler';
 import { forbiddenMessage, sendStatus } from './http/status';
 import { HealthChecks } from './health';
 import { inventoryMetrics, requestMetrics } from './metrics';
@@ -21,13 +21,12 @@ import { PeerClient } from './peers/peer-client';
 import { PeerIdentity, servePeerCall } from './peers/peer-endpoint';
 import { PEER_PATH } from './peers/peer-protocol';
 import { peerId, PeerSet, startPeerInformer } from './peers/peer-set';
-import { LocalVerbs, type SandboxVerbs } from './peers/sandbox-verbs';
-import { buildStorages, type ResourceStorage } from './storage';
+import { LocalVerbs } from './peers/sandbox-verbs';
+import { installStorages } from './storage/install';
 import { startInventoryInformer } from './storage/inventory-informer';
 import { ClaimFollower, startClaimFollower, type FollowedClaim } from './storage/claim-follower';
 import { UserMetadataStore } from './storage/user-metadata';
 import { loadServingCert, selfSignedServingCert } from './tls/serving-cert';
-import type { WatchContext } from './watch/watch-stream';
 import { DEFAULT_LEASE_TTL_SECONDS } from './storage/lease-policy';
 import { LeaseRenewer } from './storage/lease-renewer';
 
@@ -98,7 +97,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const metrics = requestMetrics(registry);
   const clients = config.fleetToken ? new SandboxdClientSet({ token: config.fleetToken }) : undefined;
   if (clients === undefined) log.warn({}, 'no sandboxd fleet token: create, delete and lifecycle verbs are refused');
-  const storages = buildStorages({
+  const storages = installStorages({
     clients,
     graceMs: config.inventoryGraceMs ?? 60_000,
     overlayTtlMs: config.overlayTtlMs ?? 300_000,
@@ -108,28 +107,24 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     rng: config.rng ?? Math.random,
     log,
   });
-  const sandboxes = storages.get('sandboxes') as ResourceStorage;
-  const metadata = new UserMetadataStore({ kubeConfig: kc, namespace: config.serviceNamespace ?? 'sandbox-system', log, registry, onChange: (ns, name) => sandboxes.view.touch(ns, name) });
-  sandboxes.metadata = metadata;
-  sandboxes.view.decorate = (obj) => metadata.decorate(obj);
+  const { sandboxes } = storages;
+  const metadata = new UserMetadataStore({ kubeConfig: kc, namespace: config.serviceNamespace ?? 'sandbox-system', log, registry, onChange: (ns, name) => sandboxes.cache.touch(ns, name) });
+  sandboxes.useMetadata(metadata);
   metadata.start();
-  const informer = startInventoryInformer(kc, sandboxes.view, log, registry);
+  const informer = startInventoryInformer(kc, sandboxes.cache, log, registry);
   inventoryMetrics(registry, () => informer.list());
-  const watch: { ctx: WatchContext } = { ctx: { storage: sandboxes.reads, hub: sandboxes.hub, startRev: 0, bookmarkIntervalMs: config.bookmarkIntervalMs ?? 60_000 } };
+  const bookmarkIntervalMs = config.bookmarkIntervalMs ?? 60_000;
   // the peers must be known before this replica decides who owns a name
   const peersSynced = { check: (): boolean => true };
   const health = new HealthChecks(() => informer.hasSynced() && peersSynced.check());
   const synced = informer.waitForSync().then((ok) => {
     if (!ok) return false;
-    sandboxes.reads.revisions.advanceTo(informer.lastSyncResourceVersion);
-    sandboxes.view.live = true;
-    watch.ctx = { ...watch.ctx, startRev: sandboxes.reads.revisions.current };
-    sandboxes.hub.floor = 0;
-    log.info({ sandboxes: sandboxes.view.size }, 'inventory cache synced');
+    sandboxes.markSynced(informer.lastSyncResourceVersion);
+    log.info({ sandboxes: sandboxes.cache.size }, 'inventory cache synced');
     return true;
   });
   // started after the inventory sync, so a claim's sandbox its node has published already is not served twice
-  const follower = new ClaimFollower({ view: sandboxes.view, windowMs: config.claimFollowWindowMs ?? 120_000 });
+  const follower = new ClaimFollower({ cache: sandboxes.cache, windowMs: config.claimFollowWindowMs ?? 120_000 });
   let following: Informer<FollowedClaim> | undefined;
   void synced.then((ok) => {
     if (ok && !health.shuttingDown) following = startClaimFollower(kc, follower, log, registry);
@@ -137,7 +132,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const meta = new MetaRoutes();
   const local = new LocalVerbs(sandboxes);
   // replaced by owner routing once the port (and so this replica's peer id) is known
-  const routing: { verbs: SandboxVerbs } = { verbs: local };
+  sandboxes.routeThrough(local);
   const peerIdentity = delegatedAuth !== undefined ? new PeerIdentity(kc, delegatedAuth) : undefined;
   const serviceName = config.serviceName ?? 'sandbox-apiserver';
   const serviceNamespace = config.serviceNamespace ?? 'sandbox-system';
@@ -170,11 +165,11 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     const shape = negotiate(req.headers.accept);
     if (shape === undefined) throw new StatusError('NotAcceptable', `only the following media types are accepted: application/json, application/json;as=Table;g=meta.k8s.io, application/json;as=PartialObjectMetadata;g=meta.k8s.io`);
     if (!info.isResource) return meta.serve(req, res, url.pathname, shape);
-    const storage = storages.get(info.resource);
+    const storage = storages.byResource.get(info.resource);
     if (storage === undefined) throw new StatusError('NotFound', 'the server could not find the requested resource');
     if (!informer.hasSynced()) throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
     if (!peersSynced.check()) throw new StatusError('ServiceUnavailable', 'the sandbox-apiserver peers are not known yet', { retryAfterSeconds: 1 });
-    await handleSandboxes({ req, res, url, info, shape, storage, verbs: routing.verbs, watch: watch.ctx });
+    await handleResource({ req, res, url, info, shape, storage, bookmarkIntervalMs });
   };
 
   // Every answer, failures included, is a Status; a 500 says only that it failed, the log says why.
@@ -206,9 +201,9 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const peerInformer = peerClient !== undefined ? startPeerInformer(kc, peers, { name: serviceName, namespace: serviceNamespace }, log) : undefined;
   if (peerInformer !== undefined) peersSynced.check = () => peerInformer.hasSynced();
   if (peerClient === undefined) log.info({}, 'no --advertise-address (or no delegated auth): this replica serves every name itself');
-  routing.verbs = new OwnerRouting({ local, peers, client: peerClient, settleMs: config.peerSettleMs ?? 60_000, log });
+  sandboxes.routeThrough(new OwnerRouting({ local, peers, client: peerClient, settleMs: config.peerSettleMs ?? 60_000, log }));
   log.info({ port, self: peers.self }, 'serving agents.x-k8s.io/v1beta1');
-  const renewer = new LeaseRenewer({ view: sandboxes.view, router: sandboxes.reads.router, leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS, ratePerSecond: config.leaseRenewalsPerSecond ?? 500, log });
+  const renewer = new LeaseRenewer({ view: sandboxes.cache, router: sandboxes.reads.router, leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS, ratePerSecond: config.leaseRenewalsPerSecond ?? 500, log });
   const renewing = new AbortController();
   // starts once the cache is synced; a stop before that never waits on the sync
   let renewed: Promise<void> | undefined;
@@ -224,7 +219,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       health.shuttingDown = true;
       renewing.abort();
       await renewed;
-      sandboxes.view.stop();
+      sandboxes.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await informer.stop();

@@ -6,8 +6,8 @@ import { LifecycleStorage, MAX_FORK_COUNT } from '../src/storage/lifecycle-stora
 import { NodeRouter } from '../src/storage/node-router';
 import { Revisions } from '../src/storage/revisions';
 import { SandboxStorage } from '../src/storage/sandbox-storage';
-import { SandboxView } from '../src/storage/sandbox-view';
-import { WatchHub } from '../src/watch/watch-hub';
+import { SandboxCache } from '../src/storage/sandbox-cache';
+import { WatchHub } from '../src/storage/watch-hub';
 import { publishedInventory } from './fleet-fixture';
 
 const TOKEN = 'unit-fleet-token';
@@ -34,10 +34,10 @@ afterAll(async () => {
 
 async function setup(name: string): Promise<{ lifecycle: LifecycleStorage; storage: SandboxStorage; id: string }> {
   const revisions = new Revisions();
-  const view = new SandboxView({ graceMs: 50, hub: new WatchHub(10), revisions });
-  const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
+  const cache = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
+  const storage = new SandboxStorage(cache, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(cache, clients), revisions);
   const c = await direct.claim({ template: TEMPLATE, claimRef: `${NS}/${name}` });
-  view.upsertInventory(await publishedInventory(direct, node, sim.nodes[0]?.addr ?? '', new Set([c.id])));
+  cache.upsertInventory(await publishedInventory(direct, node, sim.nodes[0]?.addr ?? '', new Set([c.id])));
   return { lifecycle: new LifecycleStorage(storage), storage, id: c.id };
 }
 

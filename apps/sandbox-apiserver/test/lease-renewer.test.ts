@@ -7,8 +7,8 @@ import { LeaseRenewer } from '../src/storage/lease-renewer';
 import { NodeRouter } from '../src/storage/node-router';
 import { Revisions } from '../src/storage/revisions';
 import { SandboxStorage } from '../src/storage/sandbox-storage';
-import { SandboxView } from '../src/storage/sandbox-view';
-import { WatchHub } from '../src/watch/watch-hub';
+import { SandboxCache as SandboxView } from '../src/storage/sandbox-cache';
+import { WatchHub } from '../src/storage/watch-hub';
 
 // The renewer against a real sandboxd-sim on virtual time: sandboxes that live until deleted
 // outlive many leases, sandboxes with a TTL of their own end at it, and renewals are bounded.

@@ -5,8 +5,8 @@ import { findOnNodes } from '../src/peers/node-lookup';
 import { NodeRouter } from '../src/storage/node-router';
 import { Revisions } from '../src/storage/revisions';
 import { SandboxStorage } from '../src/storage/sandbox-storage';
-import { SandboxView } from '../src/storage/sandbox-view';
-import { WatchHub } from '../src/watch/watch-hub';
+import { SandboxCache as SandboxView } from '../src/storage/sandbox-cache';
+import { WatchHub } from '../src/storage/watch-hub';
 import { quietLog } from './fleet-fixture';
 
 // After the replicas change, the one that created a sandbox may be gone before the node

@@ -1,12 +1,12 @@
 import { ANNOTATIONS, ClaimIndex, parseOwnerRef, statusForError } from '@sandbox-scale/scale-core';
 import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
-import { WatchHub } from '../src/watch/watch-hub';
+import { WatchHub } from '../src/storage/watch-hub';
 import { LifecycleStorage } from '../src/storage/lifecycle-storage';
 import { NodeRouter } from '../src/storage/node-router';
 import { Revisions } from '../src/storage/revisions';
 import { SandboxStorage } from '../src/storage/sandbox-storage';
-import { SandboxView } from '../src/storage/sandbox-view';
+import { SandboxCache as SandboxView } from '../src/storage/sandbox-cache';
 import { publishedInventory } from './fleet-fixture';
 
 const TOKEN = 'unit-fleet-token';

@@ -28,6 +28,29 @@ describe('requestInfoOf', () => {
     expect(action).toMatchObject({ namespace: 'sandboxes', name: 'sandboxes', pathName: 'sandboxes', subresource: 'fork' });
   });
 
+  it('maps methods to the verbs authorization speaks, for a collection and for one object', () => {
+    const verb = (method: string, path: string): string => info(method, path).verb;
+    expect(verb('GET', `${G}/namespaces/a/sandboxes`)).toBe('list');
+    expect(verb('HEAD', `${G}/namespaces/a/sandboxes`)).toBe('list');
+    expect(verb('GET', `${G}/namespaces/a/sandboxes?watch=true`)).toBe('watch');
+    expect(verb('GET', `${G}/namespaces/a/sandboxes?watch=1`)).toBe('watch');
+    expect(verb('GET', `${G}/namespaces/a/sandboxes/s1`)).toBe('get');
+    expect(verb('POST', `${G}/namespaces/a/sandboxes`)).toBe('create');
+    expect(verb('PUT', `${G}/namespaces/a/sandboxes/s1`)).toBe('update');
+    expect(verb('PATCH', `${G}/namespaces/a/sandboxes/s1`)).toBe('patch');
+    expect(verb('DELETE', `${G}/namespaces/a/sandboxes/s1`)).toBe('delete');
+    expect(verb('DELETE', `${G}/namespaces/a/sandboxes`)).toBe('deletecollection');
+    expect(verb('OPTIONS', `${G}/namespaces/a/sandboxes`)).toBe('options');
+  });
+
+  it('reads a path without a namespace as cluster scope, and anything else as a non-resource path', () => {
+    expect(info('GET', `${G}/sandboxes`)).toMatchObject({ isResource: true, namespace: '', resource: 'sandboxes', verb: 'list' });
+    expect(info('GET', `${G}/namespaces/a`)).toMatchObject({ isResource: true, namespace: '', resource: 'namespaces', pathName: 'a' });
+    for (const path of [G, `${G}/`, '/apis', '/openapi/v2', '/healthz', `${G}/namespaces/a/sandboxes/s1/fork/extra`, '/apis/other.io/v1/namespaces/a/sandboxes']) {
+      expect(info('GET', path)).toEqual({ isResource: false, path: new URL(`https://localhost${path}`).pathname, verb: 'get' });
+    }
+  });
+
   it('keeps a field selector name for authorization only, never as the name acted on', () => {
     expect(info('GET', `${G}/namespaces/a/sandboxes?fieldSelector=metadata.name%3Dx`)).toMatchObject({ name: 'x', pathName: '', verb: 'list' });
   });

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import { SANDBOX_GROUP, StatusError, statusErrorOf, statusForError, type KubeStatus, type StatusReason } from '@sandbox-scale/scale-core';
-import { ContinueExpiredError } from '../storage/list-query';
+import { ContinueExpiredError } from '../resource/list-query';
 
 /** A Status failure with the given reason, for handler code that knows the answer. */
 export function statusError(reason: StatusReason, message: string, retryAfterSeconds?: number): StatusError {

@@ -1,5 +1,5 @@
 import type { Sandbox, ServedSandbox } from '@sandbox-scale/scale-core';
-import type { ResourceStorage } from '../storage';
+import type { SandboxesREST as ResourceStorage } from '../storage/sandboxes-rest';
 import { deleteSandbox, type DeleteRequest } from '../storage/delete-sandbox';
 import type { PeerCall } from './peer-protocol';
 

@@ -1,8 +1,9 @@
 import type { NodeInventory } from '@sandbox-scale/scale-core';
-import { WatchHub, type SandboxEvent } from '../watch/watch-hub';
+import type { SandboxEvent } from '../resource/events';
+import { WatchHub } from './watch-hub';
 import { ClaimFollower, entryOfClaim, followedClaimOf } from './claim-follower';
 import { Revisions } from './revisions';
-import { SandboxView } from './sandbox-view';
+import { SandboxCache } from './sandbox-cache';
 
 const NOW = new Date('2026-11-30T12:00:10Z');
 const READY_AT = '2026-11-30T12:00:00Z';
@@ -32,12 +33,12 @@ const inventory = (rv: string, entries: NodeInventory['entries']): NodeInventory
 
 function setup() {
   const hub = new WatchHub(100);
-  const view = new SandboxView({ graceMs: 50, hub, revisions: new Revisions(), overlayTtlMs: 60_000 });
+  const cache = new SandboxCache({ graceMs: 50, hub, revisions: new Revisions(), overlayTtlMs: 60_000 });
   const events: SandboxEvent[] = [];
   hub.subscribe((e) => events.push(e));
-  view.upsertInventory(inventory('10', []));
-  view.live = true;
-  return { view, events, follower: new ClaimFollower({ view, windowMs: 120_000, now: () => NOW }) };
+  cache.upsertInventory(inventory('10', []));
+  cache.live = true;
+  return { cache, events, follower: new ClaimFollower({ cache, windowMs: 120_000, now: () => NOW }) };
 }
 
 describe('followedClaimOf', () => {
@@ -72,11 +73,11 @@ describe('entryOfClaim', () => {
 
 describe('ClaimFollower', () => {
   it('serves a Ready claim\'s Sandbox at once, Ready with the node address\'s IP, as ADDED', () => {
-    const { view, events, follower } = setup();
+    const { cache, events, follower } = setup();
     follower.upsert(followedClaimOf(claimObject()));
-    const row = view.get('team-a', 'c1');
+    const row = cache.get('team-a', 'c1');
     expect(row).toBeDefined();
-    const s = view.objectOf(row!);
+    const s = cache.objectOf(row!);
     expect(s.status.podIPs).toEqual(['10.1.2.3']);
     expect(s.status.nodeName).toBe('node-a');
     expect(s.status.conditions.find((c) => c.type === 'Ready')?.status).toBe('True');
@@ -85,25 +86,25 @@ describe('ClaimFollower', () => {
   });
 
   it('keeps the uid when the node publishes the sandbox, and does not serve it twice', () => {
-    const { view, events, follower } = setup();
+    const { cache, events, follower } = setup();
     const claim = followedClaimOf(claimObject());
     follower.upsert(claim);
-    const uid = view.objectOf(view.get('team-a', 'c1')!).metadata.uid;
-    view.upsertInventory(inventory('11', [{ name: 'team-a/c1', id: 'sb_0123456789abcdef', phase: 'Running', claimRef: `SandboxClaim:${claim.metadata.uid}:team-a/c1`, addr: '10.1.2.3:7777', claimedAt: READY_AT }]));
-    const published = view.get('team-a', 'c1')!;
+    const uid = cache.objectOf(cache.get('team-a', 'c1')!).metadata.uid;
+    cache.upsertInventory(inventory('11', [{ name: 'team-a/c1', id: 'sb_0123456789abcdef', phase: 'Running', claimRef: `SandboxClaim:${claim.metadata.uid}:team-a/c1`, addr: '10.1.2.3:7777', claimedAt: READY_AT }]));
+    const published = cache.get('team-a', 'c1')!;
     expect(published.created).toBeUndefined();
-    expect(view.objectOf(published).metadata.uid).toBe(uid);
+    expect(cache.objectOf(published).metadata.uid).toBe(uid);
     follower.upsert(claim);
-    expect(view.get('team-a', 'c1')).toBe(published);
+    expect(cache.get('team-a', 'c1')).toBe(published);
     expect(events.map((e) => e.type)).toEqual(['ADDED', 'MODIFIED']);
   });
 
   it('hides the sandbox of a deleted claim', () => {
-    const { view, events, follower } = setup();
+    const { cache, events, follower } = setup();
     const claim = followedClaimOf(claimObject());
     follower.upsert(claim);
     follower.remove(claim);
-    expect(view.get('team-a', 'c1')).toBeUndefined();
+    expect(cache.get('team-a', 'c1')).toBeUndefined();
     expect(events.map((e) => e.type)).toEqual(['ADDED', 'DELETED']);
   });
 });

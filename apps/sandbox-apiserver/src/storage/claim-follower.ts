@@ -16,7 +16,7 @@ import {
   type InventoryEntry,
 } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
-import type { SandboxView } from './sandbox-view';
+import type { SandboxCache } from './sandbox-cache';
 
 export const SANDBOX_CLAIM_RESOURCE: KubeResource = { group: EXTENSIONS_GROUP, version: API_VERSION, plural: RESOURCES.sandboxClaim.plural, kind: RESOURCES.sandboxClaim.kind, namespaced: true };
 
@@ -80,7 +80,7 @@ export function entryOfClaim(c: FollowedClaim, now: Date, windowMs: number): { n
 }
 
 export interface ClaimFollowerOptions {
-  readonly view: SandboxView;
+  readonly cache: SandboxCache;
   /** How long after a claim turned Ready its status is still served in place of its node's publish. */
   readonly windowMs: number;
   readonly now?: () => Date;
@@ -88,7 +88,7 @@ export interface ClaimFollowerOptions {
 
 /**
  * Serves a claim's Sandbox from the claim's status from the moment the claim is Ready until
- * its node publishes the sandbox (the view's created-overlay, as for a Sandbox created here),
+ * its node publishes the sandbox (the cache's created-overlay, as for a Sandbox created here),
  * so a client that waits for the claim and then for the Sandbox never waits a publish interval.
  * A deleted claim's sandbox is hidden at once: claim-controller released it before the claim went.
  */
@@ -99,14 +99,14 @@ export class ClaimFollower {
     const found = entryOfClaim(c, (this.o.now ?? (() => new Date()))(), this.o.windowMs);
     if (found === undefined) return;
     const { node, entry } = found;
-    const row = this.o.view.get(c.metadata.namespace, c.sandboxName);
+    const row = this.o.cache.get(c.metadata.namespace, c.sandboxName);
     if (row !== undefined && row.entry.id === entry.id) return;
-    this.o.view.addCreated(node, entry, synthesizeSandbox(node, entry, { resourceVersion: '0', fallbackCreationTimestamp: c.readySince }));
+    this.o.cache.addCreated(node, entry, synthesizeSandbox(node, entry, { resourceVersion: '0', fallbackCreationTimestamp: c.readySince }));
   }
 
   remove(c: FollowedClaim): void {
     if (c.claimId === '' || c.sandboxName === '') return;
-    this.o.view.markReleased(c.metadata.namespace, c.sandboxName, c.claimId);
+    this.o.cache.markReleased(c.metadata.namespace, c.sandboxName, c.claimId);
   }
 }
 

@@ -15,7 +15,7 @@ export interface ClaimedSandbox {
 /**
  * Lists a sandbox a verb just claimed (fork child, snapshot claim) at once, under the name its
  * claim_ref gives it on the node: the claim-time index answers get/delete/verbs for it and the
- * view shows it in lists until the node's next NodeInventory carries it (read-after-create, §13.1).
+ * cache shows it in lists until the node's next NodeInventory carries it (read-after-create, §13.1).
  */
 export function listClaimed(storage: SandboxStorage, c: ClaimedSandbox, now = new Date()): ServedSandbox {
   const claimedAt = formatRfc3339Seconds(now);
@@ -23,6 +23,6 @@ export function listClaimed(storage: SandboxStorage, c: ClaimedSandbox, now = ne
   const key = `${c.namespace}/${c.name}`;
   const entry = { name: key, id: c.id, phase: 'Running', claimRef: c.claimRef, ...(c.addr ? { addr: c.addr } : {}), ...(deadline ? { deadline } : {}), claimedAt };
   storage.index.put({ namespace: c.namespace, name: c.name, node: c.node, claimId: c.id });
-  const row = storage.view.addCreated(c.node, entry, synthesizeSandbox(c.node, entry, { resourceVersion: '0', fallbackCreationTimestamp: claimedAt }));
-  return storage.view.objectOf(row);
+  const row = storage.cache.addCreated(c.node, entry, synthesizeSandbox(c.node, entry, { resourceVersion: '0', fallbackCreationTimestamp: claimedAt }));
+  return storage.cache.objectOf(row);
 }

@@ -1,5 +1,6 @@
 import { BadRequestError, ConflictError, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
+import { dryRunOf } from '../resource/dry-run';
 import type { SandboxStorage } from './sandbox-storage';
 
 const DeleteOptionsSchema = z.looseObject({
@@ -26,14 +27,10 @@ export function checkPreconditions(object: ServedSandbox, p: NonNullable<DeleteO
 }
 
 export interface DeleteRequest {
+  /** dryRun of the query; the DeleteOptions body may ask for one too. */
   readonly dryRun: boolean;
+  /** The DeleteOptions body as sent (a peer forwards it as is), checked here. */
   readonly body: unknown;
-}
-
-/** dryRun from the query (`dryRun=All`) or the DeleteOptions body; any other value is a 400. */
-export function dryRunOf(values: readonly string[]): boolean {
-  for (const v of values) if (v !== 'All') throw new BadRequestError(`unsupported dryRun value ${JSON.stringify(v)}: only All is supported`);
-  return values.length > 0;
 }
 
 /**
@@ -50,6 +47,6 @@ export async function deleteSandbox(storage: SandboxStorage, namespace: string, 
   if (loc.claimId === '') throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to release by name`);
   await storage.router.clientFor(loc.node, 'release', loc.claimId).release(loc.claimId, { signal: AbortSignal.timeout(10_000) });
   storage.index.deleteByName(namespace, name);
-  storage.view.markReleased(namespace, name, loc.claimId);
+  storage.cache.markReleased(namespace, name, loc.claimId);
   return loc.object;
 }

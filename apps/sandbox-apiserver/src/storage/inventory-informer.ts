@@ -2,16 +2,16 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { createInformer, type Informer, type KubeResource, type Logger } from '@sandbox-scale/kube-runtime';
 import { API_VERSION, EXTENSIONS_GROUP, NodeInventorySchema, parseObject, RESOURCES, type NodeInventory } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
-import type { SandboxView } from './sandbox-view';
+import type { SandboxCache } from './sandbox-cache';
 
 export const NODE_INVENTORY_RESOURCE: KubeResource = { group: EXTENSIONS_GROUP, version: API_VERSION, plural: RESOURCES.nodeInventory.plural, kind: RESOURCES.nodeInventory.kind, namespaced: false };
 
 /**
  * The only thing read from etcd: NodeInventory objects, through one informer (list at
  * resourceVersion 0, then watch). A malformed inventory keeps its last good copy; a deleted
- * one is kept for the view's grace period.
+ * one is kept for the cache's grace period.
  */
-export function startInventoryInformer(kc: KubeConfig, view: SandboxView, log: Logger, registry?: Registry): Informer<NodeInventory> {
+export function startInventoryInformer(kc: KubeConfig, cache: SandboxCache, log: Logger, registry?: Registry): Informer<NodeInventory> {
   const informer = createInformer<NodeInventory>(kc, {
     resource: NODE_INVENTORY_RESOURCE,
     parse: (obj) => parseObject(NodeInventorySchema, obj),
@@ -19,9 +19,9 @@ export function startInventoryInformer(kc: KubeConfig, view: SandboxView, log: L
     ...(registry ? { registry } : {}),
   });
   informer.on({
-    add: (inv) => view.upsertInventory(inv),
-    update: (inv) => view.upsertInventory(inv),
-    delete: (inv) => view.removeInventory(inv.metadata.name ?? inv.node),
+    add: (inv) => cache.upsertInventory(inv),
+    update: (inv) => cache.upsertInventory(inv),
+    delete: (inv) => cache.removeInventory(inv.metadata.name ?? inv.node),
   });
   informer.start();
   return informer;

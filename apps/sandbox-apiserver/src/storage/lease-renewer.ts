@@ -2,7 +2,7 @@ import type { Logger } from '@sandbox-scale/kube-runtime';
 import { isNotFound as isSandboxGone } from '@sandbox-scale/sandboxd-client';
 import { isUidOwner, leaseRenewAtMs, parseOwnerRef, renewalFraction, type Rng, TokenBucket } from '@sandbox-scale/scale-core';
 import type { NodeRouter } from './node-router';
-import type { SandboxView } from './sandbox-view';
+import type { SandboxCache as SandboxView } from './sandbox-cache';
 
 export interface LeaseRenewerOptions {
   view: SandboxView;

@@ -22,7 +22,7 @@ interface Kept {
 
 /**
  * The snapshots paged lists are served from (k8s-api.md §4.9: every page of one list comes
- * from the state its first page saw). Building one is a merge of the view's changes; lists
+ * from the state its first page saw). Building one is a merge of the cache's changes; lists
  * started while nothing changed share it. A token naming a snapshot no longer kept, or one
  * from another process (the epoch differs), is answered 410 Expired by the caller.
  */
@@ -45,7 +45,7 @@ export class ListSnapshots {
     this.#now = opts.now ?? Date.now;
   }
 
-  /** The snapshot of the view as it is now, kept for the pages that follow. */
+  /** The snapshot of the cache as it is now, kept for the pages that follow. */
   current(): ListSnapshot {
     const rows = this.source();
     const snap = this.#newest?.rows === rows ? this.#newest : { id: this.#nextId++, rows };

@@ -1,6 +1,6 @@
 import { ClaimRoutingNotConfiguredError, SandboxScaleError } from '@sandbox-scale/scale-core';
 import type { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
-import type { SandboxView } from './sandbox-view';
+import type { SandboxCache } from './sandbox-cache';
 
 export class NodeRoutingError extends SandboxScaleError {}
 
@@ -10,7 +10,7 @@ export class NodeRoutingError extends SandboxScaleError {}
  */
 export class NodeRouter {
   constructor(
-    private readonly view: SandboxView,
+    private readonly cache: SandboxCache,
     private readonly clients: SandboxdClientSet | undefined,
   ) {}
 
@@ -29,7 +29,7 @@ export class NodeRouter {
   clientFor(node: string, verb: string, id: string): SandboxdClient {
     const clients = this.assertConfigured();
     if (node === '') throw new NodeRoutingError(`${verb} of ${id} requires an owning node`);
-    const inv = this.view.inventory(node);
+    const inv = this.cache.inventory(node);
     if (inv === undefined) throw new NodeRoutingError(`resolve node "${node}" for ${verb} of ${id}: no inventory published`);
     if (!inv.address) throw new NodeRoutingError(`node "${node}" advertises no sandboxd address; cannot ${verb} ${id}`);
     return clients.forNode(inv.address);

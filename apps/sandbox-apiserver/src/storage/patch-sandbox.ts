@@ -26,13 +26,6 @@ type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
 const invalid = (name: string, field: string, message: string): InvalidError => new InvalidError({ group: SANDBOX_GROUP, kind: 'Sandbox' }, name, [{ reason: 'FieldValueForbidden', field, message }]);
 
-export function patchTypeOf(contentType: string | undefined): PatchType {
-  const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
-  if (type === PATCH_TYPES.merge || type === PATCH_TYPES.json || type === PATCH_TYPES.strategic) return type;
-  if (type === 'application/apply-patch+yaml') throw new StatusError('UnsupportedMediaType', 'server-side apply is not supported on sandboxes: use a merge patch (kubectl patch --type=merge) or a JSON patch on metadata.labels and metadata.annotations');
-  throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${Object.values(PATCH_TYPES).join(', ')}`);
-}
-
 const isObject = (v: Json | undefined): v is { [k: string]: Json } => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 /** RFC 7386. A strategic merge patch is the same on the maps a Sandbox lets users change; its directives are refused. */

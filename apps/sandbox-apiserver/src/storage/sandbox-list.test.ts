@@ -1,11 +1,12 @@
 import { ClaimIndex, type NodeInventory } from '@sandbox-scale/scale-core';
-import { WatchHub } from '../watch/watch-hub';
-import { ContinueExpiredError, parseListQuery } from './list-query';
+import { parseListQuery } from '../http/list-query';
+import { ContinueExpiredError } from '../resource/list-query';
 import { ListSnapshots } from './list-snapshots';
 import { NodeRouter } from './node-router';
 import { Revisions } from './revisions';
 import { SandboxStorage, type SandboxList } from './sandbox-storage';
-import { SandboxView } from './sandbox-view';
+import { SandboxCache } from './sandbox-cache';
+import { WatchHub } from './watch-hub';
 
 const inv = (node: string, rv: number, names: readonly string[]): NodeInventory => ({
   apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
@@ -17,9 +18,9 @@ const inv = (node: string, rv: number, names: readonly string[]): NodeInventory 
 
 function setup(maxSnapshots = 16) {
   const revisions = new Revisions();
-  const view = new SandboxView({ graceMs: 50, hub: new WatchHub(10), revisions });
-  const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, undefined), revisions, new ListSnapshots(() => view.sortedRows(), { max: maxSnapshots }));
-  return { view, storage };
+  const cache = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
+  const storage = new SandboxStorage(cache, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(cache, undefined), revisions, new ListSnapshots(() => cache.sortedRows(), { max: maxSnapshots }));
+  return { cache, storage };
 }
 
 const q = (ns: string, params: Record<string, string> = {}) => parseListQuery(ns, new URLSearchParams(params));
@@ -49,8 +50,8 @@ function fleet(count: number, nodes: number): string[][] {
 
 describe('SandboxStorage.list paging', () => {
   it('returns every item exactly once, in order, for any limit, namespace and selector', () => {
-    const { view, storage } = setup();
-    fleet(257, 4).forEach((names, n) => view.upsertInventory(inv(`n${n}`, 10 + n, names)));
+    const { cache, storage } = setup();
+    fleet(257, 4).forEach((names, n) => cache.upsertInventory(inv(`n${n}`, 10 + n, names)));
     const all = storage.list(q('')).items.map(keyOf);
     expect(all).toHaveLength(257);
     expect([...all].sort((a, b) => { const [an = '', am = ''] = a.split('/'); const [bn = '', bm = ''] = b.split('/'); return an === bn ? (am < bm ? -1 : am > bm ? 1 : 0) : an < bn ? -1 : 1; })).toEqual(all);
@@ -67,28 +68,28 @@ describe('SandboxStorage.list paging', () => {
   });
 
   it('counts the rest only for an unfiltered list', () => {
-    const { view, storage } = setup();
-    view.upsertInventory(inv('n1', 5, ['a/x1', 'a/x2', 'a/x3', 'b/y']));
+    const { cache, storage } = setup();
+    cache.upsertInventory(inv('n1', 5, ['a/x1', 'a/x2', 'a/x3', 'b/y']));
     expect(storage.list(q('', { limit: '1' })).metadata.remainingItemCount).toBe(3);
     expect(storage.list(q('a', { limit: '2' })).metadata.remainingItemCount).toBe(1);
     expect(storage.list(q('', { limit: '1', fieldSelector: 'status.nodeName=n1' })).metadata.remainingItemCount).toBeUndefined();
   });
 
   it('finds metadata.name=X in a namespace without scanning past it', () => {
-    const { view, storage } = setup();
-    view.upsertInventory(inv('n1', 5, ['a/x', 'a/xy', 'a-b/x', 'b/x']));
+    const { cache, storage } = setup();
+    cache.upsertInventory(inv('n1', 5, ['a/x', 'a/xy', 'a-b/x', 'b/x']));
     expect(storage.list(q('a', { fieldSelector: 'metadata.name=x' })).items.map(keyOf)).toEqual(['a/x']);
     expect(storage.list(q('a', { fieldSelector: 'metadata.name=nope' })).items).toEqual([]);
     expect(storage.list(q('', { fieldSelector: 'metadata.name=x' })).items.map(keyOf)).toEqual(['a/x', 'a-b/x', 'b/x']);
   });
 
   it('serves every page from the first page\'s snapshot while inventories change underneath', () => {
-    const { view, storage } = setup();
-    view.upsertInventory(inv('n1', 5, ['a/x1', 'a/x2', 'a/x3', 'a/x4', 'a/x5']));
+    const { cache, storage } = setup();
+    cache.upsertInventory(inv('n1', 5, ['a/x1', 'a/x2', 'a/x3', 'a/x4', 'a/x5']));
     const before = storage.list(q('')).items.map(keyOf);
     const paged = pageAll(storage, '', { limit: '2' }, (page) => {
       // x1 goes, x0 (before every remaining key) and x9 (after them) come
-      if (page === 1) view.upsertInventory(inv('n1', 6, ['a/x0', 'a/x2', 'a/x3', 'a/x4', 'a/x5', 'a/x9']));
+      if (page === 1) cache.upsertInventory(inv('n1', 6, ['a/x0', 'a/x2', 'a/x3', 'a/x4', 'a/x5', 'a/x9']));
     });
     expect(paged.keys).toEqual(before);
     expect(new Set(paged.pages.map((p) => p.metadata.resourceVersion)).size).toBe(1);
@@ -96,10 +97,10 @@ describe('SandboxStorage.list paging', () => {
   });
 
   it('answers 410 Expired for a token whose snapshot is gone, with a token that resumes after the same key', () => {
-    const { view, storage } = setup(1);
-    view.upsertInventory(inv('n1', 5, ['a/x1', 'a/x2', 'a/x3']));
+    const { cache, storage } = setup(1);
+    cache.upsertInventory(inv('n1', 5, ['a/x1', 'a/x2', 'a/x3']));
     const first = storage.list(q('', { limit: '1' }));
-    view.upsertInventory(inv('n1', 6, ['a/x1', 'a/x2', 'a/x3', 'a/x4']));
+    cache.upsertInventory(inv('n1', 6, ['a/x1', 'a/x2', 'a/x3', 'a/x4']));
     storage.list(q('', { limit: '1' })); // a newer list takes the only slot
     let expired: unknown;
     try {
@@ -116,7 +117,7 @@ describe('SandboxStorage.list paging', () => {
   it('answers 410 for a token from another process and 400 for garbage', () => {
     const a = setup();
     const b = setup();
-    for (const s of [a, b]) s.view.upsertInventory(inv('n1', 5, ['a/x1', 'a/x2']));
+    for (const s of [a, b]) s.cache.upsertInventory(inv('n1', 5, ['a/x1', 'a/x2']));
     const token = a.storage.list(q('', { limit: '1' })).metadata.continue ?? '';
     expect(() => b.storage.list(q('', { limit: '1', continue: token }))).toThrow(expect.objectContaining({ code: 410 }));
     expect(() => q('', { continue: 'not-a-token' })).toThrow(expect.objectContaining({ code: 400 }));

@@ -1,24 +1,22 @@
 import {
   ANNOTATIONS,
   ClaimIndex,
-  fieldSelectorMatches,
   isSandboxdNotFound,
-  labelSelectorMatches,
   NotFoundError,
   RESOURCES,
   SANDBOX_API_VERSION,
   SANDBOX_GROUP,
-  sandboxFieldSet,
   sandboxPhaseOf,
   synthesizeSandbox,
   type ServedSandbox,
 } from '@sandbox-scale/scale-core';
 import { isNotFound as isSandboxdMissing } from '@sandbox-scale/sandboxd-client';
-import { ContinueExpiredError, encodeContinue, type ListQuery } from './list-query';
+import { ContinueExpiredError, encodeContinue, type ListQuery } from '../resource/list-query';
+import { exactName, matches } from '../resource/selection';
 import { ListSnapshots, type ListSnapshot } from './list-snapshots';
 import type { NodeRouter } from './node-router';
 import type { Revisions } from './revisions';
-import type { Row, SandboxView } from './sandbox-view';
+import type { Row, SandboxCache } from './sandbox-cache';
 import { lowerBound, sortKeyOf, sortKeyOfViewKey, upperBound } from './sorted-rows';
 import { DEFAULT_LEASE_TTL_SECONDS, LeasePolicy } from './lease-policy';
 
@@ -38,36 +36,30 @@ export interface SandboxLocation {
   readonly object: ServedSandbox;
 }
 
-/** The name a `metadata.name=X` field selector pins the list to, if any. */
-function exactName(q: Pick<ListQuery, 'fields'>): string | undefined {
-  return q.fields.requirements.find((r) => r.field === 'metadata.name' && r.operator !== '!=')?.value;
-}
-
-export function matches(q: Pick<ListQuery, 'namespace' | 'labels' | 'fields'>, s: ServedSandbox): boolean {
-  if (q.namespace !== '' && s.metadata.namespace !== q.namespace) return false;
-  if (q.labels.requirements.length > 0 && !labelSelectorMatches(q.labels, s.metadata.labels)) return false;
-  return q.fields.requirements.length === 0 || fieldSelectorMatches(q.fields, sandboxFieldSet(s));
-}
-
 /**
  * Reads of `sandboxes` (scale-contracts §6.5, §6.6 with the §13.1 fixes): lists come from the
- * informer-fed view; a get is one map lookup, then the claim-time index and the owning node for
+ * informer-fed cache; a get is one map lookup, then the claim-time index and the owning node for
  * a sandbox created moments ago, never a sweep of every inventory.
  */
 export class SandboxStorage {
   constructor(
-    readonly view: SandboxView,
+    readonly cache: SandboxCache,
     readonly index: ClaimIndex,
     readonly router: NodeRouter,
     readonly revisions: Revisions,
-    readonly snapshots: ListSnapshots = new ListSnapshots(() => view.sortedRows()),
+    readonly snapshots: ListSnapshots = new ListSnapshots(() => cache.sortedRows()),
   ) {}
 
   /** How long nodes are asked to keep the VMs this storage claims (set once when it is built). */
   leases: LeasePolicy = new LeasePolicy(DEFAULT_LEASE_TTL_SECONDS);
 
+  /** The cache, by the name the create and snapshot verbs still read it under. */
+  get view(): SandboxCache {
+    return this.cache;
+  }
+
   /**
-   * One page in O(log n + page): the first page takes the view's sorted snapshot, later pages
+   * One page in O(log n + page): the first page takes the cache's sorted snapshot, later pages
    * find theirs by the token and resume with a binary search after the last key served.
    * Selectors filter before the limit counts, so a page holds `limit` matching items.
    */
@@ -91,7 +83,7 @@ export class SandboxStorage {
     let remaining = 0;
     for (; i < end; i++) {
       const row = rows[i] as Row;
-      const obj = this.view.objectOf(row);
+      const obj = this.cache.objectOf(row);
       if (filtered && !matches(q, obj)) continue;
       if (q.limit > 0 && items.length >= q.limit) {
         more = true;
@@ -122,11 +114,11 @@ export class SandboxStorage {
     return (await this.locate(namespace, name)).object;
   }
 
-  /** The view first, then the claim-time index asking the owning node; else NotFound. */
+  /** The cache first, then the claim-time index asking the owning node; else NotFound. */
   async locate(namespace: string, name: string): Promise<SandboxLocation> {
-    const row = this.view.get(namespace, name);
+    const row = this.cache.get(namespace, name);
     if (row !== undefined) {
-      const object = this.view.objectOf(row);
+      const object = this.cache.objectOf(row);
       return { node: row.node, claimId: row.entry.id ?? object.metadata.annotations?.[ANNOTATIONS.claimId] ?? '', object };
     }
     const loc = this.index.getByName(namespace, name);

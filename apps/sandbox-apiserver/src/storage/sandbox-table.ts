@@ -1,7 +1,19 @@
-import type { ServedSandbox } from '@sandbox-scale/scale-core';
-import { ANNOTATIONS } from '@sandbox-scale/scale-core';
+import { ANNOTATIONS, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { metadataOnly } from '../resource/partial-metadata';
 
+/** What a table row carries besides its cells (`includeObject`): nothing, the metadata, or the object. */
 export type IncludeObject = 'None' | 'Metadata' | 'Object';
+
+export interface TableOptions {
+  readonly resourceVersion: string;
+  readonly continue?: string;
+  readonly include: IncludeObject;
+  /** meta.k8s.io version the client asked for. */
+  readonly version: string;
+  /** false: rows only, for every watch event after the first. */
+  readonly columns?: boolean;
+  readonly now?: Date;
+}
 
 /** Columns of `kubectl get sandboxes` (k8s-api.md §2.1, §4.8); priority 1 shows with -o wide. */
 export const COLUMN_DEFINITIONS = [
@@ -28,10 +40,6 @@ export function humanAge(created: string | null | undefined, now: Date): string 
   return `${d}d${h % 24 ? `${h % 24}h` : ''}`;
 }
 
-export function metadataOnly(s: { metadata: ServedSandbox['metadata'] | Record<string, unknown> }, version = 'v1'): Record<string, unknown> {
-  return { kind: 'PartialObjectMetadata', apiVersion: `meta.k8s.io/${version}`, metadata: s.metadata };
-}
-
 function rowOf(s: ServedSandbox, include: IncludeObject, now: Date): Record<string, unknown> {
   const ready = s.status.conditions.find((c) => c.type === 'Ready');
   const cells = [s.metadata.name, ready?.status ?? 'Unknown', ready?.reason ?? '', s.status.nodeName, humanAge(s.metadata.creationTimestamp, now), s.status.podIPs?.[0] ?? '<none>', s.metadata.annotations?.[ANNOTATIONS.claimId] ?? ''];
@@ -39,8 +47,8 @@ function rowOf(s: ServedSandbox, include: IncludeObject, now: Date): Record<stri
   return { cells, ...(object === undefined ? {} : { object }) };
 }
 
-/** A Table of sandboxes (one row for a get, many for a list, one per watch event). */
-export function sandboxTable(items: readonly ServedSandbox[], opts: { resourceVersion: string; continue?: string; include: IncludeObject; version: string; columns?: boolean; now?: Date }): Record<string, unknown> {
+/** The view of sandboxes as a Table, what kubectl get prints (one row for a get, many for a list, one per watch event). */
+export function sandboxTable(items: readonly ServedSandbox[], opts: TableOptions): Record<string, unknown> {
   const now = opts.now ?? new Date();
   return {
     kind: 'Table',
@@ -49,8 +57,4 @@ export function sandboxTable(items: readonly ServedSandbox[], opts: { resourceVe
     columnDefinitions: opts.columns === false ? [] : COLUMN_DEFINITIONS,
     rows: items.map((s) => rowOf(s, opts.include, now)),
   };
-}
-
-export function includeObjectOf(v: string | null): IncludeObject {
-  return v === 'None' || v === 'Object' ? v : 'Metadata';
 }

@@ -1,4 +1,4 @@
-import type { Row } from './sandbox-view';
+import type { Row } from './sandbox-cache';
 import { lowerBound, SortedRows, sortKeyOf, upperBound } from './sorted-rows';
 
 const row = (key: string, rev = 1): Row => ({ key, node: 'n', entry: { name: key, phase: 'Running' }, fingerprint: '', rev, seenAt: '' });

@@ -1,4 +1,4 @@
-import type { Row } from './sandbox-view';
+import type { Row } from './sandbox-cache';
 
 /**
  * The list order as one comparable string: namespace, NUL, name. NUL sorts below every
@@ -8,12 +8,12 @@ export function sortKeyOf(namespace: string, name: string): string {
   return `${namespace}\u0000${name}`;
 }
 
-/** sortKeyOf for a view key (`namespace/name`; neither part may contain `/`). */
+/** sortKeyOf for a cache key (`namespace/name`; neither part may contain `/`). */
 export function sortKeyOfViewKey(key: string): string {
   return key.replace('/', '\u0000');
 }
 
-/** An immutable, sorted picture of the view: pages are cut from it by binary search. */
+/** An immutable, sorted picture of the cache: pages are cut from it by binary search. */
 export interface RowsSnapshot {
   readonly keys: readonly string[];
   readonly rows: readonly Row[];
@@ -46,7 +46,7 @@ export function upperBound(keys: readonly string[], k: string): number {
 const EMPTY: RowsSnapshot = { keys: [], rows: [] };
 
 /**
- * The view's rows kept in list order without sorting per request: changes are noted as they
+ * The cache's rows kept in list order without sorting per request: changes are noted as they
  * happen and folded into a new immutable snapshot only when a list asks for one — one
  * linear merge per changed revision (O(n + m log m)), never per page.
  */
@@ -55,7 +55,7 @@ export class SortedRows {
   /** sort key -> the row now, or null once gone; since #latest was built. */
   #pending = new Map<string, Row | null>();
 
-  /** The row now under its view key (`namespace/name`). */
+  /** The row now under its cache key (`namespace/name`). */
   set(row: Row): void {
     this.#pending.set(sortKeyOfViewKey(row.key), row);
   }

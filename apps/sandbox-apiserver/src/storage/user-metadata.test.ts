@@ -1,8 +1,9 @@
 import { eventually } from '@sandbox-scale/e2e';
 import { synthesizeSandbox, type NodeInventory } from '@sandbox-scale/scale-core';
-import { WatchHub, type SandboxEvent } from '../watch/watch-hub';
+import type { SandboxEvent } from '../resource/events';
+import { WatchHub } from './watch-hub';
 import { Revisions } from './revisions';
-import { SandboxView } from './sandbox-view';
+import { SandboxCache } from './sandbox-cache';
 import { decorate, type MetadataEntry } from './user-metadata';
 
 const inventory = (entries: NodeInventory['entries']): NodeInventory => ({
@@ -15,43 +16,43 @@ const inventory = (entries: NodeInventory['entries']): NodeInventory => ({
 
 function setup(overlayTtlMs = 60_000) {
   const hub = new WatchHub(100);
-  const view = new SandboxView({ graceMs: 50, hub, revisions: new Revisions(), overlayTtlMs });
+  const cache = new SandboxCache({ graceMs: 50, hub, revisions: new Revisions(), overlayTtlMs });
   const entries = new Map<string, MetadataEntry>();
-  view.decorate = (obj) => decorate(obj, entries.get(`${obj.metadata.namespace}/${obj.metadata.name}`));
+  cache.decorate = (obj) => decorate(obj, entries.get(`${obj.metadata.namespace}/${obj.metadata.name}`));
   const events: SandboxEvent[] = [];
   hub.subscribe((e) => events.push(e));
-  return { view, entries, events };
+  return { cache, entries, events };
 }
 
-describe('SandboxView with user metadata', () => {
+describe('SandboxCache with user metadata', () => {
   it('serves a touched sandbox under a new revision with its labels, as MODIFIED', () => {
-    const { view, entries, events } = setup();
-    view.upsertInventory(inventory([{ name: 'ns/s1', id: 'sb_1', phase: 'Running' }]));
-    view.live = true;
-    const before = view.objectOf(view.get('ns', 's1')!);
+    const { cache, entries, events } = setup();
+    cache.upsertInventory(inventory([{ name: 'ns/s1', id: 'sb_1', phase: 'Running' }]));
+    cache.live = true;
+    const before = cache.objectOf(cache.get('ns', 's1')!);
     entries.set('ns/s1', { uid: before.metadata.uid, labels: { team: 'x' }, annotations: { note: 'n' } });
-    view.touch('ns', 's1');
-    const after = view.objectOf(view.get('ns', 's1')!);
+    cache.touch('ns', 's1');
+    const after = cache.objectOf(cache.get('ns', 's1')!);
     expect(after.metadata.labels).toMatchObject({ team: 'x', 'sandbox.cocoonstack.io/node': 'node-a' });
     expect(after.metadata.annotations).toMatchObject({ note: 'n' });
     expect(Number(after.metadata.resourceVersion)).toBeGreaterThan(Number(before.metadata.resourceVersion));
     expect(events.map((e) => `${e.type} ${e.object.metadata.labels['team'] ?? '-'}`)).toEqual(['MODIFIED x']);
     // the node's next publish of the same entry keeps the touched row, and a release removes it
-    view.upsertInventory({ ...inventory([]), metadata: { ...inventory([]).metadata, resourceVersion: '11' } });
-    expect(view.get('ns', 's1')).toBeUndefined();
+    cache.upsertInventory({ ...inventory([]), metadata: { ...inventory([]).metadata, resourceVersion: '11' } });
+    expect(cache.get('ns', 's1')).toBeUndefined();
     expect(events.map((e) => e.type)).toEqual(['MODIFIED', 'DELETED']);
   });
 
   it('still expires a created overlay that was touched', async () => {
-    const { view, entries } = setup(50);
-    view.upsertInventory(inventory([]));
-    view.live = true;
+    const { cache, entries } = setup(50);
+    cache.upsertInventory(inventory([]));
+    cache.live = true;
     const entry = { name: 'ns/made', id: 'sb_9', phase: 'Running' };
     const obj = synthesizeSandbox('node-a', entry, { resourceVersion: '0' });
-    view.addCreated('node-a', entry, obj);
+    cache.addCreated('node-a', entry, obj);
     entries.set('ns/made', { uid: obj.metadata.uid, labels: { origin: 'create' }, annotations: {} });
-    view.touch('ns', 'made');
-    expect(view.objectOf(view.get('ns', 'made')!).metadata.labels['origin']).toBe('create');
-    await eventually(() => expect(view.get('ns', 'made')).toBeUndefined(), { timeoutMs: 5000, intervalMs: 20 });
+    cache.touch('ns', 'made');
+    expect(cache.objectOf(cache.get('ns', 'made')!).metadata.labels['origin']).toBe('create');
+    await eventually(() => expect(cache.get('ns', 'made')).toBeUndefined(), { timeoutMs: 5000, intervalMs: 20 });
   });
 });

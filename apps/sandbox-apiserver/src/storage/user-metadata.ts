@@ -66,7 +66,7 @@ export interface UserMetadataStoreOptions {
   /** sandbox-apiserver's own namespace, where the ConfigMaps live. */
   readonly namespace: string;
   readonly log: Logger;
-  /** Told which sandboxes' metadata changed, so the view can serve them anew (MODIFIED). */
+  /** Told which sandboxes' metadata changed, so the cache can serve them anew (MODIFIED). */
   readonly onChange: (namespace: string, name: string) => void;
   readonly registry?: Registry;
 }

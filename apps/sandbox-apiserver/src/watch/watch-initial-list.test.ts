@@ -1,14 +1,11 @@
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ClaimIndex, SANDBOX_PHASES, type InventoryEntry, type NodeInventory } from '@sandbox-scale/scale-core';
-import { negotiate } from '../http/negotiate';
-import { parseListQuery } from '../storage/list-query';
-import { NodeRouter } from '../storage/node-router';
-import { Revisions } from '../storage/revisions';
-import { SandboxStorage } from '../storage/sandbox-storage';
-import { SandboxView } from '../storage/sandbox-view';
-import { WatchHub } from './watch-hub';
-import { INITIAL_EVENTS_END, serveWatch, type WatchContext } from './watch-stream';
+import { createLogger } from '@sandbox-scale/kube-runtime';
+import { SANDBOX_PHASES, type InventoryEntry, type NodeInventory } from '@sandbox-scale/scale-core';
+import { parseListQuery } from '../http/list-query';
+import type { SandboxCache } from '../storage/sandbox-cache';
+import { SandboxesREST } from '../storage/sandboxes-rest';
+import { INITIAL_EVENTS_END, serveWatch } from './watch-stream';
 
 const NODES = 20;
 const PER_NODE = 5_000;
@@ -43,29 +40,25 @@ interface Line {
 describe('watch-list of 100,000 sandboxes', () => {
   let server: Server;
   let port = 0;
-  let view: SandboxView;
-  let ctx: WatchContext;
+  let cache: SandboxCache;
   const responses: ServerResponse[] = [];
 
   beforeAll(async () => {
-    const revisions = new Revisions();
-    const hub = new WatchHub(10_000);
-    view = new SandboxView({ graceMs: 60_000, hub, revisions });
-    const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, undefined), revisions);
-    for (let n = 0; n < NODES; n++) view.upsertInventory(inventory(n, 10 + n));
-    view.live = true;
-    ctx = { storage, hub, startRev: revisions.current, bookmarkIntervalMs: 60_000 };
+    const sandboxes = new SandboxesREST({ clients: undefined, graceMs: 60_000, overlayTtlMs: 300_000, claimIndexMaxBytes: 1 << 20, watchHistory: 10_000, rng: Math.random, log: createLogger({ name: 'test', level: 'silent' }) });
+    cache = sandboxes.cache;
+    for (let n = 0; n < NODES; n++) cache.upsertInventory(inventory(n, 10 + n));
+    sandboxes.markSynced(undefined);
     server = createServer((req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
       responses.push(res);
-      serveWatch(req, res, ctx, parseListQuery('', url.searchParams), negotiate('application/json') as NonNullable<ReturnType<typeof negotiate>>, url);
+      serveWatch(req, res, sandboxes, parseListQuery('', url.searchParams), { params: url.searchParams, transform: (s) => s, bookmarkIntervalMs: 60_000 });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
   }, 60_000);
 
   afterAll(async () => {
-    view.stop();
+    cache.stop();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
@@ -105,7 +98,7 @@ describe('watch-list of 100,000 sandboxes', () => {
         // halfway through the initial list, a node reports changes: they follow the bookmark
         if (!changed && added.size >= SANDBOXES / 2) {
           changed = true;
-          view.upsertInventory(inventory(0, 1_000, hibernated));
+          cache.upsertInventory(inventory(0, 1_000, hibernated));
         }
         if (modified.size === LIVE_CHANGES) {
           res.destroy();

@@ -1,14 +1,11 @@
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ClaimIndex, SANDBOX_PHASES, synthesizeSandbox, type InventoryEntry, type NodeInventory } from '@sandbox-scale/scale-core';
-import { negotiate } from '../http/negotiate';
-import { parseListQuery } from '../storage/list-query';
-import { NodeRouter } from '../storage/node-router';
-import { Revisions } from '../storage/revisions';
-import { SandboxStorage } from '../storage/sandbox-storage';
-import { SandboxView } from '../storage/sandbox-view';
-import { WatchHub } from './watch-hub';
-import { serveWatch, type WatchContext } from './watch-stream';
+import { createLogger } from '@sandbox-scale/kube-runtime';
+import { SANDBOX_PHASES, synthesizeSandbox, type InventoryEntry, type NodeInventory } from '@sandbox-scale/scale-core';
+import { parseListQuery } from '../http/list-query';
+import type { SandboxCache } from '../storage/sandbox-cache';
+import { SandboxesREST } from '../storage/sandboxes-rest';
+import { serveWatch } from './watch-stream';
 
 const NS = 'team-a';
 const PHASE = 'sandbox.cocoonstack.io/phase';
@@ -32,8 +29,10 @@ const inventory = (node: string, entries: InventoryEntry[]): NodeInventory => ({
 describe('watches with selectors and resume points', () => {
   let server: Server;
   let port = 0;
-  let view: SandboxView;
-  let ctx: WatchContext;
+  let cache: SandboxCache;
+  let sandboxes: SandboxesREST;
+  /** The revision the cache synced at: a watch from before it is 410. */
+  let startRev = 0;
   const open: IncomingMessage[] = [];
 
   /** Opens a watch; `events()` is what arrived so far. */
@@ -61,17 +60,15 @@ describe('watches with selectors and resume points', () => {
   }
 
   beforeAll(async () => {
-    const revisions = new Revisions();
-    const hub = new WatchHub(1_000);
-    view = new SandboxView({ graceMs: 50, hub, revisions });
-    const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, undefined), revisions);
-    view.upsertInventory(inventory('n1', [entry('a', SANDBOX_PHASES.running), entry('b', SANDBOX_PHASES.running)]));
-    view.upsertInventory(inventory('n2', []));
-    view.live = true;
-    ctx = { storage, hub, startRev: revisions.current, bookmarkIntervalMs: 60_000 };
+    sandboxes = new SandboxesREST({ clients: undefined, graceMs: 50, overlayTtlMs: 300_000, claimIndexMaxBytes: 1 << 20, watchHistory: 1_000, rng: Math.random, log: createLogger({ name: 'test', level: 'silent' }) });
+    cache = sandboxes.cache;
+    cache.upsertInventory(inventory('n1', [entry('a', SANDBOX_PHASES.running), entry('b', SANDBOX_PHASES.running)]));
+    cache.upsertInventory(inventory('n2', []));
+    sandboxes.markSynced(undefined);
+    startRev = sandboxes.revision;
     server = createServer((req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
-      serveWatch(req, res, ctx, parseListQuery(NS, url.searchParams), negotiate('application/json') as NonNullable<ReturnType<typeof negotiate>>, url);
+      serveWatch(req, res, sandboxes, parseListQuery(NS, url.searchParams), { params: url.searchParams, transform: (s) => s, bookmarkIntervalMs: 60_000 });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
@@ -79,7 +76,7 @@ describe('watches with selectors and resume points', () => {
 
   afterAll(async () => {
     for (const r of open) r.destroy();
-    view.stop();
+    cache.stop();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
@@ -87,14 +84,14 @@ describe('watches with selectors and resume points', () => {
   it('sends DELETED with the last matching state when a sandbox leaves a label selector, and ADDED when it comes back', async () => {
     const w = await watch(`labelSelector=${encodeURIComponent(`${PHASE}=Running`)}`);
     await until(w.events, (e) => e.length === 2);
-    view.upsertInventory(inventory('n1', [entry('a', SANDBOX_PHASES.hibernated), entry('b', SANDBOX_PHASES.running)]));
-    const rev = ctx.storage.revisions.current;
+    cache.upsertInventory(inventory('n1', [entry('a', SANDBOX_PHASES.hibernated), entry('b', SANDBOX_PHASES.running)]));
+    const rev = sandboxes.revision;
     const left = await until(w.events, (e) => e.length === 3);
     expect(left[2]).toMatchObject({ type: 'DELETED', object: { metadata: { name: 'a', resourceVersion: String(rev), labels: { [PHASE]: 'Running' } } } });
     // a change of a sandbox the selector never matched is nothing to this watch
     const other = await watch(`labelSelector=${encodeURIComponent(`${PHASE}=Hibernated`)}`);
     await until(other.events, (e) => e.length === 1);
-    view.upsertInventory(inventory('n1', [entry('a', SANDBOX_PHASES.running), entry('b', SANDBOX_PHASES.running)]));
+    cache.upsertInventory(inventory('n1', [entry('a', SANDBOX_PHASES.running), entry('b', SANDBOX_PHASES.running)]));
     const back = await until(w.events, (e) => e.length === 4);
     expect(back[3]).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'a', labels: { [PHASE]: 'Running' } } } });
     expect((await until(other.events, (e) => e.length === 2)).map((e) => e.type)).toEqual(['ADDED', 'DELETED']);
@@ -106,24 +103,24 @@ describe('watches with selectors and resume points', () => {
     const on2 = await watch('fieldSelector=status.nodeName%3Dn2');
     await until(on1.events, (e) => e.length === 2);
     const created = { name: `${NS}/c`, id: 'sb_c', phase: SANDBOX_PHASES.running, claimRef: `${NS}/c` };
-    view.addCreated('n1', created, synthesizeSandbox('n1', created, { resourceVersion: '0' }));
+    cache.addCreated('n1', created, synthesizeSandbox('n1', created, { resourceVersion: '0' }));
     await until(on1.events, (e) => e.length === 3);
     // the create answered n1, the sandbox is reported by n2: it leaves one watch and enters the other
-    view.upsertInventory(inventory('n2', [created]));
+    cache.upsertInventory(inventory('n2', [created]));
     expect((await until(on1.events, (e) => e.length === 4))[3]).toMatchObject({ type: 'DELETED', object: { metadata: { name: 'c' }, status: { nodeName: 'n1' } } });
     expect((await until(on2.events, (e) => e.length === 1))[0]).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'c' }, status: { nodeName: 'n2' } } });
   });
 
   it('answers a resume point from before the last sync with a 410 ERROR event, so the client relists', async () => {
-    const before = await watch(`resourceVersion=${ctx.startRev - 1}`);
+    const before = await watch(`resourceVersion=${startRev - 1}`);
     await before.ended;
     expect(before.events()).toEqual([{ type: 'ERROR', object: expect.objectContaining({ kind: 'Status', code: 410, reason: 'Expired' }) }]);
     // a point ahead of this replica (another replica's list) resumes from here
-    const ahead = await watch(`resourceVersion=${ctx.storage.revisions.current + 5}`);
-    view.upsertInventory(inventory('n2', [entry('c', SANDBOX_PHASES.running), entry('d', SANDBOX_PHASES.running)]));
+    const ahead = await watch(`resourceVersion=${sandboxes.revision + 5}`);
+    cache.upsertInventory(inventory('n2', [entry('c', SANDBOX_PHASES.running), entry('d', SANDBOX_PHASES.running)]));
     expect((await until(ahead.events, (e) => e.length === 1))[0]).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'd' } } });
     // from the sync on, the history replays
-    const resumed = await watch(`resourceVersion=${ctx.startRev}`);
+    const resumed = await watch(`resourceVersion=${startRev}`);
     const replayed = await until(resumed.events, (e) => e.some((x) => x.object.metadata?.name === 'c'));
     expect(replayed.map((e) => e.type)).not.toContain('ERROR');
   });

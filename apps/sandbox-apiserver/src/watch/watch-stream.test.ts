@@ -1,15 +1,11 @@
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ClaimIndex, type NodeInventory } from '@sandbox-scale/scale-core';
-import type { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
-import { negotiate } from '../http/negotiate';
-import { parseListQuery } from '../storage/list-query';
-import { NodeRouter } from '../storage/node-router';
-import { Revisions } from '../storage/revisions';
-import { SandboxStorage } from '../storage/sandbox-storage';
-import { SandboxView } from '../storage/sandbox-view';
-import { WatchHub } from './watch-hub';
-import { MAX_PENDING_EVENTS, serveWatch, type WatchContext } from './watch-stream';
+import { createLogger } from '@sandbox-scale/kube-runtime';
+import type { NodeInventory } from '@sandbox-scale/scale-core';
+import { parseListQuery } from '../http/list-query';
+import type { SandboxCache } from '../storage/sandbox-cache';
+import { SandboxesREST } from '../storage/sandboxes-rest';
+import { MAX_PENDING_EVENTS, serveWatch } from './watch-stream';
 
 const NS = 'team-a';
 // ~350 bytes per event: an initial list of several MiB, far more than a socket holds
@@ -23,9 +19,8 @@ function inventory(count: number, node = 'n1'): NodeInventory {
 describe('serveWatch backpressure', () => {
   let server: Server;
   let port = 0;
-  let view: SandboxView;
-  let hub: WatchHub;
-  let storage: SandboxStorage;
+  let sandboxes: SandboxesREST;
+  let cache: SandboxCache;
   const responses: ServerResponse[] = [];
 
   async function openPaused(): Promise<{ res: IncomingMessage; serverSide: ServerResponse }> {
@@ -42,25 +37,22 @@ describe('serveWatch backpressure', () => {
   }
 
   beforeAll(async () => {
-    const revisions = new Revisions();
-    hub = new WatchHub(100_000);
-    view = new SandboxView({ graceMs: 50, hub, revisions });
-    // no node is ever called: watches only read the view
-    storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, {} as SandboxdClientSet), revisions);
-    view.upsertInventory(inventory(SANDBOXES));
-    view.live = true;
-    const ctx: WatchContext = { storage, hub, startRev: 0, bookmarkIntervalMs: 60_000 };
+    // no node is ever called: watches only read the cache
+    sandboxes = new SandboxesREST({ clients: undefined, graceMs: 50, overlayTtlMs: 300_000, claimIndexMaxBytes: 1 << 20, watchHistory: 100_000, rng: Math.random, log: createLogger({ name: 'test', level: 'silent' }) });
+    cache = sandboxes.cache;
+    cache.upsertInventory(inventory(SANDBOXES));
+    sandboxes.markSynced(undefined);
     server = createServer((req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
       responses.push(res);
-      serveWatch(req, res, ctx, parseListQuery(NS, url.searchParams), negotiate('application/json') as NonNullable<ReturnType<typeof negotiate>>, url);
+      serveWatch(req, res, sandboxes, parseListQuery(NS, url.searchParams), { params: url.searchParams, transform: (s) => s, bookmarkIntervalMs: 60_000 });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
   });
 
   afterAll(async () => {
-    view.stop();
+    cache.stop();
     server.closeAllConnections();
     await new Promise<void>((resolve) => server.close(() => resolve()));
   });
@@ -94,15 +86,15 @@ describe('serveWatch backpressure', () => {
 
   it('closes a watch whose client stopped reading once more live events wait than the cap, and unsubscribes it', async () => {
     // the previous watch is gone once the server saw its client leave
-    for (let i = 0; i < 10_000 && hub.listenerCount > 0; i++) await new Promise((resolve) => setImmediate(resolve));
-    expect(hub.listenerCount).toBe(0);
+    for (let i = 0; i < 10_000 && sandboxes.hub.listenerCount > 0; i++) await new Promise((resolve) => setImmediate(resolve));
+    expect(sandboxes.hub.listenerCount).toBe(0);
     const { res, serverSide } = await openPaused();
-    expect(hub.listenerCount).toBe(1);
-    const object = storage.list({ ...parseListQuery(NS, new URLSearchParams()), limit: 1 }).items[0];
+    expect(sandboxes.hub.listenerCount).toBe(1);
+    const object = sandboxes.list({ ...parseListQuery(NS, new URLSearchParams()), limit: 1 }).items[0];
     if (object === undefined) throw new Error('no sandbox listed');
-    let rev = storage.revisions.current;
-    for (let i = 0; i <= MAX_PENDING_EVENTS; i++) hub.emit({ type: 'MODIFIED', rev: ++rev, object: { ...object, metadata: { ...object.metadata, resourceVersion: String(rev) } } });
-    expect(hub.listenerCount).toBe(0);
+    let rev = sandboxes.revision;
+    for (let i = 0; i <= MAX_PENDING_EVENTS; i++) sandboxes.hub.emit({ type: 'MODIFIED', rev: ++rev, object: { ...object, metadata: { ...object.metadata, resourceVersion: String(rev) } } });
+    expect(sandboxes.hub.listenerCount).toBe(0);
     expect(serverSide.writableEnded).toBe(true);
     res.destroy();
   });

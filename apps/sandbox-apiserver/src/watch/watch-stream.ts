@@ -1,18 +1,15 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { SANDBOX_API_VERSION, statusForError, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
-import type { ResponseShape } from '../http/negotiate';
-import { matches, type SandboxStorage } from '../storage/sandbox-storage';
-import type { ListQuery } from '../storage/list-query';
-import { metadataOnly, sandboxTable, includeObjectOf } from '../storage/sandbox-table';
-import type { Row } from '../storage/sandbox-view';
-import { lowerBound, sortKeyOf } from '../storage/sorted-rows';
-import { ResourceVersionTooOldError, type SandboxEvent, type WatchEventType, type WatchHub } from './watch-hub';
+import { statusForError, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { ResourceVersionTooOldError, type InitialEvents, type SandboxEvent, type Watchable, type WatchEventType, type WatchSubscription } from '../resource/events';
+import type { ListQuery } from '../resource/list-query';
+import { matches, type Selection } from '../resource/selection';
 
-export interface WatchContext {
-  readonly storage: SandboxStorage;
-  readonly hub: WatchHub;
-  /** The revision of the first synced state: older resume points are rebuilt from the snapshot. */
-  readonly startRev: number;
+/** How a watch answers: each event's object as the client asked for it, and how often it is told of progress. */
+export interface WatchOptions {
+  /** The request's query: resourceVersion, sendInitialEvents, bookmarks, timeoutSeconds. */
+  readonly params: URLSearchParams;
+  /** The object as the response shape wants it (the object, its metadata, or a table row); bookmarks are sent as they are. */
+  readonly transform: (object: ServedSandbox) => unknown;
   readonly bookmarkIntervalMs: number;
 }
 
@@ -39,65 +36,18 @@ export function watchParamsOf(q: URLSearchParams): WatchParams {
   return { rv: q.get('resourceVersion') ?? '', sendInitialEvents, bookmarks, timeoutMs };
 }
 
-function bookmark(rev: number, initialEnd: boolean): Record<string, unknown> {
-  return { kind: 'Sandbox', apiVersion: SANDBOX_API_VERSION, metadata: { resourceVersion: String(rev), ...(initialEnd ? { annotations: { [INITIAL_EVENTS_END]: 'true' } } : {}) } };
+function bookmark(source: Watchable, rev: number, initialEnd: boolean): Record<string, unknown> {
+  return { kind: source.kind, apiVersion: source.apiVersion, metadata: { resourceVersion: String(rev), ...(initialEnd ? { annotations: { [INITIAL_EVENTS_END]: 'true' } } : {}) } };
 }
 
-/**
- * What a watch starts with, before live ones: either the initial list (ADDED per matching
- * sandbox, walked lazily over an immutable snapshot of the view so a list of 100,000 is never
- * materialised at once) or the hub's history after the resume point.
- */
-interface InitialEvents {
-  /** The next event; null for a row the selector skipped (one row of work); undefined at the end. */
-  next(): SandboxEvent | null | undefined;
-  /** The revision the initial state is as of: live events at or below it are already in it. */
-  readonly rev: number;
-}
-
-function listEvents(ctx: WatchContext, q: ListQuery): InitialEvents {
-  const snap = ctx.storage.view.sortedRows();
-  const { keys, rows } = snap;
-  let i = q.namespace === '' ? 0 : lowerBound(keys, sortKeyOf(q.namespace, ''));
-  const end = q.namespace === '' ? keys.length : lowerBound(keys, `${q.namespace}\u0001`);
-  return {
-    rev: ctx.storage.revisions.current,
-    next: () => {
-      if (i >= end) return undefined;
-      const object = ctx.storage.view.objectOf(rows[i++] as Row);
-      return matches(q, object) ? { type: 'ADDED', rev: Number(object.metadata.resourceVersion), object } : null;
-    },
-  };
-}
-
-function historyEvents(events: readonly SandboxEvent[], rev: number): InitialEvents {
-  let i = 0;
-  return { rev, next: () => events[i++] };
-}
-
-/** The events a watch starts with; throws ResourceVersionTooOldError when it cannot resume. */
-function initialEvents(ctx: WatchContext, q: ListQuery, p: WatchParams): InitialEvents {
-  if (p.sendInitialEvents || p.rv === '' || p.rv === '0') return listEvents(ctx, q);
-  if (!/^[0-9]+$/.test(p.rv)) throw new StatusError('BadRequest', `invalid resourceVersion ${JSON.stringify(p.rv)}`);
-  const n = Number(p.rv);
-  const current = ctx.storage.revisions.current;
-  // A resume point from before this process synced is 410 Expired, as kube-apiserver's watch
-  // cache answers after a restart. Replaying the rows changed since would miss every sandbox
-  // deleted while this process was down: nothing here remembers what existed at that revision,
-  // so only a relist lets the client's cache drop them (client-go's reflector relists on 410).
-  if (n < ctx.startRev) throw new ResourceVersionTooOldError(n, ctx.startRev);
-  // A point ahead of this replica (its list came from a replica whose informer is further on)
-  // resumes from here: the inventory changes this one has yet to see arrive as it sees them,
-  // at the same etcd-derived revisions, and an event the client already has is a no-op to it.
-  return historyEvents(ctx.hub.since(Math.min(n, current)), current);
-}
+const NO_EVENTS: InitialEvents = { rev: 0, next: () => undefined };
 
 /**
  * How one change looks to one watch (kube's cacheWatcher.convertToWatchEvent): a sandbox that
  * starts matching the selector is ADDED, one that stops matching is DELETED with its last
  * matching state at the event's revision, a change outside the selector is nothing.
  */
-export function eventForWatch(q: Pick<ListQuery, 'namespace' | 'labels' | 'fields'>, ev: SandboxEvent): { type: WatchEventType; object: ServedSandbox } | undefined {
+export function eventForWatch(q: Selection, ev: SandboxEvent): { type: WatchEventType; object: ServedSandbox } | undefined {
   const now = matches(q, ev.object);
   if (ev.type !== 'MODIFIED' || ev.prev === undefined) return now ? ev : undefined;
   const was = matches(q, ev.prev);
@@ -121,24 +71,16 @@ const PUMP_BUDGET = 2_000;
  * socket: when it is full the watch waits for `drain`, so a slow client that keeps reading gets
  * the whole initial list however large, and only an encoded event or two is buffered at a time.
  */
-export function serveWatch(req: IncomingMessage, res: ServerResponse, ctx: WatchContext, q: ListQuery, shape: ResponseShape, url: URL): void {
-  const p = watchParamsOf(url.searchParams);
+export function serveWatch(req: IncomingMessage, res: ServerResponse, source: Watchable, q: ListQuery, opts: WatchOptions): void {
+  const p = watchParamsOf(opts.params);
   const live: SandboxEvent[] = [];
   let liveHead = 0;
   let started = false;
   let closed = false;
   let waitingForDrain = false;
   let lastRev = 0;
-  let firstTable = true;
-  const include = includeObjectOf(url.searchParams.get('includeObject'));
-  const encode = (type: string, object: ServedSandbox | Record<string, unknown>, isBookmark = false): string => {
-    if (isBookmark || shape.kind === 'object' || shape.kind === 'discovery-v2') return JSON.stringify({ type, object });
-    const s = object as ServedSandbox;
-    if (shape.kind === 'metadata') return JSON.stringify({ type, object: metadataOnly(s, shape.version) });
-    const t = sandboxTable([s], { resourceVersion: s.metadata.resourceVersion, include, version: shape.version, columns: firstTable });
-    firstTable = false;
-    return JSON.stringify({ type, object: t });
-  };
+  const encode = (type: string, object: ServedSandbox): string => JSON.stringify({ type, object: opts.transform(object) });
+  const encodeBookmark = (rev: number, initialEnd: boolean): string => JSON.stringify({ type: 'BOOKMARK', object: bookmark(source, rev, initialEnd) });
   const send = (ev: SandboxEvent, replay = false): void => {
     if (!replay && ev.rev <= lastRev) return;
     const out = eventForWatch(q, ev);
@@ -146,12 +88,12 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, ctx: Watch
     lastRev = Math.max(lastRev, ev.rev);
     res.write(`${encode(out.type, out.object)}\n`);
   };
-  let initial: InitialEvents = historyEvents([], 0);
+  let initial: InitialEvents = NO_EVENTS;
   let initialDone = false;
   const writable = (): boolean => !closed && !res.writableEnded && !res.destroyed;
   // a bookmark promises every change up to its revision was sent: only when nothing is queued
   const caughtUp = (): boolean => initialDone && liveHead === live.length && !res.writableNeedDrain;
-  const progressBookmark = (): string => `${encode('BOOKMARK', bookmark(Math.max(lastRev, ctx.storage.revisions.current), false), true)}\n`;
+  const progressBookmark = (): string => `${encodeBookmark(Math.max(lastRev, source.revision), false)}\n`;
   // writes while the socket takes them; resumes on drain
   let yielded = false;
   const pump = (): void => {
@@ -176,7 +118,7 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, ctx: Watch
         initialDone = true;
         // everything buffered meanwhile is already part of the initial events
         lastRev = Math.max(lastRev, initial.rev);
-        if (p.sendInitialEvents) res.write(`${encode('BOOKMARK', bookmark(lastRev, true), true)}\n`);
+        if (p.sendInitialEvents) res.write(`${encodeBookmark(lastRev, true)}\n`);
       } else if (liveHead < live.length) {
         send(live[liveHead++] as SandboxEvent);
         if (liveHead === live.length) {
@@ -193,15 +135,16 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, ctx: Watch
       });
     }
   };
-  const unsubscribe = ctx.hub.subscribe((ev) => {
+  const listener = (ev: SandboxEvent): void => {
     live.push(ev);
     if (live.length - liveHead > MAX_PENDING_EVENTS) close();
     else if (started && !waitingForDrain) pump();
-  });
+  };
   const timers: { timeout?: NodeJS.Timeout; ticker?: NodeJS.Timeout } = {};
+  let subscription: WatchSubscription | undefined;
   const close = (): void => {
     if (closed) return;
-    unsubscribe();
+    subscription?.stop();
     clearTimeout(timers.timeout);
     clearTimeout(timers.ticker);
     if (!res.writableEnded && !res.destroyed) {
@@ -210,16 +153,15 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, ctx: Watch
     }
     closed = true;
     live.length = 0;
-    initial = historyEvents([], initial.rev);
+    initial = { rev: initial.rev, next: () => undefined };
   };
   let expired: ResourceVersionTooOldError | undefined;
   try {
-    initial = initialEvents(ctx, q, p);
+    // subscribed before the initial events are cut, so no change falls between the two
+    subscription = source.watch(q, p, listener);
+    initial = subscription.initial;
   } catch (err) {
-    if (!(err instanceof ResourceVersionTooOldError)) {
-      unsubscribe();
-      throw err;
-    }
+    if (!(err instanceof ResourceVersionTooOldError)) throw err;
     expired = err;
   }
   res.writeHead(200, { 'Content-Type': 'application/json', 'Transfer-Encoding': 'chunked', 'Cache-Control': 'no-cache' });
@@ -227,7 +169,6 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, ctx: Watch
   if (expired !== undefined) {
     // as kube-apiserver's watch cache: the watch opens, then one ERROR event with the 410 Status
     // (client-go and @kubernetes/client-node read it as "relist", a 410 response as a failure)
-    unsubscribe();
     res.end(`${JSON.stringify({ type: 'ERROR', object: statusForError(new StatusError('Expired', expired.message)) })}\n`);
     return;
   }
@@ -242,8 +183,8 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, ctx: Watch
       if (!writable()) return;
       // a client that is behind gets its next bookmark once it has caught up
       if (caughtUp()) res.write(progressBookmark());
-      timers.ticker = setTimeout(tick, ctx.bookmarkIntervalMs);
+      timers.ticker = setTimeout(tick, opts.bookmarkIntervalMs);
     };
-    timers.ticker = setTimeout(tick, ctx.bookmarkIntervalMs);
+    timers.ticker = setTimeout(tick, opts.bookmarkIntervalMs);
   }
 }

@@ -1,20 +1,10 @@
-import {
-  BadRequestError,
-  EVERYTHING_LABEL_SELECTOR,
-  assertFieldsSupported,
-  parseFieldSelector,
-  parseLabelSelector,
-  SANDBOX_SELECTABLE_FIELDS,
-  StatusError,
-  type FieldSelector,
-  type LabelSelector,
-} from '@sandbox-scale/scale-core';
+import { BadRequestError, StatusError, type FieldSelector, type LabelSelector } from '@sandbox-scale/scale-core';
 
 /** Where a continued list resumes (k8s-api.md §4.9). */
 export interface ContinuePoint {
   /** The process that issued the token (ListSnapshots.epoch); 0 for a token that names no snapshot. */
   readonly epoch: number;
-  /** The snapshot every page of this list is cut from; 0 = whatever the view holds now. */
+  /** The snapshot every page of this list is cut from; 0 = whatever the cache holds now. */
   readonly snapshot: number;
   /** The list resourceVersion the first page served, repeated on every page. */
   readonly rv: number;
@@ -44,7 +34,8 @@ export function encodeContinue(p: ContinuePoint): string {
 
 const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isSafeInteger(v) && v >= 0;
 
-function decodeContinue(token: string): ContinuePoint {
+/** The resume point a continue token names; 400 when it is not one this server issues. */
+export function decodeContinue(token: string): ContinuePoint {
   try {
     const t = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
     if (typeof t === 'object' && t !== null && typeof (t as ContinueToken).k === 'string') {
@@ -69,26 +60,4 @@ export class ContinueExpiredError extends StatusError {
   constructor(readonly inconsistentContinue: string) {
     super('Expired', CONTINUE_EXPIRED_MESSAGE);
   }
-}
-
-/** Parses selectors (400 on bad syntax or an unsupported field), limit and continue. */
-export function parseListQuery(namespace: string, q: URLSearchParams): ListQuery {
-  const labelText = q.get('labelSelector') ?? '';
-  const fieldText = q.get('fieldSelector') ?? '';
-  const fields = parseFieldSelector(fieldText);
-  assertFieldsSupported(fields, SANDBOX_SELECTABLE_FIELDS);
-  const limitText = q.get('limit') ?? '';
-  const limit = limitText === '' ? 0 : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 0) throw new BadRequestError(`limit must be a non-negative integer, got ${JSON.stringify(limitText)}`);
-  const cont = q.get('continue') ?? '';
-  if (q.get('resourceVersionMatch') && !q.get('resourceVersion') && q.get('watch') !== 'true') {
-    throw new StatusError('Invalid', 'resourceVersionMatch is forbidden unless resourceVersion is provided', { causes: [{ reason: 'FieldValueForbidden', field: 'resourceVersionMatch', message: 'Forbidden' }] });
-  }
-  return {
-    namespace,
-    labels: labelText === '' ? EVERYTHING_LABEL_SELECTOR : parseLabelSelector(labelText),
-    fields,
-    limit,
-    ...(cont === '' ? {} : { continue: decodeContinue(cont) }),
-  };
 }

@@ -1,31 +1,4 @@
-import type { ServedSandbox } from '@sandbox-scale/scale-core';
-
-export type WatchEventType = 'ADDED' | 'MODIFIED' | 'DELETED';
-
-/** One change of one sandbox; `object.metadata.resourceVersion` equals `rev`. */
-export interface SandboxEvent {
-  readonly type: WatchEventType;
-  readonly rev: number;
-  readonly object: ServedSandbox;
-  /**
-   * On MODIFIED: the object before the change, so each watch can tell whether the sandbox
-   * entered or left its selector (ADDED / DELETED for that watch, as kube's watch cache does).
-   */
-  readonly prev?: ServedSandbox;
-}
-
-export type Listener = (ev: SandboxEvent) => void;
-
-/** `too old resource version` — the caller relists (k8s-api.md §4.10). */
-export class ResourceVersionTooOldError extends Error {
-  constructor(
-    readonly requested: number,
-    readonly oldest: number,
-  ) {
-    super(`too old resource version: ${requested} (${oldest})`);
-    this.name = 'ResourceVersionTooOldError';
-  }
-}
+import { ResourceVersionTooOldError, type Listener, type SandboxEvent } from '../resource/events';
 
 /**
  * Fan-in of every sandbox change with a bounded history, so a watch can resume from a

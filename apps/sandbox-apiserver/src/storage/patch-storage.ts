@@ -1,24 +1,7 @@
-import type { IncomingMessage } from 'node:http';
-import { readBounded } from '@sandbox-scale/kube-runtime';
-import { BadRequestError, CONDITION_TYPES, SANDBOX_PHASES, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
-import type { SandboxVerbs } from '../peers/sandbox-verbs';
-import { applySandboxPatch, patchTypeOf, RESERVED_PREFIX, type UserMetadata } from '../storage/patch-sandbox';
-import type { SandboxView } from '../storage/sandbox-view';
-import { decorate, MetadataTooLargeError, type UserMetadataStore } from '../storage/user-metadata';
-
-const MAX_PATCH_BYTES = 1024 * 1024;
-
-async function readPatch(req: IncomingMessage): Promise<unknown> {
-  const body = await readBounded(req, MAX_PATCH_BYTES);
-  if (body === undefined) throw new StatusError('BadRequest', `request body larger than ${MAX_PATCH_BYTES} bytes`);
-  const text = body.toString('utf8');
-  if (text.trim() === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch (err) {
-    throw new BadRequestError(`invalid JSON patch body: ${(err as Error).message}`, { cause: err });
-  }
-}
+import { CONDITION_TYPES, SANDBOX_PHASES, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { applySandboxPatch, RESERVED_PREFIX, type PatchType, type UserMetadata } from './patch-sandbox';
+import type { SandboxCache } from './sandbox-cache';
+import { decorate, MetadataTooLargeError, type UserMetadataStore } from './user-metadata';
 
 const modeOf = (s: ServedSandbox): 'Running' | 'Suspended' =>
   s.status.conditions.some((c) => c.type === CONDITION_TYPES.ready && c.reason === SANDBOX_PHASES.hibernated) ? 'Suspended' : 'Running';
@@ -39,21 +22,29 @@ function sameMetadata(s: ServedSandbox, md: UserMetadata): boolean {
 }
 
 /** Entries of the namespace whose sandbox is gone (or is another one now): dropped with the next write. */
-function staleNames(view: SandboxView, store: UserMetadataStore, namespace: string, names: readonly string[]): string[] {
-  if (!view.live) return [];
+function staleNames(cache: SandboxCache, store: UserMetadataStore, namespace: string, names: readonly string[]): string[] {
+  if (!cache.live) return [];
   return names.filter((n) => {
-    const row = view.get(namespace, n);
-    return row === undefined || view.objectOf(row).metadata.uid !== store.get(namespace, n)?.uid;
+    const row = cache.get(namespace, n);
+    return row === undefined || cache.objectOf(row).metadata.uid !== store.get(namespace, n)?.uid;
   });
 }
 
+/** The verbs a patch reads and acts through: the replica that owns the name answers them. */
+export interface PatchVerbs {
+  get(namespace: string, name: string): Promise<ServedSandbox>;
+  act(namespace: string, name: string, action: string, body: unknown, dryRun: boolean): Promise<Record<string, unknown> | ServedSandbox>;
+}
+
 export interface PatchContext {
-  readonly req: IncomingMessage;
   readonly namespace: string;
   readonly name: string;
+  readonly type: PatchType;
+  /** The patch document; undefined when the request had no body (a 400). */
+  readonly patch: unknown;
   readonly dryRun: boolean;
-  readonly verbs: SandboxVerbs;
-  readonly view: SandboxView;
+  readonly verbs: PatchVerbs;
+  readonly cache: SandboxCache;
   readonly store: UserMetadataStore | undefined;
 }
 
@@ -63,10 +54,8 @@ export interface PatchContext {
  * spec.operatingMode (agent-sandbox's suspension) as pause (Suspended) or resume (Running).
  */
 export async function patchSandbox(c: PatchContext): Promise<ServedSandbox> {
-  const type = patchTypeOf(c.req.headers['content-type']);
-  const patch = await readPatch(c.req);
   const current = await c.verbs.get(c.namespace, c.name);
-  const outcome = applySandboxPatch(current, type, patch);
+  const outcome = applySandboxPatch(current, c.type, c.patch);
   const metadataChanges = !sameMetadata(current, outcome.metadata);
   if (metadataChanges && c.store === undefined) throw new StatusError('ServiceUnavailable', 'labels and annotations of sandboxes cannot be stored: sandbox-apiserver runs without its metadata store');
   if (c.dryRun) return withMetadata(current, outcome.metadata);
@@ -75,15 +64,15 @@ export async function patchSandbox(c: PatchContext): Promise<ServedSandbox> {
   }
   if (metadataChanges && c.store !== undefined) {
     try {
-      await c.store.set(c.namespace, c.name, current.metadata.uid, outcome.metadata, staleNames(c.view, c.store, c.namespace, c.store.names(c.namespace)));
+      await c.store.set(c.namespace, c.name, current.metadata.uid, outcome.metadata, staleNames(c.cache, c.store, c.namespace, c.store.names(c.namespace)));
     } catch (err) {
       if (err instanceof MetadataTooLargeError) throw new StatusError('Invalid', `Sandbox "${c.name}" is invalid: metadata: ${err.message}`, { name: c.name, kind: 'Sandbox', causes: [{ reason: 'FieldValueTooLong', field: 'metadata', message: err.message }] }, { cause: err });
       throw err;
     }
   }
-  const row = c.view.get(c.namespace, c.name);
+  const row = c.cache.get(c.namespace, c.name);
   if (row !== undefined) {
-    const served = c.view.objectOf(row);
+    const served = c.cache.objectOf(row);
     if (served.metadata.uid === current.metadata.uid) return outcome.operatingMode === undefined ? served : await c.verbs.get(c.namespace, c.name);
   }
   return withMetadata(current, outcome.metadata);

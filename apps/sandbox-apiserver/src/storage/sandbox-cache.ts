@@ -1,9 +1,10 @@
 import { entryFingerprint, splitEntryName, synthesizeSandbox, type InventoryEntry, type NodeInventory, type ServedSandbox } from '@sandbox-scale/scale-core';
-import { WatchHub, type WatchEventType } from '../watch/watch-hub';
-import { Revisions } from './revisions';
+import type { WatchEventType } from '../resource/events';
+import type { WatchHub } from './watch-hub';
+import type { Revisions } from './revisions';
 import { SortedRows, type RowsSnapshot } from './sorted-rows';
 
-/** One sandbox as the view knows it: which node reports it, the entry, and when it last changed. */
+/** One sandbox as the cache knows it: which node reports it, the entry, and when it last changed. */
 export interface Row {
   readonly key: string;
   readonly node: string;
@@ -22,7 +23,7 @@ interface NodeState {
   goneTimer?: NodeJS.Timeout;
 }
 
-export interface SandboxViewOptions {
+export interface SandboxCacheOptions {
   /** How long a vanished inventory's entries are kept, so a brief gap is not DELETED+ADDED. */
   readonly graceMs: number;
   readonly hub: WatchHub;
@@ -37,12 +38,13 @@ const keyOf = (e: InventoryEntry): string => {
 };
 
 /**
- * The fleet as sandboxes: NodeInventory objects in, one row per sandbox out, with a
- * namespace/name index (O(1) get) and a change event per row. Also the local overlay:
+ * The informer-fed cache of the fleet as sandboxes: NodeInventory objects in, one row per
+ * sandbox out, with a namespace/name index (O(1) get) and a change event per row into the
+ * watch hub. Also the local overlay:
  * sandboxes created moments ago (listed before their node publishes them) and sandboxes
  * released here (hidden before their node publishes the release).
  */
-export class SandboxView {
+export class SandboxCache {
   /** By object name: a node's own NodeInventory and, for a node split into parts, `<node>.part-<n>`. */
   readonly #nodes = new Map<string, NodeState>();
   readonly #byName = new Map<string, Row>();
@@ -57,7 +59,7 @@ export class SandboxView {
   /** Adds what users set (labels, annotations) to a served object; set once storage is built. */
   decorate: (obj: ServedSandbox) => ServedSandbox = (obj) => obj;
 
-  constructor(private readonly opts: SandboxViewOptions) {}
+  constructor(private readonly opts: SandboxCacheOptions) {}
 
   get size(): number {
     return this.#byName.size;
@@ -71,7 +73,7 @@ export class SandboxView {
     return this.#byName.values();
   }
 
-  /** Every row in list order (namespace, then name); immutable, shared until the view changes. */
+  /** Every row in list order (namespace, then name); immutable, shared until the cache changes. */
   sortedRows(): RowsSnapshot {
     return this.#sorted.snapshot();
   }

@@ -1,11 +1,12 @@
 import { ClaimIndex, parseLabelSelector, parseFieldSelector, EVERYTHING_LABEL_SELECTOR, SANDBOX_PHASES, synthesizeSandbox, type NodeInventory } from '@sandbox-scale/scale-core';
 import { eventually } from '@sandbox-scale/e2e';
-import { WatchHub, type SandboxEvent } from '../watch/watch-hub';
+import type { SandboxEvent } from '../resource/events';
+import { WatchHub } from './watch-hub';
 import { NodeRouter } from './node-router';
-import { parseListQuery } from './list-query';
+import { parseListQuery } from '../http/list-query';
 import { Revisions } from './revisions';
 import { SandboxStorage } from './sandbox-storage';
-import { SandboxView } from './sandbox-view';
+import { SandboxCache } from './sandbox-cache';
 
 const inv = (node: string, rv: string, entries: Array<{ name: string; phase: string; id?: string }>): NodeInventory => ({
   apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
@@ -18,21 +19,21 @@ const inv = (node: string, rv: string, entries: Array<{ name: string; phase: str
 function setup(graceMs = 50, overlayTtlMs?: number) {
   const hub = new WatchHub(100);
   const revisions = new Revisions();
-  const view = new SandboxView({ graceMs, hub, revisions, ...(overlayTtlMs === undefined ? {} : { overlayTtlMs }) });
-  const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, undefined), revisions);
+  const cache = new SandboxCache({ graceMs, hub, revisions, ...(overlayTtlMs === undefined ? {} : { overlayTtlMs }) });
+  const storage = new SandboxStorage(cache, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(cache, undefined), revisions);
   const events: SandboxEvent[] = [];
   hub.subscribe((e) => events.push(e));
-  view.live = true;
-  return { view, storage, events, hub };
+  cache.live = true;
+  return { cache, storage, events, hub };
 }
 
 const q = (ns: string, params: Record<string, string> = {}) => parseListQuery(ns, new URLSearchParams(params));
 
-describe('SandboxView + SandboxStorage', () => {
+describe('SandboxCache + SandboxStorage', () => {
   it('lists every node sorted by namespace then name, with selectors', () => {
-    const { view, storage } = setup();
-    view.upsertInventory(inv('n1', '10', [{ name: 'ns-b/s2', phase: 'Pending' }, { name: 'ns-a/s1', phase: 'Running' }]));
-    view.upsertInventory(inv('n2', '11', [{ name: 'ns-a/s3', phase: 'Running' }, { name: 'ns-a-b/s0', phase: 'Running' }]));
+    const { cache, storage } = setup();
+    cache.upsertInventory(inv('n1', '10', [{ name: 'ns-b/s2', phase: 'Pending' }, { name: 'ns-a/s1', phase: 'Running' }]));
+    cache.upsertInventory(inv('n2', '11', [{ name: 'ns-a/s3', phase: 'Running' }, { name: 'ns-a-b/s0', phase: 'Running' }]));
     expect(storage.list(q('')).items.map((s) => `${s.metadata.namespace}/${s.metadata.name}`)).toEqual(['ns-a/s1', 'ns-a/s3', 'ns-a-b/s0', 'ns-b/s2']);
     expect(storage.list(q('ns-a')).items).toHaveLength(2);
     expect(storage.list(q('', { labelSelector: 'sandbox.cocoonstack.io/phase in (Pending)' })).items.map((s) => s.metadata.name)).toEqual(['s2']);
@@ -44,8 +45,8 @@ describe('SandboxView + SandboxStorage', () => {
   });
 
   it('pages with limit and continue', () => {
-    const { view, storage } = setup();
-    view.upsertInventory(inv('n1', '5', [{ name: 'a/x1', phase: 'R' }, { name: 'a/x2', phase: 'R' }, { name: 'a/x3', phase: 'R' }]));
+    const { cache, storage } = setup();
+    cache.upsertInventory(inv('n1', '5', [{ name: 'a/x1', phase: 'R' }, { name: 'a/x2', phase: 'R' }, { name: 'a/x3', phase: 'R' }]));
     const first = storage.list(q('', { limit: '2' }));
     expect(first.items.map((s) => s.metadata.name)).toEqual(['x1', 'x2']);
     const second = storage.list(q('', { limit: '2', continue: first.metadata.continue ?? '' }));
@@ -54,10 +55,10 @@ describe('SandboxView + SandboxStorage', () => {
   });
 
   it('serves increasing resourceVersions and emits one event per change', () => {
-    const { view, events } = setup();
-    view.upsertInventory(inv('n1', '7', [{ name: 'a/x', phase: 'Pending' }]));
-    view.upsertInventory(inv('n1', '8', [{ name: 'a/x', phase: 'Running' }, { name: 'a/y', phase: 'Running' }]));
-    view.upsertInventory(inv('n1', '9', [{ name: 'a/y', phase: 'Running' }]));
+    const { cache, events } = setup();
+    cache.upsertInventory(inv('n1', '7', [{ name: 'a/x', phase: 'Pending' }]));
+    cache.upsertInventory(inv('n1', '8', [{ name: 'a/x', phase: 'Running' }, { name: 'a/y', phase: 'Running' }]));
+    cache.upsertInventory(inv('n1', '9', [{ name: 'a/y', phase: 'Running' }]));
     expect(events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['ADDED x', 'MODIFIED x', 'ADDED y', 'DELETED x']);
     const revs = events.map((e) => e.rev);
     expect([...revs].sort((a, b) => a - b)).toEqual(revs);
@@ -65,21 +66,21 @@ describe('SandboxView + SandboxStorage', () => {
   });
 
   it('keeps a vanished inventory for the grace period: no DELETED/ADDED when it comes back', async () => {
-    const { view, events, storage } = setup(200);
-    view.upsertInventory(inv('n1', '3', [{ name: 'a/x', phase: 'Running' }]));
-    view.removeInventory('n1');
-    view.upsertInventory(inv('n1', '4', [{ name: 'a/x', phase: 'Running' }]));
+    const { cache, events, storage } = setup(200);
+    cache.upsertInventory(inv('n1', '3', [{ name: 'a/x', phase: 'Running' }]));
+    cache.removeInventory('n1');
+    cache.upsertInventory(inv('n1', '4', [{ name: 'a/x', phase: 'Running' }]));
     expect(events.map((e) => e.type)).toEqual(['ADDED']);
-    view.removeInventory('n1');
+    cache.removeInventory('n1');
     expect(storage.list(q('')).items).toHaveLength(1);
     await eventually(() => expect(events.map((e) => e.type)).toEqual(['ADDED', 'DELETED']), { timeoutMs: 5_000, intervalMs: 20 });
     expect(storage.list(q('')).items).toHaveLength(0);
   });
 
   it('carries the previous object on MODIFIED, so a watch can tell a sandbox left its selector', () => {
-    const { view, events } = setup();
-    view.upsertInventory(inv('n1', '7', [{ name: 'a/x', phase: SANDBOX_PHASES.running, id: 'sb_1' }]));
-    view.upsertInventory(inv('n1', '8', [{ name: 'a/x', phase: SANDBOX_PHASES.hibernated, id: 'sb_1' }]));
+    const { cache, events } = setup();
+    cache.upsertInventory(inv('n1', '7', [{ name: 'a/x', phase: SANDBOX_PHASES.running, id: 'sb_1' }]));
+    cache.upsertInventory(inv('n1', '8', [{ name: 'a/x', phase: SANDBOX_PHASES.hibernated, id: 'sb_1' }]));
     const modified = events.find((e) => e.type === 'MODIFIED');
     expect(modified?.prev?.metadata.labels?.['sandbox.cocoonstack.io/phase']).toBe('Running');
     expect(modified?.object.metadata.labels?.['sandbox.cocoonstack.io/phase']).toBe('Hibernated');
@@ -87,28 +88,28 @@ describe('SandboxView + SandboxStorage', () => {
   });
 
   it('keeps a created sandbox through a publish that does not list it yet: no DELETED, then MODIFIED when it is listed', () => {
-    const { view, events, storage } = setup();
-    view.upsertInventory(inv('n1', '7', [{ name: 'a/old', phase: 'Running', id: 'sb_0' }]));
+    const { cache, events, storage } = setup();
+    cache.upsertInventory(inv('n1', '7', [{ name: 'a/old', phase: 'Running', id: 'sb_0' }]));
     const entry = { name: 'a/new', id: 'sb_new', phase: SANDBOX_PHASES.running, claimRef: 'a/new' };
-    view.addCreated('n1', entry, synthesizeSandbox('n1', entry, { resourceVersion: '0' }));
+    cache.addCreated('n1', entry, synthesizeSandbox('n1', entry, { resourceVersion: '0' }));
     // an inventory built before the claim reached the node
-    view.upsertInventory(inv('n1', '8', [{ name: 'a/old', phase: 'Running', id: 'sb_0' }, { name: 'a/other', phase: 'Running', id: 'sb_2' }]));
+    cache.upsertInventory(inv('n1', '8', [{ name: 'a/old', phase: 'Running', id: 'sb_0' }, { name: 'a/other', phase: 'Running', id: 'sb_2' }]));
     expect(events.filter((e) => e.object.metadata.name === 'new').map((e) => e.type)).toEqual(['ADDED']);
     expect(storage.list(q('a')).items.map((s) => s.metadata.name)).toEqual(['new', 'old', 'other']);
-    view.upsertInventory(inv('n1', '9', [{ name: 'a/new', phase: 'Running', id: 'sb_new' }, { name: 'a/old', phase: 'Running', id: 'sb_0' }, { name: 'a/other', phase: 'Running', id: 'sb_2' }]));
+    cache.upsertInventory(inv('n1', '9', [{ name: 'a/new', phase: 'Running', id: 'sb_new' }, { name: 'a/old', phase: 'Running', id: 'sb_0' }, { name: 'a/other', phase: 'Running', id: 'sb_2' }]));
     expect(events.filter((e) => e.object.metadata.name === 'new').map((e) => e.type)).toEqual(['ADDED', 'MODIFIED']);
     // from now on the inventory owns it: leaving the inventory is a deletion
-    view.upsertInventory(inv('n1', '10', [{ name: 'a/old', phase: 'Running', id: 'sb_0' }]));
+    cache.upsertInventory(inv('n1', '10', [{ name: 'a/old', phase: 'Running', id: 'sb_0' }]));
     expect(events.filter((e) => e.object.metadata.name === 'new').map((e) => e.type)).toEqual(['ADDED', 'MODIFIED', 'DELETED']);
-    view.stop();
+    cache.stop();
   });
 
   it('drops a created sandbox no inventory ever lists once its overlay expires', async () => {
-    const { view, events, storage } = setup(50, 100);
-    view.upsertInventory(inv('n1', '7', []));
+    const { cache, events, storage } = setup(50, 100);
+    cache.upsertInventory(inv('n1', '7', []));
     const entry = { name: 'a/lost', id: 'sb_lost', phase: SANDBOX_PHASES.running };
-    view.addCreated('n1', entry, synthesizeSandbox('n1', entry, { resourceVersion: '0' }));
-    view.upsertInventory(inv('n1', '8', []));
+    cache.addCreated('n1', entry, synthesizeSandbox('n1', entry, { resourceVersion: '0' }));
+    cache.upsertInventory(inv('n1', '8', []));
     expect(storage.list(q('a')).items).toHaveLength(1);
     // the overlay's 100 ms TTL runs out on its own timer
     await eventually(() => expect(events.map((e) => e.type)).toEqual(['ADDED', 'DELETED']), { timeoutMs: 5_000, intervalMs: 20 });
@@ -131,25 +132,25 @@ describe('WatchHub', () => {
   });
 });
 
-describe('SandboxView with a split inventory', () => {
+describe('SandboxCache with a split inventory', () => {
   it('serves a node split into parts as one node: rows name the node, only its own object routes', async () => {
-    const { view, storage, events } = setup(20);
+    const { cache, storage, events } = setup(20);
     const own: NodeInventory = { ...inv('n1', '10', [{ name: 'a/x1', phase: 'Running', id: 'sb_1' }]), address: '10.0.0.1:7777', parts: 2 };
     const part: NodeInventory = { ...inv('n1.part-1', '11', [{ name: 'a/x2', phase: 'Running', id: 'sb_2' }]), node: 'n1', part: 1 };
-    view.upsertInventory(own);
-    view.upsertInventory(part);
+    cache.upsertInventory(own);
+    cache.upsertInventory(part);
     expect(storage.list(q('')).items.map((s) => [s.metadata.name, s.status.nodeName])).toEqual([['x1', 'n1'], ['x2', 'n1']]);
-    expect(view.inventories().map((i) => i.metadata.name)).toEqual(['n1']);
-    expect(view.inventory('n1')?.address).toBe('10.0.0.1:7777');
-    expect(view.inventory('n1.part-1')).toBeUndefined();
+    expect(cache.inventories().map((i) => i.metadata.name)).toEqual(['n1']);
+    expect(cache.inventory('n1')?.address).toBe('10.0.0.1:7777');
+    expect(cache.inventory('n1.part-1')).toBeUndefined();
     // an entry moving to the other object is one MODIFIED, never DELETED then ADDED
-    view.upsertInventory({ ...part, metadata: { ...part.metadata, resourceVersion: '12' }, entries: [{ name: 'a/x1', phase: 'Running', id: 'sb_1' }, { name: 'a/x2', phase: 'Running', id: 'sb_2' }] });
-    view.upsertInventory({ ...own, metadata: { ...own.metadata, resourceVersion: '13' }, entries: [] });
+    cache.upsertInventory({ ...part, metadata: { ...part.metadata, resourceVersion: '12' }, entries: [{ name: 'a/x1', phase: 'Running', id: 'sb_1' }, { name: 'a/x2', phase: 'Running', id: 'sb_2' }] });
+    cache.upsertInventory({ ...own, metadata: { ...own.metadata, resourceVersion: '13' }, entries: [] });
     expect(events.filter((e) => e.type !== 'ADDED').map((e) => [e.type, e.object.metadata.name])).toEqual([['MODIFIED', 'x1']]);
     expect(storage.list(q('')).items).toHaveLength(2);
     // a deleted part drops its rows after the grace period, the node's own object stays
-    view.removeInventory('n1.part-1');
+    cache.removeInventory('n1.part-1');
     await eventually(() => expect(storage.list(q('')).items).toHaveLength(0));
-    expect(view.inventories().map((i) => i.metadata.name)).toEqual(['n1']);
+    expect(cache.inventories().map((i) => i.metadata.name)).toEqual(['n1']);
   });
 });

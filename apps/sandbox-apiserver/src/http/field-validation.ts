@@ -1,4 +1,5 @@
 import { BadRequestError, SandboxSchema, toStructuralSchema } from '@sandbox-scale/scale-core';
+import type { z } from 'zod';
 
 /** `fieldValidation` on create (k8s-api.md §4.7): what to do with fields the schema lacks. */
 export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
@@ -18,7 +19,7 @@ interface Structural {
   readonly 'x-kubernetes-preserve-unknown-fields'?: boolean;
 }
 
-/** ObjectMeta's fields: the Sandbox schema leaves metadata open, kube checks it field by field. */
+/** ObjectMeta's fields: an object schema leaves metadata open, kube checks it field by field. */
 const OBJECT_META: Structural = {
   type: 'object',
   properties: Object.fromEntries(
@@ -27,11 +28,19 @@ const OBJECT_META: Structural = {
 };
 const STRING_MAP: Structural = { type: 'object', additionalProperties: { type: 'string' } };
 
-const SANDBOX_STRUCTURAL = ((): Structural => {
-  const s = toStructuralSchema(SandboxSchema) as Structural;
-  const metadata: Structural = { ...OBJECT_META, properties: { ...OBJECT_META.properties, labels: STRING_MAP, annotations: STRING_MAP } };
-  return { ...s, properties: { ...s.properties, metadata } };
-})();
+const structurals = new WeakMap<z.ZodType, Structural>();
+
+/** The structural schema a body is checked against: the object's schema with ObjectMeta spelled out. */
+function structuralOf(schema: z.ZodType): Structural {
+  let out = structurals.get(schema);
+  if (out === undefined) {
+    const s = toStructuralSchema(schema) as Structural;
+    const metadata: Structural = { ...OBJECT_META, properties: { ...OBJECT_META.properties, labels: STRING_MAP, annotations: STRING_MAP } };
+    out = { ...s, properties: { ...s.properties, metadata } };
+    structurals.set(schema, out);
+  }
+  return out;
+}
 
 const isRecord = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -53,21 +62,23 @@ function walk(value: unknown, schema: Structural, path: string, out: string[]): 
   }
 }
 
-/** Dotted paths, sorted, of every field of a Sandbox body its schema does not declare. */
-export function unknownSandboxFields(body: unknown): string[] {
+/** Dotted paths, sorted, of every field of a body that `schema` does not declare. */
+export function unknownFields(body: unknown, schema: z.ZodType): string[] {
   const out: string[] = [];
-  walk(body, SANDBOX_STRUCTURAL, '', out);
+  walk(body, structuralOf(schema), '', out);
   return out.sort();
 }
 
+export const unknownSandboxFields = (body: unknown): string[] => unknownFields(body, SandboxSchema);
+
 /**
- * Applies `fieldValidation` to a create body: Strict → 400 naming every unknown field (as
+ * Applies `fieldValidation` to a create body of `schema`'s objects: Strict → 400 naming every unknown field (as
  * kube's strict decoder words it); Warn → the `Warning` header values to send; Ignore → none.
  * Unknown fields are never stored either way: the served object is rebuilt from the node.
  */
-export function checkUnknownFields(body: unknown, mode: FieldValidation): string[] {
+export function checkUnknownFields(body: unknown, mode: FieldValidation, schema: z.ZodType = SandboxSchema): string[] {
   if (mode === 'Ignore') return [];
-  const unknown = unknownSandboxFields(body);
+  const unknown = unknownFields(body, schema);
   if (unknown.length === 0) return [];
   if (mode === 'Strict') throw new BadRequestError(`strict decoding error: ${unknown.map((f) => `unknown field "${f}"`).join(', ')}`);
   return unknown.map((f) => `299 - ${JSON.stringify(`unknown field "${f}"`)}`);
