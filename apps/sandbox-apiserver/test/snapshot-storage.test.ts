@@ -160,4 +160,18 @@ describe('fork children', () => {
     expect(child.metadata.name).toBe(r.children[0]?.name);
     expect(child.metadata.annotations?.[ANNOTATIONS.claimId]).toBe(r.children[0]?.sandboxID);
   });
+
+  it('refuses a parent whose name leaves its children no valid name (over 253 characters) with 422, before the node forks', async () => {
+    const longest = `p${'a'.repeat(232)}`;
+    const tooLong = `${longest}b`;
+    const { lifecycle } = await setup([longest, tooLong]);
+    const before = (await direct.sandboxes()).length;
+    const s = await statusOf(lifecycle.act(NS, tooLong, 'fork', { count: 1 }, false));
+    expect(s).toMatchObject({ code: 422, reason: 'Invalid' });
+    expect(s.details?.causes?.map((c) => c.field)).toEqual(['metadata.name']);
+    expect((await direct.sandboxes()).length).toBe(before);
+    const r = (await lifecycle.act(NS, longest, 'fork', { count: 1 }, false)) as { children: { name: string }[] };
+    expect(r.children[0]?.name.length).toBe(253);
+    expect(r.children[0]?.name).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
+  });
 });
