@@ -169,6 +169,34 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     expect(gone.stderr).toContain(`snapshot "${snapshotID}" of sandbox ${ns}/sb-snap not found`);
   });
 
+  it('keeps the snapshots of a deleted sandbox listable, claimable and deletable, and out of reach of another namespace', async () => {
+    await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-gone') });
+    const raw = async (namespace: string, action: string, body: unknown) => kubectl(['create', '--raw', `${BASE}/namespaces/${namespace}/sandboxes/sb-gone/${action}`, '-f', '-', '-v=6'], { input: JSON.stringify(body) });
+    const made = await raw(ns, 'snapshot', { name: 'keep' });
+    expect(made.code).toBe(0);
+    const snapshotID = (JSON.parse(made.stdout) as { snapshotID: string }).snapshotID;
+    expect((await kubectl(['delete', 'sandbox', 'sb-gone', '-n', ns])).code).toBe(0);
+    await publish();
+    expect((await kubectl(['get', 'sandbox', 'sb-gone', '-n', ns])).stderr).toContain('NotFound');
+
+    const listed = await raw(ns, 'snapshots', {});
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as { items: unknown[] }).items).toEqual([expect.objectContaining({ snapshotID, name: 'keep' })]);
+    // the same name in another namespace reaches nothing
+    for (const [action, body] of [['snapshots', {}], ['claimsnapshot', { snapshot: snapshotID, name: 'sb-stolen' }], ['deletesnapshot', { snapshot: snapshotID }]] as const) {
+      const other = await raw('default', action, body);
+      expect(other.code).not.toBe(0);
+      expect(other.stderr).toMatch(/404 Not Found/);
+    }
+
+    const claimed = await raw(ns, 'claimsnapshot', { snapshot: snapshotID, name: 'sb-gone-branch' });
+    expect(claimed.code).toBe(0);
+    expect((await kubectl(['get', 'sandbox', 'sb-gone-branch', '-n', ns, '-o', 'jsonpath={.metadata.name}'])).stdout).toBe('sb-gone-branch');
+    expect((await raw(ns, 'deletesnapshot', { snapshot: snapshotID })).code).toBe(0);
+    // neither a sandbox nor a snapshot is left under the name
+    expect((await raw(ns, 'snapshots', {})).stderr).toMatch(/404 Not Found/);
+  });
+
   it('refuses a duplicate name with 409 AlreadyExists', async () => {
     await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-dup') });
     const second = await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-dup') });
