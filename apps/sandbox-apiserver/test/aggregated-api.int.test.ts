@@ -2,7 +2,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { applyCrds, createCA, createLeaf, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, testBinDir, testKubeConfig, testKubeconfigPath } from '@sandbox-scale/e2e';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
-import { parseOwnerRef } from '@sandbox-scale/scale-core';
+import { createInformer } from '@sandbox-scale/kube-runtime';
+import { parseObject, parseOwnerRef } from '@sandbox-scale/scale-core';
+import { z } from 'zod';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -323,5 +325,37 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
       return names;
     }, { timeoutMs: 60_000 });
     expect(relist).not.toContain('sb-gone-while-down');
+  });
+
+  it('hands an informer whose watch outlives a restart a delete for the sandbox released while the server was down', async () => {
+    await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-informed-gone') });
+    await publish();
+    const seen: string[] = [];
+    const ServedSchema = z.looseObject({ metadata: z.looseObject({ name: z.string(), namespace: z.string().optional(), resourceVersion: z.string().optional(), annotations: z.record(z.string(), z.string()).optional() }) });
+    // the project's own informer, as the controllers run it: list, watch, 410 -> relist
+    const informer = createInformer(kc, {
+      resource: { group: 'agents.x-k8s.io', version: 'v1beta1', plural: 'sandboxes', kind: 'Sandbox', namespaced: true },
+      namespace: ns,
+      parse: (obj) => parseObject(ServedSchema, obj),
+      log: quietLog,
+      backoff: { initialMs: 200, maxMs: 1000 },
+    });
+    informer.on({ add: (o) => seen.push(`add ${o.metadata.name}`), delete: (o) => seen.push(`delete ${o.metadata.name}`) });
+    informer.start();
+    try {
+      await eventually(async () => expect(seen).toContain('add sb-informed-gone'), { timeoutMs: 60_000 });
+      const id = informer.list(ns).find((o) => o.metadata.name === 'sb-informed-gone')?.metadata.annotations?.['sandbox.cocoonstack.io/claim-id'] ?? '';
+      expect(id).toMatch(/^sb_/);
+      await server.stop();
+      // released on its node while no sandbox-apiserver was running: no process saw it go
+      await Promise.all(sim.nodes.map((n) => new SandboxdClient({ baseUrl: n.url, token: TOKEN }).release(id).catch(() => undefined)));
+      await publish();
+      await startServer();
+      await eventually(async () => expect(seen).toContain('delete sb-informed-gone'), { timeoutMs: 60_000 });
+      expect(seen.filter((e) => e === 'delete sb-informed-gone')).toHaveLength(1);
+      expect(informer.list(ns).map((o) => o.metadata.name)).not.toContain('sb-informed-gone');
+    } finally {
+      await informer.stop();
+    }
   });
 });
