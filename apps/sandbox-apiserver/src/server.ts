@@ -19,7 +19,9 @@ import { inventoryMetrics, requestMetrics } from './metrics';
 import { OwnerRouting } from './peers/owner-routing';
 import { PeerClient } from './peers/peer-client';
 import { PeerIdentity, servePeerCall } from './peers/peer-endpoint';
+import { OverlayShare } from './peers/overlay-share';
 import { PEER_PATH } from './peers/peer-protocol';
+import { renewalScope } from './peers/renewal-scope';
 import { peerId, PeerSet, startPeerInformer } from './peers/peer-set';
 import { LocalVerbs } from './peers/sandbox-verbs';
 import { installStorages } from './storage/install';
@@ -202,8 +204,9 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   if (peerInformer !== undefined) peersSynced.check = () => peerInformer.hasSynced();
   if (peerClient === undefined) log.info({}, 'no --advertise-address (or no delegated auth): this replica serves every name itself');
   sandboxes.routeThrough(new OwnerRouting({ local, peers, client: peerClient, settleMs: config.peerSettleMs ?? 60_000, log }));
+  if (peerClient !== undefined) local.share = new OverlayShare({ storage: sandboxes.reads, peers, client: peerClient, log });
   log.info({ port, self: peers.self }, 'serving agents.x-k8s.io/v1beta1');
-  const renewer = new LeaseRenewer({ view: sandboxes.cache, router: sandboxes.reads.router, leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS, ratePerSecond: config.leaseRenewalsPerSecond ?? 500, log });
+  const renewer = new LeaseRenewer({ cache: sandboxes.cache, router: sandboxes.reads.router, leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS, ratePerSecond: config.leaseRenewalsPerSecond ?? 500, log, renewsHere: renewalScope({ peers, peered: peerClient !== undefined, peersKnown: () => peersSynced.check(), settleMs: config.peerSettleMs ?? 60_000 }) });
   const renewing = new AbortController();
   // starts once the cache is synced; a stop before that never waits on the sync
   let renewed: Promise<void> | undefined;

@@ -2,7 +2,9 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { applyCrds, createCA, createLeaf, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, testBinDir, testKubeConfig, testKubeconfigPath } from '@sandbox-scale/e2e';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
-import { parseOwnerRef } from '@sandbox-scale/scale-core';
+import { createInformer } from '@sandbox-scale/kube-runtime';
+import { parseObject, parseOwnerRef } from '@sandbox-scale/scale-core';
+import { z } from 'zod';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -169,6 +171,34 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     expect(gone.stderr).toContain(`snapshot "${snapshotID}" of sandbox ${ns}/sb-snap not found`);
   });
 
+  it('keeps the snapshots of a deleted sandbox listable, claimable and deletable, and out of reach of another namespace', async () => {
+    await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-gone') });
+    const raw = async (namespace: string, action: string, body: unknown) => kubectl(['create', '--raw', `${BASE}/namespaces/${namespace}/sandboxes/sb-gone/${action}`, '-f', '-', '-v=6'], { input: JSON.stringify(body) });
+    const made = await raw(ns, 'snapshot', { name: 'keep' });
+    expect(made.code).toBe(0);
+    const snapshotID = (JSON.parse(made.stdout) as { snapshotID: string }).snapshotID;
+    expect((await kubectl(['delete', 'sandbox', 'sb-gone', '-n', ns])).code).toBe(0);
+    await publish();
+    expect((await kubectl(['get', 'sandbox', 'sb-gone', '-n', ns])).stderr).toContain('NotFound');
+
+    const listed = await raw(ns, 'snapshots', {});
+    expect(listed.code).toBe(0);
+    expect((JSON.parse(listed.stdout) as { items: unknown[] }).items).toEqual([expect.objectContaining({ snapshotID, name: 'keep' })]);
+    // the same name in another namespace reaches nothing
+    for (const [action, body] of [['snapshots', {}], ['claimsnapshot', { snapshot: snapshotID, name: 'sb-stolen' }], ['deletesnapshot', { snapshot: snapshotID }]] as const) {
+      const other = await raw('default', action, body);
+      expect(other.code).not.toBe(0);
+      expect(other.stderr).toMatch(/404 Not Found/);
+    }
+
+    const claimed = await raw(ns, 'claimsnapshot', { snapshot: snapshotID, name: 'sb-gone-branch' });
+    expect(claimed.code).toBe(0);
+    expect((await kubectl(['get', 'sandbox', 'sb-gone-branch', '-n', ns, '-o', 'jsonpath={.metadata.name}'])).stdout).toBe('sb-gone-branch');
+    expect((await raw(ns, 'deletesnapshot', { snapshot: snapshotID })).code).toBe(0);
+    // neither a sandbox nor a snapshot is left under the name
+    expect((await raw(ns, 'snapshots', {})).stderr).toMatch(/404 Not Found/);
+  });
+
   it('refuses a duplicate name with 409 AlreadyExists', async () => {
     await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-dup') });
     const second = await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-dup') });
@@ -295,5 +325,37 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
       return names;
     }, { timeoutMs: 60_000 });
     expect(relist).not.toContain('sb-gone-while-down');
+  });
+
+  it('hands an informer whose watch outlives a restart a delete for the sandbox released while the server was down', async () => {
+    await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-informed-gone') });
+    await publish();
+    const seen: string[] = [];
+    const ServedSchema = z.looseObject({ metadata: z.looseObject({ name: z.string(), namespace: z.string().optional(), resourceVersion: z.string().optional(), annotations: z.record(z.string(), z.string()).optional() }) });
+    // the project's own informer, as the controllers run it: list, watch, 410 -> relist
+    const informer = createInformer(kc, {
+      resource: { group: 'agents.x-k8s.io', version: 'v1beta1', plural: 'sandboxes', kind: 'Sandbox', namespaced: true },
+      namespace: ns,
+      parse: (obj) => parseObject(ServedSchema, obj),
+      log: quietLog,
+      backoff: { initialMs: 200, maxMs: 1000 },
+    });
+    informer.on({ add: (o) => seen.push(`add ${o.metadata.name}`), delete: (o) => seen.push(`delete ${o.metadata.name}`) });
+    informer.start();
+    try {
+      await eventually(async () => expect(seen).toContain('add sb-informed-gone'), { timeoutMs: 60_000 });
+      const id = informer.list(ns).find((o) => o.metadata.name === 'sb-informed-gone')?.metadata.annotations?.['sandbox.cocoonstack.io/claim-id'] ?? '';
+      expect(id).toMatch(/^sb_/);
+      await server.stop();
+      // released on its node while no sandbox-apiserver was running: no process saw it go
+      await Promise.all(sim.nodes.map((n) => new SandboxdClient({ baseUrl: n.url, token: TOKEN }).release(id).catch(() => undefined)));
+      await publish();
+      await startServer();
+      await eventually(async () => expect(seen).toContain('delete sb-informed-gone'), { timeoutMs: 60_000 });
+      expect(seen.filter((e) => e === 'delete sb-informed-gone')).toHaveLength(1);
+      expect(informer.list(ns).map((o) => o.metadata.name)).not.toContain('sb-informed-gone');
+    } finally {
+      await informer.stop();
+    }
   });
 });

@@ -2,12 +2,14 @@ import { createLogger } from '@sandbox-scale/kube-runtime';
 import { ClaimIndex, formatOwnerRef, formatRfc3339Seconds, RENEWAL_WINDOW, type NodeInventory } from '@sandbox-scale/scale-core';
 import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { ManualClock, startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
+import { PeerSet } from '../src/peers/peer-set';
+import { renewalScope } from '../src/peers/renewal-scope';
 import { LeasePolicy } from '../src/storage/lease-policy';
 import { LeaseRenewer } from '../src/storage/lease-renewer';
 import { NodeRouter } from '../src/storage/node-router';
 import { Revisions } from '../src/storage/revisions';
 import { SandboxStorage } from '../src/storage/sandbox-storage';
-import { SandboxCache as SandboxView } from '../src/storage/sandbox-cache';
+import { SandboxCache } from '../src/storage/sandbox-cache';
 import { WatchHub } from '../src/storage/watch-hub';
 
 // The renewer against a real sandboxd-sim on virtual time: sandboxes that live until deleted
@@ -50,7 +52,7 @@ it('keeps a sandbox that lives until deleted over ten leases, lets one with its 
   const b = await direct.claim({ template: TEMPLATE, ttlSeconds: bounded.ttlSeconds, claimRef: refOf('bounded', false) });
 
   const revisions = new Revisions();
-  const view = new SandboxView({ graceMs: 50, hub: new WatchHub(10), revisions });
+  const view = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
   const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
   let rv = 1;
   // the publisher's view of the node: every live row with its current deadline
@@ -62,7 +64,7 @@ it('keeps a sandbox that lives until deleted over ten leases, lets one with its 
     };
     view.upsertInventory(inv);
   };
-  const renewer = new LeaseRenewer({ view, router: storage.router, leaseTtlSeconds: LEASE_S, ratePerSecond: 100, log: createLogger({ name: 'renewer-test', level: 'silent' }), now: () => clock.now() });
+  const renewer = new LeaseRenewer({ cache: view, router: storage.router, leaseTtlSeconds: LEASE_S, ratePerSecond: 100, log: createLogger({ name: 'renewer-test', level: 'silent' }), now: () => clock.now() });
   expect(renewer.intervalMs).toBe(7500);
 
   let renewals = 0;
@@ -86,4 +88,60 @@ it('keeps a sandbox that lives until deleted over ten leases, lets one with its 
   expect(renewals).toBeGreaterThanOrEqual(Math.floor(virtualMs / (RENEWAL_WINDOW.to * LEASE_S * 1000 + renewer.intervalMs)));
   expect(renewals).toBeLessThanOrEqual(Math.ceil(virtualMs / (RENEWAL_WINDOW.from * LEASE_S * 1000)) + 1);
   view.stop();
+});
+
+it('with two replicas renews each lease once in all, by the replica that owns the name, and keeps every sandbox alive', async () => {
+  const A = '10.0.0.1:6443';
+  const B = '10.0.0.2:6443';
+  const names = ['pair-0', 'pair-1', 'pair-2', 'pair-3', 'pair-4'];
+  const ids = new Map<string, string>();
+  for (const name of names) ids.set(name, (await direct.claim({ template: TEMPLATE, ttlSeconds: LEASE_S, claimRef: formatOwnerRef({ kind: 'Sandbox', uid: `uid-${name}`, namespace: NS, name, renewed: true }) })).id);
+  const replicas = [A, B].map((self) => {
+    const revisions = new Revisions();
+    const view = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
+    const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
+    const peers = new PeerSet(self, () => clock.now());
+    peers.update([A, B]);
+    const renewsHere = renewalScope({ peers, peered: true, peersKnown: () => true, settleMs: 60_000 });
+    const renewer = new LeaseRenewer({ cache: view, router: storage.router, leaseTtlSeconds: LEASE_S, ratePerSecond: 100, log: createLogger({ name: 'renewer-test', level: 'silent' }), now: () => clock.now(), renewsHere });
+    return { self, view, peers, renewer, renewed: 0, elsewhere: 0 };
+  });
+  let rv = 1;
+  const publish = async (): Promise<void> => {
+    const rows = (await direct.sandboxes()).filter((r) => [...ids.values()].includes(r.id));
+    const inv: NodeInventory = {
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node, resourceVersion: String(rv++) }, node, address: sim.nodes[0]?.addr ?? '',
+      entries: rows.map((r) => ({ name: `${NS}/${r.claimRef?.split('/')[1] ?? r.id}`, id: r.id, phase: 'Running', ...(r.claimRef ? { claimRef: r.claimRef } : {}), ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}) })),
+    };
+    for (const r of replicas) r.view.upsertInventory(inv);
+  };
+  const interval = replicas[0]?.renewer.intervalMs ?? 0;
+  const t0 = clock.now();
+  for (let i = 0; clock.now() - t0 < 10 * LEASE_S * 1000; i++) {
+    if (i % 2 === 0) await publish();
+    for (const r of replicas) {
+      const p = await r.renewer.pass();
+      r.renewed += p.renewed;
+      r.elsewhere += p.elsewhere;
+    }
+    await clock.advance(interval);
+  }
+  const live = new Set((await direct.sandboxes()).map((r) => r.id));
+  const alive = names.filter((n) => live.has(ids.get(n) ?? '')).length;
+  const [a, b] = replicas;
+  const ownedByA = names.filter((n) => a?.peers.owns(NS, n)).length;
+  const virtualMs = clock.now() - t0;
+  console.log(JSON.stringify({ test: 'aggregated-api-lease-two-replicas', sandboxes: names.length, alive, owned_by_a: ownedByA, renewed_by_a: a?.renewed, renewed_by_b: b?.renewed }));
+  expect(alive).toBe(names.length);
+  // each replica renewed only what it owns, and together once per lease per sandbox (not twice)
+  expect(ownedByA).toBeGreaterThan(0);
+  expect(ownedByA).toBeLessThan(names.length);
+  const perLeaseMax = Math.ceil(virtualMs / (RENEWAL_WINDOW.from * LEASE_S * 1000)) + 1;
+  const perLeaseMin = Math.floor(virtualMs / (RENEWAL_WINDOW.to * LEASE_S * 1000 + interval));
+  expect(a?.renewed).toBeGreaterThanOrEqual(ownedByA * perLeaseMin);
+  expect(a?.renewed).toBeLessThanOrEqual(ownedByA * perLeaseMax);
+  expect(b?.renewed).toBeGreaterThanOrEqual((names.length - ownedByA) * perLeaseMin);
+  expect(b?.renewed).toBeLessThanOrEqual((names.length - ownedByA) * perLeaseMax);
+  expect((a?.elsewhere ?? 0) + (b?.elsewhere ?? 0)).toBeGreaterThan(0);
+  for (const r of replicas) r.view.stop();
 });

@@ -5,7 +5,7 @@ import { findOnNodes } from '../src/peers/node-lookup';
 import { NodeRouter } from '../src/storage/node-router';
 import { Revisions } from '../src/storage/revisions';
 import { SandboxStorage } from '../src/storage/sandbox-storage';
-import { SandboxCache as SandboxView } from '../src/storage/sandbox-cache';
+import { SandboxCache } from '../src/storage/sandbox-cache';
 import { WatchHub } from '../src/storage/watch-hub';
 import { quietLog } from './fleet-fixture';
 
@@ -30,7 +30,7 @@ afterAll(async () => {
 
 function storageOverNodes(): SandboxStorage {
   const revisions = new Revisions();
-  const view = new SandboxView({ graceMs: 50, hub: new WatchHub(10), revisions });
+  const view = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
   // the nodes are known, but neither has published the sandboxes yet
   for (const n of sim.nodes) {
     const inv: NodeInventory = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: n.name, resourceVersion: '1' }, node: n.name, address: n.addr, entries: [] };

@@ -6,7 +6,7 @@ import { LifecycleStorage } from '../src/storage/lifecycle-storage';
 import { NodeRouter } from '../src/storage/node-router';
 import { Revisions } from '../src/storage/revisions';
 import { SandboxStorage } from '../src/storage/sandbox-storage';
-import { SandboxCache as SandboxView } from '../src/storage/sandbox-cache';
+import { SandboxCache } from '../src/storage/sandbox-cache';
 import { publishedInventory } from './fleet-fixture';
 
 const TOKEN = 'unit-fleet-token';
@@ -34,7 +34,7 @@ afterAll(async () => {
 /** A fresh apiserver storage over the sim node, with `names` claimed on it and published. */
 async function setup(names: readonly string[]): Promise<{ lifecycle: LifecycleStorage; storage: SandboxStorage }> {
   const revisions = new Revisions();
-  const view = new SandboxView({ graceMs: 50, hub: new WatchHub(10), revisions });
+  const view = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
   const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
   const ids = new Set<string>();
   for (const name of names) ids.add((await direct.claim({ template: TEMPLATE, claimRef: `${NS}/${name}` })).id);
@@ -159,5 +159,19 @@ describe('fork children', () => {
     const child = await storage.get(NS, r.children[0]?.name ?? '');
     expect(child.metadata.name).toBe(r.children[0]?.name);
     expect(child.metadata.annotations?.[ANNOTATIONS.claimId]).toBe(r.children[0]?.sandboxID);
+  });
+
+  it('refuses a parent whose name leaves its children no valid name (over 253 characters) with 422, before the node forks', async () => {
+    const longest = `p${'a'.repeat(232)}`;
+    const tooLong = `${longest}b`;
+    const { lifecycle } = await setup([longest, tooLong]);
+    const before = (await direct.sandboxes()).length;
+    const s = await statusOf(lifecycle.act(NS, tooLong, 'fork', { count: 1 }, false));
+    expect(s).toMatchObject({ code: 422, reason: 'Invalid' });
+    expect(s.details?.causes?.map((c) => c.field)).toEqual(['metadata.name']);
+    expect((await direct.sandboxes()).length).toBe(before);
+    const r = (await lifecycle.act(NS, longest, 'fork', { count: 1 }, false)) as { children: { name: string }[] };
+    expect(r.children[0]?.name.length).toBe(253);
+    expect(r.children[0]?.name).toMatch(/^[a-z0-9]([-a-z0-9.]*[a-z0-9])?$/);
   });
 });

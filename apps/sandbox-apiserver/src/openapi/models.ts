@@ -1,5 +1,6 @@
 import { API_VERSION, SANDBOX_GROUP, SandboxSchema, toStructuralSchema } from '@sandbox-scale/scale-core';
 import { ACTIONS } from '../discovery';
+import { MAX_SNAPSHOT_LABEL } from '../storage/snapshot-owner';
 
 /** Definition names unique across the cluster, so kube-apiserver's merge never collides. */
 export const MODEL_PREFIX = 'io.x-k8s.agents.v1beta1.';
@@ -12,6 +13,8 @@ const typeMeta: Schema = { apiVersion: { type: 'string' }, kind: { type: 'string
 
 /** Fields of the snapshot options bodies, so `kubectl explain` and clients see what to send. */
 const OPTION_FIELDS: Record<string, { properties: Schema; required?: string[] }> = {
+  // snapshots belong to the sandbox name they were taken from and outlive the sandbox (storage/snapshot-storage.ts)
+  SandboxSnapshotOptions: { properties: { name: { type: 'string', maxLength: MAX_SNAPSHOT_LABEL, description: 'A label for the snapshot: letters, digits and ._:/- , starting with a letter or digit.' } } },
   SandboxSnapshotsOptions: { properties: {} },
   SandboxDeleteSnapshotOptions: { properties: { snapshot: { type: 'string', description: 'The snapshotID to delete, as listed by sandboxes/snapshots.' } }, required: ['snapshot'] },
   SandboxClaimSnapshotOptions: {

@@ -11,7 +11,7 @@ import type { SandboxStorage } from '../storage/sandbox-storage';
  */
 export async function findOnNodes(storage: SandboxStorage, namespace: string, name: string, log: Logger): Promise<boolean> {
   if (!storage.router.configured) return false;
-  const nodes = storage.view.inventories().filter((i) => i.address);
+  const nodes = storage.cache.inventories().filter((i) => i.address);
   const hits = await Promise.all(
     nodes.map(async (inv) => {
       try {

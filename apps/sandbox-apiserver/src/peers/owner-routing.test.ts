@@ -18,7 +18,7 @@ function setup(peerAnswer: (peer: string, call: PeerCall) => Record<string, unkn
   const sent: Array<{ peer: string; op: string }> = [];
   const hidden: string[] = [];
   const local = {
-    storage: { reads: { index: { deleteByName: (ns: string, n: string) => hidden.push(`${ns}/${n}`) }, router: { configured: false } }, view: { markReleased: () => undefined, inventories: () => [] } },
+    storage: { reads: { index: { deleteByName: (ns: string, n: string) => hidden.push(`${ns}/${n}`) }, router: { configured: false } }, cache: { markReleased: () => undefined, inventories: () => [] } },
     create: async (ns: string) => (ran.push(`create ${ns}`), { kind: 'Sandbox' }),
     get: async (_ns: string, name: string) => {
       ran.push(`get ${name}`);
@@ -28,7 +28,7 @@ function setup(peerAnswer: (peer: string, call: PeerCall) => Record<string, unkn
       ran.push(`delete ${name}`);
       throw new NotFoundError(SANDBOX_RESOURCE, name);
     },
-    act: async () => ({}),
+    act: async (_ns: string, name: string, action: string) => (ran.push(`${action} ${name}`), {}),
     run: async () => ({}),
   } as unknown as LocalVerbs;
   const client = {
@@ -100,5 +100,22 @@ describe('OwnerRouting', () => {
     const err = await t.routing.get('ns', name).catch((e: unknown) => e);
     expect(statusErrorOf(err)?.code).toBe(404);
     expect(t.sent.map((s) => s.peer).sort()).toEqual([B, '10.0.0.3:6443']);
+  });
+
+  it('runs a snapshot claim on the owner of the name it creates, whoever owns the source, and never asks a second replica', async () => {
+    const t = setup((_peer, call) => {
+      if (call.op === 'act') throw new NotFoundError(SANDBOX_RESOURCE, 'ck_1');
+      return {};
+    });
+    const source = namesOwnedBy(t.peers, B);
+    const here = namesOwnedBy(t.peers, A);
+    await t.routing.act('ns', source, 'claimsnapshot', { snapshot: 'ck_1', name: here }, false);
+    expect(t.ran).toEqual([`claimsnapshot ${source}`]);
+    expect(t.sent).toEqual([]);
+    // a target owned elsewhere goes there, and its 404 (no such snapshot) is the answer
+    const err = await t.routing.act('ns', here, 'claimsnapshot', { snapshot: 'ck_1', name: source }, false).catch((e: unknown) => e);
+    expect(statusErrorOf(err)?.code).toBe(404);
+    expect(t.sent).toEqual([{ peer: B, op: 'act' }]);
+    expect(t.ran).toEqual([`claimsnapshot ${source}`]);
   });
 });

@@ -11,6 +11,12 @@ import { findOnNodes } from './node-lookup';
 
 const isNotFound = (err: unknown): boolean => statusErrorOf(err)?.code === 404;
 
+/** The name a claimsnapshot body asks for; '' when it has none (the owner's parse answers 400). */
+function claimTargetOf(body: unknown): string {
+  const name = typeof body === 'object' && body !== null ? (body as { name?: unknown }).name : undefined;
+  return typeof name === 'string' ? name : '';
+}
+
 export interface OwnerRoutingOptions {
   readonly local: LocalVerbs;
   readonly peers: PeerSet;
@@ -83,6 +89,14 @@ export class OwnerRouting implements SandboxVerbs {
   }
 
   async act(namespace: string, name: string, action: string, body: unknown, dryRun: boolean): Promise<Record<string, unknown> | ServedSandbox> {
+    if (action === 'claimsnapshot') {
+      // creates the sandbox named in the body: run by that name's owner, like a create, so the
+      // name check there is the one every create of it meets. Snapshots are found on the nodes,
+      // whichever replica asks, so a miss there is final.
+      const owner = this.#ownerElsewhere(namespace, claimTargetOf(body));
+      if (owner !== undefined) return this.#forward(owner, { op: 'act', namespace, name, action, body, dryRun });
+      return this.o.local.act(namespace, name, action, body, dryRun);
+    }
     try {
       return await this.o.local.act(namespace, name, action, body, dryRun);
     } catch (err) {
@@ -156,6 +170,6 @@ export class OwnerRouting implements SandboxVerbs {
     const claimId = object?.metadata?.annotations?.[ANNOTATIONS.claimId] ?? '';
     if (claimId === '') return;
     this.o.local.storage.reads.index.deleteByName(namespace, name);
-    this.o.local.storage.view.markReleased(namespace, name, claimId);
+    this.o.local.storage.cache.markReleased(namespace, name, claimId);
   }
 }

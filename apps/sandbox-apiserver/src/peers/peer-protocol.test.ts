@@ -19,4 +19,13 @@ describe('peer protocol', () => {
     expect(PeerCallSchema.safeParse({ op: 'list', namespace: 'a' }).success).toBe(false);
     expect(PeerCallSchema.safeParse({ op: 'get', namespace: '', name: 'b' }).success).toBe(false);
   });
+
+  it('carries list notices with the node and the inventory entry, and refuses one without them', () => {
+    const entry = { name: 'a/b', id: 'sb_1', phase: 'Running', claimRef: 'sandbox:u1:a/b' };
+    expect(PeerCallSchema.safeParse({ op: 'listed', namespace: 'a', name: 'b', node: 'n1', entry }).success).toBe(true);
+    expect(PeerCallSchema.safeParse({ op: 'listed', namespace: 'a', name: 'b', entry }).success).toBe(false);
+    expect(PeerCallSchema.safeParse({ op: 'listed', namespace: 'a', name: 'b', node: 'n1' }).success).toBe(false);
+    expect(PeerCallSchema.safeParse({ op: 'released', namespace: 'a', name: 'b', claimId: 'sb_1' }).success).toBe(true);
+    expect(PeerCallSchema.safeParse({ op: 'released', namespace: 'a', name: 'b', claimId: '' }).success).toBe(false);
+  });
 });

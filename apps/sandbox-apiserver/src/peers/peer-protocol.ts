@@ -1,4 +1,4 @@
-import { StatusError, STATUS_REASON_CODES, type StatusDetails, type StatusReason } from '@sandbox-scale/scale-core';
+import { InventoryEntrySchema, StatusError, STATUS_REASON_CODES, type StatusDetails, type StatusReason } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 
 /** The one path peers call each other on. Never proxied by kube-apiserver (not under /apis). */
@@ -16,8 +16,13 @@ export const PeerCallSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('get'), namespace: NamespaceSchema, name: NameSchema }),
   z.object({ op: z.literal('delete'), namespace: NamespaceSchema, name: NameSchema, body: z.unknown().optional(), dryRun: z.boolean() }),
   z.object({ op: z.literal('act'), namespace: NamespaceSchema, name: NameSchema, action: z.string().min(1).max(64), body: z.unknown().optional(), dryRun: z.boolean() }),
+  // notices (peers/overlay-share.ts): a sandbox a replica just created or released, so every
+  // replica lists it (or stops) at once instead of at its node's next publish
+  z.object({ op: z.literal('listed'), namespace: NamespaceSchema, name: NameSchema, node: z.string().min(1).max(253), entry: InventoryEntrySchema }),
+  z.object({ op: z.literal('released'), namespace: NamespaceSchema, name: NameSchema, claimId: z.string().min(1).max(128) }),
 ]);
 export type PeerCall = z.infer<typeof PeerCallSchema>;
+export type PeerNotice = Extract<PeerCall, { op: 'listed' | 'released' }>;
 
 export const PeerReplySchema = z.object({ object: z.record(z.string(), z.unknown()) });
 

@@ -92,7 +92,7 @@ export class SandboxCreator {
     const ttlSeconds = deriveTtlSeconds(s, now);
     const pool = poolKeyForSandbox(s);
     const key = `${namespace}/${name}`;
-    if (this.#pending.has(key) || this.storage.view.get(namespace, name) !== undefined || this.storage.index.getByName(namespace, name) !== undefined) {
+    if (this.#pending.has(key) || this.storage.cache.get(namespace, name) !== undefined || this.storage.index.getByName(namespace, name) !== undefined) {
       throw new AlreadyExistsError(SANDBOX_RESOURCE, name);
     }
     if (opts.dryRun) return { ...s, metadata: { ...s.metadata, uid: randomUUID(), creationTimestamp: formatRfc3339Seconds(now) } };
@@ -113,7 +113,7 @@ export class SandboxCreator {
     const failed = new Set<string>();
     let lastFailure: unknown;
     for (;;) {
-      const inventories = this.storage.view.inventories().filter((i) => !failed.has(i.metadata.name ?? i.node));
+      const inventories = this.storage.cache.inventories().filter((i) => !failed.has(i.metadata.name ?? i.node));
       const chosen = this.ledger.choose(inventories, pool, this.rng);
       if (chosen === undefined) throw lastFailure ?? new NoWarmCapacityError(pool);
       const client = this.storage.router.clientAt(chosen.addr);
@@ -167,7 +167,7 @@ export class SandboxCreator {
     const deadline = c.deadline !== null && c.deadline.getTime() > 0 ? formatRfc3339Seconds(c.deadline) : '';
     const entry = { name: `${c.namespace}/${c.name}`, id: c.id, phase: 'Running', claimRef: c.claimRef, ...(c.addr ? { addr: c.addr } : {}), ...(deadline ? { deadline } : {}), claimedAt: created };
     this.storage.index.put({ namespace: c.namespace, name: c.name, node: c.node, claimId: c.id });
-    const row = this.storage.view.addCreated(c.node, entry, synthesizeSandbox(c.node, entry, { resourceVersion: '0', fallbackCreationTimestamp: created }));
+    const row = this.storage.cache.addCreated(c.node, entry, synthesizeSandbox(c.node, entry, { resourceVersion: '0', fallbackCreationTimestamp: created }));
     const podIPs = addressIPs(c.addr);
     const annotations: Record<string, string> = { ...(s.metadata.annotations ?? {}), [ANNOTATIONS.claimId]: c.id };
     if (c.addr) annotations[ANNOTATIONS.address] = c.addr;

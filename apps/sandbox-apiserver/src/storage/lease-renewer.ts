@@ -2,22 +2,29 @@ import type { Logger } from '@sandbox-scale/kube-runtime';
 import { isNotFound as isSandboxGone } from '@sandbox-scale/sandboxd-client';
 import { isUidOwner, leaseRenewAtMs, parseOwnerRef, renewalFraction, type Rng, TokenBucket } from '@sandbox-scale/scale-core';
 import type { NodeRouter } from './node-router';
-import type { SandboxCache as SandboxView } from './sandbox-cache';
+import type { SandboxCache } from './sandbox-cache';
 
 export interface LeaseRenewerOptions {
-  view: SandboxView;
+  cache: SandboxCache;
   router: NodeRouter;
   /** Lease asked for on each renewal (the one LeasePolicy claims with); 0 = the node's default. */
   leaseTtlSeconds: number;
   /** Renewals per second over every node. */
   ratePerSecond: number;
   log: Logger;
+  /**
+   * Whether this replica renews `namespace/name` (peers/renewal-scope.ts: the name's owner
+   * replica); absent = every sandbox, as a replica acting alone.
+   */
+  renewsHere?: (namespace: string, name: string) => boolean;
   now?: () => number;
   rng?: Rng;
 }
 
 export interface RenewPass {
   candidates: number;
+  /** Left to the replica that owns them. */
+  elsewhere: number;
   renewed: number;
   gone: number;
   errors: number;
@@ -36,8 +43,10 @@ const MAX_INTERVAL_MS = 10_000;
  * returns is remembered until the node's next publish carries it, so nothing is renewed twice
  * for one lease. A sandbox the node no longer has is left to the next publish.
  *
- * Every replica renews what it serves: renewals are idempotent and cheap on the node, and no
- * replica depends on another being up.
+ * With several replicas each renews the sandboxes whose name it owns (`renewsHere`), and every
+ * one whenever owners are uncertain: renewals are idempotent, so a doubled one costs only node
+ * work, while a missed one would end a sandbox. A replica that goes away leaves the Service's
+ * endpoints within seconds, far inside the half lease left at the renewal point.
  */
 export class LeaseRenewer {
   readonly #o: LeaseRenewerOptions;
@@ -86,13 +95,18 @@ export class LeaseRenewer {
   async pass(signal?: AbortSignal): Promise<RenewPass> {
     const now = (this.#o.now ?? Date.now)();
     const leaseMs = (this.#o.leaseTtlSeconds || 300) * 1000;
-    const out: RenewPass = { candidates: 0, renewed: 0, gone: 0, errors: 0, deferred: 0 };
+    const out: RenewPass = { candidates: 0, elsewhere: 0, renewed: 0, gone: 0, errors: 0, deferred: 0 };
     const due: { key: string; node: string; id: string }[] = [];
     const live = new Set<string>();
-    for (const row of this.#o.view.rows()) {
+    for (const row of this.#o.cache.rows()) {
       const { entry, node } = row;
       const owner = parseOwnerRef(entry.claimRef);
       if (!entry.id || !isUidOwner(owner) || owner.renewed !== true) continue;
+      const slash = row.key.indexOf('/');
+      if (this.#o.renewsHere !== undefined && !this.#o.renewsHere(row.key.slice(0, slash), row.key.slice(slash + 1))) {
+        out.elsewhere++;
+        continue;
+      }
       const key = `${node}/${entry.id}`;
       live.add(key);
       out.candidates++;

@@ -28,6 +28,9 @@ const OPTION_KINDS: Record<string, string> = {
 /** sandboxd's default `max_fork_count` (sandboxd-api §fork): more children than this are refused before the node is asked. */
 export const MAX_FORK_COUNT = 16;
 
+/** What a fork child's name adds to its parent's: `-` and the node's id `sb_` + 16 hex, served as `sb-…`. */
+const FORK_CHILD_SUFFIX = 20;
+
 export const LIFECYCLE_ACTIONS = [...Object.keys(OPTION_KINDS), ...Object.keys(SNAPSHOT_ACTIONS)];
 
 const result = (kind: string, fields: Record<string, unknown> = {}): Record<string, unknown> => ({ apiVersion: SANDBOX_API_VERSION, kind, ...fields });
@@ -59,6 +62,9 @@ export class LifecycleStorage {
     if (action === 'fork' && body.count !== undefined && body.count < 0) throw new BadRequestError('fork count must not be negative');
     if (action === 'fork' && body.count !== undefined && body.count > MAX_FORK_COUNT) {
       throw new InvalidError({ group: SANDBOX_GROUP, kind: OPTION_KINDS.fork ?? 'SandboxForkOptions' }, name, [{ reason: 'FieldValueInvalid', field: 'count', message: `Invalid value: ${body.count}: must be at most ${MAX_FORK_COUNT}` }]);
+    }
+    if (action === 'fork' && name.length + FORK_CHILD_SUFFIX > 253) {
+      throw new InvalidError({ group: SANDBOX_GROUP, kind: OPTION_KINDS.fork ?? 'SandboxForkOptions' }, name, [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: fork children are named <name>-sb-<16 hex>, at most 253 characters: a parent name of ${name.length} characters (over ${253 - FORK_CHILD_SUFFIX}) leaves them none` }]);
     }
     if (action === 'promote' && !body.template) throw new BadRequestError('promote requires a template name');
     const loc = await this.storage.locate(namespace, name);

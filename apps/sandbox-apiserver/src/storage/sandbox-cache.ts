@@ -174,6 +174,11 @@ export class SandboxCache {
     return row;
   }
 
+  /** Whether this claim id was released here and its node has not published the release yet. */
+  isReleased(claimId: string): boolean {
+    return this.#released.has(claimId);
+  }
+
   /** Hides a released sandbox at once; its node's next publish confirms the release. */
   markReleased(namespace: string, name: string, claimId: string): void {
     if (claimId !== '') this.#released.set(claimId, Date.now());

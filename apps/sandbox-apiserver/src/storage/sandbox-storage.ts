@@ -53,11 +53,6 @@ export class SandboxStorage {
   /** How long nodes are asked to keep the VMs this storage claims (set once when it is built). */
   leases: LeasePolicy = new LeasePolicy(DEFAULT_LEASE_TTL_SECONDS);
 
-  /** The cache, by the name the create and snapshot verbs still read it under. */
-  get view(): SandboxCache {
-    return this.cache;
-  }
-
   /**
    * One page in O(log n + page): the first page takes the cache's sorted snapshot, later pages
    * find theirs by the token and resume with a binary search after the last key served.

@@ -82,11 +82,6 @@ export class SandboxesREST implements ResourceStorage {
     this.lifecycle = new LifecycleStorage(this.reads);
   }
 
-  /** The cache, by the name owner routing still reads it under. */
-  get view(): SandboxCache {
-    return this.cache;
-  }
-
   get revision(): number {
     return this.reads.revisions.current;
   }

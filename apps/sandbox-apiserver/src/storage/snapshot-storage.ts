@@ -1,10 +1,26 @@
 import { randomUUID } from 'node:crypto';
-import { AlreadyExistsError, ANNOTATIONS, BadRequestError, formatOwnerRef, formatRfc3339Seconds, OWNER_KINDS, SANDBOX_API_VERSION, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import {
+  AlreadyExistsError,
+  ANNOTATIONS,
+  BadRequestError,
+  formatOwnerRef,
+  formatRfc3339Seconds,
+  InvalidError,
+  inventoryName,
+  NotFoundError,
+  OWNER_KINDS,
+  SANDBOX_API_VERSION,
+  SANDBOX_GROUP,
+  StatusError,
+  statusErrorOf,
+  type ServedSandbox,
+} from '@sandbox-scale/scale-core';
 import type { Checkpoint, SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { z } from 'zod';
 import { listClaimed } from './claimed-listing';
 import { SANDBOX_RESOURCE, type SandboxLocation, type SandboxStorage } from './sandbox-storage';
 import { snapshotNotFound, snapshotStatusError, type SnapshotCallContext } from './snapshot-errors';
+import { checkpointName, MAX_SNAPSHOT_LABEL, ownerTag, parseCheckpointName, SNAPSHOT_LABEL } from './snapshot-owner';
 
 const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
@@ -46,11 +62,26 @@ function parseOptions<S extends z.ZodType>(action: SnapshotAction, schema: S, bo
   throw new StatusError('BadRequest', `the body is not a valid ${expected}: ${causes.map((c) => c.message).join(', ')}`, { causes });
 }
 
+/** A checkpoint and the node that holds it. */
+interface Held {
+  readonly cp: Checkpoint;
+  readonly node: string;
+}
+
+/** The snapshots of one sandbox name over every node, and the nodes that could not be asked. */
+interface Holdings {
+  readonly items: Held[];
+  readonly unreachable: string[];
+  /** The sandbox itself, when it is still live. */
+  readonly source: SandboxLocation | undefined;
+}
+
 /** What a list item says about one checkpoint; the id is the handle for delete and claim. */
-function snapshotItem(cp: Checkpoint, node: string): Record<string, unknown> {
+function snapshotItem({ cp, node }: Held): Record<string, unknown> {
+  const { label } = parseCheckpointName(cp.name);
   return {
     snapshotID: cp.id,
-    ...(cp.name ? { name: cp.name } : {}),
+    ...(label ? { name: label } : {}),
     sandboxID: cp.sandboxId,
     nodeName: node,
     pool: { template: cp.key.template, net: cp.key.net, size: cp.key.size },
@@ -58,21 +89,27 @@ function snapshotItem(cp: Checkpoint, node: string): Record<string, unknown> {
   };
 }
 
+const isNotFound = (err: unknown): boolean => statusErrorOf(err)?.code === 404;
+
 /**
  * The sandbox's checkpoints as subresources (issue 7: "snapshot; snapshots list/delete/claim").
  *
  * Design: every route is a POST under `sandboxes/{name}/…`, like pause/fork, rather than a new
  * `snapshots` resource, because:
- * - RBAC stays per sandbox: `create` on `sandboxes/claimsnapshot` in a namespace reaches only the
- *   checkpoints of that namespace's sandboxes (each is filtered by the sandbox's claim id), never
- *   another tenant's checkpoint on the same node, although sandboxd itself treats the id as a
- *   capability;
+ * - RBAC stays per sandbox name: `create` on `sandboxes/claimsnapshot` in a namespace reaches
+ *   only the checkpoints taken from that namespace's sandboxes, never another tenant's checkpoint
+ *   on the same node, although sandboxd itself treats the id as a capability;
  * - custom subresources are reachable from kubectl only as `create --raw` (POST) and from
  *   client-go/client-node as a POST to a subresource (k8s-api.md §4.12), so one verb fits all;
  * - a real `snapshots` resource would need list/watch across nodes, which controllers would
  *   start consuming (§4.15); checkpoints are per-node records that we only read on demand.
- * The cost: the checkpoints of a deleted sandbox are no longer reachable here (they age out on
- * the node by `checkpoint_ttl_hours`).
+ *
+ * A snapshot belongs to the sandbox name it was taken from, not to the VM: each checkpoint's
+ * node-side name carries a digest of `namespace/name` (snapshot-owner.ts), so the snapshots of
+ * a sandbox stay listable, claimable and deletable after it is deleted or its lease ran out,
+ * through any replica, with no state of our own: each verb reads every node's checkpoint list
+ * (O(nodes) calls, on demand only). A checkpoint without a digest (taken before they carried
+ * one) is reached only through its live source sandbox, by the sandbox's claim id.
  */
 export class SnapshotStorage {
   /** Names being claimed right now, so two claims of one name cannot both reach a node. */
@@ -97,48 +134,61 @@ export class SnapshotStorage {
   }
 
   /** The `snapshot` action: checkpoint the sandbox in place (it keeps running). */
-  async create(namespace: string, name: string, snapshotName: string | undefined, dryRun: boolean): Promise<Record<string, unknown>> {
+  async create(namespace: string, name: string, label: string | undefined, dryRun: boolean): Promise<Record<string, unknown>> {
+    if (label && !SNAPSHOT_LABEL.test(label)) {
+      throw new InvalidError({ group: SANDBOX_GROUP, kind: 'SandboxSnapshotOptions' }, name, [
+        { reason: 'FieldValueInvalid', field: 'name', message: `Invalid value: "${label}": at most ${MAX_SNAPSHOT_LABEL} characters of letters, digits and '._:/-', starting with a letter or digit` },
+      ]);
+    }
     const loc = await this.#locate(namespace, name);
     if (dryRun) return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxSnapshotResult' };
     const ctx = { verb: 'snapshot', node: loc.node, id: loc.claimId };
-    const client = this.#client(loc, ctx);
-    const cp = await this.#call(ctx, () => client.checkpoint(loc.claimId, snapshotName ? { name: snapshotName } : {}, { signal: AbortSignal.timeout(30_000) }));
-    return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxSnapshotResult', snapshotID: cp.id, ...(cp.name ? { name: cp.name } : {}), nodeName: loc.node, creationTimestamp: cp.createdAt ? formatRfc3339Seconds(cp.createdAt) : null };
+    const client = this.#client(loc.node, ctx);
+    const cp = await this.#call(ctx, () => client.checkpoint(loc.claimId, { name: checkpointName(ownerTag(namespace, name), label) }, { signal: AbortSignal.timeout(30_000) }));
+    const taken = parseCheckpointName(cp.name).label;
+    return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxSnapshotResult', snapshotID: cp.id, ...(taken ? { name: taken } : {}), nodeName: loc.node, creationTimestamp: cp.createdAt ? formatRfc3339Seconds(cp.createdAt) : null };
   }
 
-  /** This sandbox's checkpoints on its node, newest first (the node's order). */
+  /**
+   * The snapshots taken from this sandbox name, newest first, over every node. A node that
+   * cannot be asked is named in `unreachableNodes` rather than failing the whole list; a name
+   * that is neither a sandbox nor holds a snapshot is 404.
+   */
   async list(namespace: string, name: string): Promise<Record<string, unknown>> {
-    const loc = await this.#locate(namespace, name);
-    const items = (await this.#checkpointsOf(loc)).map((cp) => snapshotItem(cp, loc.node));
-    return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxSnapshotList', metadata: {}, items };
+    const h = await this.#holdings(namespace, name);
+    if (h.items.length === 0 && h.source === undefined) {
+      if (h.unreachable.length > 0) throw unreachableError(h.unreachable, `the snapshots of ${namespace}/${name}`);
+      throw new NotFoundError(SANDBOX_RESOURCE, name);
+    }
+    return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxSnapshotList', metadata: {}, items: h.items.map(snapshotItem), ...(h.unreachable.length > 0 ? { unreachableNodes: h.unreachable } : {}) };
   }
 
-  /** 404 when the sandbox has no such checkpoint (sandboxd itself treats a missing one as gone). */
+  /** 404 when no snapshot of this name has that id (sandboxd itself treats a missing one as gone). */
   async remove(namespace: string, name: string, snapshot: string, dryRun: boolean): Promise<Record<string, unknown>> {
-    const loc = await this.#locate(namespace, name);
-    await this.#find(loc, namespace, name, snapshot);
+    const { node } = await this.#find(namespace, name, snapshot);
     if (!dryRun) {
-      const ctx = { verb: 'delete snapshot', node: loc.node, id: snapshot };
-      const client = this.#client(loc, ctx);
+      const ctx = { verb: 'delete snapshot', node, id: snapshot };
+      const client = this.#client(node, ctx);
       await this.#call(ctx, () => client.deleteCheckpoint(snapshot, { signal: AbortSignal.timeout(30_000) }));
     }
-    return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxDeleteSnapshotResult', snapshotID: snapshot, nodeName: loc.node };
+    return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxDeleteSnapshotResult', snapshotID: snapshot, nodeName: node };
   }
 
   /**
    * A new sandbox `target.name` in the same namespace, branched from the checkpoint on the node
    * that holds it; listed at once like fork children. The token is in this response only.
+   * Across replicas this runs on the owner of `target.name` (peers/owner-routing.ts), so the
+   * name check here is the one every create of that name meets.
    */
   async claim(namespace: string, name: string, target: { snapshot: string; name: string; ttlSeconds?: number }, dryRun: boolean): Promise<ServedSandbox | Record<string, unknown>> {
     const key = `${namespace}/${target.name}`;
-    if (this.#pending.has(key) || this.storage.view.get(namespace, target.name) !== undefined || this.storage.index.getByName(namespace, target.name) !== undefined) {
+    if (this.#pending.has(key) || this.storage.cache.get(namespace, target.name) !== undefined || this.storage.index.getByName(namespace, target.name) !== undefined) {
       throw new AlreadyExistsError(SANDBOX_RESOURCE, target.name);
     }
-    const loc = await this.#locate(namespace, name);
-    const cp = await this.#find(loc, namespace, name, target.snapshot);
-    if (dryRun) return { apiVersion: SANDBOX_API_VERSION, kind: 'Sandbox', metadata: { name: target.name, namespace }, status: { nodeName: loc.node } };
-    const ctx = { verb: 'claim snapshot', node: loc.node, id: cp.id };
-    const client = this.#client(loc, ctx);
+    const { cp, node } = await this.#find(namespace, name, target.snapshot);
+    if (dryRun) return { apiVersion: SANDBOX_API_VERSION, kind: 'Sandbox', metadata: { name: target.name, namespace }, status: { nodeName: node } };
+    const ctx = { verb: 'claim snapshot', node, id: cp.id };
+    const client = this.#client(node, ctx);
     this.#pending.add(key);
     try {
       // no_redirect: we checked this node holds the record, and a redirect would land the
@@ -146,7 +196,7 @@ export class SnapshotStorage {
       const lease = this.storage.leases.forRequested(target.ttlSeconds);
       const claimRef = formatOwnerRef({ kind: OWNER_KINDS.snapshot, uid: randomUUID(), namespace, name: target.name, ...(lease.renewed ? { renewed: true } : {}) });
       const res = await this.#call(ctx, () => client.claimCheckpoint(cp.id, { claimRef, noRedirect: true, ...(lease.ttlSeconds ? { ttlSeconds: lease.ttlSeconds } : {}) }, { signal: AbortSignal.timeout(30_000) }));
-      const listed = listClaimed(this.storage, { node: loc.node, namespace, name: target.name, id: res.id, addr: res.ownerAddr, deadline: res.deadline, claimRef });
+      const listed = listClaimed(this.storage, { node, namespace, name: target.name, id: res.id, addr: res.ownerAddr, deadline: res.deadline, claimRef });
       const annotations: Record<string, string> = { ...(listed.metadata.annotations ?? {}), [ANNOTATIONS.claimId]: res.id };
       if (res.token) annotations[ANNOTATIONS.token] = res.token;
       return { ...listed, metadata: { ...listed.metadata, annotations } };
@@ -161,8 +211,19 @@ export class SnapshotStorage {
     return loc;
   }
 
-  #client(loc: SandboxLocation, ctx: SnapshotCallContext): SandboxdClient {
-    return this.storage.router.clientFor(loc.node, ctx.verb, ctx.id);
+  /** The live sandbox of this name, or undefined when there is none (its snapshots outlive it). */
+  async #source(namespace: string, name: string): Promise<SandboxLocation | undefined> {
+    try {
+      const loc = await this.storage.locate(namespace, name);
+      return loc.claimId === '' ? undefined : loc;
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  #client(node: string, ctx: SnapshotCallContext): SandboxdClient {
+    return this.storage.router.clientFor(node, ctx.verb, ctx.id);
   }
 
   async #call<T>(ctx: SnapshotCallContext, fn: () => Promise<T>): Promise<T> {
@@ -173,16 +234,49 @@ export class SnapshotStorage {
     }
   }
 
-  async #checkpointsOf(loc: SandboxLocation): Promise<Checkpoint[]> {
-    const ctx = { verb: 'list snapshots', node: loc.node, id: loc.claimId };
-    const client = this.#client(loc, ctx);
-    const all = await this.#call(ctx, () => client.checkpoints({ signal: AbortSignal.timeout(30_000) }));
-    return all.filter((cp) => cp.sandboxId === loc.claimId);
+  /**
+   * Every node's checkpoints, keeping those taken from `namespace/name`: the ones whose name
+   * carries its digest (and no node tenant: ours are taken with the fleet token), and, from
+   * before checkpoints carried one, those of the live sandbox by its claim id on its node.
+   */
+  async #holdings(namespace: string, name: string): Promise<Holdings> {
+    this.storage.router.assertConfigured();
+    const source = await this.#source(namespace, name);
+    const tag = ownerTag(namespace, name);
+    const nodes = this.storage.cache.inventories().filter((inv) => inv.address);
+    const unreachable: string[] = [];
+    const lists = await Promise.all(
+      nodes.map(async (inv): Promise<Held[]> => {
+        const node = inventoryName(inv);
+        try {
+          const all = await this.storage.router.clientAt(inv.address ?? '').checkpoints({ signal: AbortSignal.timeout(10_000) });
+          return all.filter((cp) => belongsTo(cp, node, tag, source)).map((cp) => ({ cp, node }));
+        } catch {
+          unreachable.push(node);
+          return [];
+        }
+      }),
+    );
+    const items = lists.flat().sort((a, b) => (b.cp.createdAt?.getTime() ?? 0) - (a.cp.createdAt?.getTime() ?? 0) || (a.cp.id < b.cp.id ? 1 : -1));
+    return { items, unreachable: unreachable.sort(), source };
   }
 
-  async #find(loc: SandboxLocation, namespace: string, name: string, snapshot: string): Promise<Checkpoint> {
-    const cp = (await this.#checkpointsOf(loc)).find((c) => c.id === snapshot);
-    if (cp === undefined) throw snapshotNotFound(snapshot, namespace, name);
-    return cp;
+  async #find(namespace: string, name: string, snapshot: string): Promise<Held> {
+    const h = await this.#holdings(namespace, name);
+    const held = h.items.find((i) => i.cp.id === snapshot);
+    if (held !== undefined) return held;
+    // the node that holds it may be the one we could not ask: not a 404
+    if (h.unreachable.length > 0) throw unreachableError(h.unreachable, `snapshot "${snapshot}" of ${namespace}/${name}`);
+    throw snapshotNotFound(snapshot, namespace, name);
   }
+}
+
+function belongsTo(cp: Checkpoint, node: string, tag: string, source: SandboxLocation | undefined): boolean {
+  const parsed = parseCheckpointName(cp.name);
+  if (parsed.tag !== undefined) return parsed.tag === tag && cp.tenant === undefined;
+  return source !== undefined && source.node === node && cp.sandboxId === source.claimId;
+}
+
+function unreachableError(nodes: readonly string[], what: string): StatusError {
+  return new StatusError('ServiceUnavailable', `could not read ${what}: node${nodes.length > 1 ? 's' : ''} ${nodes.map((n) => `"${n}"`).join(', ')} did not answer; retry`, { retryAfterSeconds: 1 });
 }
