@@ -56,14 +56,8 @@ export const EXIT_CODES = { ok: 0, failed: 1, badConfig: 2 } as const satisfies 
 
 type Outcome = { kind: 'signal' } | { kind: 'ended' } | { kind: 'failed'; err: unknown };
 
-/**
- * The one way an app starts and stops: flags (all problems at once, exit 2; --help, exit 0), the
- * inputs they name (all problems at once, exit 2), the logger, a metrics registry with the
- * process metrics, the app's start (its manager, probes and servers), then the first SIGTERM or
- * SIGINT drains it. Resolves with the exit code; the caller (main.ts) exits with it, so no
- * library ends the process.
- */
-export async function runApp<S extends Shape, I = Record<string, never>>(app: AppDefinition<S, I>, io: AppIo = {}): Promise<ExitCode> {
+/** The flags, then the inputs they name; an exit code when the app must not start (--help, bad configuration). */
+function configure<S extends Shape, I>(app: AppDefinition<S, I>, io: AppIo): { config: AppConfig<S>; inputs: I } | ExitCode {
   const stdout = io.stdout ?? process.stdout;
   const stderr = io.stderr ?? process.stderr;
   let config: AppConfig<S>;
@@ -83,21 +77,11 @@ export async function runApp<S extends Shape, I = Record<string, never>>(app: Ap
     stderr.write(`${app.name}: invalid configuration: ${problems.join('; ')}\n`);
     return EXIT_CODES.badConfig;
   }
+  return { config, inputs };
+}
 
-  const log = createLogger({ name: app.name, ...app.logger?.(config) });
-  const registry = new Registry();
-  collectDefaultMetrics({ register: registry });
-  // listening before start: a SIGTERM while starting stops the app once it runs
-  const signal = io.signal ?? setupSignalHandler();
-
-  let running: RunningApp;
-  try {
-    running = await app.start({ config, inputs, log, registry });
-  } catch (err) {
-    log.error({ err }, 'failed to start');
-    return isConfigError(err) ? EXIT_CODES.badConfig : EXIT_CODES.failed;
-  }
-
+/** Waits for the stop signal or the app's own end; on the signal, drains the app. */
+async function serve(name: string, running: RunningApp, signal: AbortSignal, log: Logger): Promise<ExitCode> {
   const stopRequested = new Promise<Outcome>((resolve) => {
     if (signal.aborted) resolve({ kind: 'signal' });
     else signal.addEventListener('abort', () => resolve({ kind: 'signal' }), { once: true });
@@ -112,10 +96,9 @@ export async function runApp<S extends Shape, I = Record<string, never>>(app: Ap
     return EXIT_CODES.ok;
   }
   if (outcome.kind === 'failed') {
-    log.error({ err: outcome.err }, `${app.name} stopped`);
+    log.error({ err: outcome.err }, `${name} stopped`);
     return EXIT_CODES.failed;
   }
-
   const reason: unknown = signal.reason;
   log.info({ reason: reason instanceof Error ? reason.message : String(reason) }, 'stopping');
   try {
@@ -128,4 +111,30 @@ export async function runApp<S extends Shape, I = Record<string, never>>(app: Ap
   }
   log.info('stopped');
   return EXIT_CODES.ok;
+}
+
+/**
+ * The one way an app starts and stops: flags (all problems at once, exit 2; --help, exit 0), the
+ * inputs they name (all problems at once, exit 2), the logger, a metrics registry with the
+ * process metrics, the app's start (its manager, probes and servers), then the first SIGTERM or
+ * SIGINT drains it. Resolves with the exit code; the caller (main.ts) exits with it, so no
+ * library ends the process.
+ */
+export async function runApp<S extends Shape, I = Record<string, never>>(app: AppDefinition<S, I>, io: AppIo = {}): Promise<ExitCode> {
+  const configured = configure(app, io);
+  if (typeof configured === 'number') return configured;
+  const { config, inputs } = configured;
+  const log = createLogger({ name: app.name, ...app.logger?.(config) });
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  // listening before start: a SIGTERM while starting stops the app once it runs
+  const signal = io.signal ?? setupSignalHandler();
+  let running: RunningApp;
+  try {
+    running = await app.start({ config, inputs, log, registry });
+  } catch (err) {
+    log.error({ err }, 'failed to start');
+    return isConfigError(err) ? EXIT_CODES.badConfig : EXIT_CODES.failed;
+  }
+  return serve(app.name, running, signal, log);
 }
