@@ -22,6 +22,7 @@ import { runCommand } from '../../e2e/src/system/run-command';
 import { applyObject, ConfigMapResource, createInformer, createLogger, parseUntyped, ResourceClient, type KubeResource } from '@sandbox-scale/kube-runtime';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, RESOURCES, SandboxClaimSchema, parseObject, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { runBench } from './run-bench';
 
 const N = Number(process.env.CLAIM_PATH_N ?? 1_000);
 const WARMUP = Math.min(100, N);
@@ -208,7 +209,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+runBench(main);

@@ -16,6 +16,7 @@ import { eventually, serviceAccountToken } from '@sandbox-scale/e2e';
 import { startLocalSystem } from '../../e2e/src/system/local-system';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { EXTENSIONS_GROUP, FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
+import { runBench } from './run-bench';
 
 const N = Number(process.env.FAST_PATH_N ?? 1_000);
 const BURST = Number(process.env.FAST_PATH_BURST ?? 2_000);
@@ -176,7 +177,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+runBench(main);

@@ -13,6 +13,7 @@ import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
 import { startPublisher } from '@sandbox-scale/inventory-publisher';
 import { SandboxTemplateResource, SandboxWarmPoolResource, startDriver } from '@sandbox-scale/warmpool-driver';
+import { runBench } from './run-bench';
 
 const NODES = Number(process.env.FILL_NODES ?? 20);
 const REPLICAS = Number(process.env.FILL_REPLICAS ?? 50_000);
@@ -101,10 +102,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBench(main);

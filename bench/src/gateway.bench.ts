@@ -11,6 +11,7 @@ import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
 import { poolKeyFor } from '@sandbox-scale/scale-core';
+import { runBench } from './run-bench';
 
 const TEMPLATE = 'base:24.04';
 const TOKEN = 'bench-root-token';
@@ -86,7 +87,4 @@ async function main(): Promise<void> {
   console.log(JSON.stringify(out));
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+runBench(main);

@@ -14,6 +14,7 @@ import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
 import { buildInventory } from '@sandbox-scale/inventory-publisher';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
+import { runBench } from './run-bench';
 
 const run = promisify(execFile);
 const NODES = Number(process.env.BENCH_NODES ?? 40);
@@ -182,7 +183,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+runBench(main);

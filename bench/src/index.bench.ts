@@ -6,6 +6,7 @@
  *   npx nx run bench:index    (tsx with NODE_OPTIONS=--expose-gc: the figures need global.gc)
  */
 import { ClaimIndex, estimateClaimIndexEntryBytes, seededRng, type Rng } from '@sandbox-scale/scale-core';
+import { runBench } from './run-bench';
 
 const SIZES = [100_000, 1_000_000] as const;
 const REFERENCE_BYTES_PER_ENTRY = 206;
@@ -83,7 +84,8 @@ function main(): void {
   const gc = (globalThis as { gc?: () => void }).gc;
   if (gc === undefined) {
     process.stderr.write('bench:index needs global.gc: run it with NODE_OPTIONS=--expose-gc (npx nx run bench:index does)\n');
-    process.exit(2);
+    process.exitCode = 2;
+    return;
   }
   const sample = locationAt(seededRng(1));
   process.stdout.write(`claim index heap per entry; node ${process.version} ${process.arch}; sample key ${sample.namespace}/${sample.name} -> ${sample.claimId}\n`);
@@ -103,4 +105,4 @@ function main(): void {
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
-main();
+runBench(main);

@@ -14,6 +14,7 @@ import { applyObject, createLogger } from '@sandbox-scale/kube-runtime';
 import { applyCrds, createCA, createLeaf, freePort, startControlPlane } from '@sandbox-scale/e2e';
 import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
 import { synthesizeSandbox, type InventoryEntry } from '@sandbox-scale/scale-core';
+import { runBench } from './run-bench';
 
 const run = promisify(execFile);
 const NODES = Number(process.env.BENCH_NODES ?? 40);
@@ -296,7 +297,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+runBench(main);

@@ -23,6 +23,7 @@ import { EXTENSIONS_API_VERSION, FIELD_MANAGERS, formatOwnerRef, OWNER_KINDS, pa
 import { applyObject } from '@sandbox-scale/kube-runtime';
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
+import { runBench } from './run-bench';
 
 const SANDBOXES = Number(process.env.ORPHAN_SANDBOXES ?? 50_000);
 const NODES = Number(process.env.ORPHAN_NODES ?? 20);
@@ -181,10 +182,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().then(
-  () => process.exit(0),
-  (err: unknown) => {
-    console.error(err);
-    process.exit(1);
-  },
-);
+runBench(main);

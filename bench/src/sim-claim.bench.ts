@@ -7,6 +7,7 @@
  */
 import { SandboxdClient, createSandboxdAgent } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
+import { runBench } from './run-bench';
 
 const TEMPLATE = 'base:24.04';
 const TOKEN = 'bench-root-token';
@@ -146,7 +147,4 @@ async function main(): Promise<void> {
   process.stdout.write(`${JSON.stringify(result)}\n`);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
-  process.exit(2);
-});
+runBench(main);

@@ -10,6 +10,7 @@
 import { HttpMethod, IsomorphicFetchHttpLibrary, type KubeConfig, RequestContext } from '@kubernetes/client-node';
 import { closeKubeTransport, type ConnectionCounters as Counters, countConnections, kubeRequest, kubeTransportStats } from '@sandbox-scale/kube-runtime';
 import { createTestNamespace, kubeconfigForServiceAccount, startControlPlane } from '@sandbox-scale/e2e';
+import { runBench } from './run-bench';
 
 const CALLS = Number(process.env.BENCH_TRANSPORT_CALLS ?? 500);
 const CONCURRENCY = Number(process.env.BENCH_TRANSPORT_CONCURRENCY ?? 16);
@@ -122,7 +123,4 @@ async function main(): Promise<void> {
   }
 }
 
-main().catch((err: unknown) => {
-  console.error(err);
-  process.exit(1);
-});
+runBench(main);

@@ -38,7 +38,7 @@ export KUBECONFIG="$KUBECONFIG_FILE"
 
 log "images ($REGISTRY/*:$TAG)"
 for app in "${APPS[@]}"; do
-  DOCKER_BUILDKIT=1 docker build -f "$ROOT/apps/$app/Dockerfile" -t "$REGISTRY/$app:$TAG" "$ROOT"
+  DOCKER_BUILDKIT=1 docker build --build-arg APP="$app" -f "$ROOT/Dockerfile" -t "$REGISTRY/$app:$TAG" "$ROOT"
   kind load docker-image --name "$CLUSTER" "$REGISTRY/$app:$TAG"
 done
 

@@ -10,7 +10,7 @@ const audiences = z
   .pipe(z.array(z.string()).min(1, 'name at least one audience'));
 
 /** Flags of claim-controller (env fallback SANDBOX_SCALE_<FLAG>). */
-export const ClaimControllerConfigSchema = z.object({
+export const ClaimControllerFlagsSchema = z.object({
   ...managerFlagShape,
   fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN. Without a token every node write is refused'),
   fastPathBindAddress: bindAddressFlag(':8443').describe('Where the HTTPS fast path POST /v1/claims listens (0 turns it off)'),
@@ -31,7 +31,7 @@ export const ClaimControllerConfigSchema = z.object({
   recordQueueMaxPending: count(10_000).describe('Fast-path Bound records held at once (each with its token); a delivery that finds the queue full is recorded by the orphan pass instead'),
   fastPathMaxClaimsPerNamespace: count(0, 0).describe('Live fast-path claims allowed per namespace (0: no cap); over it POST /v1/claims answers 429 before any VM is claimed'),
 });
-export type ClaimControllerFlags = z.infer<typeof ClaimControllerConfigSchema>;
+export type ClaimControllerFlags = z.infer<typeof ClaimControllerFlagsSchema>;
 
 /** The fleet token: the file wins (whitespace trimmed), then the env; '' means none (fail closed). */
 export function loadFleetToken(file: string, env: Record<string, string | undefined> = process.env): string {

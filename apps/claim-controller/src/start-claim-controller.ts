@@ -3,7 +3,7 @@ import { controller, createEventRecorder, OwnWrites, createLogger, DEFAULT_INFLI
 import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
-import { ClaimControllerConfigSchema, type ClaimControllerFlags } from './config';
+import { ClaimControllerFlagsSchema, type ClaimControllerFlags } from './config';
 import { ClaimReconciler } from './controllers/claim-reconciler';
 import { ClaimWrites } from './controllers/claim-writes';
 import { OrphanReconciler } from './controllers/orphan-reconciler';
@@ -50,7 +50,7 @@ export interface ClaimControllerHandle {
 
 /** Builds and starts the whole controller in-process (main.ts, tests, benches and local runs). */
 export async function startClaimController(o: ClaimControllerOptions): Promise<ClaimControllerHandle> {
-  const flags: ClaimControllerFlags = { ...ClaimControllerConfigSchema.parse({}), ...o.flags };
+  const flags: ClaimControllerFlags = { ...ClaimControllerFlagsSchema.parse({}), ...o.flags };
   const log = o.log ?? createLogger({ name: 'claim-controller' });
   const registry = o.registry ?? new Registry();
   const kc = o.kubeConfig;

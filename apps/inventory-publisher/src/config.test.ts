@@ -1,8 +1,8 @@
 import { parseFlags } from '@sandbox-scale/kube-runtime';
-import { advertiseAddressOf, PublisherFlagsSchema, publisherConfigFromFlags } from './config';
+import { advertiseAddressOf, InventoryPublisherFlagsSchema, publisherConfigFromFlags, readFleetToken } from './config';
 
 const parse = (argv: string[]) => {
-  const r = parseFlags(PublisherFlagsSchema, { program: 'p', summary: 's', argv, env: {} });
+  const r = parseFlags(InventoryPublisherFlagsSchema, { program: 'p', summary: 's', argv, env: {} });
   if ('help' in r) throw new Error('help');
   return r;
 };
@@ -16,7 +16,7 @@ describe('publisher configuration', () => {
 
   it('reads the flags: interval as ms, labels as a map, token from env', () => {
     const flags = parse(['--node-name', 'n1', '--sandboxd-url=http://127.0.0.1:9000', '--publish-interval=5s', '--inventory-labels', 'fleet=a,zone=z1']);
-    const cfg = publisherConfigFromFlags(flags, { SANDBOX_SCALE_FLEET_TOKEN: ' tok \n' });
+    const cfg = publisherConfigFromFlags(flags, readFleetToken(flags.fleetTokenFile, { SANDBOX_SCALE_FLEET_TOKEN: ' tok \n' }));
     expect(cfg).toEqual({ nodeName: 'n1', sandboxdUrl: 'http://127.0.0.1:9000', advertiseAddress: '127.0.0.1:9000', publishIntervalMs: 5000, labels: { fleet: 'a', zone: 'z1' }, fleetToken: 'tok' });
   });
 

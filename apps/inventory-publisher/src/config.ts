@@ -4,7 +4,8 @@ import { LIMITS } from '@sandbox-scale/scale-core';
 import { normalizeBaseUrl } from '@sandbox-scale/sandboxd-client';
 import { z } from 'zod';
 
-export const PublisherFlagsSchema = z.object({
+/** Flags of inventory-publisher (env fallback SANDBOX_SCALE_<FLAG>). */
+export const InventoryPublisherFlagsSchema = z.object({
   ...managerFlagShape,
   nodeName: z.string({ error: 'is required (the chart sets it from the downward API, spec.nodeName)' }).min(1, 'is required (the chart sets it from the downward API, spec.nodeName)').describe('Name of this node; the NodeInventory is named after it'),
   sandboxdUrl: z.string().min(1).default('http://127.0.0.1:7777').describe("URL of this node's sandboxd"),
@@ -25,9 +26,9 @@ export const PublisherFlagsSchema = z.object({
     .describe('Labels put on the NodeInventory, k=v,k2=v2 (e.g. a fleet label a warmpool-driver selects with --node-inventory-selector)'),
   fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a mounted Secret); env SANDBOX_SCALE_FLEET_TOKEN otherwise'),
 });
-export type PublisherFlags = z.infer<typeof PublisherFlagsSchema>;
+export type InventoryPublisherFlags = z.infer<typeof InventoryPublisherFlagsSchema>;
 
-/** What the publisher runs with, resolved from flags: the only place a token is read. */
+/** What the publisher runs with, resolved from its flags and the fleet token. */
 export interface PublisherConfig {
   nodeName: string;
   sandboxdUrl: string;
@@ -53,13 +54,14 @@ export function advertiseAddressOf(sandboxdUrl: string): string {
   return `${url.hostname}:${port}`;
 }
 
-export function publisherConfigFromFlags(flags: PublisherFlags, env: Record<string, string | undefined> = process.env): PublisherConfig {
+/** The publisher's settings from its flags and the fleet token they name (read once, by main.ts). */
+export function publisherConfigFromFlags(flags: InventoryPublisherFlags, fleetToken: string): PublisherConfig {
   return {
     nodeName: flags.nodeName,
     sandboxdUrl: flags.sandboxdUrl,
     advertiseAddress: flags.advertiseAddress || advertiseAddressOf(flags.sandboxdUrl),
     publishIntervalMs: flags.publishInterval,
     labels: flags.inventoryLabels,
-    fleetToken: readFleetToken(flags.fleetTokenFile, env),
+    fleetToken,
   };
 }

@@ -2,8 +2,8 @@
 export { buildInventory, keepTransitionTimes, markStale, sameInventory } from './build-inventory';
 export type { InventoryBody, NodeSnapshot } from './build-inventory';
 export { bodyBytes, InventoryTooLargeError, isInventoryTooLarge, MAX_INVENTORY_PARTS, splitInventory } from './split-inventory';
-export { advertiseAddressOf, PublisherFlagsSchema, publisherConfigFromFlags, readFleetToken } from './config';
-export type { PublisherConfig, PublisherFlags } from './config';
+export { advertiseAddressOf, InventoryPublisherFlagsSchema, publisherConfigFromFlags, readFleetToken } from './config';
+export type { PublisherConfig, InventoryPublisherFlags } from './config';
 export { InventoryPublisher, NodeInventoryResource } from './publisher';
 export type { InventoryPublisherOptions } from './publisher';
 export type { PublishResult } from './publisher-metrics';

@@ -4,8 +4,8 @@ import { DEFAULT_INFLIGHT_CAPS, durationFlag } from '@sandbox-scale/kube-runtime
 import { z } from 'zod';
 import type { SandboxApiserverConfig } from './server';
 
-/** Flags of sandbox-apiserver, spelled as kube components spell them. */
-export const ConfigSchema = z.object({
+/** Flags of sandbox-apiserver, spelled as kube components spell them (env fallback SANDBOX_SCALE_<FLAG>). */
+export const SandboxApiserverFlagsSchema = z.object({
   kubeconfig: z.string().default('').describe('Path to a kubeconfig; empty means $KUBECONFIG, else the in-cluster service account'),
   securePort: z.coerce.number().int().min(0).max(65535).default(6443).describe('HTTPS port to serve on (0 = any free port)'),
   bindAddress: z.string().default('0.0.0.0').describe('Address to listen on'),
@@ -27,25 +27,38 @@ export const ConfigSchema = z.object({
   maxWatchesPerUser: z.coerce.number().int().min(1).default(DEFAULT_INFLIGHT_CAPS.maxWatchesPerUser).describe('Open watches of one user; more are answered 429'),
   maxRequestsPerUser: z.coerce.number().int().min(1).default(DEFAULT_INFLIGHT_CAPS.maxRequestsPerUser).describe('Requests of one user served at once (watches aside); more are answered 429'),
 });
-export type Flags = z.infer<typeof ConfigSchema>;
+export type SandboxApiserverFlags = z.infer<typeof SandboxApiserverFlagsSchema>;
 
 /** The fleet token: the file wins, trimmed; then SANDBOX_SCALE_FLEET_TOKEN; else '' (fail closed). */
-export function fleetTokenOf(flags: Pick<Flags, 'fleetTokenFile'>, env: NodeJS.ProcessEnv = process.env): string {
+export function fleetTokenOf(flags: Pick<SandboxApiserverFlags, 'fleetTokenFile'>, env: NodeJS.ProcessEnv = process.env): string {
   if (flags.fleetTokenFile !== '') return readFileSync(flags.fleetTokenFile, 'utf8').trim();
   return (env.SANDBOX_SCALE_FLEET_TOKEN ?? '').trim();
 }
 
-export function configFromFlags(flags: Flags, kubeConfig: KubeConfig): SandboxApiserverConfig {
+/** What the flags name outside themselves, read once at start (main.ts reports every failure at once). */
+export interface SandboxApiserverInputs {
+  kubeConfig: KubeConfig;
+  fleetToken: string;
+  /** PEM of --peer-ca-file; undefined when it is empty. */
+  peerCaPem: string | undefined;
+}
+
+/** The peer CA of --peer-ca-file; undefined when none is given (the serving certificate is the CA). */
+export function peerCaOf(flags: Pick<SandboxApiserverFlags, 'peerCaFile'>): string | undefined {
+  return flags.peerCaFile ? readFileSync(flags.peerCaFile, 'utf8') : undefined;
+}
+
+export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApiserverInputs): SandboxApiserverConfig {
   return {
-    kubeConfig,
+    kubeConfig: inputs.kubeConfig,
     securePort: flags.securePort,
     bindAddress: flags.bindAddress,
     ...(flags.tlsCertFile ? { tlsCertFile: flags.tlsCertFile, tlsPrivateKeyFile: flags.tlsPrivateKeyFile } : {}),
     serviceName: flags.serviceName,
     serviceNamespace: flags.serviceNamespace,
-    fleetToken: fleetTokenOf(flags),
+    fleetToken: inputs.fleetToken,
     advertiseAddress: flags.advertiseAddress,
-    ...(flags.peerCaFile ? { peerCaPem: readFileSync(flags.peerCaFile, 'utf8') } : {}),
+    ...(inputs.peerCaPem === undefined ? {} : { peerCaPem: inputs.peerCaPem }),
     peerSettleMs: flags.peerSettlePeriod,
     inventoryGraceMs: flags.inventoryGracePeriod,
     bookmarkIntervalMs: flags.bookmarkInterval,

@@ -1,5 +1,5 @@
 export { startSandboxApiserver } from './server';
 export type { RunningSandboxApiserver, SandboxApiserverConfig } from './server';
-export { ConfigSchema, configFromFlags } from './config';
-export type { Flags } from './config';
+export { SandboxApiserverFlagsSchema, configFromFlags } from './config';
+export type { SandboxApiserverFlags, SandboxApiserverInputs } from './config';
 export { apiResourceList } from './discovery';

@@ -100,8 +100,8 @@ function jsonFlag<T extends z.ZodType>(schema: T) {
 
 const listFlag = z.string().transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x !== ''));
 
-/** Command-line flags (env fallback SANDBOX_SCALE_<FLAG>). */
-export const CliFlagsSchema = z.object({
+/** Flags of sandboxd-sim (env fallback SANDBOX_SCALE_<FLAG>). */
+export const SandboxdSimFlagsSchema = z.object({
   nodes: z.coerce.number().int().min(1).max(400).default(1).describe('Simulated nodes in this process (1..400)'),
   basePort: z.coerce.number().int().min(0).max(65535).default(7777).describe('Port of the first node; node i listens on base+i; 0 = ephemeral ports'),
   host: z.string().default('127.0.0.1').describe('Address to listen on'),
@@ -130,9 +130,9 @@ export const CliFlagsSchema = z.object({
   namePrefix: z.string().min(1).default('node-').describe('Node names are <prefix><index>'),
   logLevel: z.string().default('info').describe('Log level'),
 });
-export type CliFlags = z.infer<typeof CliFlagsSchema>;
+export type SandboxdSimFlags = z.infer<typeof SandboxdSimFlagsSchema>;
 
-export function simOptionsFromFlags(f: CliFlags): SimOptionsInput {
+export function simOptionsFromFlags(f: SandboxdSimFlags): SimOptionsInput {
   const { logLevel: _logLevel, tenants, pools, images, peers, latency, faults, ...rest } = f;
   return {
     ...rest,

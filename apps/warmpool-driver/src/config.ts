@@ -3,14 +3,15 @@ import { durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
 import { LIMITS } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 
-export const DriverFlagsSchema = z.object({
+/** Flags of warmpool-driver (env fallback SANDBOX_SCALE_<FLAG>). */
+export const WarmpoolDriverFlagsSchema = z.object({
   ...managerFlagShape,
   fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a mounted Secret); env SANDBOX_SCALE_FLEET_TOKEN otherwise. Without a token no targets are sent'),
   namespace: z.string().default('').describe("Only drive SandboxWarmPools (and read SandboxTemplates) of this namespace; empty means all. A node's keys of other namespaces are read back before each PUT and kept (docs/adr/0002)"),
   nodeInventorySelector: z.string().default('').describe('Label selector of the NodeInventories (nodes) this driver spreads pools over; empty means every node'),
   warmPoolSyncInterval: durationFlag(`${LIMITS.warmPoolSyncIntervalMs / 1000}s`).describe('Resync period of the warm targets and of the pool status'),
 });
-export type DriverFlags = z.infer<typeof DriverFlagsSchema>;
+export type WarmpoolDriverFlags = z.infer<typeof WarmpoolDriverFlagsSchema>;
 
 /** The fleet token from --fleet-token-file (trimmed) or SANDBOX_SCALE_FLEET_TOKEN; '' when neither. */
 export function readFleetToken(file: string, env: Record<string, string | undefined> = process.env): string {

@@ -1,6 +1,6 @@
 // Public API of the warmpool-driver app (for in-process tests and benches).
-export { DriverFlagsSchema, readFleetToken } from './config';
-export type { DriverFlags } from './config';
+export { WarmpoolDriverFlagsSchema, readFleetToken } from './config';
+export type { WarmpoolDriverFlags } from './config';
 export { SYNC_REQUEST, WarmPoolReconciler } from './controllers/warmpool-reconciler';
 export type { WarmPoolReconcilerOptions } from './controllers/warmpool-reconciler';
 export { POOL_REASONS, desiredPoolStatus, invalidPoolStatus, statusDiffers } from './controllers/pool-status';

@@ -1,31 +1,27 @@
-import { Registry, collectDefaultMetrics } from 'prom-client';
-import { createLogger, loadConfigOrExit, loadKubeConfig, managerOptionsFromFlags, setupSignalHandler } from '@sandbox-scale/kube-runtime';
+import { kubeConfigInput, managerOptionsFromFlags, runApp } from '@sandbox-scale/kube-runtime';
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
-import { DriverFlagsSchema, readFleetToken } from './config';
+import { WarmpoolDriverFlagsSchema, readFleetToken } from './config';
 import { startDriver } from './start-driver';
 
-const flags = loadConfigOrExit(DriverFlagsSchema, {
-  program: 'warmpool-driver',
+void runApp({
+  name: 'warmpool-driver',
   summary: 'Spreads each SandboxWarmPool over the nodes as warm targets (PUT /v1/pools) and reports warm counts in its status.',
-});
-const log = createLogger({ name: 'warmpool-driver' });
-const registry = new Registry();
-collectDefaultMetrics({ register: registry });
-const kubeConfig = loadKubeConfig(flags.kubeconfig);
-const { log: _log, registry: _registry, kubeConfig: _kc, ...manager } = managerOptionsFromFlags(flags, { log, registry, kubeConfig, leaseName: LEASE_NAMES.warmpoolDriver });
-
-const running = startDriver({
-  kubeConfig, log, registry, fleetToken: readFleetToken(flags.fleetTokenFile), syncIntervalMs: flags.warmPoolSyncInterval,
-  namespace: flags.namespace,
-  nodeInventorySelector: flags.nodeInventorySelector,
-  manager,
-});
-const signal = setupSignalHandler();
-signal.addEventListener('abort', () => void running.stop().catch(() => undefined), { once: true });
-running.done.then(
-  () => process.exit(0),
-  (err: unknown) => {
-    log.error({ err }, 'warmpool-driver stopped');
-    process.exit(1);
+  schema: WarmpoolDriverFlagsSchema,
+  inputs: {
+    kubeConfig: kubeConfigInput,
+    fleetToken: { flag: '--fleet-token-file', read: (f) => readFleetToken(f.fleetTokenFile) },
   },
-);
+  start: ({ config, inputs: { kubeConfig, fleetToken }, log, registry }) => {
+    const { log: _log, registry: _registry, kubeConfig: _kc, ...manager } = managerOptionsFromFlags(config, { log, registry, kubeConfig, leaseName: LEASE_NAMES.warmpoolDriver });
+    return startDriver({
+      kubeConfig,
+      log,
+      registry,
+      fleetToken,
+      syncIntervalMs: config.warmPoolSyncInterval,
+      namespace: config.namespace,
+      nodeInventorySelector: config.nodeInventorySelector,
+      manager,
+    });
+  },
+}).then((code) => process.exit(code));

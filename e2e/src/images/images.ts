@@ -6,9 +6,10 @@ import { join, resolve } from 'node:path';
 
 /**
  * Container images built on this machine without a registry (docs/adr/0005-local-images.md):
- * a Node runtime base assembled with buildah from the host's node binary and its shared
- * libraries, and each app as that base plus its esbuild bundle, exported as docker archives
- * that `ctr -n k8s.io images import` loads for the kubelet.
+ * a Node runtime base and a Node build image assembled with buildah from the host's node binary,
+ * npm and the shared libraries they link; each app built by `buildah bud` from the repository's
+ * one Dockerfile on those two images, exported as a docker archive that
+ * `ctr -n k8s.io images import` loads for the kubelet.
  */
 
 export const REPO_ROOT = resolve(__dirname, '../../..');
@@ -76,15 +77,25 @@ export function pauseImage(binDir: string): { name: string; archive: string } {
   return { name, archive };
 }
 
-/** A Node runtime image from this machine's node binary and the libraries it links, user 65532. */
-export function nodeBaseImage(): string {
-  const node = process.execPath;
-  const name = `${LOCAL_REGISTRY}/node-base:${process.version.slice(1)}`;
-  const present = run('buildah', ['images', '--noheading', '--format', '{{.Name}}:{{.Tag}}']).split('\n').includes(name);
-  if (present) return name;
+/** Where node sits in the runtime image: where distroless puts it, so the Dockerfile's ENTRYPOINT holds on both. */
+const NODE_PATH = '/nodejs/bin/node';
+
+function imagePresent(name: string): boolean {
+  return run('buildah', ['images', '--noheading', '--format', '{{.Name}}:{{.Tag}}']).split('\n').includes(name);
+}
+
+/** Copies a host binary and the shared libraries it links into a working container. */
+function copyBinary(container: string, bin: string, to: string): void {
+  run('buildah', ['copy', container, bin, to]);
+  for (const lib of sharedLibraries(bin)) run('buildah', ['copy', container, lib, lib]);
+}
+
+/** The Dockerfile's runtime stage here: this machine's node binary and the libraries it links, user 65532 (as distroless nonroot). */
+export function nodeRuntimeImage(): string {
+  const name = `${LOCAL_REGISTRY}/node-runtime:${process.version.slice(1)}`;
+  if (imagePresent(name)) return name;
   assemble(name, 'scratch', (c) => {
-    run('buildah', ['copy', c, node, '/usr/local/bin/node']);
-    for (const lib of sharedLibraries(node)) run('buildah', ['copy', c, lib, lib]);
+    copyBinary(c, process.execPath, NODE_PATH);
     const etc = mkdtempSync(join(tmpdir(), 'sandbox-scale-base-'));
     try {
       // a passwd entry for the numeric user, so os.userInfo() and friends do not throw
@@ -97,11 +108,52 @@ export function nodeBaseImage(): string {
     } finally {
       rmSync(etc, { recursive: true, force: true });
     }
-  }, ['--entrypoint', '["/usr/local/bin/node"]', '--user', '65532:65532', '--workingdir', '/app', '--env', 'NODE_ENV=production']);
+  }, ['--entrypoint', `["${NODE_PATH}"]`, '--user', '65532:65532', '--workingdir', '/app', '--env', 'NODE_ENV=production']);
   return name;
 }
 
-/** The esbuild command of the apps' Dockerfiles, for the runtime this machine provides. */
+/** The host's npm: `<prefix>/lib/node_modules/npm` beside the node binary's prefix. */
+function hostNpmDir(): string {
+  const dir = resolve(process.execPath, '../../lib/node_modules/npm');
+  if (!existsSync(join(dir, 'bin/npm-cli.js'))) throw new ImageBuildError(`no npm at ${dir}: the build image copies the host's npm`);
+  return dir;
+}
+
+/**
+ * The Dockerfile's build stage here: the runtime image plus the host's npm, a POSIX shell and
+ * `env` (the Dockerfile's RUN lines and npm's bin shims), and the host's CA bundle (npm ci
+ * reaches the registry through whatever TLS the host trusts). Runs as root, as node:22-slim.
+ */
+export function nodeBuildImage(): string {
+  const runtime = nodeRuntimeImage();
+  const name = `${LOCAL_REGISTRY}/node-build:${process.version.slice(1)}`;
+  if (imagePresent(name)) return name;
+  const npm = hostNpmDir();
+  const shell = existsSync('/bin/dash') ? '/bin/dash' : '/bin/sh';
+  const caBundle = '/etc/ssl/certs/ca-certificates.crt';
+  assemble(name, runtime, (c) => {
+    copyBinary(c, shell, '/bin/sh');
+    copyBinary(c, '/usr/bin/env', '/usr/bin/env');
+    run('buildah', ['copy', c, npm, '/usr/local/lib/node_modules/npm']);
+    const bin = mkdtempSync(join(tmpdir(), 'sandbox-scale-build-'));
+    try {
+      for (const cmd of ['npm', 'npx']) {
+        writeFileSync(join(bin, cmd), `#!/bin/sh\nexec ${NODE_PATH} /usr/local/lib/node_modules/npm/bin/${cmd}-cli.js "$@"\n`, { mode: 0o755 });
+        run('buildah', ['copy', '--chmod', '755', c, join(bin, cmd), `/usr/local/bin/${cmd}`]);
+      }
+    } finally {
+      rmSync(bin, { recursive: true, force: true });
+    }
+    if (existsSync(caBundle)) run('buildah', ['copy', c, caBundle, caBundle]);
+  }, [
+    '--user', '0:0', '--workingdir', '/',
+    '--env', `PATH=${NODE_PATH.replace(/\/node$/, '')}:/usr/local/bin:/usr/bin:/bin`,
+    ...(existsSync(caBundle) ? ['--env', `NODE_EXTRA_CA_CERTS=${caBundle}`] : []),
+  ]);
+  return name;
+}
+
+/** The esbuild flags of the Dockerfile, for an entry file that is not an app (a test fixture), on the runtime this machine provides. */
 function bundle(entry: string, outDir: string): void {
   const esbuild = join(REPO_ROOT, 'node_modules/.bin/esbuild');
   run(esbuild, [entry, '--bundle', '--platform=node', `--target=node${process.versions.node.split('.')[0]}`, '--format=cjs',
@@ -113,21 +165,38 @@ export interface BuiltImage {
   archive: string;
 }
 
-/** One app image: the base plus the app's bundle; the entrypoint runs it, a pod's args go to the app (as the Dockerfiles). */
-export function appImage(app: AppName, outDir: string): BuiltImage {
-  return scriptImage(app, join(REPO_ROOT, 'apps', app, 'src/main.ts'), outDir);
+export interface AppImageOptions {
+  /** Tag of the image (default `local`, what the installed suite installs the chart with). */
+  tag?: string;
 }
 
-/** An image running one TypeScript/JavaScript entry file (bundled), named `<registry>/<name>:local`. */
-export function scriptImage(imageName: string, entry: string, outDir: string): BuiltImage {
-  const base = nodeBaseImage();
-  const dist = join(outDir, `${imageName}-dist`);
-  mkdirSync(dist, { recursive: true });
-  bundle(entry, dist);
-  const name = `${LOCAL_REGISTRY}/${imageName}:${LOCAL_TAG}`;
-  assemble(name, base, (c) => run('buildah', ['copy', c, `${dist}/.`, '/app/']), ['--entrypoint', '["/usr/local/bin/node", "--enable-source-maps", "/app/main.js"]']);
-  const archive = join(outDir, `${imageName}.tar`);
+/**
+ * One app image: `buildah bud` of the repository's Dockerfile with `--build-arg APP=<app>`, on the
+ * local build and runtime images. `--layers` keeps each step's layer, so a source edit reuses
+ * the `npm ci` layer and only the bundle step runs again.
+ */
+export function appImage(app: AppName, outDir: string, opts: AppImageOptions = {}): BuiltImage {
+  const name = `${LOCAL_REGISTRY}/${app}:${opts.tag ?? LOCAL_TAG}`;
+  run('buildah', ['bud', '--layers', '--pull=never', '--quiet',
+    '--build-arg', `APP=${app}`,
+    '--build-arg', `BUILD_IMAGE=${nodeBuildImage()}`,
+    '--build-arg', `RUNTIME_IMAGE=${nodeRuntimeImage()}`,
+    '--build-arg', `NODE_MAJOR=${process.versions.node.split('.')[0]}`,
+    '-f', join(REPO_ROOT, 'Dockerfile'), '-t', name, REPO_ROOT]);
+  const archive = join(outDir, `${app}.tar`);
   exportArchive(name, archive);
   return { name, archive };
 }
 
+/** An image running one TypeScript/JavaScript entry file (bundled) on the runtime image, named `<registry>/<name>:local`. */
+export function scriptImage(imageName: string, entry: string, outDir: string): BuiltImage {
+  const base = nodeRuntimeImage();
+  const dist = join(outDir, `${imageName}-dist`);
+  mkdirSync(dist, { recursive: true });
+  bundle(entry, dist);
+  const name = `${LOCAL_REGISTRY}/${imageName}:${LOCAL_TAG}`;
+  assemble(name, base, (c) => run('buildah', ['copy', c, `${dist}/.`, '/app/']), ['--entrypoint', `["${NODE_PATH}", "--enable-source-maps", "/app/main.js"]`]);
+  const archive = join(outDir, `${imageName}.tar`);
+  exportArchive(name, archive);
+  return { name, archive };
+}

@@ -1,13 +1,17 @@
 // Public API of @sandbox-scale/kube-runtime: named exports only.
 
 // config and logging
-export { ConfigError, isConfigError, parseFlags, loadConfigOrExit, booleanFlag, renderHelp, flagName, envName, isHelp } from './config/flags';
+export { ConfigError, isConfigError, parseFlags, booleanFlag, renderHelp, flagName, envName, isHelp } from './config/flags';
 export type { FlagDoc, ParseFlagsOptions, HelpRequested } from './config/flags';
 export { managerFlagShape, ManagerFlagsSchema, durationFlag, bindAddressFlag, parseDuration } from './config/manager-flags';
 export type { ManagerFlags } from './config/manager-flags';
 export { managerOptionsFromFlags, podNamespace } from './config/manager-options';
 export type { ManagerWiring } from './config/manager-options';
 export { createLogger, REDACTED_PATHS } from './log/logger';
+export { runApp, EXIT_CODES } from './app/run-app';
+export type { AppConfig, AppContext, AppDefinition, AppIo, ExitCode, RunningApp } from './app/run-app';
+export { kubeConfigInput } from './app/flag-input';
+export type { FlagInput } from './app/flag-input';
 export type { Logger, LoggerOptions } from './log/logger';
 
 // client: kubeconfig, raw requests, SSA, error predicates

@@ -30,6 +30,18 @@ describe('parseFlags', () => {
   it('rejects unknown flags', () => {
     expect(() => parseFlags(schema, { ...opts, argv: ['--nope=1'] })).toThrow(/unknown flag --nope/);
   });
+  it('reports every problem at once, naming the first bad flag', () => {
+    expect.assertions(2);
+    try {
+      parseFlags(schema, { ...opts, argv: ['--nope', 'value', 'stray', '--publish-interval=-1', '--node-name'] });
+    } catch (err) {
+      expect((err as Error).message).toBe(
+        'unknown flag --nope (see --help); unexpected argument "stray": flags look like --name=value; flag --node-name needs a value; ' +
+          'invalid configuration: --publish-interval: Too small: expected number to be >0; --node-name: Invalid input: expected string, received undefined',
+      );
+      expect((err as { flag?: string }).flag).toBe('--nope');
+    }
+  });
   it('renders help with env names and defaults', () => {
     const r = parseFlags(schema, { ...opts, argv: ['--help'] });
     expect(isHelp(r)).toBe(true);

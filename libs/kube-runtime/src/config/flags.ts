@@ -85,37 +85,52 @@ export function renderHelp<S extends Shape>(schema: z.ZodObject<S>, opts: ParseF
   return lines.join('\n');
 }
 
-function readArgv<S extends Shape>(schema: z.ZodObject<S>, argv: readonly string[]): Record<string, unknown> {
+/** The flags given on the command line, and every argument that is not one (unknown, or missing its value). */
+function readArgv<S extends Shape>(schema: z.ZodObject<S>, argv: readonly string[]): { raw: Record<string, unknown>; problems: FlagProblem[] } {
   const raw: Record<string, unknown> = {};
+  const problems: FlagProblem[] = [];
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i] as string;
-    if (!arg.startsWith('--')) throw new ConfigError(`unexpected argument "${arg}": flags look like --name=value`);
+    if (!arg.startsWith('--')) {
+      problems.push({ message: `unexpected argument "${arg}": flags look like --name=value` });
+      continue;
+    }
     const eq = arg.indexOf('=');
     const name = eq === -1 ? arg.slice(2) : arg.slice(2, eq);
     const key = keyOf(name);
     const s = schema.shape[key] as z.ZodType | undefined;
-    if (!s) throw new ConfigError(`unknown flag --${name} (see --help)`, `--${name}`);
-    if (eq !== -1) raw[key] = arg.slice(eq + 1);
+    if (!s) {
+      problems.push({ message: `unknown flag --${name} (see --help)`, flag: `--${name}` });
+      // `--unknown value`: the value is part of the unknown flag, not an argument of its own
+      if (eq === -1 && argv[i + 1] !== undefined && !(argv[i + 1] as string).startsWith('--')) i++;
+    } else if (eq !== -1) raw[key] = arg.slice(eq + 1);
     else if (isBooleanFlag(s)) raw[key] = 'true';
     else {
       const next = argv[i + 1];
-      if (next === undefined) throw new ConfigError(`flag --${name} needs a value`, `--${name}`);
-      raw[key] = next;
+      if (next === undefined) problems.push({ message: `flag --${name} needs a value`, flag: `--${name}` });
+      else raw[key] = next;
       i++;
     }
   }
-  return raw;
+  return { raw, problems };
+}
+
+interface FlagProblem {
+  message: string;
+  flag?: string;
 }
 
 /**
  * Parses flags then env into the schema. Values arrive as strings: use z.coerce for numbers,
- * and `booleanFlag()` for booleans. Returns `{help}` when --help was given.
+ * and `booleanFlag()` for booleans. Returns `{help}` when --help was given. Every problem is
+ * reported at once, in one ConfigError naming the first bad flag: the unknown arguments, then
+ * the invalid values of the known flags.
  */
 export function parseFlags<S extends Shape>(schema: z.ZodObject<S>, opts: ParseFlagsOptions): z.infer<z.ZodObject<S>> | HelpRequested {
   const argv = opts.argv ?? process.argv.slice(2);
   if (argv.includes('--help') || argv.includes('-h')) return { help: renderHelp(schema, opts) };
   const env = opts.env ?? process.env;
-  const fromArgv = readArgv(schema, argv);
+  const { raw: fromArgv, problems } = readArgv(schema, argv);
   const raw: Record<string, unknown> = {};
   for (const key of Object.keys(schema.shape)) {
     const v = fromArgv[key] ?? env[envName(key)];
@@ -123,13 +138,12 @@ export function parseFlags<S extends Shape>(schema: z.ZodObject<S>, opts: ParseF
   }
   const parsed = schema.safeParse(raw);
   if (!parsed.success) {
-    const msgs = parsed.error.issues.map((iss) => {
-      const key = String(iss.path[0] ?? '');
-      return `--${flagName(key)}: ${iss.message}`;
-    });
+    const msgs = parsed.error.issues.map((iss) => `--${flagName(String(iss.path[0] ?? ''))}: ${iss.message}`);
     const first = parsed.error.issues[0];
-    throw new ConfigError(`invalid configuration: ${msgs.join('; ')}`, first ? `--${flagName(String(first.path[0] ?? ''))}` : undefined);
+    problems.push({ message: `invalid configuration: ${msgs.join('; ')}`, flag: first ? `--${flagName(String(first.path[0] ?? ''))}` : undefined });
   }
+  const [first] = problems;
+  if (first || !parsed.success) throw new ConfigError(problems.map((p) => p.message).join('; '), first?.flag);
   return parsed.data;
 }
 
@@ -143,25 +157,4 @@ export function booleanFlag(defaultValue: boolean) {
     .union([z.boolean(), z.enum(['true', 'false', '1', '0'])])
     .transform((v) => v === true || v === 'true' || v === '1')
     .default(defaultValue);
-}
-
-/**
- * The entry point every app uses: parses, prints help or a flag error and exits, else returns
- * the validated config.
- */
-export function loadConfigOrExit<S extends Shape>(schema: z.ZodObject<S>, opts: ParseFlagsOptions): z.infer<z.ZodObject<S>> {
-  try {
-    const r = parseFlags(schema, opts);
-    if (isHelp(r)) {
-      process.stdout.write(`${r.help}\n`);
-      process.exit(0);
-    }
-    return r;
-  } catch (err) {
-    if (isConfigError(err)) {
-      process.stderr.write(`${opts.program}: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
-  }
 }

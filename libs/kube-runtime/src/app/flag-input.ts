@@ -1,0 +1,34 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import { loadKubeConfig } from '../client/kube-config';
+
+/**
+ * A value an app reads once its flags parse (a file a flag names, the kubeconfig), under the flag
+ * that names it, so a failure to read it is reported as that flag's problem.
+ */
+export interface FlagInput<C, V> {
+  /** `--fleet-token-file`: prefixes the problem when `read` throws. */
+  flag: string;
+  read(config: C): V;
+}
+
+/** The kubeconfig of `--kubeconfig` (else $KUBECONFIG, else the in-cluster service account). */
+export const kubeConfigInput: FlagInput<{ kubeconfig: string }, KubeConfig> = {
+  flag: '--kubeconfig',
+  read: (config) => loadKubeConfig(config.kubeconfig),
+};
+
+/** Reads every input, collecting each problem instead of stopping at the first, so one run reports them all. */
+export function readInputs<C, I>(inputs: { [K in keyof I]: FlagInput<C, I[K]> } | undefined, config: C): { values: I; problems: string[] } {
+  const values: Partial<I> = {};
+  const problems: string[] = [];
+  for (const key of Object.keys(inputs ?? {}) as Array<keyof I>) {
+    const input = (inputs as { [K in keyof I]: FlagInput<C, I[K]> })[key];
+    try {
+      values[key] = input.read(config);
+    } catch (err) {
+      const message = err instanceof Error ? err.message : String(err);
+      problems.push(message.startsWith(`${input.flag}:`) ? message : `${input.flag}: ${message}`);
+    }
+  }
+  return { values: values as I, problems };
+}

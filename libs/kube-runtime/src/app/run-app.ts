@@ -1,0 +1,140 @@
+import { collectDefaultMetrics, Registry } from 'prom-client';
+import type { z } from 'zod';
+import { isConfigError, isHelp, parseFlags } from '../config/flags';
+import { createLogger, type Logger, type LoggerOptions } from '../log/logger';
+import { setupSignalHandler } from '../signals';
+import { readInputs, type FlagInput } from './flag-input';
+
+type Shape = Record<string, z.ZodType>;
+
+/** The validated flags of an app: `z.infer` of its config schema. */
+export type AppConfig<S extends Shape> = z.infer<z.ZodObject<S>>;
+
+export interface AppContext<C, I> {
+  config: C;
+  /** The values of `inputs`, each read once. */
+  inputs: I;
+  log: Logger;
+  /** Holds the process metrics (CPU, memory, event loop lag, GC) already; the app adds its own. */
+  registry: Registry;
+}
+
+/** The app once started: its manager, servers and clients. */
+export interface RunningApp {
+  /** Settles when the app ends by itself (resolves on a clean end, rejects with why it failed); absent when it runs until stopped. */
+  readonly done?: Promise<void>;
+  /** Graceful stop: take no new work, drain what is in flight, close. */
+  stop(): Promise<void>;
+}
+
+export interface AppDefinition<S extends Shape, I> {
+  /** Program name: the help's usage line, the prefix of flag errors, the logger's name. */
+  name: string;
+  summary: string;
+  schema: z.ZodObject<S>;
+  inputs?: { [K in keyof I]: FlagInput<AppConfig<S>, I[K]> };
+  /** Logger options from the flags (a level flag, stderr when stdout carries output); default JSON lines on stdout. */
+  logger?: (config: AppConfig<S>) => Omit<LoggerOptions, 'name'>;
+  /** Builds and starts the app (its manager serves the metrics and probes); resolves once it runs. */
+  start(ctx: AppContext<AppConfig<S>, I>): Promise<RunningApp> | RunningApp;
+}
+
+/** Where an app's process meets the world; tests pass their own. */
+export interface AppIo {
+  argv?: readonly string[];
+  env?: Record<string, string | undefined>;
+  stdout?: { write(text: string): unknown };
+  stderr?: { write(text: string): unknown };
+  /** Aborts to stop the app; default the first SIGTERM or SIGINT. */
+  signal?: AbortSignal;
+}
+
+/** 0: stopped cleanly or printed --help; 1: failed to start, failed while running or while stopping; 2: bad configuration. */
+export type ExitCode = 0 | 1 | 2;
+
+export const EXIT_CODES = { ok: 0, failed: 1, badConfig: 2 } as const satisfies Record<string, ExitCode>;
+
+type Outcome = { kind: 'signal' } | { kind: 'ended' } | { kind: 'failed'; err: unknown };
+
+/** The flags, then the inputs they name; an exit code when the app must not start (--help, bad configuration). */
+function configure<S extends Shape, I>(app: AppDefinition<S, I>, io: AppIo): { config: AppConfig<S>; inputs: I } | ExitCode {
+  const stdout = io.stdout ?? process.stdout;
+  const stderr = io.stderr ?? process.stderr;
+  let config: AppConfig<S>;
+  try {
+    const parsed = parseFlags(app.schema, { program: app.name, summary: app.summary, argv: io.argv, env: io.env });
+    if (isHelp(parsed)) {
+      stdout.write(`${parsed.help}\n`);
+      return EXIT_CODES.ok;
+    }
+    config = parsed;
+  } catch (err) {
+    stderr.write(`${app.name}: ${err instanceof Error ? err.message : String(err)}\n`);
+    return isConfigError(err) ? EXIT_CODES.badConfig : EXIT_CODES.failed;
+  }
+  const { values: inputs, problems } = readInputs(app.inputs, config);
+  if (problems.length > 0) {
+    stderr.write(`${app.name}: invalid configuration: ${problems.join('; ')}\n`);
+    return EXIT_CODES.badConfig;
+  }
+  return { config, inputs };
+}
+
+/** Waits for the stop signal or the app's own end; on the signal, drains the app. */
+async function serve(name: string, running: RunningApp, signal: AbortSignal, log: Logger): Promise<ExitCode> {
+  const stopRequested = new Promise<Outcome>((resolve) => {
+    if (signal.aborted) resolve({ kind: 'signal' });
+    else signal.addEventListener('abort', () => resolve({ kind: 'signal' }), { once: true });
+  });
+  const ended = running.done?.then(
+    (): Outcome => ({ kind: 'ended' }),
+    (err: unknown): Outcome => ({ kind: 'failed', err }),
+  );
+  const outcome = await Promise.race(ended ? [stopRequested, ended] : [stopRequested]);
+  if (outcome.kind === 'ended') {
+    log.info('stopped');
+    return EXIT_CODES.ok;
+  }
+  if (outcome.kind === 'failed') {
+    log.error({ err: outcome.err }, `${name} stopped`);
+    return EXIT_CODES.failed;
+  }
+  const reason: unknown = signal.reason;
+  log.info({ reason: reason instanceof Error ? reason.message : String(reason) }, 'stopping');
+  try {
+    await running.stop();
+    // a failure while draining (a shutdown timeout) is the run's outcome too
+    await running.done;
+  } catch (err) {
+    log.error({ err }, 'stop failed');
+    return EXIT_CODES.failed;
+  }
+  log.info('stopped');
+  return EXIT_CODES.ok;
+}
+
+/**
+ * The one way an app starts and stops: flags (all problems at once, exit 2; --help, exit 0), the
+ * inputs they name (all problems at once, exit 2), the logger, a metrics registry with the
+ * process metrics, the app's start (its manager, probes and servers), then the first SIGTERM or
+ * SIGINT drains it. Resolves with the exit code; the caller (main.ts) exits with it, so no
+ * library ends the process.
+ */
+export async function runApp<S extends Shape, I = Record<string, never>>(app: AppDefinition<S, I>, io: AppIo = {}): Promise<ExitCode> {
+  const configured = configure(app, io);
+  if (typeof configured === 'number') return configured;
+  const { config, inputs } = configured;
+  const log = createLogger({ name: app.name, ...app.logger?.(config) });
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  // listening before start: a SIGTERM while starting stops the app once it runs
+  const signal = io.signal ?? setupSignalHandler();
+  let running: RunningApp;
+  try {
+    running = await app.start({ config, inputs, log, registry });
+  } catch (err) {
+    log.error({ err }, 'failed to start');
+    return isConfigError(err) ? EXIT_CODES.badConfig : EXIT_CODES.failed;
+  }
+  return serve(app.name, running, signal, log);
+}
