@@ -2,7 +2,9 @@
  * What one orphan pass of claim-controller costs at fleet scale: apiserver requests and
  * sandboxd requests per steady-state pass and per pass with N changes, for 50,000 live
  * sandboxes over 20 simulated nodes, on a control plane started here. Prints a table, then ONE
- * JSON line (the last line). Figures only: nothing passes or fails on time.
+ * JSON line. Nothing passes or fails on time; a pass whose request counts exceed the goal
+ * (sandboxd ≤ nodes + changes, apiserver reads ≤ changes, a steady pass no apiserver request)
+ * fails the run.
  *
  *   npx nx run bench:orphan-pass
  *
@@ -174,6 +176,14 @@ async function main(): Promise<void> {
     ]);
     await Promise.all(Object.values(caches).map((c) => c.stop()));
     console.log(JSON.stringify(result));
+    // Counts, not times: a pass over the goal fails the run (the records themselves are the writes a change needs).
+    const overGoal = [
+      result.steady_sandboxd_requests > NODES && `steady pass: ${result.steady_sandboxd_requests} sandboxd requests > ${NODES} nodes`,
+      result.steady_apiserver_requests > 0 && `steady pass: ${result.steady_apiserver_requests} apiserver requests > 0`,
+      result.changed_sandboxd_requests > NODES + CHANGES && `pass with changes: ${result.changed_sandboxd_requests} sandboxd requests > ${NODES} nodes + ${CHANGES} changes`,
+      result.changed_apiserver_reads > CHANGES && `pass with changes: ${result.changed_apiserver_reads} apiserver reads > ${CHANGES} changes`,
+    ].filter((m): m is string => typeof m === 'string');
+    if (overGoal.length > 0) throw new Error(`orphan pass over its goal (≤ nodes + changes): ${overGoal.join('; ')}`);
   } finally {
     await clients.close();
     await sim.stop();

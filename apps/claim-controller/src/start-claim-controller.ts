@@ -6,6 +6,7 @@ import { Registry } from 'prom-client';
 import { ClaimControllerConfigSchema, type ClaimControllerFlags } from './config';
 import { ClaimReconciler } from './controllers/claim-reconciler';
 import { ClaimWrites } from './controllers/claim-writes';
+import { EarlierDeliveries } from './controllers/earlier-deliveries';
 import { OrphanReconciler } from './controllers/orphan-reconciler';
 import { ClaimGateway } from './gateway/claim-gateway';
 import { ClaimRecorder } from './gateway/claim-recorder';
@@ -32,6 +33,8 @@ export interface ClaimControllerOptions {
   claimSelector?: string;
   /** Whether claim Secrets may be written in a namespace; default SelfSubjectAccessReviews with the default cache times. */
   secretAccess?: SecretAccess;
+  /** How long one node listing answers for claims older than the leadership; default DEFAULT_EARLIER_LISTING_MAX_AGE_MS. */
+  earlierListingMaxAgeMs?: number;
 }
 
 export interface ClaimControllerHandle {
@@ -89,9 +92,16 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   // set when this process wins the Lease (before the claim controller starts), cleared when it stops leading
   const leadership: { since: Date | undefined } = { since: undefined };
   const leaseTtlSeconds = Math.ceil(flags.sandboxLeaseTtl / 1000);
+  const earlier = new EarlierDeliveries({
+    nodes: inventories,
+    list: (inv, signal) => gateway.listDeliveries(inv, undefined, signal),
+    withToken: (d, signal) => gateway.withToken(d, signal),
+    ...(o.earlierListingMaxAgeMs !== undefined ? { maxAgeMs: o.earlierListingMaxAgeMs } : {}),
+  });
   const reconciler = new ClaimReconciler({
     ...caches,
     gateway,
+    earlier,
     recorder,
     writes,
     events,

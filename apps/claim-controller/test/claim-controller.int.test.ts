@@ -128,7 +128,7 @@ describe('SandboxClaim path', () => {
   });
 
   it('rejects a shutdownTime in the past with a condition naming the field', async () => {
-    await createClaim(kc, ns, 'c-past', 'base', { shutdownTime: '2020-01-01T00:00:00Z' });
+    await createClaim(kc, ns, 'c-past', 'base', { lifecycle: { shutdownTime: '2020-01-01T00:00:00Z' } });
     await eventually(async () => {
       const b = boundCondition(await getClaim(kc, ns, 'c-past'));
       if (b?.reason !== 'InvalidSpec') throw new Error(`condition ${JSON.stringify(b)}`);

@@ -1,5 +1,9 @@
-import type { KubeConfig } from '@kubernetes/client-node';
-import { kubectl } from '@sandbox-scale/e2e';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { kubeconfigForServiceAccount, kubeconfigText, kubectl } from '@sandbox-scale/e2e';
 import { applyObject, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Sim } from '@sandbox-scale/sandboxd-sim';
@@ -51,11 +55,12 @@ export async function createPool(kc: KubeConfig, ns: string, name: string, image
   });
 }
 
-export async function createClaim(kc: KubeConfig, ns: string, name: string, pool: string, lifecycle?: Record<string, unknown>): Promise<void> {
+export async function createClaim(kc: KubeConfig, ns: string, name: string, pool: string, opts: { lifecycle?: Record<string, unknown>; labels?: Record<string, string> } = {}): Promise<void> {
+  const { lifecycle, labels } = opts;
   await new ResourceClient(kc, SandboxClaimResource).create(ns, {
     apiVersion: EXTENSIONS_API_VERSION,
     kind: 'SandboxClaim',
-    metadata: { name },
+    metadata: { name, ...(labels ? { labels } : {}) },
     spec: { warmPoolRef: { name: pool }, ...(lifecycle ? { lifecycle } : {}) },
   });
 }
@@ -88,4 +93,61 @@ export async function eventsOf(ns: string, name: string): Promise<{ reason: stri
 
 export function releases(sim: Sim): number {
   return sim.nodes.reduce((sum, n) => sum + sim.node(n.name).state.metrics.releases, 0);
+}
+
+/**
+ * A kubeconfig file for a service account that can do everything the controller does except
+ * write claim status: its deliveries happen, their Bound records cannot land — the window a
+ * crash leaves open. It may hold the leader Lease, so it can run as one of two replicas.
+ */
+export async function kubeconfigWithoutStatusWrites(kc: KubeConfig, ns: string, rbacName: string): Promise<{ file: string; remove(): Promise<void> }> {
+  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createClusterRole({
+    body: {
+      metadata: { name: rbacName },
+      rules: [
+        { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims', 'sandboxwarmpools', 'sandboxtemplates', 'nodeinventories'], verbs: ['get', 'list', 'watch'] },
+        { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['patch', 'update'] },
+        { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'patch'] },
+        { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
+        { apiGroups: ['coordination.k8s.io'], resources: ['leases'], verbs: ['get', 'create', 'update'] },
+      ],
+    },
+  });
+  await rbac.createClusterRoleBinding({
+    body: { metadata: { name: rbacName }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: rbacName }, subjects: [{ kind: 'ServiceAccount', name: 'limited', namespace: ns }] },
+  });
+  const sa = await kubeconfigForServiceAccount(kc, ns, 'limited');
+  const file = join(mkdtempSync(join(tmpdir(), 'cc-limited-')), 'kubeconfig');
+  writeFileSync(file, kubeconfigText(sa));
+  return {
+    file,
+    remove: async () => {
+      await rbac.deleteClusterRoleBinding({ name: rbacName }).catch(() => undefined);
+      await rbac.deleteClusterRole({ name: rbacName }).catch(() => undefined);
+    },
+  };
+}
+
+/** Requests the simulated nodes served so far on each of `routes`. */
+export function nodeRequests(sim: Sim, routes: readonly string[]): Record<string, number> {
+  const out: Record<string, number> = Object.fromEntries(routes.map((r) => [r, 0]));
+  for (const n of sim.nodes) for (const r of routes) out[r] = (out[r] ?? 0) + (sim.node(n.name).state.metrics.requests.get(r) ?? 0);
+  return out;
+}
+
+/**
+ * claim-controller as its own process (main.ts) with the fleet token in a file, no listeners and
+ * `args` appended; `exited` settles when it ends. CC_DEBUG=1 shows its log.
+ */
+export function spawnClaimController(kubeconfig: string, args: readonly string[], token = ROOT_TOKEN): { child: ChildProcess; exited: Promise<void> } {
+  const tokenFile = join(mkdtempSync(join(tmpdir(), 'cc-token-')), 'token');
+  writeFileSync(tokenFile, `${token}\n`);
+  const child = spawn(
+    process.execPath,
+    ['--import', 'tsx', 'apps/claim-controller/src/main.ts', '--kubeconfig', kubeconfig, '--fleet-token-file', tokenFile, '--metrics-bind-address', '0', '--health-probe-bind-address', '0', '--fast-path-bind-address', '0', ...args],
+    { cwd: process.cwd(), stdio: ['ignore', process.env.CC_DEBUG ? 'inherit' : 'ignore', 'inherit'], env: { ...process.env, LOG_LEVEL: process.env.CC_DEBUG ? 'info' : 'error' } },
+  );
+  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
+  return { child, exited };
 }

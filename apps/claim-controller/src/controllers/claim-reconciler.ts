@@ -16,6 +16,7 @@ import {
   backoffDelayMs,
   CONDITION_REASONS,
   CONDITION_TYPES,
+  formatOwnerRef,
   isClaimRoutingNotConfigured,
   isNoWarmCapacity,
   OWNER_KINDS,
@@ -38,6 +39,7 @@ import { currentLease, nextLeaseStep, parseTime, renewAtMs, type NodeLease } fro
 import { claimTtl, createdBefore, type FieldProblem } from './claim-lifecycle';
 import { recordFailure } from './record-failure';
 import { hasFinalizer, type ClaimWrites } from './claim-writes';
+import type { EarlierDeliveries } from './earlier-deliveries';
 
 export const CLAIM_REASONS = {
   invalidSpec: 'InvalidSpec',
@@ -75,7 +77,9 @@ export interface ClaimReconcilerOptions {
   claims: Informer<SandboxClaim>;
   pools: Informer<SandboxWarmPool>;
   templates: Informer<SandboxTemplate>;
-  gateway: ClaimGateway;
+  gateway: Pick<ClaimGateway, 'deliver' | 'coldDeliver' | 'release' | 'renew'>;
+  /** Deliveries made before this leadership (claims older than it are looked up there before claiming). */
+  earlier: Pick<EarlierDeliveries, 'find'>;
   recorder: ClaimRecorder;
   writes: ClaimWrites;
   events: EventRecorder;
@@ -193,21 +197,27 @@ export class ClaimReconciler implements Reconciler {
     const access = await this.o.secretAccess.check(namespace);
     if (!access.allowed) return this.#namespaceNotEnabled(claim, access);
     const ttlSeconds = resolved.ttlSeconds || (this.o.leaseTtlSeconds ?? 0);
+    // The finalizer patch (where admission did not add it) goes out with the first node's claim
+    // request and carries that node as the delivery-node hint, so the next leader looks there first.
+    let finalizer: Promise<SandboxClaim> | undefined;
+    const startFinalizer = (node?: string): Promise<SandboxClaim> => {
+      const p = hasFinalizer(claim) ? Promise.resolve(claim) : this.o.writes.addFinalizer(claim, ctx.signal, node);
+      // awaited below; a rejection while the node call runs is not unhandled
+      p.catch(() => undefined);
+      return p;
+    };
     const gwReq = { namespace, name, owner: claimOwner(claim), key: resolved.key, ttlSeconds, signal: ctx.signal };
-    const finalizer = this.#withFinalizer(claim, ctx);
-    // awaited below; a rejection while the node call runs is not unhandled
-    finalizer.catch(() => undefined);
     let a: Assignment;
     try {
-      a = await this.o.gateway.deliver(gwReq);
+      a = await this.o.gateway.deliver({ ...gwReq, onFirstNode: (node) => (finalizer ??= startFinalizer(node)) });
     } catch (err) {
       // nothing was claimed: a failed finalizer patch is retried before anything else
-      const current = await finalizer;
+      const current = await (finalizer ?? startFinalizer());
       if (!(isNoWarmCapacity(err) && resolved.coldStart === 'WhenNoWarmCapacity')) return this.#claimFailed(current, err);
       return this.#coldStart(current, gwReq, ctx);
     }
     this.#delivered(key, a, ctx, 'node delivered a sandbox');
-    const current = await this.#settled(finalizer, req, ctx);
+    const current = await this.#settled(finalizer ?? startFinalizer(), req, ctx);
     if (current === undefined) return;
     return this.#record(current, a, ctx, false);
   }
@@ -336,13 +346,19 @@ export class ClaimReconciler implements Reconciler {
     return { requeueAfterMs: this.o.namespaceRecheckMs ?? DEFAULT_NAMESPACE_RECHECK_MS };
   }
 
-  /** After a restart, a claim older than this process may already hold a VM on some node. */
+  /**
+   * After a restart or a failover, a claim older than this leadership may already hold a VM on
+   * some node, delivered by an earlier leader that did not record it: its hinted node first, then
+   * one shared listing per node (EarlierDeliveries), never one request per claim and node.
+   */
   async #previousDelivery(claim: SandboxClaim, ctx: ReconcileContext): Promise<Assignment | undefined> {
     const since = this.o.leadingSince();
     if (since !== undefined && !createdBefore(claim, since)) return undefined;
-    const found = await this.o.gateway.findDeliveries({ namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', owner: claimOwner(claim) }, ctx.signal);
-    if (found.length > 0) ctx.log.info({ node: found[0]?.node, sandboxId: found[0]?.claimId }, 'adopting a delivery made before a restart');
-    return found[0];
+    const hint = claim.metadata.annotations?.[ANNOTATIONS.deliveryNode];
+    const claimRef = formatOwnerRef({ ...claimOwner(claim), namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '' });
+    const found = await this.o.earlier.find({ claimRef, leadingSince: since, ...(hint ? { hint } : {}) }, ctx.signal);
+    if (found) ctx.log.info({ node: found.node, sandboxId: found.claimId }, 'adopting a delivery made before this leadership');
+    return found;
   }
 
   #resolve(claim: SandboxClaim): { key: PoolKey; ttlSeconds: number; coldStart: ColdStartPolicy } | { reason: string; problem: FieldProblem; retry: boolean } {

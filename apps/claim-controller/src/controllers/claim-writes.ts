@@ -1,6 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyStatus, ResourceClient } from '@sandbox-scale/kube-runtime';
-import { CLAIM_RELEASE_FINALIZER, FIELD_MANAGERS, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { ANNOTATIONS, CLAIM_RELEASE_FINALIZER, FIELD_MANAGERS, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { setCondition, statusApplyBody, type ConditionInput } from '../gateway/claim-status';
 import { parseClaim, SandboxClaimResource } from '../resources';
 
@@ -35,10 +35,12 @@ export class ClaimWrites {
   /**
    * Optimistic (resourceVersion) so a concurrent finalizer edit is a conflict, not a lost write.
    * Returns the object as written: the live claim, newer than any cache, to decide on.
+   * `deliveryNode`: the node being asked for the claim's sandbox, carried in the same patch as
+   * the delivery-node hint (no write of its own).
    */
-  async addFinalizer(claim: SandboxClaim, signal?: AbortSignal): Promise<SandboxClaim> {
+  async addFinalizer(claim: SandboxClaim, signal?: AbortSignal, deliveryNode?: string): Promise<SandboxClaim> {
     const finalizers = [...(claim.metadata.finalizers ?? []), CLAIM_RELEASE_FINALIZER];
-    return this.#patchFinalizers(claim, finalizers, signal);
+    return this.#patchFinalizers(claim, finalizers, signal, deliveryNode === undefined ? undefined : { [ANNOTATIONS.deliveryNode]: deliveryNode });
   }
 
   async removeFinalizer(claim: SandboxClaim): Promise<void> {
@@ -49,8 +51,8 @@ export class ClaimWrites {
     await this.#claims.delete(claim.metadata.namespace, claim.metadata.name ?? '');
   }
 
-  async #patchFinalizers(claim: SandboxClaim, finalizers: string[], signal?: AbortSignal): Promise<SandboxClaim> {
-    const patch = { metadata: { finalizers, resourceVersion: claim.metadata.resourceVersion } };
+  async #patchFinalizers(claim: SandboxClaim, finalizers: string[], signal?: AbortSignal, annotations?: Record<string, string>): Promise<SandboxClaim> {
+    const patch = { metadata: { finalizers, resourceVersion: claim.metadata.resourceVersion, ...(annotations ? { annotations } : {}) } };
     const out = parseClaim(await this.#claims.mergePatch(claim.metadata.namespace, claim.metadata.name ?? '', patch, { fieldManager: FIELD_MANAGERS.claimController, ...(signal ? { signal } : {}) }));
     this.onWrite(out);
     return out;

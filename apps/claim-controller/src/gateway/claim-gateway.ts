@@ -31,6 +31,12 @@ export interface GatewayClaimRequest extends ClaimTarget {
   /** 0 or absent: the node's default. */
   ttlSeconds?: number;
   signal?: AbortSignal;
+  /**
+   * Told the node chosen first, synchronously, right before its claim request is sent (the
+   * caller records it as a hint beside that request). Not told when no node is chosen; a
+   * delivery made by a redirect peer or a later candidate lands elsewhere.
+   */
+  onFirstNode?: (node: string) => void;
 }
 
 export interface ClaimGatewayOptions {
@@ -122,6 +128,7 @@ export class ClaimGateway {
         const rng = this.#o.rng ?? Math.random;
         const cand = this.#ledger.choose(healthy, req.key, rng) ?? this.#ledger.choose(untried, req.key, rng);
         if (cand === undefined) throw new NoWarmCapacityError(req.key);
+        if (tried.size === 0) req.onFirstNode?.(cand.node);
         tried.add(cand.node);
         const a = await this.#claimAt(cand, req, inventories, tried, { timeoutMs: this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS, warm: true });
         if (a !== undefined) {
@@ -251,17 +258,6 @@ export class ClaimGateway {
     if (!addr) throw new ReleaseTargetUnknownError(`cannot renew ${target.claimId}: node ${target.node} has no known address`);
     const { deadline } = await this.#call(signal, (s) => this.#o.clients.forNode(addr).renew(target.claimId, ttlSeconds, { signal: s }));
     return deadline ?? undefined;
-  }
-
-  /**
-   * Deliveries already made for this very owner (kind, uid, namespace and name) on any routable
-   * node (idempotency after a crash); never one made for another object of the same name.
-   */
-  async findDeliveries(target: ClaimTarget & Pick<GatewayClaimRequest, 'owner'>, signal?: AbortSignal): Promise<Assignment[]> {
-    const ref = formatOwnerRef({ ...target.owner, namespace: target.namespace, name: target.name });
-    const routable = this.#o.inventories().filter((i) => i.address);
-    const found = await Promise.all(routable.map((inv) => this.nodeDeliveries(inv, ref, signal)));
-    return found.flat().map((d) => d.assignment);
   }
 
   /**
