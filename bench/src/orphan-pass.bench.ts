@@ -16,7 +16,7 @@
  * "before" re-runs the previous pass's algorithm on the same fleet (every row's token read
  * back, a live Get per claim delivery), steady state only.
  */
-import { ClaimGateway, ClaimRecorder, ClaimWrites, createCaches, FastPathRecorder, OrphanReconciler, poolOfKey } from '@sandbox-scale/claim-controller';
+import { ClaimGateway, ClaimRecorder, ClaimClient, createCaches, FastPathRecorder, OrphanReconciler, poolOfKey } from '@sandbox-scale/claim-controller';
 import { applyCrds, countingKubeConfig, startControlPlane } from '@sandbox-scale/e2e';
 import { applyStatus, createLogger, ResourceClient, type KubeResource } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
@@ -100,7 +100,7 @@ async function main(): Promise<void> {
     const inventories = (): readonly InventoryLike[] => caches.inventories.list();
     const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories, log, callTimeoutMs: 60_000 });
     const recorder = new ClaimRecorder({ kubeConfig: counted.kubeConfig });
-    const writes = new ClaimWrites(counted.kubeConfig);
+    const writes = new ClaimClient(counted.kubeConfig);
     const orphans = new OrphanReconciler({ gateway, recorder, fastPath: new FastPathRecorder(counted.kubeConfig, recorder), poolFor: poolOfKey(caches), inventories, cachedClaim: (ns, name) => caches.claims.get(ns, name), getClaim: (ns, name, signal) => writes.get(ns, name, signal), intervalMs: 3_600_000, log });
 
     const measure = async (run: () => Promise<number>): Promise<PassCost> => {

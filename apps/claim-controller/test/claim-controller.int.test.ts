@@ -7,8 +7,8 @@ import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
 import { startClaimController, type ClaimControllerHandle } from '../src';
 import { SandboxClaimResource } from '../src/resources';
-import { ClaimRecorder } from '../src/gateway/claim-recorder';
-import { FastPathRecorder } from '../src/gateway/fast-path-recorder';
+import { ClaimRecorder } from '../src/record/claim-recorder';
+import { FastPathRecorder } from '../src/record/fast-path-recorder';
 import { boundCondition, createClaim, createPool, deleteInventories, eventsOf, getClaim, liveDeliveries, publishInventories, releases, ROOT_TOKEN } from './fixtures';
 
 const suffix = runSuffix();

@@ -1,19 +1,37 @@
 import type { ChildProcess } from 'node:child_process';
-import { CoordinationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { applyCrds, createTestNamespace, deleteNamespace, eventually, installChartAppRbac, runSuffix, testKubeConfig, type ChartAppIdentity } from '@sandbox-scale/e2e';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
-import { ANNOTATIONS, LEASE_NAMES, parseOwnerRef, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { ANNOTATIONS, parseOwnerRef, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { startClaimController, type ClaimControllerHandle } from '../src';
-import { boundCondition, createClaim, createPool, deleteInventories, getClaim, kubeconfigWithoutStatusWrites, liveDeliveries, nodeRequests, publishInventories, releases, spawnClaimController } from './fixtures';
+import {
+  boundCondition,
+  countingProxies,
+  createClaim,
+  createPool,
+  deleteInventories,
+  getClaim,
+  kubeconfigWithoutStatusWrites,
+  LEADER_FLAGS,
+  leaderArgs,
+  leaseHolder,
+  liveDeliveries,
+  newerThanLeadership,
+  publishInventories,
+  releases,
+  selectorOf,
+  spawnClaimController,
+  type CountingProxies,
+} from './fixtures';
 
 /**
  * Two replicas behind the leader Lease. The leader delivers a burst of claims but cannot record
  * them (its RBAC has no status write), so every delivery is in the window a crash leaves open;
  * then it is SIGKILLed and the standby (the chart's ServiceAccount) takes over. What the new
- * leader asks the nodes to find the earlier deliveries is counted where it lands: the simulated
- * nodes' own request counters.
+ * leader asks the nodes to find the earlier deliveries is counted where it lands: at a proxy in
+ * front of each simulated node, counting this suite's token only.
  */
 const suffix = runSuffix();
 const IMAGE = `registry.local/cc-failover-${suffix}:1`;
@@ -25,13 +43,12 @@ const LIST = 'GET /v1/sandboxes';
 const TOKEN_READ = 'GET /v1/sandboxes/:id';
 const CLAIM = 'POST /v1/claim';
 /**
- * This suite's own fleet token and claim label: other suites' controllers share the control
- * plane and see these nodes' inventories, but cannot claim on them, and the standby reconciles
- * only this suite's claims.
+ * This suite's own fleet token, claims and nodes. Other suites share the control plane: their
+ * controllers see these nodes' inventories but cannot claim on them (nor are they counted), and
+ * the standby sees only this suite's claims and nodes.
  */
 const TOKEN = `failover-fleet-token-${suffix}`;
 const LABELS = { 'test.sandbox-scale/suite': `failover-${suffix}` };
-const LEADER_FLAGS = { leaderElect: true, leaderElectLeaseDuration: 4000, leaderElectRenewDeadline: 3000, leaderElectRetryPeriod: 500 };
 
 let kc: KubeConfig;
 let ns: string;
@@ -40,10 +57,10 @@ let child: ChildProcess | undefined;
 let standby: ClaimControllerHandle | undefined;
 let identity: ChartAppIdentity | undefined;
 let limited: { file: string; remove(): Promise<void> } | undefined;
+let proxies: CountingProxies | undefined;
 
-async function leaseHolder(): Promise<string> {
-  const lease = await kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: ns, name: LEASE_NAMES.claimController });
-  return lease.spec?.holderIdentity ?? '';
+function countsOf(routes: readonly string[]): Record<string, number> {
+  return Object.fromEntries(routes.map((r) => [r, proxies?.count(r) ?? 0]));
 }
 
 beforeAll(async () => {
@@ -57,7 +74,9 @@ beforeAll(async () => {
       if ((info.pools[0]?.warm ?? 0) < 6) throw new Error(`${n.name}: pool not warm yet`);
     }
   });
-  await publishInventories(kc, sim, suffix, TOKEN);
+  // the nodes are published behind counting proxies: what this suite's controllers ask them is counted there
+  proxies = await countingProxies(sim, TOKEN);
+  await publishInventories(kc, sim, suffix, { token: TOKEN, labels: LABELS, addressOf: (node) => proxies?.addressOf(node) });
   await createPool(kc, ns, 'base', IMAGE);
 });
 
@@ -66,6 +85,7 @@ afterAll(async () => {
   await standby?.stop();
   await identity?.remove();
   await deleteInventories(kc, sim, suffix);
+  await proxies?.close();
   await sim?.stop();
   await limited?.remove();
   await deleteNamespace(kc, ns);
@@ -73,27 +93,24 @@ afterAll(async () => {
 
 it('after the leader is killed mid-burst, the new leader finds every earlier delivery with one list per node, claims nothing twice and releases nothing', async () => {
   limited = await kubeconfigWithoutStatusWrites(kc, ns, `claim-controller-failover-${suffix}`);
+  const spawned = spawnClaimController(limited.file, [...leaderArgs(ns), '--orphan-interval', '1h'], TOKEN);
+  child = spawned.child;
+  // created once the process leads: it claims them without looking for earlier deliveries on other suites' nodes
+  const oldLeader = await newerThanLeadership(kc, ns);
   for (const name of DELIVERED) await createClaim(kc, ns, name, 'base', { labels: LABELS });
   for (const name of WAITING) await createClaim(kc, ns, name, 'later', { labels: LABELS });
-  const leaderArgs = ['--leader-elect=true', '--leader-election-namespace', ns, '--leader-elect-lease-duration', '4s', '--leader-elect-renew-deadline', '3s', '--leader-elect-retry-period', '500ms', '--orphan-interval', '1h'];
-  const spawned = spawnClaimController(limited.file, leaderArgs, TOKEN);
-  child = spawned.child;
   await eventually(async () => {
     const live = await liveDeliveries(sim, ns, TOKEN);
     if (live.length < DELIVERED.length) throw new Error(`${live.length} deliveries so far`);
-  }, { timeoutMs: 30_000 });
-  const oldLeader = await eventually(async () => {
-    const h = await leaseHolder();
-    if (h === '') throw new Error('no leader yet');
-    return h;
-  });
+  }, { timeoutMs: 90_000 });
 
   // the standby runs as deployed: the chart's ServiceAccount and RBAC, waiting on the same Lease
   identity = await installChartAppRbac(kc, 'claim-controller', { release: `ccf-${suffix}`, namespace: ns });
   standby = await startClaimController({
     kubeConfig: identity.kubeConfig,
     fleetToken: TOKEN,
-    claimSelector: Object.entries(LABELS).map(([k, v]) => `${k}=${v}`).join(','),
+    claimSelector: selectorOf(LABELS),
+    inventorySelector: selectorOf(LABELS),
     flags: { ...LEADER_FLAGS, leaderElectionNamespace: ns, metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '0', orphanInterval: 3_600_000 },
     log: createLogger({ name: 'claim-controller-standby', level: 'warn' }),
     // one window for the whole test, so the count does not depend on how fast the claims heal
@@ -103,14 +120,11 @@ it('after the leader is killed mid-burst, the new leader finds every earlier del
   const delivered = await liveDeliveries(sim, ns, TOKEN);
   expect(delivered).toHaveLength(DELIVERED.length);
   for (const name of DELIVERED) expect(boundCondition(await getClaim(kc, ns, name))?.status).not.toBe('True');
-  const before = nodeRequests(sim, [LIST, TOKEN_READ, CLAIM]);
+  const before = countsOf([LIST, TOKEN_READ, CLAIM]);
   child.kill('SIGKILL');
   await spawned.exited;
 
-  await eventually(async () => {
-    const h = await leaseHolder();
-    if (h === oldLeader) throw new Error('the standby has not taken over yet');
-  }, { timeoutMs: 30_000 });
+  await leaseHolder(kc, ns, oldLeader);
   await createPool(kc, ns, 'later', IMAGE);
   const claimed = new Map<string, SandboxClaim>();
   for (const name of [...DELIVERED, ...WAITING]) {
@@ -120,7 +134,7 @@ it('after the leader is killed mid-burst, the new leader finds every earlier del
       return claim;
     }, { timeoutMs: 60_000 }));
   }
-  const after = nodeRequests(sim, [LIST, TOKEN_READ, CLAIM]);
+  const after = countsOf([LIST, TOKEN_READ, CLAIM]);
   const lists = (after[LIST] ?? 0) - (before[LIST] ?? 0);
   const tokenReads = (after[TOKEN_READ] ?? 0) - (before[TOKEN_READ] ?? 0);
   const claims = (after[CLAIM] ?? 0) - (before[CLAIM] ?? 0);

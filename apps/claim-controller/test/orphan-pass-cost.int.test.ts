@@ -5,11 +5,11 @@ import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-clien
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { formatOwnerRef, poolKeyFor } from '@sandbox-scale/scale-core';
 import { Registry } from 'prom-client';
-import { ClaimWrites } from '../src/controllers/claim-writes';
+import { ClaimClient } from '../src/record/claim-client';
 import { OrphanReconciler, type OrphanOutcome } from '../src/controllers/orphan-reconciler';
 import { ClaimGateway } from '../src/gateway/claim-gateway';
-import { ClaimRecorder } from '../src/gateway/claim-recorder';
-import { FastPathRecorder } from '../src/gateway/fast-path-recorder';
+import { ClaimRecorder } from '../src/record/claim-recorder';
+import { FastPathRecorder } from '../src/record/fast-path-recorder';
 import { createCaches, poolOfKey, type Caches } from '../src/wiring';
 import { boundCondition, createClaim, createPool, deleteInventories, getClaim, publishInventories, ROOT_TOKEN } from './fixtures';
 
@@ -73,7 +73,7 @@ beforeAll(async () => {
   const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list().filter((i) => i.node.endsWith(`-${suffix}`));
   const gateway = new ClaimGateway({ clients, fleetToken: ROOT_TOKEN, inventories, log });
   const recorder = new ClaimRecorder({ kubeConfig: counted.kubeConfig });
-  const writes = new ClaimWrites(counted.kubeConfig);
+  const writes = new ClaimClient(counted.kubeConfig);
   pass = new OrphanReconciler({
     gateway,
     recorder,

@@ -6,12 +6,17 @@ import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { parseOwnerRef } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { startClaimController, type ClaimControllerHandle } from '../src';
-import { boundCondition, createClaim, createPool, deleteInventories, getClaim, kubeconfigWithoutStatusWrites, liveDeliveries, publishInventories, releases, spawnClaimController } from './fixtures';
+import { boundCondition, createClaim, createPool, deleteInventories, getClaim, kubeconfigWithoutStatusWrites, leaderArgs, liveDeliveries, newerThanLeadership, publishInventories, releases, selectorOf, spawnClaimController } from './fixtures';
 
 const suffix = runSuffix();
 const IMAGE = `registry.local/cc-restart-${suffix}:1`;
 const CLAIMS = ['r-0', 'r-1', 'r-2', 'r-3', 'r-4'];
-/** This suite's own fleet token: other suites' controllers share the control plane and see this node's inventory, but cannot claim on it. */
+/**
+ * This suite's own fleet token, claims and nodes. Other suites share the control plane: their
+ * controllers see this node's inventory but cannot claim on it, and the restarted controller
+ * sees only this suite's claims and node (so no other suite's node, with another token, holds
+ * up its look for earlier deliveries).
+ */
 const TOKEN = `restart-fleet-token-${suffix}`;
 const LABELS = { 'test.sandbox-scale/suite': `restart-${suffix}` };
 let kc: KubeConfig;
@@ -31,7 +36,7 @@ beforeAll(async () => {
     const info = await new SandboxdClient({ baseUrl: sim.nodes[0]?.url ?? '', token: TOKEN }).info();
     if ((info.pools[0]?.warm ?? 0) < 8) throw new Error('pool not warm yet');
   });
-  await publishInventories(kc, sim, suffix, TOKEN);
+  await publishInventories(kc, sim, suffix, { token: TOKEN, labels: LABELS });
   await createPool(kc, ns, 'base', IMAGE);
 });
 
@@ -47,16 +52,16 @@ afterAll(async () => {
 
 it('binds every delivery after a SIGKILL between delivery and record, claiming nothing twice and releasing nothing', async () => {
   limited = await kubeconfigWithoutStatusWrites(kc, ns, `claim-controller-no-status-${suffix}`);
-  const kubeconfig = limited.file;
-  for (const name of CLAIMS) await createClaim(kc, ns, name, 'base', { labels: LABELS });
-
-  const spawned = spawnClaimController(kubeconfig, ['--orphan-interval', '1h'], TOKEN);
+  const spawned = spawnClaimController(limited.file, [...leaderArgs(ns), '--orphan-interval', '1h'], TOKEN);
   child = spawned.child;
   const exited = spawned.exited;
+  // created once the process leads: it claims them without looking for earlier deliveries on other suites' nodes
+  await newerThanLeadership(kc, ns);
+  for (const name of CLAIMS) await createClaim(kc, ns, name, 'base', { labels: LABELS });
   await eventually(async () => {
     const live = await liveDeliveries(sim, ns, TOKEN);
     if (live.length < CLAIMS.length) throw new Error(`${live.length} deliveries so far`);
-  }, { timeoutMs: 20_000 });
+  }, { timeoutMs: 90_000 });
   for (const name of CLAIMS) expect(boundCondition(await getClaim(kc, ns, name))?.status).not.toBe('True');
   child.kill('SIGKILL');
   await exited;
@@ -68,7 +73,8 @@ it('binds every delivery after a SIGKILL between delivery and record, claiming n
   cc = await startClaimController({
     kubeConfig: identity.kubeConfig,
     fleetToken: TOKEN,
-    claimSelector: Object.entries(LABELS).map(([k, v]) => `${k}=${v}`).join(','),
+    claimSelector: selectorOf(LABELS),
+    inventorySelector: selectorOf(LABELS),
     flags: { metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '0', orphanInterval: 1000 },
     log: createLogger({ name: 'claim-controller-restart', level: 'warn' }),
   });

@@ -18,8 +18,8 @@ import {
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from './assignment';
 import { coldCandidates, type ColdInventoryLike } from './cold-candidates';
-import type { FastPathDelivery } from './fast-path-recorder';
-import type { RecordQueue } from './record-queue';
+import type { FastPathDelivery } from '../record/fast-path-recorder';
+import type { RecordQueue } from '../record/record-queue';
 
 export interface GatewayClaimRequest extends ClaimTarget {
   /**
@@ -102,17 +102,17 @@ export class ClaimGateway {
   }
 
   /**
-   * A fast-path claim: delivers under a fresh delivery uid and queues the Bound record (when a
-   * queue is set); never waits for the record.
+   * The fast path: delivers under a fresh delivery uid and queues the Bound record (when a queue
+   * is set); never waits for the record, which is written after the caller has its answer.
    */
-  async claim(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
+  async deliverFastPath(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
     const deliveryUid = randomUUID();
     const a = await this.deliver({ ...req, owner: { kind: OWNER_KINDS.fastclaim, uid: deliveryUid } });
     this.#o.records?.enqueue({ namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) }, a);
     return a;
   }
 
-  /** Claims only; the caller writes the record. */
+  /** Delivers only (the SandboxClaim path): the caller writes the record before its reconcile ends. */
   async deliver(req: GatewayClaimRequest): Promise<Assignment> {
     this.#requireToken();
     const t0 = performance.now();

@@ -1,11 +1,15 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyStatus, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { ANNOTATIONS, CLAIM_RELEASE_FINALIZER, FIELD_MANAGERS, type SandboxClaim } from '@sandbox-scale/scale-core';
-import { setCondition, statusApplyBody, type ConditionInput } from '../gateway/claim-status';
+import { setCondition, statusApplyBody, type ConditionInput } from './claim-status';
 import { parseClaim, SandboxClaimResource } from '../resources';
 
-/** The writes the reconciler makes to a SandboxClaim besides the Bound record. */
-export class ClaimWrites {
+/**
+ * A SandboxClaim through the API server, besides its Bound record: the live read (a conflict,
+ * an adoption's confirmation), the release finalizer, Bound/Ready conditions, and the delete of
+ * a finished claim.
+ */
+export class ClaimClient {
   readonly #claims: ResourceClient;
   /**
    * `onWrite` is told the object each write returned (the own-write filter of the claim
