@@ -32,13 +32,13 @@ import {
 import { isNotFound as isSandboxGone, asSandboxdHttpError } from '@sandbox-scale/sandboxd-client';
 import type { Assignment } from '../gateway/assignment';
 import type { ClaimGateway } from '../gateway/claim-gateway';
+import { hasFinalizer, type ClaimClient } from '../record/claim-client';
 import type { ClaimRecorder } from '../record/claim-recorder';
 import { boundClaimId, recordsSandbox } from '../record/claim-status';
 import { namespaceNotEnabledMessage, type SecretAccess, type SecretAccessDecision } from '../record/secret-access';
 import { currentLease, nextLeaseStep, parseTime, renewAtMs, type NodeLease } from './claim-lease';
 import { claimTtl, createdBefore, type FieldProblem } from './claim-lifecycle';
 import { recordFailure } from './record-failure';
-import { hasFinalizer, type ClaimClient } from '../record/claim-client';
 import type { EarlierDeliveries } from './earlier-deliveries';
 
 export const CLAIM_REASONS = {
