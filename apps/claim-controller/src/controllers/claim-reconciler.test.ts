@@ -1,5 +1,5 @@
 import { createLogger, type ReconcileContext } from '@sandbox-scale/kube-runtime';
-import { ANNOTATIONS, CLAIM_RELEASE_FINALIZER, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '@sandbox-scale/scale-core';
+import { ANNOTATIONS, CLAIM_RELEASE_FINALIZER, NoWarmCapacityError, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '@sandbox-scale/scale-core';
 import type { Assignment } from '../gateway/assignment';
 import type { GatewayClaimRequest } from '../gateway/claim-gateway';
 import { ClaimReconciler } from './claim-reconciler';
@@ -28,7 +28,7 @@ const notFound = (): Error => Object.assign(new Error('not found'), { code: 404 
  * The reconciler with fakes for everything it talks to; `steps` records what reached the API
  * server and the nodes, in order.
  */
-function harness(claim: SandboxClaim | undefined, o: { earlier?: (q: EarlierDeliveryQuery) => Promise<Assignment | undefined>; finalizer?: () => Promise<void>; record?: () => Promise<void> } = {}) {
+function harness(claim: SandboxClaim | undefined, o: { earlier?: (q: EarlierDeliveryQuery) => Promise<Assignment | undefined>; finalizer?: () => Promise<void>; record?: () => Promise<void>; noCapacity?: boolean } = {}) {
   const steps: string[] = [];
   const cache = { claim };
   const reconciler = new ClaimReconciler({
@@ -38,6 +38,7 @@ function harness(claim: SandboxClaim | undefined, o: { earlier?: (q: EarlierDeli
     gateway: {
       deliver: async (req: GatewayClaimRequest) => {
         steps.push('deliver: choose node');
+        if (o.noCapacity) throw new NoWarmCapacityError(req.key);
         req.onFirstNode?.('n1');
         steps.push('deliver: claim sent to n1');
         await Promise.resolve();
@@ -104,6 +105,13 @@ describe('ClaimReconciler: binding a claim', () => {
     const h = harness(claimOf({ created: AFTER, finalizer: true }));
     await h.reconcile();
     expect(h.steps).toEqual(['deliver: choose node', 'deliver: claim sent to n1', 'deliver: n1 answered', 'record sb_1 on rv 10 adopted=false']);
+  });
+
+  it('adds the finalizer without a hint after an attempt that found no node, and says NoWarmCapacity', async () => {
+    const h = harness(claimOf({ created: AFTER }), { noCapacity: true });
+    const r = await h.reconcile();
+    expect(h.steps).toEqual(['deliver: choose node', 'finalizer patch hint=-', 'condition Bound=False NoWarmCapacity']);
+    expect(r).toMatchObject({ requeueAfterMs: expect.any(Number) });
   });
 
   it('does not look for earlier deliveries of a claim created during this leadership', async () => {
