@@ -103,6 +103,21 @@ describe('EarlierDeliveries', () => {
     expect(f.earlier.listings).toBe(2);
   });
 
+  it('does not keep a listing past its window even when no claim asks again', async () => {
+    jest.useFakeTimers();
+    try {
+      const f = fleet(3, {});
+      await f.earlier.find({ claimRef: refOf('a'), leadingSince: since });
+      expect(f.earlier.listings).toBe(3);
+      jest.advanceTimersByTime(999);
+      expect(f.earlier.listings).toBe(3);
+      jest.advanceTimersByTime(1);
+      expect(f.earlier.listings).toBe(0);
+    } finally {
+      jest.useRealTimers();
+    }
+  });
+
   it('does not keep a failed listing: the next lookup asks that node again', async () => {
     const f = fleet(2, { n1: [refOf('a')] });
     f.down.add('n1');

@@ -104,9 +104,12 @@ export class EarlierDeliveries {
     this.o.onList?.();
     const listing: Listing = { at: this.#now(), rows: this.o.list(inv).then(byClaimRef) };
     this.#listings.set(node, listing);
-    listing.rows.catch(() => {
+    const drop = (): void => {
       if (this.#listings.get(node) === listing) this.#listings.delete(node);
-    });
+    };
+    listing.rows.catch(drop);
+    // a listing may hold a node's whole claim fleet: it is not kept past its window, even when no older claim asks again
+    setTimeout(drop, this.#maxAgeMs()).unref();
     return listing.rows;
   }
 
