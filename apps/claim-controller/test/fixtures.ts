@@ -104,17 +104,27 @@ export function releases(sim: Sim): number {
 }
 
 /**
- * A kubeconfig file for a service account that can do everything the controller does except
- * write claim status: its deliveries happen, their Bound records cannot land — the window a
- * crash leaves open. It may hold the leader Lease, so it can run as one of two replicas.
+ * A kubeconfig file for a service account that can do everything the controller does in `ns`
+ * except write claim status: its deliveries happen, their Bound records cannot land — the window
+ * a crash leaves open. It may hold the leader Lease, so it can run as one of two replicas. It
+ * reads cluster-wide (as the controller does) but writes only in `ns`, so while it runs it
+ * touches no other suite's claims or Secrets on the shared control plane.
  */
 export async function kubeconfigWithoutStatusWrites(kc: KubeConfig, ns: string, rbacName: string): Promise<{ file: string; remove(): Promise<void> }> {
   const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+  const subjects = [{ kind: 'ServiceAccount', name: 'limited', namespace: ns }];
   await rbac.createClusterRole({
     body: {
       metadata: { name: rbacName },
+      rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims', 'sandboxwarmpools', 'sandboxtemplates', 'nodeinventories'], verbs: ['get', 'list', 'watch'] }],
+    },
+  });
+  await rbac.createClusterRoleBinding({ body: { metadata: { name: rbacName }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: rbacName }, subjects } });
+  await rbac.createNamespacedRole({
+    namespace: ns,
+    body: {
+      metadata: { name: rbacName },
       rules: [
-        { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims', 'sandboxwarmpools', 'sandboxtemplates', 'nodeinventories'], verbs: ['get', 'list', 'watch'] },
         { apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['patch', 'update'] },
         { apiGroups: [''], resources: ['secrets'], verbs: ['get', 'create', 'patch'] },
         { apiGroups: ['events.k8s.io'], resources: ['events'], verbs: ['create', 'patch'] },
@@ -122,14 +132,13 @@ export async function kubeconfigWithoutStatusWrites(kc: KubeConfig, ns: string, 
       ],
     },
   });
-  await rbac.createClusterRoleBinding({
-    body: { metadata: { name: rbacName }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: rbacName }, subjects: [{ kind: 'ServiceAccount', name: 'limited', namespace: ns }] },
-  });
+  await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: rbacName }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: rbacName }, subjects } });
   const sa = await kubeconfigForServiceAccount(kc, ns, 'limited');
   const file = join(mkdtempSync(join(tmpdir(), 'cc-limited-')), 'kubeconfig');
   writeFileSync(file, kubeconfigText(sa));
   return {
     file,
+    // the Role and its binding go with the namespace
     remove: async () => {
       await rbac.deleteClusterRoleBinding({ name: rbacName }).catch(() => undefined);
       await rbac.deleteClusterRole({ name: rbacName }).catch(() => undefined);
