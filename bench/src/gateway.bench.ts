@@ -41,7 +41,7 @@ async function main(): Promise<void> {
   const dr: number[] = [];
   const viaGateway = async (i: number): Promise<{ ms: number; id: string }> => {
     const t0 = performance.now();
-    const a = await gateway.claim({ namespace: 'bench', name: `g-${i}`, warmPool: 'bench', key, ttlSeconds: 3600 });
+    const a = await gateway.deliverFastPath({ namespace: 'bench', name: `g-${i}`, warmPool: 'bench', key, ttlSeconds: 3600 });
     return { ms: performance.now() - t0, id: a.claimId };
   };
   const viaDirect = async (i: number): Promise<{ ms: number; id: string }> => {

@@ -2,7 +2,9 @@
  * What one orphan pass of claim-controller costs at fleet scale: apiserver requests and
  * sandboxd requests per steady-state pass and per pass with N changes, for 50,000 live
  * sandboxes over 20 simulated nodes, on a control plane started here. Prints a table, then ONE
- * JSON line (the last line). Figures only: nothing passes or fails on time.
+ * JSON line. Nothing passes or fails on time; a pass whose request counts exceed the goal
+ * (sandboxd ≤ nodes + changes, apiserver reads ≤ changes, a steady pass no apiserver request)
+ * fails the run.
  *
  *   npx nx run bench:orphan-pass
  *
@@ -14,7 +16,7 @@
  * "before" re-runs the previous pass's algorithm on the same fleet (every row's token read
  * back, a live Get per claim delivery), steady state only.
  */
-import { ClaimGateway, ClaimRecorder, ClaimWrites, createCaches, FastPathRecorder, OrphanReconciler, poolOfKey } from '@sandbox-scale/claim-controller';
+import { ClaimGateway, ClaimRecorder, ClaimClient, createCaches, FastPathRecorder, OrphanReconciler, poolOfKey } from '@sandbox-scale/claim-controller';
 import { applyCrds, countingKubeConfig, startControlPlane } from '@sandbox-scale/e2e';
 import { applyStatus, createLogger, ResourceClient, type KubeResource } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
@@ -99,7 +101,7 @@ async function main(): Promise<void> {
     const inventories = (): readonly InventoryLike[] => caches.inventories.list();
     const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories, log, callTimeoutMs: 60_000 });
     const recorder = new ClaimRecorder({ kubeConfig: counted.kubeConfig });
-    const writes = new ClaimWrites(counted.kubeConfig);
+    const writes = new ClaimClient(counted.kubeConfig);
     const orphans = new OrphanReconciler({ gateway, recorder, fastPath: new FastPathRecorder(counted.kubeConfig, recorder), poolFor: poolOfKey(caches), inventories, cachedClaim: (ns, name) => caches.claims.get(ns, name), getClaim: (ns, name, signal) => writes.get(ns, name, signal), intervalMs: 3_600_000, log });
 
     const measure = async (run: () => Promise<number>): Promise<PassCost> => {
@@ -175,6 +177,14 @@ async function main(): Promise<void> {
     ]);
     await Promise.all(Object.values(caches).map((c) => c.stop()));
     console.log(JSON.stringify(result));
+    // Counts, not times: a pass over the goal fails the run (the records themselves are the writes a change needs).
+    const overGoal = [
+      result.steady_sandboxd_requests > NODES && `steady pass: ${result.steady_sandboxd_requests} sandboxd requests > ${NODES} nodes`,
+      result.steady_apiserver_requests > 0 && `steady pass: ${result.steady_apiserver_requests} apiserver requests > 0`,
+      result.changed_sandboxd_requests > NODES + CHANGES && `pass with changes: ${result.changed_sandboxd_requests} sandboxd requests > ${NODES} nodes + ${CHANGES} changes`,
+      result.changed_apiserver_reads > CHANGES && `pass with changes: ${result.changed_apiserver_reads} apiserver reads > ${CHANGES} changes`,
+    ].filter((m): m is string => typeof m === 'string');
+    if (overGoal.length > 0) throw new Error(`orphan pass over its goal (≤ nodes + changes): ${overGoal.join('; ')}`);
   } finally {
     await clients.close();
     await sim.stop();

@@ -5,15 +5,16 @@ import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
 import { ClaimControllerFlagsSchema, type ClaimControllerFlags } from './config';
 import { ClaimReconciler } from './controllers/claim-reconciler';
-import { ClaimWrites } from './controllers/claim-writes';
+import { ClaimClient } from './record/claim-client';
+import { EarlierDeliveries } from './controllers/earlier-deliveries';
 import { OrphanReconciler } from './controllers/orphan-reconciler';
 import { ClaimGateway } from './gateway/claim-gateway';
-import { ClaimRecorder } from './gateway/claim-recorder';
-import { FastPathRecorder, type FastPathDelivery } from './gateway/fast-path-recorder';
+import { ClaimRecorder } from './record/claim-recorder';
+import { FastPathRecorder, type FastPathDelivery } from './record/fast-path-recorder';
 import { ClaimNames } from './http/claim-names';
 import { FastPathCap } from './http/fast-path-cap';
-import { RecordQueue } from './gateway/record-queue';
-import { SecretAccess, selfSubjectReviewer } from './gateway/secret-access';
+import { RecordQueue } from './record/record-queue';
+import { SecretAccess, selfSubjectReviewer } from './record/secret-access';
 import { startFastPathServer } from './http/fast-path-server';
 import { ReviewAuthorizer } from './http/review-client';
 import { claimControllerMetrics } from './metrics';
@@ -30,8 +31,12 @@ export interface ClaimControllerOptions {
   identity?: string;
   /** Label selector of the claims this controller reconciles; default every claim. */
   claimSelector?: string;
+  /** Label selector of the NodeInventories (nodes) this controller routes to and asks; default every one. */
+  inventorySelector?: string;
   /** Whether claim Secrets may be written in a namespace; default SelfSubjectAccessReviews with the default cache times. */
   secretAccess?: SecretAccess;
+  /** How long one node listing answers for claims older than the leadership; default DEFAULT_EARLIER_LISTING_MAX_AGE_MS. */
+  earlierListingMaxAgeMs?: number;
 }
 
 export interface ClaimControllerHandle {
@@ -56,7 +61,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const kc = o.kubeConfig;
   const identity = o.identity ?? defaultIdentity();
   const metrics = claimControllerMetrics(registry);
-  const caches = createCaches(kc, log, registry, o.claimSelector);
+  const caches = createCaches(kc, log, registry, o.claimSelector, o.inventorySelector);
   const clients = new SandboxdClientSet({ token: o.fleetToken });
   const events = createEventRecorder(kc, { reportingController: FIELD_MANAGERS.claimController, reportingInstance: identity, log, registry });
   // the watch events of the claim controller's own writes do not reconcile again: the pass that wrote acted on it
@@ -83,17 +88,24 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   });
   const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list();
   const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, coldClaimTimeoutMs: flags.coldClaimTimeout, onClaim: metrics.onClaim });
-  const writes = new ClaimWrites(kc, (c) => ownWrites.note(c));
+  const claimClient = new ClaimClient(kc, (c) => ownWrites.note(c));
   // Whether claim Secrets may be written in a namespace: asked of RBAC before a VM is claimed there.
   const secretAccess = o.secretAccess ?? new SecretAccess({ review: selfSubjectReviewer(kc) });
   // set when this process wins the Lease (before the claim controller starts), cleared when it stops leading
   const leadership: { since: Date | undefined } = { since: undefined };
   const leaseTtlSeconds = Math.ceil(flags.sandboxLeaseTtl / 1000);
+  const earlier = new EarlierDeliveries({
+    nodes: inventories,
+    list: (inv, signal) => gateway.listDeliveries(inv, undefined, signal),
+    withToken: (d, signal) => gateway.withToken(d, signal),
+    ...(o.earlierListingMaxAgeMs !== undefined ? { maxAgeMs: o.earlierListingMaxAgeMs } : {}),
+  });
   const reconciler = new ClaimReconciler({
     ...caches,
     gateway,
+    earlier,
     recorder,
-    writes,
+    claimClient,
     events,
     secretAccess,
     namespaceRecheckMs: flags.namespaceRecheckInterval,
@@ -107,7 +119,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     .watches(caches.inventories, claimsWaitingForCapacity(caches.claims))
     .watches(caches.pools, claimsOfPool(caches.claims))
     .build();
-  const orphans = new OrphanReconciler({ gateway, recorder, fastPath: fastRecorder, poolFor: poolOfKey(caches), inventories, cachedClaim: (ns, name) => caches.claims.get(ns, name), getClaim: (ns, name, signal) => writes.get(ns, name, signal), intervalMs: flags.orphanInterval, log, onItem: metrics.onOrphan });
+  const orphans = new OrphanReconciler({ gateway, recorder, fastPath: fastRecorder, poolFor: poolOfKey(caches), inventories, cachedClaim: (ns, name) => caches.claims.get(ns, name), getClaim: (ns, name, signal) => claimClient.get(ns, name, signal), intervalMs: flags.orphanInterval, log, onItem: metrics.onOrphan });
 
   const manager = new Manager(managerOptionsFromFlags(flags, { log, registry, kubeConfig: kc, leaseName: LEASE_NAMES.claimController }));
   for (const c of Object.values(caches)) manager.addInformer(c);
@@ -142,7 +154,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
           names,
           cap,
           secretAccess: (namespace) => secretAccess.check(namespace),
-          claim: (t) => gateway.claim({ ...t, ttlSeconds: t.ttlSeconds || leaseTtlSeconds, bounded: t.ttlSeconds > 0 }),
+          deliver: (t) => gateway.deliverFastPath({ ...t, ttlSeconds: t.ttlSeconds || leaseTtlSeconds, bounded: t.ttlSeconds > 0 }),
           log,
           inflight: new InflightLimits({ ...DEFAULT_INFLIGHT_CAPS, maxRequestsPerUser: flags.fastPathMaxInflightPerUser }),
           onResponse: metrics.onFastPath,

@@ -2,7 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { createInformer, type Informer, type Logger, type ReconcileRequest } from '@sandbox-scale/kube-runtime';
 import { ANNOTATIONS, CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_GROUP, InvalidError, poolKeyForTemplate, type NodeInventory, type PoolKey, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
-import { isBound } from './gateway/claim-status';
+import { recordsSandbox } from './record/claim-status';
 import { NodeInventoryResource, parseClaim, parseInventory, parsePool, parseTemplate, SandboxClaimResource, SandboxTemplateResource, SandboxWarmPoolResource } from './resources';
 
 export interface Caches {
@@ -12,13 +12,16 @@ export interface Caches {
   inventories: Informer<NodeInventory>;
 }
 
-/** `claimSelector`: a label selector; only the claims it matches are seen (several controllers sharing one cluster). */
-export function createCaches(kc: KubeConfig, log: Logger, registry: Registry, claimSelector?: string): Caches {
+/**
+ * `claimSelector` / `inventorySelector`: label selectors; only the claims and NodeInventories
+ * they match are seen (several controllers sharing one cluster, each with its own nodes).
+ */
+export function createCaches(kc: KubeConfig, log: Logger, registry: Registry, claimSelector?: string, inventorySelector?: string): Caches {
   return {
     claims: createInformer(kc, { resource: SandboxClaimResource, parse: parseClaim, log, registry, ...(claimSelector ? { labelSelector: claimSelector } : {}) }),
     pools: createInformer(kc, { resource: SandboxWarmPoolResource, parse: parsePool, log, registry }),
     templates: createInformer(kc, { resource: SandboxTemplateResource, parse: parseTemplate, log, registry }),
-    inventories: createInformer(kc, { resource: NodeInventoryResource, parse: parseInventory, log, registry }),
+    inventories: createInformer(kc, { resource: NodeInventoryResource, parse: parseInventory, log, registry, ...(inventorySelector ? { labelSelector: inventorySelector } : {}) }),
   };
 }
 
@@ -31,7 +34,7 @@ export function claimsWaitingForCapacity(claims: Informer<SandboxClaim>): () => 
   return () =>
     claims
       .list()
-      .filter((c) => !isBound(c) && c.status?.conditions?.some((k) => k.type === CONDITION_TYPES.bound && k.reason === CONDITION_REASONS.noWarmCapacity))
+      .filter((c) => !recordsSandbox(c) && c.status?.conditions?.some((k) => k.type === CONDITION_TYPES.bound && k.reason === CONDITION_REASONS.noWarmCapacity))
       .map(keyOf);
 }
 
@@ -40,7 +43,7 @@ export function claimsOfPool(claims: Informer<SandboxClaim>): (pool: SandboxWarm
   return (pool) =>
     claims
       .list(pool.metadata.namespace)
-      .filter((c) => !isBound(c) && c.spec.warmPoolRef.name === pool.metadata.name)
+      .filter((c) => !recordsSandbox(c) && c.spec.warmPoolRef.name === pool.metadata.name)
       .map(keyOf);
 }
 

@@ -7,8 +7,8 @@ import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
 import { startClaimController, type ClaimControllerHandle } from '../src';
 import { SandboxClaimResource } from '../src/resources';
-import { ClaimRecorder } from '../src/gateway/claim-recorder';
-import { FastPathRecorder } from '../src/gateway/fast-path-recorder';
+import { ClaimRecorder } from '../src/record/claim-recorder';
+import { FastPathRecorder } from '../src/record/fast-path-recorder';
 import { boundCondition, createClaim, createPool, deleteInventories, eventsOf, getClaim, liveDeliveries, publishInventories, releases, ROOT_TOKEN } from './fixtures';
 
 const suffix = runSuffix();
@@ -128,7 +128,7 @@ describe('SandboxClaim path', () => {
   });
 
   it('rejects a shutdownTime in the past with a condition naming the field', async () => {
-    await createClaim(kc, ns, 'c-past', 'base', { shutdownTime: '2020-01-01T00:00:00Z' });
+    await createClaim(kc, ns, 'c-past', 'base', { lifecycle: { shutdownTime: '2020-01-01T00:00:00Z' } });
     await eventually(async () => {
       const b = boundCondition(await getClaim(kc, ns, 'c-past'));
       if (b?.reason !== 'InvalidSpec') throw new Error(`condition ${JSON.stringify(b)}`);

@@ -8,7 +8,7 @@ import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
 import { startClaimController, type ClaimControllerHandle } from '../src';
-import { SecretAccess, selfSubjectReviewer } from '../src/gateway/secret-access';
+import { SecretAccess, selfSubjectReviewer } from '../src/record/secret-access';
 import { SandboxClaimResource } from '../src/resources';
 import { boundCondition, createPool, deleteInventories, eventsOf, getClaim, publishInventories, releases } from './fixtures';
 
@@ -107,7 +107,7 @@ beforeAll(async () => {
       if (!info.pools.some((p) => p.key.template === IMAGE && p.warm >= 6)) throw new Error(`${n.name} not warm yet`);
     }
   });
-  await publishInventories(kc, sim, suffix, TOKEN);
+  await publishInventories(kc, sim, suffix, { token: TOKEN });
   saKc = await kubeconfigForServiceAccount(kc, releaseNs, saName);
   cc = await startClaimController({
     kubeConfig: saKc,

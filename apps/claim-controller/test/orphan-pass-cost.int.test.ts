@@ -5,22 +5,24 @@ import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-clien
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { formatOwnerRef, poolKeyFor } from '@sandbox-scale/scale-core';
 import { Registry } from 'prom-client';
-import { ClaimWrites } from '../src/controllers/claim-writes';
+import { ClaimClient } from '../src/record/claim-client';
 import { OrphanReconciler, type OrphanOutcome } from '../src/controllers/orphan-reconciler';
 import { ClaimGateway } from '../src/gateway/claim-gateway';
-import { ClaimRecorder } from '../src/gateway/claim-recorder';
-import { FastPathRecorder } from '../src/gateway/fast-path-recorder';
+import { ClaimRecorder } from '../src/record/claim-recorder';
+import { FastPathRecorder } from '../src/record/fast-path-recorder';
 import { createCaches, poolOfKey, type Caches } from '../src/wiring';
-import { boundCondition, createClaim, createPool, deleteInventories, getClaim, publishInventories, ROOT_TOKEN } from './fixtures';
+import { boundCondition, countingProxies, createClaim, createPool, deleteInventories, getClaim, publishInventories, type CountingProxies } from './fixtures';
 
 /**
- * What one orphan pass costs, counted where the requests land: the simulated nodes' own
- * request counters and every request made with the pass's kubeconfig (the chart's
- * ServiceAccount). Goal: at most one request per node plus one per change.
+ * What one orphan pass costs, counted where the requests land: at a proxy in front of each
+ * simulated node (this suite's fleet token only: other suites' controllers share the control
+ * plane and ask these nodes too, with theirs) and every request made with the pass's kubeconfig
+ * (the chart's ServiceAccount). Goal: at most one request per node plus one per change.
  */
 const suffix = runSuffix();
 const IMAGE = `registry.local/orphan-cost-${suffix}:1`;
 const NODES = 3;
+const TOKEN = `orphan-cost-fleet-token-${suffix}`;
 const BOUND = 12;
 let kc: KubeConfig;
 let ns: string;
@@ -30,18 +32,12 @@ let counted: KubeRequestCount;
 let caches: Caches;
 let pass: OrphanReconciler;
 let clients: SandboxdClientSet;
+let proxies: CountingProxies;
 const outcomes: OrphanOutcome[] = [];
 
-/** GET /v1/sandboxes and GET /v1/sandboxes/:id served by the nodes so far. */
+/** GET /v1/sandboxes and GET /v1/sandboxes/:id this suite asked the nodes so far. */
 function nodeReads(): { lists: number; details: number } {
-  let lists = 0;
-  let details = 0;
-  for (const n of sim.nodes) {
-    const r = sim.node(n.name).state.metrics.requests;
-    lists += r.get('GET /v1/sandboxes') ?? 0;
-    details += r.get('GET /v1/sandboxes/:id') ?? 0;
-  }
-  return { lists, details };
+  return { lists: proxies.count('GET /v1/sandboxes'), details: proxies.count('GET /v1/sandboxes/:id') };
 }
 
 async function measuredPass(): Promise<{ adopted: number; errors: number; apiserver: Map<string, number>; lists: number; details: number }> {
@@ -59,8 +55,9 @@ beforeAll(async () => {
   kc = testKubeConfig();
   await applyCrds(kc, 'charts/sandbox-scale/crds');
   ns = await createTestNamespace(kc, 'orphancost');
-  sim = await startSim({ nodes: NODES, speed: 0, token: ROOT_TOKEN, pools: [{ template: IMAGE, warm: 20 }] });
-  await publishInventories(kc, sim, suffix);
+  sim = await startSim({ nodes: NODES, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: 20 }] });
+  proxies = await countingProxies(sim, TOKEN);
+  await publishInventories(kc, sim, suffix, { token: TOKEN, addressOf: (node) => proxies.addressOf(node) });
   await createPool(kc, ns, 'base', IMAGE);
   identity = await installChartAppRbac(kc, 'claim-controller', { release: `oc-${suffix}`, namespace: ns });
   counted = countingKubeConfig(identity.kubeConfig);
@@ -68,12 +65,12 @@ beforeAll(async () => {
   caches = createCaches(counted.kubeConfig, log, new Registry());
   for (const c of Object.values(caches)) c.start();
   await Promise.all(Object.values(caches).map((c) => c.waitForSync()));
-  clients = new SandboxdClientSet({ token: ROOT_TOKEN });
+  clients = new SandboxdClientSet({ token: TOKEN });
   // this run's nodes only: the shared control plane holds other suites' inventories too
   const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list().filter((i) => i.node.endsWith(`-${suffix}`));
-  const gateway = new ClaimGateway({ clients, fleetToken: ROOT_TOKEN, inventories, log });
+  const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories, log });
   const recorder = new ClaimRecorder({ kubeConfig: counted.kubeConfig });
-  const writes = new ClaimWrites(counted.kubeConfig);
+  const writes = new ClaimClient(counted.kubeConfig);
   pass = new OrphanReconciler({
     gateway,
     recorder,
@@ -94,14 +91,15 @@ beforeAll(async () => {
     await createClaim(kc, ns, name, 'not-a-pool');
     const c = await getClaim(kc, ns, name);
     const n = sim.nodes[i % NODES];
-    const d = await new SandboxdClient({ baseUrl: n?.url ?? '', token: ROOT_TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }) });
-    await admin.recordBound({ namespace: ns, name, uid: c.metadata.uid ?? '' }, { claimId: d.id, node: `${n?.name}-${suffix}`, address: d.ownerAddr, token: d.token });
+    const d = await new SandboxdClient({ baseUrl: n?.url ?? '', token: TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }) });
+    // other suites' controllers may write a condition on the claim meanwhile (its pool does not exist): a conflict is tried again
+    await eventually(() => admin.recordBound({ namespace: ns, name, uid: c.metadata.uid ?? '' }, { claimId: d.id, node: `${n?.name}-${suffix}`, address: d.ownerAddr, token: d.token }));
   }
   for (const [i, kind] of (['Sandbox', 'Sandbox', 'ForkChild', 'SnapshotClaim'] as const).entries()) {
     const n = sim.nodes[i % NODES];
-    await new SandboxdClient({ baseUrl: n?.url ?? '', token: ROOT_TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: formatOwnerRef({ kind, uid: `1111111${i}-2222-3333-4444-555555555555`, namespace: ns, name: `other-${i}` }) });
+    await new SandboxdClient({ baseUrl: n?.url ?? '', token: TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: formatOwnerRef({ kind, uid: `1111111${i}-2222-3333-4444-555555555555`, namespace: ns, name: `other-${i}` }) });
   }
-  await new SandboxdClient({ baseUrl: sim.nodes[0]?.url ?? '', token: ROOT_TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: `${ns}/legacy` });
+  await new SandboxdClient({ baseUrl: sim.nodes[0]?.url ?? '', token: TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: `${ns}/legacy` });
   await eventually(async () => {
     const cached = caches.claims.list(ns).filter((c) => boundCondition(c)?.status === 'True');
     if (cached.length !== BOUND) throw new Error(`cache holds ${cached.length} Bound claims`);
@@ -113,6 +111,7 @@ afterAll(async () => {
   await clients?.close();
   await identity?.remove();
   await deleteInventories(kc, sim, suffix);
+  await proxies?.close();
   await sim?.stop();
   await deleteNamespace(kc, ns);
 });
@@ -133,10 +132,10 @@ describe('orphan pass cost', () => {
     for (const name of ['lost-0', 'lost-1']) {
       await createClaim(kc, ns, name, 'not-a-pool');
       const c = await getClaim(kc, ns, name);
-      await new SandboxdClient({ baseUrl: sim.nodes[1]?.url ?? '', token: ROOT_TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }) });
+      await new SandboxdClient({ baseUrl: sim.nodes[1]?.url ?? '', token: TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }) });
       changes.push(name);
     }
-    const gateway = new ClaimGateway({ clients, fleetToken: ROOT_TOKEN, inventories: () => caches.inventories.list().filter((i) => i.node.endsWith(`-${suffix}`)), log: createLogger({ name: 't', level: 'silent' }) });
+    const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories: () => caches.inventories.list().filter((i) => i.node.endsWith(`-${suffix}`)), log: createLogger({ name: 't', level: 'silent' }) });
     await gateway.deliver({ namespace: ns, name: 'fast-lost', owner: { kind: 'FastPathClaim', uid: '99999999-8888-7777-6666-55555555aaaa' }, key: poolKeyFor([{ image: IMAGE }], undefined), ttlSeconds: 3600 });
     changes.push('fast-lost');
     await eventually(async () => {

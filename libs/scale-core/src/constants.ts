@@ -71,6 +71,12 @@ export const ANNOTATIONS = {
    * (`fastclaim:<uid>:…`). Only claim-controller sets it, on claims it creates.
    */
   deliveryUid: 'sandbox.cocoonstack.io/delivery-uid',
+  /**
+   * On a SandboxClaim: the node claim-controller asked first for its sandbox, written with the
+   * release finalizer while that node is asked. A hint only: the next leader lists that node
+   * first after a failover; absent when admission added the finalizer.
+   */
+  deliveryNode: 'sandbox.cocoonstack.io/delivery-node',
   /** RFC3339 UTC, second precision. */
   deadline: 'sandbox.cocoonstack.io/deadline',
   /** Delivered owner_addr (host:port), Create only. */

@@ -1,5 +1,5 @@
 import { CONDITION_TYPES, leaseRenewAtMs, renewalFraction, type Rng, type SandboxClaim } from '@sandbox-scale/scale-core';
-import { boundClaimId } from '../gateway/claim-status';
+import { boundClaimId } from '../record/claim-status';
 
 /**
  * The node lease of a Bound claim as this process last saw it granted. Kept in memory only:

@@ -16,6 +16,7 @@ import {
   backoffDelayMs,
   CONDITION_REASONS,
   CONDITION_TYPES,
+  formatOwnerRef,
   isClaimRoutingNotConfigured,
   isNoWarmCapacity,
   OWNER_KINDS,
@@ -31,13 +32,14 @@ import {
 import { isNotFound as isSandboxGone, asSandboxdHttpError } from '@sandbox-scale/sandboxd-client';
 import type { Assignment } from '../gateway/assignment';
 import type { ClaimGateway } from '../gateway/claim-gateway';
-import type { ClaimRecorder } from '../gateway/claim-recorder';
-import { boundClaimId, isBound } from '../gateway/claim-status';
-import { namespaceNotEnabledMessage, type SecretAccess, type SecretAccessDecision } from '../gateway/secret-access';
+import { hasFinalizer, type ClaimClient } from '../record/claim-client';
+import type { ClaimRecorder } from '../record/claim-recorder';
+import { boundClaimId, recordsSandbox } from '../record/claim-status';
+import { namespaceNotEnabledMessage, type SecretAccess, type SecretAccessDecision } from '../record/secret-access';
 import { currentLease, nextLeaseStep, parseTime, renewAtMs, type NodeLease } from './claim-lease';
 import { claimTtl, createdBefore, type FieldProblem } from './claim-lifecycle';
 import { recordFailure } from './record-failure';
-import { hasFinalizer, type ClaimWrites } from './claim-writes';
+import type { EarlierDeliveries } from './earlier-deliveries';
 
 export const CLAIM_REASONS = {
   invalidSpec: 'InvalidSpec',
@@ -72,13 +74,16 @@ function claimOwner(claim: SandboxClaim): { kind: typeof OWNER_KINDS.claim; uid:
 }
 
 export interface ClaimReconcilerOptions {
-  claims: Informer<SandboxClaim>;
-  pools: Informer<SandboxWarmPool>;
-  templates: Informer<SandboxTemplate>;
-  gateway: ClaimGateway;
-  recorder: ClaimRecorder;
-  writes: ClaimWrites;
-  events: EventRecorder;
+  claims: Pick<Informer<SandboxClaim>, 'get' | 'on'>;
+  pools: Pick<Informer<SandboxWarmPool>, 'get'>;
+  templates: Pick<Informer<SandboxTemplate>, 'get'>;
+  gateway: Pick<ClaimGateway, 'deliver' | 'coldDeliver' | 'release' | 'renew'>;
+  /** Deliveries made before this leadership (claims older than it are looked up there before claiming). */
+  earlier: Pick<EarlierDeliveries, 'find'>;
+  recorder: Pick<ClaimRecorder, 'recordBoundOn'>;
+  /** The claim through the API server: live reads, finalizer, conditions, delete. */
+  claimClient: Pick<ClaimClient, 'get' | 'setCondition' | 'addFinalizer' | 'removeFinalizer' | 'delete'>;
+  events: Pick<EventRecorder, 'record'>;
   /**
    * Since when this process leads (undefined: unknown). A claim created before it may have been
    * delivered by an earlier process or leader, so its nodes are asked before claiming: the
@@ -106,7 +111,7 @@ export interface ClaimReconcilerOptions {
  * deliveries this process made but could not record yet).
  */
 export class ClaimReconciler implements Reconciler {
-  readonly #undelivered = new Map<string, Assignment>();
+  readonly #unrecorded = new Map<string, Assignment>();
   readonly #capacityMisses = new Map<string, number>();
   /** Node leases this process renewed, by ns/name (see NodeLease for why they live here only). */
   readonly #leases = new Map<string, NodeLease>();
@@ -129,8 +134,8 @@ export class ClaimReconciler implements Reconciler {
     if (cached === undefined) return this.#gone(req, ctx);
     const claim = this.#ownView(key, cached);
     if (claim.metadata.deletionTimestamp) return this.#finalize(claim, ctx);
-    const pending = this.#undelivered.get(key);
-    if (isBound(claim)) {
+    const pending = this.#unrecorded.get(key);
+    if (recordsSandbox(claim)) {
       // A Bound record half written (status landed, the token Secret did not): finish it.
       if (pending !== undefined && pending.claimId === boundClaimId(claim)) return this.#record(await this.#withFinalizer(claim, ctx), pending, ctx, true);
       if (pending) this.#forget(key); // Bound to another sandbox by another writer: nothing of this delivery is left to record
@@ -151,7 +156,7 @@ export class ClaimReconciler implements Reconciler {
   #ownView(key: string, cached: SandboxClaim): SandboxClaim {
     const mine = this.#bound.get(key);
     if (mine === undefined) return cached;
-    if (mine.metadata.uid !== cached.metadata.uid || isBound(cached)) {
+    if (mine.metadata.uid !== cached.metadata.uid || recordsSandbox(cached)) {
       this.#bound.delete(key);
       return cached;
     }
@@ -162,18 +167,18 @@ export class ClaimReconciler implements Reconciler {
   #cacheCaughtUp(c: SandboxClaim): void {
     const key = `${c.metadata.namespace}/${c.metadata.name}`;
     const mine = this.#bound.get(key);
-    if (mine !== undefined && (mine.metadata.resourceVersion === c.metadata.resourceVersion || mine.metadata.uid !== c.metadata.uid || isBound(c))) this.#bound.delete(key);
+    if (mine !== undefined && (mine.metadata.resourceVersion === c.metadata.resourceVersion || mine.metadata.uid !== c.metadata.uid || recordsSandbox(c))) this.#bound.delete(key);
   }
 
   /** The finalizer goes on before a delivery is recorded, so a delete can never skip the release. */
   async #withFinalizer(claim: SandboxClaim, ctx: ReconcileContext): Promise<SandboxClaim> {
-    return hasFinalizer(claim) ? claim : this.o.writes.addFinalizer(claim, ctx.signal);
+    return hasFinalizer(claim) ? claim : this.o.claimClient.addFinalizer(claim, ctx.signal);
   }
 
   /**
    * Decides on the cached claim: the cache answers everything but our own latest write, which
    * #ownView supplies. The finalizer patch (when admission did not add it) runs concurrently with
-   * the node claim: until it lands the delivery is held in #undelivered, so a claim deleted
+   * the node claim: until it lands the delivery is held in #unrecorded, so a claim deleted
    * meanwhile (a 404 on the patch) gets its VM released by #gone, and the Bound record, written
    * only onto the patched object, can never precede the finalizer.
    */
@@ -182,7 +187,7 @@ export class ClaimReconciler implements Reconciler {
     const name = claim.metadata.name ?? '';
     const req = { namespace, name };
     const key = `${namespace}/${name}`;
-    const pending = this.#undelivered.get(key) ?? (await this.#previousDelivery(claim, ctx));
+    const pending = this.#unrecorded.get(key) ?? (await this.#earlierDelivery(claim, ctx));
     if (pending) {
       const current = await this.#settled(this.#withFinalizer(claim, ctx), req, ctx);
       return current && this.#record(current, pending, ctx, true);
@@ -193,21 +198,27 @@ export class ClaimReconciler implements Reconciler {
     const access = await this.o.secretAccess.check(namespace);
     if (!access.allowed) return this.#namespaceNotEnabled(claim, access);
     const ttlSeconds = resolved.ttlSeconds || (this.o.leaseTtlSeconds ?? 0);
+    // The finalizer patch (where admission did not add it) goes out with the first node's claim
+    // request and carries that node as the delivery-node hint, so the next leader looks there first.
+    let finalizer: Promise<SandboxClaim> | undefined;
+    const startFinalizer = (node?: string): Promise<SandboxClaim> => {
+      const p = hasFinalizer(claim) ? Promise.resolve(claim) : this.o.claimClient.addFinalizer(claim, ctx.signal, node);
+      // awaited below; a rejection while the node call runs is not unhandled
+      p.catch(() => undefined);
+      return p;
+    };
     const gwReq = { namespace, name, owner: claimOwner(claim), key: resolved.key, ttlSeconds, signal: ctx.signal };
-    const finalizer = this.#withFinalizer(claim, ctx);
-    // awaited below; a rejection while the node call runs is not unhandled
-    finalizer.catch(() => undefined);
     let a: Assignment;
     try {
-      a = await this.o.gateway.deliver(gwReq);
+      a = await this.o.gateway.deliver({ ...gwReq, onFirstNode: (node) => (finalizer ??= startFinalizer(node)) });
     } catch (err) {
       // nothing was claimed: a failed finalizer patch is retried before anything else
-      const current = await finalizer;
+      const current = await (finalizer ?? startFinalizer());
       if (!(isNoWarmCapacity(err) && resolved.coldStart === 'WhenNoWarmCapacity')) return this.#claimFailed(current, err);
       return this.#coldStart(current, gwReq, ctx);
     }
     this.#delivered(key, a, ctx, 'node delivered a sandbox');
-    const current = await this.#settled(finalizer, req, ctx);
+    const current = await this.#settled(finalizer ?? startFinalizer(), req, ctx);
     if (current === undefined) return;
     return this.#record(current, a, ctx, false);
   }
@@ -233,7 +244,7 @@ export class ClaimReconciler implements Reconciler {
     const key = `${req.namespace}/${req.name}`;
     const message = `spec.warmPoolRef.name: no node has a warm sandbox of ${req.key.template}; cold-starting one on a routable node (the pool allows coldStart WhenNoWarmCapacity)`;
     const starting = { status: 'False' as const, reason: CLAIM_REASONS.coldStart, message };
-    const started = await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, ...starting }, this.#now(), [{ type: CONDITION_TYPES.ready, ...starting }]);
+    const started = await this.o.claimClient.setCondition(claim, { type: CONDITION_TYPES.bound, ...starting }, this.#now(), [{ type: CONDITION_TYPES.ready, ...starting }]);
     this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.coldStart, action: 'Claim', note: message });
     const t0 = performance.now();
     let a: Assignment;
@@ -241,7 +252,7 @@ export class ClaimReconciler implements Reconciler {
       a = await this.o.gateway.coldDeliver(req);
     } catch (err) {
       // Decide the next condition against what is stored now (ColdStart), not the stale read.
-      const current = await this.o.writes.get(req.namespace, req.name, ctx.signal).catch(() => claim);
+      const current = await this.o.claimClient.get(req.namespace, req.name, ctx.signal).catch(() => claim);
       return this.#claimFailed(current, err);
     }
     this.#delivered(key, a, ctx, 'node cold-started a sandbox');
@@ -252,12 +263,12 @@ export class ClaimReconciler implements Reconciler {
 
   #delivered(key: string, a: Assignment, ctx: ReconcileContext, what: string): void {
     this.#capacityMisses.delete(key);
-    this.#undelivered.set(key, a);
+    this.#unrecorded.set(key, a);
     ctx.log.info({ node: a.node, sandboxId: a.claimId }, what);
   }
 
   /**
-   * Writes the Bound record of a delivery. A failure keeps the delivery in #undelivered (so no
+   * Writes the Bound record of a delivery. A failure keeps the delivery in #unrecorded (so no
    * second VM is ever claimed for the claim), says on the claim what failed and retries with
    * backoff; a claim that is gone meanwhile gets its VM released.
    */
@@ -298,12 +309,12 @@ export class ClaimReconciler implements Reconciler {
     } catch (err) {
       if (!isConflict(err)) throw err;
     }
-    const live = await this.o.writes.get(target.namespace, target.name, ctx.signal);
+    const live = await this.o.claimClient.get(target.namespace, target.name, ctx.signal);
     return this.o.recorder.recordBoundOn(live, target, a, ctx.signal, opts);
   }
 
   #forget(key: string): void {
-    this.#undelivered.delete(key);
+    this.#unrecorded.delete(key);
     this.#recordFailures.delete(key);
   }
 
@@ -313,19 +324,19 @@ export class ClaimReconciler implements Reconciler {
    */
   async #gone(req: ReconcileRequest, ctx: ReconcileContext): Promise<void> {
     const key = `${req.namespace}/${req.name}`;
-    const pending = this.#undelivered.get(key);
+    const pending = this.#unrecorded.get(key);
     this.#bound.delete(key);
     this.#capacityMisses.delete(key);
     this.#recordFailures.delete(key);
     if (!pending) return;
     try {
-      await this.o.writes.get(req.namespace, req.name, ctx.signal);
+      await this.o.claimClient.get(req.namespace, req.name, ctx.signal);
       return; // the cache lags a re-created claim; the next pass records the delivery for it
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
     await this.o.gateway.release({ node: pending.node, claimId: pending.claimId, address: pending.address }, ctx.signal);
-    this.#undelivered.delete(key);
+    this.#unrecorded.delete(key);
     ctx.log.info({ node: pending.node, sandboxId: pending.claimId }, 'claim gone before its record; delivered sandbox released');
   }
 
@@ -336,13 +347,19 @@ export class ClaimReconciler implements Reconciler {
     return { requeueAfterMs: this.o.namespaceRecheckMs ?? DEFAULT_NAMESPACE_RECHECK_MS };
   }
 
-  /** After a restart, a claim older than this process may already hold a VM on some node. */
-  async #previousDelivery(claim: SandboxClaim, ctx: ReconcileContext): Promise<Assignment | undefined> {
+  /**
+   * After a restart or a failover, a claim older than this leadership may already hold a VM on
+   * some node, delivered by an earlier leader that did not record it: its hinted node first, then
+   * one shared listing per node (EarlierDeliveries), never one request per claim and node.
+   */
+  async #earlierDelivery(claim: SandboxClaim, ctx: ReconcileContext): Promise<Assignment | undefined> {
     const since = this.o.leadingSince();
     if (since !== undefined && !createdBefore(claim, since)) return undefined;
-    const found = await this.o.gateway.findDeliveries({ namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '', owner: claimOwner(claim) }, ctx.signal);
-    if (found.length > 0) ctx.log.info({ node: found[0]?.node, sandboxId: found[0]?.claimId }, 'adopting a delivery made before a restart');
-    return found[0];
+    const hint = claim.metadata.annotations?.[ANNOTATIONS.deliveryNode];
+    const claimRef = formatOwnerRef({ ...claimOwner(claim), namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '' });
+    const found = await this.o.earlier.find({ claimRef, leadingSince: since, ...(hint ? { hint } : {}) }, ctx.signal);
+    if (found) ctx.log.info({ node: found.node, sandboxId: found.claimId }, 'adopting a delivery made before this leadership');
+    return found;
   }
 
   #resolve(claim: SandboxClaim): { key: PoolKey; ttlSeconds: number; coldStart: ColdStartPolicy } | { reason: string; problem: FieldProblem; retry: boolean } {
@@ -380,7 +397,7 @@ export class ClaimReconciler implements Reconciler {
     const prev = claim.status?.conditions?.find((c) => c.type === CONDITION_TYPES.bound);
     if (prev?.reason !== reason || prev.message !== message) {
       const pending = { status: 'False' as const, reason, message };
-      await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, ...pending }, this.#now(), [{ type: CONDITION_TYPES.ready, ...pending }]);
+      await this.o.claimClient.setCondition(claim, { type: CONDITION_TYPES.bound, ...pending }, this.#now(), [{ type: CONDITION_TYPES.ready, ...pending }]);
       if (prev?.reason !== reason) this.#event(claim, { type: 'Warning', reason, action: 'Claim', note: message });
     }
     return retry ? { requeueAfterMs: WAIT_FOR_CONFIG_MS } : {};
@@ -491,7 +508,7 @@ export class ClaimReconciler implements Reconciler {
     const key = `${claim.metadata.namespace}/${claim.metadata.name}`;
     this.#leases.delete(key);
     const ended = { status: 'False' as const, reason, message };
-    await this.o.writes.setCondition(claim, { type: CONDITION_TYPES.bound, ...ended }, this.#now(), [
+    await this.o.claimClient.setCondition(claim, { type: CONDITION_TYPES.bound, ...ended }, this.#now(), [
       { type: CONDITION_TYPES.ready, ...ended },
       { type: CONDITION_TYPES.finished, status: 'True', reason, message },
     ]);
@@ -517,7 +534,7 @@ export class ClaimReconciler implements Reconciler {
 
   async #deleteClaim(claim: SandboxClaim): Promise<void> {
     try {
-      await this.o.writes.delete(claim);
+      await this.o.claimClient.delete(claim);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }
@@ -526,17 +543,17 @@ export class ClaimReconciler implements Reconciler {
   async #finalize(claim: SandboxClaim, ctx: ReconcileContext): Promise<void> {
     if (!hasFinalizer(claim)) return;
     const key = `${claim.metadata.namespace}/${claim.metadata.name}`;
-    const pending = this.#undelivered.get(key);
+    const pending = this.#unrecorded.get(key);
     if (pending) await this.o.gateway.release({ node: pending.node, claimId: pending.claimId, address: pending.address }, ctx.signal);
-    else if (isBound(claim) && !FINISHED_REASONS.has(boundCondition(claim)?.reason ?? '')) await this.#release(claim);
-    this.#undelivered.delete(key);
+    else if (recordsSandbox(claim) && !FINISHED_REASONS.has(boundCondition(claim)?.reason ?? '')) await this.#release(claim);
+    this.#unrecorded.delete(key);
     this.#capacityMisses.delete(key);
     this.#leases.delete(key);
     this.#renewFailures.delete(key);
     this.#recordFailures.delete(key);
     this.#bound.delete(key);
     try {
-      await this.o.writes.removeFinalizer(claim);
+      await this.o.claimClient.removeFinalizer(claim);
     } catch (err) {
       if (!isNotFound(err)) throw err;
     }

@@ -2,7 +2,7 @@ import { ApiException } from '@kubernetes/client-node';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { ANNOTATIONS, formatOwnerRef, type InventoryLike, type SandboxClaim, type SandboxOwner } from '@sandbox-scale/scale-core';
 import type { NodeDelivery } from '../gateway/claim-gateway';
-import { ClaimOwnerMismatchError } from '../gateway/record-errors';
+import { ClaimOwnerMismatchError } from '../record/record-errors';
 import { claimOwnerOf, OrphanReconciler, orphanDecision, type OrphanOutcome } from './orphan-reconciler';
 
 const UID = '7c9e6679-7425-40de-944b-e07fc1f90ae7';

@@ -1,10 +1,10 @@
 import { isNotFound, sleep, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
 import { CONDITION_TYPES, OWNER_KINDS, parseOwnerRef, type InventoryLike, type PoolKey, type SandboxClaim, type SandboxOwner } from '@sandbox-scale/scale-core';
 import type { ClaimGateway, NodeDelivery } from '../gateway/claim-gateway';
-import type { ClaimRecorder } from '../gateway/claim-recorder';
-import { boundClaimId } from '../gateway/claim-status';
-import { isClaimOfDelivery, type FastPathRecorder } from '../gateway/fast-path-recorder';
-import { isClaimOwnerMismatch } from '../gateway/record-errors';
+import type { ClaimRecorder } from '../record/claim-recorder';
+import { boundClaimId } from '../record/claim-status';
+import { isClaimOfDelivery, type FastPathRecorder } from '../record/fast-path-recorder';
+import { isClaimOwnerMismatch } from '../record/record-errors';
 
 export type OrphanOutcome = 'adopted' | 'created' | 'bound' | 'missing' | 'foreign' | 'error';
 

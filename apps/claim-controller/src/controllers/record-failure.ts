@@ -1,6 +1,6 @@
 import { apiStatusOf } from '@sandbox-scale/kube-runtime';
 import type { Assignment } from '../gateway/assignment';
-import { SECRET_NAMESPACES_VALUE } from '../gateway/secret-access';
+import { SECRET_NAMESPACES_VALUE } from '../record/secret-access';
 import type { FieldProblem } from './claim-lifecycle';
 
 /** An RBAC refusal of a Secret write, as the API server words it (a quota refusal is a 403 too, worded otherwise). */

@@ -20,8 +20,3 @@ export interface ClaimTarget {
   /** When set, only the claim with this metadata.uid is written (not another of the same name). */
   uid?: string;
 }
-
-/** Writes the Bound record of a delivery; idempotent, so the queue and the orphan pass may both call it. */
-export interface BoundRecorder {
-  recordBound(target: ClaimTarget, assignment: Assignment, signal?: AbortSignal): Promise<void>;
-}

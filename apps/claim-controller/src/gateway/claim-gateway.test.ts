@@ -48,8 +48,11 @@ describe('ClaimGateway against a node that stops answering', () => {
       ];
       const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }), callTimeoutMs: 200, rng: () => 0 });
       const key = poolKeyFor([{ image: TEMPLATE }], undefined);
-      await expect(gateway.deliver({ namespace: 'ns', name: 'c2', owner, key })).rejects.toThrow();
-      await expect(gateway.deliver({ namespace: 'ns', name: 'c2', owner, key })).resolves.toMatchObject({ node: 'good', claimId: 'sb_1' });
+      const first: string[] = [];
+      await expect(gateway.deliver({ namespace: 'ns', name: 'c2', owner, key, onFirstNode: (n) => first.push(n) })).rejects.toThrow();
+      await expect(gateway.deliver({ namespace: 'ns', name: 'c2', owner, key, onFirstNode: (n) => first.push(n) })).resolves.toMatchObject({ node: 'good', claimId: 'sb_1' });
+      // each attempt names the node it asks first, once
+      expect(first).toEqual(['hung', 'good']);
     } finally {
       good.closeAllConnections();
       await new Promise<void>((res) => good.close(() => res()));
@@ -59,7 +62,7 @@ describe('ClaimGateway against a node that stops answering', () => {
   it('bounds the listing of deliveries on that node too', async () => {
     const inventory = [{ metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [] }];
     const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }), callTimeoutMs: 200 });
-    await expect(gateway.findDeliveries({ namespace: 'ns', name: 'c1', owner })).rejects.toThrow();
+    await expect(gateway.listDeliveries(inventory[0] ?? { node: 'hung' })).rejects.toThrow();
   });
 });
 

@@ -18,8 +18,8 @@ import {
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from './assignment';
 import { coldCandidates, type ColdInventoryLike } from './cold-candidates';
-import type { FastPathDelivery } from './fast-path-recorder';
-import type { RecordQueue } from './record-queue';
+import type { FastPathDelivery } from '../record/fast-path-recorder';
+import type { RecordQueue } from '../record/record-queue';
 
 export interface GatewayClaimRequest extends ClaimTarget {
   /**
@@ -31,6 +31,12 @@ export interface GatewayClaimRequest extends ClaimTarget {
   /** 0 or absent: the node's default. */
   ttlSeconds?: number;
   signal?: AbortSignal;
+  /**
+   * Told the node chosen first, synchronously, right before its claim request is sent (the
+   * caller records it as a hint beside that request). Not told when no node is chosen; a
+   * delivery made by a redirect peer or a later candidate lands elsewhere.
+   */
+  onFirstNode?: (node: string) => void;
 }
 
 export interface ClaimGatewayOptions {
@@ -96,17 +102,17 @@ export class ClaimGateway {
   }
 
   /**
-   * A fast-path claim: delivers under a fresh delivery uid and queues the Bound record (when a
-   * queue is set); never waits for the record.
+   * The fast path: delivers under a fresh delivery uid and queues the Bound record (when a queue
+   * is set); never waits for the record, which is written after the caller has its answer.
    */
-  async claim(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
+  async deliverFastPath(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
     const deliveryUid = randomUUID();
     const a = await this.deliver({ ...req, owner: { kind: OWNER_KINDS.fastclaim, uid: deliveryUid } });
     this.#o.records?.enqueue({ namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) }, a);
     return a;
   }
 
-  /** Claims only; the caller writes the record. */
+  /** Delivers only (the SandboxClaim path): the caller writes the record before its reconcile ends. */
   async deliver(req: GatewayClaimRequest): Promise<Assignment> {
     this.#requireToken();
     const t0 = performance.now();
@@ -122,6 +128,7 @@ export class ClaimGateway {
         const rng = this.#o.rng ?? Math.random;
         const cand = this.#ledger.choose(healthy, req.key, rng) ?? this.#ledger.choose(untried, req.key, rng);
         if (cand === undefined) throw new NoWarmCapacityError(req.key);
+        if (tried.size === 0) req.onFirstNode?.(cand.node);
         tried.add(cand.node);
         const a = await this.#claimAt(cand, req, inventories, tried, { timeoutMs: this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS, warm: true });
         if (a !== undefined) {
@@ -251,17 +258,6 @@ export class ClaimGateway {
     if (!addr) throw new ReleaseTargetUnknownError(`cannot renew ${target.claimId}: node ${target.node} has no known address`);
     const { deadline } = await this.#call(signal, (s) => this.#o.clients.forNode(addr).renew(target.claimId, ttlSeconds, { signal: s }));
     return deadline ?? undefined;
-  }
-
-  /**
-   * Deliveries already made for this very owner (kind, uid, namespace and name) on any routable
-   * node (idempotency after a crash); never one made for another object of the same name.
-   */
-  async findDeliveries(target: ClaimTarget & Pick<GatewayClaimRequest, 'owner'>, signal?: AbortSignal): Promise<Assignment[]> {
-    const ref = formatOwnerRef({ ...target.owner, namespace: target.namespace, name: target.name });
-    const routable = this.#o.inventories().filter((i) => i.address);
-    const found = await Promise.all(routable.map((inv) => this.nodeDeliveries(inv, ref, signal)));
-    return found.flat().map((d) => d.assignment);
   }
 
   /**

@@ -3,7 +3,7 @@ import { readBounded } from '@sandbox-scale/kube-runtime';
 import { BadRequestError, EXTENSIONS_GROUP, RESOURCES, StatusError, statusForError, type PoolKey } from '@sandbox-scale/scale-core';
 import type { InflightLimits, Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from '../gateway/assignment';
-import { namespaceNotEnabledMessage, type SecretAccessDecision } from '../gateway/secret-access';
+import { namespaceNotEnabledMessage, type SecretAccessDecision } from '../record/secret-access';
 import type { Authorizer } from './review-client';
 import { parseFastClaimRequest } from './fast-path-request';
 
@@ -17,8 +17,8 @@ export interface ClaimHandlerDeps {
   cap?: { admit(target: ClaimTarget): void; release(target: ClaimTarget): void };
   /** Whether the claim's token Secret may be written in the namespace; refused before any VM is claimed. */
   secretAccess?: (namespace: string) => Promise<SecretAccessDecision>;
-  /** Delivers and queues the async record. */
-  claim: (target: ClaimTarget & { key: PoolKey; ttlSeconds: number; warmPool: string }) => Promise<Assignment>;
+  /** Delivers and queues the async record (the gateway's fast path). */
+  deliver: (target: ClaimTarget & { key: PoolKey; ttlSeconds: number; warmPool: string }) => Promise<Assignment>;
   log: Logger;
   /** Caps the claims one identity has in flight at once (429 past it). */
   inflight?: InflightLimits;
@@ -51,7 +51,7 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
       }
       d.cap?.admit(target);
       try {
-        a = await d.claim({ ...target, key, ttlSeconds: body.ttlSeconds ?? 0, warmPool: body.warmPool });
+        a = await d.deliver({ ...target, key, ttlSeconds: body.ttlSeconds ?? 0, warmPool: body.warmPool });
       } catch (err) {
         d.cap?.release(target);
         throw err;

@@ -2,7 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { isAlreadyExists, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { ANNOTATIONS, CLAIM_RELEASE_FINALIZER, EXTENSIONS_API_VERSION, FIELD_MANAGERS, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { parseClaim, SandboxClaimResource } from '../resources';
-import type { Assignment, ClaimTarget } from './assignment';
+import type { Assignment, ClaimTarget } from '../gateway/assignment';
 import type { ClaimRecorder } from './claim-recorder';
 import { ClaimOwnerMismatchError } from './record-errors';
 

@@ -1,11 +1,15 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyStatus, ResourceClient } from '@sandbox-scale/kube-runtime';
-import { CLAIM_RELEASE_FINALIZER, FIELD_MANAGERS, type SandboxClaim } from '@sandbox-scale/scale-core';
-import { setCondition, statusApplyBody, type ConditionInput } from '../gateway/claim-status';
+import { ANNOTATIONS, CLAIM_RELEASE_FINALIZER, FIELD_MANAGERS, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { setCondition, statusApplyBody, type ConditionInput } from './claim-status';
 import { parseClaim, SandboxClaimResource } from '../resources';
 
-/** The writes the reconciler makes to a SandboxClaim besides the Bound record. */
-export class ClaimWrites {
+/**
+ * A SandboxClaim through the API server, besides its Bound record: the live read (a conflict,
+ * an adoption's confirmation), the release finalizer, Bound/Ready conditions, and the delete of
+ * a finished claim.
+ */
+export class ClaimClient {
   readonly #claims: ResourceClient;
   /**
    * `onWrite` is told the object each write returned (the own-write filter of the claim
@@ -35,10 +39,12 @@ export class ClaimWrites {
   /**
    * Optimistic (resourceVersion) so a concurrent finalizer edit is a conflict, not a lost write.
    * Returns the object as written: the live claim, newer than any cache, to decide on.
+   * `deliveryNode`: the node being asked for the claim's sandbox, carried in the same patch as
+   * the delivery-node hint (no write of its own).
    */
-  async addFinalizer(claim: SandboxClaim, signal?: AbortSignal): Promise<SandboxClaim> {
+  async addFinalizer(claim: SandboxClaim, signal?: AbortSignal, deliveryNode?: string): Promise<SandboxClaim> {
     const finalizers = [...(claim.metadata.finalizers ?? []), CLAIM_RELEASE_FINALIZER];
-    return this.#patchFinalizers(claim, finalizers, signal);
+    return this.#patchFinalizers(claim, finalizers, signal, deliveryNode === undefined ? undefined : { [ANNOTATIONS.deliveryNode]: deliveryNode });
   }
 
   async removeFinalizer(claim: SandboxClaim): Promise<void> {
@@ -49,8 +55,8 @@ export class ClaimWrites {
     await this.#claims.delete(claim.metadata.namespace, claim.metadata.name ?? '');
   }
 
-  async #patchFinalizers(claim: SandboxClaim, finalizers: string[], signal?: AbortSignal): Promise<SandboxClaim> {
-    const patch = { metadata: { finalizers, resourceVersion: claim.metadata.resourceVersion } };
+  async #patchFinalizers(claim: SandboxClaim, finalizers: string[], signal?: AbortSignal, annotations?: Record<string, string>): Promise<SandboxClaim> {
+    const patch = { metadata: { finalizers, resourceVersion: claim.metadata.resourceVersion, ...(annotations ? { annotations } : {}) } };
     const out = parseClaim(await this.#claims.mergePatch(claim.metadata.namespace, claim.metadata.name ?? '', patch, { fieldManager: FIELD_MANAGERS.claimController, ...(signal ? { signal } : {}) }));
     this.onWrite(out);
     return out;

@@ -1,5 +1,5 @@
 import { addressIPs, nameHash, servedObjectName, CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_API_VERSION, type Condition, type SandboxClaim } from '@sandbox-scale/scale-core';
-import type { Assignment } from './assignment';
+import type { Assignment } from '../gateway/assignment';
 
 export type ConditionInput = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
 
@@ -80,7 +80,11 @@ export function boundClaimId(claim: SandboxClaim): string {
   return s?.name?.includes('_') ? s.name : '';
 }
 
-export function isBound(claim: SandboxClaim): boolean {
+/**
+ * Whether the claim's status records a sandbox (a claim id): Bound now, or bound once and since
+ * finished (its Bound condition then says ClaimExpired or SandboxLost). Not the Bound condition.
+ */
+export function recordsSandbox(claim: SandboxClaim): boolean {
   return boundClaimId(claim) !== '';
 }
 

@@ -2,7 +2,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { apiStatusOf, applyStatus, isAlreadyExists, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { EXTENSIONS_API_VERSION, FIELD_MANAGERS, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { parseClaim, SandboxClaimResource, SecretResource } from '../resources';
-import type { Assignment, BoundRecorder, ClaimTarget } from './assignment';
+import type { Assignment, ClaimTarget } from '../gateway/assignment';
+import type { BoundRecorder } from './record-queue';
 import { boundClaimId, boundConditionTrue, boundStatus, statusApplyBody, tokenSecretName } from './claim-status';
 import { ClaimBoundElsewhereError, ClaimOwnerMismatchError, SecretNotOwnedError } from './record-errors';
 

@@ -2,8 +2,13 @@ import PQueue from 'p-queue';
 import { setMaxListeners } from 'node:events';
 import { retry, withDeadline, type BackoffOptions, type Sleep } from '@sandbox-scale/scale-core';
 import type { Logger } from '@sandbox-scale/kube-runtime';
-import type { Assignment, ClaimTarget } from './assignment';
+import type { Assignment, ClaimTarget } from '../gateway/assignment';
 import { isForeignRecordTarget } from './record-errors';
+
+/** Writes the Bound record of a delivery; idempotent, so the queue and the orphan pass may both call it. */
+export interface BoundRecorder {
+  recordBound(target: ClaimTarget, assignment: Assignment, signal?: AbortSignal): Promise<void>;
+}
 
 export type RecordOutcome = 'recorded' | 'failed' | 'refused' | 'deferred';
 

@@ -1,6 +1,6 @@
 import { createLogger } from '@sandbox-scale/kube-runtime';
-import type { Assignment, BoundRecorder, ClaimTarget } from './assignment';
-import { RecordQueue } from './record-queue';
+import type { Assignment, ClaimTarget } from '../gateway/assignment';
+import { RecordQueue, type BoundRecorder } from './record-queue';
 import { ClaimBoundElsewhereError } from './record-errors';
 
 const log = createLogger({ name: 'test', level: 'silent' });

@@ -1,5 +1,5 @@
 import type { SandboxClaim } from '@sandbox-scale/scale-core';
-import { boundClaimId, boundStatus, isBound, setCondition, tokenSecretName } from './claim-status';
+import { boundClaimId, boundStatus, recordsSandbox, setCondition, tokenSecretName } from './claim-status';
 
 const claim: SandboxClaim = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name: 'c1', namespace: 'ns', generation: 2 }, spec: { warmPoolRef: { name: 'p' } } };
 const t0 = new Date('2026-08-17T10:00:00Z');
@@ -27,13 +27,13 @@ describe('boundClaimId', () => {
   it('reads the node claim id from claimID, and from name in a status written before claimID existed', () => {
     expect(boundClaimId(withSandbox({ name: 'c1', claimID: 'sb_1' }))).toBe('sb_1');
     expect(boundClaimId(withSandbox({ name: 'sb_2' }))).toBe('sb_2');
-    expect(isBound(withSandbox({ name: 'sb_2' }))).toBe(true);
+    expect(recordsSandbox(withSandbox({ name: 'sb_2' }))).toBe(true);
   });
 
   it('is empty for an unbound claim, even one whose status names its Sandbox', () => {
     expect(boundClaimId(claim)).toBe('');
     expect(boundClaimId(withSandbox({ name: 'c1' }))).toBe('');
-    expect(isBound(withSandbox({ name: 'c1' }))).toBe(false);
+    expect(recordsSandbox(withSandbox({ name: 'c1' }))).toBe(false);
   });
 });
 
