@@ -39,16 +39,12 @@ export {
   ClaimRoutingNotConfiguredError,
   isClaimRoutingNotConfigured,
   isFallback,
-  isNodeAtCapacity,
   isNoWarmCapacity,
   NO_WARM_CAPACITY_RETRY_AFTER_SECONDS,
   NoNodeCapacityError,
-  NodeAtCapacityError,
   noWarmCapacityOf,
   NoWarmCapacityError,
 } from './errors/capacity-errors';
-export { isSandboxdHttpError, isSandboxdNotFound, SandboxdHttpError, sandboxdHttpErrorOf, sandboxdReplyError } from './errors/sandboxd-errors';
-export type { SandboxdHttpErrorLike, SandboxdOp, SandboxdReply } from './errors/sandboxd-errors';
 export {
   AlreadyExistsError,
   BadRequestError,

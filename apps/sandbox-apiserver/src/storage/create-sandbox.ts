@@ -8,7 +8,6 @@ import {
   CONDITION_STATUS,
   CONDITION_TYPES,
   InvalidError,
-  isNodeAtCapacity,
   NoWarmCapacityError,
   parseObject,
   poolKeyForSandbox,
@@ -28,7 +27,7 @@ import {
   type Sandbox,
 } from '@sandbox-scale/scale-core';
 import type { Logger } from '@sandbox-scale/kube-runtime';
-import { asSandboxdHttpError, isAbortError, isMalformedReply, isTransportError, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import { asSandboxdHttpError, isAbortError, isMalformedReply, isNodeAtCapacity, isTransportError, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { deriveTtlSeconds } from './ttl';
 import { SANDBOX_RESOURCE, type SandboxStorage } from './sandbox-storage';
 

@@ -2,7 +2,6 @@ import {
   ANNOTATIONS,
   ClaimIndex,
   fieldSelectorMatches,
-  isSandboxdNotFound,
   labelSelectorMatches,
   NotFoundError,
   RESOURCES,
@@ -144,7 +143,7 @@ export class SandboxStorage {
       const object = synthesizeSandbox(loc.node, entry, { resourceVersion: String(this.revisions.current) });
       return { node: loc.node, claimId: loc.claimId, object };
     } catch (err) {
-      if (isSandboxdMissing(err) || isSandboxdNotFound(err)) {
+      if (isSandboxdMissing(err)) {
         this.index.deleteByName(namespace, name);
         throw new NotFoundError(SANDBOX_RESOURCE, name, { cause: err });
       }
