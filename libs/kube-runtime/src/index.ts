@@ -116,7 +116,7 @@ export {
 export { setupSignalHandler } from './signals';
 
 // time
-export { sleep, systemNow, toMicroTime, jitter, realTimers } from './time';
-export type { Sleep, Now, Timers } from './time';
+export { LOOP_WAIT, systemNow, toMicroTime, jitter, realTimers } from './time';
+export type { Now, Timers } from './time';
 export { FakeClock, settle } from './testing/fake-clock';
 export { captureLog } from './testing/capture-log';

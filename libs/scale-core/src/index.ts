@@ -165,5 +165,5 @@ export { backoffDelayMs, InvalidBackoffOptionsError, retry, sleep } from './retr
 export { withDeadline } from './retry/deadline';
 export { InvalidRateError, TokenBucket } from './rate/token-bucket';
 export type { TokenBucketOptions } from './rate/token-bucket';
-export type { BackoffOptions, RetryOptions, Sleep, SleepOptions } from './retry/retry';
+export type { BackoffOptions, RetryOptions, Sleep, SleepOptions, TimerSource } from './retry/retry';
 export { RENEWAL_WINDOW, leaseRenewAtMs, renewalFraction } from './lease/renewal';

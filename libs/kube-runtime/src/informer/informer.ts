@@ -3,7 +3,8 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger';
 import { type KubeObject, metaOf, objectKey } from '../client/object-meta';
 import { type KubeResource, resourceName } from '../client/resource';
-import { type Sleep, sleep as realSleep } from '../time';
+import { sleep as realSleep, type Sleep } from '@sandbox-scale/scale-core';
+import { LOOP_WAIT } from '../time';
 import { Backoff, type BackoffOptions } from './backoff';
 import { informerMetrics, type InformerMetrics } from './informer-metrics';
 import { KubeListWatcher, type ListWatchScope, type ListWatcher, type WatchEventType } from './list-watcher';
@@ -133,14 +134,14 @@ export class Informer<T extends KubeObject> {
           this.log.info({ resourceVersion: this.rv }, 'watch resourceVersion expired, relisting');
           needList = true;
         } else if (events === 0 && Date.now() - started < MIN_HEALTHY_WATCH_MS && !signal.aborted) {
-          await this.sleep(this.backoff.next(), signal);
+          await this.sleep(this.backoff.next(), signal, LOOP_WAIT);
         }
       } catch (err) {
         if (signal.aborted) break;
         this.metrics.restart('error');
         const delayMs = this.backoff.next();
         this.log.warn({ err, delayMs, resourceVersion: this.rv }, 'list/watch failed, restarting after backoff');
-        await this.sleep(delayMs, signal);
+        await this.sleep(delayMs, signal, LOOP_WAIT);
       }
     }
   }

@@ -149,4 +149,35 @@ describe('sleep', () => {
     ac.abort(new Error('stop'));
     await expect(p).rejects.toThrow('stop');
   });
+
+  it('resolves early on abort when asked to, and at once when already aborted', async () => {
+    const ac = new AbortController();
+    const p = sleep(60_000, ac.signal, { onAbort: 'resolve' });
+    ac.abort(new Error('stop'));
+    await expect(p).resolves.toBeUndefined();
+    await expect(sleep(60_000, ac.signal, { onAbort: 'resolve' })).resolves.toBeUndefined();
+    await expect(sleep(60_000, ac.signal)).rejects.toThrow('stop');
+  });
+
+  it('waits on the timers it is given, and clears its timer on abort', async () => {
+    const pending = new Map<number, () => void>();
+    let seq = 0;
+    const timers = {
+      setTimeout: (fn: () => void): unknown => (pending.set(++seq, fn), seq),
+      clearTimeout: (h: unknown): void => void pending.delete(h as number),
+    };
+    let done = false;
+    const p = sleep(1_000, undefined, { timers }).then(() => (done = true));
+    expect(pending.size).toBe(1);
+    await Promise.resolve();
+    expect(done).toBe(false);
+    pending.get(1)?.();
+    await p;
+    expect(done).toBe(true);
+    const ac = new AbortController();
+    const q = sleep(1_000, ac.signal, { timers, onAbort: 'resolve' });
+    ac.abort();
+    await q;
+    expect(pending.has(2)).toBe(false);
+  });
 });
