@@ -49,8 +49,7 @@ export { KubeListWatcher, WatchFailedError, isWatchFailed } from './informer/lis
 export type { ListWatcher, ListResult, WatchRequest, WatchEnd, WatchEventType, ListWatchScope } from './informer/list-watcher';
 export { describeParseError } from './informer/parse-failure';
 export type { ParseFailure } from './informer/parse-failure';
-export { Backoff, backoffDelay } from './informer/backoff';
-export type { BackoffOptions } from './informer/backoff';
+export { Backoff } from './informer/backoff';
 
 // reconcile, controller, builder
 export { requestKey, parseRequestKey } from './reconcile/reconciler';

@@ -43,7 +43,7 @@ describe('Informer after compaction', () => {
       log: captureLog().log,
       listWatcher: staleOnce,
       registry,
-      backoff: { initialMs: 50, maxMs: 500 },
+      backoff: { baseMs: 50, maxMs: 500 },
     });
     informer.start();
     try {

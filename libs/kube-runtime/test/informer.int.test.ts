@@ -16,7 +16,7 @@ import {
 import { type Gizmo, GizmoResource, GizmoSchema, KnobResource, installTestCrds } from './kube-fixtures';
 
 const kc = testKubeConfig();
-const fast = { backoff: { initialMs: 50, maxMs: 500 } };
+const fast = { backoff: { baseMs: 50, maxMs: 500 } };
 let ns: string;
 const stoppers: Array<() => Promise<void>> = [];
 

@@ -3,9 +3,9 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger';
 import { type KubeObject, metaOf, objectKey } from '../client/object-meta';
 import { type KubeResource, resourceName } from '../client/resource';
-import { sleep as realSleep, type Sleep } from '@sandbox-scale/scale-core';
+import { sleep as realSleep, type BackoffOptions, type Sleep } from '@sandbox-scale/scale-core';
 import { LOOP_WAIT } from '../time';
-import { Backoff, type BackoffOptions } from './backoff';
+import { Backoff } from './backoff';
 import { informerMetrics, type InformerMetrics } from './informer-metrics';
 import { KubeListWatcher, type ListWatchScope, type ListWatcher, type WatchEventType } from './list-watcher';
 import { HandlerSet, type InformerHandlers, type ObjectRef } from './handler-set';
@@ -28,7 +28,7 @@ export interface InformerOptions<T> extends ListWatchScope {
   listWatcher?: ListWatcher;
 }
 
-const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 30_000 };
+const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 1000, maxMs: 30_000 };
 // A stream that ends at once with nothing in it is a failing server, not a timeout: back off.
 const MIN_HEALTHY_WATCH_MS = 1000;
 
