@@ -14,6 +14,7 @@ import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
 import { buildInventory } from '@sandbox-scale/inventory-publisher';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
+import { EXTENSIONS_API_VERSION, RESOURCES } from '@sandbox-scale/scale-core';
 
 const run = promisify(execFile);
 const NODES = Number(process.env.BENCH_NODES ?? 40);
@@ -25,7 +26,6 @@ const SIM_NODES = 4;
 const TOKEN = 'bench-fleet-token';
 const IMAGE = 'registry.local/bench-get:1';
 const BASE = '/apis/agents.x-k8s.io/v1beta1';
-const RESOURCE = { group: 'extensions.agents.x-k8s.io', version: 'v1beta1', plural: 'nodeinventories', kind: 'NodeInventory', namespaced: false };
 
 const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
@@ -61,7 +61,7 @@ async function writeFleet(kc: KubeConfig, total: number): Promise<string[]> {
     const node = `bench-node-${n}`;
     const entries = Array.from({ length: perNode }, (_, i) => ({ name: `team-${i % 20}/sb-${n}-${i}`, id: `sb_${n.toString(16)}${i.toString(16).padStart(8, '0')}`, phase: 'Running', claimRef: `team-${i % 20}/sb-${n}-${i}`, addr: `10.${n}.${(i >> 8) & 255}.${i & 255}:7777`, deadline: '2030-01-01T00:00:00Z', claimedAt: '2026-01-01T00:00:00Z' }));
     for (const e of entries) names.push(e.name);
-    await applyObject(kc, { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node }, node, address: '127.0.0.1:1', entries }, { fieldManager: 'bench', force: true, resource: RESOURCE });
+    await applyObject(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: RESOURCES.nodeInventory.kind, metadata: { name: node }, node, address: '127.0.0.1:1', entries }, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
   }
   return names;
 }
@@ -72,7 +72,7 @@ async function publishSim(kc: KubeConfig, sim: Sim): Promise<void> {
     const client = new SandboxdClient({ baseUrl: n.url, token: TOKEN });
     const [rows, info] = await Promise.all([client.sandboxes(), client.info()]);
     await client.close();
-    await applyObject(kc, buildInventory({ node: `sim-${n.name}`, address: n.addr, rows, info, now: new Date() }), { fieldManager: 'bench', force: true, resource: RESOURCE });
+    await applyObject(kc, buildInventory({ node: `sim-${n.name}`, address: n.addr, rows, info, now: new Date() }), { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
   }
 }
 

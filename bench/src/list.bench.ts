@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyObject, createLogger } from '@sandbox-scale/kube-runtime';
+import { applyObject, createLogger, CrdResource } from '@sandbox-scale/kube-runtime';
 import { applyCrds, createCA, createLeaf, freePort, startControlPlane } from '@sandbox-scale/e2e';
 import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
-import { synthesizeSandbox, type InventoryEntry } from '@sandbox-scale/scale-core';
+import { RESOURCES, synthesizeSandbox, type InventoryEntry } from '@sandbox-scale/scale-core';
 
 const run = promisify(execFile);
 const NODES = Number(process.env.BENCH_NODES ?? 40);
@@ -23,10 +23,8 @@ const KUBECTL_RUNS = Number(process.env.BENCH_KUBECTL_RUNS ?? 2);
 const PAGED_RUNS = Number(process.env.BENCH_PAGED_RUNS ?? 3);
 const CREATE_CONCURRENCY = 32;
 const NAMESPACES = 20;
-const RESOURCE = { group: 'extensions.agents.x-k8s.io', version: 'v1beta1', plural: 'nodeinventories', kind: 'NodeInventory', namespaced: false };
 const CRD_GROUP = 'bench.agents.x-k8s.io';
 const CRD_PLURAL = 'benchsandboxes';
-const CRD_RESOURCE = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false };
 const OURS = '/apis/agents.x-k8s.io/v1beta1/sandboxes';
 const THEIRS = `/apis/${CRD_GROUP}/v1/${CRD_PLURAL}`;
 const TABLE_ACCEPT = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json';
@@ -129,11 +127,11 @@ async function main(): Promise<void> {
       const node = `bench-node-${n}`;
       const body = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node }, node, address: `127.0.0.1:1`, entries: entriesOf(n, perNode) };
       inventoryBytes += JSON.stringify(body).length;
-      await applyObject(cp.kubeConfig, body, { fieldManager: 'bench', force: true, resource: RESOURCE });
+      await applyObject(cp.kubeConfig, body, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
     }
 
     // the etcd-backed baseline: one custom resource per sandbox, the same objects
-    await applyObject(cp.kubeConfig, sandboxLikeCrd(), { fieldManager: 'bench', force: true, resource: CRD_RESOURCE });
+    await applyObject(cp.kubeConfig, sandboxLikeCrd(), { fieldManager: 'bench', force: true, resource: CrdResource });
     for (let i = 0; (await api('GET', THEIRS)).status !== 200; i++) {
       if (i > 120) throw new Error('the baseline CRD never became established');
       await sleep(250);
