@@ -73,6 +73,16 @@ export type { PoolKey, PoolKeyLike } from './pool-key/pool-key';
 export { netOfTemplate, poolKeyForSandbox, poolKeyForTemplate } from './pool-key/pool-key-of';
 export { addressIPs, splitHostPort } from './address/address-ips';
 export { fnv1a32, fnv1a64, nameHash } from './hash/fnv1a';
+export {
+  DNS1123_LABEL,
+  DNS1123_LABEL_FMT,
+  DNS1123_LABEL_MAX_LENGTH,
+  DNS1123_SUBDOMAIN,
+  DNS1123_SUBDOMAIN_FMT,
+  DNS1123_SUBDOMAIN_MAX_LENGTH,
+  isDns1123Label,
+  isDns1123Subdomain,
+} from './names/dns1123';
 export { SANDBOX_UID_NAMESPACE, sandboxUid, uuidV5 } from './hash/stable-uid';
 
 export { ConditionSchema, ObjectMetaSchema, QUANTITY_PATTERN, QuantitySchema } from './schemas/meta';

@@ -8,6 +8,7 @@ import {
   CONDITION_STATUS,
   CONDITION_TYPES,
   InvalidError,
+  isDns1123Subdomain,
   NoWarmCapacityError,
   parseObject,
   poolKeyForSandbox,
@@ -32,7 +33,6 @@ import { deriveTtlSeconds } from './ttl';
 import { SANDBOX_RESOURCE, type SandboxStorage } from './sandbox-storage';
 
 const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
-const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function generateName(base: string): string {
   let suffix = '';
@@ -51,7 +51,7 @@ export function admitSandbox(body: unknown, namespace: string): Sandbox {
   if (meta.namespace !== undefined && meta.namespace !== '' && meta.namespace !== namespace) throw new BadRequestError('the namespace of the provided object does not match the namespace sent on the request');
   const name = typeof meta.name === 'string' && meta.name !== '' ? meta.name : typeof meta.generateName === 'string' && meta.generateName !== '' ? generateName(meta.generateName) : '';
   if (name === '') throw invalid('', 'metadata.name', 'FieldValueRequired', 'Required value: name or generateName is required');
-  if (name.length > 253 || !DNS1123.test(name)) throw invalid(name, 'metadata.name', 'FieldValueInvalid', `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`);
+  if (!isDns1123Subdomain(name)) throw invalid(name, 'metadata.name', 'FieldValueInvalid', `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`);
   const s = parseObject(SandboxSchema, { ...(body as object), metadata: { ...meta, name, namespace } });
   delete s.metadata.generateName;
   return s;

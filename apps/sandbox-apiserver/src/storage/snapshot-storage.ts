@@ -1,19 +1,17 @@
 import { randomUUID } from 'node:crypto';
-import { AlreadyExistsError, ANNOTATIONS, BadRequestError, formatOwnerRef, formatRfc3339Seconds, OWNER_KINDS, SANDBOX_API_VERSION, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { AlreadyExistsError, ANNOTATIONS, BadRequestError, DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MAX_LENGTH, formatOwnerRef, formatRfc3339Seconds, OWNER_KINDS, SANDBOX_API_VERSION, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import type { Checkpoint, SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { z } from 'zod';
 import { listClaimed } from './claimed-listing';
 import { SANDBOX_RESOURCE, type SandboxLocation, type SandboxStorage } from './sandbox-storage';
 import { snapshotNotFound, snapshotStatusError, type SnapshotCallContext } from './snapshot-errors';
 
-const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 /** Options bodies; `kind`, `apiVersion` and `metadata` are tolerated (k8s-api.md §4.12). */
 const SnapshotsOptionsSchema = z.looseObject({});
 const DeleteSnapshotOptionsSchema = z.looseObject({ snapshot: z.string().min(1) });
 const ClaimSnapshotOptionsSchema = z.looseObject({
   snapshot: z.string().min(1),
-  name: z.string().min(1).max(253).regex(DNS1123, 'must be a lowercase RFC 1123 subdomain'),
+  name: z.string().min(1).max(DNS1123_SUBDOMAIN_MAX_LENGTH).regex(DNS1123_SUBDOMAIN, 'must be a lowercase RFC 1123 subdomain'),
   ttlSeconds: z.number().int().min(0).optional(),
 });
 
