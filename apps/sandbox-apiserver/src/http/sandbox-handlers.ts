@@ -10,7 +10,7 @@ import { serveWatch, type WatchContext } from '../watch/watch-stream';
 import { readBody } from './body';
 import type { ResponseShape } from './negotiate';
 import type { RequestInfo } from './request-info';
-import { sendJson } from './status';
+import { sendJson } from '@sandbox-scale/kube-runtime';
 import { patchSandbox, userMetadataOfCreate } from './patch-handler';
 
 type ResourceInfo = Extract<RequestInfo, { isResource: true }>;
