@@ -75,8 +75,6 @@ function isUnknownOutcome(err: unknown): boolean {
  * only in this response.
  */
 export class SandboxCreator {
-  readonly #pending = new Set<string>();
-
   constructor(
     private readonly storage: SandboxStorage,
     private readonly ledger: CapacityLedger,
@@ -90,17 +88,16 @@ export class SandboxCreator {
     const now = opts.now ?? new Date();
     const ttlSeconds = deriveTtlSeconds(s, now);
     const pool = poolKeyForSandbox(s);
-    const key = `${namespace}/${name}`;
-    if (this.#pending.has(key) || this.storage.view.get(namespace, name) !== undefined || this.storage.index.getByName(namespace, name) !== undefined) {
+    if (this.storage.names.isTaken(namespace, name)) {
       throw new AlreadyExistsError(SANDBOX_RESOURCE, name);
     }
     if (opts.dryRun) return { ...s, metadata: { ...s.metadata, uid: randomUUID(), creationTimestamp: formatRfc3339Seconds(now) } };
     this.storage.router.assertConfigured();
-    this.#pending.add(key);
+    const release = this.storage.names.hold(namespace, name);
     try {
       return await this.#claim(s, namespace, name, pool, ttlSeconds, now);
     } finally {
-      this.#pending.delete(key);
+      release();
     }
   }
 

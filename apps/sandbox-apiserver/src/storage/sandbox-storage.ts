@@ -20,6 +20,7 @@ import type { Revisions } from './revisions';
 import type { Row, SandboxView } from './sandbox-view';
 import { lowerBound, sortKeyOf, sortKeyOfViewKey, upperBound } from './sorted-rows';
 import { DEFAULT_LEASE_TTL_SECONDS, LeasePolicy } from './lease-policy';
+import { SandboxNames } from './sandbox-names';
 
 export const SANDBOX_RESOURCE = { group: SANDBOX_GROUP, resource: RESOURCES.sandbox.plural };
 
@@ -61,6 +62,9 @@ export class SandboxStorage {
     readonly revisions: Revisions,
     readonly snapshots: ListSnapshots = new ListSnapshots(() => view.sortedRows()),
   ) {}
+
+  /** Whether a name is taken, for every path that makes a Sandbox. */
+  readonly names = new SandboxNames(this);
 
   /** How long nodes are asked to keep the VMs this storage claims (set once when it is built). */
   leases: LeasePolicy = new LeasePolicy(DEFAULT_LEASE_TTL_SECONDS);

@@ -73,8 +73,6 @@ function snapshotItem(cp: Checkpoint, node: string): Record<string, unknown> {
  * the node by `checkpoint_ttl_hours`).
  */
 export class SnapshotStorage {
-  /** Names being claimed right now, so two claims of one name cannot both reach a node. */
-  readonly #pending = new Set<string>();
 
   constructor(private readonly storage: SandboxStorage) {}
 
@@ -128,8 +126,7 @@ export class SnapshotStorage {
    * that holds it; listed at once like fork children. The token is in this response only.
    */
   async claim(namespace: string, name: string, target: { snapshot: string; name: string; ttlSeconds?: number }, dryRun: boolean): Promise<ServedSandbox | Record<string, unknown>> {
-    const key = `${namespace}/${target.name}`;
-    if (this.#pending.has(key) || this.storage.view.get(namespace, target.name) !== undefined || this.storage.index.getByName(namespace, target.name) !== undefined) {
+    if (this.storage.names.isTaken(namespace, target.name)) {
       throw new AlreadyExistsError(SANDBOX_RESOURCE, target.name);
     }
     const loc = await this.#locate(namespace, name);
@@ -137,7 +134,7 @@ export class SnapshotStorage {
     if (dryRun) return { apiVersion: SANDBOX_API_VERSION, kind: 'Sandbox', metadata: { name: target.name, namespace }, status: { nodeName: loc.node } };
     const ctx = { verb: 'claim snapshot', node: loc.node, id: cp.id };
     const client = this.#client(loc, ctx);
-    this.#pending.add(key);
+    const release = this.storage.names.hold(namespace, target.name);
     try {
       // no_redirect: we checked this node holds the record, and a redirect would land the
       // sandbox on a node the caller never chose
@@ -149,7 +146,7 @@ export class SnapshotStorage {
       if (res.token) annotations[ANNOTATIONS.token] = res.token;
       return { ...listed, metadata: { ...listed.metadata, annotations } };
     } finally {
-      this.#pending.delete(key);
+      release();
     }
   }
 
