@@ -123,5 +123,3 @@ export { setupSignalHandler } from './signals';
 // time
 export { LOOP_WAIT, systemNow, toMicroTime, jitter, realTimers } from './time';
 export type { Now, Timers } from './time';
-export { FakeClock, settle } from './testing/fake-clock';
-export { captureLog } from './testing/capture-log';

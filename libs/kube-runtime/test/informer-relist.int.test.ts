@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { type ControlPlane, eventually, startControlPlane } from '@sandbox-scale/e2e';
-import { ConfigMapResource, Informer, KubeListWatcher, ResourceClient, captureLog, parseUntyped, type ListWatcher } from '../src/index';
+import { ConfigMapResource, Informer, KubeListWatcher, ResourceClient, parseUntyped, type ListWatcher } from '../src/index';
+import { captureLog } from '../src/testing';
 
 /**
  * 410 Gone needs a compacted etcd, which the shared control plane must not be subjected to

@@ -6,13 +6,13 @@ import {
   KubeListWatcher,
   ResourceClient,
   WatchFailedError,
-  captureLog,
   createInformer,
   parseUntyped,
   type ListWatcher,
   type UntypedObject,
   type WatchRequest,
 } from '../src/index';
+import { captureLog } from '../src/testing';
 import { type Gizmo, GizmoResource, GizmoSchema, KnobResource, installTestCrds } from './kube-fixtures';
 
 const kc = testKubeConfig();

@@ -1,5 +1,6 @@
 import { createTestNamespace, deleteNamespace, eventually, testKubeConfig } from '@sandbox-scale/e2e';
-import { LeaseResource, LeaseSchema, ResourceClient, captureLog, createLeaderElector, type LeaderElector } from '../src/index';
+import { LeaseResource, LeaseSchema, ResourceClient, createLeaderElector, type LeaderElector } from '../src/index';
+import { captureLog } from '../src/testing';
 
 const kc = testKubeConfig();
 let ns: string;
