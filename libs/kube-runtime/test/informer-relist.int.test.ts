@@ -22,10 +22,16 @@ describe('Informer after compaction', () => {
     const kc = cp.kubeConfig;
     const cms = new ResourceClient(kc, ConfigMapResource);
     for (let i = 0; i < 5; i++) await cms.create('default', { metadata: { name: `old-${i}` } });
-    // Two compaction rounds: everything before the writes above is gone from etcd.
-    await new Promise((r) => setTimeout(r, 3000));
-
     const real = new KubeListWatcher(kc, ConfigMapResource, { namespace: 'default' });
+    // etcd has compacted: a watch from resourceVersion 1 (where the informer's first watch resumes) is answered 410 Gone.
+    await eventually(
+      async () => {
+        const end = await real.watch({ resourceVersion: '1', onEvent: () => undefined, signal: AbortSignal.timeout(1_000) }).catch(() => 'no answer');
+        expect(end).toBe('gone');
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+
     let lists = 0;
     let first = true;
     const staleOnce: ListWatcher = {
