@@ -3,7 +3,7 @@ import { eventually } from '@sandbox-scale/e2e';
 import { Manager, type Cache } from './manager';
 import { isRunnableFailed, isShutdownTimeout } from './manager-errors';
 import { LeaderElector } from './leader/leader-elector';
-import { MemoryLease } from './leader/memory-lease.test-helper';
+import { MemoryLease } from './testing/memory-lease';
 import type { Runnable } from './runnable';
 import { captureLog } from './testing/capture-log';
 import { SyncGate } from './informer/sync-gate';
