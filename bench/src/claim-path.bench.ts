@@ -19,7 +19,7 @@ import { startClaimController } from '@sandbox-scale/claim-controller';
 import { applyCrds, startControlPlane } from '@sandbox-scale/e2e';
 import { toolPath } from '../../e2e/src/control-plane/tools';
 import { runCommand } from '../../e2e/src/system/run-command';
-import { applyObject, ConfigMapResource, createInformer, createLogger, parseUntyped, ResourceClient, type KubeResource } from '@sandbox-scale/kube-runtime';
+import { applyObject, ConfigMapResource, createInformer, createLogger, NamespaceResource, parseUntyped, ResourceClient, type KubeResource } from '@sandbox-scale/kube-runtime';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, RESOURCES, SandboxClaimSchema, parseObject, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { runBench } from './run-bench';
@@ -30,8 +30,7 @@ const CONCURRENCIES = [1, 50];
 const TOKEN = 'bench-root-token';
 const IMAGE = 'registry.local/bench:1';
 const NS = 'bench';
-const ext = (r: { group: string; plural: string; kind: string; namespaced: boolean }): KubeResource => ({ group: r.group, version: 'v1beta1', plural: r.plural, kind: r.kind, namespaced: r.namespaced });
-const Claims = ext(RESOURCES.sandboxClaim);
+const Claims = RESOURCES.sandboxClaim;
 /** A custom resource no controller watches: the CR floor. */
 const Probes: KubeResource = { group: 'bench.sandbox-scale.dev', version: 'v1', plural: 'probes', kind: 'Probe', namespaced: true };
 const PROBE_CRD = {
@@ -88,13 +87,13 @@ async function main(): Promise<void> {
     await applyCrds(kc, 'charts/sandbox-scale/crds');
     await applyCrds(kc, [PROBE_CRD as unknown as V1CustomResourceDefinition]);
     if (admission) await installFinalizerPolicy(cp.binDir, cp.kubeconfigPath);
-    await new ResourceClient(kc, { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false }).create(undefined, { metadata: { name: NS } });
+    await new ResourceClient(kc, NamespaceResource).create(undefined, { metadata: { name: NS } });
     for (const n of sim.nodes) {
       // advertised generously: the figure is the claim path, not the ledger running dry between publishes
-      await applyObject(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name: n.name }, node: n.name, address: n.addr, pools: [{ template: IMAGE, warm: 100_000, target: 1100 }] }, { fieldManager: 'bench', force: true, resource: ext(RESOURCES.nodeInventory) });
+      await applyObject(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name: n.name }, node: n.name, address: n.addr, pools: [{ template: IMAGE, warm: 100_000, target: 1100 }] }, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
     }
-    await new ResourceClient(kc, ext(RESOURCES.sandboxTemplate)).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxTemplate', metadata: { name: 'base' }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } });
-    await new ResourceClient(kc, ext(RESOURCES.sandboxWarmPool)).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxWarmPool', metadata: { name: 'base' }, spec: { replicas: 1, sandboxTemplateRef: { name: 'base' } } });
+    await new ResourceClient(kc, RESOURCES.sandboxTemplate).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxTemplate', metadata: { name: 'base' }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } });
+    await new ResourceClient(kc, RESOURCES.sandboxWarmPool).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxWarmPool', metadata: { name: 'base' }, spec: { replicas: 1, sandboxTemplateRef: { name: 'base' } } });
     const cc = await startClaimController({ kubeConfig: kc, fleetToken: TOKEN, log, flags: { metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '0', maxConcurrentReconciles: 64 } });
 
     const waiters = new Map<string, () => void>();

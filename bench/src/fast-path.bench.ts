@@ -15,7 +15,7 @@ import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes
 import { eventually, serviceAccountToken } from '@sandbox-scale/e2e';
 import { startLocalSystem } from '../../e2e/src/system/local-system';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
-import { EXTENSIONS_GROUP, FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
+import { API_VERSION, EXTENSIONS_API_VERSION, EXTENSIONS_GROUP, FAST_PATH_AUDIENCE, RESOURCES } from '@sandbox-scale/scale-core';
 import { runBench } from './run-bench';
 
 const N = Number(process.env.FAST_PATH_N ?? 1_000);
@@ -25,7 +25,6 @@ const WARMUP = 50;
 const NS = 'bench-fast';
 const POOL = 'base';
 const IMAGE = 'registry.local/bench:1';
-const VERSION = 'v1beta1';
 // every fast-path claim stays held until the end (its record is counted), so the pool holds them all
 const REPLICAS = 1 + WARMUP + N + BURST + 200;
 
@@ -69,14 +68,14 @@ async function main(): Promise<void> {
     const custom = kc.makeApiClient(CustomObjectsApi);
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     await kc.makeApiClient(CoreV1Api).createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name: 'client' } } });
-    await rbac.createNamespacedRole({ namespace: NS, body: { metadata: { name: 'client' }, rules: [{ apiGroups: [EXTENSIONS_GROUP], resources: ['sandboxclaims'], verbs: ['create'] }] } });
+    await rbac.createNamespacedRole({ namespace: NS, body: { metadata: { name: 'client' }, rules: [{ apiGroups: [EXTENSIONS_GROUP], resources: [RESOURCES.sandboxClaim.plural], verbs: ['create'] }] } });
     await rbac.createNamespacedRoleBinding({ namespace: NS, body: { metadata: { name: 'client' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' }, subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: NS }] } });
     const token = await serviceAccountToken(kc, NS, 'client', [FAST_PATH_AUDIENCE]);
     const ca = readFileSync(sys.servingCaPath, 'utf8');
-    await custom.createNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: VERSION, namespace: NS, plural: 'sandboxtemplates', body: { apiVersion: `${EXTENSIONS_GROUP}/${VERSION}`, kind: 'SandboxTemplate', metadata: { name: POOL }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } } });
-    await custom.createNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: VERSION, namespace: NS, plural: 'sandboxwarmpools', body: { apiVersion: `${EXTENSIONS_GROUP}/${VERSION}`, kind: 'SandboxWarmPool', metadata: { name: POOL }, spec: { replicas: REPLICAS, sandboxTemplateRef: { name: POOL } } } });
+    await custom.createNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: API_VERSION, namespace: NS, plural: RESOURCES.sandboxTemplate.plural, body: { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxTemplate', metadata: { name: POOL }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } } });
+    await custom.createNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: API_VERSION, namespace: NS, plural: RESOURCES.sandboxWarmPool.plural, body: { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxWarmPool', metadata: { name: POOL }, spec: { replicas: REPLICAS, sandboxTemplateRef: { name: POOL } } } });
     await eventually(async () => {
-      const pool = (await custom.getNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: VERSION, namespace: NS, plural: 'sandboxwarmpools', name: POOL })) as { status?: { readyReplicas?: number } };
+      const pool = (await custom.getNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: API_VERSION, namespace: NS, plural: RESOURCES.sandboxWarmPool.plural, name: POOL })) as { status?: { readyReplicas?: number } };
       if ((pool.status?.readyReplicas ?? 0) < REPLICAS) throw new Error(`pool ready ${pool.status?.readyReplicas ?? 0}/${REPLICAS}`);
     }, { timeoutMs: 900_000, intervalMs: 500 });
 
@@ -143,7 +142,7 @@ async function main(): Promise<void> {
     const recordT0 = performance.now();
     let landed = 0;
     await eventually(async () => {
-      const list = (await custom.listNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: VERSION, namespace: NS, plural: 'sandboxclaims' })) as { items: { metadata: { name: string }; status?: { sandbox?: { name?: string } } }[] };
+      const list = (await custom.listNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: API_VERSION, namespace: NS, plural: RESOURCES.sandboxClaim.plural })) as { items: { metadata: { name: string }; status?: { sandbox?: { name?: string } } }[] };
       landed = list.items.filter((c) => want.has(c.metadata.name) && (c.status?.sandbox?.name ?? '') !== '').length;
       if (landed < want.size) throw new Error(`${landed}/${want.size} records landed`);
     }, { timeoutMs: 300_000, intervalMs: 500 }).catch(() => undefined);

@@ -9,11 +9,12 @@ import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyObject, createLogger } from '@sandbox-scale/kube-runtime';
-import { applyCrds, createCA, createLeaf, freePort, startControlPlane } from '@sandbox-scale/e2e';
+import { applyCrds, createCA, createLeaf, eventually, freePort, startControlPlane } from '@sandbox-scale/e2e';
 import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
 import { buildInventory } from '@sandbox-scale/inventory-publisher';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
+import { EXTENSIONS_API_VERSION, RESOURCES } from '@sandbox-scale/scale-core';
 import { runBench } from './run-bench';
 
 const run = promisify(execFile);
@@ -26,10 +27,8 @@ const SIM_NODES = 4;
 const TOKEN = 'bench-fleet-token';
 const IMAGE = 'registry.local/bench-get:1';
 const BASE = '/apis/agents.x-k8s.io/v1beta1';
-const RESOURCE = { group: 'extensions.agents.x-k8s.io', version: 'v1beta1', plural: 'nodeinventories', kind: 'NodeInventory', namespaced: false };
 
 const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface Reply {
   readonly status: number;
@@ -62,18 +61,31 @@ async function writeFleet(kc: KubeConfig, total: number): Promise<string[]> {
     const node = `bench-node-${n}`;
     const entries = Array.from({ length: perNode }, (_, i) => ({ name: `team-${i % 20}/sb-${n}-${i}`, id: `sb_${n.toString(16)}${i.toString(16).padStart(8, '0')}`, phase: 'Running', claimRef: `team-${i % 20}/sb-${n}-${i}`, addr: `10.${n}.${(i >> 8) & 255}.${i & 255}:7777`, deadline: '2030-01-01T00:00:00Z', claimedAt: '2026-01-01T00:00:00Z' }));
     for (const e of entries) names.push(e.name);
-    await applyObject(kc, { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node }, node, address: '127.0.0.1:1', entries }, { fieldManager: 'bench', force: true, resource: RESOURCE });
+    await applyObject(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: RESOURCES.nodeInventory.kind, metadata: { name: node }, node, address: '127.0.0.1:1', entries }, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
   }
   return names;
 }
 
 /** One NodeInventory per simulated node from what its sandboxd reports, built by the publisher's own buildInventory. */
+/** Throws until every pool of every node holds its target of warm VMs. */
+async function warmPoolsFull(sim: Sim): Promise<void> {
+  for (const n of sim.nodes) {
+    const client = new SandboxdClient({ baseUrl: n.url, token: TOKEN });
+    try {
+      const short = (await client.info()).pools.filter((p) => p.warm < p.target);
+      if (short.length > 0) throw new Error(`${n.name}: ${short.length} pools still refilling`);
+    } finally {
+      await client.close();
+    }
+  }
+}
+
 async function publishSim(kc: KubeConfig, sim: Sim): Promise<void> {
   for (const n of sim.nodes) {
     const client = new SandboxdClient({ baseUrl: n.url, token: TOKEN });
     const [rows, info] = await Promise.all([client.sandboxes(), client.info()]);
     await client.close();
-    await applyObject(kc, buildInventory({ node: `sim-${n.name}`, address: n.addr, rows, info, now: new Date() }), { fieldManager: 'bench', force: true, resource: RESOURCE });
+    await applyObject(kc, buildInventory({ node: `sim-${n.name}`, address: n.addr, rows, info, now: new Date() }), { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
   }
 }
 
@@ -105,7 +117,8 @@ async function main(): Promise<void> {
     // speed 0 and a pool deeper than the creates: every create is a warm hit, so the figures are the API path
     sim = await startSim({ nodes: SIM_NODES, speed: 0, token: TOKEN, refillConcurrency: 256, pools: [{ template: IMAGE, warm: Math.ceil((CREATES * 1.2) / SIM_NODES) + 8 }] });
     for (const n of sim.nodes) sim.node(n.name).tick();
-    await sleep(500);
+    const started = sim;
+    await eventually(() => warmPoolsFull(started), { timeoutMs: 60_000 });
     await publishSim(cp.kubeConfig, sim);
 
     const ca = await createCA('bench-get-ca');
@@ -123,18 +136,16 @@ async function main(): Promise<void> {
     writeFileSync(manifest, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apisvc] }));
     await kubectl(['apply', '-f', manifest]);
     const api = await apiClient(cp.kubeConfig);
-    for (let i = 0; (await api('GET', BASE)).status !== 200; i++) {
-      if (i > 120) throw new Error('APIService never became available');
-      await sleep(500);
-    }
+    await eventually(async () => {
+      if ((await api('GET', BASE)).status !== 200) throw new Error('APIService never became available');
+    }, { timeoutMs: 60_000, intervalMs: 500 });
 
     const atSmall = await timeGets(api, small);
     const large = await writeFleet(cp.kubeConfig, LARGE);
     const [lastNs = '', lastName = ''] = (large[large.length - 1] ?? '').split('/');
-    for (let i = 0; (await api('GET', `${BASE}/namespaces/${lastNs}/sandboxes/${lastName}`)).status !== 200; i++) {
-      if (i > 600) throw new Error('the large fleet never reached the server');
-      await sleep(100);
-    }
+    await eventually(async () => {
+      if ((await api('GET', `${BASE}/namespaces/${lastNs}/sandboxes/${lastName}`)).status !== 200) throw new Error('the large fleet never reached the server');
+    }, { timeoutMs: 60_000 });
     const atLarge = await timeGets(api, large);
 
     let ok = 0;

@@ -10,10 +10,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyObject, createLogger } from '@sandbox-scale/kube-runtime';
-import { applyCrds, createCA, createLeaf, freePort, startControlPlane } from '@sandbox-scale/e2e';
+import { applyObject, createLogger, CrdResource } from '@sandbox-scale/kube-runtime';
+import { applyCrds, createCA, createLeaf, eventually, freePort, startControlPlane } from '@sandbox-scale/e2e';
 import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
-import { synthesizeSandbox, type InventoryEntry } from '@sandbox-scale/scale-core';
+import { RESOURCES, synthesizeSandbox, type InventoryEntry } from '@sandbox-scale/scale-core';
 import { runBench } from './run-bench';
 
 const run = promisify(execFile);
@@ -24,10 +24,8 @@ const KUBECTL_RUNS = Number(process.env.BENCH_KUBECTL_RUNS ?? 2);
 const PAGED_RUNS = Number(process.env.BENCH_PAGED_RUNS ?? 3);
 const CREATE_CONCURRENCY = 32;
 const NAMESPACES = 20;
-const RESOURCE = { group: 'extensions.agents.x-k8s.io', version: 'v1beta1', plural: 'nodeinventories', kind: 'NodeInventory', namespaced: false };
 const CRD_GROUP = 'bench.agents.x-k8s.io';
 const CRD_PLURAL = 'benchsandboxes';
-const CRD_RESOURCE = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', kind: 'CustomResourceDefinition', namespaced: false };
 const OURS = '/apis/agents.x-k8s.io/v1beta1/sandboxes';
 const THEIRS = `/apis/${CRD_GROUP}/v1/${CRD_PLURAL}`;
 const TABLE_ACCEPT = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json';
@@ -35,7 +33,6 @@ const TABLE_ACCEPT = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/j
 const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 interface Reply {
   readonly status: number;
@@ -130,15 +127,14 @@ async function main(): Promise<void> {
       const node = `bench-node-${n}`;
       const body = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node }, node, address: `127.0.0.1:1`, entries: entriesOf(n, perNode) };
       inventoryBytes += JSON.stringify(body).length;
-      await applyObject(cp.kubeConfig, body, { fieldManager: 'bench', force: true, resource: RESOURCE });
+      await applyObject(cp.kubeConfig, body, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
     }
 
     // the etcd-backed baseline: one custom resource per sandbox, the same objects
-    await applyObject(cp.kubeConfig, sandboxLikeCrd(), { fieldManager: 'bench', force: true, resource: CRD_RESOURCE });
-    for (let i = 0; (await api('GET', THEIRS)).status !== 200; i++) {
-      if (i > 120) throw new Error('the baseline CRD never became established');
-      await sleep(250);
-    }
+    await applyObject(cp.kubeConfig, sandboxLikeCrd(), { fieldManager: 'bench', force: true, resource: CrdResource });
+    await eventually(async () => {
+      if ((await api('GET', THEIRS)).status !== 200) throw new Error('the baseline CRD never became established');
+    }, { timeoutMs: 30_000, intervalMs: 250 });
     for (let ns = 0; ns < NAMESPACES; ns++) {
       const r = await api('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: `team-${ns}` } });
       if (r.status !== 201 && r.status !== 409) throw new Error(`namespace create answered ${r.status}`);
@@ -179,10 +175,9 @@ async function main(): Promise<void> {
     const manifest = join(tmpdir(), 'bench-list-apiservice.json');
     writeFileSync(manifest, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apisvc] }));
     await kubectl(['apply', '-f', manifest]);
-    for (let i = 0; (await api('GET', '/apis/agents.x-k8s.io/v1beta1')).status !== 200; i++) {
-      if (i > 120) throw new Error('APIService never became available');
-      await sleep(500);
-    }
+    await eventually(async () => {
+      if ((await api('GET', '/apis/agents.x-k8s.io/v1beta1')).status !== 200) throw new Error('APIService never became available');
+    }, { timeoutMs: 60_000, intervalMs: 500 });
     // the same server without the aggregator in front: its answer alone
     const direct = await httpsClient(cp.kubeConfig, 1, { url: server.url, ca: ca.cert });
     // warm both paths (TLS handshakes, the authorization cache) before anything is timed

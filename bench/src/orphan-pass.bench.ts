@@ -18,7 +18,7 @@
  */
 import { ClaimGateway, ClaimRecorder, ClaimClient, createCaches, FastPathRecorder, OrphanReconciler, poolOfKey } from '@sandbox-scale/claim-controller';
 import { applyCrds, countingKubeConfig, startControlPlane } from '@sandbox-scale/e2e';
-import { applyStatus, createLogger, ResourceClient, type KubeResource } from '@sandbox-scale/kube-runtime';
+import { applyStatus, createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, FIELD_MANAGERS, formatOwnerRef, OWNER_KINDS, parseOwnerRef, RESOURCES, type InventoryLike } from '@sandbox-scale/scale-core';
@@ -37,8 +37,7 @@ const TOKEN = 'bench-root-token';
 const IMAGE = 'registry.local/orphan-bench:1';
 const NS = 'bench';
 const TTL = 86_400;
-const ext = (r: { group: string; plural: string; kind: string; namespaced: boolean }): KubeResource => ({ group: r.group, version: 'v1beta1', plural: r.plural, kind: r.kind, namespaced: r.namespaced });
-const Claims = ext(RESOURCES.sandboxClaim);
+const Claims = RESOURCES.sandboxClaim;
 
 async function pool(n: number, work: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
@@ -66,10 +65,10 @@ async function main(): Promise<void> {
     await applyCrds(kc, 'charts/sandbox-scale/crds');
     await new ResourceClient(kc, { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false }).create(undefined, { metadata: { name: NS } });
     for (const n of sim.nodes) {
-      await applyObject(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name: n.name }, node: n.name, address: n.addr, pools: [] }, { fieldManager: 'bench', force: true, resource: ext(RESOURCES.nodeInventory) });
+      await applyObject(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name: n.name }, node: n.name, address: n.addr, pools: [] }, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
     }
-    await new ResourceClient(kc, ext(RESOURCES.sandboxTemplate)).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxTemplate', metadata: { name: 'base' }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } });
-    await new ResourceClient(kc, ext(RESOURCES.sandboxWarmPool)).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxWarmPool', metadata: { name: 'base' }, spec: { replicas: 0, sandboxTemplateRef: { name: 'base' } } });
+    await new ResourceClient(kc, RESOURCES.sandboxTemplate).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxTemplate', metadata: { name: 'base' }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } });
+    await new ResourceClient(kc, RESOURCES.sandboxWarmPool).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxWarmPool', metadata: { name: 'base' }, spec: { replicas: 0, sandboxTemplateRef: { name: 'base' } } });
     const claims = new ResourceClient(kc, Claims);
     const nodeOf = (i: number) => sim.node(sim.nodes[i % NODES]?.name ?? '');
     const deliver = async (i: number, claimRef: string): Promise<string> => {

@@ -1,6 +1,5 @@
 import type { KubeResource } from '@sandbox-scale/kube-runtime';
 import {
-  EXTENSIONS_API_VERSION,
   NodeInventorySchema,
   parseObject,
   RESOURCES,
@@ -13,15 +12,12 @@ import {
   type SandboxWarmPool,
 } from '@sandbox-scale/scale-core';
 
-/** Where each kind this controller reads or writes lives in the API (no discovery on a hot path). */
-function extensions(r: { kind: string; plural: string; namespaced: boolean; group: string }): KubeResource {
-  return { group: r.group, version: EXTENSIONS_API_VERSION.split('/')[1] ?? 'v1beta1', plural: r.plural, kind: r.kind, namespaced: r.namespaced };
-}
-
-export const SandboxClaimResource = extensions(RESOURCES.sandboxClaim);
-export const SandboxWarmPoolResource = extensions(RESOURCES.sandboxWarmPool);
-export const SandboxTemplateResource = extensions(RESOURCES.sandboxTemplate);
-export const NodeInventoryResource = extensions(RESOURCES.nodeInventory);
+// Where each kind this controller reads or writes lives in the API (no discovery on a hot path):
+// scale-core's descriptors, under the names this controller's code reads.
+export const SandboxClaimResource: KubeResource = RESOURCES.sandboxClaim;
+export const SandboxWarmPoolResource: KubeResource = RESOURCES.sandboxWarmPool;
+export const SandboxTemplateResource: KubeResource = RESOURCES.sandboxTemplate;
+export const NodeInventoryResource: KubeResource = RESOURCES.nodeInventory;
 export const SecretResource: KubeResource = { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true };
 
 export const parseClaim = (obj: unknown): SandboxClaim => parseObject(SandboxClaimSchema, obj);

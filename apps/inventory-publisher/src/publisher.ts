@@ -1,6 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyObject, ignoreNotFound, jitter, ResourceClient, type Informer, type KubeResource, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
-import { API_VERSION, EXTENSIONS_GROUP, FIELD_MANAGERS, INVENTORY_OBJECT_MAX_BYTES, inventoryObjectName, LIMITS, RESOURCES, type NodeInventory } from '@sandbox-scale/scale-core';
+import { FIELD_MANAGERS, INVENTORY_OBJECT_MAX_BYTES, inventoryObjectName, LIMITS, RESOURCES, type NodeInventory } from '@sandbox-scale/scale-core';
 import type { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Registry } from 'prom-client';
 import { buildInventory, keepTransitionTimes, markStale, sameInventory, type InventoryBody } from './build-inventory';
@@ -8,13 +8,8 @@ import type { PublisherConfig } from './config';
 import { publisherMetrics, type PublishResult, type PublisherMetrics } from './publisher-metrics';
 import { splitInventory } from './split-inventory';
 
-export const NodeInventoryResource: KubeResource = {
-  group: EXTENSIONS_GROUP,
-  version: API_VERSION,
-  plural: RESOURCES.nodeInventory.plural,
-  kind: RESOURCES.nodeInventory.kind,
-  namespaced: false,
-};
+/** scale-core's NodeInventory descriptor, under the name this app's code reads. */
+export const NodeInventoryResource: KubeResource = RESOURCES.nodeInventory;
 
 export interface InventoryPublisherOptions {
   config: PublisherConfig;

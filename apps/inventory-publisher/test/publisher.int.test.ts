@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { applyCrds, eventually, kubectl, runSuffix, testKubeConfig, testKubeconfigPath } from '@sandbox-scale/e2e';
-import { ResourceClient, captureLog } from '@sandbox-scale/kube-runtime';
+import { ResourceClient } from '@sandbox-scale/kube-runtime';
+import { captureLog } from '@sandbox-scale/kube-runtime/testing';
 import { NodeInventorySchema, parseObject, type NodeInventory } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';

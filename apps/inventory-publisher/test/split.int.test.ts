@@ -1,7 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { applyCrds, eventually, installChartAppRbac, runSuffix, testKubeConfig, type ChartAppIdentity } from '@sandbox-scale/e2e';
-import { apiStatusOf, applyObject, captureLog, ResourceClient } from '@sandbox-scale/kube-runtime';
+import { apiStatusOf, applyObject, ResourceClient } from '@sandbox-scale/kube-runtime';
+import { captureLog } from '@sandbox-scale/kube-runtime/testing';
 import { FIELD_MANAGERS, INVENTORY_OBJECT_MAX_BYTES, inventoryObjectName, NodeInventorySchema, parseObject, type NodeInventory } from '@sandbox-scale/scale-core';
 import { SandboxdClient, type NodeInfo, type SandboxRow } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';

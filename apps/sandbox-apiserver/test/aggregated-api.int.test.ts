@@ -338,7 +338,7 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
       namespace: ns,
       parse: (obj) => parseObject(ServedSchema, obj),
       log: quietLog,
-      backoff: { initialMs: 200, maxMs: 1000 },
+      backoff: { baseMs: 200, maxMs: 1000 },
     });
     informer.on({ add: (o) => seen.push(`add ${o.metadata.name}`), delete: (o) => seen.push(`delete ${o.metadata.name}`) });
     informer.start();

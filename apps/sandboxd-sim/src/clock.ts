@@ -1,3 +1,5 @@
+import { sleep as sleepFor } from '@sandbox-scale/scale-core';
+
 /**
  * Time for the simulator. Everything time-based (boot delays, refill and reaper ticks, TTLs)
  * goes through a Clock so tests advance virtual time instead of sleeping.
@@ -94,5 +96,5 @@ export class ManualClock implements Clock {
 /** Resolves after `ms` on the clock; 0 resolves on the next microtask (speed 0 = instant). */
 export function sleep(clock: Clock, ms: number): Promise<void> {
   if (ms <= 0) return Promise.resolve();
-  return new Promise((resolve) => clock.setTimer(resolve, ms));
+  return sleepFor(ms, undefined, { timers: { setTimeout: (fn, delayMs) => clock.setTimer(fn, delayMs), clearTimeout: (h) => clock.clearTimer(h as TimerHandle) } });
 }

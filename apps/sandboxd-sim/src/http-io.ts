@@ -1,4 +1,4 @@
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { ServerResponse } from 'node:http';
 import type { z } from 'zod';
 import { badBody } from './api-error';
 
@@ -21,27 +21,6 @@ export const errorReply = (status: number, message: string, headers?: Readonly<R
   json: { error: message },
   ...(headers ? { headers } : {}),
 });
-
-/** Reads the body up to the cap; undefined when it is larger (the caller answers 400 and closes). */
-export function readBody(req: IncomingMessage, limit = BODY_LIMIT_BYTES): Promise<Buffer | undefined> {
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let total = 0;
-    const onData = (chunk: Buffer): void => {
-      total += chunk.length;
-      if (total > limit) {
-        req.off('data', onData);
-        req.pause();
-        resolve(undefined);
-        return;
-      }
-      chunks.push(chunk);
-    };
-    req.on('data', onData);
-    req.on('end', () => resolve(chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total)));
-    req.on('error', reject);
-  });
-}
 
 /**
  * Decodes a JSON body leniently, as the daemon does: unknown fields ignored, `null` is the

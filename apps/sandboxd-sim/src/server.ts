@@ -1,10 +1,10 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { guardRequests, limitServer, requestUrl, type Logger } from '@sandbox-scale/kube-runtime';
+import { guardRequests, limitServer, readBounded, requestUrl, type Logger } from '@sandbox-scale/kube-runtime';
 import { isApiError } from './api-error';
 import { bearerOf, safeEqual } from './auth';
 import { sleep } from './clock';
 import { FAILURE_TEXT, FaultsSchema, type FaultState, type MalformedMode } from './faults';
-import { BODY_LIMIT_BYTES, errorReply, jsonReply, readBody, writeReply, type Reply } from './http-io';
+import { BODY_LIMIT_BYTES, errorReply, jsonReply, writeReply, type Reply } from './http-io';
 import type { NodeState } from './node-state';
 import { nodeRoutes } from './node-routes';
 import { matchRoute, RouteCtx, type Route } from './route';
@@ -56,7 +56,7 @@ async function handle(deps: NodeServerDeps, req: IncomingMessage, res: ServerRes
     return writeReply(res, match.status === 404 ? { status: 404, text: '404 page not found\n' } : { status: 405, text: 'Method Not Allowed\n' });
   }
   deps.node.metrics.countRequest(match.route.method, match.route.path);
-  const raw = await readBody(req);
+  const raw = await readBounded(req, BODY_LIMIT_BYTES);
   if (raw === undefined) {
     res.shouldKeepAlive = false;
     return writeReply(res, { ...errorReply(400, 'invalid request body'), headers: { connection: 'close' } });
@@ -93,7 +93,7 @@ async function admin(deps: NodeServerDeps, req: IncomingMessage, bearer: string 
     return jsonReply(deps.faults.current);
   }
   if (req.method !== 'POST' && req.method !== 'PUT') return { status: 405, text: 'Method Not Allowed\n' };
-  const raw = (await readBody(req)) ?? Buffer.alloc(0);
+  const raw = (await readBounded(req, BODY_LIMIT_BYTES)) ?? Buffer.alloc(0);
   let input: unknown;
   try {
     input = JSON.parse(raw.toString('utf8') || '{}');

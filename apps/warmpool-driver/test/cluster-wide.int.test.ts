@@ -1,7 +1,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { applyCrds, createTestNamespace, eventually, startControlPlane, type ControlPlane } from '@sandbox-scale/e2e';
-import { ResourceClient, captureLog } from '@sandbox-scale/kube-runtime';
+import { ResourceClient } from '@sandbox-scale/kube-runtime';
+import { captureLog } from '@sandbox-scale/kube-runtime/testing';
 import { NodeInventorySchema, SandboxWarmPoolSchema, parseObject } from '@sandbox-scale/scale-core';
 import { NodeInventoryResource, SandboxTemplateResource, SandboxWarmPoolResource, startDriver, type RunningDriver } from '../src/index';
 import { TOKEN, keysOf, pool, startFleet, targetsOf, template, type Fleet } from './driver-fixture';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { CoordinationV1Api, EventsV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { AppProcess, applyCrds, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, runTool } from '@sandbox-scale/e2e';
-import { captureLog } from '@sandbox-scale/kube-runtime';
+import { captureLog } from '@sandbox-scale/kube-runtime/testing';
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
 import { startDriver, type RunningDriver } from '../src/index';
 import { TOKEN, kc, pool, poolsApi, readPool, startFleet, targetsOf, template, templatesApi, type Fleet } from './driver-fixture';

@@ -1,7 +1,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { runSuffix, testKubeConfig } from '@sandbox-scale/e2e';
-import { ResourceClient, captureLog } from '@sandbox-scale/kube-runtime';
+import { ResourceClient } from '@sandbox-scale/kube-runtime';
+import { captureLog } from '@sandbox-scale/kube-runtime/testing';
 import { EXTENSIONS_API_VERSION, SandboxWarmPoolSchema, parseObject, type SandboxWarmPool } from '@sandbox-scale/scale-core';
 import { SandboxdClient, type NodeInfo } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';

@@ -1,6 +1,6 @@
 import { Registry } from 'prom-client';
 import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubectl, testKubeconfigPath } from '@sandbox-scale/e2e';
-import { captureLog } from '@sandbox-scale/kube-runtime';
+import { captureLog } from '@sandbox-scale/kube-runtime/testing';
 import { NodeInventorySchema, parseObject } from '@sandbox-scale/scale-core';
 import { startDriver, type RunningDriver } from '../src/index';
 import { TOKEN, inventoriesApi, kc, keysOf, pool, poolsApi, readPool, startFleet, targetsOf, template, templatesApi, type Fleet } from './driver-fixture';

@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { controller } from './builder';
 import { ConfigMapResource } from './client/resource';
 import { Informer } from './informer/informer';
-import { FakeListWatcher, cm } from './informer/fake-list-watcher.test-helper';
+import { FakeListWatcher, cm } from './testing/fake-list-watcher';
 import { generationChanged } from './predicate/predicate';
 import type { ReconcileRequest } from './reconcile/reconciler';
 import { captureLog } from './testing/capture-log';

@@ -53,8 +53,7 @@ export { KubeListWatcher, WatchFailedError, isWatchFailed } from './informer/lis
 export type { ListWatcher, ListResult, WatchRequest, WatchEnd, WatchEventType, ListWatchScope } from './informer/list-watcher';
 export { describeParseError } from './informer/parse-failure';
 export type { ParseFailure } from './informer/parse-failure';
-export { Backoff, backoffDelay } from './informer/backoff';
-export type { BackoffOptions } from './informer/backoff';
+export { Backoff } from './informer/backoff';
 
 // reconcile, controller, builder
 export { requestKey, parseRequestKey } from './reconcile/reconciler';
@@ -100,6 +99,12 @@ export { ProbeServer } from './health/probe-server';
 export { DEFAULT_SERVER_LIMITS, decodeSegment, guardRequests, limitServer, readBounded, requestUrl } from './http/guarded-server';
 export type { FailureWriter, GuardOptions, RequestHandler, ServerLimits } from './http/guarded-server';
 export { DEFAULT_INFLIGHT_CAPS, InflightLimits } from './http/inflight-limits';
+export { readRequestBody } from './http/request-body';
+export type { RequestBodyOptions } from './http/request-body';
+export { sendJson, sendKubeStatus } from './http/json-reply';
+export { selfSignedCert } from './http/self-signed-cert';
+export type { SelfSignedCert, SelfSignedCertOptions } from './http/self-signed-cert';
+export type { StatusReplyOptions } from './http/json-reply';
 export type { InflightCaps } from './http/inflight-limits';
 export type { ProbeServerOptions } from './health/probe-server';
 export { CheckSet, renderChecks } from './health/checks';
@@ -120,7 +125,5 @@ export {
 export { setupSignalHandler } from './signals';
 
 // time
-export { sleep, systemNow, toMicroTime, jitter, realTimers } from './time';
-export type { Sleep, Now, Timers } from './time';
-export { FakeClock, settle } from './testing/fake-clock';
-export { captureLog } from './testing/capture-log';
+export { LOOP_WAIT, systemNow, toMicroTime, jitter, realTimers } from './time';
+export type { Now, Timers } from './time';

@@ -1,13 +1,14 @@
 import { Registry } from 'prom-client';
+import { eventually } from '@sandbox-scale/e2e';
 import { Manager, type Cache } from './manager';
 import { isRunnableFailed, isShutdownTimeout } from './manager-errors';
 import { LeaderElector } from './leader/leader-elector';
-import { MemoryLease } from './leader/memory-lease.test-helper';
+import { MemoryLease } from './testing/memory-lease';
 import type { Runnable } from './runnable';
 import { captureLog } from './testing/capture-log';
 import { SyncGate } from './informer/sync-gate';
 
-const tick = (ms = 10): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const soon = { timeoutMs: 5_000, intervalMs: 5 };
 
 class FakeCache implements Cache {
   readonly gate = new SyncGate();
@@ -29,14 +30,16 @@ class FakeCache implements Cache {
   }
 }
 
-function runnable(name: string, trail: string[], opts: { needLeaderElection?: boolean; fail?: boolean; hang?: boolean } = {}): Runnable {
+/** `failAfter`: fails once the trail holds that entry (another runnable has started). */
+function runnable(name: string, trail: string[], opts: { needLeaderElection?: boolean; failAfter?: string; hang?: boolean } = {}): Runnable {
   return {
     name,
     needLeaderElection: opts.needLeaderElection,
     async start(signal) {
       trail.push(`${name} start`);
-      if (opts.fail) {
-        await tick();
+      const failAfter = opts.failAfter;
+      if (failAfter !== undefined) {
+        await eventually(() => expect(trail).toContain(failAfter), soon);
         throw new Error('kaput');
       }
       await new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true }));
@@ -60,16 +63,19 @@ describe('Manager', () => {
     const mgr = manager(trail).addInformer(cache).add(runnable('ctrl', trail)).add(runnable('publisher', trail, { needLeaderElection: false }));
     const stop = new AbortController();
     const done = mgr.start(stop.signal);
-    await tick(50);
-    const port = mgr.boundPorts[0];
+    await eventually(() => expect(trail).toEqual(['cache sandboxwarmpools start']), soon);
+    const port = await eventually(() => {
+      const bound = mgr.boundPorts[0];
+      if (bound === undefined) throw new Error('probe server not bound yet');
+      return bound;
+    }, soon);
     const notReady = await fetch(`http://127.0.0.1:${port}/readyz`);
     expect(notReady.status).toBe(503);
     expect(await notReady.text()).toContain('informer:sandboxwarmpools');
     expect(trail).toEqual(['cache sandboxwarmpools start']);
     cache.gate.open();
-    await tick();
+    await eventually(() => expect(trail.slice(1)).toEqual(['publisher start', 'ctrl start']), soon);
     expect((await fetch(`http://127.0.0.1:${port}/readyz`)).status).toBe(200);
-    expect(trail.slice(1)).toEqual(['publisher start', 'ctrl start']);
     stop.abort();
     await done;
     expect(trail.slice(3)).toEqual(['publisher stop', 'ctrl stop', 'ctrl drain', 'publisher drain', 'cache sandboxwarmpools stop']);
@@ -84,9 +90,8 @@ describe('Manager', () => {
     }).add(runnable('ctrl', trail));
     const stop = new AbortController();
     const done = mgr.start(stop.signal);
-    await tick(50);
+    await eventually(() => expect(trail).toEqual(['ctrl start']), soon);
     expect(mgr.isLeader()).toBe(true);
-    expect(trail).toEqual(['ctrl start']);
     expect(store.lease?.spec?.holderIdentity).toBe('me');
     stop.abort();
     await done;
@@ -96,7 +101,7 @@ describe('Manager', () => {
 
   it('stops everything and reports a runnable that failed', async () => {
     const trail: string[] = [];
-    const mgr = manager(trail).add(runnable('ok', trail)).add(runnable('bad', trail, { fail: true }));
+    const mgr = manager(trail).add(runnable('ok', trail)).add(runnable('bad', trail, { failAfter: 'ok start' }));
     const err = await mgr.start(new AbortController().signal).catch((e: unknown) => e);
     expect(isRunnableFailed(err)).toBe(true);
     expect(trail).toContain('ok stop');
@@ -107,7 +112,7 @@ describe('Manager', () => {
     const mgr = manager(trail, { gracefulShutdownTimeoutMs: 50 }).add(runnable('stuck', trail, { hang: true }));
     const stop = new AbortController();
     const done = mgr.start(stop.signal).catch((e: unknown) => e);
-    await tick();
+    await eventually(() => expect(trail).toEqual(['stuck start']), soon);
     stop.abort();
     expect(isShutdownTimeout(await done)).toBe(true);
   });

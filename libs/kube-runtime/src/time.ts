@@ -1,22 +1,17 @@
+import type { SleepOptions } from '@sandbox-scale/scale-core';
+
 /**
  * Time as a dependency: every wait in the runtime goes through these, so tests drive backoff,
  * lease expiry and requeue delays without real sleeping.
  */
-export type Sleep = (ms: number, signal?: AbortSignal) => Promise<void>;
 export type Now = () => number;
 
-/** Resolves after ms, or early (without rejecting) when the signal aborts: callers re-check their stop flag. */
-export const sleep: Sleep = (ms, signal) =>
-  new Promise<void>((resolve) => {
-    if (signal?.aborted) return resolve();
-    const done = (): void => {
-      clearTimeout(timer);
-      signal?.removeEventListener('abort', done);
-      resolve();
-    };
-    const timer = setTimeout(done, ms);
-    signal?.addEventListener('abort', done, { once: true });
-  });
+/**
+ * How the runtime's loops wait (with scale-core's one `sleep`, or an injected one): an abort ends
+ * the wait early without rejecting, so each loop re-checks its stop flag; the timer keeps the
+ * process alive like the work it paces.
+ */
+export const LOOP_WAIT: SleepOptions = { onAbort: 'resolve', holdProcess: true };
 
 export const systemNow: Now = () => Date.now();
 

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { createTestNamespace, deleteNamespace, eventually, testKubeConfig } from '@sandbox-scale/e2e';
-import { ConfigMapResource, EventResource, ResourceClient, captureLog, createEventRecorder, involvedObjectOf, parseUntyped } from '../src/index';
+import { ConfigMapResource, EventResource, ResourceClient, createEventRecorder, involvedObjectOf, parseUntyped } from '../src/index';
+import { captureLog } from '../src/testing';
 
 const kc = testKubeConfig();
 let ns: string;

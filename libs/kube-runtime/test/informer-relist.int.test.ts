@@ -1,6 +1,7 @@
 import { Registry } from 'prom-client';
 import { type ControlPlane, eventually, startControlPlane } from '@sandbox-scale/e2e';
-import { ConfigMapResource, Informer, KubeListWatcher, ResourceClient, captureLog, parseUntyped, type ListWatcher } from '../src/index';
+import { ConfigMapResource, Informer, KubeListWatcher, ResourceClient, parseUntyped, type ListWatcher } from '../src/index';
+import { captureLog } from '../src/testing';
 
 /**
  * 410 Gone needs a compacted etcd, which the shared control plane must not be subjected to
@@ -21,10 +22,16 @@ describe('Informer after compaction', () => {
     const kc = cp.kubeConfig;
     const cms = new ResourceClient(kc, ConfigMapResource);
     for (let i = 0; i < 5; i++) await cms.create('default', { metadata: { name: `old-${i}` } });
-    // Two compaction rounds: everything before the writes above is gone from etcd.
-    await new Promise((r) => setTimeout(r, 3000));
-
     const real = new KubeListWatcher(kc, ConfigMapResource, { namespace: 'default' });
+    // etcd has compacted: a watch from resourceVersion 1 (where the informer's first watch resumes) is answered 410 Gone.
+    await eventually(
+      async () => {
+        const end = await real.watch({ resourceVersion: '1', onEvent: () => undefined, signal: AbortSignal.timeout(1_000) }).catch(() => 'no answer');
+        expect(end).toBe('gone');
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+
     let lists = 0;
     let first = true;
     const staleOnce: ListWatcher = {
@@ -43,7 +50,7 @@ describe('Informer after compaction', () => {
       log: captureLog().log,
       listWatcher: staleOnce,
       registry,
-      backoff: { initialMs: 50, maxMs: 500 },
+      backoff: { baseMs: 50, maxMs: 500 },
     });
     informer.start();
     try {

@@ -6,17 +6,17 @@ import {
   KubeListWatcher,
   ResourceClient,
   WatchFailedError,
-  captureLog,
   createInformer,
   parseUntyped,
   type ListWatcher,
   type UntypedObject,
   type WatchRequest,
 } from '../src/index';
+import { captureLog } from '../src/testing';
 import { type Gizmo, GizmoResource, GizmoSchema, KnobResource, installTestCrds } from './kube-fixtures';
 
 const kc = testKubeConfig();
-const fast = { backoff: { initialMs: 50, maxMs: 500 } };
+const fast = { backoff: { baseMs: 50, maxMs: 500 } };
 let ns: string;
 const stoppers: Array<() => Promise<void>> = [];
 

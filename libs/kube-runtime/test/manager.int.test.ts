@@ -5,12 +5,12 @@ import {
   Manager,
   ResourceClient,
   applyObject,
-  captureLog,
   controller,
   createInformer,
   parseUntyped,
   type Reconciler,
 } from '../src/index';
+import { captureLog } from '../src/testing';
 
 const kc = testKubeConfig();
 let ns: string;

@@ -142,13 +142,16 @@ describe('SandboxdClient against a stub node', () => {
   it('aborting a blocked claim rejects with the AbortError and frees the socket', async () => {
     const agent = createSandboxdAgent({ connectionsPerNode: 1 });
     const one = new SandboxdClient({ baseUrl: stub.url, dispatcher: agent });
+    let arrived = (): void => undefined;
+    const reached = new Promise<void>((r) => (arrived = r));
     stub.setHandler((call, res) => {
-      if (JSON.parse(call.body).template === 'hang') return; // never answers
+      if (JSON.parse(call.body).template === 'hang') return arrived(); // never answers
       replyJson(res, 200, claimBody);
     });
     const ac = new AbortController();
     const pending = one.claim({ template: 'hang' }, { signal: ac.signal });
-    await new Promise((r) => setTimeout(r, 50));
+    // abort once the node holds the request, so the abort frees a socket in use
+    await reached;
     ac.abort();
     const err = await caught(pending);
     expect(isAbortError(err)).toBe(true);

@@ -12,13 +12,17 @@ export const API_VERSION = 'v1beta1';
 export const SANDBOX_API_VERSION = `${SANDBOX_GROUP}/${API_VERSION}` as const;
 export const EXTENSIONS_API_VERSION = `${EXTENSIONS_GROUP}/${API_VERSION}` as const;
 
-/** Kind, list kind, plural, singular and short names of every resource this project touches. */
+/**
+ * Group, version, kind, list kind, plural, singular and short names of every resource this
+ * project serves or defines: each entry is the one descriptor of its kind (a kube-runtime
+ * KubeResource as it stands), used by every app, test and bench.
+ */
 export const RESOURCES = {
-  sandbox: { group: SANDBOX_GROUP, kind: 'Sandbox', listKind: 'SandboxList', plural: 'sandboxes', singular: 'sandbox', shortNames: ['sandbox'], namespaced: true },
-  sandboxTemplate: { group: EXTENSIONS_GROUP, kind: 'SandboxTemplate', listKind: 'SandboxTemplateList', plural: 'sandboxtemplates', singular: 'sandboxtemplate', shortNames: ['sandboxtemplate'], namespaced: true },
-  sandboxWarmPool: { group: EXTENSIONS_GROUP, kind: 'SandboxWarmPool', listKind: 'SandboxWarmPoolList', plural: 'sandboxwarmpools', singular: 'sandboxwarmpool', shortNames: ['swp'], namespaced: true },
-  sandboxClaim: { group: EXTENSIONS_GROUP, kind: 'SandboxClaim', listKind: 'SandboxClaimList', plural: 'sandboxclaims', singular: 'sandboxclaim', shortNames: ['sandboxclaim'], namespaced: true },
-  nodeInventory: { group: EXTENSIONS_GROUP, kind: 'NodeInventory', listKind: 'NodeInventoryList', plural: 'nodeinventories', singular: 'nodeinventory', shortNames: [] as string[], namespaced: false },
+  sandbox: { group: SANDBOX_GROUP, version: API_VERSION, kind: 'Sandbox', listKind: 'SandboxList', plural: 'sandboxes', singular: 'sandbox', shortNames: ['sandbox'], namespaced: true },
+  sandboxTemplate: { group: EXTENSIONS_GROUP, version: API_VERSION, kind: 'SandboxTemplate', listKind: 'SandboxTemplateList', plural: 'sandboxtemplates', singular: 'sandboxtemplate', shortNames: ['sandboxtemplate'], namespaced: true },
+  sandboxWarmPool: { group: EXTENSIONS_GROUP, version: API_VERSION, kind: 'SandboxWarmPool', listKind: 'SandboxWarmPoolList', plural: 'sandboxwarmpools', singular: 'sandboxwarmpool', shortNames: ['swp'], namespaced: true },
+  sandboxClaim: { group: EXTENSIONS_GROUP, version: API_VERSION, kind: 'SandboxClaim', listKind: 'SandboxClaimList', plural: 'sandboxclaims', singular: 'sandboxclaim', shortNames: ['sandboxclaim'], namespaced: true },
+  nodeInventory: { group: EXTENSIONS_GROUP, version: API_VERSION, kind: 'NodeInventory', listKind: 'NodeInventoryList', plural: 'nodeinventories', singular: 'nodeinventory', shortNames: [] as string[], namespaced: false },
 } as const;
 
 /** The category every resource of this project is listed under: `kubectl get sandbox-scale` lists them all. */

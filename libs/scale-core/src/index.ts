@@ -39,16 +39,12 @@ export {
   ClaimRoutingNotConfiguredError,
   isClaimRoutingNotConfigured,
   isFallback,
-  isNodeAtCapacity,
   isNoWarmCapacity,
   NO_WARM_CAPACITY_RETRY_AFTER_SECONDS,
   NoNodeCapacityError,
-  NodeAtCapacityError,
   noWarmCapacityOf,
   NoWarmCapacityError,
 } from './errors/capacity-errors';
-export { isSandboxdHttpError, isSandboxdNotFound, SandboxdHttpError, sandboxdHttpErrorOf, sandboxdReplyError } from './errors/sandboxd-errors';
-export type { SandboxdHttpErrorLike, SandboxdOp, SandboxdReply } from './errors/sandboxd-errors';
 export {
   AlreadyExistsError,
   BadRequestError,
@@ -77,6 +73,16 @@ export type { PoolKey, PoolKeyLike } from './pool-key/pool-key';
 export { netOfTemplate, poolKeyForSandbox, poolKeyForTemplate } from './pool-key/pool-key-of';
 export { addressIPs, splitHostPort } from './address/address-ips';
 export { fnv1a32, fnv1a64, nameHash } from './hash/fnv1a';
+export {
+  DNS1123_LABEL,
+  DNS1123_LABEL_FMT,
+  DNS1123_LABEL_MAX_LENGTH,
+  DNS1123_SUBDOMAIN,
+  DNS1123_SUBDOMAIN_FMT,
+  DNS1123_SUBDOMAIN_MAX_LENGTH,
+  isDns1123Label,
+  isDns1123Subdomain,
+} from './names/dns1123';
 export { SANDBOX_UID_NAMESPACE, sandboxUid, uuidV5 } from './hash/stable-uid';
 
 export { ConditionSchema, ObjectMetaSchema, QUANTITY_PATTERN, QuantitySchema } from './schemas/meta';
@@ -169,5 +175,5 @@ export { backoffDelayMs, InvalidBackoffOptionsError, retry, sleep } from './retr
 export { withDeadline } from './retry/deadline';
 export { InvalidRateError, TokenBucket } from './rate/token-bucket';
 export type { TokenBucketOptions } from './rate/token-bucket';
-export type { BackoffOptions, RetryOptions, Sleep, SleepOptions } from './retry/retry';
+export type { BackoffOptions, RetryOptions, Sleep, SleepOptions, TimerSource } from './retry/retry';
 export { RENEWAL_WINDOW, leaseRenewAtMs, renewalFraction } from './lease/renewal';

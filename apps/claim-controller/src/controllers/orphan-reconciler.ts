@@ -1,5 +1,5 @@
-import { isNotFound, sleep, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
-import { CONDITION_TYPES, OWNER_KINDS, parseOwnerRef, type InventoryLike, type PoolKey, type SandboxClaim, type SandboxOwner } from '@sandbox-scale/scale-core';
+import { isNotFound, LOOP_WAIT, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
+import { CONDITION_TYPES, OWNER_KINDS, parseOwnerRef, sleep, type InventoryLike, type PoolKey, type SandboxClaim, type SandboxOwner } from '@sandbox-scale/scale-core';
 import type { ClaimGateway, NodeDelivery } from '../gateway/claim-gateway';
 import type { ClaimRecorder } from '../record/claim-recorder';
 import { boundClaimId } from '../record/claim-status';
@@ -84,7 +84,7 @@ export class OrphanReconciler implements Runnable {
     while (!signal.aborted) {
       await this.reconcileAll(signal);
       // the shared sleep removes its abort listener when the interval ends (one added per pass would pile up on this long-lived signal)
-      await sleep(this.o.intervalMs, signal);
+      await sleep(this.o.intervalMs, signal, LOOP_WAIT);
     }
   }
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { isMalformedReply, isNodeAtCapacity as isSandboxdAtCapacity, type SandboxdClientSet, type ClaimResult } from '@sandbox-scale/sandboxd-client';
+import { asNodeAtCapacity, asSandboxdHttpError, isMalformedReply, isNodeAtCapacity as isSandboxdAtCapacity, type SandboxdClientSet, type ClaimResult } from '@sandbox-scale/sandboxd-client';
 import {
   CapacityLedger,
   formatRfc3339Seconds,
@@ -195,7 +195,7 @@ export class ClaimGateway {
         throw err;
       }
       if (o.warm) this.#ledger.exhaust(cand.node, req.key);
-      const redirect = (err as { candidates?: readonly string[] }).candidates ?? [];
+      const redirect = asNodeAtCapacity(err)?.candidates ?? [];
       for (const url of redirect) {
         const peer = inventories.find((i) => i.address !== undefined && url.endsWith(`//${i.address}`));
         const node = peer ? inventoryName(peer) : url;
@@ -219,7 +219,7 @@ export class ClaimGateway {
    * at all is not asked again (it would only time out once more); the orphan pass adopts later.
    */
   async #adoptUnknownOutcome(cand: WarmCandidate, claimRef: string, err: unknown, signal?: AbortSignal): Promise<Assignment | undefined> {
-    const status = (err as { statusCode?: number }).statusCode;
+    const status = asSandboxdHttpError(err)?.statusCode;
     if (!isMalformedReply(err) && !(status !== undefined && status >= 500)) return undefined;
     const inv = this.#o.inventories().find((i) => inventoryName(i) === cand.node);
     if (!inv) return undefined;

@@ -1,6 +1,6 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { readBounded } from '@sandbox-scale/kube-runtime';
-import { BadRequestError, EXTENSIONS_GROUP, RESOURCES, StatusError, statusForError, type PoolKey } from '@sandbox-scale/scale-core';
+import { readRequestBody, sendJson, sendKubeStatus } from '@sandbox-scale/kube-runtime';
+import { EXTENSIONS_GROUP, RESOURCES, StatusError, statusForError, type PoolKey } from '@sandbox-scale/scale-core';
 import type { InflightLimits, Logger } from '@sandbox-scale/kube-runtime';
 import type { Assignment, ClaimTarget } from '../gateway/assignment';
 import { namespaceNotEnabledMessage, type SecretAccessDecision } from '../record/secret-access';
@@ -35,7 +35,7 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
     const who = token ? await d.authorizer.authenticate(token) : undefined;
     if (!who) throw new StatusError('Unauthorized', 'Unauthorized: a valid bearer token is required');
     if (d.inflight) res.once('close', d.inflight.acquire(who.username, false));
-    const body = parseFastClaimRequest(await readJson(req));
+    const body = parseFastClaimRequest(await readRequestBody(req, { maxBytes: MAX_BODY_BYTES }));
     const target = { namespace: body.namespace, name: body.name };
     const review = await d.authorizer.mayCreateClaim(who, body.namespace);
     if (!review.allowed) {
@@ -65,26 +65,12 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
   } catch (err) {
     const status = statusForError(err);
     if (status.code >= 500) d.log.error({ err }, 'fast-path claim failed');
-    send(res, status.code, status, d);
+    d.onResponse?.(status.code);
+    sendKubeStatus(res, status);
   }
 }
 
 function send(res: ServerResponse, code: number, body: unknown, d: ClaimHandlerDeps): void {
   d.onResponse?.(code);
-  const text = JSON.stringify(body);
-  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-  res.end(text);
-}
-
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const type = (req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? '';
-  if (type !== 'application/json' && type !== '') throw new StatusError('UnsupportedMediaType', 'the body of the request was in an unknown format - accepted media types include: application/json');
-  const body = await readBounded(req, MAX_BODY_BYTES);
-  if (body === undefined) throw new BadRequestError(`request body larger than ${MAX_BODY_BYTES} bytes`);
-  const chunks = [body];
-  try {
-    return JSON.parse(Buffer.concat(chunks).toString('utf8')) as unknown;
-  } catch (err) {
-    throw new BadRequestError('request body is not valid JSON', { cause: err });
-  }
+  sendJson(res, code, body);
 }

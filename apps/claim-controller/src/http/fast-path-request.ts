@@ -1,14 +1,11 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { EXTENSIONS_GROUP, InvalidError, type StatusCause } from '@sandbox-scale/scale-core';
-
-const DNS_LABEL = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+import { DNS1123_LABEL, DNS1123_LABEL_MAX_LENGTH, DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MAX_LENGTH, EXTENSIONS_GROUP, InvalidError, type StatusCause } from '@sandbox-scale/scale-core';
 
 /** Body of `POST /v1/claims`. */
 export const FastClaimRequestSchema = z.strictObject({
-  namespace: z.string().max(63).regex(DNS_LABEL, 'must be a DNS label'),
-  name: z.string().max(253).regex(DNS_SUBDOMAIN, 'must be a DNS subdomain').optional(),
+  namespace: z.string().max(DNS1123_LABEL_MAX_LENGTH).regex(DNS1123_LABEL, 'must be a DNS label'),
+  name: z.string().max(DNS1123_SUBDOMAIN_MAX_LENGTH).regex(DNS1123_SUBDOMAIN, 'must be a DNS subdomain').optional(),
   warmPool: z.string().min(1).max(253),
   ttlSeconds: z.number().int().min(0).max(86_400).optional(),
 });

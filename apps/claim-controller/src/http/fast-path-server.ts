@@ -1,8 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { generate } from 'selfsigned';
-import { guardRequests, limitServer, type Logger } from '@sandbox-scale/kube-runtime';
+import { guardRequests, limitServer, selfSignedCert, sendKubeStatus, type Logger } from '@sandbox-scale/kube-runtime';
 import { statusForError } from '@sandbox-scale/scale-core';
 import { handleClaim, type ClaimHandlerDeps } from './claim-handler';
 
@@ -18,12 +17,8 @@ export interface FastPathServerOptions {
 
 async function servingCert(o: FastPathServerOptions): Promise<{ cert: string; key: string }> {
   if (o.certFile && o.keyFile) return { cert: readFileSync(o.certFile, 'utf8'), key: readFileSync(o.keyFile, 'utf8') };
-  const r = await generate([{ name: 'commonName', value: 'localhost' }], {
-    algorithm: 'sha256',
-    keySize: 2048,
-    extensions: [{ name: 'subjectAltName', altNames: [{ type: 2, value: 'localhost' }, { type: 7, ip: '127.0.0.1' }] }],
-  });
-  return { cert: r.cert, key: r.private };
+  const { cert, key } = await selfSignedCert({ commonName: 'localhost', dnsNames: ['localhost'], ips: ['127.0.0.1'] });
+  return { cert, key };
 }
 
 /** The HTTPS listener of the L2 fast path; returns its base URL and a close function. */
@@ -33,12 +28,7 @@ export async function startFastPathServer(o: FastPathServerOptions): Promise<{ u
     tls,
     guardRequests((req, res) => handleClaim(req, res, o.deps), {
       log: o.log,
-      fail: (res, err) => {
-        const status = statusForError(err);
-        const text = JSON.stringify(status);
-        res.writeHead(status.code, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) });
-        res.end(text);
-      },
+      fail: (res, err) => sendKubeStatus(res, statusForError(err)),
     }),
   );
   limitServer(server, { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000 });

@@ -29,7 +29,8 @@ beforeAll(async () => {
     void authn.authenticate(req).then((u) => res.end(JSON.stringify(u ?? null)));
   });
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
-});
+  // five RSA key pairs: seconds on a loaded machine
+}, 60_000);
 afterAll(async () => {
   server.closeAllConnections();
   await new Promise((r) => server.close(r));

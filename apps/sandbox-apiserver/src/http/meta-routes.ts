@@ -3,7 +3,7 @@ import { API_VERSION, SANDBOX_GROUP, StatusError } from '@sandbox-scale/scale-co
 import { apiGroup, apiGroupDiscoveryList, apiGroupList, apiResourceList, etagOf } from '../discovery';
 import { openApiV2, openApiV3, openApiV3Root, V3_GV_PATH } from '../openapi/openapi';
 import type { ResponseShape } from './negotiate';
-import { sendJson } from './status';
+import { sendJson } from '@sandbox-scale/kube-runtime';
 
 interface StaticDoc {
   readonly body: unknown;

@@ -10,7 +10,7 @@ import type { ResponseShape } from './negotiate';
 import { patchTypeOf, readPatch } from './patch-request';
 import { dryRunParam, includeObjectOf } from './query-params';
 import type { RequestInfo } from './request-info';
-import { sendJson } from './status';
+import { sendJson } from '@sandbox-scale/kube-runtime';
 
 type ResourceInfo = Extract<RequestInfo, { isResource: true }>;
 

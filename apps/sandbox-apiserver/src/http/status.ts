@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { sendKubeStatus } from '@sandbox-scale/kube-runtime';
 import { SANDBOX_GROUP, StatusError, statusErrorOf, statusForError, type KubeStatus, type StatusReason } from '@sandbox-scale/scale-core';
 import { ContinueExpiredError } from '../resource/list-query';
 
@@ -7,34 +8,18 @@ export function statusError(reason: StatusReason, message: string, retryAfterSec
   return new StatusError(reason, message, retryAfterSeconds === undefined ? {} : { retryAfterSeconds });
 }
 
-/** Writes any JSON body with the status code. */
-export function sendJson(res: ServerResponse, code: number, body: unknown, headers: Record<string, string> = {}): void {
-  // encoded once: a page of 5,000 sandboxes is megabytes, and byteLength then end(string) encodes it twice
-  const bytes = Buffer.from(JSON.stringify(body));
-  res.writeHead(code, { 'Content-Type': 'application/json', 'Content-Length': bytes.length, ...headers });
-  res.end(bytes);
-}
-
 /** The Status body for any thrown value (k8s-api.md §4.13); 503/429/504 carry Retry-After. */
 export function statusOf(err: unknown): KubeStatus {
   return statusForError(err);
 }
 
-/** Writes the Status of err; the HTTP code is the Status code. */
+/** Writes the Status of err; the HTTP code is the Status code, and 503/429/504 always carry Retry-After. */
 export function sendStatus(res: ServerResponse, err: unknown): KubeStatus {
   const status = statusOf(err);
-  const headers: Record<string, string> = {};
-  const retry = status.details?.retryAfterSeconds;
-  if (retry !== undefined) headers['Retry-After'] = String(retry);
-  else if (status.code === 503 || status.code === 429 || status.code === 504) headers['Retry-After'] = '1';
-  if (res.headersSent) {
-    res.end();
-    return status;
-  }
   // an expired continue token is answered with one that resumes inconsistently, as kube does
   const expired = statusErrorOf(err);
   const body = expired instanceof ContinueExpiredError ? { ...status, metadata: { continue: expired.inconsistentContinue } } : status;
-  sendJson(res, status.code, body, headers);
+  sendKubeStatus(res, status, { body, busyRetryAfterSeconds: 1 });
   return status;
 }
 

@@ -1,9 +1,8 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { kubeAuthorization, type DelegatedAuth, type Logger } from '@sandbox-scale/kube-runtime';
+import { kubeAuthorization, sendJson, type DelegatedAuth, type Logger } from '@sandbox-scale/kube-runtime';
 import { BadRequestError, StatusError } from '@sandbox-scale/scale-core';
 import { readBody } from '../http/body';
-import { sendJson } from '../http/status';
 import { PeerCallSchema } from './peer-protocol';
 import type { LocalVerbs } from './sandbox-verbs';
 

@@ -1,10 +1,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createInformer, type Informer, type KubeResource, type Logger } from '@sandbox-scale/kube-runtime';
 import {
-  API_VERSION,
   CONDITION_STATUS,
   CONDITION_TYPES,
-  EXTENSIONS_GROUP,
   formatOwnerRef,
   OWNER_KINDS,
   parseObject,
@@ -18,7 +16,7 @@ import {
 import type { Registry } from 'prom-client';
 import type { SandboxCache } from './sandbox-cache';
 
-export const SANDBOX_CLAIM_RESOURCE: KubeResource = { group: EXTENSIONS_GROUP, version: API_VERSION, plural: RESOURCES.sandboxClaim.plural, kind: RESOURCES.sandboxClaim.kind, namespaced: true };
+export const SANDBOX_CLAIM_RESOURCE: KubeResource = RESOURCES.sandboxClaim;
 
 /**
  * What the follower keeps of a SandboxClaim: the fields that say which sandbox it holds and

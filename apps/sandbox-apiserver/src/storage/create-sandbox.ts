@@ -8,7 +8,7 @@ import {
   CONDITION_STATUS,
   CONDITION_TYPES,
   InvalidError,
-  isNodeAtCapacity,
+  isDns1123Subdomain,
   NoWarmCapacityError,
   parseObject,
   poolKeyForSandbox,
@@ -28,12 +28,11 @@ import {
   type Sandbox,
 } from '@sandbox-scale/scale-core';
 import type { Logger } from '@sandbox-scale/kube-runtime';
-import { asSandboxdHttpError, isAbortError, isMalformedReply, isTransportError, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import { asSandboxdHttpError, isAbortError, isMalformedReply, isNodeAtCapacity, isTransportError, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { deriveTtlSeconds } from './ttl';
 import { SANDBOX_RESOURCE, type SandboxStorage } from './sandbox-storage';
 
 const NAME_CHARS = 'bcdfghjklmnpqrstvwxz2456789';
-const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 
 function generateName(base: string): string {
   let suffix = '';
@@ -52,7 +51,7 @@ export function admitSandbox(body: unknown, namespace: string): Sandbox {
   if (meta.namespace !== undefined && meta.namespace !== '' && meta.namespace !== namespace) throw new BadRequestError('the namespace of the provided object does not match the namespace sent on the request');
   const name = typeof meta.name === 'string' && meta.name !== '' ? meta.name : typeof meta.generateName === 'string' && meta.generateName !== '' ? generateName(meta.generateName) : '';
   if (name === '') throw invalid('', 'metadata.name', 'FieldValueRequired', 'Required value: name or generateName is required');
-  if (name.length > 253 || !DNS1123.test(name)) throw invalid(name, 'metadata.name', 'FieldValueInvalid', `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`);
+  if (!isDns1123Subdomain(name)) throw invalid(name, 'metadata.name', 'FieldValueInvalid', `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`);
   const s = parseObject(SandboxSchema, { ...(body as object), metadata: { ...meta, name, namespace } });
   delete s.metadata.generateName;
   return s;
@@ -76,8 +75,6 @@ function isUnknownOutcome(err: unknown): boolean {
  * only in this response.
  */
 export class SandboxCreator {
-  readonly #pending = new Set<string>();
-
   constructor(
     private readonly storage: SandboxStorage,
     private readonly ledger: CapacityLedger,
@@ -91,17 +88,16 @@ export class SandboxCreator {
     const now = opts.now ?? new Date();
     const ttlSeconds = deriveTtlSeconds(s, now);
     const pool = poolKeyForSandbox(s);
-    const key = `${namespace}/${name}`;
-    if (this.#pending.has(key) || this.storage.cache.get(namespace, name) !== undefined || this.storage.index.getByName(namespace, name) !== undefined) {
+    if (this.storage.names.isTaken(namespace, name)) {
       throw new AlreadyExistsError(SANDBOX_RESOURCE, name);
     }
     if (opts.dryRun) return { ...s, metadata: { ...s.metadata, uid: randomUUID(), creationTimestamp: formatRfc3339Seconds(now) } };
     this.storage.router.assertConfigured();
-    this.#pending.add(key);
+    const release = this.storage.names.hold(namespace, name);
     try {
       return await this.#claim(s, namespace, name, pool, ttlSeconds, now);
     } finally {
-      this.#pending.delete(key);
+      release();
     }
   }
 

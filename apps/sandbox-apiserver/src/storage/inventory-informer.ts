@@ -1,10 +1,10 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createInformer, type Informer, type KubeResource, type Logger } from '@sandbox-scale/kube-runtime';
-import { API_VERSION, EXTENSIONS_GROUP, NodeInventorySchema, parseObject, RESOURCES, type NodeInventory } from '@sandbox-scale/scale-core';
+import { NodeInventorySchema, parseObject, RESOURCES, type NodeInventory } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import type { SandboxCache } from './sandbox-cache';
 
-export const NODE_INVENTORY_RESOURCE: KubeResource = { group: EXTENSIONS_GROUP, version: API_VERSION, plural: RESOURCES.nodeInventory.plural, kind: RESOURCES.nodeInventory.kind, namespaced: false };
+export const NODE_INVENTORY_RESOURCE: KubeResource = RESOURCES.nodeInventory;
 
 /**
  * The only thing read from etcd: NodeInventory objects, through one informer (list at

@@ -1,6 +1,6 @@
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import { isNotFound as isSandboxGone } from '@sandbox-scale/sandboxd-client';
-import { isUidOwner, leaseRenewAtMs, parseOwnerRef, renewalFraction, type Rng, TokenBucket } from '@sandbox-scale/scale-core';
+import { isUidOwner, leaseRenewAtMs, parseOwnerRef, renewalFraction, sleep, type Rng, TokenBucket } from '@sandbox-scale/scale-core';
 import type { NodeRouter } from './node-router';
 import type { SandboxCache } from './sandbox-cache';
 
@@ -77,18 +77,8 @@ export class LeaseRenewer {
           this.#o.log.warn({ err }, 'lease renewal pass failed');
         }
       }
-      await new Promise<void>((resolve) => {
-        const t = setTimeout(resolve, this.intervalMs);
-        t.unref();
-        signal.addEventListener(
-          'abort',
-          () => {
-            clearTimeout(t);
-            resolve();
-          },
-          { once: true },
-        );
-      });
+      // resolves early on abort (the loop re-checks it) and lets go of its listener each pass
+      await sleep(this.intervalMs, signal, { onAbort: 'resolve' });
     }
   }
 

@@ -1,4 +1,4 @@
-import { BadRequestError, ConflictError, InvalidError, SANDBOX_GROUP, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { BadRequestError, ConflictError, InvalidError, isDns1123Subdomain, SANDBOX_GROUP, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 
 /** The patch media types a Sandbox accepts; apply (server-side apply) is not one of them. */
 export const PATCH_TYPES = {
@@ -134,7 +134,6 @@ function jsonPatch(doc: Json, ops: Json): Json {
 }
 
 const LABEL_NAME = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/;
-const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
 const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
 
 /** A qualified name (`[prefix/]name`) as Kubernetes checks label and annotation keys; undefined when it is one. */
@@ -143,7 +142,7 @@ function keyProblem(key: string): string | undefined {
   const prefix = slash < 0 ? '' : key.slice(0, slash);
   const name = slash < 0 ? key : key.slice(slash + 1);
   if (name.length === 0 || name.length > 63 || !LABEL_NAME.test(name)) return 'a qualified name must be 63 characters or less, consist of alphanumerics, -, _ or ., and begin and end with an alphanumeric';
-  if (slash >= 0 && (prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return 'a qualified name\'s prefix must be a DNS subdomain';
+  if (slash >= 0 && !isDns1123Subdomain(prefix)) return 'a qualified name\'s prefix must be a DNS subdomain';
   return undefined;
 }
 

@@ -1,7 +1,6 @@
 import {
   ANNOTATIONS,
   ClaimIndex,
-  isSandboxdNotFound,
   NotFoundError,
   RESOURCES,
   SANDBOX_API_VERSION,
@@ -19,6 +18,7 @@ import type { Revisions } from './revisions';
 import type { Row, SandboxCache } from './sandbox-cache';
 import { lowerBound, sortKeyOf, sortKeyOfViewKey, upperBound } from './sorted-rows';
 import { DEFAULT_LEASE_TTL_SECONDS, LeasePolicy } from './lease-policy';
+import { SandboxNames } from './sandbox-names';
 
 export const SANDBOX_RESOURCE = { group: SANDBOX_GROUP, resource: RESOURCES.sandbox.plural };
 
@@ -49,6 +49,9 @@ export class SandboxStorage {
     readonly revisions: Revisions,
     readonly snapshots: ListSnapshots = new ListSnapshots(() => cache.sortedRows()),
   ) {}
+
+  /** Whether a name is taken, for every path that makes a Sandbox. */
+  readonly names = new SandboxNames(this);
 
   /** How long nodes are asked to keep the VMs this storage claims (set once when it is built). */
   leases: LeasePolicy = new LeasePolicy(DEFAULT_LEASE_TTL_SECONDS);
@@ -131,7 +134,7 @@ export class SandboxStorage {
       const object = synthesizeSandbox(loc.node, entry, { resourceVersion: String(this.revisions.current) });
       return { node: loc.node, claimId: loc.claimId, object };
     } catch (err) {
-      if (isSandboxdMissing(err) || isSandboxdNotFound(err)) {
+      if (isSandboxdMissing(err)) {
         this.index.deleteByName(namespace, name);
         throw new NotFoundError(SANDBOX_RESOURCE, name, { cause: err });
       }

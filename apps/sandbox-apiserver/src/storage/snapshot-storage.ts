@@ -3,6 +3,8 @@ import {
   AlreadyExistsError,
   ANNOTATIONS,
   BadRequestError,
+  DNS1123_SUBDOMAIN,
+  DNS1123_SUBDOMAIN_MAX_LENGTH,
   formatOwnerRef,
   formatRfc3339Seconds,
   InvalidError,
@@ -22,14 +24,12 @@ import { SANDBOX_RESOURCE, type SandboxLocation, type SandboxStorage } from './s
 import { snapshotNotFound, snapshotStatusError, type SnapshotCallContext } from './snapshot-errors';
 import { checkpointName, MAX_SNAPSHOT_LABEL, ownerTag, parseCheckpointName, SNAPSHOT_LABEL } from './snapshot-owner';
 
-const DNS1123 = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
-
 /** Options bodies; `kind`, `apiVersion` and `metadata` are tolerated (k8s-api.md §4.12). */
 const SnapshotsOptionsSchema = z.looseObject({});
 const DeleteSnapshotOptionsSchema = z.looseObject({ snapshot: z.string().min(1) });
 const ClaimSnapshotOptionsSchema = z.looseObject({
   snapshot: z.string().min(1),
-  name: z.string().min(1).max(253).regex(DNS1123, 'must be a lowercase RFC 1123 subdomain'),
+  name: z.string().min(1).max(DNS1123_SUBDOMAIN_MAX_LENGTH).regex(DNS1123_SUBDOMAIN, 'must be a lowercase RFC 1123 subdomain'),
   ttlSeconds: z.number().int().min(0).optional(),
 });
 
@@ -112,8 +112,6 @@ const isNotFound = (err: unknown): boolean => statusErrorOf(err)?.code === 404;
  * one) is reached only through its live source sandbox, by the sandbox's claim id.
  */
 export class SnapshotStorage {
-  /** Names being claimed right now, so two claims of one name cannot both reach a node. */
-  readonly #pending = new Set<string>();
 
   constructor(private readonly storage: SandboxStorage) {}
 
@@ -181,15 +179,14 @@ export class SnapshotStorage {
    * name check here is the one every create of that name meets.
    */
   async claim(namespace: string, name: string, target: { snapshot: string; name: string; ttlSeconds?: number }, dryRun: boolean): Promise<ServedSandbox | Record<string, unknown>> {
-    const key = `${namespace}/${target.name}`;
-    if (this.#pending.has(key) || this.storage.cache.get(namespace, target.name) !== undefined || this.storage.index.getByName(namespace, target.name) !== undefined) {
+    if (this.storage.names.isTaken(namespace, target.name)) {
       throw new AlreadyExistsError(SANDBOX_RESOURCE, target.name);
     }
     const { cp, node } = await this.#find(namespace, name, target.snapshot);
     if (dryRun) return { apiVersion: SANDBOX_API_VERSION, kind: 'Sandbox', metadata: { name: target.name, namespace }, status: { nodeName: node } };
     const ctx = { verb: 'claim snapshot', node, id: cp.id };
     const client = this.#client(node, ctx);
-    this.#pending.add(key);
+    const release = this.storage.names.hold(namespace, target.name);
     try {
       // no_redirect: we checked this node holds the record, and a redirect would land the
       // sandbox on a node the caller never chose
@@ -201,7 +198,7 @@ export class SnapshotStorage {
       if (res.token) annotations[ANNOTATIONS.token] = res.token;
       return { ...listed, metadata: { ...listed.metadata, annotations } };
     } finally {
-      this.#pending.delete(key);
+      release();
     }
   }
 

@@ -2,6 +2,7 @@ import { createServer, request, type IncomingMessage, type Server, type ServerRe
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SANDBOX_PHASES, synthesizeSandbox, type InventoryEntry, type NodeInventory } from '@sandbox-scale/scale-core';
+import { eventually } from '@sandbox-scale/e2e';
 import { parseListQuery } from '../http/list-query';
 import type { SandboxCache } from '../storage/sandbox-cache';
 import { SandboxesREST } from '../storage/sandboxes-rest';
@@ -51,12 +52,14 @@ describe('watches with selectors and resume points', () => {
   }
 
   /** Waits until `pred` holds for the events, on the event loop (the server writes asynchronously). */
-  async function until(events: () => WireEvent[], pred: (e: WireEvent[]) => boolean): Promise<WireEvent[]> {
-    for (let i = 0; i < 2_000; i++) {
-      if (pred(events())) return events();
-      await new Promise((r) => setTimeout(r, 5));
-    }
-    throw new Error(`condition not met; events: ${JSON.stringify(events().map((e) => `${e.type} ${e.object.metadata?.name ?? ''}`))}`);
+  function until(events: () => WireEvent[], pred: (e: WireEvent[]) => boolean): Promise<WireEvent[]> {
+    return eventually(
+      () => {
+        if (!pred(events())) throw new Error(`condition not met; events: ${JSON.stringify(events().map((e) => `${e.type} ${e.object.metadata?.name ?? ''}`))}`);
+        return events();
+      },
+      { timeoutMs: 10_000, intervalMs: 5 },
+    );
   }
 
   beforeAll(async () => {

@@ -1,28 +1,22 @@
-import { backoffDelay } from '../informer/backoff';
+import { backoffDelayMs, type BackoffOptions } from '@sandbox-scale/scale-core';
 
-export interface ItemBackoffOptions {
-  /** First retry delay; default 5 ms as controller-runtime. */
-  baseMs?: number;
-  /** Ceiling; default 1000 s as controller-runtime. */
-  maxMs?: number;
-}
+/** scale-core's backoff shape; defaults 5 ms doubling to 1000 s, as controller-runtime. */
+export type ItemBackoffOptions = Partial<BackoffOptions>;
 
 /** Per-key exponential backoff: each failure of a key doubles its next delay; forget() resets it. */
 export class ItemBackoff {
   private readonly failures = new Map<string, number>();
-  private readonly baseMs: number;
-  private readonly maxMs: number;
+  private readonly opts: BackoffOptions;
 
   constructor(opts: ItemBackoffOptions = {}) {
-    this.baseMs = opts.baseMs ?? 5;
-    this.maxMs = opts.maxMs ?? 1_000_000;
+    this.opts = { ...opts, baseMs: opts.baseMs ?? 5, maxMs: opts.maxMs ?? 1_000_000 };
   }
 
   /** The delay before retrying key, counting this failure. */
   when(key: string): number {
     const n = this.failures.get(key) ?? 0;
     this.failures.set(key, n + 1);
-    return backoffDelay(n, this.baseMs, this.maxMs);
+    return backoffDelayMs(n, this.opts);
   }
 
   retries(key: string): number {

@@ -1,16 +1,9 @@
-/** Capped exponential delay: `initialMs * 2^failures`, never above `maxMs`. */
-export function backoffDelay(failures: number, initialMs: number, maxMs: number): number {
-  if (failures <= 0) return initialMs;
-  // Exponents past ~1000 overflow to Infinity; the cap makes that harmless.
-  return Math.min(maxMs, initialMs * 2 ** Math.min(failures, 1024));
-}
+import { backoffDelayMs, type BackoffOptions } from '@sandbox-scale/scale-core';
 
-export interface BackoffOptions {
-  initialMs: number;
-  maxMs: number;
-}
-
-/** Stateful form for one retry loop: the watch restart delay (1 s doubling to 30 s, reset on progress). */
+/**
+ * scale-core's backoff (`baseMs · 2^failures`, capped at `maxMs`) with its failure count kept:
+ * the watch restart delay (1 s doubling to 30 s, reset on progress).
+ */
 export class Backoff {
   private failures = 0;
 
@@ -18,7 +11,7 @@ export class Backoff {
 
   /** The delay before the next attempt; each call counts one more failure. */
   next(): number {
-    const d = backoffDelay(this.failures, this.opts.initialMs, this.opts.maxMs);
+    const d = backoffDelayMs(this.failures, this.opts);
     this.failures++;
     return d;
   }

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { createLogger } from '../log/logger';
 import { ConfigMapResource } from '../client/resource';
 import { Informer } from './informer';
-import { FakeListWatcher, cm } from './fake-list-watcher.test-helper';
+import { FakeListWatcher, cm } from '../testing/fake-list-watcher';
 import { WatchFailedError } from './list-watcher';
 
 const CmSchema = z.object({

@@ -3,8 +3,9 @@ import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger';
 import { type KubeObject, metaOf, objectKey } from '../client/object-meta';
 import { type KubeResource, resourceName } from '../client/resource';
-import { type Sleep, sleep as realSleep } from '../time';
-import { Backoff, type BackoffOptions } from './backoff';
+import { sleep as realSleep, type BackoffOptions, type Sleep } from '@sandbox-scale/scale-core';
+import { LOOP_WAIT } from '../time';
+import { Backoff } from './backoff';
 import { informerMetrics, type InformerMetrics } from './informer-metrics';
 import { KubeListWatcher, type ListWatchScope, type ListWatcher, type WatchEventType } from './list-watcher';
 import { HandlerSet, type InformerHandlers, type ObjectRef } from './handler-set';
@@ -27,7 +28,7 @@ export interface InformerOptions<T> extends ListWatchScope {
   listWatcher?: ListWatcher;
 }
 
-const DEFAULT_BACKOFF: BackoffOptions = { initialMs: 1000, maxMs: 30_000 };
+const DEFAULT_BACKOFF: BackoffOptions = { baseMs: 1000, maxMs: 30_000 };
 // A stream that ends at once with nothing in it is a failing server, not a timeout: back off.
 const MIN_HEALTHY_WATCH_MS = 1000;
 
@@ -133,14 +134,14 @@ export class Informer<T extends KubeObject> {
           this.log.info({ resourceVersion: this.rv }, 'watch resourceVersion expired, relisting');
           needList = true;
         } else if (events === 0 && Date.now() - started < MIN_HEALTHY_WATCH_MS && !signal.aborted) {
-          await this.sleep(this.backoff.next(), signal);
+          await this.sleep(this.backoff.next(), signal, LOOP_WAIT);
         }
       } catch (err) {
         if (signal.aborted) break;
         this.metrics.restart('error');
         const delayMs = this.backoff.next();
         this.log.warn({ err, delayMs, resourceVersion: this.rv }, 'list/watch failed, restarting after backoff');
-        await this.sleep(delayMs, signal);
+        await this.sleep(delayMs, signal, LOOP_WAIT);
       }
     }
   }

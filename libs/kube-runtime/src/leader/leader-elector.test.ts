@@ -1,5 +1,5 @@
 import { defaultIdentity, LeaderElector } from './leader-elector';
-import { MemoryLease } from './memory-lease.test-helper';
+import { MemoryLease } from '../testing/memory-lease';
 import { FakeClock, settle } from '../testing/fake-clock';
 import { captureLog } from '../testing/capture-log';
 

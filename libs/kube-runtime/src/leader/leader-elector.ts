@@ -3,7 +3,8 @@ import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { isAlreadyExists, isConflict } from '../client/api-errors';
 import type { Logger } from '../log/logger';
-import { type Now, type Sleep, jitter, sleep as realSleep, systemNow } from '../time';
+import { sleep as realSleep, type Sleep } from '@sandbox-scale/scale-core';
+import { type Now, LOOP_WAIT, jitter, systemNow } from '../time';
 import { type LeaseRecord, isHeldByOther, leaseBody, nextRecord, recordOf, releasedRecord, sameRecord } from './lease';
 import { KubeLeaseClient, type LeaseClient } from './lease-client';
 
@@ -80,7 +81,7 @@ export class LeaderElector {
   /** Campaigns, leads, and returns when leadership is lost or the signal aborts (releasing the lease). */
   async run(signal: AbortSignal): Promise<'lost' | 'stopped'> {
     while (!signal.aborted && !(await this.tryAcquireOrRenew(signal))) {
-      await this.sleep(jitter(this.retryPeriodMs, 0.2), signal);
+      await this.sleep(jitter(this.retryPeriodMs, 0.2), signal, LOOP_WAIT);
     }
     if (signal.aborted) return 'stopped';
     this.leading = true;
@@ -98,13 +99,13 @@ export class LeaderElector {
 
   private async renewLoop(signal: AbortSignal): Promise<'lost' | 'stopped'> {
     while (!signal.aborted) {
-      await this.sleep(this.retryPeriodMs, signal);
+      await this.sleep(this.retryPeriodMs, signal, LOOP_WAIT);
       if (signal.aborted) break;
       const deadline = this.now() + this.renewDeadlineMs;
       let renewed = false;
       while (!signal.aborted && !renewed && this.now() < deadline) {
         renewed = await this.withDeadline(deadline, signal);
-        if (!renewed && !signal.aborted) await this.sleep(Math.min(this.retryPeriodMs, Math.max(0, deadline - this.now())), signal);
+        if (!renewed && !signal.aborted) await this.sleep(Math.min(this.retryPeriodMs, Math.max(0, deadline - this.now())), signal, LOOP_WAIT);
       }
       if (!renewed && !signal.aborted) return 'lost';
     }
@@ -116,7 +117,7 @@ export class LeaderElector {
     const ac = new AbortController();
     const onAbort = (): void => ac.abort();
     signal.addEventListener('abort', onAbort, { once: true });
-    const timeout = this.sleep(Math.max(0, deadline - this.now()), ac.signal).then(() => false);
+    const timeout = this.sleep(Math.max(0, deadline - this.now()), ac.signal, LOOP_WAIT).then(() => false);
     try {
       return await Promise.race([this.tryAcquireOrRenew(ac.signal), timeout]);
     } finally {

@@ -1,4 +1,5 @@
-import type { Sleep, Timers } from '../time';
+import { sleep, type Sleep } from '@sandbox-scale/scale-core';
+import type { Timers } from '../time';
 
 interface Pending {
   id: number;
@@ -31,19 +32,8 @@ export class FakeClock implements Timers {
     this.pending = this.pending.filter((p) => p.id !== handle);
   };
 
-  sleep: Sleep = (ms, signal) =>
-    new Promise<void>((resolve) => {
-      if (signal?.aborted) return resolve();
-      const onAbort = (): void => {
-        this.clearTimeout(h);
-        resolve();
-      };
-      const h = this.setTimeout(() => {
-        signal?.removeEventListener('abort', onAbort);
-        resolve();
-      }, ms);
-      signal?.addEventListener('abort', onAbort, { once: true });
-    });
+  /** scale-core's sleep on this clock's timers. */
+  sleep: Sleep = (ms, signal, opts) => sleep(ms, signal, { ...opts, timers: this });
 
   get timersPending(): number {
     return this.pending.length;

@@ -1,4 +1,5 @@
 import { findInCauseChain, SandboxScaleError } from '../errors/base';
+import { isDns1123Label } from '../names/dns1123';
 
 /**
  * The owner of a sandbox, as its sandboxd `claim_ref` records it on the node. The node keeps
@@ -62,7 +63,6 @@ export type ParsedOwnerRef = SandboxOwner | LegacyOwner;
 
 const TOKEN_OF: Record<OwnerKind, OwnerKindToken> = Object.fromEntries(Object.entries(OWNER_KINDS).map(([t, k]) => [k, t])) as Record<OwnerKind, OwnerKindToken>;
 const UID = /^[0-9A-Za-z-]{1,64}$/;
-const NAMESPACE = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
 // Object names, plus `_` for fork children (`<parent>-sb_…`); never `/` or `:`.
 const NAME = /^[A-Za-z0-9._-]{1,253}$/;
 
@@ -76,7 +76,7 @@ export function isInvalidOwnerRef(err: unknown): boolean {
 function check(o: Omit<SandboxOwner, 'name'> & { name: string }, namePrefix: boolean): void {
   if (TOKEN_OF[o.kind] === undefined) throw new InvalidOwnerRefError(`unknown owner kind ${JSON.stringify(o.kind)}`);
   if (!UID.test(o.uid)) throw new InvalidOwnerRefError(`owner uid ${JSON.stringify(o.uid)} is not a uid`);
-  if (!NAMESPACE.test(o.namespace)) throw new InvalidOwnerRefError(`owner namespace ${JSON.stringify(o.namespace)} is not a DNS label`);
+  if (!isDns1123Label(o.namespace)) throw new InvalidOwnerRefError(`owner namespace ${JSON.stringify(o.namespace)} is not a DNS label`);
   if (!(namePrefix && o.name === '') && !NAME.test(o.name)) throw new InvalidOwnerRefError(`owner name ${JSON.stringify(o.name)} is not an object name`);
 }
 

@@ -3,31 +3,6 @@ import { normalizePoolKey } from '../pool-key/pool-key';
 import { findInCauseChain, SandboxScaleError } from './base';
 
 /**
- * One node handed over nothing: sandboxd answered 429 (max_claims, tenant cap, draining) or a
- * 200 without an id (redirect-only or empty) to a claim. `redirect` carries the peers sandboxd
- * suggested, if any.
- */
-export class NodeAtCapacityError extends SandboxScaleError {
-  readonly node: string | undefined;
-  readonly statusCode: number | undefined;
-  readonly redirect: readonly string[];
-  constructor(message = 'node at capacity', options: { node?: string; statusCode?: number; redirect?: readonly string[]; cause?: unknown } = {}) {
-    super(message, { cause: options.cause });
-    this.node = options.node;
-    this.statusCode = options.statusCode;
-    this.redirect = options.redirect ?? [];
-  }
-}
-
-/** The name sandboxd-api.md §5 gives the same condition; recognised so either spelling matches. */
-const SANDBOXD_CAPACITY_ERROR_NAME = 'SandboxdCapacityError';
-
-/** True when err, or anything in its cause chain, says one node had no capacity. */
-export function isNodeAtCapacity(err: unknown): boolean {
-  return findInCauseChain(err, 'NodeAtCapacityError') !== undefined || findInCauseChain(err, SANDBOXD_CAPACITY_ERROR_NAME) !== undefined;
-}
-
-/**
  * L2: the node-local gateway found no warm VM on its node. The caller falls back to the L1
  * Kubernetes claim path; test it with `isFallback`, never by identity, so wrapping still matches.
  */

@@ -1,5 +1,5 @@
 import { findInCauseChain } from './base';
-import { isNodeAtCapacity, noWarmCapacityOf, NO_WARM_CAPACITY_RETRY_AFTER_SECONDS } from './capacity-errors';
+import { noWarmCapacityOf, NO_WARM_CAPACITY_RETRY_AFTER_SECONDS } from './capacity-errors';
 import { STATUS_REASON_CODES, statusErrorOf, type StatusDetails, type StatusReason } from './status-errors';
 
 /** A Kubernetes `Status` failure body (k8s-api.md §4.13). `code` is also the HTTP status. */
@@ -41,8 +41,10 @@ export function statusForError(err: unknown): KubeStatus {
   if (noWarm !== undefined) {
     return build('ServiceUnavailable', noWarm.message, { retryAfterSeconds: noWarm.retryAfterSeconds });
   }
-  if (isNodeAtCapacity(err)) {
-    const message = findInCauseChain(err, 'NodeAtCapacityError')?.message ?? 'node at capacity';
+  // sandboxd-client owns NodeAtCapacityError and builds on this package, so it is found by name.
+  const atCapacity = findInCauseChain(err, 'NodeAtCapacityError');
+  if (atCapacity !== undefined) {
+    const message = atCapacity.message || 'node at capacity';
     return build('ServiceUnavailable', message, { retryAfterSeconds: NO_WARM_CAPACITY_RETRY_AFTER_SECONDS });
   }
   return internalError();

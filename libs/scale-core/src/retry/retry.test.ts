@@ -114,10 +114,10 @@ describe('retry', () => {
     const p = retry(
       async () => {
         calls++;
-        if (calls === 1) setTimeout(() => ac.abort(reason), 5);
         throw new Error('busy');
       },
-      { attempts: 100, baseMs: 60_000, maxMs: 60_000, signal: ac.signal },
+      // aborted once the backoff wait has begun
+      { attempts: 100, baseMs: 60_000, maxMs: 60_000, signal: ac.signal, onRetry: () => queueMicrotask(() => ac.abort(reason)) },
     );
     await expect(p).rejects.toBe(reason);
     expect(calls).toBe(1);
@@ -137,16 +137,43 @@ describe('retry', () => {
 });
 
 describe('sleep', () => {
-  it('resolves after the delay', async () => {
-    const start = Date.now();
-    await sleep(20);
-    expect(Date.now() - start).toBeGreaterThanOrEqual(15);
-  });
-
   it('rejects on abort', async () => {
     const ac = new AbortController();
     const p = sleep(60_000, ac.signal);
     ac.abort(new Error('stop'));
     await expect(p).rejects.toThrow('stop');
+  });
+
+  it('resolves early on abort when asked to, and at once when already aborted', async () => {
+    const ac = new AbortController();
+    const p = sleep(60_000, ac.signal, { onAbort: 'resolve' });
+    ac.abort(new Error('stop'));
+    await expect(p).resolves.toBeUndefined();
+    await expect(sleep(60_000, ac.signal, { onAbort: 'resolve' })).resolves.toBeUndefined();
+    await expect(sleep(60_000, ac.signal)).rejects.toThrow('stop');
+  });
+
+  it('waits its delay on the timers it is given, and clears its timer on abort', async () => {
+    const pending = new Map<number, () => void>();
+    const delays: number[] = [];
+    let seq = 0;
+    const timers = {
+      setTimeout: (fn: () => void, ms: number): unknown => (delays.push(ms), pending.set(++seq, fn), seq),
+      clearTimeout: (h: unknown): void => void pending.delete(h as number),
+    };
+    let done = false;
+    const p = sleep(1_000, undefined, { timers }).then(() => (done = true));
+    expect(pending.size).toBe(1);
+    expect(delays).toEqual([1_000]);
+    await Promise.resolve();
+    expect(done).toBe(false);
+    pending.get(1)?.();
+    await p;
+    expect(done).toBe(true);
+    const ac = new AbortController();
+    const q = sleep(1_000, ac.signal, { timers, onAbort: 'resolve' });
+    ac.abort();
+    await q;
+    expect(pending.has(2)).toBe(false);
   });
 });

@@ -34,30 +34,50 @@ export function backoffDelayMs(attempt: number, opts: BackoffOptions): number {
   return d * (1 - jitter * r);
 }
 
+/** A source of timers (the platform's by default; a manual clock in tests and the simulator). */
+export interface TimerSource {
+  setTimeout(fn: () => void, ms: number): unknown;
+  clearTimeout(handle: unknown): void;
+}
+
+const platformTimers: TimerSource = {
+  setTimeout: (fn, ms) => setTimeout(fn, ms),
+  clearTimeout: (handle) => clearTimeout(handle as ReturnType<typeof setTimeout>),
+};
+
 export interface SleepOptions {
   /** Keep the process alive while sleeping (a script polling for a result); servers leave it off. */
   holdProcess?: boolean;
+  /**
+   * What an abort does: `reject` with the signal's reason (the default: a retry or a call stops
+   * where it is), or `resolve` early, for loops that re-check their stop flag after each wait.
+   */
+  onAbort?: 'reject' | 'resolve';
+  /** Whose time to wait on; the platform's timers by default. */
+  timers?: TimerSource;
 }
 
-/** Sleeps `ms`, or rejects with the signal's reason as soon as it aborts. */
+/** Sleeps `ms`, or ends early as soon as the signal aborts (rejecting unless told to resolve). */
 export type Sleep = (ms: number, signal?: AbortSignal, opts?: SleepOptions) => Promise<void>;
 
-/** A timer-based Sleep that honours abort and, unless asked to, never keeps the process alive on its own. */
+/** The one timer-based Sleep; unless asked to, it never keeps the process alive on its own. */
 export const sleep: Sleep = (ms, signal, opts) =>
   new Promise<void>((resolve, reject) => {
+    const end = (): void => (opts?.onAbort === 'resolve' ? resolve() : reject(signal?.reason));
     if (signal?.aborted) {
-      reject(signal.reason);
+      end();
       return;
     }
+    const timers = opts?.timers ?? platformTimers;
     const onAbort = (): void => {
-      clearTimeout(timer);
-      reject(signal?.reason);
+      timers.clearTimeout(timer);
+      end();
     };
-    const timer = setTimeout(() => {
+    const timer = timers.setTimeout(() => {
       signal?.removeEventListener('abort', onAbort);
       resolve();
     }, ms);
-    if (opts?.holdProcess !== true) timer.unref?.();
+    if (opts?.holdProcess !== true) (timer as { unref?: () => void } | undefined)?.unref?.();
     signal?.addEventListener('abort', onAbort, { once: true });
   });
 

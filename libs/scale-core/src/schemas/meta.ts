@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { tryParseQuantity } from '../quantity/quantity';
+import { DNS1123_SUBDOMAIN_FMT } from '../names/dns1123';
 
 /*
  * Building blocks shared by every kind. Each schema doubles as the source of the CRD's
@@ -46,7 +47,7 @@ export const ObjectMetaSchema = z
 
 export type ObjectMeta = z.infer<typeof ObjectMetaSchema>;
 
-const QUALIFIED_NAME = new RegExp('^([a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$');
+const QUALIFIED_NAME = new RegExp(`^(${DNS1123_SUBDOMAIN_FMT}/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`);
 const CONDITION_REASON = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
 
 /** metav1.Condition, with the upstream limits (k8s-api.md §2.1). */

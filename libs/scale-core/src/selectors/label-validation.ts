@@ -1,13 +1,12 @@
+import { DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_FMT, DNS1123_SUBDOMAIN_MAX_LENGTH } from '../names/dns1123';
+
 /** Label key and value rules of apimachinery's validation.IsQualifiedName / IsValidLabelValue. */
 
 const NAME_FMT = '([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]';
 const NAME_RE = new RegExp(`^${NAME_FMT}$`);
-const DNS1123_SUBDOMAIN_FMT = '[a-z0-9]([-a-z0-9]*[a-z0-9])?(\\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*';
-const DNS1123_SUBDOMAIN_RE = new RegExp(`^${DNS1123_SUBDOMAIN_FMT}$`);
 const VALUE_RE = new RegExp(`^(${NAME_FMT})?$`);
 
 const NAME_MAX = 63;
-const PREFIX_MAX = 253;
 
 const NAME_MSG = `name part must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyName', or 'my.name', or '123-abc', regex used for validation is '${NAME_FMT}')`;
 const PREFIX_MSG = `prefix part a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.', and must start and end with an alphanumeric character (e.g. 'example.com', regex used for validation is '${DNS1123_SUBDOMAIN_FMT}')`;
@@ -23,8 +22,8 @@ export function validateLabelKey(key: string): string[] {
     const prefix = parts[0] ?? '';
     name = parts[1] ?? '';
     if (prefix.length === 0) errs.push('prefix part must be non-empty');
-    else if (prefix.length > PREFIX_MAX) errs.push(`prefix part must be no more than ${PREFIX_MAX} characters`);
-    else if (!DNS1123_SUBDOMAIN_RE.test(prefix)) errs.push(PREFIX_MSG);
+    else if (prefix.length > DNS1123_SUBDOMAIN_MAX_LENGTH) errs.push(`prefix part must be no more than ${DNS1123_SUBDOMAIN_MAX_LENGTH} characters`);
+    else if (!DNS1123_SUBDOMAIN.test(prefix)) errs.push(PREFIX_MSG);
   } else {
     return [`a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`];
   }

@@ -1,4 +1,4 @@
-import type { ListResult, ListWatcher, WatchEnd, WatchRequest } from './list-watcher';
+import type { ListResult, ListWatcher, WatchEnd, WatchRequest } from '../informer/list-watcher';
 
 interface OpenWatch {
   req: WatchRequest;

@@ -1,6 +1,6 @@
 import { ApiException } from '@kubernetes/client-node';
-import type { Lease } from './lease';
-import type { LeaseClient } from './lease-client';
+import type { Lease } from '../leader/lease';
+import type { LeaseClient } from '../leader/lease-client';
 
 /** An API server's worth of Lease semantics: resourceVersion checks on create and replace. */
 export class MemoryLease {
