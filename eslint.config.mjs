@@ -15,7 +15,10 @@ const deepImports = {
   group: libNames.flatMap((l) => [`@sandbox-scale/${l}/*`, `!@sandbox-scale/${l}/testing`]),
   message: 'a lib is imported through its index (test helpers through its /testing entry point)',
 };
-const testingOutsideTests = { group: ['@sandbox-scale/*/testing'], message: 'a /testing entry point holds test helpers: import it from tests only' };
+const testingOutsideTests = {
+  group: ['@sandbox-scale/*/testing'],
+  message: 'a /testing entry point holds test helpers: import it from tests only',
+};
 
 const restrict = (patterns, message, extra = []) => ({
   'no-restricted-imports': ['error', { patterns: [{ group: patterns, message }, ...extra] }],
@@ -47,22 +50,45 @@ export default tseslint.config(
     files: ['libs/scale-core/**/*.ts'],
     ignores: ['libs/scale-core/**/*.test.ts', 'libs/scale-core/test/**', 'libs/scale-core/scripts/**'],
     rules: restrict(
-      ['@sandbox-scale/*', '@sandbox-scale/*/*', 'node:http', 'node:https', 'node:net', 'node:fs', 'node:child_process', 'undici', '@kubernetes/client-node', 'http', 'https', 'fs'],
+      [
+        '@sandbox-scale/*',
+        '@sandbox-scale/*/*',
+        'node:http',
+        'node:https',
+        'node:net',
+        'node:fs',
+        'node:child_process',
+        'undici',
+        '@kubernetes/client-node',
+        'http',
+        'https',
+        'fs',
+      ],
       'scale-core is pure logic: it imports nothing of ours and does no I/O',
     ),
   },
   {
     files: ['apps/**/*.ts'],
     ignores: testFiles,
-    rules: restrict([...noAppImports, '**/apps/**', '../../*/src/**', '**/libs/*/src/**'], 'apps import libs through their public index, never other apps', [deepImports, testingOutsideTests]),
+    rules: restrict(
+      [...noAppImports, '**/apps/**', '../../*/src/**', '**/libs/*/src/**'],
+      'apps import libs through their public index, never other apps',
+      [deepImports, testingOutsideTests],
+    ),
   },
   {
     files: ['apps/*/src/**/*.test.ts'],
-    rules: restrict([...noAppImports, '**/apps/**', '../../*/src/**', '**/libs/*/src/**'], 'apps import libs through their public index, never other apps', [deepImports]),
+    rules: restrict(
+      [...noAppImports, '**/apps/**', '../../*/src/**', '**/libs/*/src/**'],
+      'apps import libs through their public index, never other apps',
+      [deepImports],
+    ),
   },
   {
     // integration tests may drive other apps as real parts (the simulated node, a publisher)
     files: ['apps/*/test/**/*.ts'],
-    rules: restrict(['**/apps/**', '../../*/src/**', '**/libs/*/src/**'], 'tests import other projects through their public index', [deepImports]),
+    rules: restrict(['**/apps/**', '../../*/src/**', '**/libs/*/src/**'], 'tests import other projects through their public index', [
+      deepImports,
+    ]),
   },
 );

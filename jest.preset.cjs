@@ -1,6 +1,21 @@
 // Shared jest settings: CommonJS via swc, with the ESM-only dependencies transpiled too.
 const path = require('node:path');
-const esmDeps = ['p-queue', 'p-timeout', 'eventemitter3', '@kubernetes/client-node', 'openid-client', 'oauth4webapi', 'jose', 'selfsigned', '@peculiar', 'pkijs', 'asn1js', 'pvtsutils', 'pvutils', 'bytestreamjs'];
+const esmDeps = [
+  'p-queue',
+  'p-timeout',
+  'eventemitter3',
+  '@kubernetes/client-node',
+  'openid-client',
+  'oauth4webapi',
+  'jose',
+  'selfsigned',
+  '@peculiar',
+  'pkijs',
+  'asn1js',
+  'pvtsutils',
+  'pvutils',
+  'bytestreamjs',
+];
 
 // Test-only entry points of the libs (also in tsconfig.base.json paths and the lint rules).
 const testingEntries = {

@@ -19,7 +19,16 @@ import { startClaimController } from '@sandbox-scale/claim-controller';
 import { applyCrds, startControlPlane } from '@sandbox-scale/e2e';
 import { toolPath } from '../../e2e/src/control-plane/tools';
 import { runCommand } from '../../e2e/src/system/run-command';
-import { applyObject, ConfigMapResource, createInformer, createLogger, NamespaceResource, parseUntyped, ResourceClient, type KubeResource } from '@sandbox-scale/kube-runtime';
+import {
+  applyObject,
+  ConfigMapResource,
+  createInformer,
+  createLogger,
+  NamespaceResource,
+  parseUntyped,
+  ResourceClient,
+  type KubeResource,
+} from '@sandbox-scale/kube-runtime';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, RESOURCES, SandboxClaimSchema, parseObject, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { runBench } from './run-bench';
@@ -41,7 +50,15 @@ const PROBE_CRD = {
     group: Probes.group,
     scope: 'Namespaced',
     names: { plural: Probes.plural, singular: 'probe', kind: Probes.kind, listKind: 'ProbeList' },
-    versions: [{ name: 'v1', served: true, storage: true, subresources: { status: {} }, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+    versions: [
+      {
+        name: 'v1',
+        served: true,
+        storage: true,
+        subresources: { status: {} },
+        schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+      },
+    ],
   },
 };
 
@@ -73,13 +90,22 @@ async function timed(n: number, concurrency: number, op: (i: number) => Promise<
 /** The chart's own finalizer policy, rendered as for a cluster that serves it, then applied. */
 async function installFinalizerPolicy(binDir: string, kubeconfigPath: string): Promise<void> {
   const api = 'admissionregistration.k8s.io/v1beta1/MutatingAdmissionPolicy';
-  const yaml = await runCommand(toolPath(binDir, 'helm'), ['template', 'sandbox-scale', 'charts/sandbox-scale', '--show-only', 'templates/claim-finalizer-policy.yaml', '--api-versions', api], { KUBECONFIG: kubeconfigPath });
+  const yaml = await runCommand(
+    toolPath(binDir, 'helm'),
+    ['template', 'sandbox-scale', 'charts/sandbox-scale', '--show-only', 'templates/claim-finalizer-policy.yaml', '--api-versions', api],
+    { KUBECONFIG: kubeconfigPath },
+  );
   await runCommand(toolPath(binDir, 'kubectl'), ['apply', '-f', '-'], { KUBECONFIG: kubeconfigPath }, yaml);
 }
 
 async function main(): Promise<void> {
   const admission = process.env.CLAIM_PATH_ADMISSION === '1';
-  const cp = await startControlPlane({ controllerManager: false, ...(admission ? { apiserverArgs: ['--feature-gates=MutatingAdmissionPolicy=true', '--runtime-config=admissionregistration.k8s.io/v1beta1=true'] } : {}) });
+  const cp = await startControlPlane({
+    controllerManager: false,
+    ...(admission
+      ? { apiserverArgs: ['--feature-gates=MutatingAdmissionPolicy=true', '--runtime-config=admissionregistration.k8s.io/v1beta1=true'] }
+      : {}),
+  });
   const kc = cp.kubeConfig;
   const log = createLogger({ name: 'bench-claim-path', level: 'error' });
   const sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: 1100 }] });
@@ -90,11 +116,37 @@ async function main(): Promise<void> {
     await new ResourceClient(kc, NamespaceResource).create(undefined, { metadata: { name: NS } });
     for (const n of sim.nodes) {
       // advertised generously: the figure is the claim path, not the ledger running dry between publishes
-      await applyObject(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name: n.name }, node: n.name, address: n.addr, pools: [{ template: IMAGE, warm: 100_000, target: 1100 }] }, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
+      await applyObject(
+        kc,
+        {
+          apiVersion: EXTENSIONS_API_VERSION,
+          kind: 'NodeInventory',
+          metadata: { name: n.name },
+          node: n.name,
+          address: n.addr,
+          pools: [{ template: IMAGE, warm: 100_000, target: 1100 }],
+        },
+        { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory },
+      );
     }
-    await new ResourceClient(kc, RESOURCES.sandboxTemplate).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxTemplate', metadata: { name: 'base' }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } });
-    await new ResourceClient(kc, RESOURCES.sandboxWarmPool).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxWarmPool', metadata: { name: 'base' }, spec: { replicas: 1, sandboxTemplateRef: { name: 'base' } } });
-    const cc = await startClaimController({ kubeConfig: kc, fleetToken: TOKEN, log, flags: { metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '0', maxConcurrentReconciles: 64 } });
+    await new ResourceClient(kc, RESOURCES.sandboxTemplate).create(NS, {
+      apiVersion: EXTENSIONS_API_VERSION,
+      kind: 'SandboxTemplate',
+      metadata: { name: 'base' },
+      spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } },
+    });
+    await new ResourceClient(kc, RESOURCES.sandboxWarmPool).create(NS, {
+      apiVersion: EXTENSIONS_API_VERSION,
+      kind: 'SandboxWarmPool',
+      metadata: { name: 'base' },
+      spec: { replicas: 1, sandboxTemplateRef: { name: 'base' } },
+    });
+    const cc = await startClaimController({
+      kubeConfig: kc,
+      fleetToken: TOKEN,
+      log,
+      flags: { metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '0', maxConcurrentReconciles: 64 },
+    });
 
     const waiters = new Map<string, () => void>();
     const seen = (name: string | undefined): void => {
@@ -104,13 +156,24 @@ async function main(): Promise<void> {
         w();
       }
     };
-    const claimWatch = createInformer(kc, { resource: Claims, parse: (o): SandboxClaim => parseObject(SandboxClaimSchema, o), log, namespace: NS });
+    const claimWatch = createInformer(kc, {
+      resource: Claims,
+      parse: (o): SandboxClaim => parseObject(SandboxClaimSchema, o),
+      log,
+      namespace: NS,
+    });
     const onClaim = (c: SandboxClaim): void => {
       if (c.status?.conditions?.some((k) => k.type === 'Bound' && k.status === 'True')) seen(`claim/${c.metadata.name}`);
     };
     // claims whose first version seen already carries the release finalizer (set at admission)
     let admittedWithFinalizer = 0;
-    claimWatch.on({ add: (c) => { if (c.metadata.finalizers?.length) admittedWithFinalizer++; onClaim(c); }, update: onClaim });
+    claimWatch.on({
+      add: (c) => {
+        if (c.metadata.finalizers?.length) admittedWithFinalizer++;
+        onClaim(c);
+      },
+      update: onClaim,
+    });
     const cmWatch = createInformer(kc, { resource: ConfigMapResource, parse: parseUntyped, log, namespace: NS });
     cmWatch.on({ add: (o) => seen(`cm/${o.metadata.name}`) });
     const probeWatch = createInformer(kc, { resource: Probes, parse: parseUntyped, log, namespace: NS });
@@ -126,7 +189,12 @@ async function main(): Promise<void> {
     const probes = new ResourceClient(kc, Probes);
     const createClaim = async (name: string): Promise<void> => {
       const w = until(`claim/${name}`);
-      await claims.create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: 'base' } } });
+      await claims.create(NS, {
+        apiVersion: EXTENSIONS_API_VERSION,
+        kind: 'SandboxClaim',
+        metadata: { name },
+        spec: { warmPoolRef: { name: 'base' } },
+      });
       await w;
     };
     const createCm = async (name: string): Promise<void> => {
@@ -160,48 +228,65 @@ async function main(): Promise<void> {
     const heapEndMb = heapMb();
     console.log('concurrency  path        p50 ms   p99 ms');
     for (const r of rows) {
-      console.log(`${String(r.c).padStart(11)}  claim      ${pct(r.claim, 50).toFixed(2).padStart(7)}  ${pct(r.claim, 99).toFixed(2).padStart(7)}`);
-      console.log(`${String(r.c).padStart(11)}  configmap  ${pct(r.cm, 50).toFixed(2).padStart(7)}  ${pct(r.cm, 99).toFixed(2).padStart(7)}`);
-      console.log(`${String(r.c).padStart(11)}  bare CR    ${pct(r.crd, 50).toFixed(2).padStart(7)}  ${pct(r.crd, 99).toFixed(2).padStart(7)}`);
-      console.log(`${String(r.c).padStart(11)}  ratios     claim/configmap p50 ${(pct(r.claim, 50) / pct(r.cm, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.cm, 99)).toFixed(2)}; claim/bare CR p50 ${(pct(r.claim, 50) / pct(r.crd, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.crd, 99)).toFixed(2)}`);
+      console.log(
+        `${String(r.c).padStart(11)}  claim      ${pct(r.claim, 50).toFixed(2).padStart(7)}  ${pct(r.claim, 99).toFixed(2).padStart(7)}`,
+      );
+      console.log(
+        `${String(r.c).padStart(11)}  configmap  ${pct(r.cm, 50).toFixed(2).padStart(7)}  ${pct(r.cm, 99).toFixed(2).padStart(7)}`,
+      );
+      console.log(
+        `${String(r.c).padStart(11)}  bare CR    ${pct(r.crd, 50).toFixed(2).padStart(7)}  ${pct(r.crd, 99).toFixed(2).padStart(7)}`,
+      );
+      console.log(
+        `${String(r.c).padStart(11)}  ratios     claim/configmap p50 ${(pct(r.claim, 50) / pct(r.cm, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.cm, 99)).toFixed(2)}; claim/bare CR p50 ${(pct(r.claim, 50) / pct(r.crd, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.crd, 99)).toFixed(2)}`,
+      );
     }
     console.log(`claims that arrived with the finalizer (admission): ${admittedWithFinalizer}`);
-    console.log(`heap: ${heapStartMb.toFixed(1)} MB after the warm-up, ${heapEndMb.toFixed(1)} MB after ${names.length} claims bound and deleted (${claimWatch.list().length} claims left)`);
+    console.log(
+      `heap: ${heapStartMb.toFixed(1)} MB after the warm-up, ${heapEndMb.toFixed(1)} MB after ${names.length} claims bound and deleted (${claimWatch.list().length} claims left)`,
+    );
     await claimWatch.stop();
     await cmWatch.stop();
     await probeWatch.stop();
     await cc.stop();
     const [c1] = rows;
     const r3 = (n: number): number => +n.toFixed(3);
-    const per = Object.fromEntries(rows.map((r) => [`c${r.c}`, {
-      claim_p50_ms: r3(pct(r.claim, 50)),
-      claim_p99_ms: r3(pct(r.claim, 99)),
-      configmap_p50_ms: r3(pct(r.cm, 50)),
-      configmap_p99_ms: r3(pct(r.cm, 99)),
-      crd_p50_ms: r3(pct(r.crd, 50)),
-      crd_p99_ms: r3(pct(r.crd, 99)),
-      ratio_p50: r3(pct(r.claim, 50) / pct(r.cm, 50)),
-      ratio_p99: r3(pct(r.claim, 99) / pct(r.cm, 99)),
-      crd_ratio_p50: r3(pct(r.claim, 50) / pct(r.crd, 50)),
-      crd_ratio_p99: r3(pct(r.claim, 99) / pct(r.crd, 99)),
-    }]));
+    const per = Object.fromEntries(
+      rows.map((r) => [
+        `c${r.c}`,
+        {
+          claim_p50_ms: r3(pct(r.claim, 50)),
+          claim_p99_ms: r3(pct(r.claim, 99)),
+          configmap_p50_ms: r3(pct(r.cm, 50)),
+          configmap_p99_ms: r3(pct(r.cm, 99)),
+          crd_p50_ms: r3(pct(r.crd, 50)),
+          crd_p99_ms: r3(pct(r.crd, 99)),
+          ratio_p50: r3(pct(r.claim, 50) / pct(r.cm, 50)),
+          ratio_p99: r3(pct(r.claim, 99) / pct(r.cm, 99)),
+          crd_ratio_p50: r3(pct(r.claim, 50) / pct(r.crd, 50)),
+          crd_ratio_p99: r3(pct(r.claim, 99) / pct(r.crd, 99)),
+        },
+      ]),
+    );
     if (!c1) throw new Error('no rows');
-    console.log(JSON.stringify({
-      finalizer_at_admission: admission,
-      claims_admitted_with_finalizer: admittedWithFinalizer,
-      ratio_p50: r3(pct(c1.claim, 50) / pct(c1.cm, 50)),
-      ratio_p99: r3(pct(c1.claim, 99) / pct(c1.cm, 99)),
-      crd_ratio_p50: r3(pct(c1.claim, 50) / pct(c1.crd, 50)),
-      crd_ratio_p99: r3(pct(c1.claim, 99) / pct(c1.crd, 99)),
-      claim_p50_ms: r3(pct(c1.claim, 50)),
-      claim_p99_ms: r3(pct(c1.claim, 99)),
-      configmap_p50_ms: r3(pct(c1.cm, 50)),
-      crd_p50_ms: r3(pct(c1.crd, 50)),
-      claims_per_concurrency: N,
-      heap_start_mb: +heapStartMb.toFixed(1),
-      heap_end_mb: +heapEndMb.toFixed(1),
-      ...per,
-    }));
+    console.log(
+      JSON.stringify({
+        finalizer_at_admission: admission,
+        claims_admitted_with_finalizer: admittedWithFinalizer,
+        ratio_p50: r3(pct(c1.claim, 50) / pct(c1.cm, 50)),
+        ratio_p99: r3(pct(c1.claim, 99) / pct(c1.cm, 99)),
+        crd_ratio_p50: r3(pct(c1.claim, 50) / pct(c1.crd, 50)),
+        crd_ratio_p99: r3(pct(c1.claim, 99) / pct(c1.crd, 99)),
+        claim_p50_ms: r3(pct(c1.claim, 50)),
+        claim_p99_ms: r3(pct(c1.claim, 99)),
+        configmap_p50_ms: r3(pct(c1.cm, 50)),
+        crd_p50_ms: r3(pct(c1.crd, 50)),
+        claims_per_concurrency: N,
+        heap_start_mb: +heapStartMb.toFixed(1),
+        heap_end_mb: +heapEndMb.toFixed(1),
+        ...per,
+      }),
+    );
   } finally {
     await sim.stop();
     await cp.stop();

@@ -40,12 +40,21 @@ interface Answer {
 function post(url: URL, agent: Agent, ca: string, token: string, body: unknown): Promise<Answer> {
   const text = JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request(url, { method: 'POST', agent, ca, headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ code: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      res.on('error', reject);
-    });
+    const req = request(
+      url,
+      {
+        method: 'POST',
+        agent,
+        ca,
+        headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json', 'content-length': Buffer.byteLength(text) },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ code: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(text);
   });
@@ -68,16 +77,60 @@ async function main(): Promise<void> {
     const custom = kc.makeApiClient(CustomObjectsApi);
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
     await kc.makeApiClient(CoreV1Api).createNamespacedServiceAccount({ namespace: NS, body: { metadata: { name: 'client' } } });
-    await rbac.createNamespacedRole({ namespace: NS, body: { metadata: { name: 'client' }, rules: [{ apiGroups: [EXTENSIONS_GROUP], resources: [RESOURCES.sandboxClaim.plural], verbs: ['create'] }] } });
-    await rbac.createNamespacedRoleBinding({ namespace: NS, body: { metadata: { name: 'client' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' }, subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: NS }] } });
+    await rbac.createNamespacedRole({
+      namespace: NS,
+      body: {
+        metadata: { name: 'client' },
+        rules: [{ apiGroups: [EXTENSIONS_GROUP], resources: [RESOURCES.sandboxClaim.plural], verbs: ['create'] }],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: NS,
+      body: {
+        metadata: { name: 'client' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' },
+        subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: NS }],
+      },
+    });
     const token = await serviceAccountToken(kc, NS, 'client', [FAST_PATH_AUDIENCE]);
     const ca = readFileSync(sys.servingCaPath, 'utf8');
-    await custom.createNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: API_VERSION, namespace: NS, plural: RESOURCES.sandboxTemplate.plural, body: { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxTemplate', metadata: { name: POOL }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } } });
-    await custom.createNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: API_VERSION, namespace: NS, plural: RESOURCES.sandboxWarmPool.plural, body: { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxWarmPool', metadata: { name: POOL }, spec: { replicas: REPLICAS, sandboxTemplateRef: { name: POOL } } } });
-    await eventually(async () => {
-      const pool = (await custom.getNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: API_VERSION, namespace: NS, plural: RESOURCES.sandboxWarmPool.plural, name: POOL })) as { status?: { readyReplicas?: number } };
-      if ((pool.status?.readyReplicas ?? 0) < REPLICAS) throw new Error(`pool ready ${pool.status?.readyReplicas ?? 0}/${REPLICAS}`);
-    }, { timeoutMs: 900_000, intervalMs: 500 });
+    await custom.createNamespacedCustomObject({
+      group: EXTENSIONS_GROUP,
+      version: API_VERSION,
+      namespace: NS,
+      plural: RESOURCES.sandboxTemplate.plural,
+      body: {
+        apiVersion: EXTENSIONS_API_VERSION,
+        kind: 'SandboxTemplate',
+        metadata: { name: POOL },
+        spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } },
+      },
+    });
+    await custom.createNamespacedCustomObject({
+      group: EXTENSIONS_GROUP,
+      version: API_VERSION,
+      namespace: NS,
+      plural: RESOURCES.sandboxWarmPool.plural,
+      body: {
+        apiVersion: EXTENSIONS_API_VERSION,
+        kind: 'SandboxWarmPool',
+        metadata: { name: POOL },
+        spec: { replicas: REPLICAS, sandboxTemplateRef: { name: POOL } },
+      },
+    });
+    await eventually(
+      async () => {
+        const pool = (await custom.getNamespacedCustomObject({
+          group: EXTENSIONS_GROUP,
+          version: API_VERSION,
+          namespace: NS,
+          plural: RESOURCES.sandboxWarmPool.plural,
+          name: POOL,
+        })) as { status?: { readyReplicas?: number } };
+        if ((pool.status?.readyReplicas ?? 0) < REPLICAS) throw new Error(`pool ready ${pool.status?.readyReplicas ?? 0}/${REPLICAS}`);
+      },
+      { timeoutMs: 900_000, intervalMs: 500 },
+    );
 
     const url = new URL(`${sys.fastPathUrl}/v1/claims`);
     const node = sys.nodes[0];
@@ -128,12 +181,14 @@ async function main(): Promise<void> {
     // concurrency 64: throughput of the whole path, records queued behind it
     let next = 0;
     const t0 = performance.now();
-    await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-      while (next < BURST) {
-        const i = next++;
-        await fast(`burst-${i}`);
-      }
-    }));
+    await Promise.all(
+      Array.from({ length: CONCURRENCY }, async () => {
+        while (next < BURST) {
+          const i = next++;
+          await fast(`burst-${i}`);
+        }
+      }),
+    );
     const burstS = (performance.now() - t0) / 1000;
     const claimsPerS = BURST / burstS;
 
@@ -141,11 +196,19 @@ async function main(): Promise<void> {
     const want = new Set(fastNames);
     const recordT0 = performance.now();
     let landed = 0;
-    await eventually(async () => {
-      const list = (await custom.listNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: API_VERSION, namespace: NS, plural: RESOURCES.sandboxClaim.plural })) as { items: { metadata: { name: string }; status?: { sandbox?: { name?: string } } }[] };
-      landed = list.items.filter((c) => want.has(c.metadata.name) && (c.status?.sandbox?.name ?? '') !== '').length;
-      if (landed < want.size) throw new Error(`${landed}/${want.size} records landed`);
-    }, { timeoutMs: 300_000, intervalMs: 500 }).catch(() => undefined);
+    await eventually(
+      async () => {
+        const list = (await custom.listNamespacedCustomObject({
+          group: EXTENSIONS_GROUP,
+          version: API_VERSION,
+          namespace: NS,
+          plural: RESOURCES.sandboxClaim.plural,
+        })) as { items: { metadata: { name: string }; status?: { sandbox?: { name?: string } } }[] };
+        landed = list.items.filter((c) => want.has(c.metadata.name) && (c.status?.sandbox?.name ?? '') !== '').length;
+        if (landed < want.size) throw new Error(`${landed}/${want.size} records landed`);
+      },
+      { timeoutMs: 300_000, intervalMs: 500 },
+    ).catch(() => undefined);
     const recordS = (performance.now() - recordT0) / 1000;
 
     const f50 = pct(fs, 50);
@@ -156,19 +219,21 @@ async function main(): Promise<void> {
     console.log(`first call ${firstMs.toFixed(3).padStart(8)}`);
     console.log(`concurrency ${CONCURRENCY}: ${BURST} claims in ${burstS.toFixed(2)} s = ${claimsPerS.toFixed(0)} claims/s`);
     console.log(`records: ${landed}/${want.size} SandboxClaims Bound, the last ${recordS.toFixed(1)} s after the burst`);
-    console.log(JSON.stringify({
-      fast_p50_ms: +f50.toFixed(3),
-      fast_p99_ms: +pct(fs, 99).toFixed(3),
-      direct_p50_ms: +d50.toFixed(3),
-      direct_p99_ms: +pct(ds, 99).toFixed(3),
-      ratio_p50: +(f50 / d50).toFixed(3),
-      claims_per_s: +claimsPerS.toFixed(1),
-      first_call_ms: +firstMs.toFixed(3),
-      records_landed: landed,
-      records_expected: want.size,
-      sequential_claims: N,
-      burst_claims: BURST,
-    }));
+    console.log(
+      JSON.stringify({
+        fast_p50_ms: +f50.toFixed(3),
+        fast_p99_ms: +pct(fs, 99).toFixed(3),
+        direct_p50_ms: +d50.toFixed(3),
+        direct_p99_ms: +pct(ds, 99).toFixed(3),
+        ratio_p50: +(f50 / d50).toFixed(3),
+        claims_per_s: +claimsPerS.toFixed(1),
+        first_call_ms: +firstMs.toFixed(3),
+        records_landed: landed,
+        records_expected: want.size,
+        sequential_claims: N,
+        burst_claims: BURST,
+      }),
+    );
   } finally {
     agent.destroy();
     await clients.close();

@@ -43,7 +43,16 @@ async function main(): Promise<void> {
   try {
     await applyCrds(kc, 'charts/sandbox-scale/crds');
     const publishers = sim.nodes.map((n) =>
-      startPublisher({ nodeName: `fill-${n.name}`, sandboxdUrl: n.url, advertiseAddress: n.addr, publishIntervalMs: PUBLISH_INTERVAL_MS, fleetToken: TOKEN, kubeConfig: kc, log, registry }),
+      startPublisher({
+        nodeName: `fill-${n.name}`,
+        sandboxdUrl: n.url,
+        advertiseAddress: n.addr,
+        publishIntervalMs: PUBLISH_INTERVAL_MS,
+        fleetToken: TOKEN,
+        kubeConfig: kc,
+        log,
+        registry,
+      }),
     );
     const driver = startDriver({ kubeConfig: kc, log, registry, fleetToken: TOKEN, syncIntervalMs: SYNC_INTERVAL_MS });
     const pools = new ResourceClient(kc, SandboxWarmPoolResource);
@@ -53,13 +62,26 @@ async function main(): Promise<void> {
       metadata: { name: 'fill', namespace: NS },
       spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } },
     });
-    await pools.create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxWarmPool', metadata: { name: 'fill', namespace: NS }, spec: { replicas: 0, sandboxTemplateRef: { name: 'fill' } } });
+    await pools.create(NS, {
+      apiVersion: EXTENSIONS_API_VERSION,
+      kind: 'SandboxWarmPool',
+      metadata: { name: 'fill', namespace: NS },
+      spec: { replicas: 0, sandboxTemplateRef: { name: 'fill' } },
+    });
     const readPool = async () => parseObject(SandboxWarmPoolSchema, await pools.get(NS, 'fill'));
     const clients = new SandboxdClientSet({ token: TOKEN });
     const targets = async (): Promise<number[]> =>
-      Promise.all(sim.nodes.map(async (n) => (await clients.forNode(n.url).info()).pools.filter((p) => p.key.template === IMAGE).reduce((a, p) => a + p.target, 0)));
+      Promise.all(
+        sim.nodes.map(async (n) =>
+          (await clients.forNode(n.url).info()).pools.filter((p) => p.key.template === IMAGE).reduce((a, p) => a + p.target, 0),
+        ),
+      );
     // Baseline: every node holds the (empty) key and the pool reports 0, so only the change is measured.
-    await waitFor('baseline', async () => (await targets()).length === NODES && (await readPool()).status?.readyReplicas === 0 && (driver.pusher?.puts ?? 0) >= NODES);
+    await waitFor(
+      'baseline',
+      async () =>
+        (await targets()).length === NODES && (await readPool()).status?.readyReplicas === 0 && (driver.pusher?.puts ?? 0) >= NODES,
+    );
     const writes = (): number => driver.reconciler.statusWrites + publishers.reduce((a, p) => a + p.publisher.writes, 0);
     const puts0 = driver.pusher?.puts ?? 0;
     const writes0 = writes();

@@ -28,11 +28,22 @@ async function main(): Promise<void> {
   if (!node) throw new Error('no node');
   const log = createLogger({ name: 'bench-gateway', level: 'error' });
   let recorded = 0;
-  const recorder: BoundRecorder = { recordBound: async () => { recorded++; } };
+  const recorder: BoundRecorder = {
+    recordBound: async () => {
+      recorded++;
+    },
+  };
   const records = new RecordQueue({ recorder, log, concurrency: 16 });
   const clients = new SandboxdClientSet({ token: TOKEN });
   // A static inventory that always advertises warm capacity: the figure is the gateway's cost, not refill.
-  const inventory = [{ metadata: { name: node.name, resourceVersion: '1' }, node: node.name, address: node.addr, pools: [{ template: TEMPLATE, warm: 1_000_000 }] }];
+  const inventory = [
+    {
+      metadata: { name: node.name, resourceVersion: '1' },
+      node: node.name,
+      address: node.addr,
+      pools: [{ template: TEMPLATE, warm: 1_000_000 }],
+    },
+  ];
   const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories: () => inventory, records, log });
   const direct = clients.forNode(node.url);
   const key = poolKeyFor([{ image: TEMPLATE }], undefined);
@@ -80,8 +91,12 @@ async function main(): Promise<void> {
     records_written: recorded,
   };
   console.log('path      p50 ms   p95 ms   p99 ms');
-  console.log(`gateway   ${g50.toFixed(3).padStart(6)}   ${percentile(gw, 95).toFixed(3).padStart(6)}   ${percentile(gw, 99).toFixed(3).padStart(6)}`);
-  console.log(`direct    ${d50.toFixed(3).padStart(6)}   ${percentile(dr, 95).toFixed(3).padStart(6)}   ${percentile(dr, 99).toFixed(3).padStart(6)}`);
+  console.log(
+    `gateway   ${g50.toFixed(3).padStart(6)}   ${percentile(gw, 95).toFixed(3).padStart(6)}   ${percentile(gw, 99).toFixed(3).padStart(6)}`,
+  );
+  console.log(
+    `direct    ${d50.toFixed(3).padStart(6)}   ${percentile(dr, 95).toFixed(3).padStart(6)}   ${percentile(dr, 99).toFixed(3).padStart(6)}`,
+  );
   await clients.close();
   await sim.stop();
   console.log(JSON.stringify(out));

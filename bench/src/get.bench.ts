@@ -43,11 +43,22 @@ async function apiClient(kc: KubeConfig): Promise<(method: string, path: string,
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   return (method, path, body) =>
     new Promise((resolve, reject) => {
-      const req = request({ ...base, agent, hostname: server.hostname, port: server.port, path, method, headers: { Accept: 'application/json', 'Content-Type': 'application/json' } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      });
+      const req = request(
+        {
+          ...base,
+          agent,
+          hostname: server.hostname,
+          port: server.port,
+          path,
+          method,
+          headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        },
+      );
       req.on('error', reject);
       req.end(body === undefined ? undefined : JSON.stringify(body));
     });
@@ -59,9 +70,28 @@ async function writeFleet(kc: KubeConfig, total: number): Promise<string[]> {
   const names: string[] = [];
   for (let n = 0; n < NODES; n++) {
     const node = `bench-node-${n}`;
-    const entries = Array.from({ length: perNode }, (_, i) => ({ name: `team-${i % 20}/sb-${n}-${i}`, id: `sb_${n.toString(16)}${i.toString(16).padStart(8, '0')}`, phase: 'Running', claimRef: `team-${i % 20}/sb-${n}-${i}`, addr: `10.${n}.${(i >> 8) & 255}.${i & 255}:7777`, deadline: '2030-01-01T00:00:00Z', claimedAt: '2026-01-01T00:00:00Z' }));
+    const entries = Array.from({ length: perNode }, (_, i) => ({
+      name: `team-${i % 20}/sb-${n}-${i}`,
+      id: `sb_${n.toString(16)}${i.toString(16).padStart(8, '0')}`,
+      phase: 'Running',
+      claimRef: `team-${i % 20}/sb-${n}-${i}`,
+      addr: `10.${n}.${(i >> 8) & 255}.${i & 255}:7777`,
+      deadline: '2030-01-01T00:00:00Z',
+      claimedAt: '2026-01-01T00:00:00Z',
+    }));
     for (const e of entries) names.push(e.name);
-    await applyObject(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: RESOURCES.nodeInventory.kind, metadata: { name: node }, node, address: '127.0.0.1:1', entries }, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
+    await applyObject(
+      kc,
+      {
+        apiVersion: EXTENSIONS_API_VERSION,
+        kind: RESOURCES.nodeInventory.kind,
+        metadata: { name: node },
+        node,
+        address: '127.0.0.1:1',
+        entries,
+      },
+      { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory },
+    );
   }
   return names;
 }
@@ -85,7 +115,11 @@ async function publishSim(kc: KubeConfig, sim: Sim): Promise<void> {
     const client = new SandboxdClient({ baseUrl: n.url, token: TOKEN });
     const [rows, info] = await Promise.all([client.sandboxes(), client.info()]);
     await client.close();
-    await applyObject(kc, buildInventory({ node: `sim-${n.name}`, address: n.addr, rows, info, now: new Date() }), { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
+    await applyObject(kc, buildInventory({ node: `sim-${n.name}`, address: n.addr, rows, info, now: new Date() }), {
+      fieldManager: 'bench',
+      force: true,
+      resource: RESOURCES.nodeInventory,
+    });
   }
 }
 
@@ -109,43 +143,86 @@ async function timeGets(api: Awaited<ReturnType<typeof apiClient>>, names: reado
 
 async function main(): Promise<void> {
   const cp = await startControlPlane({ controllerManager: false });
-  const kubectl = (args: string[]) => run(join(cp.binDir, 'kubectl'), args, { env: { ...process.env, KUBECONFIG: cp.kubeconfigPath }, maxBuffer: 1 << 30 });
+  const kubectl = (args: string[]) =>
+    run(join(cp.binDir, 'kubectl'), args, { env: { ...process.env, KUBECONFIG: cp.kubeconfigPath }, maxBuffer: 1 << 30 });
   let sim: Sim | undefined;
   try {
     await applyCrds(cp.kubeConfig, 'charts/sandbox-scale/crds');
     const small = await writeFleet(cp.kubeConfig, SMALL);
     // speed 0 and a pool deeper than the creates: every create is a warm hit, so the figures are the API path
-    sim = await startSim({ nodes: SIM_NODES, speed: 0, token: TOKEN, refillConcurrency: 256, pools: [{ template: IMAGE, warm: Math.ceil((CREATES * 1.2) / SIM_NODES) + 8 }] });
+    sim = await startSim({
+      nodes: SIM_NODES,
+      speed: 0,
+      token: TOKEN,
+      refillConcurrency: 256,
+      pools: [{ template: IMAGE, warm: Math.ceil((CREATES * 1.2) / SIM_NODES) + 8 }],
+    });
     for (const n of sim.nodes) sim.node(n.name).tick();
     const started = sim;
     await eventually(() => warmPoolsFull(started), { timeoutMs: 60_000 });
     await publishSim(cp.kubeConfig, sim);
 
     const ca = await createCA('bench-get-ca');
-    const leaf = await createLeaf(ca, { commonName: 'sandbox-apiserver', dnsNames: ['sandbox-apiserver.default.svc', 'localhost'], server: true });
+    const leaf = await createLeaf(ca, {
+      commonName: 'sandbox-apiserver',
+      dnsNames: ['sandbox-apiserver.default.svc', 'localhost'],
+      server: true,
+    });
     const cert = join(tmpdir(), 'bench-get.crt');
     const key = join(tmpdir(), 'bench-get.key');
     writeFileSync(cert, leaf.cert);
     writeFileSync(key, leaf.key);
     const port = await freePort();
-    const server = await startSandboxApiserver({ kubeConfig: cp.kubeConfig, securePort: port, bindAddress: '127.0.0.1', tlsCertFile: cert, tlsPrivateKeyFile: key, fleetToken: TOKEN, log: createLogger({ name: 'bench', level: 'silent' }) });
+    const server = await startSandboxApiserver({
+      kubeConfig: cp.kubeConfig,
+      securePort: port,
+      bindAddress: '127.0.0.1',
+      tlsCertFile: cert,
+      tlsPrivateKeyFile: key,
+      fleetToken: TOKEN,
+      log: createLogger({ name: 'bench', level: 'silent' }),
+    });
     await server.synced;
-    const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'sandbox-apiserver', namespace: 'default' }, spec: { type: 'ExternalName', externalName: 'localhost' } };
-    const apisvc = { apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIService', metadata: { name: 'v1beta1.agents.x-k8s.io' }, spec: { group: 'agents.x-k8s.io', version: 'v1beta1', groupPriorityMinimum: 1000, versionPriority: 15, service: { namespace: 'default', name: 'sandbox-apiserver', port }, caBundle: Buffer.from(ca.cert).toString('base64') } };
+    const svc = {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'sandbox-apiserver', namespace: 'default' },
+      spec: { type: 'ExternalName', externalName: 'localhost' },
+    };
+    const apisvc = {
+      apiVersion: 'apiregistration.k8s.io/v1',
+      kind: 'APIService',
+      metadata: { name: 'v1beta1.agents.x-k8s.io' },
+      spec: {
+        group: 'agents.x-k8s.io',
+        version: 'v1beta1',
+        groupPriorityMinimum: 1000,
+        versionPriority: 15,
+        service: { namespace: 'default', name: 'sandbox-apiserver', port },
+        caBundle: Buffer.from(ca.cert).toString('base64'),
+      },
+    };
     const manifest = join(tmpdir(), 'bench-get-apiservice.json');
     writeFileSync(manifest, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apisvc] }));
     await kubectl(['apply', '-f', manifest]);
     const api = await apiClient(cp.kubeConfig);
-    await eventually(async () => {
-      if ((await api('GET', BASE)).status !== 200) throw new Error('APIService never became available');
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        if ((await api('GET', BASE)).status !== 200) throw new Error('APIService never became available');
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
 
     const atSmall = await timeGets(api, small);
     const large = await writeFleet(cp.kubeConfig, LARGE);
     const [lastNs = '', lastName = ''] = (large[large.length - 1] ?? '').split('/');
-    await eventually(async () => {
-      if ((await api('GET', `${BASE}/namespaces/${lastNs}/sandboxes/${lastName}`)).status !== 200) throw new Error('the large fleet never reached the server');
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      async () => {
+        if ((await api('GET', `${BASE}/namespaces/${lastNs}/sandboxes/${lastName}`)).status !== 200)
+          throw new Error('the large fleet never reached the server');
+      },
+      { timeoutMs: 60_000 },
+    );
     const atLarge = await timeGets(api, large);
 
     let ok = 0;
@@ -158,7 +235,12 @@ async function main(): Promise<void> {
     };
     for (let i = 0; i < CREATES; i++) {
       const name = `rac-${i}`;
-      const body = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } };
+      const body = {
+        apiVersion: 'agents.x-k8s.io/v1beta1',
+        kind: 'Sandbox',
+        metadata: { name },
+        spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } },
+      };
       const t0 = performance.now();
       const created = await api('POST', `${BASE}/namespaces/bench/sandboxes`, body);
       createMs.push(performance.now() - t0);
@@ -187,7 +269,18 @@ async function main(): Promise<void> {
     console.log(`ratio                    ${ratio.toFixed(2)}`);
     console.log(`create→get→pause ok      ${ok} / ${CREATES}   create p50 ${p50(createMs).toFixed(1)} ms`);
     for (const [k, n] of failures) console.log(`  failed: ${k} x${n}`);
-    console.log(JSON.stringify({ ratio: round(ratio), read_after_create: round(ok / CREATES), get_p50_1k_ms: round(atSmall.p50), get_p50_100k_ms: round(atLarge.p50), sandboxes_small: small.length, sandboxes_large: large.length, creates: CREATES, create_p50_ms: round(p50(createMs)) }));
+    console.log(
+      JSON.stringify({
+        ratio: round(ratio),
+        read_after_create: round(ok / CREATES),
+        get_p50_1k_ms: round(atSmall.p50),
+        get_p50_100k_ms: round(atLarge.p50),
+        sandboxes_small: small.length,
+        sandboxes_large: large.length,
+        creates: CREATES,
+        create_p50_ms: round(p50(createMs)),
+      }),
+    );
   } finally {
     await sim?.stop();
     await cp.stop();

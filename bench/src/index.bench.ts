@@ -88,7 +88,9 @@ function main(): void {
     return;
   }
   const sample = locationAt(seededRng(1));
-  process.stdout.write(`claim index heap per entry; node ${process.version} ${process.arch}; sample key ${sample.namespace}/${sample.name} -> ${sample.claimId}\n`);
+  process.stdout.write(
+    `claim index heap per entry; node ${process.version} ${process.arch}; sample key ${sample.namespace}/${sample.name} -> ${sample.claimId}\n`,
+  );
   const rows = SIZES.map((n) => measure(n, gc));
   printTable(rows);
   const largest = rows[rows.length - 1];
@@ -99,7 +101,11 @@ function main(): void {
     estimate_bytes_per_entry: Math.round(largest.estimateBytesPerEntry),
     reference_bytes_per_entry: REFERENCE_BYTES_PER_ENTRY,
     ratio_vs_reference: Number((largest.measuredBytesPerEntry / REFERENCE_BYTES_PER_ENTRY).toFixed(2)),
-    by_size: rows.map((m) => ({ entries: m.entries, bytes_per_entry: Math.round(m.measuredBytesPerEntry), estimate_bytes_per_entry: Math.round(m.estimateBytesPerEntry) })),
+    by_size: rows.map((m) => ({
+      entries: m.entries,
+      bytes_per_entry: Math.round(m.measuredBytesPerEntry),
+      estimate_bytes_per_entry: Math.round(m.estimateBytesPerEntry),
+    })),
     sample_estimate_bytes: estimateClaimIndexEntryBytes(sample.namespace, sample.name, sample.claimId),
   };
   process.stdout.write(`${JSON.stringify(result)}\n`);

@@ -55,11 +55,22 @@ async function httpsClient(kc: KubeConfig, maxSockets: number, direct?: { url: s
   const agent = new Agent({ keepAlive: true, maxSockets });
   return (method, path, body, accept = 'application/json') =>
     new Promise((resolve, reject) => {
-      const req = request({ ...base, agent, hostname: server.hostname, port: server.port, path, method, headers: { Accept: accept, 'Content-Type': 'application/json' } }, (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-      });
+      const req = request(
+        {
+          ...base,
+          agent,
+          hostname: server.hostname,
+          port: server.port,
+          path,
+          method,
+          headers: { Accept: accept, 'Content-Type': 'application/json' },
+        },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
+        },
+      );
       req.on('error', reject);
       req.end(body === undefined ? undefined : JSON.stringify(body));
     });
@@ -90,7 +101,15 @@ async function pagedList(api: Client, path: string, limit: number): Promise<Page
 }
 
 function entriesOf(n: number, perNode: number): InventoryEntry[] {
-  return Array.from({ length: perNode }, (_, i) => ({ name: `team-${i % NAMESPACES}/sb-${n}-${i}`, id: `sb_${n.toString(16)}${i.toString(16).padStart(8, '0')}`, phase: 'Running', claimRef: `team-${i % NAMESPACES}/sb-${n}-${i}`, addr: `10.${n}.${(i >> 8) & 255}.${i & 255}:7777`, deadline: '2030-01-01T00:00:00Z', claimedAt: '2026-01-01T00:00:00Z' }));
+  return Array.from({ length: perNode }, (_, i) => ({
+    name: `team-${i % NAMESPACES}/sb-${n}-${i}`,
+    id: `sb_${n.toString(16)}${i.toString(16).padStart(8, '0')}`,
+    phase: 'Running',
+    claimRef: `team-${i % NAMESPACES}/sb-${n}-${i}`,
+    addr: `10.${n}.${(i >> 8) & 255}.${i & 255}:7777`,
+    deadline: '2030-01-01T00:00:00Z',
+    claimedAt: '2026-01-01T00:00:00Z',
+  }));
 }
 
 /** The Sandbox-shaped CRD: no status subresource, so status is stored with the object. */
@@ -103,7 +122,14 @@ function sandboxLikeCrd(): { apiVersion: string; kind: string; metadata: { name:
       group: CRD_GROUP,
       scope: 'Namespaced',
       names: { plural: CRD_PLURAL, singular: 'benchsandbox', kind: 'BenchSandbox', listKind: 'BenchSandboxList' },
-      versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }],
+      versions: [
+        {
+          name: 'v1',
+          served: true,
+          storage: true,
+          schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        },
+      ],
     },
   };
 }
@@ -117,7 +143,8 @@ function crdObjectOf(node: string, e: InventoryEntry): Record<string, unknown> {
 
 async function main(): Promise<void> {
   const cp = await startControlPlane({ controllerManager: false });
-  const kubectl = (args: string[]) => run(join(cp.binDir, 'kubectl'), args, { env: { ...process.env, KUBECONFIG: cp.kubeconfigPath }, maxBuffer: 1 << 30 });
+  const kubectl = (args: string[]) =>
+    run(join(cp.binDir, 'kubectl'), args, { env: { ...process.env, KUBECONFIG: cp.kubeconfigPath }, maxBuffer: 1 << 30 });
   try {
     await applyCrds(cp.kubeConfig, 'charts/sandbox-scale/crds');
     const api = await httpsClient(cp.kubeConfig, CREATE_CONCURRENCY);
@@ -125,16 +152,26 @@ async function main(): Promise<void> {
     let inventoryBytes = 0;
     for (let n = 0; n < NODES; n++) {
       const node = `bench-node-${n}`;
-      const body = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node }, node, address: `127.0.0.1:1`, entries: entriesOf(n, perNode) };
+      const body = {
+        apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+        kind: 'NodeInventory',
+        metadata: { name: node },
+        node,
+        address: `127.0.0.1:1`,
+        entries: entriesOf(n, perNode),
+      };
       inventoryBytes += JSON.stringify(body).length;
       await applyObject(cp.kubeConfig, body, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
     }
 
     // the etcd-backed baseline: one custom resource per sandbox, the same objects
     await applyObject(cp.kubeConfig, sandboxLikeCrd(), { fieldManager: 'bench', force: true, resource: CrdResource });
-    await eventually(async () => {
-      if ((await api('GET', THEIRS)).status !== 200) throw new Error('the baseline CRD never became established');
-    }, { timeoutMs: 30_000, intervalMs: 250 });
+    await eventually(
+      async () => {
+        if ((await api('GET', THEIRS)).status !== 200) throw new Error('the baseline CRD never became established');
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
     for (let ns = 0; ns < NAMESPACES; ns++) {
       const r = await api('POST', '/api/v1/namespaces', { apiVersion: 'v1', kind: 'Namespace', metadata: { name: `team-${ns}` } });
       if (r.status !== 201 && r.status !== 409) throw new Error(`namespace create answered ${r.status}`);
@@ -158,7 +195,11 @@ async function main(): Promise<void> {
     const createMs = performance.now() - c0;
 
     const ca = await createCA('bench-ca');
-    const leaf = await createLeaf(ca, { commonName: 'sandbox-apiserver', dnsNames: ['sandbox-apiserver.default.svc', 'localhost'], server: true });
+    const leaf = await createLeaf(ca, {
+      commonName: 'sandbox-apiserver',
+      dnsNames: ['sandbox-apiserver.default.svc', 'localhost'],
+      server: true,
+    });
     const cert = join(tmpdir(), 'bench-list.crt');
     const key = join(tmpdir(), 'bench-list.key');
     writeFileSync(cert, leaf.cert);
@@ -166,18 +207,45 @@ async function main(): Promise<void> {
     const port = await freePort();
     gc();
     const heapBefore = process.memoryUsage().heapUsed;
-    const server = await startSandboxApiserver({ kubeConfig: cp.kubeConfig, securePort: port, bindAddress: '127.0.0.1', tlsCertFile: cert, tlsPrivateKeyFile: key, log: createLogger({ name: 'bench', level: 'silent' }) });
+    const server = await startSandboxApiserver({
+      kubeConfig: cp.kubeConfig,
+      securePort: port,
+      bindAddress: '127.0.0.1',
+      tlsCertFile: cert,
+      tlsPrivateKeyFile: key,
+      log: createLogger({ name: 'bench', level: 'silent' }),
+    });
     await server.synced;
     gc();
     const heapAfter = process.memoryUsage().heapUsed;
-    const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'sandbox-apiserver', namespace: 'default' }, spec: { type: 'ExternalName', externalName: 'localhost' } };
-    const apisvc = { apiVersion: 'apiregistration.k8s.io/v1', kind: 'APIService', metadata: { name: 'v1beta1.agents.x-k8s.io' }, spec: { group: 'agents.x-k8s.io', version: 'v1beta1', groupPriorityMinimum: 1000, versionPriority: 15, service: { namespace: 'default', name: 'sandbox-apiserver', port }, caBundle: Buffer.from(ca.cert).toString('base64') } };
+    const svc = {
+      apiVersion: 'v1',
+      kind: 'Service',
+      metadata: { name: 'sandbox-apiserver', namespace: 'default' },
+      spec: { type: 'ExternalName', externalName: 'localhost' },
+    };
+    const apisvc = {
+      apiVersion: 'apiregistration.k8s.io/v1',
+      kind: 'APIService',
+      metadata: { name: 'v1beta1.agents.x-k8s.io' },
+      spec: {
+        group: 'agents.x-k8s.io',
+        version: 'v1beta1',
+        groupPriorityMinimum: 1000,
+        versionPriority: 15,
+        service: { namespace: 'default', name: 'sandbox-apiserver', port },
+        caBundle: Buffer.from(ca.cert).toString('base64'),
+      },
+    };
     const manifest = join(tmpdir(), 'bench-list-apiservice.json');
     writeFileSync(manifest, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apisvc] }));
     await kubectl(['apply', '-f', manifest]);
-    await eventually(async () => {
-      if ((await api('GET', '/apis/agents.x-k8s.io/v1beta1')).status !== 200) throw new Error('APIService never became available');
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        if ((await api('GET', '/apis/agents.x-k8s.io/v1beta1')).status !== 200) throw new Error('APIService never became available');
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     // the same server without the aggregator in front: its answer alone
     const direct = await httpsClient(cp.kubeConfig, 1, { url: server.url, ca: ca.cert });
     // warm both paths (TLS handshakes, the authorization cache) before anything is timed
@@ -216,7 +284,14 @@ async function main(): Promise<void> {
       raw.push((await timed(['get', 'nodeinventories', '-o', 'json'])).ms);
     }
 
-    const paged = { ours500: [] as Paged[], crd500: [] as Paged[], ours5000: [] as Paged[], crd5000: [] as Paged[], direct500: [] as Paged[], direct5000: [] as Paged[] };
+    const paged = {
+      ours500: [] as Paged[],
+      crd500: [] as Paged[],
+      ours5000: [] as Paged[],
+      crd5000: [] as Paged[],
+      direct500: [] as Paged[],
+      direct5000: [] as Paged[],
+    };
     for (let i = 0; i < PAGED_RUNS; i++) {
       paged.ours500.push(await pagedList(api, OURS, 500));
       paged.crd500.push(await pagedList(api, THEIRS, 500));
@@ -231,12 +306,15 @@ async function main(): Promise<void> {
     for (let i = 0; i < 20; i++) JSON.stringify(page500);
     const encodeMs = (performance.now() - e0) / 20;
     const tablePage = await direct('GET', `${OURS}?limit=500`, undefined, TABLE_ACCEPT);
-    const tablePageOk = tablePage.status === 200 && (JSON.parse(tablePage.body) as { rows: unknown[] }).rows.length === Math.min(500, count);
+    const tablePageOk =
+      tablePage.status === 200 && (JSON.parse(tablePage.body) as { rows: unknown[] }).rows.length === Math.min(500, count);
     await server.stop();
 
     const ms = (xs: Paged[]): number => p50(xs.map((x) => x.ms));
     const pageP50 = (xs: Paged[]): number => p50(xs.flatMap((x) => x.pages));
-    const pagedItems = [...paged.ours500, ...paged.ours5000].every((p) => p.items === count) && [...paged.crd500, ...paged.crd5000].every((p) => p.items === crdCount);
+    const pagedItems =
+      [...paged.ours500, ...paged.ours5000].every((p) => p.items === count) &&
+      [...paged.crd500, ...paged.crd5000].every((p) => p.items === crdCount);
     const list500 = ms(paged.ours500);
     const crd500 = ms(paged.crd500);
     const list5000 = ms(paged.ours5000);
@@ -249,8 +327,11 @@ async function main(): Promise<void> {
     const perPage500 = pageP50(paged.ours500);
     const directPage500 = pageP50(paged.direct500);
     const round = (x: number, d = 3): number => Number(x.toFixed(d));
-    const row = (label: string, ours: number, theirs: number): string => `${label.padEnd(26)}${ours.toFixed(0).padStart(9)}${theirs.toFixed(0).padStart(12)}${(ours / theirs).toFixed(2).padStart(9)}`;
-    console.log(`sandboxes ${count} on ${NODES} nodes x ${perNode} (inventories ${(inventoryBytes / 1e6).toFixed(1)} MB); baseline ${crdCount} custom resources (${(crdBytes / 1e6).toFixed(1)} MB of JSON, created in ${(createMs / 1000).toFixed(0)} s)`);
+    const row = (label: string, ours: number, theirs: number): string =>
+      `${label.padEnd(26)}${ours.toFixed(0).padStart(9)}${theirs.toFixed(0).padStart(12)}${(ours / theirs).toFixed(2).padStart(9)}`;
+    console.log(
+      `sandboxes ${count} on ${NODES} nodes x ${perNode} (inventories ${(inventoryBytes / 1e6).toFixed(1)} MB); baseline ${crdCount} custom resources (${(crdBytes / 1e6).toFixed(1)} MB of JSON, created in ${(createMs / 1000).toFixed(0)} s)`,
+    );
     console.log(`${'p50 wall (ms)'.padEnd(26)}${'ours'.padStart(9)}${'etcd CRD'.padStart(12)}${'ratio'.padStart(9)}`);
     console.log(row('paged list, limit 500', list500, crd500));
     console.log(row('paged list, limit 5000', list5000, crd5000));
@@ -258,11 +339,21 @@ async function main(): Promise<void> {
     console.log(row('kubectl get -A (table)', tableP50, p50(crdTable)));
     console.log(`raw read of the inventories   ${rawP50.toFixed(0)} ms   (kubectl -o json / raw ${(kubectlP50 / rawP50).toFixed(2)})`);
     // kubectl pages at 500 too: what it takes beyond the same paged list is its own decoding and printing
-    console.log(`kubectl's own share of -o json: ${(kubectlP50 - list500).toFixed(0)} ms of ${kubectlP50.toFixed(0)} ours (${((1 - list500 / kubectlP50) * 100).toFixed(0)} %), ${(crdKubectlP50 - crd500).toFixed(0)} ms of ${crdKubectlP50.toFixed(0)} etcd CRD; parsing that output once here takes ${decodeMs.toFixed(0)} ms`);
-    console.log(`one page of 500, p50 (ms): through the aggregator ${perPage500.toFixed(1)}, direct to our server ${directPage500.toFixed(1)} (proxy ${(perPage500 - directPage500).toFixed(1)}), of which JSON encoding ${encodeMs.toFixed(1)}, handler and TLS ${(directPage500 - encodeMs).toFixed(1)}; etcd CRD page ${pageP50(paged.crd500).toFixed(1)}`);
-    console.log(`one page of 5000, p50 (ms): through the aggregator ${pageP50(paged.ours5000).toFixed(1)}, direct ${pageP50(paged.direct5000).toFixed(1)}; etcd CRD page ${pageP50(paged.crd5000).toFixed(1)}`);
-    console.log(`runs (ms) ours500 ${paged.ours500.map((p) => p.ms.toFixed(0)).join(' ')} crd500 ${paged.crd500.map((p) => p.ms.toFixed(0)).join(' ')} kubectl ${kubectlJson.map((x) => x.toFixed(0)).join(' ')} crd kubectl ${crdKubectlJson.map((x) => x.toFixed(0)).join(' ')}`);
-    console.log(`every paged list returned every item: ${pagedItems}; table rows ${tableRows}; table page ok ${tablePageOk}; total page time ${sum(paged.ours500[0]?.pages ?? []).toFixed(0)} ms`);
+    console.log(
+      `kubectl's own share of -o json: ${(kubectlP50 - list500).toFixed(0)} ms of ${kubectlP50.toFixed(0)} ours (${((1 - list500 / kubectlP50) * 100).toFixed(0)} %), ${(crdKubectlP50 - crd500).toFixed(0)} ms of ${crdKubectlP50.toFixed(0)} etcd CRD; parsing that output once here takes ${decodeMs.toFixed(0)} ms`,
+    );
+    console.log(
+      `one page of 500, p50 (ms): through the aggregator ${perPage500.toFixed(1)}, direct to our server ${directPage500.toFixed(1)} (proxy ${(perPage500 - directPage500).toFixed(1)}), of which JSON encoding ${encodeMs.toFixed(1)}, handler and TLS ${(directPage500 - encodeMs).toFixed(1)}; etcd CRD page ${pageP50(paged.crd500).toFixed(1)}`,
+    );
+    console.log(
+      `one page of 5000, p50 (ms): through the aggregator ${pageP50(paged.ours5000).toFixed(1)}, direct ${pageP50(paged.direct5000).toFixed(1)}; etcd CRD page ${pageP50(paged.crd5000).toFixed(1)}`,
+    );
+    console.log(
+      `runs (ms) ours500 ${paged.ours500.map((p) => p.ms.toFixed(0)).join(' ')} crd500 ${paged.crd500.map((p) => p.ms.toFixed(0)).join(' ')} kubectl ${kubectlJson.map((x) => x.toFixed(0)).join(' ')} crd kubectl ${crdKubectlJson.map((x) => x.toFixed(0)).join(' ')}`,
+    );
+    console.log(
+      `every paged list returned every item: ${pagedItems}; table rows ${tableRows}; table page ok ${tablePageOk}; total page time ${sum(paged.ours500[0]?.pages ?? []).toFixed(0)} ms`,
+    );
     console.log(`heap / sandbox (B) ${heapPer}`);
     console.log(
       JSON.stringify({

@@ -16,12 +16,28 @@
  * "before" re-runs the previous pass's algorithm on the same fleet (every row's token read
  * back, a live Get per claim delivery), steady state only.
  */
-import { ClaimGateway, ClaimRecorder, ClaimClient, createCaches, FastPathRecorder, OrphanReconciler, poolOfKey } from '@sandbox-scale/claim-controller';
+import {
+  ClaimGateway,
+  ClaimRecorder,
+  ClaimClient,
+  createCaches,
+  FastPathRecorder,
+  OrphanReconciler,
+  poolOfKey,
+} from '@sandbox-scale/claim-controller';
 import { applyCrds, countingKubeConfig, startControlPlane } from '@sandbox-scale/e2e';
 import { applyStatus, createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
-import { EXTENSIONS_API_VERSION, FIELD_MANAGERS, formatOwnerRef, OWNER_KINDS, parseOwnerRef, RESOURCES, type InventoryLike } from '@sandbox-scale/scale-core';
+import {
+  EXTENSIONS_API_VERSION,
+  FIELD_MANAGERS,
+  formatOwnerRef,
+  OWNER_KINDS,
+  parseOwnerRef,
+  RESOURCES,
+  type InventoryLike,
+} from '@sandbox-scale/scale-core';
 import { applyObject } from '@sandbox-scale/kube-runtime';
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
@@ -41,9 +57,11 @@ const Claims = RESOURCES.sandboxClaim;
 
 async function pool(n: number, work: (i: number) => Promise<void>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: CONCURRENCY }, async () => {
-    while (next < n) await work(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: CONCURRENCY }, async () => {
+      while (next < n) await work(next++);
+    }),
+  );
 }
 
 /** Requests the nodes served, every route but /metrics. */
@@ -53,7 +71,13 @@ function sandboxdRequests(sim: Sim): number {
   return total;
 }
 
-interface PassCost { apiserver: number; apiserverReads: number; sandboxd: number; ms: number; adopted: number }
+interface PassCost {
+  apiserver: number;
+  apiserverReads: number;
+  sandboxd: number;
+  ms: number;
+  adopted: number;
+}
 
 async function main(): Promise<void> {
   const log = createLogger({ name: 'bench-orphan-pass', level: process.env.LOG_LEVEL ?? 'error' });
@@ -63,12 +87,29 @@ async function main(): Promise<void> {
   const clients = new SandboxdClientSet({ token: TOKEN });
   try {
     await applyCrds(kc, 'charts/sandbox-scale/crds');
-    await new ResourceClient(kc, { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false }).create(undefined, { metadata: { name: NS } });
+    await new ResourceClient(kc, { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false }).create(
+      undefined,
+      { metadata: { name: NS } },
+    );
     for (const n of sim.nodes) {
-      await applyObject(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name: n.name }, node: n.name, address: n.addr, pools: [] }, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
+      await applyObject(
+        kc,
+        { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name: n.name }, node: n.name, address: n.addr, pools: [] },
+        { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory },
+      );
     }
-    await new ResourceClient(kc, RESOURCES.sandboxTemplate).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxTemplate', metadata: { name: 'base' }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } } });
-    await new ResourceClient(kc, RESOURCES.sandboxWarmPool).create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxWarmPool', metadata: { name: 'base' }, spec: { replicas: 0, sandboxTemplateRef: { name: 'base' } } });
+    await new ResourceClient(kc, RESOURCES.sandboxTemplate).create(NS, {
+      apiVersion: EXTENSIONS_API_VERSION,
+      kind: 'SandboxTemplate',
+      metadata: { name: 'base' },
+      spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } },
+    });
+    await new ResourceClient(kc, RESOURCES.sandboxWarmPool).create(NS, {
+      apiVersion: EXTENSIONS_API_VERSION,
+      kind: 'SandboxWarmPool',
+      metadata: { name: 'base' },
+      spec: { replicas: 0, sandboxTemplateRef: { name: 'base' } },
+    });
     const claims = new ResourceClient(kc, Claims);
     const nodeOf = (i: number) => sim.node(sim.nodes[i % NODES]?.name ?? '');
     const deliver = async (i: number, claimRef: string): Promise<string> => {
@@ -81,15 +122,41 @@ async function main(): Promise<void> {
     const tFleet = performance.now();
     await pool(CLAIMS, async (i) => {
       const name = `c-${i}`;
-      const created = (await claims.create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: 'base' } } })) as { metadata: { uid: string } };
+      const created = (await claims.create(NS, {
+        apiVersion: EXTENSIONS_API_VERSION,
+        kind: 'SandboxClaim',
+        metadata: { name },
+        spec: { warmPoolRef: { name: 'base' } },
+      })) as { metadata: { uid: string } };
       const id = await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.claim, uid: created.metadata.uid, namespace: NS, name }));
       const node = nodeOf(i);
       const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
-      const bound = { status: 'True', reason: 'NodeLocalClaim', message: `node ${node.name} handed over sandbox ${id}`, lastTransitionTime: now };
-      await applyStatus(kc, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name, namespace: NS }, status: { sandbox: { name, claimID: id, nodeName: node.name, address: node.addr }, conditions: [{ type: 'Bound', ...bound }, { type: 'Ready', ...bound }] } }, { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: Claims });
+      const bound = {
+        status: 'True',
+        reason: 'NodeLocalClaim',
+        message: `node ${node.name} handed over sandbox ${id}`,
+        lastTransitionTime: now,
+      };
+      await applyStatus(
+        kc,
+        {
+          apiVersion: EXTENSIONS_API_VERSION,
+          kind: 'SandboxClaim',
+          metadata: { name, namespace: NS },
+          status: {
+            sandbox: { name, claimID: id, nodeName: node.name, address: node.addr },
+            conditions: [
+              { type: 'Bound', ...bound },
+              { type: 'Ready', ...bound },
+            ],
+          },
+        },
+        { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: Claims },
+      );
     });
     const claimsS = (performance.now() - tFleet) / 1000;
-    for (let i = CLAIMS; i < SANDBOXES; i++) await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: randomUUID(), namespace: NS, name: `sb-${i}` }));
+    for (let i = CLAIMS; i < SANDBOXES; i++)
+      await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: randomUUID(), namespace: NS, name: `sb-${i}` }));
     const fleetS = (performance.now() - tFleet) / 1000;
 
     // The pass, wired as start-claim-controller wires it, over a counting kubeconfig.
@@ -101,7 +168,17 @@ async function main(): Promise<void> {
     const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories, log, callTimeoutMs: 60_000 });
     const recorder = new ClaimRecorder({ kubeConfig: counted.kubeConfig });
     const writes = new ClaimClient(counted.kubeConfig);
-    const orphans = new OrphanReconciler({ gateway, recorder, fastPath: new FastPathRecorder(counted.kubeConfig, recorder), poolFor: poolOfKey(caches), inventories, cachedClaim: (ns, name) => caches.claims.get(ns, name), getClaim: (ns, name, signal) => writes.get(ns, name, signal), intervalMs: 3_600_000, log });
+    const orphans = new OrphanReconciler({
+      gateway,
+      recorder,
+      fastPath: new FastPathRecorder(counted.kubeConfig, recorder),
+      poolFor: poolOfKey(caches),
+      inventories,
+      cachedClaim: (ns, name) => caches.claims.get(ns, name),
+      getClaim: (ns, name, signal) => writes.get(ns, name, signal),
+      intervalMs: 3_600_000,
+      log,
+    });
 
     const measure = async (run: () => Promise<number>): Promise<PassCost> => {
       counted.reset();
@@ -136,10 +213,16 @@ async function main(): Promise<void> {
     const lost = Math.ceil(CHANGES / 2);
     for (let i = 0; i < lost; i++) {
       const name = `lost-${i}`;
-      const created = (await claims.create(NS, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: 'base' } } })) as { metadata: { uid: string } };
+      const created = (await claims.create(NS, {
+        apiVersion: EXTENSIONS_API_VERSION,
+        kind: 'SandboxClaim',
+        metadata: { name },
+        spec: { warmPoolRef: { name: 'base' } },
+      })) as { metadata: { uid: string } };
       await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.claim, uid: created.metadata.uid, namespace: NS, name }));
     }
-    for (let i = lost; i < CHANGES; i++) await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.fastclaim, uid: randomUUID(), namespace: NS, name: `fast-${i}` }));
+    for (let i = lost; i < CHANGES; i++)
+      await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.fastclaim, uid: randomUUID(), namespace: NS, name: `fast-${i}` }));
     for (const t0 = Date.now(); Array.from({ length: lost }, (_, i) => caches.claims.get(NS, `lost-${i}`)).some((c) => c === undefined);) {
       if (Date.now() - t0 > 60_000) throw new Error('the claim cache did not see the new claims');
       await new Promise((r) => setTimeout(r, 50));
@@ -168,11 +251,31 @@ async function main(): Promise<void> {
       fleet_setup_s: +fleetS.toFixed(1),
       claims_setup_s: +claimsS.toFixed(1),
     };
-    console.log(`orphan pass: ${SANDBOXES} live sandboxes over ${NODES} nodes (${CLAIMS} Bound SandboxClaims, ${SANDBOXES - CLAIMS} aggregated-API Sandboxes); fleet built in ${result.fleet_setup_s} s`);
+    console.log(
+      `orphan pass: ${SANDBOXES} live sandboxes over ${NODES} nodes (${CLAIMS} Bound SandboxClaims, ${SANDBOXES - CLAIMS} aggregated-API Sandboxes); fleet built in ${result.fleet_setup_s} s`,
+    );
     console.table([
-      { pass: 'steady (this pass)', apiserver: result.steady_apiserver_requests, sandboxd: result.steady_sandboxd_requests, 'goal ≤ nodes + changes': NODES, ms: result.pass_ms },
-      { pass: `${CHANGES} changes (this pass)`, apiserver: `${changed.apiserver} (${changed.apiserverReads} reads + ${result.changed_apiserver_record_writes} record writes)`, sandboxd: changed.sandboxd, 'goal ≤ nodes + changes': NODES + CHANGES, ms: result.changed_pass_ms },
-      { pass: 'steady (before)', apiserver: before.apiserver, sandboxd: before.sandboxd, 'goal ≤ nodes + changes': NODES, ms: result.before_pass_ms },
+      {
+        pass: 'steady (this pass)',
+        apiserver: result.steady_apiserver_requests,
+        sandboxd: result.steady_sandboxd_requests,
+        'goal ≤ nodes + changes': NODES,
+        ms: result.pass_ms,
+      },
+      {
+        pass: `${CHANGES} changes (this pass)`,
+        apiserver: `${changed.apiserver} (${changed.apiserverReads} reads + ${result.changed_apiserver_record_writes} record writes)`,
+        sandboxd: changed.sandboxd,
+        'goal ≤ nodes + changes': NODES + CHANGES,
+        ms: result.changed_pass_ms,
+      },
+      {
+        pass: 'steady (before)',
+        apiserver: before.apiserver,
+        sandboxd: before.sandboxd,
+        'goal ≤ nodes + changes': NODES,
+        ms: result.before_pass_ms,
+      },
     ]);
     await Promise.all(Object.values(caches).map((c) => c.stop()));
     console.log(JSON.stringify(result));
@@ -180,8 +283,10 @@ async function main(): Promise<void> {
     const overGoal = [
       result.steady_sandboxd_requests > NODES && `steady pass: ${result.steady_sandboxd_requests} sandboxd requests > ${NODES} nodes`,
       result.steady_apiserver_requests > 0 && `steady pass: ${result.steady_apiserver_requests} apiserver requests > 0`,
-      result.changed_sandboxd_requests > NODES + CHANGES && `pass with changes: ${result.changed_sandboxd_requests} sandboxd requests > ${NODES} nodes + ${CHANGES} changes`,
-      result.changed_apiserver_reads > CHANGES && `pass with changes: ${result.changed_apiserver_reads} apiserver reads > ${CHANGES} changes`,
+      result.changed_sandboxd_requests > NODES + CHANGES &&
+        `pass with changes: ${result.changed_sandboxd_requests} sandboxd requests > ${NODES} nodes + ${CHANGES} changes`,
+      result.changed_apiserver_reads > CHANGES &&
+        `pass with changes: ${result.changed_apiserver_reads} apiserver reads > ${CHANGES} changes`,
     ].filter((m): m is string => typeof m === 'string');
     if (overGoal.length > 0) throw new Error(`orphan pass over its goal (≤ nodes + changes): ${overGoal.join('; ')}`);
   } finally {

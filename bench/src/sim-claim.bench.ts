@@ -107,7 +107,9 @@ async function bytesPerSandbox(): Promise<number | null> {
     }
     const after = collect();
     const live = nodes.reduce((s, n) => s + n.state.claimed, 0);
-    process.stdout.write(`memory: ${live} live sandboxes over ${MEMORY_NODES} nodes, heap +${((after - before) / 2 ** 20).toFixed(1)} MiB\n`);
+    process.stdout.write(
+      `memory: ${live} live sandboxes over ${MEMORY_NODES} nodes, heap +${((after - before) / 2 ** 20).toFixed(1)} MiB\n`,
+    );
     return (after - before) / MEMORY_SANDBOXES;
   } finally {
     await sim.stop();
@@ -124,12 +126,15 @@ async function main(): Promise<void> {
   const header = ['run', 'n', 'p50 ms', 'p95 ms', 'p99 ms', 'max ms', 'claims/s'];
   const rows = runs.map((r) => [r.name, String(r.n), fmt(r.p50), fmt(r.p95), fmt(r.p99), fmt(r.max), fmt(r.perSecond, 0)]);
   const widths = header.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
+  const line = (cells: string[]): string =>
+    cells.map((c, i) => (i === 0 ? c.padEnd(widths[i] ?? 0) : c.padStart(widths[i] ?? 0))).join('  ');
   process.stdout.write(`${line(header)}\n${rows.map(line).join('\n')}\n`);
   const bytes = await bytesPerSandbox();
   if (bytes === null) process.stdout.write('memory: run with NODE_OPTIONS=--expose-gc to measure bytes per sandbox\n');
   const ratio = noKa.p50 / seq.p50;
-  process.stdout.write(`keep-alive: p50 without ÷ with = ${fmt(ratio, 2)}; sim bytes per sandbox = ${bytes === null ? '-' : fmt(bytes, 0)}\n`);
+  process.stdout.write(
+    `keep-alive: p50 without ÷ with = ${fmt(ratio, 2)}; sim bytes per sandbox = ${bytes === null ? '-' : fmt(bytes, 0)}\n`,
+  );
   const result = {
     p50_ms: round(seq.p50),
     p95_ms: round(seq.p95),

@@ -8,7 +8,13 @@
  *   npx nx run bench:transport        (BENCH_TRANSPORT_CALLS=500 by default)
  */
 import { HttpMethod, IsomorphicFetchHttpLibrary, type KubeConfig, RequestContext } from '@kubernetes/client-node';
-import { closeKubeTransport, type ConnectionCounters as Counters, countConnections, kubeRequest, kubeTransportStats } from '@sandbox-scale/kube-runtime';
+import {
+  closeKubeTransport,
+  type ConnectionCounters as Counters,
+  countConnections,
+  kubeRequest,
+  kubeTransportStats,
+} from '@sandbox-scale/kube-runtime';
 import { createTestNamespace, kubeconfigForServiceAccount, startControlPlane } from '@sandbox-scale/e2e';
 import { runBench } from './run-bench';
 
@@ -18,7 +24,6 @@ const WARMUP = 20;
 const PATH = '/apis/authentication.k8s.io/v1/selfsubjectreviews';
 const BODY = { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' };
 
-
 interface Run {
   readonly p50: number;
   readonly p99: number;
@@ -26,7 +31,8 @@ interface Run {
   readonly handshakes: number;
 }
 
-const percentile = (sorted: readonly number[], p: number): number => sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
+const percentile = (sorted: readonly number[], p: number): number =>
+  sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;
 
 const http = new IsomorphicFetchHttpLibrary();
 
@@ -78,7 +84,12 @@ async function measure(kc: KubeConfig, concurrency: number): Promise<{ old: Run;
   const after = kubeTransportStats(kc).api;
   return {
     old: { p50: percentile(oldLat, 50), p99: percentile(oldLat, 99), requests: oldCounters.requests, handshakes: oldCounters.handshakes },
-    kept: { p50: percentile(keptLat, 50), p99: percentile(keptLat, 99), requests: after.requests - before.requests, handshakes: after.handshakes - before.handshakes },
+    kept: {
+      p50: percentile(keptLat, 50),
+      p99: percentile(keptLat, 99),
+      requests: after.requests - before.requests,
+      handshakes: after.handshakes - before.handshakes,
+    },
   };
 }
 
@@ -97,10 +108,15 @@ async function main(): Promise<void> {
       for (const c of [1, CONCURRENCY]) rows.push({ who, c, ...(await measure(kc, c)) });
       closeKubeTransport(kc);
     }
-    console.log(`${CALLS} SelfSubjectReview calls per row after ${WARMUP} of warm-up (latency of the ${CALLS}; requests and handshakes include the warm-up)`);
+    console.log(
+      `${CALLS} SelfSubjectReview calls per row after ${WARMUP} of warm-up (latency of the ${CALLS}; requests and handshakes include the warm-up)`,
+    );
     console.log('identity     conc  path        p50 ms   p99 ms   requests  handshakes  req/handshake');
     for (const r of rows) {
-      for (const [name, run] of [['per-request', r.old], ['kept-alive', r.kept]] as const) {
+      for (const [name, run] of [
+        ['per-request', r.old],
+        ['kept-alive', r.kept],
+      ] as const) {
         console.log(
           `${r.who.padEnd(12)} ${String(r.c).padStart(4)}  ${name.padEnd(11)} ${run.p50.toFixed(2).padStart(7)}  ${run.p99.toFixed(2).padStart(7)}  ${String(run.requests).padStart(8)}  ${String(run.handshakes).padStart(10)}  ${perHandshake(run).toFixed(1).padStart(13)}`,
         );

@@ -38,7 +38,8 @@ async function main(): Promise<void> {
 main().catch((err: unknown) => {
   // typed errors: decide by kind, never by message
   if (isForbidden(err)) console.error(`not allowed: ${(err as Error).message}`);
-  else if (isClaimTimeout(err)) console.error(`no sandbox in time${isUnavailable(err) ? ' (no warm capacity)' : ''}: ${(err as Error).message}`);
+  else if (isClaimTimeout(err))
+    console.error(`no sandbox in time${isUnavailable(err) ? ' (no warm capacity)' : ''}: ${(err as Error).message}`);
   else console.error(err instanceof Error ? err.message : err);
   process.exitCode = 1;
 });

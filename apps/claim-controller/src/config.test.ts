@@ -8,8 +8,17 @@ const opts = { program: 'claim-controller', summary: 's', env: {} };
 
 describe('claim-controller flags', () => {
   it('parses kebab-case flags with defaults', () => {
-    const c = parseFlags(ClaimControllerFlagsSchema, { ...opts, argv: ['--orphan-interval=5s', '--fast-path-bind-address', '127.0.0.1:0'] });
-    expect(c).toMatchObject({ orphanInterval: 5000, fastPathBindAddress: '127.0.0.1:0', recordAttempts: 5, fleetTokenFile: '', coldClaimTimeout: 120_000 });
+    const c = parseFlags(ClaimControllerFlagsSchema, {
+      ...opts,
+      argv: ['--orphan-interval=5s', '--fast-path-bind-address', '127.0.0.1:0'],
+    });
+    expect(c).toMatchObject({
+      orphanInterval: 5000,
+      fastPathBindAddress: '127.0.0.1:0',
+      recordAttempts: 5,
+      fleetTokenFile: '',
+      coldClaimTimeout: 120_000,
+    });
   });
   it('names the bad flag', () => {
     expect(() => parseFlags(ClaimControllerFlagsSchema, { ...opts, argv: ['--record-attempts=0'] })).toThrow(/--record-attempts/);

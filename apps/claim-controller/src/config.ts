@@ -6,30 +6,59 @@ import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
 const count = (dflt: number, min = 1) => z.coerce.number().int().min(min).default(dflt);
 const audiences = z
   .string()
-  .transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x !== ''))
+  .transform((s) =>
+    s
+      .split(',')
+      .map((x) => x.trim())
+      .filter((x) => x !== ''),
+  )
   .pipe(z.array(z.string()).min(1, 'name at least one audience'));
 
 /** Flags of claim-controller (env fallback SANDBOX_SCALE_<FLAG>). */
 export const ClaimControllerFlagsSchema = z.object({
   ...managerFlagShape,
-  fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN. Without a token every node write is refused'),
+  fleetTokenFile: z
+    .string()
+    .default('')
+    .describe(
+      'File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN. Without a token every node write is refused',
+    ),
   fastPathBindAddress: bindAddressFlag(':8443').describe('Where the HTTPS fast path POST /v1/claims listens (0 turns it off)'),
   fastPathMaxInflightPerUser: count(400).describe('Fast-path claims one user may have in flight at once; more are answered 429'),
-  tlsCertFile: z.string().default('').describe('Serving certificate of the fast path (PEM); empty with --tls-private-key-file empty: self-signed for localhost'),
+  tlsCertFile: z
+    .string()
+    .default('')
+    .describe('Serving certificate of the fast path (PEM); empty with --tls-private-key-file empty: self-signed for localhost'),
   fastPathAudiences: audiences
     .prefault(FAST_PATH_AUDIENCE)
-    .describe(`Comma-separated audiences a fast-path bearer token must be issued for (TokenReview spec.audiences); a token for any other service is refused. Callers mint one with \`kubectl create token <sa> --audience ${FAST_PATH_AUDIENCE}\` or a projected token volume. Adding the API server's own audience (its --api-audiences) also accepts ordinary ServiceAccount tokens, which every service the token was shown to could then replay here`),
+    .describe(
+      `Comma-separated audiences a fast-path bearer token must be issued for (TokenReview spec.audiences); a token for any other service is refused. Callers mint one with \`kubectl create token <sa> --audience ${FAST_PATH_AUDIENCE}\` or a projected token volume. Adding the API server's own audience (its --api-audiences) also accepts ordinary ServiceAccount tokens, which every service the token was shown to could then replay here`,
+    ),
   tlsPrivateKeyFile: z.string().default('').describe('Private key of --tls-cert-file (PEM)'),
-  coldClaimTimeout: durationFlag('120s').describe('Bound on a cold claim, where the node boots a VM and blocks (pools with coldStart WhenNoWarmCapacity); above sandboxd\'s own 90 s cold readiness limit so a booting node always answers first'),
+  coldClaimTimeout: durationFlag('120s').describe(
+    "Bound on a cold claim, where the node boots a VM and blocks (pools with coldStart WhenNoWarmCapacity); above sandboxd's own 90 s cold readiness limit so a booting node always answers first",
+  ),
   orphanInterval: durationFlag('30s').describe('Cadence of the orphan pass that adopts deliveries whose Bound record was lost'),
-  sandboxLeaseTtl: durationFlag('15m').describe('Node lease asked for a claim without spec.lifecycle.shutdownTime, at claim and at each renewal (0s = the node\'s default, 5m on sandboxd); renewed at 40-60 % of it while the claim lives, so it only bounds how long a VM outlives a control plane that is gone'),
-  leaseRenewalsPerSecond: count(500).describe('Most node lease renewals per second (spread over every node); with lease L, about rate x 0.6 x L claims can be kept alive'),
-  namespaceRecheckInterval: durationFlag('20s').describe('How often a claim refused because claim-controller may not write Secrets in its namespace (NamespaceNotEnabled) asks RBAC again; the claim binds by itself once the namespace is enabled'),
-  maxConcurrentReconciles: count(64).describe('SandboxClaims reconciled at once; sized for bursts, since a claim\'s reconcile mostly waits on the API server and a node'),
+  sandboxLeaseTtl: durationFlag('15m').describe(
+    "Node lease asked for a claim without spec.lifecycle.shutdownTime, at claim and at each renewal (0s = the node's default, 5m on sandboxd); renewed at 40-60 % of it while the claim lives, so it only bounds how long a VM outlives a control plane that is gone",
+  ),
+  leaseRenewalsPerSecond: count(500).describe(
+    'Most node lease renewals per second (spread over every node); with lease L, about rate x 0.6 x L claims can be kept alive',
+  ),
+  namespaceRecheckInterval: durationFlag('20s').describe(
+    'How often a claim refused because claim-controller may not write Secrets in its namespace (NamespaceNotEnabled) asks RBAC again; the claim binds by itself once the namespace is enabled',
+  ),
+  maxConcurrentReconciles: count(64).describe(
+    "SandboxClaims reconciled at once; sized for bursts, since a claim's reconcile mostly waits on the API server and a node",
+  ),
   recordConcurrency: count(64).describe('Async Bound records written at once (fast path); each mostly waits on the API server'),
   recordAttempts: count(5).describe('Tries per async Bound record before it is left to the orphan pass'),
-  recordQueueMaxPending: count(10_000).describe('Fast-path Bound records held at once (each with its token); a delivery that finds the queue full is recorded by the orphan pass instead'),
-  fastPathMaxClaimsPerNamespace: count(0, 0).describe('Live fast-path claims allowed per namespace (0: no cap); over it POST /v1/claims answers 429 before any VM is claimed'),
+  recordQueueMaxPending: count(10_000).describe(
+    'Fast-path Bound records held at once (each with its token); a delivery that finds the queue full is recorded by the orphan pass instead',
+  ),
+  fastPathMaxClaimsPerNamespace: count(0, 0).describe(
+    'Live fast-path claims allowed per namespace (0: no cap); over it POST /v1/claims answers 429 before any VM is claimed',
+  ),
 });
 export type ClaimControllerFlags = z.infer<typeof ClaimControllerFlagsSchema>;
 

@@ -11,7 +11,8 @@ void runApp({
     fleetToken: { flag: '--fleet-token-file', read: (f) => loadFleetToken(f.fleetTokenFile) },
   },
   start: ({ config, inputs: { kubeConfig, fleetToken }, log, registry }) => {
-    if (fleetToken === '') log.warn('no fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): every claim and release will be refused');
+    if (fleetToken === '')
+      log.warn('no fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): every claim and release will be refused');
     return startClaimController({ kubeConfig, fleetToken, flags: config, log, registry });
   },
 }).then((code) => process.exit(code));

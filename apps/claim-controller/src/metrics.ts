@@ -5,13 +5,44 @@ import type { ClaimHow } from './gateway/claim-gateway';
 /** The controller's own metrics: sandbox_scale_claim_controller_<what>_<unit>, bounded labels only. */
 export function claimControllerMetrics(registry: Registry) {
   // path: fast (POST /v1/claims) or claim (a SandboxClaim); start: warm (a pre-booted VM) or cold (booted for the claim)
-  const claims = counter(registry, 'sandbox_scale_claim_controller_claims_total', 'Node claims, by outcome, path (fast, claim) and start (warm, cold).', ['outcome', 'path', 'start']);
+  const claims = counter(
+    registry,
+    'sandbox_scale_claim_controller_claims_total',
+    'Node claims, by outcome, path (fast, claim) and start (warm, cold).',
+    ['outcome', 'path', 'start'],
+  );
   // cold boots take seconds (the daemon allows 90 s), warm claims milliseconds
-  const claimSeconds = histogram(registry, 'sandbox_scale_claim_controller_claim_duration_seconds', 'Time to a node delivery (node choice, claim, redirects), by outcome, path and start.', ['outcome', 'path', 'start'], [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 5, 10, 30, 60, 120]);
-  const records = counter(registry, 'sandbox_scale_claim_controller_records_total', 'Async Bound records of fast-path deliveries, by outcome (recorded, failed, refused: the name belongs to another object, deferred: left to the orphan pass).', ['outcome']);
-  const orphans = counter(registry, 'sandbox_scale_claim_controller_orphan_items_total', 'Deliveries seen by the orphan pass, by outcome (adopted, created: a fast-path claim written, bound, missing, foreign: another owner, error).', ['outcome']);
-  const renewals = counter(registry, 'sandbox_scale_claim_controller_lease_renewals_total', 'Node lease renewals of Bound claims, by outcome (renewed, lost, deferred, error).', ['outcome']);
-  const fastPath = counter(registry, 'sandbox_scale_claim_controller_fast_path_requests_total', 'Fast-path requests, by HTTP status code.', ['code']);
+  const claimSeconds = histogram(
+    registry,
+    'sandbox_scale_claim_controller_claim_duration_seconds',
+    'Time to a node delivery (node choice, claim, redirects), by outcome, path and start.',
+    ['outcome', 'path', 'start'],
+    [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 2.5, 5, 10, 30, 60, 120],
+  );
+  const records = counter(
+    registry,
+    'sandbox_scale_claim_controller_records_total',
+    'Async Bound records of fast-path deliveries, by outcome (recorded, failed, refused: the name belongs to another object, deferred: left to the orphan pass).',
+    ['outcome'],
+  );
+  const orphans = counter(
+    registry,
+    'sandbox_scale_claim_controller_orphan_items_total',
+    'Deliveries seen by the orphan pass, by outcome (adopted, created: a fast-path claim written, bound, missing, foreign: another owner, error).',
+    ['outcome'],
+  );
+  const renewals = counter(
+    registry,
+    'sandbox_scale_claim_controller_lease_renewals_total',
+    'Node lease renewals of Bound claims, by outcome (renewed, lost, deferred, error).',
+    ['outcome'],
+  );
+  const fastPath = counter(
+    registry,
+    'sandbox_scale_claim_controller_fast_path_requests_total',
+    'Fast-path requests, by HTTP status code.',
+    ['code'],
+  );
   return {
     onClaim: (outcome: string, seconds: number, how: ClaimHow): void => {
       claims.inc({ outcome, ...how });

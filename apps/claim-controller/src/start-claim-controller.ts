@@ -1,5 +1,19 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { controller, createEventRecorder, OwnWrites, createLogger, DEFAULT_INFLIGHT_CAPS, defaultIdentity, DelegatedAuth, InflightLimits, involvedObjectOf, Manager, managerOptionsFromFlags, parseBindAddress, type Logger } from '@sandbox-scale/kube-runtime';
+import {
+  controller,
+  createEventRecorder,
+  OwnWrites,
+  createLogger,
+  DEFAULT_INFLIGHT_CAPS,
+  defaultIdentity,
+  DelegatedAuth,
+  InflightLimits,
+  involvedObjectOf,
+  Manager,
+  managerOptionsFromFlags,
+  parseBindAddress,
+  type Logger,
+} from '@sandbox-scale/kube-runtime';
 import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
@@ -63,17 +77,31 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const metrics = claimControllerMetrics(registry);
   const caches = createCaches(kc, log, registry, o.claimSelector, o.inventorySelector);
   const clients = new SandboxdClientSet({ token: o.fleetToken });
-  const events = createEventRecorder(kc, { reportingController: FIELD_MANAGERS.claimController, reportingInstance: identity, log, registry });
+  const events = createEventRecorder(kc, {
+    reportingController: FIELD_MANAGERS.claimController,
+    reportingInstance: identity,
+    log,
+    registry,
+  });
   // the watch events of the claim controller's own writes do not reconcile again: the pass that wrote acted on it
   const ownWrites = new OwnWrites();
   const recorder = new ClaimRecorder({
     kubeConfig: kc,
     onWrite: (c) => ownWrites.note(c),
     onBound: (claim, a, adopted) =>
-      events.record(involvedObjectOf(claim), { type: 'Normal', reason: adopted ? 'Adopted' : CONDITION_REASONS.nodeLocalClaim, action: 'Bind', note: `node ${a.node} handed over sandbox ${a.claimId}${adopted ? ' (record adopted from the node)' : ''}` }),
+      events.record(involvedObjectOf(claim), {
+        type: 'Normal',
+        reason: adopted ? 'Adopted' : CONDITION_REASONS.nodeLocalClaim,
+        action: 'Bind',
+        note: `node ${a.node} handed over sandbox ${a.claimId}${adopted ? ' (record adopted from the node)' : ''}`,
+      }),
   });
   const fastRecorder = new FastPathRecorder(kc, recorder);
-  const cap = new FastPathCap({ maxPerNamespace: flags.fastPathMaxClaimsPerNamespace, recorded: fastPathClaimNames(caches.claims), holdMs: 2 * flags.orphanInterval });
+  const cap = new FastPathCap({
+    maxPerNamespace: flags.fastPathMaxClaimsPerNamespace,
+    recorded: fastPathClaimNames(caches.claims),
+    holdMs: 2 * flags.orphanInterval,
+  });
   const recordQueue = new RecordQueue<FastPathDelivery>({
     recorder: fastRecorder,
     log,
@@ -87,7 +115,15 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     },
   });
   const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list();
-  const gateway = new ClaimGateway({ clients, fleetToken: o.fleetToken, inventories, records: recordQueue, log, coldClaimTimeoutMs: flags.coldClaimTimeout, onClaim: metrics.onClaim });
+  const gateway = new ClaimGateway({
+    clients,
+    fleetToken: o.fleetToken,
+    inventories,
+    records: recordQueue,
+    log,
+    coldClaimTimeoutMs: flags.coldClaimTimeout,
+    onClaim: metrics.onClaim,
+  });
   const claimClient = new ClaimClient(kc, (c) => ownWrites.note(c));
   // Whether claim Secrets may be written in a namespace: asked of RBAC before a VM is claimed there.
   const secretAccess = o.secretAccess ?? new SecretAccess({ review: selfSubjectReviewer(kc) });
@@ -119,7 +155,18 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     .watches(caches.inventories, claimsWaitingForCapacity(caches.claims))
     .watches(caches.pools, claimsOfPool(caches.claims))
     .build();
-  const orphans = new OrphanReconciler({ gateway, recorder, fastPath: fastRecorder, poolFor: poolOfKey(caches), inventories, cachedClaim: (ns, name) => caches.claims.get(ns, name), getClaim: (ns, name, signal) => claimClient.get(ns, name, signal), intervalMs: flags.orphanInterval, log, onItem: metrics.onOrphan });
+  const orphans = new OrphanReconciler({
+    gateway,
+    recorder,
+    fastPath: fastRecorder,
+    poolFor: poolOfKey(caches),
+    inventories,
+    cachedClaim: (ns, name) => caches.claims.get(ns, name),
+    getClaim: (ns, name, signal) => claimClient.get(ns, name, signal),
+    intervalMs: flags.orphanInterval,
+    log,
+    onItem: metrics.onOrphan,
+  });
 
   const manager = new Manager(managerOptionsFromFlags(flags, { log, registry, kubeConfig: kc, leaseName: LEASE_NAMES.claimController }));
   for (const c of Object.values(caches)) manager.addInformer(c);
@@ -128,11 +175,23 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     start: (signal) =>
       new Promise<void>((resolve) => {
         leadership.since = new Date();
-        signal.addEventListener('abort', () => { leadership.since = undefined; resolve(); }, { once: true });
+        signal.addEventListener(
+          'abort',
+          () => {
+            leadership.since = undefined;
+            resolve();
+          },
+          { once: true },
+        );
       }),
   });
   manager.add(events).add(claimController).add(orphans);
-  manager.add({ name: 'record-queue', needLeaderElection: false, start: (signal) => new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true })), drain: () => recordQueue.close() });
+  manager.add({
+    name: 'record-queue',
+    needLeaderElection: false,
+    start: (signal) => new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true })),
+    drain: () => recordQueue.close(),
+  });
   const ac = new AbortController();
   const done = manager.start(ac.signal);
   await Promise.race([Promise.all(Object.values(caches).map((c) => c.waitForSync(ac.signal))), done]);

@@ -1,9 +1,30 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createInformer, type Informer, type Logger, type ReconcileRequest } from '@sandbox-scale/kube-runtime';
-import { ANNOTATIONS, CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_GROUP, InvalidError, poolKeyForTemplate, type NodeInventory, type PoolKey, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '@sandbox-scale/scale-core';
+import {
+  ANNOTATIONS,
+  CONDITION_REASONS,
+  CONDITION_TYPES,
+  EXTENSIONS_GROUP,
+  InvalidError,
+  poolKeyForTemplate,
+  type NodeInventory,
+  type PoolKey,
+  type SandboxClaim,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import { recordsSandbox } from './record/claim-status';
-import { NodeInventoryResource, parseClaim, parseInventory, parsePool, parseTemplate, SandboxClaimResource, SandboxTemplateResource, SandboxWarmPoolResource } from './resources';
+import {
+  NodeInventoryResource,
+  parseClaim,
+  parseInventory,
+  parsePool,
+  parseTemplate,
+  SandboxClaimResource,
+  SandboxTemplateResource,
+  SandboxWarmPoolResource,
+} from './resources';
 
 export interface Caches {
   claims: Informer<SandboxClaim>;
@@ -18,10 +39,22 @@ export interface Caches {
  */
 export function createCaches(kc: KubeConfig, log: Logger, registry: Registry, claimSelector?: string, inventorySelector?: string): Caches {
   return {
-    claims: createInformer(kc, { resource: SandboxClaimResource, parse: parseClaim, log, registry, ...(claimSelector ? { labelSelector: claimSelector } : {}) }),
+    claims: createInformer(kc, {
+      resource: SandboxClaimResource,
+      parse: parseClaim,
+      log,
+      registry,
+      ...(claimSelector ? { labelSelector: claimSelector } : {}),
+    }),
     pools: createInformer(kc, { resource: SandboxWarmPoolResource, parse: parsePool, log, registry }),
     templates: createInformer(kc, { resource: SandboxTemplateResource, parse: parseTemplate, log, registry }),
-    inventories: createInformer(kc, { resource: NodeInventoryResource, parse: parseInventory, log, registry, ...(inventorySelector ? { labelSelector: inventorySelector } : {}) }),
+    inventories: createInformer(kc, {
+      resource: NodeInventoryResource,
+      parse: parseInventory,
+      log,
+      registry,
+      ...(inventorySelector ? { labelSelector: inventorySelector } : {}),
+    }),
   };
 }
 
@@ -34,7 +67,11 @@ export function claimsWaitingForCapacity(claims: Informer<SandboxClaim>): () => 
   return () =>
     claims
       .list()
-      .filter((c) => !recordsSandbox(c) && c.status?.conditions?.some((k) => k.type === CONDITION_TYPES.bound && k.reason === CONDITION_REASONS.noWarmCapacity))
+      .filter(
+        (c) =>
+          !recordsSandbox(c) &&
+          c.status?.conditions?.some((k) => k.type === CONDITION_TYPES.bound && k.reason === CONDITION_REASONS.noWarmCapacity),
+      )
       .map(keyOf);
 }
 
@@ -50,7 +87,10 @@ export function claimsOfPool(claims: Informer<SandboxClaim>): (pool: SandboxWarm
 /** warmPool -> template -> pool key for the fast path; an unknown one is a 422 naming the field. */
 export function poolResolver(c: Caches): (namespace: string, warmPool: string) => PoolKey {
   return (namespace, warmPool) => {
-    const invalid = (message: string): InvalidError => new InvalidError({ group: EXTENSIONS_GROUP, kind: 'SandboxClaim' }, '', [{ reason: 'FieldValueNotFound', field: 'warmPool', message }]);
+    const invalid = (message: string): InvalidError =>
+      new InvalidError({ group: EXTENSIONS_GROUP, kind: 'SandboxClaim' }, '', [
+        { reason: 'FieldValueNotFound', field: 'warmPool', message },
+      ]);
     const pool = c.pools.get(namespace, warmPool);
     if (!pool) throw invalid(`SandboxWarmPool "${warmPool}" not found in namespace ${namespace}`);
     const template = c.templates.get(namespace, pool.spec.sandboxTemplateRef.name);

@@ -1,5 +1,16 @@
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createTestNamespace, deleteNamespace, eventually, installChartAppRbac, kubectl, runSuffix, serviceAccountToken, testKubeConfig, type ChartAppIdentity } from '@sandbox-scale/e2e';
+import {
+  applyCrds,
+  createTestNamespace,
+  deleteNamespace,
+  eventually,
+  installChartAppRbac,
+  kubectl,
+  runSuffix,
+  serviceAccountToken,
+  testKubeConfig,
+  type ChartAppIdentity,
+} from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { FAST_PATH_AUDIENCE, formatOwnerRef, parseOwnerRef, poolKeyFor } from '@sandbox-scale/scale-core';
@@ -9,7 +20,18 @@ import { startClaimController, type ClaimControllerHandle } from '../src';
 import { SandboxClaimResource } from '../src/resources';
 import { ClaimRecorder } from '../src/record/claim-recorder';
 import { FastPathRecorder } from '../src/record/fast-path-recorder';
-import { boundCondition, createClaim, createPool, deleteInventories, eventsOf, getClaim, liveDeliveries, publishInventories, releases, ROOT_TOKEN } from './fixtures';
+import {
+  boundCondition,
+  createClaim,
+  createPool,
+  deleteInventories,
+  eventsOf,
+  getClaim,
+  liveDeliveries,
+  publishInventories,
+  releases,
+  ROOT_TOKEN,
+} from './fixtures';
 
 const suffix = runSuffix();
 const IMAGE = `registry.local/cc-${suffix}:1`;
@@ -58,11 +80,14 @@ afterAll(async () => {
 });
 
 async function waitBound(name: string) {
-  return eventually(async () => {
-    const c = await getClaim(kc, ns, name);
-    if (boundCondition(c)?.status !== 'True') throw new Error(`${name} not Bound: ${JSON.stringify(c.status)}`);
-    return c;
-  }, { timeoutMs: 30_000 });
+  return eventually(
+    async () => {
+      const c = await getClaim(kc, ns, name);
+      if (boundCondition(c)?.status !== 'True') throw new Error(`${name} not Bound: ${JSON.stringify(c.status)}`);
+      return c;
+    },
+    { timeoutMs: 30_000 },
+  );
 }
 
 describe('SandboxClaim path', () => {
@@ -145,7 +170,10 @@ describe('SandboxClaim path', () => {
       expect(b.status).toBe('False');
     });
     const node = sim.nodes[0];
-    await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).setPools([{ template: IMAGE, warm: 4 }, { template: EMPTY_IMAGE, warm: 2 }]);
+    await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).setPools([
+      { template: IMAGE, warm: 4 },
+      { template: EMPTY_IMAGE, warm: 2 },
+    ]);
     await eventually(async () => {
       const info = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).info();
       if (!info.pools.some((p) => p.key.template === EMPTY_IMAGE && p.warm > 0)) throw new Error('not warm yet');
@@ -172,7 +200,8 @@ describe('SandboxClaim path', () => {
     expect((await liveDeliveries(sim, ns)).filter((d) => parseOwnerRef(d.claimRef)?.name === 'c-cold')).toHaveLength(1);
     const events = await eventually(async () => {
       const evs = await eventsOf(ns, 'c-cold');
-      if (!evs.some((e) => e.reason === 'ColdStart' && e.note.includes('cold-started sandbox'))) throw new Error(`no cold-start bind event yet: ${JSON.stringify(evs)}`);
+      if (!evs.some((e) => e.reason === 'ColdStart' && e.note.includes('cold-started sandbox')))
+        throw new Error(`no cold-start bind event yet: ${JSON.stringify(evs)}`);
       return evs;
     });
     expect(events.some((e) => e.reason === 'ColdStart' && e.note.includes('cold-starting'))).toBe(true);
@@ -203,8 +232,14 @@ describe('SandboxClaim path', () => {
     const uid = (await getClaim(kc, ns, 'c-orphan')).metadata.uid ?? '';
     // deliveries naming the claim by a legacy ns/name or by another uid are never adopted
     const legacy = await client.claim({ template: IMAGE, claimRef: `${ns}/c-orphan` });
-    const otherUid = await client.claim({ template: IMAGE, claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: '00000000-0000-0000-0000-000000000000', namespace: ns, name: 'c-orphan' }) });
-    const delivered = await client.claim({ template: IMAGE, claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid, namespace: ns, name: 'c-orphan' }) });
+    const otherUid = await client.claim({
+      template: IMAGE,
+      claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: '00000000-0000-0000-0000-000000000000', namespace: ns, name: 'c-orphan' }),
+    });
+    const delivered = await client.claim({
+      template: IMAGE,
+      claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid, namespace: ns, name: 'c-orphan' }),
+    });
     const first = await cc.orphans.reconcileAll();
     expect(first.adopted).toBeGreaterThanOrEqual(1);
     const c = await waitBound('c-orphan');
@@ -256,10 +291,20 @@ describe('fast path POST /v1/claims', () => {
     expect(String(denied.body.message)).toContain(`system:serviceaccount:${ns}:claimer`);
 
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'claimer' }, rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }] } });
+    await rbac.createNamespacedRole({
+      namespace: ns,
+      body: {
+        metadata: { name: 'claimer' },
+        rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }],
+      },
+    });
     await rbac.createNamespacedRoleBinding({
       namespace: ns,
-      body: { metadata: { name: 'claimer' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'claimer' }, subjects: [{ kind: 'ServiceAccount', name: 'claimer', namespace: ns }] },
+      body: {
+        metadata: { name: 'claimer' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'claimer' },
+        subjects: [{ kind: 'ServiceAccount', name: 'claimer', namespace: ns }],
+      },
     });
     const ok = await eventually(async () => {
       const r = await post({ namespace: ns, name: 'fast-1', warmPool: 'base' }, token);
@@ -279,7 +324,12 @@ describe('fast path POST /v1/claims', () => {
     const fast = (await liveDeliveries(sim, ns)).filter((d) => parseOwnerRef(d.claimRef)?.name === 'fast-1');
     expect(fast).toHaveLength(1);
     // owned by the fast-path delivery its SandboxClaim records
-    expect(parseOwnerRef(fast[0]?.claimRef)).toEqual({ kind: 'FastPathClaim', uid: c.metadata.annotations?.['sandbox.cocoonstack.io/delivery-uid'], namespace: ns, name: 'fast-1' });
+    expect(parseOwnerRef(fast[0]?.claimRef)).toEqual({
+      kind: 'FastPathClaim',
+      uid: c.metadata.annotations?.['sandbox.cocoonstack.io/delivery-uid'],
+      namespace: ns,
+      name: 'fast-1',
+    });
   });
 
   it('answers 422 naming the field for a bad body', async () => {
@@ -300,9 +350,16 @@ describe('records write only onto their own owner', () => {
     const secretName = c.status?.sandbox?.tokenSecretName ?? '';
     const tokenBefore = (await core().readNamespacedSecret({ namespace: ns, name: secretName })).data?.token;
     const other = { claimId: 'sb_00000000000000aa', node: 'elsewhere', address: '10.9.9.9:7777', token: 'not-this-token' };
-    const bound: unknown = await recorder().recordBound({ namespace: ns, name: 'r-bound', uid: c.metadata.uid ?? '' }, other).catch((e: unknown) => e);
+    const bound: unknown = await recorder()
+      .recordBound({ namespace: ns, name: 'r-bound', uid: c.metadata.uid ?? '' }, other)
+      .catch((e: unknown) => e);
     expect((bound as Error).name).toBe('ClaimBoundElsewhereError');
-    const replaced: unknown = await recorder().recordBound({ namespace: ns, name: 'r-bound', uid: '00000000-0000-0000-0000-000000000000' }, { ...other, claimId: c.status?.sandbox?.claimID ?? '' }).catch((e: unknown) => e);
+    const replaced: unknown = await recorder()
+      .recordBound(
+        { namespace: ns, name: 'r-bound', uid: '00000000-0000-0000-0000-000000000000' },
+        { ...other, claimId: c.status?.sandbox?.claimID ?? '' },
+      )
+      .catch((e: unknown) => e);
     expect((replaced as Error).name).toBe('ClaimOwnerMismatchError');
     const after = await getClaim(kc, ns, 'r-bound');
     expect(after.status?.sandbox).toEqual(c.status?.sandbox);
@@ -313,9 +370,14 @@ describe('records write only onto their own owner', () => {
     await createClaim(kc, ns, 'r-secret', 'not-a-pool');
     const c = await getClaim(kc, ns, 'r-secret');
     const foreign = Buffer.from('someone-elses-data').toString('base64');
-    await core().createNamespacedSecret({ namespace: ns, body: { metadata: { name: 'r-secret-sandbox-token' }, data: { token: foreign } } });
+    await core().createNamespacedSecret({
+      namespace: ns,
+      body: { metadata: { name: 'r-secret-sandbox-token' }, data: { token: foreign } },
+    });
     const a = { claimId: 'sb_00000000000000bb', node: 'n', address: '127.0.0.1:1', token: 'delivered-token' };
-    const err: unknown = await recorder().recordBound({ namespace: ns, name: 'r-secret', uid: c.metadata.uid ?? '' }, a).catch((e: unknown) => e);
+    const err: unknown = await recorder()
+      .recordBound({ namespace: ns, name: 'r-secret', uid: c.metadata.uid ?? '' }, a)
+      .catch((e: unknown) => e);
     expect((err as Error).name).toBe('SecretNotOwnedError');
     const s = await core().readNamespacedSecret({ namespace: ns, name: 'r-secret-sandbox-token' });
     expect(s.data?.token).toBe(foreign);
@@ -339,7 +401,9 @@ describe('records write only onto their own owner', () => {
     const before = await getClaim(kc, ns, 'r-taken');
     const fast = new FastPathRecorder(identity.kubeConfig, recorder());
     const a = { claimId: 'sb_00000000000000cc', node: 'n', address: '127.0.0.1:1', token: 'fast-token' };
-    const err: unknown = await fast.recordBound({ namespace: ns, name: 'r-taken', warmPool: 'base', deliveryUid: '11111111-2222-3333-4444-555555555555' }, a).catch((e: unknown) => e);
+    const err: unknown = await fast
+      .recordBound({ namespace: ns, name: 'r-taken', warmPool: 'base', deliveryUid: '11111111-2222-3333-4444-555555555555' }, a)
+      .catch((e: unknown) => e);
     expect((err as Error).name).toBe('ClaimOwnerMismatchError');
     const after = await getClaim(kc, ns, 'r-taken');
     expect(after.status?.sandbox).toBeUndefined();

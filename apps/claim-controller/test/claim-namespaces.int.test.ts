@@ -1,7 +1,17 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, runSuffix, serviceAccountToken, runTool, testKubeConfig } from '@sandbox-scale/e2e';
+import {
+  applyCrds,
+  createTestNamespace,
+  deleteNamespace,
+  eventually,
+  kubeconfigForServiceAccount,
+  runSuffix,
+  serviceAccountToken,
+  runTool,
+  testKubeConfig,
+} from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { EXTENSIONS_API_VERSION, FAST_PATH_AUDIENCE, servedNameOf } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
@@ -33,9 +43,20 @@ const namespaces: string[] = [];
 const insecure = new Agent({ connect: { rejectUnauthorized: false } });
 
 async function helm(verb: 'install' | 'upgrade', secretNamespaces: string[]): Promise<void> {
-  const res = await runTool('helm', [verb, release, chartDir, '--namespace', releaseNs, '--skip-crds',
-    '--set', 'workloads=false', '--set', 'apiService.enabled=false',
-    '--set-json', `claimController.secretNamespaces=${JSON.stringify(secretNamespaces)}`]);
+  const res = await runTool('helm', [
+    verb,
+    release,
+    chartDir,
+    '--namespace',
+    releaseNs,
+    '--skip-crds',
+    '--set',
+    'workloads=false',
+    '--set',
+    'apiService.enabled=false',
+    '--set-json',
+    `claimController.secretNamespaces=${JSON.stringify(secretNamespaces)}`,
+  ]);
   expect(res.stderr).toBe('');
   expect(res.code).toBe(0);
 }
@@ -49,7 +70,9 @@ async function newNamespace(prefix: string): Promise<string> {
 
 /** What RBAC lets the controller's ServiceAccount do with Secrets in `ns` (the API server's answer, as the controller gets it). */
 async function mayWriteSecrets(ns: string): Promise<boolean> {
-  const r = await saKc.makeApiClient(AuthorizationV1Api).createSelfSubjectAccessReview({ body: { spec: { resourceAttributes: { namespace: ns, verb: 'patch', resource: 'secrets' } } } });
+  const r = await saKc
+    .makeApiClient(AuthorizationV1Api)
+    .createSelfSubjectAccessReview({ body: { spec: { resourceAttributes: { namespace: ns, verb: 'patch', resource: 'secrets' } } } });
   return r.status?.allowed === true;
 }
 
@@ -73,24 +96,35 @@ async function deliveriesFor(ns: string, name: string): Promise<string[]> {
 }
 
 async function waitBound(ns: string, name: string) {
-  return eventually(async () => {
-    const c = await getClaim(kc, ns, name);
-    if (boundCondition(c)?.status !== 'True') throw new Error(`${ns}/${name} not Bound: ${JSON.stringify(c.status?.conditions)}`);
-    return c;
-  }, { timeoutMs: 60_000 });
+  return eventually(
+    async () => {
+      const c = await getClaim(kc, ns, name);
+      if (boundCondition(c)?.status !== 'True') throw new Error(`${ns}/${name} not Bound: ${JSON.stringify(c.status?.conditions)}`);
+      return c;
+    },
+    { timeoutMs: 60_000 },
+  );
 }
 
 async function waitReason(ns: string, name: string, reason: string) {
-  return eventually(async () => {
-    const c = await getClaim(kc, ns, name);
-    if (boundCondition(c)?.reason !== reason) throw new Error(`${ns}/${name}: ${JSON.stringify(c.status?.conditions)}`);
-    return c;
-  }, { timeoutMs: 30_000 });
+  return eventually(
+    async () => {
+      const c = await getClaim(kc, ns, name);
+      if (boundCondition(c)?.reason !== reason) throw new Error(`${ns}/${name}: ${JSON.stringify(c.status?.conditions)}`);
+      return c;
+    },
+    { timeoutMs: 30_000 },
+  );
 }
 
 /** A claim of the pool `base`, carrying the label this file's controller selects. */
 async function createClaim(ns: string, name: string): Promise<void> {
-  await new ResourceClient(kc, SandboxClaimResource).create(ns, { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name, labels: LABELS }, spec: { warmPoolRef: { name: 'base' } } });
+  await new ResourceClient(kc, SandboxClaimResource).create(ns, {
+    apiVersion: EXTENSIONS_API_VERSION,
+    kind: 'SandboxClaim',
+    metadata: { name, labels: LABELS },
+    spec: { warmPoolRef: { name: 'base' } },
+  });
 }
 
 const readyCondition = (c: Awaited<ReturnType<typeof getClaim>>) => c.status?.conditions?.find((k) => k.type === 'Ready');
@@ -112,11 +146,19 @@ beforeAll(async () => {
   cc = await startClaimController({
     kubeConfig: saKc,
     fleetToken: TOKEN,
-    claimSelector: Object.entries(LABELS).map(([k, v]) => `${k}=${v}`).join(','),
+    claimSelector: Object.entries(LABELS)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(','),
     // An allowed namespace is trusted for the whole file, so RBAC taken away after the check is
     // seen only by the Secret write itself (the window a shorter cache time narrows, never closes).
     secretAccess: new SecretAccess({ review: selfSubjectReviewer(saKc), allowedTtlMs: 3_600_000, deniedTtlMs: 1_000 }),
-    flags: { metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '127.0.0.1:0', orphanInterval: 3_600_000, namespaceRecheckInterval: 2_000 },
+    flags: {
+      metricsBindAddress: '0',
+      healthProbeBindAddress: '0',
+      fastPathBindAddress: '127.0.0.1:0',
+      orphanInterval: 3_600_000,
+      namespaceRecheckInterval: 2_000,
+    },
     log: createLogger({ name: 'claim-namespaces-test', level: 'error' }),
   });
 });
@@ -137,7 +179,9 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     await createClaim(ns, 'late');
     const c = await waitBound(ns, 'late');
     expect(readyCondition(c)).toMatchObject({ status: 'True', reason: 'NodeLocalClaim' });
-    const secret = await kc.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace: ns, name: c.status?.sandbox?.tokenSecretName ?? '' });
+    const secret = await kc
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ namespace: ns, name: c.status?.sandbox?.tokenSecretName ?? '' });
     expect(secret.data?.token).toBeTruthy();
     expect(await deliveriesFor(ns, 'late')).toEqual([c.status?.sandbox?.claimID]);
     expect(deliveredTotal()).toBe(before + 1);
@@ -172,8 +216,21 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     namespaces.push(callerNs);
     await createPool(kc, callerNs, 'base', IMAGE);
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({ namespace: callerNs, body: { metadata: { name: 'claimer' }, rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }] } });
-    await rbac.createNamespacedRoleBinding({ namespace: callerNs, body: { metadata: { name: 'claimer' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'claimer' }, subjects: [{ kind: 'ServiceAccount', name: 'claimer', namespace: callerNs }] } });
+    await rbac.createNamespacedRole({
+      namespace: callerNs,
+      body: {
+        metadata: { name: 'claimer' },
+        rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }],
+      },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: callerNs,
+      body: {
+        metadata: { name: 'claimer' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'claimer' },
+        subjects: [{ kind: 'ServiceAccount', name: 'claimer', namespace: callerNs }],
+      },
+    });
     // the fast path accepts only tokens minted for its own audience
     const callerToken = await serviceAccountToken(kc, callerNs, 'claimer', [FAST_PATH_AUDIENCE]);
     const fast = await eventually(async () => {
@@ -183,8 +240,15 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
         headers: { 'content-type': 'application/json', authorization: `Bearer ${callerToken}` },
         body: JSON.stringify({ namespace: callerNs, name: 'fast', warmPool: 'base' }),
       });
-      const body = (await r.body.json()) as { kind?: string; code?: number; reason?: string; message?: string; details?: { causes?: { reason: string; field: string }[] } };
-      if (r.statusCode !== 403 || !body.message?.includes('claimController.secretNamespaces')) throw new Error(`${r.statusCode} ${JSON.stringify(body)}`);
+      const body = (await r.body.json()) as {
+        kind?: string;
+        code?: number;
+        reason?: string;
+        message?: string;
+        details?: { causes?: { reason: string; field: string }[] };
+      };
+      if (r.statusCode !== 403 || !body.message?.includes('claimController.secretNamespaces'))
+        throw new Error(`${r.statusCode} ${JSON.stringify(body)}`);
       return body;
     });
     expect(fast).toMatchObject({ kind: 'Status', code: 403, reason: 'Forbidden' });
@@ -207,7 +271,9 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     const late = await waitBound(other, 'refused');
     expect(readyCondition(late)).toMatchObject({ status: 'True', reason: 'NodeLocalClaim' });
     expect(await deliveriesFor(other, 'refused')).toEqual([late.status?.sandbox?.claimID]);
-    const secret = await kc.makeApiClient(CoreV1Api).readNamespacedSecret({ namespace: other, name: late.status?.sandbox?.tokenSecretName ?? '' });
+    const secret = await kc
+      .makeApiClient(CoreV1Api)
+      .readNamespacedSecret({ namespace: other, name: late.status?.sandbox?.tokenSecretName ?? '' });
     expect(secret.data?.token).toBeTruthy();
     expect(deliveredTotal()).toBe(before + 2);
   });
@@ -220,10 +286,17 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     });
     // A quota of no Secrets: RBAC allows the write, admission refuses it (403 exceeded quota).
     const core = kc.makeApiClient(CoreV1Api);
-    const quota = await core.createNamespacedResourceQuota({ namespace: ns, body: { metadata: { name: 'no-secrets' }, spec: { hard: { secrets: '0' } } } });
+    const quota = await core.createNamespacedResourceQuota({
+      namespace: ns,
+      body: { metadata: { name: 'no-secrets' }, spec: { hard: { secrets: '0' } } },
+    });
     // This control plane runs no quota controller: its usage is written here, as that controller
     // would (admission refuses with "exceeded quota" once hard and used are known).
-    await core.replaceNamespacedResourceQuotaStatus({ namespace: ns, name: 'no-secrets', body: { ...quota, status: { hard: { secrets: '0' }, used: { secrets: '0' } } } });
+    await core.replaceNamespacedResourceQuotaStatus({
+      namespace: ns,
+      name: 'no-secrets',
+      body: { ...quota, status: { hard: { secrets: '0' }, used: { secrets: '0' } } },
+    });
     const before = deliveredTotal();
     const releasedBefore = releases(sim);
 
@@ -278,7 +351,9 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     await createClaim(ns, 'revoked');
     const held = await waitReason(ns, 'revoked', 'RecordFailed');
     const failed = boundCondition(held);
-    expect(failed?.message).toMatch(/^metadata\.namespace: node \S+ delivered sandbox sb_\S+, but writing its Bound record failed \(403 Forbidden: /);
+    expect(failed?.message).toMatch(
+      /^metadata\.namespace: node \S+ delivered sandbox sb_\S+, but writing its Bound record failed \(403 Forbidden: /,
+    );
     // the token Secret is created first, and patched only when it is the claim's own
     expect(failed?.message).toMatch(/cannot (create|patch) resource "secrets"/);
     expect(failed?.message).toContain('claimController.secretNamespaces');

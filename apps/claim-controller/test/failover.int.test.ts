@@ -1,6 +1,15 @@
 import type { ChildProcess } from 'node:child_process';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createTestNamespace, deleteNamespace, eventually, installChartAppRbac, runSuffix, testKubeConfig, type ChartAppIdentity } from '@sandbox-scale/e2e';
+import {
+  applyCrds,
+  createTestNamespace,
+  deleteNamespace,
+  eventually,
+  installChartAppRbac,
+  runSuffix,
+  testKubeConfig,
+  type ChartAppIdentity,
+} from '@sandbox-scale/e2e';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { ANNOTATIONS, parseOwnerRef, type SandboxClaim } from '@sandbox-scale/scale-core';
@@ -99,10 +108,13 @@ it('after the leader is killed mid-burst, the new leader finds every earlier del
   const oldLeader = await newerThanLeadership(kc, ns);
   for (const name of DELIVERED) await createClaim(kc, ns, name, 'base', { labels: LABELS });
   for (const name of WAITING) await createClaim(kc, ns, name, 'later', { labels: LABELS });
-  await eventually(async () => {
-    const live = await liveDeliveries(sim, ns, TOKEN);
-    if (live.length < DELIVERED.length) throw new Error(`${live.length} deliveries so far`);
-  }, { timeoutMs: 90_000 });
+  await eventually(
+    async () => {
+      const live = await liveDeliveries(sim, ns, TOKEN);
+      if (live.length < DELIVERED.length) throw new Error(`${live.length} deliveries so far`);
+    },
+    { timeoutMs: 90_000 },
+  );
 
   // the standby runs as deployed: the chart's ServiceAccount and RBAC, waiting on the same Lease
   identity = await installChartAppRbac(kc, 'claim-controller', { release: `ccf-${suffix}`, namespace: ns });
@@ -111,7 +123,14 @@ it('after the leader is killed mid-burst, the new leader finds every earlier del
     fleetToken: TOKEN,
     claimSelector: selectorOf(LABELS),
     inventorySelector: selectorOf(LABELS),
-    flags: { ...LEADER_FLAGS, leaderElectionNamespace: ns, metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '0', orphanInterval: 3_600_000 },
+    flags: {
+      ...LEADER_FLAGS,
+      leaderElectionNamespace: ns,
+      metricsBindAddress: '0',
+      healthProbeBindAddress: '0',
+      fastPathBindAddress: '0',
+      orphanInterval: 3_600_000,
+    },
     log: createLogger({ name: 'claim-controller-standby', level: 'warn' }),
     // one window for the whole test, so the count does not depend on how fast the claims heal
     earlierListingMaxAgeMs: 600_000,
@@ -128,19 +147,30 @@ it('after the leader is killed mid-burst, the new leader finds every earlier del
   await createPool(kc, ns, 'later', IMAGE);
   const claimed = new Map<string, SandboxClaim>();
   for (const name of [...DELIVERED, ...WAITING]) {
-    claimed.set(name, await eventually(async () => {
-      const claim = await getClaim(kc, ns, name);
-      if (boundCondition(claim)?.status !== 'True') throw new Error(`${name} not Bound`);
-      return claim;
-    }, { timeoutMs: 60_000 }));
+    claimed.set(
+      name,
+      await eventually(
+        async () => {
+          const claim = await getClaim(kc, ns, name);
+          if (boundCondition(claim)?.status !== 'True') throw new Error(`${name} not Bound`);
+          return claim;
+        },
+        { timeoutMs: 60_000 },
+      ),
+    );
   }
   const after = countsOf([LIST, TOKEN_READ, CLAIM]);
   const lists = (after[LIST] ?? 0) - (before[LIST] ?? 0);
   const tokenReads = (after[TOKEN_READ] ?? 0) - (before[TOKEN_READ] ?? 0);
   const claims = (after[CLAIM] ?? 0) - (before[CLAIM] ?? 0);
-  console.log(`failover: ${DELIVERED.length} delivered-unrecorded + ${WAITING.length} waiting claims over ${NODES} nodes: node lists ${lists} (per-claim checks would be ≥ ${(DELIVERED.length + WAITING.length) * NODES}), token reads ${tokenReads}, claims ${claims}`);
+  console.log(
+    `failover: ${DELIVERED.length} delivered-unrecorded + ${WAITING.length} waiting claims over ${NODES} nodes: node lists ${lists} (per-claim checks would be ≥ ${(DELIVERED.length + WAITING.length) * NODES}), token reads ${tokenReads}, claims ${claims}`,
+  );
   for (const [name, c] of claimed) {
-    const mine = delivered.find((d) => { const o = parseOwnerRef(d.claimRef); return o?.kind === 'SandboxClaim' && o.name === name && o.uid === c.metadata.uid; });
+    const mine = delivered.find((d) => {
+      const o = parseOwnerRef(d.claimRef);
+      return o?.kind === 'SandboxClaim' && o.name === name && o.uid === c.metadata.uid;
+    });
     if (DELIVERED.includes(name)) {
       // the delivery the old leader made, adopted; the hint it wrote with the finalizer names a node of the fleet
       expect(c.status?.sandbox?.claimID).toBe(mine?.id);

@@ -10,20 +10,33 @@ import { applyObject, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Sim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, LEASE_NAMES, parseOwnerRef, type SandboxClaim } from '@sandbox-scale/scale-core';
-import { NodeInventoryResource, parseClaim, SandboxClaimResource, SandboxTemplateResource, SandboxWarmPoolResource } from '../src/resources';
+import {
+  NodeInventoryResource,
+  parseClaim,
+  SandboxClaimResource,
+  SandboxTemplateResource,
+  SandboxWarmPoolResource,
+} from '../src/resources';
 
 export const ROOT_TOKEN = 'root-fleet-token';
 
 /** A label selector matching exactly `labels`. */
 export function selectorOf(labels: Record<string, string>): string {
-  return Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',');
+  return Object.entries(labels)
+    .map(([k, v]) => `${k}=${v}`)
+    .join(',');
 }
 
 /**
  * Publishes one NodeInventory per simulated node from its own GET /v1/info (the publisher is
  * another app; tests build the same object). Names carry the run suffix.
  */
-export async function publishInventories(kc: KubeConfig, sim: Sim, suffix: string, opts: { token?: string; addressOf?: (node: string) => string | undefined; labels?: Record<string, string> } = {}): Promise<void> {
+export async function publishInventories(
+  kc: KubeConfig,
+  sim: Sim,
+  suffix: string,
+  opts: { token?: string; addressOf?: (node: string) => string | undefined; labels?: Record<string, string> } = {},
+): Promise<void> {
   const token = opts.token ?? ROOT_TOKEN;
   for (const n of sim.nodes) {
     const info = await new SandboxdClient({ baseUrl: n.url, token }).info();
@@ -36,7 +49,13 @@ export async function publishInventories(kc: KubeConfig, sim: Sim, suffix: strin
         metadata: { name, ...(opts.labels ? { labels: opts.labels } : {}) },
         node: name,
         address: opts.addressOf?.(n.name) ?? n.addr,
-        pools: info.pools.map((p) => ({ template: p.key.template, net: p.key.net || 'none', size: p.key.size || 'small', warm: p.warm, target: p.target })),
+        pools: info.pools.map((p) => ({
+          template: p.key.template,
+          net: p.key.net || 'none',
+          size: p.key.size || 'small',
+          warm: p.warm,
+          target: p.target,
+        })),
       },
       { fieldManager: 'sandbox-scale/test', force: true, resource: NodeInventoryResource },
     );
@@ -48,7 +67,13 @@ export async function deleteInventories(kc: KubeConfig, sim: Sim, suffix: string
   for (const n of sim.nodes) await c.delete(undefined, `${n.name}-${suffix}`).catch(() => undefined);
 }
 
-export async function createPool(kc: KubeConfig, ns: string, name: string, image: string, spec: { replicas?: number; coldStart?: 'Never' | 'WhenNoWarmCapacity' } = {}): Promise<void> {
+export async function createPool(
+  kc: KubeConfig,
+  ns: string,
+  name: string,
+  image: string,
+  spec: { replicas?: number; coldStart?: 'Never' | 'WhenNoWarmCapacity' } = {},
+): Promise<void> {
   await new ResourceClient(kc, SandboxTemplateResource).create(ns, {
     apiVersion: EXTENSIONS_API_VERSION,
     kind: 'SandboxTemplate',
@@ -63,7 +88,13 @@ export async function createPool(kc: KubeConfig, ns: string, name: string, image
   });
 }
 
-export async function createClaim(kc: KubeConfig, ns: string, name: string, pool: string, opts: { lifecycle?: Record<string, unknown>; labels?: Record<string, string> } = {}): Promise<void> {
+export async function createClaim(
+  kc: KubeConfig,
+  ns: string,
+  name: string,
+  pool: string,
+  opts: { lifecycle?: Record<string, unknown>; labels?: Record<string, string> } = {},
+): Promise<void> {
   const { lifecycle, labels } = opts;
   await new ResourceClient(kc, SandboxClaimResource).create(ns, {
     apiVersion: EXTENSIONS_API_VERSION,
@@ -86,7 +117,8 @@ export async function liveDeliveries(sim: Sim, ns: string, token = ROOT_TOKEN): 
   const out: { node: string; id: string; claimRef: string }[] = [];
   for (const n of sim.nodes) {
     const rows = await new SandboxdClient({ baseUrl: n.url, token }).sandboxes();
-    for (const r of rows) if (r.claimRef && parseOwnerRef(r.claimRef)?.namespace === ns) out.push({ node: n.name, id: r.id, claimRef: r.claimRef });
+    for (const r of rows)
+      if (r.claimRef && parseOwnerRef(r.claimRef)?.namespace === ns) out.push({ node: n.name, id: r.id, claimRef: r.claimRef });
   }
   return out;
 }
@@ -110,16 +142,32 @@ export function releases(sim: Sim): number {
  * reads cluster-wide (as the controller does) but writes only in `ns`, so while it runs it
  * touches no other suite's claims or Secrets on the shared control plane.
  */
-export async function kubeconfigWithoutStatusWrites(kc: KubeConfig, ns: string, rbacName: string): Promise<{ file: string; remove(): Promise<void> }> {
+export async function kubeconfigWithoutStatusWrites(
+  kc: KubeConfig,
+  ns: string,
+  rbacName: string,
+): Promise<{ file: string; remove(): Promise<void> }> {
   const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
   const subjects = [{ kind: 'ServiceAccount', name: 'limited', namespace: ns }];
   await rbac.createClusterRole({
     body: {
       metadata: { name: rbacName },
-      rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims', 'sandboxwarmpools', 'sandboxtemplates', 'nodeinventories'], verbs: ['get', 'list', 'watch'] }],
+      rules: [
+        {
+          apiGroups: ['extensions.agents.x-k8s.io'],
+          resources: ['sandboxclaims', 'sandboxwarmpools', 'sandboxtemplates', 'nodeinventories'],
+          verbs: ['get', 'list', 'watch'],
+        },
+      ],
     },
   });
-  await rbac.createClusterRoleBinding({ body: { metadata: { name: rbacName }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: rbacName }, subjects } });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: rbacName },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: rbacName },
+      subjects,
+    },
+  });
   await rbac.createNamespacedRole({
     namespace: ns,
     body: {
@@ -132,7 +180,10 @@ export async function kubeconfigWithoutStatusWrites(kc: KubeConfig, ns: string, 
       ],
     },
   });
-  await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: rbacName }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: rbacName }, subjects } });
+  await rbac.createNamespacedRoleBinding({
+    namespace: ns,
+    body: { metadata: { name: rbacName }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: rbacName }, subjects },
+  });
   const sa = await kubeconfigForServiceAccount(kc, ns, 'limited');
   const file = join(mkdtempSync(join(tmpdir(), 'cc-limited-')), 'kubeconfig');
   writeFileSync(file, kubeconfigText(sa));
@@ -150,13 +201,36 @@ export async function kubeconfigWithoutStatusWrites(kc: KubeConfig, ns: string, 
  * claim-controller as its own process (main.ts) with the fleet token in a file, no listeners and
  * `args` appended; `exited` settles when it ends. CC_DEBUG=1 shows its log.
  */
-export function spawnClaimController(kubeconfig: string, args: readonly string[], token = ROOT_TOKEN): { child: ChildProcess; exited: Promise<void> } {
+export function spawnClaimController(
+  kubeconfig: string,
+  args: readonly string[],
+  token = ROOT_TOKEN,
+): { child: ChildProcess; exited: Promise<void> } {
   const tokenFile = join(mkdtempSync(join(tmpdir(), 'cc-token-')), 'token');
   writeFileSync(tokenFile, `${token}\n`);
   const child = spawn(
     process.execPath,
-    ['--import', 'tsx', 'apps/claim-controller/src/main.ts', '--kubeconfig', kubeconfig, '--fleet-token-file', tokenFile, '--metrics-bind-address', '0', '--health-probe-bind-address', '0', '--fast-path-bind-address', '0', ...args],
-    { cwd: process.cwd(), stdio: ['ignore', process.env.CC_DEBUG ? 'inherit' : 'ignore', 'inherit'], env: { ...process.env, LOG_LEVEL: process.env.CC_DEBUG ? 'info' : 'error' } },
+    [
+      '--import',
+      'tsx',
+      'apps/claim-controller/src/main.ts',
+      '--kubeconfig',
+      kubeconfig,
+      '--fleet-token-file',
+      tokenFile,
+      '--metrics-bind-address',
+      '0',
+      '--health-probe-bind-address',
+      '0',
+      '--fast-path-bind-address',
+      '0',
+      ...args,
+    ],
+    {
+      cwd: process.cwd(),
+      stdio: ['ignore', process.env.CC_DEBUG ? 'inherit' : 'ignore', 'inherit'],
+      env: { ...process.env, LOG_LEVEL: process.env.CC_DEBUG ? 'info' : 'error' },
+    },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
   return { child, exited };
@@ -186,10 +260,13 @@ export async function countingProxies(sim: Sim, token: string): Promise<Counting
         const route = `${req.method} ${path.replace(/^\/v1\/sandboxes\/[^/]+$/, '/v1/sandboxes/:id')}`;
         counts.set(route, (counts.get(route) ?? 0) + 1);
       }
-      const upstream = request({ host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers }, (up) => {
-        res.writeHead(up.statusCode ?? 502, up.headers);
-        up.pipe(res);
-      });
+      const upstream = request(
+        { host: target.hostname, port: target.port, method: req.method, path: req.url, headers: req.headers },
+        (up) => {
+          res.writeHead(up.statusCode ?? 502, up.headers);
+          up.pipe(res);
+        },
+      );
       upstream.on('error', () => {
         if (!res.headersSent) res.writeHead(502);
         res.end();
@@ -213,11 +290,26 @@ export async function countingProxies(sim: Sim, token: string): Promise<Counting
 
 /** Flags of a claim-controller process that leads through the Lease in `ns` (short durations, so a takeover is quick). */
 export function leaderArgs(ns: string): string[] {
-  return ['--leader-elect=true', '--leader-election-namespace', ns, '--leader-elect-lease-duration', '4s', '--leader-elect-renew-deadline', '3s', '--leader-elect-retry-period', '500ms'];
+  return [
+    '--leader-elect=true',
+    '--leader-election-namespace',
+    ns,
+    '--leader-elect-lease-duration',
+    '4s',
+    '--leader-elect-renew-deadline',
+    '3s',
+    '--leader-elect-retry-period',
+    '500ms',
+  ];
 }
 
 /** The same, for an in-process controller. */
-export const LEADER_FLAGS = { leaderElect: true, leaderElectLeaseDuration: 4000, leaderElectRenewDeadline: 3000, leaderElectRetryPeriod: 500 };
+export const LEADER_FLAGS = {
+  leaderElect: true,
+  leaderElectLeaseDuration: 4000,
+  leaderElectRenewDeadline: 3000,
+  leaderElectRetryPeriod: 500,
+};
 
 /** The holder of claim-controller's Lease in `ns`, once there is one other than `not`. */
 export async function leaseHolder(kc: KubeConfig, ns: string, not = ''): Promise<string> {
@@ -225,12 +317,15 @@ export async function leaseHolder(kc: KubeConfig, ns: string, not = ''): Promise
 }
 
 async function heldLease(kc: KubeConfig, ns: string, not = ''): Promise<{ holder: string; acquired: number }> {
-  return eventually(async () => {
-    const lease = await kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: ns, name: LEASE_NAMES.claimController });
-    const holder = lease.spec?.holderIdentity ?? '';
-    if (holder === '' || holder === not) throw new Error(`Lease held by "${holder}"`);
-    return { holder, acquired: new Date(lease.spec?.acquireTime ?? 0).getTime() };
-  }, { timeoutMs: 90_000 });
+  return eventually(
+    async () => {
+      const lease = await kc.makeApiClient(CoordinationV1Api).readNamespacedLease({ namespace: ns, name: LEASE_NAMES.claimController });
+      const holder = lease.spec?.holderIdentity ?? '';
+      if (holder === '' || holder === not) throw new Error(`Lease held by "${holder}"`);
+      return { holder, acquired: new Date(lease.spec?.acquireTime ?? 0).getTime() };
+    },
+    { timeoutMs: 90_000 },
+  );
 }
 
 /**

@@ -19,27 +19,36 @@ describe('ClaimGateway when a node hands over a VM but its reply is lost', () =>
     await sim.stop();
   });
 
-  it.each(['invalid-json', 'wrong-shape'] as const)('adopts the delivery on that node instead of claiming twice (%s reply)', async (mode) => {
-    const [a, b] = sim.nodes;
-    if (!a || !b) throw new Error('two nodes expected');
-    sim.node(a.name).setFaults({ malformed: { claim: mode } });
-    // node a advertises far more warm VMs, so the power-of-two choice lands there first
-    const inventory = [
-      { metadata: { name: a.name }, node: a.name, address: a.addr, pools: [{ template: TEMPLATE, warm: 1000 }] },
-      { metadata: { name: b.name }, node: b.name, address: b.addr, pools: [{ template: TEMPLATE, warm: 1 }] },
-    ];
-    const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }), rng: () => 0 });
-    const name = `c-${mode}`;
-    const owner = { kind: 'SandboxClaim' as const, uid: `uid-${mode}` };
-    const got = await gateway.deliver({ namespace: 'ns', name, owner, key });
-    const ref = `claim:${owner.uid}:ns/${name}`;
-    sim.node(a.name).clearFaults();
+  it.each(['invalid-json', 'wrong-shape'] as const)(
+    'adopts the delivery on that node instead of claiming twice (%s reply)',
+    async (mode) => {
+      const [a, b] = sim.nodes;
+      if (!a || !b) throw new Error('two nodes expected');
+      sim.node(a.name).setFaults({ malformed: { claim: mode } });
+      // node a advertises far more warm VMs, so the power-of-two choice lands there first
+      const inventory = [
+        { metadata: { name: a.name }, node: a.name, address: a.addr, pools: [{ template: TEMPLATE, warm: 1000 }] },
+        { metadata: { name: b.name }, node: b.name, address: b.addr, pools: [{ template: TEMPLATE, warm: 1 }] },
+      ];
+      const gateway = new ClaimGateway({
+        clients,
+        fleetToken: 'root',
+        inventories: () => inventory,
+        log: createLogger({ name: 'test', level: 'silent' }),
+        rng: () => 0,
+      });
+      const name = `c-${mode}`;
+      const owner = { kind: 'SandboxClaim' as const, uid: `uid-${mode}` };
+      const got = await gateway.deliver({ namespace: 'ns', name, owner, key });
+      const ref = `claim:${owner.uid}:ns/${name}`;
+      sim.node(a.name).clearFaults();
 
-    expect(got.node).toBe(a.name);
-    const onA = await clients.forNode(a.url).sandboxes(ref);
-    const onB = await clients.forNode(b.url).sandboxes(ref);
-    expect(onA.map((r) => r.id)).toEqual([got.claimId]);
-    expect(onB).toEqual([]);
-    expect(got.token.length).toBeGreaterThan(0);
-  });
+      expect(got.node).toBe(a.name);
+      const onA = await clients.forNode(a.url).sandboxes(ref);
+      const onB = await clients.forNode(b.url).sandboxes(ref);
+      expect(onA.map((r) => r.id)).toEqual([got.claimId]);
+      expect(onB).toEqual([]);
+      expect(got.token.length).toBeGreaterThan(0);
+    },
+  );
 });

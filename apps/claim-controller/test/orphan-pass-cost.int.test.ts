@@ -1,5 +1,16 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, countingKubeConfig, createTestNamespace, deleteNamespace, eventually, installChartAppRbac, runSuffix, testKubeConfig, type ChartAppIdentity, type KubeRequestCount } from '@sandbox-scale/e2e';
+import {
+  applyCrds,
+  countingKubeConfig,
+  createTestNamespace,
+  deleteNamespace,
+  eventually,
+  installChartAppRbac,
+  runSuffix,
+  testKubeConfig,
+  type ChartAppIdentity,
+  type KubeRequestCount,
+} from '@sandbox-scale/e2e';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
@@ -11,7 +22,16 @@ import { ClaimGateway } from '../src/gateway/claim-gateway';
 import { ClaimRecorder } from '../src/record/claim-recorder';
 import { FastPathRecorder } from '../src/record/fast-path-recorder';
 import { createCaches, poolOfKey, type Caches } from '../src/wiring';
-import { boundCondition, countingProxies, createClaim, createPool, deleteInventories, getClaim, publishInventories, type CountingProxies } from './fixtures';
+import {
+  boundCondition,
+  countingProxies,
+  createClaim,
+  createPool,
+  deleteInventories,
+  getClaim,
+  publishInventories,
+  type CountingProxies,
+} from './fixtures';
 
 /**
  * What one orphan pass costs, counted where the requests land: at a proxy in front of each
@@ -40,7 +60,13 @@ function nodeReads(): { lists: number; details: number } {
   return { lists: proxies.count('GET /v1/sandboxes'), details: proxies.count('GET /v1/sandboxes/:id') };
 }
 
-async function measuredPass(): Promise<{ adopted: number; errors: number; apiserver: Map<string, number>; lists: number; details: number }> {
+async function measuredPass(): Promise<{
+  adopted: number;
+  errors: number;
+  apiserver: Map<string, number>;
+  lists: number;
+  details: number;
+}> {
   const before = nodeReads();
   counted.reset();
   outcomes.length = 0;
@@ -49,7 +75,8 @@ async function measuredPass(): Promise<{ adopted: number; errors: number; apiser
   return { ...r, apiserver: counted.byRoute(), lists: after.lists - before.lists, details: after.details - before.details };
 }
 
-const sum = (m: Map<string, number>, method?: string): number => [...m].filter(([k]) => method === undefined || k.startsWith(`${method} `)).reduce((a, [, n]) => a + n, 0);
+const sum = (m: Map<string, number>, method?: string): number =>
+  [...m].filter(([k]) => method === undefined || k.startsWith(`${method} `)).reduce((a, [, n]) => a + n, 0);
 
 beforeAll(async () => {
   kc = testKubeConfig();
@@ -67,7 +94,8 @@ beforeAll(async () => {
   await Promise.all(Object.values(caches).map((c) => c.waitForSync()));
   clients = new SandboxdClientSet({ token: TOKEN });
   // this run's nodes only: the shared control plane holds other suites' inventories too
-  const inventories = (): ReturnType<typeof caches.inventories.list> => caches.inventories.list().filter((i) => i.node.endsWith(`-${suffix}`));
+  const inventories = (): ReturnType<typeof caches.inventories.list> =>
+    caches.inventories.list().filter((i) => i.node.endsWith(`-${suffix}`));
   const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories, log });
   const recorder = new ClaimRecorder({ kubeConfig: counted.kubeConfig });
   const writes = new ClaimClient(counted.kubeConfig);
@@ -91,15 +119,32 @@ beforeAll(async () => {
     await createClaim(kc, ns, name, 'not-a-pool');
     const c = await getClaim(kc, ns, name);
     const n = sim.nodes[i % NODES];
-    const d = await new SandboxdClient({ baseUrl: n?.url ?? '', token: TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }) });
+    const d = await new SandboxdClient({ baseUrl: n?.url ?? '', token: TOKEN }).claim({
+      template: IMAGE,
+      ttlSeconds: 3600,
+      claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }),
+    });
     // other suites' controllers may write a condition on the claim meanwhile (its pool does not exist): a conflict is tried again
-    await eventually(() => admin.recordBound({ namespace: ns, name, uid: c.metadata.uid ?? '' }, { claimId: d.id, node: `${n?.name}-${suffix}`, address: d.ownerAddr, token: d.token }));
+    await eventually(() =>
+      admin.recordBound(
+        { namespace: ns, name, uid: c.metadata.uid ?? '' },
+        { claimId: d.id, node: `${n?.name}-${suffix}`, address: d.ownerAddr, token: d.token },
+      ),
+    );
   }
   for (const [i, kind] of (['Sandbox', 'Sandbox', 'ForkChild', 'SnapshotClaim'] as const).entries()) {
     const n = sim.nodes[i % NODES];
-    await new SandboxdClient({ baseUrl: n?.url ?? '', token: TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: formatOwnerRef({ kind, uid: `1111111${i}-2222-3333-4444-555555555555`, namespace: ns, name: `other-${i}` }) });
+    await new SandboxdClient({ baseUrl: n?.url ?? '', token: TOKEN }).claim({
+      template: IMAGE,
+      ttlSeconds: 3600,
+      claimRef: formatOwnerRef({ kind, uid: `1111111${i}-2222-3333-4444-555555555555`, namespace: ns, name: `other-${i}` }),
+    });
   }
-  await new SandboxdClient({ baseUrl: sim.nodes[0]?.url ?? '', token: TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: `${ns}/legacy` });
+  await new SandboxdClient({ baseUrl: sim.nodes[0]?.url ?? '', token: TOKEN }).claim({
+    template: IMAGE,
+    ttlSeconds: 3600,
+    claimRef: `${ns}/legacy`,
+  });
   await eventually(async () => {
     const cached = caches.claims.list(ns).filter((c) => boundCondition(c)?.status === 'True');
     if (cached.length !== BOUND) throw new Error(`cache holds ${cached.length} Bound claims`);
@@ -119,7 +164,9 @@ afterAll(async () => {
 describe('orphan pass cost', () => {
   it('a steady pass costs one node list per node and no apiserver request', async () => {
     const r = await measuredPass();
-    console.log(`steady pass: ${NODES} nodes, ${BOUND} Bound + 5 foreign deliveries: apiserver ${sum(r.apiserver)}, sandboxd lists ${r.lists}, token reads ${r.details}`);
+    console.log(
+      `steady pass: ${NODES} nodes, ${BOUND} Bound + 5 foreign deliveries: apiserver ${sum(r.apiserver)}, sandboxd lists ${r.lists}, token reads ${r.details}`,
+    );
     expect(r).toMatchObject({ adopted: 0, errors: 0, lists: NODES, details: 0 });
     expect(sum(r.apiserver)).toBe(0);
     expect(outcomes.filter((o) => o === 'bound')).toHaveLength(BOUND);
@@ -132,11 +179,26 @@ describe('orphan pass cost', () => {
     for (const name of ['lost-0', 'lost-1']) {
       await createClaim(kc, ns, name, 'not-a-pool');
       const c = await getClaim(kc, ns, name);
-      await new SandboxdClient({ baseUrl: sim.nodes[1]?.url ?? '', token: TOKEN }).claim({ template: IMAGE, ttlSeconds: 3600, claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }) });
+      await new SandboxdClient({ baseUrl: sim.nodes[1]?.url ?? '', token: TOKEN }).claim({
+        template: IMAGE,
+        ttlSeconds: 3600,
+        claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }),
+      });
       changes.push(name);
     }
-    const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories: () => caches.inventories.list().filter((i) => i.node.endsWith(`-${suffix}`)), log: createLogger({ name: 't', level: 'silent' }) });
-    await gateway.deliver({ namespace: ns, name: 'fast-lost', owner: { kind: 'FastPathClaim', uid: '99999999-8888-7777-6666-55555555aaaa' }, key: poolKeyFor([{ image: IMAGE }], undefined), ttlSeconds: 3600 });
+    const gateway = new ClaimGateway({
+      clients,
+      fleetToken: TOKEN,
+      inventories: () => caches.inventories.list().filter((i) => i.node.endsWith(`-${suffix}`)),
+      log: createLogger({ name: 't', level: 'silent' }),
+    });
+    await gateway.deliver({
+      namespace: ns,
+      name: 'fast-lost',
+      owner: { kind: 'FastPathClaim', uid: '99999999-8888-7777-6666-55555555aaaa' },
+      key: poolKeyFor([{ image: IMAGE }], undefined),
+      ttlSeconds: 3600,
+    });
     changes.push('fast-lost');
     await eventually(async () => {
       if (!caches.claims.get(ns, 'lost-0') || !caches.claims.get(ns, 'lost-1')) throw new Error('cache has not seen the new claims yet');
@@ -145,7 +207,9 @@ describe('orphan pass cost', () => {
     const sandboxd = r.lists + r.details;
     const gets = sum(r.apiserver, 'GET');
     const writes = sum(r.apiserver) - gets;
-    console.log(`pass with ${changes.length} changes: sandboxd ${sandboxd} (lists ${r.lists}, token reads ${r.details}); apiserver ${sum(r.apiserver)} (reads ${gets}, record writes ${writes}) ${JSON.stringify(Object.fromEntries(r.apiserver))}`);
+    console.log(
+      `pass with ${changes.length} changes: sandboxd ${sandboxd} (lists ${r.lists}, token reads ${r.details}); apiserver ${sum(r.apiserver)} (reads ${gets}, record writes ${writes}) ${JSON.stringify(Object.fromEntries(r.apiserver))}`,
+    );
     expect(r).toMatchObject({ adopted: changes.length, errors: 0, lists: NODES, details: changes.length });
     expect(sandboxd).toBeLessThanOrEqual(NODES + changes.length);
     // reads: the confirming Get of each claim that existed; the fast-path claim is created, not read

@@ -1,12 +1,35 @@
 import type { ChildProcess } from 'node:child_process';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createTestNamespace, deleteNamespace, eventually, installChartAppRbac, runSuffix, testKubeConfig, type ChartAppIdentity } from '@sandbox-scale/e2e';
+import {
+  applyCrds,
+  createTestNamespace,
+  deleteNamespace,
+  eventually,
+  installChartAppRbac,
+  runSuffix,
+  testKubeConfig,
+  type ChartAppIdentity,
+} from '@sandbox-scale/e2e';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { parseOwnerRef } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { startClaimController, type ClaimControllerHandle } from '../src';
-import { boundCondition, createClaim, createPool, deleteInventories, getClaim, kubeconfigWithoutStatusWrites, leaderArgs, liveDeliveries, newerThanLeadership, publishInventories, releases, selectorOf, spawnClaimController } from './fixtures';
+import {
+  boundCondition,
+  createClaim,
+  createPool,
+  deleteInventories,
+  getClaim,
+  kubeconfigWithoutStatusWrites,
+  leaderArgs,
+  liveDeliveries,
+  newerThanLeadership,
+  publishInventories,
+  releases,
+  selectorOf,
+  spawnClaimController,
+} from './fixtures';
 
 const suffix = runSuffix();
 const IMAGE = `registry.local/cc-restart-${suffix}:1`;
@@ -58,10 +81,13 @@ it('binds every delivery after a SIGKILL between delivery and record, claiming n
   // created once the process leads: it claims them without looking for earlier deliveries on other suites' nodes
   await newerThanLeadership(kc, ns);
   for (const name of CLAIMS) await createClaim(kc, ns, name, 'base', { labels: LABELS });
-  await eventually(async () => {
-    const live = await liveDeliveries(sim, ns, TOKEN);
-    if (live.length < CLAIMS.length) throw new Error(`${live.length} deliveries so far`);
-  }, { timeoutMs: 90_000 });
+  await eventually(
+    async () => {
+      const live = await liveDeliveries(sim, ns, TOKEN);
+      if (live.length < CLAIMS.length) throw new Error(`${live.length} deliveries so far`);
+    },
+    { timeoutMs: 90_000 },
+  );
   for (const name of CLAIMS) expect(boundCondition(await getClaim(kc, ns, name))?.status).not.toBe('True');
   child.kill('SIGKILL');
   await exited;
@@ -79,12 +105,18 @@ it('binds every delivery after a SIGKILL between delivery and record, claiming n
     log: createLogger({ name: 'claim-controller-restart', level: 'warn' }),
   });
   for (const name of CLAIMS) {
-    const c = await eventually(async () => {
-      const claim = await getClaim(kc, ns, name);
-      if (boundCondition(claim)?.status !== 'True') throw new Error(`${name} not Bound`);
-      return claim;
-    }, { timeoutMs: 30_000 });
-    const mine = delivered.find((d) => { const o = parseOwnerRef(d.claimRef); return o?.kind === 'SandboxClaim' && o.name === name && o.uid === c.metadata.uid; });
+    const c = await eventually(
+      async () => {
+        const claim = await getClaim(kc, ns, name);
+        if (boundCondition(claim)?.status !== 'True') throw new Error(`${name} not Bound`);
+        return claim;
+      },
+      { timeoutMs: 30_000 },
+    );
+    const mine = delivered.find((d) => {
+      const o = parseOwnerRef(d.claimRef);
+      return o?.kind === 'SandboxClaim' && o.name === name && o.uid === c.metadata.uid;
+    });
     expect(c.status?.sandbox?.claimID).toBe(mine?.id);
   }
   expect(await liveDeliveries(sim, ns, TOKEN)).toHaveLength(CLAIMS.length);

@@ -36,7 +36,15 @@ describe('buildInventory', () => {
       now,
     });
     expect(body.entries).toEqual([
-      { name: 'ns/a', id: 'sb_1', phase: 'Hibernated', claimRef: 'ns/a', addr: '10.0.0.1:7777', deadline: '2030-01-02T03:04:05Z', claimedAt: '2029-12-31T23:59:59Z' },
+      {
+        name: 'ns/a',
+        id: 'sb_1',
+        phase: 'Hibernated',
+        claimRef: 'ns/a',
+        addr: '10.0.0.1:7777',
+        deadline: '2030-01-02T03:04:05Z',
+        claimedAt: '2029-12-31T23:59:59Z',
+      },
       { name: 'sb-2', id: 'sb_2', phase: 'Running', addr: '10.0.0.1:7777', deadline: '2030-01-02T03:04:05Z' },
     ]);
     expect(parseObject(NodeInventorySchema, body).node).toBe('n1');
@@ -44,8 +52,17 @@ describe('buildInventory', () => {
 
   it('serves an owner reference under the owner namespace/name and keeps the whole reference', () => {
     const ref = 'sandbox:0b3e6f0c-2d7a-4a55-9c51-6a0f3f1d2e4b:team-a/job-1';
-    const body = buildInventory({ node: 'n1', address: '', rows: [row({ id: 'sb_1', claimRef: ref }), row({ id: 'sb_2', claimRef: 'not an owner' })], info: info(), now });
-    expect(body.entries?.map((e) => [e.name, e.claimRef])).toEqual([['sb-2', 'not an owner'], ['team-a/job-1', ref]]);
+    const body = buildInventory({
+      node: 'n1',
+      address: '',
+      rows: [row({ id: 'sb_1', claimRef: ref }), row({ id: 'sb_2', claimRef: 'not an owner' })],
+      info: info(),
+      now,
+    });
+    expect(body.entries?.map((e) => [e.name, e.claimRef])).toEqual([
+      ['sb-2', 'not an owner'],
+      ['team-a/job-1', ref],
+    ]);
   });
 
   it('publishes address and every pool, sorted by key, with warm and target', () => {
@@ -61,7 +78,9 @@ describe('buildInventory', () => {
 
   it('adds a Draining condition while sandboxd is cordoned', () => {
     const body = buildInventory({ node: 'n1', address: 'a:1', rows: [], info: info({ draining: true }), now });
-    expect(body.conditions).toEqual([expect.objectContaining({ type: 'Draining', status: 'True', reason: 'NodeDraining', lastTransitionTime: '2030-01-01T00:00:00Z' })]);
+    expect(body.conditions).toEqual([
+      expect.objectContaining({ type: 'Draining', status: 'True', reason: 'NodeDraining', lastTransitionTime: '2030-01-01T00:00:00Z' }),
+    ]);
   });
 
   it('is deterministic: the same state gives an equal body whatever the row order', () => {
@@ -78,7 +97,9 @@ describe('markStale and keepTransitionTimes', () => {
     const last = buildInventory({ node: 'n1', address: 'a:1', rows: [row({ id: 'x' })], info: info(), now });
     const first = markStale(last, 'down', new Date('2030-01-01T00:01:00Z'));
     expect(first.entries).toEqual(last.entries);
-    expect(first.conditions).toEqual([expect.objectContaining({ type: 'Stale', status: 'True', reason: 'SandboxdUnreachable', message: 'down' })]);
+    expect(first.conditions).toEqual([
+      expect.objectContaining({ type: 'Stale', status: 'True', reason: 'SandboxdUnreachable', message: 'down' }),
+    ]);
     const again = keepTransitionTimes(first, markStale(first, 'down', new Date('2030-01-01T00:02:00Z')));
     expect(again.conditions?.[0]?.lastTransitionTime).toBe('2030-01-01T00:01:00Z');
     expect(sameInventory(first, again)).toBe(true);

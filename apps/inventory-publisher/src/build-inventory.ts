@@ -110,7 +110,8 @@ export function markStale(last: InventoryBody, message: string, since: Date): In
 /** Equality for "did anything change": transition times are ignored, so a steady Draining or Stale is no write. */
 export function sameInventory(a: InventoryBody | undefined, b: InventoryBody): boolean {
   if (a === undefined) return false;
-  const strip = (x: InventoryBody): string => JSON.stringify({ ...x, conditions: x.conditions?.map(({ lastTransitionTime: _t, ...c }) => c) });
+  const strip = (x: InventoryBody): string =>
+    JSON.stringify({ ...x, conditions: x.conditions?.map(({ lastTransitionTime: _t, ...c }) => c) });
   return strip(a) === strip(b);
 }
 

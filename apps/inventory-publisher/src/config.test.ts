@@ -15,9 +15,23 @@ describe('publisher configuration', () => {
   });
 
   it('reads the flags: interval as ms, labels as a map, token from env', () => {
-    const flags = parse(['--node-name', 'n1', '--sandboxd-url=http://127.0.0.1:9000', '--publish-interval=5s', '--inventory-labels', 'fleet=a,zone=z1']);
+    const flags = parse([
+      '--node-name',
+      'n1',
+      '--sandboxd-url=http://127.0.0.1:9000',
+      '--publish-interval=5s',
+      '--inventory-labels',
+      'fleet=a,zone=z1',
+    ]);
     const cfg = publisherConfigFromFlags(flags, readFleetToken(flags.fleetTokenFile, { SANDBOX_SCALE_FLEET_TOKEN: ' tok \n' }));
-    expect(cfg).toEqual({ nodeName: 'n1', sandboxdUrl: 'http://127.0.0.1:9000', advertiseAddress: '127.0.0.1:9000', publishIntervalMs: 5000, labels: { fleet: 'a', zone: 'z1' }, fleetToken: 'tok' });
+    expect(cfg).toEqual({
+      nodeName: 'n1',
+      sandboxdUrl: 'http://127.0.0.1:9000',
+      advertiseAddress: '127.0.0.1:9000',
+      publishIntervalMs: 5000,
+      labels: { fleet: 'a', zone: 'z1' },
+      fleetToken: 'tok',
+    });
   });
 
   it('names the flag when node name is missing or labels are malformed', () => {

@@ -7,16 +7,27 @@ import { z } from 'zod';
 /** Flags of inventory-publisher (env fallback SANDBOX_SCALE_<FLAG>). */
 export const InventoryPublisherFlagsSchema = z.object({
   ...managerFlagShape,
-  nodeName: z.string({ error: 'is required (the chart sets it from the downward API, spec.nodeName)' }).min(1, 'is required (the chart sets it from the downward API, spec.nodeName)').describe('Name of this node; the NodeInventory is named after it'),
+  nodeName: z
+    .string({ error: 'is required (the chart sets it from the downward API, spec.nodeName)' })
+    .min(1, 'is required (the chart sets it from the downward API, spec.nodeName)')
+    .describe('Name of this node; the NodeInventory is named after it'),
   sandboxdUrl: z.string().min(1).default('http://127.0.0.1:7777').describe("URL of this node's sandboxd"),
-  advertiseAddress: z.string().default('').describe("host:port other components use to reach this node's sandboxd; empty means the host:port of --sandboxd-url"),
-  publishInterval: durationFlag(`${LIMITS.inventoryPublishIntervalMs / 1000}s`).describe('How often sandboxd is read and the NodeInventory refreshed (a jitter of up to 10% is added)'),
+  advertiseAddress: z
+    .string()
+    .default('')
+    .describe("host:port other components use to reach this node's sandboxd; empty means the host:port of --sandboxd-url"),
+  publishInterval: durationFlag(`${LIMITS.inventoryPublishIntervalMs / 1000}s`).describe(
+    'How often sandboxd is read and the NodeInventory refreshed (a jitter of up to 10% is added)',
+  ),
   inventoryLabels: z
     .string()
     .default('')
     .transform((v, ctx) => {
       const out: Record<string, string> = {};
-      for (const pair of v.split(',').map((x) => x.trim()).filter((x) => x !== '')) {
+      for (const pair of v
+        .split(',')
+        .map((x) => x.trim())
+        .filter((x) => x !== '')) {
         const eq = pair.indexOf('=');
         if (eq <= 0) ctx.addIssue({ code: 'custom', message: `"${pair}" is not key=value` });
         else out[pair.slice(0, eq)] = pair.slice(eq + 1);
@@ -24,7 +35,10 @@ export const InventoryPublisherFlagsSchema = z.object({
       return out;
     })
     .describe('Labels put on the NodeInventory, k=v,k2=v2 (e.g. a fleet label a warmpool-driver selects with --node-inventory-selector)'),
-  fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a mounted Secret); env SANDBOX_SCALE_FLEET_TOKEN otherwise'),
+  fleetTokenFile: z
+    .string()
+    .default('')
+    .describe('File holding the sandboxd fleet token (a mounted Secret); env SANDBOX_SCALE_FLEET_TOKEN otherwise'),
 });
 export type InventoryPublisherFlags = z.infer<typeof InventoryPublisherFlagsSchema>;
 

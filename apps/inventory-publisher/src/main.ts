@@ -11,13 +11,20 @@ void runApp({
     fleetToken: { flag: '--fleet-token-file', read: (f) => readFleetToken(f.fleetTokenFile) },
   },
   start: ({ config, inputs: { kubeConfig, fleetToken }, log, registry }) => {
-    if (fleetToken === '') log.warn('no fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): sandboxd will refuse the reads and the inventory stays Stale');
+    if (fleetToken === '')
+      log.warn(
+        'no fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): sandboxd will refuse the reads and the inventory stays Stale',
+      );
     return startPublisher({
       ...publisherConfigFromFlags(config, fleetToken),
       kubeConfig,
       log,
       registry,
-      manager: { metricsBindAddress: config.metricsBindAddress, healthProbeBindAddress: config.healthProbeBindAddress, gracefulShutdownTimeoutMs: config.gracefulShutdownTimeout },
+      manager: {
+        metricsBindAddress: config.metricsBindAddress,
+        healthProbeBindAddress: config.healthProbeBindAddress,
+        gracefulShutdownTimeoutMs: config.gracefulShutdownTimeout,
+      },
     });
   },
 }).then((code) => process.exit(code));

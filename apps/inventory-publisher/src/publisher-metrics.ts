@@ -13,11 +13,26 @@ export interface PublisherMetrics {
 
 /** Labels are bounded: one publisher per process, so the node is not a label. */
 export function publisherMetrics(registry: Registry): PublisherMetrics {
-  const publishes = counter(registry, 'sandbox_scale_inventory_publisher_publishes_total', 'Publish ticks, by result (applied, unchanged, stale, failed).', ['result']);
-  const stale = gauge(registry, 'sandbox_scale_inventory_publisher_stale', '1 while sandboxd cannot be read and the NodeInventory is marked Stale.', []);
+  const publishes = counter(
+    registry,
+    'sandbox_scale_inventory_publisher_publishes_total',
+    'Publish ticks, by result (applied, unchanged, stale, failed).',
+    ['result'],
+  );
+  const stale = gauge(
+    registry,
+    'sandbox_scale_inventory_publisher_stale',
+    '1 while sandboxd cannot be read and the NodeInventory is marked Stale.',
+    [],
+  );
   const entries = gauge(registry, 'sandbox_scale_inventory_publisher_entries', 'Live sandboxes in the last published NodeInventory.', []);
   // an alert on `time() - this` catches a publisher that stopped ticking, which the stale flag cannot
-  const freshAt = gauge(registry, 'sandbox_scale_inventory_publisher_last_fresh_timestamp_seconds', 'Unix time of the last successful read of sandboxd (0 before the first).', []);
+  const freshAt = gauge(
+    registry,
+    'sandbox_scale_inventory_publisher_last_fresh_timestamp_seconds',
+    'Unix time of the last successful read of sandboxd (0 before the first).',
+    [],
+  );
   stale.set(0);
   freshAt.set(0);
   return {

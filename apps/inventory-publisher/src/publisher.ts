@@ -1,6 +1,22 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyObject, ignoreNotFound, jitter, ResourceClient, type Informer, type KubeResource, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
-import { FIELD_MANAGERS, INVENTORY_OBJECT_MAX_BYTES, inventoryObjectName, LIMITS, RESOURCES, type NodeInventory } from '@sandbox-scale/scale-core';
+import {
+  applyObject,
+  ignoreNotFound,
+  jitter,
+  ResourceClient,
+  type Informer,
+  type KubeResource,
+  type Logger,
+  type Runnable,
+} from '@sandbox-scale/kube-runtime';
+import {
+  FIELD_MANAGERS,
+  INVENTORY_OBJECT_MAX_BYTES,
+  inventoryObjectName,
+  LIMITS,
+  RESOURCES,
+  type NodeInventory,
+} from '@sandbox-scale/scale-core';
 import type { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Registry } from 'prom-client';
 import { buildInventory, keepTransitionTimes, markStale, sameInventory, type InventoryBody } from './build-inventory';
@@ -130,7 +146,12 @@ export class InventoryPublisher implements Runnable {
       const obj = objects[part] as InventoryBody;
       if (!gone && sameInventory(written[part], obj)) continue;
       this.writes++;
-      await applyObject(this.opts.kubeConfig, obj, { fieldManager: FIELD_MANAGERS.inventoryPublisher, force: true, resource: NodeInventoryResource, signal });
+      await applyObject(this.opts.kubeConfig, obj, {
+        fieldManager: FIELD_MANAGERS.inventoryPublisher,
+        force: true,
+        resource: NodeInventoryResource,
+        signal,
+      });
       written[part] = obj;
       this.lastObjects = written;
     }
@@ -151,12 +172,18 @@ export class InventoryPublisher implements Runnable {
     const timeout = AbortSignal.timeout(LIMITS.sandboxdTimeoutMs);
     const callSignal = signal ? AbortSignal.any([signal, timeout]) : timeout;
     try {
-      const [rows, info] = await Promise.all([sandboxd.sandboxes(undefined, { signal: callSignal }), sandboxd.info({ signal: callSignal })]);
+      const [rows, info] = await Promise.all([
+        sandboxd.sandboxes(undefined, { signal: callSignal }),
+        sandboxd.info({ signal: callSignal }),
+      ]);
       if (this.staleSince) this.log.info('sandboxd answers again; NodeInventory is current');
       this.staleSince = undefined;
       this.metrics.stale(false);
       this.metrics.fresh(this.now().getTime());
-      return keepTransitionTimes(this.lastApplied, buildInventory({ node: config.nodeName, address: config.advertiseAddress, labels: config.labels, rows, info, now: this.now() }));
+      return keepTransitionTimes(
+        this.lastApplied,
+        buildInventory({ node: config.nodeName, address: config.advertiseAddress, labels: config.labels, rows, info, now: this.now() }),
+      );
     } catch (err) {
       if (!this.staleSince) this.log.warn({ err }, 'sandboxd unreachable; keeping the last NodeInventory, marked Stale');
       this.staleSince ??= this.now();

@@ -8,7 +8,12 @@ const body = (entries: number): InventoryBody => ({
   metadata: { name: 'node-a', labels: { zone: 'z1' } },
   node: 'node-a',
   address: '10.0.0.1:7777',
-  entries: Array.from({ length: entries }, (_, i) => ({ name: `team/sb-${String(i).padStart(5, '0')}`, id: `sb_${i}`, phase: 'Running', addr: '10.0.0.1:7777' })),
+  entries: Array.from({ length: entries }, (_, i) => ({
+    name: `team/sb-${String(i).padStart(5, '0')}`,
+    id: `sb_${i}`,
+    phase: 'Running',
+    addr: '10.0.0.1:7777',
+  })),
   pools: [{ template: 'img', net: 'none', size: 'small', warm: 1, target: 2 }],
 });
 
@@ -41,7 +46,8 @@ describe('splitInventory', () => {
 
   it('moves an entry only to a higher part when the part count doubles', () => {
     const b = body(400);
-    const partOf = (objects: InventoryBody[]): Map<string, number> => new Map(objects.flatMap((o, i) => (o.entries ?? []).map((e) => [e.name, i] as const)));
+    const partOf = (objects: InventoryBody[]): Map<string, number> =>
+      new Map(objects.flatMap((o, i) => (o.entries ?? []).map((e) => [e.name, i] as const)));
     const two = partOf(splitInventory(b, Math.ceil(bodyBytes(b) / 1.5)));
     const four = partOf(splitInventory(b, Math.ceil(bodyBytes(b) / 3)));
     expect(new Set(two.values()).size).toBe(2);

@@ -35,7 +35,9 @@ export function splitInventory(body: InventoryBody, maxBytes: number = INVENTORY
     const objects = shards.map((shard, part) => partBody(body, part, parts, shard));
     if (objects.every((o) => bodyBytes(o) <= maxBytes)) return objects;
   }
-  throw new InventoryTooLargeError(`the inventory of node ${body.node} (${whole} bytes, ${entries.length} entries) does not fit ${MAX_INVENTORY_PARTS} objects of ${maxBytes} bytes`);
+  throw new InventoryTooLargeError(
+    `the inventory of node ${body.node} (${whole} bytes, ${entries.length} entries) does not fit ${MAX_INVENTORY_PARTS} objects of ${maxBytes} bytes`,
+  );
 }
 
 function partBody(body: InventoryBody, part: number, parts: number, entries: InventoryEntry[]): InventoryBody {

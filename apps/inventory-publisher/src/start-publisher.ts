@@ -40,8 +40,18 @@ export function startPublisher(opts: StartPublisherOptions): RunningPublisher {
     registry: opts.registry,
   });
   const sandboxd = new SandboxdClient({ baseUrl: opts.sandboxdUrl, token: opts.fleetToken, dispatcher: opts.dispatcher });
-  const publisher = new InventoryPublisher({ config: opts, kubeConfig: opts.kubeConfig, sandboxd, inventories, log: opts.log, registry: opts.registry, ...(opts.maxObjectBytes === undefined ? {} : { maxObjectBytes: opts.maxObjectBytes }) });
-  const manager = new Manager({ log: opts.log, registry: opts.registry, kubeConfig: opts.kubeConfig, ...opts.manager }).addInformer(inventories).add(publisher);
+  const publisher = new InventoryPublisher({
+    config: opts,
+    kubeConfig: opts.kubeConfig,
+    sandboxd,
+    inventories,
+    log: opts.log,
+    registry: opts.registry,
+    ...(opts.maxObjectBytes === undefined ? {} : { maxObjectBytes: opts.maxObjectBytes }),
+  });
+  const manager = new Manager({ log: opts.log, registry: opts.registry, kubeConfig: opts.kubeConfig, ...opts.manager })
+    .addInformer(inventories)
+    .add(publisher);
   const stopper = new AbortController();
   const done = manager.start(stopper.signal).finally(() => sandboxd.close());
   return {

@@ -49,17 +49,22 @@ describe('inventory-publisher against a real API server and sandboxd-sim', () =>
     const client = new SandboxdClient({ baseUrl: node.url, token: TOKEN });
     await eventually(async () => expect((await client.info()).pools[0]?.warm).toBe(3));
     const claimed = await client.claim({ template: 'img:pub', claimRef: 'team-a/job-1' });
-    await eventually(async () => {
-      const inv = await readInventory();
-      const rows = await client.sandboxes();
-      const info = await client.info();
-      expect(inv.node).toBe(nodeName);
-      expect(inv.address).toBe(node.addr);
-      expect(inv.entries?.map((e) => [e.name, e.id, e.claimRef])).toEqual(rows.map((r) => [r.claimRef ?? r.id, r.id, r.claimRef]));
-      expect(inv.entries?.[0]).toMatchObject({ name: 'team-a/job-1', id: claimed.id, phase: 'Running', claimRef: 'team-a/job-1' });
-      expect(inv.pools).toEqual(info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })));
-      expect(inv.pools?.[0]).toMatchObject({ template: 'img:pub', warm: 3, target: 3 });
-    }, { timeoutMs: 15_000 });
+    await eventually(
+      async () => {
+        const inv = await readInventory();
+        const rows = await client.sandboxes();
+        const info = await client.info();
+        expect(inv.node).toBe(nodeName);
+        expect(inv.address).toBe(node.addr);
+        expect(inv.entries?.map((e) => [e.name, e.id, e.claimRef])).toEqual(rows.map((r) => [r.claimRef ?? r.id, r.id, r.claimRef]));
+        expect(inv.entries?.[0]).toMatchObject({ name: 'team-a/job-1', id: claimed.id, phase: 'Running', claimRef: 'team-a/job-1' });
+        expect(inv.pools).toEqual(
+          info.pools.map((p) => ({ template: p.key.template, net: p.key.net, size: p.key.size, warm: p.warm, target: p.target })),
+        );
+        expect(inv.pools?.[0]).toMatchObject({ template: 'img:pub', warm: 3, target: 3 });
+      },
+      { timeoutMs: 15_000 },
+    );
     // Tokens never reach the published object.
     const out = await kubectl(['get', 'nodeinventories', nodeName, '-o', 'json'], { kubeconfig: testKubeconfigPath() });
     expect(out.stdout).not.toContain(claimed.token ?? 'no-token-in-claim');
@@ -70,22 +75,28 @@ describe('inventory-publisher against a real API server and sandboxd-sim', () =>
   it('rebuilds a deleted NodeInventory on the next tick', async () => {
     const before = await eventually(() => readInventory(), { timeoutMs: 15_000 });
     await inventories.delete(undefined, nodeName);
-    await eventually(async () => {
-      const after = await readInventory();
-      expect(after.metadata.uid).not.toBe(before.metadata.uid);
-      expect(after.entries).toEqual(before.entries);
-    }, { timeoutMs: 15_000 });
+    await eventually(
+      async () => {
+        const after = await readInventory();
+        expect(after.metadata.uid).not.toBe(before.metadata.uid);
+        expect(after.entries).toEqual(before.entries);
+      },
+      { timeoutMs: 15_000 },
+    );
   });
 
   it('keeps the last object, marked Stale, while sandboxd is unreachable, and clears it when it answers', async () => {
     const before = await readInventory();
     sim.node(sim.nodes[0]?.name ?? '').setFaults({ partition: 'close' });
-    await eventually(async () => {
-      const inv = await readInventory();
-      expect(inv.conditions).toEqual([expect.objectContaining({ type: 'Stale', status: 'True', reason: 'SandboxdUnreachable' })]);
-      expect(inv.entries).toEqual(before.entries);
-      expect(inv.pools).toEqual(before.pools);
-    }, { timeoutMs: 15_000 });
+    await eventually(
+      async () => {
+        const inv = await readInventory();
+        expect(inv.conditions).toEqual([expect.objectContaining({ type: 'Stale', status: 'True', reason: 'SandboxdUnreachable' })]);
+        expect(inv.entries).toEqual(before.entries);
+        expect(inv.pools).toEqual(before.pools);
+      },
+      { timeoutMs: 15_000 },
+    );
     expect(await registry.getSingleMetricAsString('sandbox_scale_inventory_publisher_stale')).toMatch(/stale 1$/m);
     sim.node(sim.nodes[0]?.name ?? '').clearFaults();
     await eventually(async () => expect((await readInventory()).conditions).toBeUndefined(), { timeoutMs: 15_000 });

@@ -3,7 +3,14 @@ import { Registry } from 'prom-client';
 import { applyCrds, eventually, installChartAppRbac, runSuffix, testKubeConfig, type ChartAppIdentity } from '@sandbox-scale/e2e';
 import { apiStatusOf, applyObject, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { captureLog } from '@sandbox-scale/kube-runtime/testing';
-import { FIELD_MANAGERS, INVENTORY_OBJECT_MAX_BYTES, inventoryObjectName, NodeInventorySchema, parseObject, type NodeInventory } from '@sandbox-scale/scale-core';
+import {
+  FIELD_MANAGERS,
+  INVENTORY_OBJECT_MAX_BYTES,
+  inventoryObjectName,
+  NodeInventorySchema,
+  parseObject,
+  type NodeInventory,
+} from '@sandbox-scale/scale-core';
 import { SandboxdClient, type NodeInfo, type SandboxRow } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { bodyBytes, buildInventory, NodeInventoryResource, splitInventory, startPublisher, type RunningPublisher } from '../src/index';
@@ -50,7 +57,7 @@ afterAll(async () => {
   await identity?.remove();
 });
 
-describe('a NodeInventory over etcd\'s request limit', () => {
+describe("a NodeInventory over etcd's request limit", () => {
   it('is refused whole by the real API server and accepted split into parts', async () => {
     const node = `big-${suffix}`;
     const empty = bodyBytes(buildInventory({ node, address: '10.0.0.1:7777', rows: [], info, now: new Date() }));
@@ -60,7 +67,9 @@ describe('a NodeInventory over etcd\'s request limit', () => {
     // 1.5 MiB is etcd's --max-request-bytes; a body of 2 MB is under kube-apiserver's own 3 MB cap
     const count = Math.ceil(2_000_000 / perEntry);
     const wholeBytes = bodyBytes(buildInventory({ node, address: '10.0.0.1:7777', rows: rows(count), info, now: new Date() }));
-    console.log(`NodeInventory entry ${perEntry.toFixed(0)} bytes; one object holds ${perObject} entries (1 MiB body); ${count} entries = ${(wholeBytes / 1e6).toFixed(2)} MB`);
+    console.log(
+      `NodeInventory entry ${perEntry.toFixed(0)} bytes; one object holds ${perObject} entries (1 MiB body); ${count} entries = ${(wholeBytes / 1e6).toFixed(2)} MB`,
+    );
     expect(perEntry).toBeGreaterThan(150);
     expect(perEntry).toBeLessThan(400);
     // the figures printed: a 1 MiB object holds thousands of entries, and the test body needs parts
@@ -72,7 +81,11 @@ describe('a NodeInventory over etcd\'s request limit', () => {
     cleanup.push(node);
     let refused: unknown;
     try {
-      await applyObject(identity.kubeConfig, whole, { fieldManager: FIELD_MANAGERS.inventoryPublisher, force: true, resource: NodeInventoryResource });
+      await applyObject(identity.kubeConfig, whole, {
+        fieldManager: FIELD_MANAGERS.inventoryPublisher,
+        force: true,
+        resource: NodeInventoryResource,
+      });
     } catch (err) {
       refused = err;
     }
@@ -83,7 +96,11 @@ describe('a NodeInventory over etcd\'s request limit', () => {
     expect(objects.length).toBeGreaterThanOrEqual(2);
     for (const obj of objects) {
       cleanup.push(obj.metadata.name);
-      await applyObject(identity.kubeConfig, obj, { fieldManager: FIELD_MANAGERS.inventoryPublisher, force: true, resource: NodeInventoryResource });
+      await applyObject(identity.kubeConfig, obj, {
+        fieldManager: FIELD_MANAGERS.inventoryPublisher,
+        force: true,
+        resource: NodeInventoryResource,
+      });
     }
     const stored = await Promise.all(objects.map((_, part) => readObject(inventoryObjectName(node, part))));
     expect(stored[0]?.parts).toBe(objects.length);
@@ -115,24 +132,42 @@ describe('inventory-publisher splitting a node against sandboxd-sim', () => {
     const { log } = captureLog();
     // about eight entries per object: the 24 claimed sandboxes need four
     const maxObjectBytes = 2_000;
-    running = startPublisher({ nodeName: node, sandboxdUrl: simNode.url, advertiseAddress: simNode.addr, publishIntervalMs: 300, fleetToken: TOKEN, kubeConfig: identity.kubeConfig, log, registry: new Registry(), maxObjectBytes });
-    await eventually(async () => {
-      const own = await readObject(node);
-      expect(own?.parts).toBeGreaterThanOrEqual(2);
-      const parts = await Promise.all(Array.from({ length: (own?.parts ?? 1) - 1 }, (_, i) => readObject(inventoryObjectName(node, i + 1))));
-      for (const p of parts) expect(p?.address).toBeUndefined();
-      const names = [own, ...parts].flatMap((o) => o?.entries?.map((e) => e.name) ?? []).sort();
-      expect(names).toEqual(claimed.map((_, i) => `team-split/sb-${i}`).sort());
-    }, { timeoutMs: 30_000 });
+    running = startPublisher({
+      nodeName: node,
+      sandboxdUrl: simNode.url,
+      advertiseAddress: simNode.addr,
+      publishIntervalMs: 300,
+      fleetToken: TOKEN,
+      kubeConfig: identity.kubeConfig,
+      log,
+      registry: new Registry(),
+      maxObjectBytes,
+    });
+    await eventually(
+      async () => {
+        const own = await readObject(node);
+        expect(own?.parts).toBeGreaterThanOrEqual(2);
+        const parts = await Promise.all(
+          Array.from({ length: (own?.parts ?? 1) - 1 }, (_, i) => readObject(inventoryObjectName(node, i + 1))),
+        );
+        for (const p of parts) expect(p?.address).toBeUndefined();
+        const names = [own, ...parts].flatMap((o) => o?.entries?.map((e) => e.name) ?? []).sort();
+        expect(names).toEqual(claimed.map((_, i) => `team-split/sb-${i}`).sort());
+      },
+      { timeoutMs: 30_000 },
+    );
     const parts = (await readObject(node))?.parts ?? 0;
 
     for (const c of claimed.slice(2)) await client.release(c.id);
-    await eventually(async () => {
-      const own = await readObject(node);
-      expect(own?.parts).toBeUndefined();
-      expect(own?.entries?.map((e) => e.name).sort()).toEqual(['team-split/sb-0', 'team-split/sb-1']);
-      for (let p = 1; p < parts; p++) expect(await readObject(inventoryObjectName(node, p))).toBeUndefined();
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        const own = await readObject(node);
+        expect(own?.parts).toBeUndefined();
+        expect(own?.entries?.map((e) => e.name).sort()).toEqual(['team-split/sb-0', 'team-split/sb-1']);
+        for (let p = 1; p < parts; p++) expect(await readObject(inventoryObjectName(node, p))).toBeUndefined();
+      },
+      { timeoutMs: 30_000 },
+    );
     await client.close();
   });
 });

@@ -11,21 +11,70 @@ export const SandboxApiserverFlagsSchema = z.object({
   bindAddress: z.string().default('0.0.0.0').describe('Address to listen on'),
   tlsCertFile: z.string().default('').describe('Serving certificate (PEM); empty = a self-signed one for <service>.<namespace>.svc'),
   tlsPrivateKeyFile: z.string().default('').describe('Key of --tls-cert-file (PEM)'),
-  serviceName: z.string().default('sandbox-apiserver').describe('Name of the Service the APIService points at (names the self-signed cert)'),
+  serviceName: z
+    .string()
+    .default('sandbox-apiserver')
+    .describe('Name of the Service the APIService points at (names the self-signed cert)'),
   serviceNamespace: z.string().default('sandbox-system').describe('Namespace of that Service'),
-  advertiseAddress: z.string().default('').describe('This replica\'s address as the Service\'s EndpointSlices list it (the pod IP); with it, replicas route each name to its owner. Empty = this replica acts alone'),
-  peerCaFile: z.string().default('').describe('CA (PEM) the replicas\' serving certificate chains to; a peer must present that certificate before it is sent this replica\'s credentials. Empty = the serving certificate itself'),
-  peerSettlePeriod: durationFlag('60s').describe('After the peers change, how long a miss also asks every peer and the nodes (a just-created sandbox may sit with its previous owner until its node publishes it)'),
-  fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN; without one, writes are refused'),
-  inventoryGracePeriod: durationFlag('60s').describe('How long the sandboxes of a vanished NodeInventory stay listed, so a brief gap is no DELETED/ADDED'),
+  advertiseAddress: z
+    .string()
+    .default('')
+    .describe(
+      "This replica's address as the Service's EndpointSlices list it (the pod IP); with it, replicas route each name to its owner. Empty = this replica acts alone",
+    ),
+  peerCaFile: z
+    .string()
+    .default('')
+    .describe(
+      "CA (PEM) the replicas' serving certificate chains to; a peer must present that certificate before it is sent this replica's credentials. Empty = the serving certificate itself",
+    ),
+  peerSettlePeriod: durationFlag('60s').describe(
+    'After the peers change, how long a miss also asks every peer and the nodes (a just-created sandbox may sit with its previous owner until its node publishes it)',
+  ),
+  fleetTokenFile: z
+    .string()
+    .default('')
+    .describe(
+      'File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN; without one, writes are refused',
+    ),
+  inventoryGracePeriod: durationFlag('60s').describe(
+    'How long the sandboxes of a vanished NodeInventory stay listed, so a brief gap is no DELETED/ADDED',
+  ),
   bookmarkInterval: durationFlag('60s').describe('How often a watch with allowWatchBookmarks gets a BOOKMARK'),
-  watchHistory: z.coerce.number().int().min(100).default(10_000).describe('Changes kept for resuming watches; older resourceVersions get 410 Expired'),
-  claimIndexMaxBytes: z.coerce.number().int().min(1024).default(64 * 1024 * 1024).describe('Heap budget of the claim-time index (read-after-create)'),
-  sandboxLeaseTtl: durationFlag('15m').describe('Node lease of a sandbox that lives until deleted (created, forked or claimed from a snapshot without a TTL), asked at claim and renewed at 40-60 % of it while it is served (0s = the node\'s default); bounds how long its VM outlives a control plane that is gone'),
+  watchHistory: z.coerce
+    .number()
+    .int()
+    .min(100)
+    .default(10_000)
+    .describe('Changes kept for resuming watches; older resourceVersions get 410 Expired'),
+  claimIndexMaxBytes: z.coerce
+    .number()
+    .int()
+    .min(1024)
+    .default(64 * 1024 * 1024)
+    .describe('Heap budget of the claim-time index (read-after-create)'),
+  sandboxLeaseTtl: durationFlag('15m').describe(
+    "Node lease of a sandbox that lives until deleted (created, forked or claimed from a snapshot without a TTL), asked at claim and renewed at 40-60 % of it while it is served (0s = the node's default); bounds how long its VM outlives a control plane that is gone",
+  ),
   leaseRenewalsPerSecond: z.coerce.number().int().min(1).default(500).describe('Most node lease renewals per second, over every node'),
-  maxWatches: z.coerce.number().int().min(1).default(DEFAULT_INFLIGHT_CAPS.maxWatches).describe('Open watches of all callers together; more are answered 429'),
-  maxWatchesPerUser: z.coerce.number().int().min(1).default(DEFAULT_INFLIGHT_CAPS.maxWatchesPerUser).describe('Open watches of one user; more are answered 429'),
-  maxRequestsPerUser: z.coerce.number().int().min(1).default(DEFAULT_INFLIGHT_CAPS.maxRequestsPerUser).describe('Requests of one user served at once (watches aside); more are answered 429'),
+  maxWatches: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_INFLIGHT_CAPS.maxWatches)
+    .describe('Open watches of all callers together; more are answered 429'),
+  maxWatchesPerUser: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_INFLIGHT_CAPS.maxWatchesPerUser)
+    .describe('Open watches of one user; more are answered 429'),
+  maxRequestsPerUser: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_INFLIGHT_CAPS.maxRequestsPerUser)
+    .describe('Requests of one user served at once (watches aside); more are answered 429'),
 });
 export type SandboxApiserverFlags = z.infer<typeof SandboxApiserverFlagsSchema>;
 

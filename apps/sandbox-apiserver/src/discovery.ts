@@ -30,8 +30,22 @@ export function apiGroupList(): Record<string, unknown> {
 }
 
 export function apiResourceList(): Record<string, unknown> {
-  const main = { name: SB.plural, singularName: SB.singular, namespaced: true, kind: SB.kind, verbs: VERBS, shortNames: [...SB.shortNames], categories: [RESOURCE_CATEGORY] };
-  const subs = ACTIONS.map((a) => ({ name: `${SB.plural}/${a.name}`, singularName: '', namespaced: true, kind: a.kind, verbs: ['create'] }));
+  const main = {
+    name: SB.plural,
+    singularName: SB.singular,
+    namespaced: true,
+    kind: SB.kind,
+    verbs: VERBS,
+    shortNames: [...SB.shortNames],
+    categories: [RESOURCE_CATEGORY],
+  };
+  const subs = ACTIONS.map((a) => ({
+    name: `${SB.plural}/${a.name}`,
+    singularName: '',
+    namespaced: true,
+    kind: a.kind,
+    verbs: ['create'],
+  }));
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: SANDBOX_API_VERSION, resources: [main, ...subs] };
 }
 

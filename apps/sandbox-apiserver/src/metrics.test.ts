@@ -21,7 +21,13 @@ async function byNode(registry: Registry, name: string): Promise<Record<string, 
 describe('inventoryMetrics', () => {
   it('reports stale, draining and entries per node from the cache at scrape time', async () => {
     const registry = new Registry();
-    let invs = [inventory('n-1', [{ type: 'Stale', status: 'True' }], 2), inventory('n-2', [{ type: 'Stale', status: 'False' }, { type: 'Draining', status: 'True' }])];
+    let invs = [
+      inventory('n-1', [{ type: 'Stale', status: 'True' }], 2),
+      inventory('n-2', [
+        { type: 'Stale', status: 'False' },
+        { type: 'Draining', status: 'True' },
+      ]),
+    ];
     inventoryMetrics(registry, () => invs);
     expect(await byNode(registry, 'sandbox_scale_apiserver_inventory_stale')).toEqual({ 'n-1': 1, 'n-2': 0 });
     expect(await byNode(registry, 'sandbox_scale_apiserver_inventory_draining')).toEqual({ 'n-1': 0, 'n-2': 1 });

@@ -24,11 +24,21 @@ function labelsOf(req: IncomingMessage): { verb: string; resource: string } {
   return { verb, resource: info.resource === 'sandboxes' ? `sandboxes${sub}` : 'other' };
 }
 
-
 /** Request counts and latencies; labels are bounded (verb, resource, code — never a name). */
 export function requestMetrics(registry: Registry): { start(req: IncomingMessage): (code: number) => void } {
-  const total = new Counter({ name: 'sandbox_scale_apiserver_requests_total', help: 'API requests by verb, resource and HTTP code', labelNames: ['verb', 'resource', 'code'], registers: [registry] });
-  const duration = new Histogram({ name: 'sandbox_scale_apiserver_request_duration_seconds', help: 'API request latency (watches: until the stream ends)', labelNames: ['verb', 'resource'], buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30], registers: [registry] });
+  const total = new Counter({
+    name: 'sandbox_scale_apiserver_requests_total',
+    help: 'API requests by verb, resource and HTTP code',
+    labelNames: ['verb', 'resource', 'code'],
+    registers: [registry],
+  });
+  const duration = new Histogram({
+    name: 'sandbox_scale_apiserver_request_duration_seconds',
+    help: 'API request latency (watches: until the stream ends)',
+    labelNames: ['verb', 'resource'],
+    buckets: [0.001, 0.005, 0.01, 0.05, 0.1, 0.5, 1, 5, 30],
+    registers: [registry],
+  });
   return {
     start(req) {
       const began = process.hrtime.bigint();
@@ -41,7 +51,8 @@ export function requestMetrics(registry: Registry): { start(req: IncomingMessage
   };
 }
 
-const conditionTrue = (inv: NodeInventory, type: string): number => (inv.conditions?.some((c) => c.type === type && c.status === CONDITION_STATUS.true) ? 1 : 0);
+const conditionTrue = (inv: NodeInventory, type: string): number =>
+  inv.conditions?.some((c) => c.type === type && c.status === CONDITION_STATUS.true) ? 1 : 0;
 
 /**
  * Per-node state of the NodeInventory cache, read at scrape time so a deleted node drops out.

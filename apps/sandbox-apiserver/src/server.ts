@@ -2,7 +2,18 @@ import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { createLogger, DEFAULT_INFLIGHT_CAPS, DelegatedAuth, guardRequests, InflightLimits, limitServer, requestUrl, type InflightCaps, type Informer, type Logger } from '@sandbox-scale/kube-runtime';
+import {
+  createLogger,
+  DEFAULT_INFLIGHT_CAPS,
+  DelegatedAuth,
+  guardRequests,
+  InflightLimits,
+  limitServer,
+  requestUrl,
+  type InflightCaps,
+  type Informer,
+  type Logger,
+} from '@sandbox-scale/kube-runtime';
 import { BadRequestError, StatusError, type Rng } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
@@ -89,7 +100,10 @@ const HEALTH = /^\/(healthz|livez|readyz)(\/[a-z-]+)?$/;
 export async function startSandboxApiserver(config: SandboxApiserverConfig): Promise<RunningSandboxApiserver> {
   const log = config.log ?? createLogger({ name: 'sandbox-apiserver' });
   const kc = config.kubeConfig;
-  const serving = config.tlsCertFile && config.tlsPrivateKeyFile ? await loadServingCert(config.tlsCertFile, config.tlsPrivateKeyFile) : await selfSignedServingCert(config.serviceName ?? 'sandbox-apiserver', config.serviceNamespace ?? 'sandbox-system');
+  const serving =
+    config.tlsCertFile && config.tlsPrivateKeyFile
+      ? await loadServingCert(config.tlsCertFile, config.tlsPrivateKeyFile)
+      : await selfSignedServingCert(config.serviceName ?? 'sandbox-apiserver', config.serviceNamespace ?? 'sandbox-system');
   const delegated = config.delegatedAuth ?? true;
   const delegatedAuth = delegated ? new DelegatedAuth(kc, { alwaysAllowGroups: ['system:masters'] }) : undefined;
   const authConfig = delegated ? await startAuthenticationConfigWatch(kc, log, config.authenticationConfigMap) : undefined;
@@ -110,7 +124,13 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     log,
   });
   const { sandboxes } = storages;
-  const metadata = new UserMetadataStore({ kubeConfig: kc, namespace: config.serviceNamespace ?? 'sandbox-system', log, registry, onChange: (ns, name) => sandboxes.cache.touch(ns, name) });
+  const metadata = new UserMetadataStore({
+    kubeConfig: kc,
+    namespace: config.serviceNamespace ?? 'sandbox-system',
+    log,
+    registry,
+    onChange: (ns, name) => sandboxes.cache.touch(ns, name),
+  });
   sandboxes.useMetadata(metadata);
   metadata.start();
   const informer = startInventoryInformer(kc, sandboxes.cache, log, registry);
@@ -147,10 +167,14 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     if (url.pathname === PEER_PATH && peerIdentity !== undefined) {
       // not counted against the caller's caps: the end user's request holds its slot on the replica that forwarded it
       await peerIdentity.check(req);
-      if (!informer.hasSynced()) throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
+      if (!informer.hasSynced())
+        throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
       return servePeerCall(req, res, local, log);
     }
-    const user = authenticator === undefined ? { username: 'system:admin', groups: ['system:masters'], extra: {} } : await authenticator.authenticate(req);
+    const user =
+      authenticator === undefined
+        ? { username: 'system:admin', groups: ['system:masters'], extra: {} }
+        : await authenticator.authenticate(req);
     if (user === undefined) throw new StatusError('Unauthorized', 'Unauthorized');
     const info = requestInfoOf(req.method ?? 'GET', url);
     // held until the response ends or the connection drops, so a watch holds its slot while open
@@ -165,12 +189,18 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       return;
     }
     const shape = negotiate(req.headers.accept);
-    if (shape === undefined) throw new StatusError('NotAcceptable', `only the following media types are accepted: application/json, application/json;as=Table;g=meta.k8s.io, application/json;as=PartialObjectMetadata;g=meta.k8s.io`);
+    if (shape === undefined)
+      throw new StatusError(
+        'NotAcceptable',
+        `only the following media types are accepted: application/json, application/json;as=Table;g=meta.k8s.io, application/json;as=PartialObjectMetadata;g=meta.k8s.io`,
+      );
     if (!info.isResource) return meta.serve(req, res, url.pathname, shape);
     const storage = storages.byResource.get(info.resource);
     if (storage === undefined) throw new StatusError('NotFound', 'the server could not find the requested resource');
-    if (!informer.hasSynced()) throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
-    if (!peersSynced.check()) throw new StatusError('ServiceUnavailable', 'the sandbox-apiserver peers are not known yet', { retryAfterSeconds: 1 });
+    if (!informer.hasSynced())
+      throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
+    if (!peersSynced.check())
+      throw new StatusError('ServiceUnavailable', 'the sandbox-apiserver peers are not known yet', { retryAfterSeconds: 1 });
     await handleResource({ req, res, url, info, shape, storage, bookmarkIntervalMs });
   };
 
@@ -187,7 +217,13 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     }
   };
   const server: Server = createServer(
-    { cert: serving.cert, key: serving.key, requestCert: true, rejectUnauthorized: false, ...(authConfig ? { ca: acceptedCasOf(authConfig.current) } : {}) },
+    {
+      cert: serving.cert,
+      key: serving.key,
+      requestCert: true,
+      rejectUnauthorized: false,
+      ...(authConfig ? { ca: acceptedCasOf(authConfig.current) } : {}),
+    },
     guardRequests(serve, { log, fail: (res, err) => sendStatus(res, err) }),
   );
   // a watch is a long response, not a long request: the request deadline does not end it
@@ -199,14 +235,34 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   });
   const port = (server.address() as AddressInfo).port;
   const peers = new PeerSet(config.advertiseAddress ? peerId(config.advertiseAddress, port) : '');
-  const peerClient = peers.self !== '' && peerIdentity !== undefined ? new PeerClient({ kubeConfig: kc, caPem: config.peerCaPem ?? serving.caBundle, serverName: `${serviceName}.${serviceNamespace}.svc` }) : undefined;
-  const peerInformer = peerClient !== undefined ? startPeerInformer(kc, peers, { name: serviceName, namespace: serviceNamespace }, log) : undefined;
+  const peerClient =
+    peers.self !== '' && peerIdentity !== undefined
+      ? new PeerClient({
+          kubeConfig: kc,
+          caPem: config.peerCaPem ?? serving.caBundle,
+          serverName: `${serviceName}.${serviceNamespace}.svc`,
+        })
+      : undefined;
+  const peerInformer =
+    peerClient !== undefined ? startPeerInformer(kc, peers, { name: serviceName, namespace: serviceNamespace }, log) : undefined;
   if (peerInformer !== undefined) peersSynced.check = () => peerInformer.hasSynced();
   if (peerClient === undefined) log.info({}, 'no --advertise-address (or no delegated auth): this replica serves every name itself');
   sandboxes.routeThrough(new OwnerRouting({ local, peers, client: peerClient, settleMs: config.peerSettleMs ?? 60_000, log }));
   if (peerClient !== undefined) local.share = new OverlayShare({ storage: sandboxes.reads, peers, client: peerClient, log });
   log.info({ port, self: peers.self }, 'serving agents.x-k8s.io/v1beta1');
-  const renewer = new LeaseRenewer({ cache: sandboxes.cache, router: sandboxes.reads.router, leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS, ratePerSecond: config.leaseRenewalsPerSecond ?? 500, log, renewsHere: renewalScope({ peers, peered: peerClient !== undefined, peersKnown: () => peersSynced.check(), settleMs: config.peerSettleMs ?? 60_000 }) });
+  const renewer = new LeaseRenewer({
+    cache: sandboxes.cache,
+    router: sandboxes.reads.router,
+    leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS,
+    ratePerSecond: config.leaseRenewalsPerSecond ?? 500,
+    log,
+    renewsHere: renewalScope({
+      peers,
+      peered: peerClient !== undefined,
+      peersKnown: () => peersSynced.check(),
+      settleMs: config.peerSettleMs ?? 60_000,
+    }),
+  });
   const renewing = new AbortController();
   // starts once the cache is synced; a stop before that never waits on the sync
   let renewed: Promise<void> | undefined;

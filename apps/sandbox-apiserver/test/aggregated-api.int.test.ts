@@ -1,5 +1,20 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createCA, createLeaf, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, testBinDir, testKubeConfig, testKubeconfigPath } from '@sandbox-scale/e2e';
+import {
+  applyCrds,
+  createCA,
+  createLeaf,
+  createTestNamespace,
+  deleteNamespace,
+  eventually,
+  freePort,
+  kubeconfigForServiceAccount,
+  kubeconfigText,
+  kubectl,
+  runSuffix,
+  testBinDir,
+  testKubeConfig,
+  testKubeconfigPath,
+} from '@sandbox-scale/e2e';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { createInformer } from '@sandbox-scale/kube-runtime';
@@ -46,7 +61,12 @@ let certFiles: { cert: string; key: string } | undefined;
 async function servingCertFiles(): Promise<{ cert: string; key: string }> {
   if (certFiles !== undefined) return certFiles;
   const ca = await createCA(`sbapi-ca-${suffix}`);
-  const leaf = await createLeaf(ca, { commonName: 'sandbox-apiserver', dnsNames: [`sandbox-apiserver.${ns}.svc`, 'localhost'], ips: ['127.0.0.1'], server: true });
+  const leaf = await createLeaf(ca, {
+    commonName: 'sandbox-apiserver',
+    dnsNames: [`sandbox-apiserver.${ns}.svc`, 'localhost'],
+    ips: ['127.0.0.1'],
+    server: true,
+  });
   caPem = ca.cert;
   certFiles = { cert: join(tmpdir(), `sbapi-${suffix}.crt`), key: join(tmpdir(), `sbapi-${suffix}.key`) };
   writeFileSync(certFiles.cert, leaf.cert);
@@ -56,7 +76,16 @@ async function servingCertFiles(): Promise<{ cert: string; key: string }> {
 
 async function startServer(): Promise<void> {
   const files = await servingCertFiles();
-  server = await startSandboxApiserver({ kubeConfig: kc, securePort: port, bindAddress: '127.0.0.1', tlsCertFile: files.cert, tlsPrivateKeyFile: files.key, fleetToken: TOKEN, log: quietLog, bookmarkIntervalMs: 1000 });
+  server = await startSandboxApiserver({
+    kubeConfig: kc,
+    securePort: port,
+    bindAddress: '127.0.0.1',
+    tlsCertFile: files.cert,
+    tlsPrivateKeyFile: files.key,
+    fleetToken: TOKEN,
+    log: quietLog,
+    bookmarkIntervalMs: 1000,
+  });
   await server.synced;
 }
 
@@ -64,11 +93,21 @@ async function startServer(): Promise<void> {
 function kubectlWatch(args: string[]): { out: () => string; err: () => string; stop: () => Promise<void> } {
   let out = '';
   let err = '';
-  const proc = spawn(join(testBinDir(), 'kubectl'), args, { env: { ...process.env, KUBECONFIG: testKubeconfigPath() }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(join(testBinDir(), 'kubectl'), args, {
+    env: { ...process.env, KUBECONFIG: testKubeconfigPath() },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   proc.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
   proc.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
   const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
-  return { out: () => out, err: () => err, stop: async () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); await exited; } };
+  return {
+    out: () => out,
+    err: () => err,
+    stop: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
 
 async function publish(): Promise<void> {
@@ -89,10 +128,13 @@ beforeAll(async () => {
   port = await freePort();
   await startServer();
   await registerApiService({ namespace: ns, port, caPem });
-  await eventually(async () => {
-    const r = await kubectl(['get', '--raw', `${BASE}`]);
-    expect(r.stdout).toContain('sandboxes/pause');
-  }, { timeoutMs: 60_000 });
+  await eventually(
+    async () => {
+      const r = await kubectl(['get', '--raw', `${BASE}`]);
+      expect(r.stdout).toContain('sandboxes/pause');
+    },
+    { timeoutMs: 60_000 },
+  );
 }, 120_000);
 
 afterAll(async () => {
@@ -108,16 +150,22 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     const res = await kubectl(['api-resources', '--api-group=agents.x-k8s.io']);
     expect(res.stdout).toMatch(/sandboxes\s+sandbox\s+agents.x-k8s.io\/v1beta1\s+true\s+Sandbox/);
     // kube-apiserver fetches the aggregated OpenAPI v3 document in the background
-    await eventually(async () => {
-      const explain = await kubectl(['explain', 'sandboxes.spec']);
-      expect(explain.stdout + explain.stderr).toContain('podTemplate');
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      async () => {
+        const explain = await kubectl(['explain', 'sandboxes.spec']);
+        expect(explain.stdout + explain.stderr).toContain('podTemplate');
+      },
+      { timeoutMs: 60_000 },
+    );
   });
 
   it('creates a sandbox with kubectl create -f and pauses it at once', async () => {
     const created = await kubectl(['create', '-f', '-', '-o', 'json'], { input: sandboxYaml('sb-one') });
     expect(created.stderr).toBe('');
-    const obj = JSON.parse(created.stdout) as { metadata: { annotations: Record<string, string>; uid: string }; status: { nodeName: string } };
+    const obj = JSON.parse(created.stdout) as {
+      metadata: { annotations: Record<string, string>; uid: string };
+      status: { nodeName: string };
+    };
     expect(obj.metadata.annotations['sandbox.cocoonstack.io/token']).toBeTruthy();
     expect(obj.status.nodeName).toContain(suffix);
     const paused = await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-one/pause`, '-f', '-'], { input: '{}' });
@@ -134,13 +182,19 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     // the node records the owner: a Sandbox created through this API, never a SandboxClaim of the name
     const id = obj.metadata.annotations['sandbox.cocoonstack.io/claim-id'];
     const rows = (await Promise.all(sim.nodes.map((n) => new SandboxdClient({ baseUrl: n.url, token: TOKEN }).sandboxes()))).flat();
-    expect(parseOwnerRef(rows.find((r) => r.id === id)?.claimRef)).toMatchObject({ kind: 'Sandbox', namespace: ns, name: 'sb-one', uid: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(parseOwnerRef(rows.find((r) => r.id === id)?.claimRef)).toMatchObject({
+      kind: 'Sandbox',
+      namespace: ns,
+      name: 'sb-one',
+      uid: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
   });
 
   it('snapshots a sandbox, lists, claims from and deletes its snapshots with kubectl create --raw', async () => {
     await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-snap') });
     const sub = (action: string) => `${BASE}/namespaces/${ns}/sandboxes/sb-snap/${action}`;
-    const raw = async (action: string, body: unknown) => kubectl(['create', '--raw', sub(action), '-f', '-'], { input: JSON.stringify(body) });
+    const raw = async (action: string, body: unknown) =>
+      kubectl(['create', '--raw', sub(action), '-f', '-'], { input: JSON.stringify(body) });
     const made = await raw('snapshot', { name: 'after-setup' });
     expect(made.stderr).toBe('');
     const snapshotID = (JSON.parse(made.stdout) as { snapshotID: string }).snapshotID;
@@ -148,14 +202,25 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     expect(listed.kind).toBe('SandboxSnapshotList');
     expect(listed.items).toEqual([expect.objectContaining({ snapshotID, name: 'after-setup' })]);
 
-    const claimed = await raw('claimsnapshot', { kind: 'SandboxClaimSnapshotOptions', apiVersion: 'agents.x-k8s.io/v1beta1', snapshot: snapshotID, name: 'sb-snap-branch' });
+    const claimed = await raw('claimsnapshot', {
+      kind: 'SandboxClaimSnapshotOptions',
+      apiVersion: 'agents.x-k8s.io/v1beta1',
+      snapshot: snapshotID,
+      name: 'sb-snap-branch',
+    });
     expect(claimed.stderr).toBe('');
-    expect((JSON.parse(claimed.stdout) as { metadata: { annotations: Record<string, string> } }).metadata.annotations['sandbox.cocoonstack.io/token']).toBeTruthy();
+    expect(
+      (JSON.parse(claimed.stdout) as { metadata: { annotations: Record<string, string> } }).metadata.annotations[
+        'sandbox.cocoonstack.io/token'
+      ],
+    ).toBeTruthy();
     // listed at once, without the token, and a lifecycle verb works on it right away
     const got = await kubectl(['get', 'sandbox', 'sb-snap-branch', '-n', ns, '-o', 'yaml']);
     expect(got.stdout).toContain('name: sb-snap-branch');
     expect(got.stdout).not.toContain('sandbox.cocoonstack.io/token');
-    expect((await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-snap-branch/pause`, '-f', '-'], { input: '{}' })).stderr).toBe('');
+    expect(
+      (await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-snap-branch/pause`, '-f', '-'], { input: '{}' })).stderr,
+    ).toBe('');
 
     const badBody = await raw('claimsnapshot', { snapshot: snapshotID });
     expect(badBody.code).not.toBe(0);
@@ -165,7 +230,9 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
 
     expect((await raw('deletesnapshot', { snapshot: snapshotID })).stderr).toBe('');
     expect((JSON.parse((await raw('snapshots', {})).stdout) as { items: unknown[] }).items).toEqual([]);
-    const gone = await kubectl(['create', '--raw', sub('deletesnapshot'), '-f', '-', '-v=6'], { input: JSON.stringify({ snapshot: snapshotID }) });
+    const gone = await kubectl(['create', '--raw', sub('deletesnapshot'), '-f', '-', '-v=6'], {
+      input: JSON.stringify({ snapshot: snapshotID }),
+    });
     expect(gone.code).not.toBe(0);
     expect(gone.stderr).toMatch(/404 Not Found/);
     expect(gone.stderr).toContain(`snapshot "${snapshotID}" of sandbox ${ns}/sb-snap not found`);
@@ -173,7 +240,10 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
 
   it('keeps the snapshots of a deleted sandbox listable, claimable and deletable, and out of reach of another namespace', async () => {
     await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-gone') });
-    const raw = async (namespace: string, action: string, body: unknown) => kubectl(['create', '--raw', `${BASE}/namespaces/${namespace}/sandboxes/sb-gone/${action}`, '-f', '-', '-v=6'], { input: JSON.stringify(body) });
+    const raw = async (namespace: string, action: string, body: unknown) =>
+      kubectl(['create', '--raw', `${BASE}/namespaces/${namespace}/sandboxes/sb-gone/${action}`, '-f', '-', '-v=6'], {
+        input: JSON.stringify(body),
+      });
     const made = await raw(ns, 'snapshot', { name: 'keep' });
     expect(made.code).toBe(0);
     const snapshotID = (JSON.parse(made.stdout) as { snapshotID: string }).snapshotID;
@@ -185,7 +255,11 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     expect(listed.code).toBe(0);
     expect((JSON.parse(listed.stdout) as { items: unknown[] }).items).toEqual([expect.objectContaining({ snapshotID, name: 'keep' })]);
     // the same name in another namespace reaches nothing
-    for (const [action, body] of [['snapshots', {}], ['claimsnapshot', { snapshot: snapshotID, name: 'sb-stolen' }], ['deletesnapshot', { snapshot: snapshotID }]] as const) {
+    for (const [action, body] of [
+      ['snapshots', {}],
+      ['claimsnapshot', { snapshot: snapshotID, name: 'sb-stolen' }],
+      ['deletesnapshot', { snapshot: snapshotID }],
+    ] as const) {
       const other = await raw('default', action, body);
       expect(other.code).not.toBe(0);
       expect(other.stderr).toMatch(/404 Not Found/);
@@ -193,7 +267,9 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
 
     const claimed = await raw(ns, 'claimsnapshot', { snapshot: snapshotID, name: 'sb-gone-branch' });
     expect(claimed.code).toBe(0);
-    expect((await kubectl(['get', 'sandbox', 'sb-gone-branch', '-n', ns, '-o', 'jsonpath={.metadata.name}'])).stdout).toBe('sb-gone-branch');
+    expect((await kubectl(['get', 'sandbox', 'sb-gone-branch', '-n', ns, '-o', 'jsonpath={.metadata.name}'])).stdout).toBe(
+      'sb-gone-branch',
+    );
     expect((await raw(ns, 'deletesnapshot', { snapshot: snapshotID })).code).toBe(0);
     // neither a sandbox nor a snapshot is left under the name
     expect((await raw(ns, 'snapshots', {})).stderr).toMatch(/404 Not Found/);
@@ -207,16 +283,37 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
   });
 
   it('creates nothing on a server-side dry run', async () => {
-    const before = (await Promise.all(sim.nodes.map((n) => fetch(`${n.url}/v1/info`, { headers: { Authorization: `Bearer ${TOKEN}` } }).then((r) => r.json() as Promise<{ claimed: number }>)))).reduce((a, i) => a + i.claimed, 0);
+    const before = (
+      await Promise.all(
+        sim.nodes.map((n) =>
+          fetch(`${n.url}/v1/info`, { headers: { Authorization: `Bearer ${TOKEN}` } }).then(
+            (r) => r.json() as Promise<{ claimed: number }>,
+          ),
+        ),
+      )
+    ).reduce((a, i) => a + i.claimed, 0);
     const dry = await kubectl(['create', '--dry-run=server', '-f', '-'], { input: sandboxYaml('sb-dry') });
     expect(dry.stdout).toContain('created (server dry run)');
-    const after = (await Promise.all(sim.nodes.map((n) => fetch(`${n.url}/v1/info`, { headers: { Authorization: `Bearer ${TOKEN}` } }).then((r) => r.json() as Promise<{ claimed: number }>)))).reduce((a, i) => a + i.claimed, 0);
+    const after = (
+      await Promise.all(
+        sim.nodes.map((n) =>
+          fetch(`${n.url}/v1/info`, { headers: { Authorization: `Bearer ${TOKEN}` } }).then(
+            (r) => r.json() as Promise<{ claimed: number }>,
+          ),
+        ),
+      )
+    ).reduce((a, i) => a + i.claimed, 0);
     expect(after).toBe(before);
     expect((await kubectl(['get', 'sandbox', 'sb-dry', '-n', ns])).stderr).toContain('NotFound');
   });
 
   it('answers 503 with Retry-After when no node has warm capacity', async () => {
-    const body = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'sb-empty' }, spec: { podTemplate: { spec: { containers: [{ name: 'm', image: `nothing-${suffix}` }] } } } };
+    const body = {
+      apiVersion: 'agents.x-k8s.io/v1beta1',
+      kind: 'Sandbox',
+      metadata: { name: 'sb-empty' },
+      spec: { podTemplate: { spec: { containers: [{ name: 'm', image: `nothing-${suffix}` }] } } },
+    };
     const r = await direct(`${server.url}${BASE}/namespaces/${ns}/sandboxes`, { method: 'POST', body, kc, ca: caPem });
     expect(r.status).toBe(503);
     expect(r.headers['retry-after']).toBe('1');
@@ -248,7 +345,9 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     const all = await kubectl(['get', 'sandboxes', '-n', ns, '-o', 'name']);
     expect(all.stdout).toContain('sb-one');
     expect(all.stdout).not.toContain('sb-del');
-    expect(byNode.stdout.split('\n').filter((l) => l !== '').length).toBeLessThanOrEqual(all.stdout.split('\n').filter((l) => l !== '').length);
+    expect(byNode.stdout.split('\n').filter((l) => l !== '').length).toBeLessThanOrEqual(
+      all.stdout.split('\n').filter((l) => l !== '').length,
+    );
     const labelled = await kubectl(['get', 'sandboxes', '-n', ns, '-l', 'sandbox.cocoonstack.io/phase in (Hibernated)', '-o', 'name']);
     expect(labelled.stdout).toContain('sb-one');
     const waited = await kubectl(['wait', '--for=condition=Ready=False', 'sandbox/sb-one', '-n', ns, '--timeout=20s']);
@@ -265,12 +364,24 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
   });
 
   it('refuses unknown fields under fieldValidation=Strict, naming the field, before claiming anything', async () => {
-    const body = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'sb-strict' }, spec: { bogus: 1, podTemplate: { spec: { containers: [{ name: 'm', image }] } } } };
-    const strict = await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes?fieldValidation=Strict`, '-f', '-'], { input: JSON.stringify(body) });
+    const body = {
+      apiVersion: 'agents.x-k8s.io/v1beta1',
+      kind: 'Sandbox',
+      metadata: { name: 'sb-strict' },
+      spec: { bogus: 1, podTemplate: { spec: { containers: [{ name: 'm', image }] } } },
+    };
+    const strict = await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes?fieldValidation=Strict`, '-f', '-'], {
+      input: JSON.stringify(body),
+    });
     expect(strict.code).not.toBe(0);
     expect(strict.stderr).toMatch(/unknown field \\*"spec\.bogus\\*"/);
     expect((await kubectl(['get', 'sandbox', 'sb-strict', '-n', ns])).stderr).toContain('NotFound');
-    const warned = await direct(`${server.url}${BASE}/namespaces/${ns}/sandboxes?fieldValidation=Warn&dryRun=All`, { method: 'POST', body, kc, ca: caPem });
+    const warned = await direct(`${server.url}${BASE}/namespaces/${ns}/sandboxes?fieldValidation=Warn&dryRun=All`, {
+      method: 'POST',
+      body,
+      kc,
+      ca: caPem,
+    });
     expect(warned.status).toBe(201);
     expect(String(warned.headers.warning)).toMatch(/^299 - "unknown field \\"spec\.bogus\\""$/);
   });
@@ -278,17 +389,39 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
   it('shows kubectl get -w with a label selector a DELETED when the phase leaves it and an ADDED when it comes back', async () => {
     await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-watched') });
     await publish();
-    const w = kubectlWatch(['get', 'sandboxes', '-n', ns, '-l', 'sandbox.cocoonstack.io/phase=Running', '-w', '--output-watch-events', '-o', 'jsonpath={.type} {.object.metadata.name} {.object.metadata.labels.sandbox\\.cocoonstack\\.io/phase}{"\\n"}']);
+    const w = kubectlWatch([
+      'get',
+      'sandboxes',
+      '-n',
+      ns,
+      '-l',
+      'sandbox.cocoonstack.io/phase=Running',
+      '-w',
+      '--output-watch-events',
+      '-o',
+      'jsonpath={.type} {.object.metadata.name} {.object.metadata.labels.sandbox\\.cocoonstack\\.io/phase}{"\\n"}',
+    ]);
     try {
-      const seen = (): string[] => w.out().split('\n').filter((l) => l.includes(' sb-watched '));
+      const seen = (): string[] =>
+        w
+          .out()
+          .split('\n')
+          .filter((l) => l.includes(' sb-watched '));
       await eventually(() => expect(seen()).toEqual(['ADDED sb-watched Running']), { timeoutMs: 30_000 });
-      expect((await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-watched/pause`, '-f', '-'], { input: '{}' })).stderr).toBe('');
+      expect(
+        (await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-watched/pause`, '-f', '-'], { input: '{}' })).stderr,
+      ).toBe('');
       await publish();
       // the last state the selector matched, as kube-apiserver's watch cache sends it
       await eventually(() => expect(seen()).toEqual(['ADDED sb-watched Running', 'DELETED sb-watched Running']), { timeoutMs: 30_000 });
-      expect((await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-watched/resume`, '-f', '-'], { input: '{}' })).stderr).toBe('');
+      expect(
+        (await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-watched/resume`, '-f', '-'], { input: '{}' })).stderr,
+      ).toBe('');
       await publish();
-      await eventually(() => expect(seen()).toEqual(['ADDED sb-watched Running', 'DELETED sb-watched Running', 'ADDED sb-watched Running']), { timeoutMs: 30_000 });
+      await eventually(
+        () => expect(seen()).toEqual(['ADDED sb-watched Running', 'DELETED sb-watched Running', 'ADDED sb-watched Running']),
+        { timeoutMs: 30_000 },
+      );
       expect(w.err()).toBe('');
     } finally {
       await w.stop();
@@ -298,13 +431,20 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
   it('answers a watch resumed across a restart with 410 Expired, and the relist drops what was deleted while the server was down', async () => {
     await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-gone-while-down') });
     await publish();
-    const list = JSON.parse((await kubectl(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`])).stdout) as { metadata: { resourceVersion: string }; items: { metadata: { name: string; annotations?: Record<string, string> } }[] };
+    const list = JSON.parse((await kubectl(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`])).stdout) as {
+      metadata: { resourceVersion: string };
+      items: { metadata: { name: string; annotations?: Record<string, string> } }[];
+    };
     const gone = list.items.find((i) => i.metadata.name === 'sb-gone-while-down');
     expect(gone).toBeDefined();
     await server.stop();
     const n0 = sim.nodes[0];
     if (n0 === undefined) throw new Error('no node');
-    const claim = await fetch(`${n0.url}/v1/claim`, { method: 'POST', headers: { Authorization: `Bearer ${TOKEN}` }, body: JSON.stringify({ template: image, claim_ref: `${ns}/sb-while-down` }) });
+    const claim = await fetch(`${n0.url}/v1/claim`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({ template: image, claim_ref: `${ns}/sb-while-down` }),
+    });
     expect(claim.status).toBe(200);
     // released on its node while no sandbox-apiserver was running: no process saw it go
     const id = gone?.metadata.annotations?.['sandbox.cocoonstack.io/claim-id'] ?? '';
@@ -313,17 +453,27 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     await startServer();
     // Replaying the rows changed since that revision could not carry the deletion, so the
     // resumed watch is told to relist (a 410 ERROR event, as kube-apiserver after a restart)
-    const expired = await eventually(async () => {
-      const r = await kubectl(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes?watch=true&resourceVersion=${list.metadata.resourceVersion}&timeoutSeconds=2`]);
-      expect(r.stdout).toContain('"type":"ERROR"');
-      return JSON.parse(r.stdout.trim().split('\n')[0] ?? '{}') as { object: { code: number; reason: string } };
-    }, { timeoutMs: 60_000 });
+    const expired = await eventually(
+      async () => {
+        const r = await kubectl([
+          'get',
+          '--raw',
+          `${BASE}/namespaces/${ns}/sandboxes?watch=true&resourceVersion=${list.metadata.resourceVersion}&timeoutSeconds=2`,
+        ]);
+        expect(r.stdout).toContain('"type":"ERROR"');
+        return JSON.parse(r.stdout.trim().split('\n')[0] ?? '{}') as { object: { code: number; reason: string } };
+      },
+      { timeoutMs: 60_000 },
+    );
     expect(expired.object).toMatchObject({ code: 410, reason: 'Expired' });
-    const relist = await eventually(async () => {
-      const names = (await kubectl(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout;
-      expect(names).toContain('sb-while-down');
-      return names;
-    }, { timeoutMs: 60_000 });
+    const relist = await eventually(
+      async () => {
+        const names = (await kubectl(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout;
+        expect(names).toContain('sb-while-down');
+        return names;
+      },
+      { timeoutMs: 60_000 },
+    );
     expect(relist).not.toContain('sb-gone-while-down');
   });
 
@@ -331,7 +481,14 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-informed-gone') });
     await publish();
     const seen: string[] = [];
-    const ServedSchema = z.looseObject({ metadata: z.looseObject({ name: z.string(), namespace: z.string().optional(), resourceVersion: z.string().optional(), annotations: z.record(z.string(), z.string()).optional() }) });
+    const ServedSchema = z.looseObject({
+      metadata: z.looseObject({
+        name: z.string(),
+        namespace: z.string().optional(),
+        resourceVersion: z.string().optional(),
+        annotations: z.record(z.string(), z.string()).optional(),
+      }),
+    });
     // the project's own informer, as the controllers run it: list, watch, 410 -> relist
     const informer = createInformer(kc, {
       resource: { group: 'agents.x-k8s.io', version: 'v1beta1', plural: 'sandboxes', kind: 'Sandbox', namespaced: true },
@@ -344,7 +501,9 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     informer.start();
     try {
       await eventually(async () => expect(seen).toContain('add sb-informed-gone'), { timeoutMs: 60_000 });
-      const id = informer.list(ns).find((o) => o.metadata.name === 'sb-informed-gone')?.metadata.annotations?.['sandbox.cocoonstack.io/claim-id'] ?? '';
+      const id =
+        informer.list(ns).find((o) => o.metadata.name === 'sb-informed-gone')?.metadata.annotations?.['sandbox.cocoonstack.io/claim-id'] ??
+        '';
       expect(id).toMatch(/^sb_/);
       await server.stop();
       // released on its node while no sandbox-apiserver was running: no process saw it go

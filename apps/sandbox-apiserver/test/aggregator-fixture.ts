@@ -15,7 +15,12 @@ export interface ServingCertFiles {
 /** A serving cert for sandbox-apiserver.<ns>.svc (what the aggregator dials) and localhost. */
 export async function writeServingCert(suffix: string, namespace: string): Promise<ServingCertFiles> {
   const ca = await createCA(`sbapi-ca-${suffix}`);
-  const leaf = await createLeaf(ca, { commonName: 'sandbox-apiserver', dnsNames: [`sandbox-apiserver.${namespace}.svc`, 'localhost'], ips: ['127.0.0.1'], server: true });
+  const leaf = await createLeaf(ca, {
+    commonName: 'sandbox-apiserver',
+    dnsNames: [`sandbox-apiserver.${namespace}.svc`, 'localhost'],
+    ips: ['127.0.0.1'],
+    server: true,
+  });
   const cert = join(tmpdir(), `sbapi-${suffix}.crt`);
   const key = join(tmpdir(), `sbapi-${suffix}.key`);
   writeFileSync(cert, leaf.cert);
@@ -38,7 +43,12 @@ export interface RegisterOptions {
  * (k8s-api.md §4.2: the aggregator's default routing resolves it to 127.0.0.1:<port>).
  */
 export async function registerApiService(o: RegisterOptions): Promise<void> {
-  const svc = { apiVersion: 'v1', kind: 'Service', metadata: { name: 'sandbox-apiserver', namespace: o.namespace }, spec: { type: 'ExternalName', externalName: 'localhost' } };
+  const svc = {
+    apiVersion: 'v1',
+    kind: 'Service',
+    metadata: { name: 'sandbox-apiserver', namespace: o.namespace },
+    spec: { type: 'ExternalName', externalName: 'localhost' },
+  };
   const apiService = {
     apiVersion: 'apiregistration.k8s.io/v1',
     kind: 'APIService',
@@ -52,6 +62,9 @@ export async function registerApiService(o: RegisterOptions): Promise<void> {
       caBundle: Buffer.from(o.caPem).toString('base64'),
     },
   };
-  const applied = await kubectl(['apply', '-f', '-'], { input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apiService] }), ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}) });
+  const applied = await kubectl(['apply', '-f', '-'], {
+    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apiService] }),
+    ...(o.kubeconfig ? { kubeconfig: o.kubeconfig } : {}),
+  });
   if (applied.code !== 0) throw new Error(`registering ${API_SERVICE} failed: ${applied.stderr}`);
 }

@@ -1,5 +1,16 @@
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
-import { applyCrds, createCA, createLeaf, createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, runSuffix, testKubeConfig, type CertPair } from '@sandbox-scale/e2e';
+import {
+  applyCrds,
+  createCA,
+  createLeaf,
+  createTestNamespace,
+  deleteNamespace,
+  eventually,
+  kubeconfigForServiceAccount,
+  runSuffix,
+  testKubeConfig,
+  type CertPair,
+} from '@sandbox-scale/e2e';
 import { request } from 'node:https';
 import { startSandboxApiserver, type RunningSandboxApiserver } from '../src';
 import { quietLog } from './fleet-fixture';
@@ -30,7 +41,15 @@ function viaProxy(client: CertPair): Promise<number> {
   return new Promise((resolve, reject) => {
     const u = new URL(server.url);
     const req = request(
-      { hostname: u.hostname, port: u.port, path: '/apis/agents.x-k8s.io/v1beta1', rejectUnauthorized: false, cert: client.cert, key: client.key, headers: { 'X-Remote-User': 'alice', 'X-Remote-Group': 'system:masters', Accept: 'application/json' } },
+      {
+        hostname: u.hostname,
+        port: u.port,
+        path: '/apis/agents.x-k8s.io/v1beta1',
+        rejectUnauthorized: false,
+        cert: client.cert,
+        key: client.key,
+        headers: { 'X-Remote-User': 'alice', 'X-Remote-Group': 'system:masters', Accept: 'application/json' },
+      },
       (res) => {
         res.resume();
         res.on('end', () => resolve(res.statusCode ?? 0));
@@ -54,16 +73,44 @@ beforeAll(async () => {
   // the server's own identity: delegated auth, and reading the one ConfigMap (as the chart grants in kube-system)
   const rbac = admin.makeApiClient(RbacAuthorizationV1Api);
   const sa = await kubeconfigForServiceAccount(admin, ns, 'sbapi');
-  await rbac.createClusterRoleBinding({ body: { metadata: { name: `authcm-${suffix}` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' }, subjects: [{ kind: 'ServiceAccount', name: 'sbapi', namespace: ns }] } });
-  await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'auth-reader' }, rules: [{ apiGroups: [''], resources: ['configmaps'], resourceNames: [CM], verbs: ['get', 'list', 'watch'] }] } });
-  await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'auth-reader' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'auth-reader' }, subjects: [{ kind: 'ServiceAccount', name: 'sbapi', namespace: ns }] } });
+  await rbac.createClusterRoleBinding({
+    body: {
+      metadata: { name: `authcm-${suffix}` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'system:auth-delegator' },
+      subjects: [{ kind: 'ServiceAccount', name: 'sbapi', namespace: ns }],
+    },
+  });
+  await rbac.createNamespacedRole({
+    namespace: ns,
+    body: {
+      metadata: { name: 'auth-reader' },
+      rules: [{ apiGroups: [''], resources: ['configmaps'], resourceNames: [CM], verbs: ['get', 'list', 'watch'] }],
+    },
+  });
+  await rbac.createNamespacedRoleBinding({
+    namespace: ns,
+    body: {
+      metadata: { name: 'auth-reader' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'auth-reader' },
+      subjects: [{ kind: 'ServiceAccount', name: 'sbapi', namespace: ns }],
+    },
+  });
   await admin.makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: CM }, data: data(caA) } });
-  server = await startSandboxApiserver({ kubeConfig: sa, securePort: 0, bindAddress: '127.0.0.1', log: quietLog, authenticationConfigMap: { namespace: ns, name: CM } });
+  server = await startSandboxApiserver({
+    kubeConfig: sa,
+    securePort: 0,
+    bindAddress: '127.0.0.1',
+    log: quietLog,
+    authenticationConfigMap: { namespace: ns, name: CM },
+  });
 }, 120_000);
 
 afterAll(async () => {
   await server?.stop();
-  await admin.makeApiClient(RbacAuthorizationV1Api).deleteClusterRoleBinding({ name: `authcm-${suffix}` }).catch(() => undefined);
+  await admin
+    .makeApiClient(RbacAuthorizationV1Api)
+    .deleteClusterRoleBinding({ name: `authcm-${suffix}` })
+    .catch(() => undefined);
   await deleteNamespace(admin, ns);
 });
 
@@ -77,7 +124,11 @@ describe('the authentication ConfigMap', () => {
     await expectStatus(200);
 
     // an allowed-names list without the proxy's name turns it away again
-    await core.replaceNamespacedConfigMap({ name: CM, namespace: ns, body: { metadata: { name: CM }, data: { ...data(caB), 'requestheader-allowed-names': '["another-proxy"]' } } });
+    await core.replaceNamespacedConfigMap({
+      name: CM,
+      namespace: ns,
+      body: { metadata: { name: CM }, data: { ...data(caB), 'requestheader-allowed-names': '["another-proxy"]' } },
+    });
     await expectStatus(401);
 
     await core.replaceNamespacedConfigMap({ name: CM, namespace: ns, body: { metadata: { name: CM }, data: data(caB) } });

@@ -1,5 +1,14 @@
 import { KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
-import { applyCrds, createTestNamespace, eventually, freePort, kubectl, runSuffix, startControlPlane, type ControlPlane } from '@sandbox-scale/e2e';
+import {
+  applyCrds,
+  createTestNamespace,
+  eventually,
+  freePort,
+  kubectl,
+  runSuffix,
+  startControlPlane,
+  type ControlPlane,
+} from '@sandbox-scale/e2e';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { startSandboxApiserver, type RunningSandboxApiserver } from '../src';
 import { API_SERVICE, registerApiService, writeServingCert } from './aggregator-fixture';
@@ -27,7 +36,12 @@ let port = 0;
 const k = (args: string[], input?: string) => kubectl(args, { kubeconfig: cp.kubeconfigPath, ...(input === undefined ? {} : { input }) });
 
 function sandbox(name: string): KubernetesObject & { spec: unknown } {
-  return { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name, namespace: ns }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image }] } } } };
+  return {
+    apiVersion: 'agents.x-k8s.io/v1beta1',
+    kind: 'Sandbox',
+    metadata: { name, namespace: ns },
+    spec: { podTemplate: { spec: { containers: [{ name: 'main', image }] } } },
+  };
 }
 
 beforeAll(async () => {
@@ -44,7 +58,16 @@ beforeAll(async () => {
   const files = await writeServingCert(`conf-${suffix}`, ns);
   caPem = files.caPem;
   port = await freePort();
-  server = await startSandboxApiserver({ kubeConfig: cp.kubeConfig, securePort: port, bindAddress: '127.0.0.1', tlsCertFile: files.cert, tlsPrivateKeyFile: files.key, fleetToken: TOKEN, serviceNamespace: ns, log: quietLog });
+  server = await startSandboxApiserver({
+    kubeConfig: cp.kubeConfig,
+    securePort: port,
+    bindAddress: '127.0.0.1',
+    tlsCertFile: files.cert,
+    tlsPrivateKeyFile: files.key,
+    fleetToken: TOKEN,
+    serviceNamespace: ns,
+    log: quietLog,
+  });
   await server.synced;
 }, 180_000);
 
@@ -57,36 +80,59 @@ afterAll(async () => {
 describe('sample-apiserver conformance steps against sandboxes', () => {
   it('registers, serves CRUD through the aggregator, and disappears when unregistered', async () => {
     // the conformance test's APIService priorities: group 2000, version 200
-    await registerApiService({ namespace: ns, port, caPem, groupPriorityMinimum: 2000, versionPriority: 200, kubeconfig: cp.kubeconfigPath });
+    await registerApiService({
+      namespace: ns,
+      port,
+      caPem,
+      groupPriorityMinimum: 2000,
+      versionPriority: 200,
+      kubeconfig: cp.kubeconfigPath,
+    });
 
     // the aggregator's availability check passes
-    await eventually(async () => {
-      const r = await k(['get', 'apiservice', API_SERVICE, '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].status}']);
-      expect(r.stdout).toBe('True');
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      async () => {
+        const r = await k(['get', 'apiservice', API_SERVICE, '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].status}']);
+        expect(r.stdout).toBe('True');
+      },
+      { timeoutMs: 60_000 },
+    );
 
     // poll a raw GET of the collection until it is neither 403, 503 nor 404
-    await eventually(async () => {
-      const r = await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`]);
-      expect(r.code).toBe(0);
-      expect(JSON.parse(r.stdout)).toMatchObject({ kind: 'SandboxList', items: [] });
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      async () => {
+        const r = await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`]);
+        expect(r.code).toBe(0);
+        expect(JSON.parse(r.stdout)).toMatchObject({ kind: 'SandboxList', items: [] });
+      },
+      { timeoutMs: 60_000 },
+    );
 
     // POST answers 201 and echoes kind and name
-    const created = await k(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes`, '-f', '-', '-v=6'], JSON.stringify(sandbox('conf-1')));
+    const created = await k(
+      ['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes`, '-f', '-', '-v=6'],
+      JSON.stringify(sandbox('conf-1')),
+    );
     expect(created.stderr).toMatch(/verb="POST" url="https:\/\/\S+\/namespaces\/[^/]+\/sandboxes" status="201 Created"/);
     expect(JSON.parse(created.stdout)).toMatchObject({ kind: 'Sandbox', metadata: { name: 'conf-1', namespace: ns } });
 
     // GET of the object and a list with exactly it
-    expect(JSON.parse((await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes/conf-1`])).stdout)).toMatchObject({ kind: 'Sandbox', metadata: { name: 'conf-1' } });
-    const one = JSON.parse((await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`])).stdout) as { items: { metadata: { name: string } }[] };
+    expect(JSON.parse((await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes/conf-1`])).stdout)).toMatchObject({
+      kind: 'Sandbox',
+      metadata: { name: 'conf-1' },
+    });
+    const one = JSON.parse((await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`])).stdout) as {
+      items: { metadata: { name: string } }[];
+    };
     expect(one.items.map((i) => i.metadata.name)).toEqual(['conf-1']);
 
     // PATCH of labels is served and kept; a patch of any other field is refused, the object unchanged
     const patched = await k(['patch', 'sandbox', 'conf-1', '-n', ns, '--type=merge', '-p', '{"metadata":{"labels":{"x":"y"}}}']);
     expect(patched.stderr).toBe('');
     expect(patched.code).toBe(0);
-    expect(JSON.parse((await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes/conf-1`])).stdout)).toMatchObject({ metadata: { labels: { x: 'y' } } });
+    expect(JSON.parse((await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes/conf-1`])).stdout)).toMatchObject({
+      metadata: { labels: { x: 'y' } },
+    });
     const refused = await k(['patch', 'sandbox', 'conf-1', '-n', ns, '--type=merge', '-p', '{"spec":{"service":true}}']);
     expect(refused.code).not.toBe(0);
     expect(refused.stderr).toMatch(/is invalid: spec\.service/);
@@ -114,7 +160,9 @@ describe('sample-apiserver conformance steps against sandboxes', () => {
     });
 
     // the group is in legacy and aggregated discovery, and the APIService status says why
-    expect(JSON.parse((await k(['get', '--raw', '/apis'])).stdout)).toMatchObject({ groups: expect.arrayContaining([expect.objectContaining({ name: 'agents.x-k8s.io' })]) });
+    expect(JSON.parse((await k(['get', '--raw', '/apis'])).stdout)).toMatchObject({
+      groups: expect.arrayContaining([expect.objectContaining({ name: 'agents.x-k8s.io' })]),
+    });
     const status = await k(['get', 'apiservice', API_SERVICE, '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].message}']);
     expect(status.stdout).toContain('all checks passed');
 
@@ -125,10 +173,13 @@ describe('sample-apiserver conformance steps against sandboxes', () => {
 
     // unregister: the group leaves discovery
     expect((await k(['delete', 'apiservice', API_SERVICE])).code).toBe(0);
-    await eventually(async () => {
-      const apis = JSON.parse((await k(['get', '--raw', '/apis'])).stdout) as { groups: { name: string }[] };
-      expect(apis.groups.map((g) => g.name)).not.toContain('agents.x-k8s.io');
-      expect((await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`])).code).not.toBe(0);
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        const apis = JSON.parse((await k(['get', '--raw', '/apis'])).stdout) as { groups: { name: string }[] };
+        expect(apis.groups.map((g) => g.name)).not.toContain('agents.x-k8s.io');
+        expect((await k(['get', '--raw', `${BASE}/namespaces/${ns}/sandboxes`])).code).not.toBe(0);
+      },
+      { timeoutMs: 30_000 },
+    );
   });
 });

@@ -57,10 +57,17 @@ describe('delete preconditions', () => {
     const { storage, id } = await setup('keep-me');
     const obj = await storage.get(NS, 'keep-me');
     const rv = obj.metadata.resourceVersion ?? '';
-    const stale = await statusOf(deleteSandbox(storage, NS, 'keep-me', { dryRun: false, body: { kind: 'DeleteOptions', apiVersion: 'v1', preconditions: { resourceVersion: `${rv}9` } } }));
+    const stale = await statusOf(
+      deleteSandbox(storage, NS, 'keep-me', {
+        dryRun: false,
+        body: { kind: 'DeleteOptions', apiVersion: 'v1', preconditions: { resourceVersion: `${rv}9` } },
+      }),
+    );
     expect(stale).toMatchObject({ code: 409, reason: 'Conflict' });
     expect(stale.message).toContain(`ResourceVersion in precondition: ${rv}9`);
-    expect(await statusOf(deleteSandbox(storage, NS, 'keep-me', { dryRun: false, body: { preconditions: { uid: 'not-the-uid' } } }))).toMatchObject({ code: 409 });
+    expect(
+      await statusOf(deleteSandbox(storage, NS, 'keep-me', { dryRun: false, body: { preconditions: { uid: 'not-the-uid' } } })),
+    ).toMatchObject({ code: 409 });
     expect(await live(id)).toBe(true);
     await deleteSandbox(storage, NS, 'keep-me', { dryRun: false, body: { preconditions: { resourceVersion: rv, uid: obj.metadata.uid } } });
     expect(await live(id)).toBe(false);
@@ -68,7 +75,10 @@ describe('delete preconditions', () => {
 
   it('answers a body that is not DeleteOptions with 400, not 500', async () => {
     const { storage } = await setup('odd-body');
-    expect(await statusOf(deleteSandbox(storage, NS, 'odd-body', { dryRun: false, body: { preconditions: { uid: 7 } } }))).toMatchObject({ code: 400, reason: 'BadRequest' });
+    expect(await statusOf(deleteSandbox(storage, NS, 'odd-body', { dryRun: false, body: { preconditions: { uid: 7 } } }))).toMatchObject({
+      code: 400,
+      reason: 'BadRequest',
+    });
     expect(await statusOf(deleteSandbox(storage, NS, 'odd-body', { dryRun: false, body: [1, 2] }))).toMatchObject({ code: 400 });
   });
 });

@@ -33,7 +33,12 @@ export async function publishInventories(kc: KubeConfig, nodes: readonly SimNode
  * The NodeInventory the publisher would write for a node right now (optionally only the given
  * sandbox ids), as the informer would hand it to the view.
  */
-export async function publishedInventory(client: SandboxdClient, node: string, address: string, ids?: ReadonlySet<string>): Promise<NodeInventory> {
+export async function publishedInventory(
+  client: SandboxdClient,
+  node: string,
+  address: string,
+  ids?: ReadonlySet<string>,
+): Promise<NodeInventory> {
   const [rows, info] = await Promise.all([client.sandboxes(), client.info()]);
   const body = buildInventory({ node, address, rows: ids === undefined ? rows : rows.filter((r) => ids.has(r.id)), info, now: new Date() });
   return parseObject(NodeInventorySchema, { ...body, metadata: { ...body.metadata, resourceVersion: '1' } });
@@ -56,7 +61,16 @@ export function direct(url: string, opts: { method?: string; body?: unknown; kc?
       if (user?.keyData) https.key = Buffer.from(user.keyData, 'base64');
     }
     const req = request(
-      { hostname: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, method: opts.method ?? 'GET', ca: opts.ca, servername: 'localhost', headers: { 'Content-Type': 'application/json', Accept: 'application/json' }, ...https },
+      {
+        hostname: u.hostname,
+        port: u.port,
+        path: `${u.pathname}${u.search}`,
+        method: opts.method ?? 'GET',
+        ca: opts.ca,
+        servername: 'localhost',
+        headers: { 'Content-Type': 'application/json', Accept: 'application/json' },
+        ...https,
+      },
       (res) => {
         let body = '';
         res.setEncoding('utf8');

@@ -47,7 +47,8 @@ it('keeps a sandbox that lives until deleted over ten leases, lets one with its 
   const bounded = policy.forRequested(90);
   expect(forever).toEqual({ ttlSeconds: LEASE_S, renewed: true });
   expect(bounded).toEqual({ ttlSeconds: 90, renewed: false });
-  const refOf = (name: string, renewed: boolean): string => formatOwnerRef({ kind: 'Sandbox', uid: `uid-${name}`, namespace: NS, name, ...(renewed ? { renewed } : {}) });
+  const refOf = (name: string, renewed: boolean): string =>
+    formatOwnerRef({ kind: 'Sandbox', uid: `uid-${name}`, namespace: NS, name, ...(renewed ? { renewed } : {}) });
   const a = await direct.claim({ template: TEMPLATE, ttlSeconds: forever.ttlSeconds, claimRef: refOf('forever', true) });
   const b = await direct.claim({ template: TEMPLATE, ttlSeconds: bounded.ttlSeconds, claimRef: refOf('bounded', false) });
 
@@ -59,12 +60,29 @@ it('keeps a sandbox that lives until deleted over ten leases, lets one with its 
   const publish = async (): Promise<void> => {
     const rows = await direct.sandboxes();
     const inv: NodeInventory = {
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node, resourceVersion: String(rv++) }, node, address: sim.nodes[0]?.addr ?? '',
-      entries: rows.map((r) => ({ name: `${NS}/${r.claimRef?.split('/')[1] ?? r.id}`, id: r.id, phase: 'Running', ...(r.claimRef ? { claimRef: r.claimRef } : {}), ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}) })),
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'NodeInventory',
+      metadata: { name: node, resourceVersion: String(rv++) },
+      node,
+      address: sim.nodes[0]?.addr ?? '',
+      entries: rows.map((r) => ({
+        name: `${NS}/${r.claimRef?.split('/')[1] ?? r.id}`,
+        id: r.id,
+        phase: 'Running',
+        ...(r.claimRef ? { claimRef: r.claimRef } : {}),
+        ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}),
+      })),
     };
     view.upsertInventory(inv);
   };
-  const renewer = new LeaseRenewer({ cache: view, router: storage.router, leaseTtlSeconds: LEASE_S, ratePerSecond: 100, log: createLogger({ name: 'renewer-test', level: 'silent' }), now: () => clock.now() });
+  const renewer = new LeaseRenewer({
+    cache: view,
+    router: storage.router,
+    leaseTtlSeconds: LEASE_S,
+    ratePerSecond: 100,
+    log: createLogger({ name: 'renewer-test', level: 'silent' }),
+    now: () => clock.now(),
+  });
   expect(renewer.intervalMs).toBe(7500);
 
   let renewals = 0;
@@ -78,7 +96,16 @@ it('keeps a sandbox that lives until deleted over ten leases, lets one with its 
   }
   const foreverAlive = await alive(a.id);
   const boundedAlive = await alive(b.id);
-  console.log(JSON.stringify({ test: 'aggregated-api-lease', lease_s: LEASE_S, virtual_s: (clock.now() - t0) / 1000, renewals, forever_alive: foreverAlive, bounded_alive: boundedAlive }));
+  console.log(
+    JSON.stringify({
+      test: 'aggregated-api-lease',
+      lease_s: LEASE_S,
+      virtual_s: (clock.now() - t0) / 1000,
+      renewals,
+      forever_alive: foreverAlive,
+      bounded_alive: boundedAlive,
+    }),
+  );
   expect((clock.now() - t0) / 1000).toBeGreaterThanOrEqual(10 * LEASE_S);
   expect(foreverAlive).toBe(true);
   expect(boundedAlive).toBe(false);
@@ -95,7 +122,17 @@ it('with two replicas renews each lease once in all, by the replica that owns th
   const B = '10.0.0.2:6443';
   const names = ['pair-0', 'pair-1', 'pair-2', 'pair-3', 'pair-4'];
   const ids = new Map<string, string>();
-  for (const name of names) ids.set(name, (await direct.claim({ template: TEMPLATE, ttlSeconds: LEASE_S, claimRef: formatOwnerRef({ kind: 'Sandbox', uid: `uid-${name}`, namespace: NS, name, renewed: true }) })).id);
+  for (const name of names)
+    ids.set(
+      name,
+      (
+        await direct.claim({
+          template: TEMPLATE,
+          ttlSeconds: LEASE_S,
+          claimRef: formatOwnerRef({ kind: 'Sandbox', uid: `uid-${name}`, namespace: NS, name, renewed: true }),
+        })
+      ).id,
+    );
   const replicas = [A, B].map((self) => {
     const revisions = new Revisions();
     const view = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
@@ -103,15 +140,33 @@ it('with two replicas renews each lease once in all, by the replica that owns th
     const peers = new PeerSet(self, () => clock.now());
     peers.update([A, B]);
     const renewsHere = renewalScope({ peers, peered: true, peersKnown: () => true, settleMs: 60_000 });
-    const renewer = new LeaseRenewer({ cache: view, router: storage.router, leaseTtlSeconds: LEASE_S, ratePerSecond: 100, log: createLogger({ name: 'renewer-test', level: 'silent' }), now: () => clock.now(), renewsHere });
+    const renewer = new LeaseRenewer({
+      cache: view,
+      router: storage.router,
+      leaseTtlSeconds: LEASE_S,
+      ratePerSecond: 100,
+      log: createLogger({ name: 'renewer-test', level: 'silent' }),
+      now: () => clock.now(),
+      renewsHere,
+    });
     return { self, view, peers, renewer, renewed: 0, elsewhere: 0 };
   });
   let rv = 1;
   const publish = async (): Promise<void> => {
     const rows = (await direct.sandboxes()).filter((r) => [...ids.values()].includes(r.id));
     const inv: NodeInventory = {
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node, resourceVersion: String(rv++) }, node, address: sim.nodes[0]?.addr ?? '',
-      entries: rows.map((r) => ({ name: `${NS}/${r.claimRef?.split('/')[1] ?? r.id}`, id: r.id, phase: 'Running', ...(r.claimRef ? { claimRef: r.claimRef } : {}), ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}) })),
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'NodeInventory',
+      metadata: { name: node, resourceVersion: String(rv++) },
+      node,
+      address: sim.nodes[0]?.addr ?? '',
+      entries: rows.map((r) => ({
+        name: `${NS}/${r.claimRef?.split('/')[1] ?? r.id}`,
+        id: r.id,
+        phase: 'Running',
+        ...(r.claimRef ? { claimRef: r.claimRef } : {}),
+        ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}),
+      })),
     };
     for (const r of replicas) r.view.upsertInventory(inv);
   };
@@ -131,7 +186,16 @@ it('with two replicas renews each lease once in all, by the replica that owns th
   const [a, b] = replicas;
   const ownedByA = names.filter((n) => a?.peers.owns(NS, n)).length;
   const virtualMs = clock.now() - t0;
-  console.log(JSON.stringify({ test: 'aggregated-api-lease-two-replicas', sandboxes: names.length, alive, owned_by_a: ownedByA, renewed_by_a: a?.renewed, renewed_by_b: b?.renewed }));
+  console.log(
+    JSON.stringify({
+      test: 'aggregated-api-lease-two-replicas',
+      sandboxes: names.length,
+      alive,
+      owned_by_a: ownedByA,
+      renewed_by_a: a?.renewed,
+      renewed_by_b: b?.renewed,
+    }),
+  );
   expect(alive).toBe(names.length);
   // each replica renewed only what it owns, and together once per lease per sandbox (not twice)
   expect(ownedByA).toBeGreaterThan(0);

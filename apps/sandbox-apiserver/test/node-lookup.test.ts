@@ -33,7 +33,14 @@ function storageOverNodes(): SandboxStorage {
   const view = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
   // the nodes are known, but neither has published the sandboxes yet
   for (const n of sim.nodes) {
-    const inv: NodeInventory = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: n.name, resourceVersion: '1' }, node: n.name, address: n.addr, entries: [] };
+    const inv: NodeInventory = {
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'NodeInventory',
+      metadata: { name: n.name, resourceVersion: '1' },
+      node: n.name,
+      address: n.addr,
+      entries: [],
+    };
     view.upsertInventory(inv);
   }
   return new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
@@ -43,8 +50,12 @@ describe('findOnNodes', () => {
   it('finds the Sandbox delivery of a name on whichever node holds it, and serves it from then on', async () => {
     const [first, second] = sim.nodes;
     // same namespace/name, another kind of owner: never taken for the Sandbox
-    await clients.forNode(first?.url ?? '').claim({ template: TEMPLATE, claimRef: 'claim:5d1c0c1e-0000-4000-8000-000000000001:team-a/moved' });
-    const c = await clients.forNode(second?.url ?? '').claim({ template: TEMPLATE, claimRef: 'sandbox:5d1c0c1e-0000-4000-8000-000000000002:team-a/moved' });
+    await clients
+      .forNode(first?.url ?? '')
+      .claim({ template: TEMPLATE, claimRef: 'claim:5d1c0c1e-0000-4000-8000-000000000001:team-a/moved' });
+    const c = await clients
+      .forNode(second?.url ?? '')
+      .claim({ template: TEMPLATE, claimRef: 'sandbox:5d1c0c1e-0000-4000-8000-000000000002:team-a/moved' });
     const storage = storageOverNodes();
     await expect(storage.get('team-a', 'moved')).rejects.toMatchObject({ code: 404 });
     expect(await findOnNodes(storage, 'team-a', 'moved', quietLog)).toBe(true);

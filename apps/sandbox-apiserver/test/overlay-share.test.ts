@@ -51,7 +51,15 @@ async function pair(reachable: (peer: string) => boolean = () => true): Promise<
   const told: string[] = [];
   const replicas = new Map<string, Replica>();
   for (const self of [A, B]) {
-    const storage = installStorages({ clients, graceMs: 50, overlayTtlMs: 60_000, claimIndexMaxBytes: 1 << 20, watchHistory: 100, rng: Math.random, log: quietLog }).sandboxes;
+    const storage = installStorages({
+      clients,
+      graceMs: 50,
+      overlayTtlMs: 60_000,
+      claimIndexMaxBytes: 1 << 20,
+      watchHistory: 100,
+      rng: Math.random,
+      log: quietLog,
+    }).sandboxes;
     storage.cache.upsertInventory(inv);
     storage.cache.live = true;
     const events: SandboxEvent[] = [];
@@ -68,14 +76,26 @@ async function pair(reachable: (peer: string) => boolean = () => true): Promise<
         return (replicas.get(peer) as Replica).local.run(PeerCallSchema.parse(JSON.parse(JSON.stringify(call))));
       },
     };
-    (replicas.get(self) as Replica).local.share = new OverlayShare({ storage: (replicas.get(self) as Replica).storage.reads, peers, client, log: quietLog });
+    (replicas.get(self) as Replica).local.share = new OverlayShare({
+      storage: (replicas.get(self) as Replica).storage.reads,
+      peers,
+      client,
+      log: quietLog,
+    });
   }
   return { a: replicas.get(A) as Replica, b: replicas.get(B) as Replica, told };
 }
 
-const sandbox = (name: string): Record<string, unknown> => ({ apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name }, spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: TEMPLATE }] } } } });
-const listed = (r: Replica): string[] => r.storage.reads.list(parseListQuery(NS, new URLSearchParams())).items.map((s) => s.metadata.name ?? '');
-const eventsFor = (r: Replica, name: string): string[] => r.events.filter((e) => (e.object as ServedSandbox).metadata.name === name).map((e) => e.type);
+const sandbox = (name: string): Record<string, unknown> => ({
+  apiVersion: 'agents.x-k8s.io/v1beta1',
+  kind: 'Sandbox',
+  metadata: { name },
+  spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: TEMPLATE }] } } },
+});
+const listed = (r: Replica): string[] =>
+  r.storage.reads.list(parseListQuery(NS, new URLSearchParams())).items.map((s) => s.metadata.name ?? '');
+const eventsFor = (r: Replica, name: string): string[] =>
+  r.events.filter((e) => (e.object as ServedSandbox).metadata.name === name).map((e) => e.type);
 
 describe('list notices between replicas', () => {
   it('lists and watches on the other replica what one creates, forks or deletes, before the node publishes, and never hands it the token', async () => {
@@ -127,7 +147,13 @@ describe('list notices between replicas', () => {
     const row = a.storage.cache.get(NS, 'late-notice');
     await a.local.delete(NS, 'late-notice', { dryRun: false, body: undefined });
     expect(listed(b)).not.toContain('late-notice');
-    await b.local.run({ op: 'listed', namespace: NS, name: 'late-notice', node, entry: row?.entry ?? { name: `${NS}/late-notice`, id: made.metadata.annotations?.[ANNOTATIONS.claimId] ?? '', phase: 'Running' } });
+    await b.local.run({
+      op: 'listed',
+      namespace: NS,
+      name: 'late-notice',
+      node,
+      entry: row?.entry ?? { name: `${NS}/late-notice`, id: made.metadata.annotations?.[ANNOTATIONS.claimId] ?? '', phase: 'Running' },
+    });
     expect(listed(b)).not.toContain('late-notice');
     for (const r of [a, b]) r.storage.cache.stop();
   });

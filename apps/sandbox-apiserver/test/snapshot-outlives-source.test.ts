@@ -22,7 +22,13 @@ let clients: SandboxdClientSet;
 let tenantClients: SandboxdClientSet;
 
 beforeAll(async () => {
-  sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, tenants: [{ name: 'node-tenant', token: TENANT_TOKEN, maxClaims: 0 }], pools: [{ template: TEMPLATE, warm: 6 }] });
+  sim = await startSim({
+    nodes: 2,
+    speed: 0,
+    token: TOKEN,
+    tenants: [{ name: 'node-tenant', token: TENANT_TOKEN, maxClaims: 0 }],
+    pools: [{ template: TEMPLATE, warm: 6 }],
+  });
   for (const n of sim.nodes) sim.node(n.name).tick();
   clients = new SandboxdClientSet({ token: TOKEN });
   tenantClients = new SandboxdClientSet({ token: TENANT_TOKEN });
@@ -64,16 +70,24 @@ async function statusOf(p: Promise<unknown>): Promise<ReturnType<typeof statusFo
   throw new Error('expected the call to fail');
 }
 
-type SnapshotList = { kind: string; items: { snapshotID: string; name?: string; sandboxID: string; nodeName: string }[]; unreachableNodes?: string[] };
+type SnapshotList = {
+  kind: string;
+  items: { snapshotID: string; name?: string; sandboxID: string; nodeName: string }[];
+  unreachableNodes?: string[];
+};
 
-const list = async (lifecycle: LifecycleStorage, ns: string, name: string): Promise<SnapshotList> => (await lifecycle.act(ns, name, 'snapshots', {}, false)) as unknown as SnapshotList;
+const list = async (lifecycle: LifecycleStorage, ns: string, name: string): Promise<SnapshotList> =>
+  (await lifecycle.act(ns, name, 'snapshots', {}, false)) as unknown as SnapshotList;
 
 describe('snapshots outlive their source sandbox', () => {
   it('stay listable, claimable and deletable through a fresh replica after the source is deleted; another namespace reaches none of them', async () => {
     // the source lives on the second node: nothing points the lookup there but the checkpoint itself
     const src = await nodeClient(1).claim({ template: TEMPLATE, claimRef: `${NS}/src` });
     const first = freshReplica(await inventories());
-    const made = (await first.lifecycle.act(NS, 'src', 'snapshot', { name: 'after-setup' }, false)) as { snapshotID: string; name?: string };
+    const made = (await first.lifecycle.act(NS, 'src', 'snapshot', { name: 'after-setup' }, false)) as {
+      snapshotID: string;
+      name?: string;
+    };
     expect(made.name).toBe('after-setup');
     // one taken on the node before snapshots carried their owner: reachable only while the source lives
     const legacy = await nodeClient(1).checkpoint(src.id, { name: 'legacy' });
@@ -85,23 +99,40 @@ describe('snapshots outlive their source sandbox', () => {
     const replica = freshReplica(await inventories());
     await expect(replica.storage.get(NS, 'src')).rejects.toThrow('not found');
     const after = await list(replica.lifecycle, NS, 'src');
-    expect(after.items).toEqual([expect.objectContaining({ snapshotID: made.snapshotID, name: 'after-setup', sandboxID: src.id, nodeName: nodeName(1) })]);
+    expect(after.items).toEqual([
+      expect.objectContaining({ snapshotID: made.snapshotID, name: 'after-setup', sandboxID: src.id, nodeName: nodeName(1) }),
+    ]);
     expect(after.unreachableNodes).toBeUndefined();
 
     // tenancy: the same name in another namespace, and another name here, reach nothing
     expect(await statusOf(list(replica.lifecycle, OTHER_NS, 'src'))).toMatchObject({ code: 404, reason: 'NotFound' });
-    expect(await statusOf(replica.lifecycle.act(OTHER_NS, 'src', 'claimsnapshot', { snapshot: made.snapshotID, name: 'stolen' }, false))).toMatchObject({ code: 404 });
-    expect(await statusOf(replica.lifecycle.act(OTHER_NS, 'src', 'deletesnapshot', { snapshot: made.snapshotID }, false))).toMatchObject({ code: 404 });
-    expect(await statusOf(replica.lifecycle.act(NS, 'src-other', 'claimsnapshot', { snapshot: made.snapshotID, name: 'stolen' }, false))).toMatchObject({ code: 404 });
-    expect((await nodeClient(0).sandboxes()).concat(await nodeClient(1).sandboxes()).some((r) => r.claimRef?.includes('stolen'))).toBe(false);
+    expect(
+      await statusOf(replica.lifecycle.act(OTHER_NS, 'src', 'claimsnapshot', { snapshot: made.snapshotID, name: 'stolen' }, false)),
+    ).toMatchObject({ code: 404 });
+    expect(await statusOf(replica.lifecycle.act(OTHER_NS, 'src', 'deletesnapshot', { snapshot: made.snapshotID }, false))).toMatchObject({
+      code: 404,
+    });
+    expect(
+      await statusOf(replica.lifecycle.act(NS, 'src-other', 'claimsnapshot', { snapshot: made.snapshotID, name: 'stolen' }, false)),
+    ).toMatchObject({ code: 404 });
+    expect((await nodeClient(0).sandboxes()).concat(await nodeClient(1).sandboxes()).some((r) => r.claimRef?.includes('stolen'))).toBe(
+      false,
+    );
 
-    const claimed = (await replica.lifecycle.act(NS, 'src', 'claimsnapshot', { snapshot: made.snapshotID, name: 'branch' }, false)) as { kind: string; metadata: { name: string; annotations?: Record<string, string> }; status: { nodeName: string } };
+    const claimed = (await replica.lifecycle.act(NS, 'src', 'claimsnapshot', { snapshot: made.snapshotID, name: 'branch' }, false)) as {
+      kind: string;
+      metadata: { name: string; annotations?: Record<string, string> };
+      status: { nodeName: string };
+    };
     expect(claimed).toMatchObject({ kind: 'Sandbox', metadata: { name: 'branch' }, status: { nodeName: nodeName(1) } });
     const branchId = claimed.metadata.annotations?.[ANNOTATIONS.claimId] ?? '';
     expect((await nodeClient(1).sandboxes()).find((r) => r.id === branchId)?.fromCheckpoint).toBe(made.snapshotID);
     expect((await replica.storage.get(NS, 'branch')).status.nodeName).toBe(nodeName(1));
 
-    await expect(replica.lifecycle.act(NS, 'src', 'deletesnapshot', { snapshot: made.snapshotID }, false)).resolves.toMatchObject({ snapshotID: made.snapshotID, nodeName: nodeName(1) });
+    await expect(replica.lifecycle.act(NS, 'src', 'deletesnapshot', { snapshot: made.snapshotID }, false)).resolves.toMatchObject({
+      snapshotID: made.snapshotID,
+      nodeName: nodeName(1),
+    });
     expect((await nodeClient(1).checkpoints()).map((c) => c.id)).not.toContain(made.snapshotID);
     // neither a sandbox nor a snapshot of that name is left: the name is gone
     expect(await statusOf(list(replica.lifecycle, NS, 'src'))).toMatchObject({ code: 404, reason: 'NotFound' });
@@ -114,7 +145,13 @@ describe('snapshots outlive their source sandbox', () => {
     await deleteSandbox(first.storage, NS, 'src-far', { dryRun: false, body: undefined });
     const base = (await inventories())[0] as NodeInventory;
     // a published node whose sandboxd does not answer (nothing listens on port 9 of loopback)
-    const ghost = parseObject(NodeInventorySchema, { ...base, metadata: { ...base.metadata, name: 'ghost' }, node: 'ghost', address: '127.0.0.1:9', entries: [] });
+    const ghost = parseObject(NodeInventorySchema, {
+      ...base,
+      metadata: { ...base.metadata, name: 'ghost' },
+      node: 'ghost',
+      address: '127.0.0.1:9',
+      entries: [],
+    });
     const replica = freshReplica(await inventories([ghost]));
     const listed = await list(replica.lifecycle, NS, 'src-far');
     expect(listed.items.map((i) => i.snapshotID)).toEqual([made.snapshotID]);
@@ -146,7 +183,9 @@ describe('snapshots outlive their source sandbox', () => {
     expect(s).toMatchObject({ code: 422, reason: 'Invalid' });
     expect(s.details?.causes?.map((c) => c.field)).toEqual(['name']);
     expect((await nodeClient(0).checkpoints()).length).toBe(before);
-    const longest = (await replica.lifecycle.act(NS, 'src-label', 'snapshot', { name: 'y'.repeat(MAX_SNAPSHOT_LABEL) }, false)) as { name?: string };
+    const longest = (await replica.lifecycle.act(NS, 'src-label', 'snapshot', { name: 'y'.repeat(MAX_SNAPSHOT_LABEL) }, false)) as {
+      name?: string;
+    };
     expect(longest.name).toBe('y'.repeat(MAX_SNAPSHOT_LABEL));
   });
 });

@@ -74,7 +74,13 @@ describe('snapshot subresources', () => {
     expect(list.items.map((i) => i.snapshotID)).toEqual([id]);
     expect(list.items[0]).toMatchObject({ name: 'after-setup', nodeName: node });
 
-    const claimed = (await lifecycle.act(NS, 'src-a', 'claimsnapshot', { kind: 'SandboxClaimSnapshotOptions', snapshot: id, name: 'branch-1' }, false)) as { kind: string; metadata: { name: string; annotations?: Record<string, string> } };
+    const claimed = (await lifecycle.act(
+      NS,
+      'src-a',
+      'claimsnapshot',
+      { kind: 'SandboxClaimSnapshotOptions', snapshot: id, name: 'branch-1' },
+      false,
+    )) as { kind: string; metadata: { name: string; annotations?: Record<string, string> } };
     expect(claimed.kind).toBe('Sandbox');
     expect(claimed.metadata.name).toBe('branch-1');
     expect(claimed.metadata.annotations?.[ANNOTATIONS.token]).toBeTruthy();
@@ -85,9 +91,17 @@ describe('snapshot subresources', () => {
     const onNode = await direct.sandboxes();
     const branch = onNode.find((s) => s.id === claimed.metadata.annotations?.[ANNOTATIONS.claimId]);
     // owned by this snapshot claim: kind, namespace, name and a uid of its own
-    expect(parseOwnerRef(branch?.claimRef)).toMatchObject({ kind: 'SnapshotClaim', namespace: NS, name: 'branch-1', uid: expect.stringMatching(/^[0-9a-f-]{36}$/) });
+    expect(parseOwnerRef(branch?.claimRef)).toMatchObject({
+      kind: 'SnapshotClaim',
+      namespace: NS,
+      name: 'branch-1',
+      uid: expect.stringMatching(/^[0-9a-f-]{36}$/),
+    });
 
-    await expect(lifecycle.act(NS, 'src-a', 'deletesnapshot', { snapshot: id }, false)).resolves.toMatchObject({ kind: 'SandboxDeleteSnapshotResult', snapshotID: id });
+    await expect(lifecycle.act(NS, 'src-a', 'deletesnapshot', { snapshot: id }, false)).resolves.toMatchObject({
+      kind: 'SandboxDeleteSnapshotResult',
+      snapshotID: id,
+    });
     expect(((await lifecycle.act(NS, 'src-a', 'snapshots', undefined, false)) as unknown as SnapshotList).items).toEqual([]);
     const again = await statusOf(lifecycle.act(NS, 'src-a', 'deletesnapshot', { snapshot: id }, false));
     expect(again).toMatchObject({ code: 404, reason: 'NotFound' });
@@ -96,9 +110,15 @@ describe('snapshot subresources', () => {
   it('refuses to reach another sandbox checkpoint through this one (404), and a taken name (409)', async () => {
     const { lifecycle } = await setup(['own-a', 'own-b']);
     const other = await snapshotOf(lifecycle, 'own-b');
-    expect(await statusOf(lifecycle.act(NS, 'own-a', 'claimsnapshot', { snapshot: other, name: 'stolen' }, false))).toMatchObject({ code: 404, reason: 'NotFound' });
+    expect(await statusOf(lifecycle.act(NS, 'own-a', 'claimsnapshot', { snapshot: other, name: 'stolen' }, false))).toMatchObject({
+      code: 404,
+      reason: 'NotFound',
+    });
     expect(await statusOf(lifecycle.act(NS, 'own-a', 'deletesnapshot', { snapshot: other }, false))).toMatchObject({ code: 404 });
-    expect(await statusOf(lifecycle.act(NS, 'own-b', 'claimsnapshot', { snapshot: other, name: 'own-a' }, false))).toMatchObject({ code: 409, reason: 'AlreadyExists' });
+    expect(await statusOf(lifecycle.act(NS, 'own-b', 'claimsnapshot', { snapshot: other, name: 'own-a' }, false))).toMatchObject({
+      code: 409,
+      reason: 'AlreadyExists',
+    });
     expect(await statusOf(lifecycle.act(NS, 'missing', 'snapshots', {}, false))).toMatchObject({ code: 404, reason: 'NotFound' });
   });
 
@@ -114,17 +134,24 @@ describe('snapshot subresources', () => {
     const noName = await statusOf(lifecycle.act(NS, 'bad-a', 'claimsnapshot', { snapshot: 'ck_x' }, false));
     expect(noName.details?.causes).toEqual([expect.objectContaining({ field: 'name', reason: 'FieldValueRequired' })]);
     expect(await statusOf(lifecycle.act(NS, 'bad-a', 'snapshots', { kind: 'SandboxPauseOptions' }, false))).toMatchObject({ code: 400 });
-    expect(await statusOf(lifecycle.act(NS, 'bad-a', 'claimsnapshot', { snapshot: 'ck_x', name: 'ok', ttlSeconds: -1 }, false))).toMatchObject({ code: 400 });
+    expect(
+      await statusOf(lifecycle.act(NS, 'bad-a', 'claimsnapshot', { snapshot: 'ck_x', name: 'ok', ttlSeconds: -1 }, false)),
+    ).toMatchObject({ code: 400 });
   });
 
   it('spends nothing on a dry run', async () => {
     const { lifecycle, storage } = await setup(['dry-a']);
     const id = await snapshotOf(lifecycle, 'dry-a');
     const before = (await direct.sandboxes()).length;
-    await expect(lifecycle.act(NS, 'dry-a', 'claimsnapshot', { snapshot: id, name: 'dry-branch' }, true)).resolves.toMatchObject({ kind: 'Sandbox', metadata: { name: 'dry-branch' } });
+    await expect(lifecycle.act(NS, 'dry-a', 'claimsnapshot', { snapshot: id, name: 'dry-branch' }, true)).resolves.toMatchObject({
+      kind: 'Sandbox',
+      metadata: { name: 'dry-branch' },
+    });
     await expect(lifecycle.act(NS, 'dry-a', 'deletesnapshot', { snapshot: id }, true)).resolves.toMatchObject({ snapshotID: id });
     expect((await direct.sandboxes()).length).toBe(before);
-    expect(((await lifecycle.act(NS, 'dry-a', 'snapshots', {}, false)) as unknown as SnapshotList).items.map((i) => i.snapshotID)).toEqual([id]);
+    expect(((await lifecycle.act(NS, 'dry-a', 'snapshots', {}, false)) as unknown as SnapshotList).items.map((i) => i.snapshotID)).toEqual([
+      id,
+    ]);
     await expect(storage.get(NS, 'dry-branch')).rejects.toThrow('not found');
   });
 
@@ -150,7 +177,8 @@ describe('fork children', () => {
     expect(r.children).toHaveLength(2);
     const rows = await direct.sandboxes();
     const owners = r.children.map((c) => parseOwnerRef(rows.find((row) => row.id === c.sandboxID)?.claimRef));
-    for (const [i, o] of owners.entries()) expect(o).toMatchObject({ kind: 'ForkChild', namespace: NS, name: `fork-src-${r.children[i]?.sandboxID}` });
+    for (const [i, o] of owners.entries())
+      expect(o).toMatchObject({ kind: 'ForkChild', namespace: NS, name: `fork-src-${r.children[i]?.sandboxID}` });
     // one uid per fork call, never a SandboxClaim reference
     expect(new Set(owners.map((o) => (o && o.kind !== 'legacy' ? o.uid : ''))).size).toBe(1);
     // the node's ids hold `_`; object names are DNS-1123 subdomains

@@ -2,7 +2,17 @@ import { spawn } from 'node:child_process';
 import { request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
 import { applyObject } from '@sandbox-scale/kube-runtime';
-import { applyCrds, createTestNamespace, eventually, freePort, kubectl, runSuffix, startControlPlane, testBinDir, type ControlPlane } from '@sandbox-scale/e2e';
+import {
+  applyCrds,
+  createTestNamespace,
+  eventually,
+  freePort,
+  kubectl,
+  runSuffix,
+  startControlPlane,
+  testBinDir,
+  type ControlPlane,
+} from '@sandbox-scale/e2e';
 import { EXTENSIONS_API_VERSION, SANDBOX_PHASES, type InventoryEntry } from '@sandbox-scale/scale-core';
 import { startSandboxApiserver, type RunningSandboxApiserver } from '../src';
 import { NODE_INVENTORY_RESOURCE } from '../src/storage/inventory-informer';
@@ -31,13 +41,32 @@ let server: RunningSandboxApiserver;
 function entries(node: number, hibernated = 0): InventoryEntry[] {
   return Array.from({ length: PER_NODE }, (_, i) => {
     const name = `wl-${i % 40}/sb-${node}-${i}`;
-    return { name, id: `sb_${node}_${i}`, phase: i < hibernated ? SANDBOX_PHASES.hibernated : SANDBOX_PHASES.running, claimRef: name, addr: `10.${node}.${(i >> 8) & 255}.${i & 255}:7777`, deadline: '2030-01-01T00:00:00Z', claimedAt: '2026-01-01T00:00:00Z' };
+    return {
+      name,
+      id: `sb_${node}_${i}`,
+      phase: i < hibernated ? SANDBOX_PHASES.hibernated : SANDBOX_PHASES.running,
+      claimRef: name,
+      addr: `10.${node}.${(i >> 8) & 255}.${i & 255}:7777`,
+      deadline: '2030-01-01T00:00:00Z',
+      claimedAt: '2026-01-01T00:00:00Z',
+    };
   });
 }
 
 async function publishNode(node: number, hibernated = 0): Promise<void> {
   const name = `wl-node-${node}`;
-  await applyObject(cp.kubeConfig, { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name }, node: name, address: `10.${node}.0.1:7777`, entries: entries(node, hibernated) }, { fieldManager: 'sandbox-scale/test-publisher', force: true, resource: NODE_INVENTORY_RESOURCE });
+  await applyObject(
+    cp.kubeConfig,
+    {
+      apiVersion: EXTENSIONS_API_VERSION,
+      kind: 'NodeInventory',
+      metadata: { name },
+      node: name,
+      address: `10.${node}.0.1:7777`,
+      entries: entries(node, hibernated),
+    },
+    { fieldManager: 'sandbox-scale/test-publisher', force: true, resource: NODE_INVENTORY_RESOURCE },
+  );
 }
 
 beforeAll(async () => {
@@ -47,13 +76,25 @@ beforeAll(async () => {
   for (let n = 0; n < NODES; n++) await publishNode(n);
   const files = await writeServingCert(`wl-${suffix}`, ns);
   const port = await freePort();
-  server = await startSandboxApiserver({ kubeConfig: cp.kubeConfig, securePort: port, bindAddress: '127.0.0.1', tlsCertFile: files.cert, tlsPrivateKeyFile: files.key, log: quietLog });
+  server = await startSandboxApiserver({
+    kubeConfig: cp.kubeConfig,
+    securePort: port,
+    bindAddress: '127.0.0.1',
+    tlsCertFile: files.cert,
+    tlsPrivateKeyFile: files.key,
+    log: quietLog,
+  });
   await server.synced;
   await registerApiService({ namespace: ns, port, caPem: files.caPem, kubeconfig: cp.kubeconfigPath });
-  await eventually(async () => {
-    const r = await kubectl(['get', 'apiservice', API_SERVICE, '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].status}'], { kubeconfig: cp.kubeconfigPath });
-    expect(r.stdout).toBe('True');
-  }, { timeoutMs: 60_000 });
+  await eventually(
+    async () => {
+      const r = await kubectl(['get', 'apiservice', API_SERVICE, '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].status}'], {
+        kubeconfig: cp.kubeconfigPath,
+      });
+      expect(r.stdout).toBe('True');
+    },
+    { timeoutMs: 60_000 },
+  );
 }, 300_000);
 
 afterAll(async () => {
@@ -65,7 +106,9 @@ describe('watching 100,000 sandboxes through the aggregator', () => {
   it('streams a watch-list: every ADDED, the initial-events-end bookmark, then live changes', async () => {
     const opts: RequestOptions = { method: 'GET', headers: { accept: 'application/json' } };
     await cp.kubeConfig.applyToHTTPSOptions(opts);
-    const url = new URL(`${cp.kubeConfig.getCurrentCluster()?.server ?? ''}${BASE}/sandboxes?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=300`);
+    const url = new URL(
+      `${cp.kubeConfig.getCurrentCluster()?.server ?? ''}${BASE}/sandboxes?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=300`,
+    );
     const added = new Set<string>();
     const modified = new Set<string>();
     const order: string[] = [];
@@ -82,7 +125,10 @@ describe('watching 100,000 sandboxes through the aggregator', () => {
           const lines = (partial + chunk).split('\n');
           partial = lines.pop() ?? '';
           for (const l of lines) {
-            const ev = JSON.parse(l) as { type: string; object: { metadata?: { namespace?: string; name?: string; annotations?: Record<string, string> } } };
+            const ev = JSON.parse(l) as {
+              type: string;
+              object: { metadata?: { namespace?: string; name?: string; annotations?: Record<string, string> } };
+            };
             const key = `${ev.object.metadata?.namespace ?? ''}/${ev.object.metadata?.name ?? ''}`;
             if (ev.type === 'ADDED') added.add(key);
             if (ev.type === 'MODIFIED') modified.add(key);
@@ -102,7 +148,9 @@ describe('watching 100,000 sandboxes through the aggregator', () => {
       req.end();
     });
     await published;
-    process.stdout.write(`watch-list-through-aggregator figures ${JSON.stringify({ sandboxes: SANDBOXES, http_status: status, added: added.size, modified_after_end: modified.size, bytes })}\n`);
+    process.stdout.write(
+      `watch-list-through-aggregator figures ${JSON.stringify({ sandboxes: SANDBOXES, http_status: status, added: added.size, modified_after_end: modified.size, bytes })}\n`,
+    );
     expect(status).toBe(200);
     expect(added.size).toBe(SANDBOXES);
     expect(order).toEqual(['ADDED', 'END', 'MODIFIED']);
@@ -113,16 +161,22 @@ describe('watching 100,000 sandboxes through the aggregator', () => {
   it('prints every sandbox to kubectl get sandboxes -A -w', async () => {
     let out = '';
     let err = '';
-    const proc = spawn(join(testBinDir(), 'kubectl'), ['get', 'sandboxes', '-A', '-w', '-o', 'name'], { env: { ...process.env, KUBECONFIG: cp.kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
+    const proc = spawn(join(testBinDir(), 'kubectl'), ['get', 'sandboxes', '-A', '-w', '-o', 'name'], {
+      env: { ...process.env, KUBECONFIG: cp.kubeconfigPath },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     proc.stdout.on('data', (c: Buffer) => (out += c.toString('utf8')));
     proc.stderr.on('data', (c: Buffer) => (err += c.toString('utf8')));
     const exited = new Promise<void>((resolve) => proc.once('exit', () => resolve()));
     try {
-      const names = await eventually(() => {
-        const lines = new Set(out.split('\n').filter((l) => l !== ''));
-        if (lines.size < SANDBOXES) throw new Error(`kubectl printed ${lines.size}/${SANDBOXES} sandboxes; stderr: ${err.slice(-300)}`);
-        return lines.size;
-      }, { timeoutMs: 240_000, intervalMs: 1_000 });
+      const names = await eventually(
+        () => {
+          const lines = new Set(out.split('\n').filter((l) => l !== ''));
+          if (lines.size < SANDBOXES) throw new Error(`kubectl printed ${lines.size}/${SANDBOXES} sandboxes; stderr: ${err.slice(-300)}`);
+          return lines.size;
+        },
+        { timeoutMs: 240_000, intervalMs: 1_000 },
+      );
       process.stdout.write(`kubectl-get-A-w figures ${JSON.stringify({ sandboxes: SANDBOXES, printed: names })}\n`);
       expect(names).toBe(SANDBOXES);
       expect(err).toBe('');

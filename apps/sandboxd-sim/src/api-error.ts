@@ -14,7 +14,8 @@ export function isApiError(err: unknown): err is ApiError {
   return err instanceof Error && err.name === 'ApiError';
 }
 
-export const badBody = (detail?: string): ApiError => new ApiError(400, detail ? `invalid request body: ${detail}` : 'invalid request body');
+export const badBody = (detail?: string): ApiError =>
+  new ApiError(400, detail ? `invalid request body: ${detail}` : 'invalid request body');
 export const unknownSandbox = (): ApiError => new ApiError(404, 'unknown sandbox');
 export const unknownCheckpoint = (): ApiError => new ApiError(404, 'unknown checkpoint');
 export const unknownTemplate = (): ApiError => new ApiError(404, 'unknown template');

@@ -96,5 +96,7 @@ export class ManualClock implements Clock {
 /** Resolves after `ms` on the clock; 0 resolves on the next microtask (speed 0 = instant). */
 export function sleep(clock: Clock, ms: number): Promise<void> {
   if (ms <= 0) return Promise.resolve();
-  return sleepFor(ms, undefined, { timers: { setTimeout: (fn, delayMs) => clock.setTimer(fn, delayMs), clearTimeout: (h) => clock.clearTimer(h as TimerHandle) } });
+  return sleepFor(ms, undefined, {
+    timers: { setTimeout: (fn, delayMs) => clock.setTimer(fn, delayMs), clearTimeout: (h) => clock.clearTimer(h as TimerHandle) },
+  });
 }

@@ -98,12 +98,23 @@ function jsonFlag<T extends z.ZodType>(schema: T) {
     .pipe(schema);
 }
 
-const listFlag = z.string().transform((s) => s.split(',').map((x) => x.trim()).filter((x) => x !== ''));
+const listFlag = z.string().transform((s) =>
+  s
+    .split(',')
+    .map((x) => x.trim())
+    .filter((x) => x !== ''),
+);
 
 /** Flags of sandboxd-sim (env fallback SANDBOX_SCALE_<FLAG>). */
 export const SandboxdSimFlagsSchema = z.object({
   nodes: z.coerce.number().int().min(1).max(400).default(1).describe('Simulated nodes in this process (1..400)'),
-  basePort: z.coerce.number().int().min(0).max(65535).default(7777).describe('Port of the first node; node i listens on base+i; 0 = ephemeral ports'),
+  basePort: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .max(65535)
+    .default(7777)
+    .describe('Port of the first node; node i listens on base+i; 0 = ephemeral ports'),
   host: z.string().default('127.0.0.1').describe('Address to listen on'),
   speed: z.coerce.number().min(0).default(1).describe('Latency multiplier; 0 = instant'),
   seed: z.coerce.number().int().default(1).describe('Seed of the simulated randomness'),

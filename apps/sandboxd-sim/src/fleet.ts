@@ -128,10 +128,40 @@ function every(clock: Clock, ms: number, fn: () => void): () => void {
 }
 
 function nodeConfig(opts: SimOptions, override: Partial<NodeConfigInput>) {
-  const { token, tenants, maxClaims, maxForkCount, refillConcurrency, egress, idleHibernateSeconds, archiveAfterSeconds, archiveDeleteAfterSeconds } = opts;
+  const {
+    token,
+    tenants,
+    maxClaims,
+    maxForkCount,
+    refillConcurrency,
+    egress,
+    idleHibernateSeconds,
+    archiveAfterSeconds,
+    archiveDeleteAfterSeconds,
+  } = opts;
   const { checkpointTtlHours, defaultTtlSeconds, releaseDelaySeconds, pools, vmCapacity, images, peers } = opts;
-  const base = { token, tenants, maxClaims, maxForkCount, refillConcurrency, egress, idleHibernateSeconds, archiveAfterSeconds, archiveDeleteAfterSeconds };
-  return NodeConfigSchema.parse({ ...base, checkpointTtlHours, defaultTtlSeconds, releaseDelaySeconds, pools, vmCapacity, images, peers, ...override });
+  const base = {
+    token,
+    tenants,
+    maxClaims,
+    maxForkCount,
+    refillConcurrency,
+    egress,
+    idleHibernateSeconds,
+    archiveAfterSeconds,
+    archiveDeleteAfterSeconds,
+  };
+  return NodeConfigSchema.parse({
+    ...base,
+    checkpointTtlHours,
+    defaultTtlSeconds,
+    releaseDelaySeconds,
+    pools,
+    vmCapacity,
+    images,
+    peers,
+    ...override,
+  });
 }
 
 interface Shared {
@@ -225,7 +255,9 @@ export async function startSim(input: StartSimOptions = {}): Promise<Sim> {
     every(clock, opts.refillTickMs, () => live().forEach((h) => h.state.pools.refillAll())),
     every(clock, opts.reapTickMs, () => live().forEach((h) => sweep(h.state))),
     every(clock, opts.gossipTickMs, () => void gossip()),
-    every(clock, 3_600_000, () => live().forEach((h) => h.state.lineage.sweepCheckpoints(h.state.now(), h.state.config.checkpointTtlHours))),
+    every(clock, 3_600_000, () =>
+      live().forEach((h) => h.state.lineage.sweepCheckpoints(h.state.now(), h.state.config.checkpointTtlHours)),
+    ),
   ];
   const byName = new Map(handles.map((h) => [h.name, h]));
   const find = (name: string): NodeHandle => {

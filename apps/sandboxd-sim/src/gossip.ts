@@ -84,7 +84,10 @@ export function httpPeer(addr: string, client: SandboxdClient, keys: KeyTable): 
     },
     hasCheckpoint: async (id) => {
       try {
-        const res = await fetch(`${client.baseUrl}/v1/checkpoints/${encodeURIComponent(id)}/blob`, { method: 'HEAD', signal: AbortSignal.timeout(PEER_TIMEOUT_MS) });
+        const res = await fetch(`${client.baseUrl}/v1/checkpoints/${encodeURIComponent(id)}/blob`, {
+          method: 'HEAD',
+          signal: AbortSignal.timeout(PEER_TIMEOUT_MS),
+        });
         return res.status === 200;
       } catch {
         return false;
@@ -137,7 +140,10 @@ export class Mesh implements MeshView {
   }
 
   peerAddrs(): string[] {
-    this.#addrs ??= [...(this.opts.board ? this.opts.localPeers.map((p) => p.addr).filter((a) => a !== this.opts.self) : []), ...this.opts.links.map((l) => l.addr)];
+    this.#addrs ??= [
+      ...(this.opts.board ? this.opts.localPeers.map((p) => p.addr).filter((a) => a !== this.opts.self) : []),
+      ...this.opts.links.map((l) => l.addr),
+    ];
     return this.#addrs;
   }
 
@@ -169,7 +175,11 @@ export class Mesh implements MeshView {
 
   /** Probed live, not from gossip: at most 3 owners. */
   async checkpointOwners(id: string): Promise<string[]> {
-    const local = this.opts.board ? this.opts.localPeers.filter((p) => p.addr !== this.opts.self && p.reachable() && p.state.lineage.checkpoints.has(id)).map((p) => p.addr) : [];
+    const local = this.opts.board
+      ? this.opts.localPeers
+          .filter((p) => p.addr !== this.opts.self && p.reachable() && p.state.lineage.checkpoints.has(id))
+          .map((p) => p.addr)
+      : [];
     const linked = await Promise.all(this.opts.links.map(async (l) => ((await l.hasCheckpoint(id)) ? l.addr : undefined)));
     return [...local, ...linked.filter((a): a is string => a !== undefined)].slice(0, 3);
   }

@@ -80,7 +80,8 @@ export async function promote(node: NodeState, caller: Caller, id: string, body:
   const key = node.keys.intern(name, sb.key.net, sb.key.size);
   if (node.pools.get(key)) throw new ApiError(409, 'template belongs to a configured pool');
   const existing = node.lineage.templates.get(key.id);
-  if (existing && caller.kind === 'tenant' && existing.tenant !== caller.tenant.name) throw new ApiError(409, 'template owned by another tenant');
+  if (existing && caller.kind === 'tenant' && existing.tenant !== caller.tenant.name)
+    throw new ApiError(409, 'template owned by another tenant');
   await capture(node, sb);
   node.metrics.promotes++;
   return node.lineage.promote(key, tenantOf(caller), sb.id);
@@ -106,7 +107,14 @@ export async function checkpoint(node: NodeState, caller: Caller, id: string, bo
   const sb = sandboxByBodyToken(node, caller, body.token ?? '', id);
   requireCapturable(sb, 'checkpoint');
   await capture(node, sb);
-  const rec: CheckpointRecord = { id: node.newCheckpointId(), name, sandboxId: sb.id, key: sb.key, tenant: tenantOf(caller), createdAt: node.now() };
+  const rec: CheckpointRecord = {
+    id: node.newCheckpointId(),
+    name,
+    sandboxId: sb.id,
+    key: sb.key,
+    tenant: tenantOf(caller),
+    createdAt: node.now(),
+  };
   node.lineage.addCheckpoint(rec);
   node.metrics.checkpoints++;
   return rec;

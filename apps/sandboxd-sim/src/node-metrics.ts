@@ -62,10 +62,25 @@ export function renderMetrics(v: MetricsView): string {
   series(lines, 'sandboxd_hibernated', 'gauge', [['', v.hibernated]]);
   series(lines, 'sandboxd_archived', 'gauge', [['', v.archived]]);
   series(lines, 'sandboxd_draining', 'gauge', [['', v.draining ? 1 : 0]]);
-  series(lines, 'sandboxd_tenant_claims', 'gauge', v.tenants.map((t) => [`{tenant="${esc(t.name)}"}`, t.claims]));
+  series(
+    lines,
+    'sandboxd_tenant_claims',
+    'gauge',
+    v.tenants.map((t) => [`{tenant="${esc(t.name)}"}`, t.claims]),
+  );
   const keyLabels = (p: MetricsView['pools'][number]): string => `{template="${esc(p.template)}",net="${p.net}",size="${p.size}"}`;
-  series(lines, 'sandboxd_pool_warm', 'gauge', v.pools.map((p) => [keyLabels(p), p.warm]));
-  series(lines, 'sandboxd_pool_target', 'gauge', v.pools.map((p) => [keyLabels(p), p.target]));
+  series(
+    lines,
+    'sandboxd_pool_warm',
+    'gauge',
+    v.pools.map((p) => [keyLabels(p), p.warm]),
+  );
+  series(
+    lines,
+    'sandboxd_pool_target',
+    'gauge',
+    v.pools.map((p) => [keyLabels(p), p.target]),
+  );
   if (v.mesh) series(lines, 'sandboxd_config_digest_mismatch', 'gauge', [['', 0]]);
   series(lines, 'sandboxd_claims_total', 'counter', [
     ['{tier="warm"}', c.claimsWarm],
@@ -88,9 +103,14 @@ export function renderMetrics(v: MetricsView): string {
   ];
   for (const [name, value] of plain) series(lines, `sandboxd_${name}_total`, 'counter', [['', value]]);
   const requests = [...c.requests].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  series(lines, 'sandboxd_sim_requests_total', 'counter', requests.map(([key, n]) => {
-    const [method = '', route = ''] = key.split(' ');
-    return [`{method="${esc(method)}",route="${esc(route)}"}`, n];
-  }));
+  series(
+    lines,
+    'sandboxd_sim_requests_total',
+    'counter',
+    requests.map(([key, n]) => {
+      const [method = '', route = ''] = key.split(' ');
+      return [`{method="${esc(method)}",route="${esc(route)}"}`, n];
+    }),
+  );
   return `${lines.join('\n')}\n`;
 }

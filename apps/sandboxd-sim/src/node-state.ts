@@ -245,7 +245,11 @@ export class NodeState implements RefillHost, AuthNode {
     const pool = this.pools.get(key);
     if (pool) return pool.settings;
     const c = this.config;
-    return { idleHibernateS: c.idleHibernateSeconds, archiveAfterS: c.archiveAfterSeconds, archiveDeleteAfterS: c.archiveDeleteAfterSeconds };
+    return {
+      idleHibernateS: c.idleHibernateSeconds,
+      archiveAfterS: c.archiveAfterSeconds,
+      archiveDeleteAfterS: c.archiveDeleteAfterSeconds,
+    };
   }
 
   isRunning(sb: Sandbox): boolean {

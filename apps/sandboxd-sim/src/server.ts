@@ -13,7 +13,20 @@ import { sandboxRoutes } from './sandbox-routes';
 const ROUTES: readonly Route[] = [...sandboxRoutes, ...nodeRoutes];
 
 /** A reply shape that matches no schema of the API (every field of the wrong type). */
-const WRONG_SHAPE = { id: 42, token: 42, deadline: 42, pools: 42, claimed: 'x', sandboxes: 42, checkpoints: 42, checkpoint: 42, children: 42, key: 42, peers: 42, owner_addr: 42 };
+const WRONG_SHAPE = {
+  id: 42,
+  token: 42,
+  deadline: 42,
+  pools: 42,
+  claimed: 'x',
+  sandboxes: 42,
+  checkpoints: 42,
+  checkpoint: 42,
+  children: 42,
+  key: 42,
+  peers: 42,
+  owner_addr: 42,
+};
 
 function malformedReply(mode: MalformedMode): Reply {
   if (mode === 'invalid-json') return { status: 200, text: '{"id": "sb_', contentType: 'application/json' };
@@ -33,7 +46,12 @@ export interface NodeServerDeps {
  * endpoint and is never faulted, so a partitioned node can be healed.
  */
 export function createNodeServer(deps: NodeServerDeps): Server {
-  const server = createServer(guardRequests((req, res) => handle(deps, req, res), { log: deps.logger.child({ node: deps.node.name }), fail: (res) => writeReply(res, errorReply(500, 'internal error')) }));
+  const server = createServer(
+    guardRequests((req, res) => handle(deps, req, res), {
+      log: deps.logger.child({ node: deps.node.name }),
+      fail: (res) => writeReply(res, errorReply(500, 'internal error')),
+    }),
+  );
   // The request deadline bounds receiving the request only, so a cold claim that blocks while
   // the VM boots is not cut; idle sockets are kept past the client's 90 s.
   limitServer(server, { keepAliveTimeoutMs: 120_000, headersTimeoutMs: 30_000, requestTimeoutMs: 60_000 });
@@ -53,7 +71,10 @@ async function handle(deps: NodeServerDeps, req: IncomingMessage, res: ServerRes
   if (faults.partition === 'hang') return; // the request is accepted and never answered
   const match = matchRoute(ROUTES, req.method ?? 'GET', url.pathname);
   if ('status' in match) {
-    return writeReply(res, match.status === 404 ? { status: 404, text: '404 page not found\n' } : { status: 405, text: 'Method Not Allowed\n' });
+    return writeReply(
+      res,
+      match.status === 404 ? { status: 404, text: '404 page not found\n' } : { status: 405, text: 'Method Not Allowed\n' },
+    );
   }
   deps.node.metrics.countRequest(match.route.method, match.route.path);
   const raw = await readBounded(req, BODY_LIMIT_BYTES);
@@ -101,7 +122,8 @@ async function admin(deps: NodeServerDeps, req: IncomingMessage, bearer: string 
     return errorReply(400, 'invalid request body');
   }
   const parsed = FaultsSchema.safeParse(input);
-  if (!parsed.success) return errorReply(400, `invalid faults: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success)
+    return errorReply(400, `invalid faults: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
   try {
     const faults = deps.faults.set(parsed.data);
     deps.logger.info({ node: deps.node.name }, 'faults replaced');

@@ -70,4 +70,3 @@ export function checkName(name: string, what: string): string {
   if (!NAME_RE.test(name)) throw new ApiError(400, `invalid ${what} name`);
   return name;
 }
-

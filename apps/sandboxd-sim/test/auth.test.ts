@@ -13,7 +13,10 @@ describe('auth rules (root, tenant and sandbox tokens)', () => {
   it('answers 401 invalid api token on node-token endpoints without a valid token', async () => {
     for (const token of [undefined, 'nope']) {
       const opts = token ? { token } : {};
-      expect(await raw(t.url(), 'POST', '/v1/claim', { ...opts, body: `{"template":"${BASE}"}` })).toMatchObject({ status: 401, json: { error: 'invalid api token' } });
+      expect(await raw(t.url(), 'POST', '/v1/claim', { ...opts, body: `{"template":"${BASE}"}` })).toMatchObject({
+        status: 401,
+        json: { error: 'invalid api token' },
+      });
       expect(await raw(t.url(), 'GET', '/v1/sandboxes', opts)).toMatchObject({ status: 401 });
       expect(await raw(t.url(), 'GET', '/v1/info', opts)).toMatchObject({ status: 401, json: { error: 'invalid api token' } });
       expect(await raw(t.url(), 'GET', '/v1/peers', opts)).toMatchObject({ status: 401 });
@@ -60,8 +63,14 @@ describe('auth rules (root, tenant and sandbox tokens)', () => {
   it('needs a bearer on sandbox-scoped verbs (401) and hides ids behind 404', async () => {
     const c = await t.root().claim({ template: BASE });
     for (const verb of ['release', 'hibernate', 'wake', 'renew']) {
-      expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/${verb}`)).toMatchObject({ status: 401, json: { error: 'missing bearer token' } });
-      expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/${verb}`, { token: GLOBEX.token })).toMatchObject({ status: 404, json: { error: 'unknown sandbox' } });
+      expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/${verb}`)).toMatchObject({
+        status: 401,
+        json: { error: 'missing bearer token' },
+      });
+      expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/${verb}`, { token: GLOBEX.token })).toMatchObject({
+        status: 404,
+        json: { error: 'unknown sandbox' },
+      });
       expect(await raw(t.url(), 'POST', `/v1/sandboxes/sb_ffffffffffffffff/${verb}`, { token: c.token })).toMatchObject({ status: 404 });
     }
     expect(await raw(t.url(), 'GET', `/v1/sandboxes/${c.id}/owner`)).toMatchObject({ status: 401 });
@@ -74,10 +83,15 @@ describe('auth rules (root, tenant and sandbox tokens)', () => {
       ['promote', '{"template":"x:1","token":"wrong"}'],
       ['checkpoint', '{"token":"wrong"}'],
     ] as const) {
-      expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/${verb}`, { token: ACME.token, body })).toMatchObject({ status: 404, json: { error: 'unknown sandbox' } });
+      expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/${verb}`, { token: ACME.token, body })).toMatchObject({
+        status: 404,
+        json: { error: 'unknown sandbox' },
+      });
       expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/${verb}`, { token: 'bogus', body })).toMatchObject({ status: 401 });
     }
-    expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/checkpoint`, { token: ACME.token, body: `{"token":"${c.token}"}` })).toMatchObject({ status: 200 });
+    expect(
+      await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/checkpoint`, { token: ACME.token, body: `{"token":"${c.token}"}` }),
+    ).toMatchObject({ status: 200 });
   });
 
   it('answers 404 for an unknown path and 405 for a wrong method', async () => {

@@ -18,7 +18,12 @@ describe('claim against the simulator', () => {
     expect(Math.abs((c.deadline?.getTime() ?? 0) - (t0 + 60_000))).toBeLessThan(2000);
     const rows = await t.root().sandboxes('ns/a');
     expect(rows.map((r) => r.id)).toEqual([c.id]);
-    expect(rows[0]).toMatchObject({ key: { template: BASE, net: 'none', size: 'small' }, hibernated: false, archived: false, claimRef: 'ns/a' });
+    expect(rows[0]).toMatchObject({
+      key: { template: BASE, net: 'none', size: 'small' },
+      hibernated: false,
+      archived: false,
+      claimRef: 'ns/a',
+    });
     expect(await t.root().sandboxes('ns/other')).toEqual([]);
     const metrics = await t.root().metrics();
     expect(metrics).toContain('sandboxd_claims_total{tier="warm"} 1');
@@ -48,9 +53,15 @@ describe('claim against the simulator', () => {
     t = await startTestSim();
     const url = t.url();
     expect(await raw(url, 'POST', '/v1/claim', { token: ROOT })).toMatchObject({ status: 400, json: { error: 'invalid request body' } });
-    expect(await raw(url, 'POST', '/v1/claim', { token: ROOT, body: '{"template":' })).toMatchObject({ status: 400, json: { error: 'invalid request body' } });
+    expect(await raw(url, 'POST', '/v1/claim', { token: ROOT, body: '{"template":' })).toMatchObject({
+      status: 400,
+      json: { error: 'invalid request body' },
+    });
     expect(await raw(url, 'POST', '/v1/claim', { token: ROOT, body: '{"template":"t","ttl_seconds":"5"}' })).toMatchObject({ status: 400 });
-    expect(await raw(url, 'POST', '/v1/claim', { token: ROOT, body: '{}' })).toMatchObject({ status: 400, json: { error: 'invalid pool key: empty template' } });
+    expect(await raw(url, 'POST', '/v1/claim', { token: ROOT, body: '{}' })).toMatchObject({
+      status: 400,
+      json: { error: 'invalid pool key: empty template' },
+    });
     const huge = asSandboxdHttpError(await caught(t.root().claim({ template: 't', size: 'huge' })));
     expect(huge).toMatchObject({ statusCode: 400, message: 'invalid pool key: unknown size "huge"' });
     // unknown fields are ignored
@@ -60,7 +71,10 @@ describe('claim against the simulator', () => {
   it('refuses bodies over 1 MiB with 400', async () => {
     t = await startTestSim();
     const body = JSON.stringify({ template: 't', pad: 'x'.repeat(1 << 20) });
-    expect(await raw(t.url(), 'POST', '/v1/claim', { token: ROOT, body })).toMatchObject({ status: 400, json: { error: 'invalid request body' } });
+    expect(await raw(t.url(), 'POST', '/v1/claim', { token: ROOT, body })).toMatchObject({
+      status: 400,
+      json: { error: 'invalid request body' },
+    });
   });
 
   it('answers 409 for egress on a node without an egress attachment, 200 with one', async () => {
@@ -161,7 +175,10 @@ describe('claim against the simulator', () => {
   it('fails claims of an image the node cannot boot with 500 provisioning failed', async () => {
     t = await startTestSim({ images: [BASE] });
     await expect(t.root().claim({ template: BASE })).resolves.toBeDefined();
-    expect(asSandboxdHttpError(await caught(t.root().claim({ template: 'nope:1' })))).toMatchObject({ statusCode: 500, message: 'provisioning failed' });
+    expect(asSandboxdHttpError(await caught(t.root().claim({ template: 'nope:1' })))).toMatchObject({
+      statusCode: 500,
+      message: 'provisioning failed',
+    });
     expect(await t.root().sandboxes()).toHaveLength(1);
   });
 

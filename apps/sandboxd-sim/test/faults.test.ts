@@ -17,7 +17,10 @@ describe('fault injection', () => {
 
   it('fails a verb with its 500 text at the configured rate, without side effects', async () => {
     t = await startTestSim({ faults: { errorRate: { claim: 1 } } });
-    expect(asSandboxdHttpError(await caught(t.root().claim({ template: BASE })))).toMatchObject({ statusCode: 500, message: 'provisioning failed' });
+    expect(asSandboxdHttpError(await caught(t.root().claim({ template: BASE })))).toMatchObject({
+      statusCode: 500,
+      message: 'provisioning failed',
+    });
     expect((await t.root().info()).claimed).toBe(0);
     t.sim.node('node-0').setFaults({ errorRate: { release: 1 } });
     const c = await t.root().claim({ template: BASE });
@@ -34,12 +37,18 @@ describe('fault injection', () => {
 
   it('forces 503 with Retry-After', async () => {
     t = await startTestSim({ faults: { unavailable: { checkpoint_claim: 4 } } });
-    expect(asSandboxdHttpError(await caught(t.root().claimCheckpoint('ck_0000000000000000')))).toMatchObject({ statusCode: 503, retryAfterSeconds: 4 });
+    expect(asSandboxdHttpError(await caught(t.root().claimCheckpoint('ck_0000000000000000')))).toMatchObject({
+      statusCode: 503,
+      retryAfterSeconds: 4,
+    });
   });
 
   it('forces provisioning failures for one key only', async () => {
     t = await startTestSim({ faults: { failProvision: [{ template: 'bad:1' }] } });
-    expect(asSandboxdHttpError(await caught(t.root().claim({ template: 'bad:1' }))))?.toMatchObject({ statusCode: 500, message: 'provisioning failed' });
+    expect(asSandboxdHttpError(await caught(t.root().claim({ template: 'bad:1' }))))?.toMatchObject({
+      statusCode: 500,
+      message: 'provisioning failed',
+    });
     await expect(t.root().claim({ template: BASE })).resolves.toBeDefined();
   });
 
@@ -89,7 +98,10 @@ describe('fault injection', () => {
     t = await startTestSim();
     expect((await raw(t.url(), 'POST', '/_sim/faults', { body: '{"partition":"hang"}' })).status).toBe(401);
     expect((await raw(t.url(), 'POST', '/_sim/faults', { token: ROOT, body: '{"partition":"sideways"}' })).status).toBe(400);
-    expect(await raw(t.url(), 'POST', '/_sim/faults', { token: ROOT, body: '{"partition":"close"}' })).toMatchObject({ status: 200, json: { partition: 'close' } });
+    expect(await raw(t.url(), 'POST', '/_sim/faults', { token: ROOT, body: '{"partition":"close"}' })).toMatchObject({
+      status: 200,
+      json: { partition: 'close' },
+    });
     expect(isTransportError(await caught(t.root().info()))).toBe(true);
     expect(await raw(t.url(), 'GET', '/_sim/faults', { token: ROOT })).toMatchObject({ json: { partition: 'close' } });
     expect(await raw(t.url(), 'DELETE', '/_sim/faults', { token: ROOT })).toMatchObject({ json: { partition: 'none' } });

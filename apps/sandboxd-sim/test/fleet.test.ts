@@ -78,10 +78,14 @@ const ReportSchema = z.object({ nodes: z.array(z.object({ name: z.string(), url:
 describe('the CLI', () => {
   it('reports its ports as JSON on stdout, serves, and stops on SIGTERM', async () => {
     const main = resolve(__dirname, '../src/main.ts');
-    const child = spawn(process.execPath, ['--import', 'tsx', main, '--nodes', '2', '--base-port', '0', '--speed', '0', '--token', 'cli-root'], {
-      cwd: resolve(__dirname, '../../..'),
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
+    const child = spawn(
+      process.execPath,
+      ['--import', 'tsx', main, '--nodes', '2', '--base-port', '0', '--speed', '0', '--token', 'cli-root'],
+      {
+        cwd: resolve(__dirname, '../../..'),
+        stdio: ['ignore', 'pipe', 'pipe'],
+      },
+    );
     try {
       const line = await new Promise<string>((res, rej) => {
         createInterface({ input: child.stdout }).once('line', res);

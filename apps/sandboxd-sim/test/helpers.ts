@@ -63,7 +63,12 @@ export interface RawReply {
 }
 
 /** A request exactly as written (no client library), for status and body assertions. */
-export async function raw(base: string, method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'HEAD', path: string, opts: { token?: string; body?: string } = {}): Promise<RawReply> {
+export async function raw(
+  base: string,
+  method: 'GET' | 'POST' | 'PUT' | 'DELETE' | 'HEAD',
+  path: string,
+  opts: { token?: string; body?: string } = {},
+): Promise<RawReply> {
   const headers: Record<string, string> = {};
   if (opts.token) headers.authorization = `Bearer ${opts.token}`;
   if (opts.body !== undefined) headers['content-type'] = 'application/json';

@@ -38,9 +38,15 @@ describe('sandbox verbs against the simulator', () => {
 
   it('keeps the sandbox when a release carries a wrong or tenant token (404)', async () => {
     const c = await t.root().claim({ template: BASE });
-    expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/release`, { token: 'f'.repeat(32) })).toMatchObject({ status: 404, json: { error: 'unknown sandbox' } });
+    expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/release`, { token: 'f'.repeat(32) })).toMatchObject({
+      status: 404,
+      json: { error: 'unknown sandbox' },
+    });
     expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/release`, { token: ACME.token })).toMatchObject({ status: 404 });
-    expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/release`)).toMatchObject({ status: 401, json: { error: 'missing bearer token' } });
+    expect(await raw(t.url(), 'POST', `/v1/sandboxes/${c.id}/release`)).toMatchObject({
+      status: 401,
+      json: { error: 'missing bearer token' },
+    });
     expect((await t.root().sandboxes()).map((r) => r.id)).toEqual([c.id]);
   });
 
@@ -63,7 +69,10 @@ describe('sandbox verbs against the simulator', () => {
     await t.close();
     t = await startTestSim({ egress: true });
     const c = await t.root().claim({ template: BASE, net: 'egress' });
-    expect(asSandboxdHttpError(await caught(t.root().hibernate(c.id)))).toMatchObject({ statusCode: 409, message: 'egress-lane sandboxes do not hibernate' });
+    expect(asSandboxdHttpError(await caught(t.root().hibernate(c.id)))).toMatchObject({
+      statusCode: 409,
+      message: 'egress-lane sandboxes do not hibernate',
+    });
   });
 
   it('renews to now + TTL (shortening too); the reply is authoritative', async () => {
@@ -84,7 +93,10 @@ describe('sandbox verbs against the simulator', () => {
     const s = await t.root().stats(c.id);
     expect(s).toMatchObject({ id: c.id, cpuCount: 2, memTotalBytes: 2 ** 30, memUsedMeasured: true, hibernated: false });
     expect(s.memUsedBytes).toBeGreaterThan(0);
-    expect(asSandboxdHttpError(await caught(t.root().sandbox('sb_0000000000000000')))).toMatchObject({ statusCode: 404, message: 'unknown sandbox' });
+    expect(asSandboxdHttpError(await caught(t.root().sandbox('sb_0000000000000000')))).toMatchObject({
+      statusCode: 404,
+      message: 'unknown sandbox',
+    });
     expect(asSandboxdHttpError(await caught(t.root().stats('sb_0000000000000000')))?.statusCode).toBe(404);
   });
 
@@ -97,7 +109,9 @@ describe('sandbox verbs against the simulator', () => {
   it('forks all children with their own lease and claim_ref prefix', async () => {
     const parent = await t.root().claim({ template: BASE }, { token: ACME.token });
     const now = t.sim.clock.now();
-    const kids = await t.root().fork(parent.id, { count: 3, ttlSeconds: 120, claimRefPrefix: 'ns/fork-', sandboxToken: parent.token }, { token: ACME.token });
+    const kids = await t
+      .root()
+      .fork(parent.id, { count: 3, ttlSeconds: 120, claimRefPrefix: 'ns/fork-', sandboxToken: parent.token }, { token: ACME.token });
     expect(kids).toHaveLength(3);
     for (const k of kids) {
       expect(Math.abs((k.deadline?.getTime() ?? 0) - (now + 120_000))).toBeLessThan(2000);
@@ -111,14 +125,19 @@ describe('sandbox verbs against the simulator', () => {
     const parent = await t.root().claim({ template: BASE });
     await expect(t.root().fork(parent.id, { count: 1 })).resolves.toHaveLength(1);
     expect(asSandboxdHttpError(await caught(t.root().fork(parent.id, { count: 1 }, { token: ACME.token })))?.statusCode).toBe(404);
-    expect(asSandboxdHttpError(await caught(t.root().fork(parent.id, { count: 1, sandboxToken: 'bad' }, { token: ACME.token })))?.statusCode).toBe(404);
+    expect(
+      asSandboxdHttpError(await caught(t.root().fork(parent.id, { count: 1, sandboxToken: 'bad' }, { token: ACME.token })))?.statusCode,
+    ).toBe(404);
   });
 
   it('rejects a bad fork count (400) and a fork that does not fit (429, no child)', async () => {
     await t.close();
     t = await startTestSim({ maxClaims: 3, maxForkCount: 4 });
     const parent = await t.root().claim({ template: BASE });
-    expect(asSandboxdHttpError(await caught(t.root().fork(parent.id, { count: 0 })))).toMatchObject({ statusCode: 400, message: 'invalid fork count' });
+    expect(asSandboxdHttpError(await caught(t.root().fork(parent.id, { count: 0 })))).toMatchObject({
+      statusCode: 400,
+      message: 'invalid fork count',
+    });
     expect(asSandboxdHttpError(await caught(t.root().fork(parent.id, { count: 5 })))?.statusCode).toBe(400);
     expect(asNodeAtCapacity(await caught(t.root().fork(parent.id, { count: 3 })))?.statusCode).toBe(429);
     expect((await t.root().info()).claimed).toBe(1);
@@ -127,7 +146,10 @@ describe('sandbox verbs against the simulator', () => {
   it('loses every child when one clone fails (all or nothing)', async () => {
     const parent = await t.root().claim({ template: BASE });
     t.sim.node('node-0').setFaults({ failProvision: [{ template: BASE }] });
-    expect(asSandboxdHttpError(await caught(t.root().fork(parent.id, { count: 3 })))).toMatchObject({ statusCode: 500, message: 'fork failed' });
+    expect(asSandboxdHttpError(await caught(t.root().fork(parent.id, { count: 3 })))).toMatchObject({
+      statusCode: 500,
+      message: 'fork failed',
+    });
     expect((await t.root().info()).claimed).toBe(1);
   });
 
@@ -146,18 +168,29 @@ describe('sandbox verbs against the simulator', () => {
 
   it('refuses promotes of bad names (400), pool keys and foreign templates (409)', async () => {
     const src = await t.root().claim({ template: BASE });
-    expect(asSandboxdHttpError(await caught(t.root().promote(src.id, { template: '-bad' })))).toMatchObject({ statusCode: 400, message: 'invalid template name' });
-    expect(asSandboxdHttpError(await caught(t.root().promote(src.id, { template: BASE })))).toMatchObject({ statusCode: 409, message: 'template belongs to a configured pool' });
+    expect(asSandboxdHttpError(await caught(t.root().promote(src.id, { template: '-bad' })))).toMatchObject({
+      statusCode: 400,
+      message: 'invalid template name',
+    });
+    expect(asSandboxdHttpError(await caught(t.root().promote(src.id, { template: BASE })))).toMatchObject({
+      statusCode: 409,
+      message: 'template belongs to a configured pool',
+    });
     await t.root().promote(src.id, { template: 'shared:v1', sandboxToken: src.token }, { token: ACME.token });
-    expect(asSandboxdHttpError(await caught(t.root().promote(src.id, { template: 'shared:v1', sandboxToken: src.token }, { token: GLOBEX.token })))?.message).toBe(
-      'template owned by another tenant',
-    );
+    expect(
+      asSandboxdHttpError(
+        await caught(t.root().promote(src.id, { template: 'shared:v1', sandboxToken: src.token }, { token: GLOBEX.token })),
+      )?.message,
+    ).toBe('template owned by another tenant');
   });
 
   it('deletes templates: tenants only their own, 404 unknown, 409 for a pool key', async () => {
     const src = await t.root().claim({ template: BASE });
     await t.root().promote(src.id, { template: 'mine:v1', sandboxToken: src.token }, { token: ACME.token });
-    expect(asSandboxdHttpError(await caught(t.root().deleteTemplate({ template: 'mine:v1' }, { token: GLOBEX.token })))).toMatchObject({ statusCode: 404, message: 'unknown template' });
+    expect(asSandboxdHttpError(await caught(t.root().deleteTemplate({ template: 'mine:v1' }, { token: GLOBEX.token })))).toMatchObject({
+      statusCode: 404,
+      message: 'unknown template',
+    });
     expect(asSandboxdHttpError(await caught(t.root().deleteTemplate({ template: BASE })))?.statusCode).toBe(409);
     await expect(t.root().deleteTemplate({ template: 'mine:v1' }, { token: ACME.token })).resolves.toMatchObject({ deleted: true });
     expect(asSandboxdHttpError(await caught(t.root().deleteTemplate({ template: 'mine:v1' })))?.statusCode).toBe(404);
@@ -181,12 +214,18 @@ describe('sandbox verbs against the simulator', () => {
     expect(await t.root().checkpoints({ token: ACME.token })).toHaveLength(1);
     await t.root().deleteCheckpoint(a.id, { token: ACME.token });
     expect(await t.root().checkpoints({ token: ACME.token })).toEqual([]);
-    expect(asSandboxdHttpError(await caught(t.root().claimCheckpoint(a.id)))).toMatchObject({ statusCode: 404, message: 'unknown checkpoint' });
+    expect(asSandboxdHttpError(await caught(t.root().claimCheckpoint(a.id)))).toMatchObject({
+      statusCode: 404,
+      message: 'unknown checkpoint',
+    });
   });
 
   it('refuses a bad checkpoint name (400) and a checkpoint claim while draining (429)', async () => {
     const src = await t.root().claim({ template: BASE });
-    expect(asSandboxdHttpError(await caught(t.root().checkpoint(src.id, { name: '../x' })))).toMatchObject({ statusCode: 400, message: 'invalid checkpoint name' });
+    expect(asSandboxdHttpError(await caught(t.root().checkpoint(src.id, { name: '../x' })))).toMatchObject({
+      statusCode: 400,
+      message: 'invalid checkpoint name',
+    });
     const ck = await t.root().checkpoint(src.id);
     await t.root().drain();
     expect(asNodeAtCapacity(await caught(t.root().claimCheckpoint(ck.id)))?.message).toBe('node claim quota reached: node draining');
@@ -196,13 +235,21 @@ describe('sandbox verbs against the simulator', () => {
     await t.close();
     t = await startTestSim({ egress: true });
     const c = await t.root().claim({ template: BASE, net: 'egress' });
-    expect(asSandboxdHttpError(await caught(t.root().checkpoint(c.id)))).toMatchObject({ statusCode: 409, message: 'egress-lane sandboxes do not checkpoint' });
+    expect(asSandboxdHttpError(await caught(t.root().checkpoint(c.id)))).toMatchObject({
+      statusCode: 409,
+      message: 'egress-lane sandboxes do not checkpoint',
+    });
     expect(asSandboxdHttpError(await caught(t.root().promote(c.id, { template: 'e:1' }))))?.toMatchObject({ statusCode: 409 });
     expect(asSandboxdHttpError(await caught(t.root().fork(c.id, { count: 1 }))))?.toMatchObject({ statusCode: 409 });
     const plain = await t.root().claim({ template: BASE });
     const ck = await t.root().checkpoint(plain.id);
-    expect(await raw(t.url(), 'POST', `/v1/checkpoints/${ck.id}/claim`, { token: ROOT })).toMatchObject({ status: 400, json: { error: 'invalid request body' } });
-    expect(await raw(t.url(), 'POST', `/v1/checkpoints/${ck.id}/claim`, { token: ROOT, body: '{"ttl_seconds":true}' })).toMatchObject({ status: 400 });
+    expect(await raw(t.url(), 'POST', `/v1/checkpoints/${ck.id}/claim`, { token: ROOT })).toMatchObject({
+      status: 400,
+      json: { error: 'invalid request body' },
+    });
+    expect(await raw(t.url(), 'POST', `/v1/checkpoints/${ck.id}/claim`, { token: ROOT, body: '{"ttl_seconds":true}' })).toMatchObject({
+      status: 400,
+    });
   });
 
   it('keeps checkpoints after their source sandbox is released', async () => {

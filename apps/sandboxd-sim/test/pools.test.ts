@@ -29,7 +29,12 @@ describe('PUT /v1/pools and refill', () => {
   });
 
   it('replaces the set wholesale: an omitted pool drains, live claims stay', async () => {
-    t = await startTestSim({ pools: [{ template: BASE, warm: 2 }, { template: PY, warm: 2 }] });
+    t = await startTestSim({
+      pools: [
+        { template: BASE, warm: 2 },
+        { template: PY, warm: 2 },
+      ],
+    });
     const live = await t.root().claim({ template: PY });
     const info = await t.root().setPools([{ template: BASE, warm: 2 }]);
     expect(info.pools.map((p) => p.key.template)).toEqual([BASE]);
@@ -58,14 +63,26 @@ describe('PUT /v1/pools and refill', () => {
   it('rejects unknown, repeated and config-owned fields, bad values and duplicate keys with 400', async () => {
     t = await startTestSim();
     const put = (body: string) => raw(t.url(), 'PUT', '/v1/pools', { token: ROOT, body });
-    expect(await put('{"pools":[{"template":"t","warm":1,"wram":2}]}')).toMatchObject({ status: 400, json: { error: 'invalid request body: unknown field "wram"' } });
-    expect(await put('{"pools":[{"template":"t","warm":1,"warm":2}]}')).toMatchObject({ status: 400, json: { error: 'invalid request body: duplicate field "warm"' } });
+    expect(await put('{"pools":[{"template":"t","warm":1,"wram":2}]}')).toMatchObject({
+      status: 400,
+      json: { error: 'invalid request body: unknown field "wram"' },
+    });
+    expect(await put('{"pools":[{"template":"t","warm":1,"warm":2}]}')).toMatchObject({
+      status: 400,
+      json: { error: 'invalid request body: duplicate field "warm"' },
+    });
     expect(await put('{"pools":[{"template":"t","warmup":true}]}')).toMatchObject({ status: 400 });
     expect(await put('{"pools":[{"template":"t","warm":-1}]}')).toMatchObject({ status: 400 });
     expect(await put('{"pools":[{"template":"t","warm":4,"warm_max":2}]}')).toMatchObject({ status: 400 });
-    expect(await put('{"pools":[{"template":"t","size":"huge"}]}')).toMatchObject({ status: 400, json: { error: 'invalid pool key: unknown size "huge"' } });
+    expect(await put('{"pools":[{"template":"t","size":"huge"}]}')).toMatchObject({
+      status: 400,
+      json: { error: 'invalid pool key: unknown size "huge"' },
+    });
     expect(await put('{"pools":[{"template":"t","archive_after_seconds":10}]}')).toMatchObject({ status: 400 });
-    expect(await put('{"pools":[{"template":"t"},{"template":"t","net":"none"}]}')).toMatchObject({ status: 400, json: { error: 'duplicate pool t/none/small' } });
+    expect(await put('{"pools":[{"template":"t"},{"template":"t","net":"none"}]}')).toMatchObject({
+      status: 400,
+      json: { error: 'duplicate pool t/none/small' },
+    });
     expect(await put('not json')).toMatchObject({ status: 400, json: { error: 'invalid request body' } });
     // nothing was applied
     expect((await t.root().info()).pools).toEqual([]);
@@ -76,7 +93,10 @@ describe('PUT /v1/pools and refill', () => {
     expect(asSandboxdHttpError(await caught(t.root().setPools([{ template: 't', net: 'egress', warm: 1 }])))?.statusCode).toBe(409);
     await t.close();
     t = await startTestSim({ egress: true });
-    expect(asSandboxdHttpError(await caught(t.root().setPools([{ template: 't', net: 'egress', warm: 1, idleHibernateSeconds: 5 }])))?.statusCode).toBe(400);
+    expect(
+      asSandboxdHttpError(await caught(t.root().setPools([{ template: 't', net: 'egress', warm: 1, idleHibernateSeconds: 5 }])))
+        ?.statusCode,
+    ).toBe(400);
     await expect(t.root().setPools([{ template: 't', net: 'egress', warm: 1 }])).resolves.toBeDefined();
   });
 

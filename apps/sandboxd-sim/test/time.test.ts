@@ -53,7 +53,9 @@ describe('leases, idle hibernation and archiving on virtual time', () => {
   });
 
   it('idle-hibernates, archives, then wakes from the archive with a fresh lease', async () => {
-    await start({ pools: [{ template: BASE, warm: 1, idleHibernateSeconds: 10, archiveAfterSeconds: 20, archiveDeleteAfterSeconds: 600 }] });
+    await start({
+      pools: [{ template: BASE, warm: 1, idleHibernateSeconds: 10, archiveAfterSeconds: 20, archiveDeleteAfterSeconds: 600 }],
+    });
     const c = await t.root().claim({ template: BASE, ttlSeconds: 3600 });
     await clock.advance(10_000);
     expect(await t.root().sandbox(c.id)).toMatchObject({ hibernated: true, archived: false });
@@ -74,7 +76,9 @@ describe('leases, idle hibernation and archiving on virtual time', () => {
   });
 
   it('archives (not reaps) a hibernated claim at its deadline, then purges it at the archive deadline', async () => {
-    await start({ pools: [{ template: BASE, warm: 1, idleHibernateSeconds: 5, archiveAfterSeconds: 1000, archiveDeleteAfterSeconds: 30 }] });
+    await start({
+      pools: [{ template: BASE, warm: 1, idleHibernateSeconds: 5, archiveAfterSeconds: 1000, archiveDeleteAfterSeconds: 30 }],
+    });
     const c = await t.root().claim({ template: BASE, ttlSeconds: 20 });
     await clock.advance(25_000);
     expect(await t.root().sandbox(c.id)).toMatchObject({ archived: true });

@@ -6,10 +6,25 @@ import { z } from 'zod';
 /** Flags of warmpool-driver (env fallback SANDBOX_SCALE_<FLAG>). */
 export const WarmpoolDriverFlagsSchema = z.object({
   ...managerFlagShape,
-  fleetTokenFile: z.string().default('').describe('File holding the sandboxd fleet token (a mounted Secret); env SANDBOX_SCALE_FLEET_TOKEN otherwise. Without a token no targets are sent'),
-  namespace: z.string().default('').describe("Only drive SandboxWarmPools (and read SandboxTemplates) of this namespace; empty means all. A node's keys of other namespaces are read back before each PUT and kept (docs/adr/0002)"),
-  nodeInventorySelector: z.string().default('').describe('Label selector of the NodeInventories (nodes) this driver spreads pools over; empty means every node'),
-  warmPoolSyncInterval: durationFlag(`${LIMITS.warmPoolSyncIntervalMs / 1000}s`).describe('Resync period of the warm targets and of the pool status'),
+  fleetTokenFile: z
+    .string()
+    .default('')
+    .describe(
+      'File holding the sandboxd fleet token (a mounted Secret); env SANDBOX_SCALE_FLEET_TOKEN otherwise. Without a token no targets are sent',
+    ),
+  namespace: z
+    .string()
+    .default('')
+    .describe(
+      "Only drive SandboxWarmPools (and read SandboxTemplates) of this namespace; empty means all. A node's keys of other namespaces are read back before each PUT and kept (docs/adr/0002)",
+    ),
+  nodeInventorySelector: z
+    .string()
+    .default('')
+    .describe('Label selector of the NodeInventories (nodes) this driver spreads pools over; empty means every node'),
+  warmPoolSyncInterval: durationFlag(`${LIMITS.warmPoolSyncIntervalMs / 1000}s`).describe(
+    'Resync period of the warm targets and of the pool status',
+  ),
 });
 export type WarmpoolDriverFlags = z.infer<typeof WarmpoolDriverFlagsSchema>;
 

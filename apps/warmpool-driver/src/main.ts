@@ -12,7 +12,12 @@ void runApp({
     fleetToken: { flag: '--fleet-token-file', read: (f) => readFleetToken(f.fleetTokenFile) },
   },
   start: ({ config, inputs: { kubeConfig, fleetToken }, log, registry }) => {
-    const { log: _log, registry: _registry, kubeConfig: _kc, ...manager } = managerOptionsFromFlags(config, { log, registry, kubeConfig, leaseName: LEASE_NAMES.warmpoolDriver });
+    const {
+      log: _log,
+      registry: _registry,
+      kubeConfig: _kc,
+      ...manager
+    } = managerOptionsFromFlags(config, { log, registry, kubeConfig, leaseName: LEASE_NAMES.warmpoolDriver });
     return startDriver({
       kubeConfig,
       log,

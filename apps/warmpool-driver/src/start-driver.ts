@@ -1,6 +1,23 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { Manager, controller, createEventRecorder, createInformer, defaultIdentity, generationChanged, type Logger, type ManagerOptions } from '@sandbox-scale/kube-runtime';
-import { FIELD_MANAGERS, NodeInventorySchema, SandboxTemplateSchema, parseObject, type NodeInventory, type SandboxTemplate, type SandboxWarmPool } from '@sandbox-scale/scale-core';
+import {
+  Manager,
+  controller,
+  createEventRecorder,
+  createInformer,
+  defaultIdentity,
+  generationChanged,
+  type Logger,
+  type ManagerOptions,
+} from '@sandbox-scale/kube-runtime';
+import {
+  FIELD_MANAGERS,
+  NodeInventorySchema,
+  SandboxTemplateSchema,
+  parseObject,
+  type NodeInventory,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import type { Registry } from 'prom-client';
 import { SYNC_REQUEST, WarmPoolReconciler } from './controllers/warmpool-reconciler';
@@ -35,15 +52,48 @@ export interface RunningDriver {
 /** The whole driver in-process: three informers, one controller (leader only), events, sandboxd clients. */
 export function startDriver(opts: StartDriverOptions): RunningDriver {
   const { kubeConfig: kc, log, registry } = opts;
-  const pools = createInformer<SandboxWarmPool>(kc, { resource: SandboxWarmPoolResource, namespace: opts.namespace || undefined, parse: parseWarmPool, log, registry });
-  const templates = createInformer<SandboxTemplate>(kc, { resource: SandboxTemplateResource, namespace: opts.namespace || undefined, parse: (o) => parseObject(SandboxTemplateSchema, o), log, registry });
-  const inventories = createInformer<NodeInventory>(kc, { resource: NodeInventoryResource, labelSelector: opts.nodeInventorySelector || undefined, parse: (o) => parseObject(NodeInventorySchema, o), log, registry });
+  const pools = createInformer<SandboxWarmPool>(kc, {
+    resource: SandboxWarmPoolResource,
+    namespace: opts.namespace || undefined,
+    parse: parseWarmPool,
+    log,
+    registry,
+  });
+  const templates = createInformer<SandboxTemplate>(kc, {
+    resource: SandboxTemplateResource,
+    namespace: opts.namespace || undefined,
+    parse: (o) => parseObject(SandboxTemplateSchema, o),
+    log,
+    registry,
+  });
+  const inventories = createInformer<NodeInventory>(kc, {
+    resource: NodeInventoryResource,
+    labelSelector: opts.nodeInventorySelector || undefined,
+    parse: (o) => parseObject(NodeInventorySchema, o),
+    log,
+    registry,
+  });
   const clients = opts.fleetToken === '' ? undefined : new SandboxdClientSet({ token: opts.fleetToken });
   const pusher = clients && new TargetPusher({ clients, log, registry });
-  const events = createEventRecorder(kc, { reportingController: FIELD_MANAGERS.warmpoolDriver, reportingInstance: defaultIdentity(), log, registry });
-  const reconciler = new WarmPoolReconciler({ kubeConfig: kc, pools, templates, inventories, pusher, events, log, syncIntervalMs: opts.syncIntervalMs, namespace: opts.namespace ?? '' });
+  const events = createEventRecorder(kc, {
+    reportingController: FIELD_MANAGERS.warmpoolDriver,
+    reportingInstance: defaultIdentity(),
+    log,
+    registry,
+  });
+  const reconciler = new WarmPoolReconciler({
+    kubeConfig: kc,
+    pools,
+    templates,
+    inventories,
+    pusher,
+    events,
+    log,
+    syncIntervalMs: opts.syncIntervalMs,
+    namespace: opts.namespace ?? '',
+  });
   poolMetrics(registry, { pools, warmByPool: reconciler.warmByPool });
-  const toSync = (): typeof SYNC_REQUEST[] => [SYNC_REQUEST];
+  const toSync = (): (typeof SYNC_REQUEST)[] => [SYNC_REQUEST];
   const ctrl = controller({ name: 'sandboxwarmpool', reconciler, log, registry })
     // Generation changes only: the driver's own status writes must not wake it again.
     .for(pools, { predicates: [generationChanged<SandboxWarmPool>()] })

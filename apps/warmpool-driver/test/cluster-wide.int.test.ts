@@ -19,7 +19,15 @@ let driver: RunningDriver;
 let pools: ResourceClient;
 let templates: ResourceClient;
 
-const start = (): RunningDriver => startDriver({ kubeConfig: kcw, log: captureLog().log, registry: new Registry(), fleetToken: TOKEN, syncIntervalMs: 500, nodeInventorySelector: fleet.selector });
+const start = (): RunningDriver =>
+  startDriver({
+    kubeConfig: kcw,
+    log: captureLog().log,
+    registry: new Registry(),
+    fleetToken: TOKEN,
+    syncIntervalMs: 500,
+    nodeInventorySelector: fleet.selector,
+  });
 const readPool = async (name: string) => parseObject(SandboxWarmPoolSchema, await pools.get(ns, name));
 const degraded = async (name: string) => (await readPool(name)).status?.conditions?.find((c) => c.type === 'Degraded');
 
@@ -57,14 +65,19 @@ describe('a cluster-wide warmpool-driver', () => {
     await pools.create(ns, pool(ns, 'pool-1', 'tpl-1', 6));
     await templates.create(ns, template(ns, 'tpl-2', 'img:w2'));
     await pools.create(ns, pool(ns, 'pool-2', 'tpl-2', 3));
-    await eventually(async () => {
-      expect(await targetsOf(fleet, 'img:w1')).toEqual([2, 2, 2]);
-      expect(await targetsOf(fleet, 'img:w2')).toEqual([1, 1, 1]);
-      expect((await readPool('pool-1')).status?.poolKey?.template).toBe('img:w1');
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        expect(await targetsOf(fleet, 'img:w1')).toEqual([2, 2, 2]);
+        expect(await targetsOf(fleet, 'img:w2')).toEqual([1, 1, 1]);
+        expect((await readPool('pool-1')).status?.poolKey?.template).toBe('img:w1');
+      },
+      { timeoutMs: 30_000 },
+    );
 
     await templates.delete(ns, 'tpl-1');
-    await eventually(async () => expect(await degraded('pool-1')).toMatchObject({ status: 'True', reason: 'TemplateNotFound' }), { timeoutMs: 30_000 });
+    await eventually(async () => expect(await degraded('pool-1')).toMatchObject({ status: 'True', reason: 'TemplateNotFound' }), {
+      timeoutMs: 30_000,
+    });
     await driver.stop();
     driver = start();
     await eventually(() => expect(driver.pusher?.puts ?? 0).toBeGreaterThanOrEqual(NODES), { timeoutMs: 30_000 });
@@ -82,18 +95,27 @@ describe('a cluster-wide warmpool-driver', () => {
   it('keeps such keys while a pool has no known key, and drains them once that pool is deleted', async () => {
     // A template that never existed: the pool never had a key, so any unattributed key might be its.
     await pools.create(ns, pool(ns, 'pool-keyless', 'tpl-never', 2));
-    await eventually(async () => {
-      const d = await degraded('pool-keyless');
-      expect(d).toMatchObject({ status: 'True', reason: 'TemplateNotFound' });
-      expect(d?.message).toContain('spec.sandboxTemplateRef.name');
-      expect(d?.message).toContain('no pool key was ever recorded');
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        const d = await degraded('pool-keyless');
+        expect(d).toMatchObject({ status: 'True', reason: 'TemplateNotFound' });
+        expect(d?.message).toContain('spec.sandboxTemplateRef.name');
+        expect(d?.message).toContain('no pool key was ever recorded');
+      },
+      { timeoutMs: 30_000 },
+    );
     await addOrphan();
     // Wait until node 0 has published the orphan, then make the driver PUT every node again.
-    await eventually(async () => {
-      const inv = parseObject(NodeInventorySchema, await new ResourceClient(kcw, NodeInventoryResource).get(undefined, fleet.nodeNames[0] ?? ''));
-      expect(inv.pools?.some((p) => p.template === ORPHAN.template)).toBe(true);
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        const inv = parseObject(
+          NodeInventorySchema,
+          await new ResourceClient(kcw, NodeInventoryResource).get(undefined, fleet.nodeNames[0] ?? ''),
+        );
+        expect(inv.pools?.some((p) => p.template === ORPHAN.template)).toBe(true);
+      },
+      { timeoutMs: 30_000 },
+    );
     const puts = driver.pusher?.puts ?? 0;
     await pools.mergePatch(ns, 'pool-1', { spec: { replicas: 12 } });
     await eventually(async () => expect(await targetsOf(fleet, 'img:w1')).toEqual([4, 4, 4]), { timeoutMs: 30_000 });
@@ -113,11 +135,14 @@ describe('a cluster-wide warmpool-driver', () => {
     // The new key cannot warm yet: every boot of it fails.
     for (const n of fleet.sim.nodes) fleet.sim.node(n.name).setFaults({ failProvision: [{ template: 'img:r2' }] });
     await templates.mergePatch(ns, 'tpl-3', { spec: { podTemplate: { spec: { containers: [{ name: 'main', image: 'img:r2' }] } } } });
-    await eventually(async () => {
-      expect(await targetsOf(fleet, 'img:r2')).toEqual([1, 1, 1]);
-      const status = (await readPool('pool-3')).status;
-      expect([status?.poolKey?.template, status?.retiringPoolKey?.template]).toEqual(['img:r2', 'img:r1']);
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        expect(await targetsOf(fleet, 'img:r2')).toEqual([1, 1, 1]);
+        const status = (await readPool('pool-3')).status;
+        expect([status?.poolKey?.template, status?.retiringPoolKey?.template]).toEqual(['img:r2', 'img:r1']);
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(await targetsOf(fleet, 'img:r1')).toEqual([1, 1, 1]);
 
     await driver.stop();
@@ -127,19 +152,25 @@ describe('a cluster-wide warmpool-driver', () => {
     expect(await targetsOf(fleet, 'img:r2')).toEqual([1, 1, 1]);
 
     for (const n of fleet.sim.nodes) fleet.sim.node(n.name).clearFaults();
-    await eventually(async () => {
-      expect(await keysOf(fleet, 0)).not.toContain('img:r1');
-      const status = (await readPool('pool-3')).status;
-      expect(status?.readyReplicas).toBe(3);
-      expect(status?.retiringPoolKey).toBeUndefined();
-      // The node retries a failed golden build after 30 s.
-    }, { timeoutMs: 90_000 });
+    await eventually(
+      async () => {
+        expect(await keysOf(fleet, 0)).not.toContain('img:r1');
+        const status = (await readPool('pool-3')).status;
+        expect(status?.readyReplicas).toBe(3);
+        expect(status?.retiringPoolKey).toBeUndefined();
+        // The node retries a failed golden build after 30 s.
+      },
+      { timeoutMs: 90_000 },
+    );
   });
 
   it('drains the last-good key only when its pool is deleted', async () => {
     await pools.delete(ns, 'pool-1');
-    await eventually(async () => {
-      for (let i = 0; i < NODES; i++) expect(await keysOf(fleet, i)).toEqual(['img:r2', 'img:w2']);
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        for (let i = 0; i < NODES; i++) expect(await keysOf(fleet, i)).toEqual(['img:r2', 'img:w2']);
+      },
+      { timeoutMs: 30_000 },
+    );
   });
 });

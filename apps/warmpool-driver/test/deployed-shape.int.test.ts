@@ -3,7 +3,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CoordinationV1Api, EventsV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { AppProcess, applyCrds, createTestNamespace, deleteNamespace, eventually, freePort, kubeconfigForServiceAccount, kubeconfigText, kubectl, runSuffix, runTool } from '@sandbox-scale/e2e';
+import {
+  AppProcess,
+  applyCrds,
+  createTestNamespace,
+  deleteNamespace,
+  eventually,
+  freePort,
+  kubeconfigForServiceAccount,
+  kubeconfigText,
+  kubectl,
+  runSuffix,
+  runTool,
+} from '@sandbox-scale/e2e';
 import { captureLog } from '@sandbox-scale/kube-runtime/testing';
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
 import { startDriver, type RunningDriver } from '../src/index';
@@ -29,7 +41,15 @@ const procs: AppProcess[] = [];
 
 /** The chart's warmpool-driver RBAC (ClusterRole, its binding, the leader-election Role) for this release. */
 async function installChartRbac(): Promise<void> {
-  const rendered = await runTool('helm', ['template', release, chartDir, '--namespace', ns, '--show-only', 'templates/rbac-warmpool-driver.yaml']);
+  const rendered = await runTool('helm', [
+    'template',
+    release,
+    chartDir,
+    '--namespace',
+    ns,
+    '--show-only',
+    'templates/rbac-warmpool-driver.yaml',
+  ]);
   expect(rendered.code).toBe(0);
   rbacYaml = rendered.stdout;
   const applied = await kubectl(['apply', '-f', '-'], { input: rbacYaml });
@@ -43,18 +63,29 @@ function startDriverProcess(name: string, metricsPort: number): AppProcess {
     logPath: join(tmpdir(), `${release}-${name}.log`),
     env: { LOG_LEVEL: 'info' },
     args: [
-      '--kubeconfig', kubeconfigFile,
-      '--fleet-token-file', tokenFile,
-      '--namespace', ns,
-      '--node-inventory-selector', fleet.selector,
-      '--warm-pool-sync-interval', '500ms',
+      '--kubeconfig',
+      kubeconfigFile,
+      '--fleet-token-file',
+      tokenFile,
+      '--namespace',
+      ns,
+      '--node-inventory-selector',
+      fleet.selector,
+      '--warm-pool-sync-interval',
+      '500ms',
       '--leader-elect=true',
-      '--leader-election-namespace', ns,
-      '--leader-elect-lease-duration', '4s',
-      '--leader-elect-renew-deadline', '3s',
-      '--leader-elect-retry-period', '500ms',
-      '--metrics-bind-address', `127.0.0.1:${metricsPort}`,
-      '--health-probe-bind-address', '0',
+      '--leader-election-namespace',
+      ns,
+      '--leader-elect-lease-duration',
+      '4s',
+      '--leader-elect-renew-deadline',
+      '3s',
+      '--leader-elect-retry-period',
+      '500ms',
+      '--metrics-bind-address',
+      `127.0.0.1:${metricsPort}`,
+      '--health-probe-bind-address',
+      '0',
     ],
   });
   procs.push(p);
@@ -75,7 +106,12 @@ async function putsOk(port: number): Promise<number> {
 
 /** Per node, the sim's pool object of `image` with its target and warm count. */
 function simPools(image: string) {
-  return fleet.sim.nodes.map((n) => fleet.sim.node(n.name).state.pools.list().find((p) => p.key.template === image));
+  return fleet.sim.nodes.map((n) =>
+    fleet.sim
+      .node(n.name)
+      .state.pools.list()
+      .find((p) => p.key.template === image),
+  );
 }
 
 async function warmOf(image: string): Promise<number[]> {
@@ -83,8 +119,10 @@ async function warmOf(image: string): Promise<number[]> {
   return infos.map((info) => info.pools.filter((p) => p.key.template === image).reduce((a, p) => a + p.warm, 0));
 }
 
-const condition = (p: { status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } }, type: string) =>
-  p.status?.conditions?.find((c) => c.type === type);
+const condition = (
+  p: { status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } },
+  type: string,
+) => p.status?.conditions?.find((c) => c.type === type);
 
 beforeAll(async () => {
   await applyCrds(kc, 'charts/sandbox-scale/crds');
@@ -112,39 +150,51 @@ describe('warmpool-driver in the deployed shape (2 replicas, leader election, ch
     const portA = await freePort();
     const portB = await freePort();
     const a = startDriverProcess('a', portA);
-    const holderA = await eventually(async () => {
-      const h = await leaseHolder();
-      if (h === '') throw new Error('no leader yet');
-      return h;
-    }, { timeoutMs: 60_000 });
+    const holderA = await eventually(
+      async () => {
+        const h = await leaseHolder();
+        if (h === '') throw new Error('no leader yet');
+        return h;
+      },
+      { timeoutMs: 60_000 },
+    );
     const b = startDriverProcess('b', portB);
 
     await templatesApi.create(ns, template(ns, 'tpl-h', image));
     await poolsApi.create(ns, pool(ns, 'pool-h', 'tpl-h', 8));
-    await eventually(async () => {
-      expect(await targetsOf(fleet, image)).toEqual([2, 2, 2, 2]);
-      expect(await warmOf(image)).toEqual([2, 2, 2, 2]);
-      const p = await readPool(ns, 'pool-h');
-      expect(p.status?.readyReplicas).toBe(8);
-      expect(p.status?.poolKey).toEqual({ template: image, net: 'none', size: 'small' });
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      async () => {
+        expect(await targetsOf(fleet, image)).toEqual([2, 2, 2, 2]);
+        expect(await warmOf(image)).toEqual([2, 2, 2, 2]);
+        const p = await readPool(ns, 'pool-h');
+        expect(p.status?.readyReplicas).toBe(8);
+        expect(p.status?.poolKey).toEqual({ template: image, net: 'none', size: 'small' });
+      },
+      { timeoutMs: 60_000 },
+    );
     // B is up (its metrics answer) and a standby: it sent nothing.
     await eventually(async () => expect(await putsOk(portB)).toBe(0), { timeoutMs: 60_000 });
 
     await templatesApi.delete(ns, 'tpl-h');
-    const degraded = await eventually(async () => {
-      const d = condition(await readPool(ns, 'pool-h'), 'Degraded');
-      expect(d).toMatchObject({ status: 'True', reason: 'TemplateNotFound' });
-      return d;
-    }, { timeoutMs: 30_000 });
+    const degraded = await eventually(
+      async () => {
+        const d = condition(await readPool(ns, 'pool-h'), 'Degraded');
+        expect(d).toMatchObject({ status: 'True', reason: 'TemplateNotFound' });
+        return d;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(degraded?.message).toContain('spec.sandboxTemplateRef.name');
     expect(degraded?.message).toContain('last-good targets');
-    const event = await eventually(async () => {
-      const list = await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns });
-      const e = list.items.find((x) => x.regarding?.name === 'pool-h' && x.reason === 'TemplateNotFound');
-      if (!e) throw new Error('no TemplateNotFound event yet');
-      return e;
-    }, { timeoutMs: 30_000 });
+    const event = await eventually(
+      async () => {
+        const list = await kc.makeApiClient(EventsV1Api).listNamespacedEvent({ namespace: ns });
+        const e = list.items.find((x) => x.regarding?.name === 'pool-h' && x.reason === 'TemplateNotFound');
+        if (!e) throw new Error('no TemplateNotFound event yet');
+        return e;
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(event.type).toBe('Warning');
     expect(event.note).toContain('spec.sandboxTemplateRef.name');
     const before = simPools(image);
@@ -156,11 +206,14 @@ describe('warmpool-driver in the deployed shape (2 replicas, leader election, ch
     const killedAt = Date.now();
     a.kill('SIGKILL');
     await a.exited;
-    const holderB = await eventually(async () => {
-      const h = await leaseHolder();
-      if (h === '' || h === holderA) throw new Error(`still held by ${h}`);
-      return h;
-    }, { timeoutMs: 60_000 });
+    const holderB = await eventually(
+      async () => {
+        const h = await leaseHolder();
+        if (h === '' || h === holderA) throw new Error(`still held by ${h}`);
+        return h;
+      },
+      { timeoutMs: 60_000 },
+    );
     const takeoverMs = Date.now() - killedAt;
     // The new leader has sent every node its set at least once (a fresh process PUTs every node).
     await eventually(async () => expect(await putsOk(portB)).toBeGreaterThanOrEqual(NODES), { timeoutMs: 30_000 });
@@ -179,10 +232,13 @@ describe('warmpool-driver in the deployed shape (2 replicas, leader election, ch
     const movedAt = Date.now();
     b.kill('SIGKILL');
     await b.exited;
-    await eventually(async () => {
-      const h = await leaseHolder();
-      if (h === '' || h === holderB) throw new Error(`still held by ${h}`);
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      async () => {
+        const h = await leaseHolder();
+        if (h === '' || h === holderB) throw new Error(`still held by ${h}`);
+      },
+      { timeoutMs: 60_000 },
+    );
     const moveMs = Date.now() - movedAt;
     await eventually(async () => expect(await putsOk(portA2)).toBeGreaterThanOrEqual(NODES), { timeoutMs: 60_000 });
     const afterMove = { targets: await targetsOf(fleet, image), warm: await warmOf(image) };
@@ -196,10 +252,13 @@ describe('warmpool-driver in the deployed shape (2 replicas, leader election, ch
 
     // Only deleting the pool drains it.
     await poolsApi.delete(ns, 'pool-h');
-    await eventually(async () => {
-      expect(await targetsOf(fleet, image)).toEqual([0, 0, 0, 0]);
-      expect(await warmOf(image)).toEqual([0, 0, 0, 0]);
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        expect(await targetsOf(fleet, image)).toEqual([0, 0, 0, 0]);
+        expect(await warmOf(image)).toEqual([0, 0, 0, 0]);
+      },
+      { timeoutMs: 30_000 },
+    );
 
     console.log(
       `warm per node: before ${warmBefore.join(',')}; after SIGKILL of the leader ${afterFailover.warm.join(',')} (new leader after ${takeoverMs} ms); ` +
@@ -218,7 +277,15 @@ describe('warmpool-driver in the deployed shape (2 replicas, leader election, ch
     const imgB = `img:sb-${runSuffix()}`;
     const { log } = captureLog();
     const start = (namespace: string): RunningDriver =>
-      startDriver({ kubeConfig: saKc, log, registry: new Registry(), fleetToken: TOKEN, syncIntervalMs: 500, namespace, nodeInventorySelector: fleet.selector });
+      startDriver({
+        kubeConfig: saKc,
+        log,
+        registry: new Registry(),
+        fleetToken: TOKEN,
+        syncIntervalMs: 500,
+        namespace,
+        nodeInventorySelector: fleet.selector,
+      });
     let driverA = start(nsA);
     const driverB = start(nsB);
     try {
@@ -226,11 +293,14 @@ describe('warmpool-driver in the deployed shape (2 replicas, leader election, ch
       await poolsApi.create(nsA, pool(nsA, 'pool', 'tpl', 4));
       await templatesApi.create(nsB, template(nsB, 'tpl', imgB));
       await poolsApi.create(nsB, pool(nsB, 'pool', 'tpl', 8));
-      await eventually(async () => {
-        expect(await targetsOf(fleet, imgA)).toEqual([1, 1, 1, 1]);
-        expect(await targetsOf(fleet, imgB)).toEqual([2, 2, 2, 2]);
-        expect(await warmOf(imgB)).toEqual([2, 2, 2, 2]);
-      }, { timeoutMs: 60_000 });
+      await eventually(
+        async () => {
+          expect(await targetsOf(fleet, imgA)).toEqual([1, 1, 1, 1]);
+          expect(await targetsOf(fleet, imgB)).toEqual([2, 2, 2, 2]);
+          expect(await warmOf(imgB)).toEqual([2, 2, 2, 2]);
+        },
+        { timeoutMs: 60_000 },
+      );
       const poolsB = simPools(imgB);
       const untouched = async (): Promise<void> => {
         expect(await targetsOf(fleet, imgB)).toEqual([2, 2, 2, 2]);
@@ -254,7 +324,9 @@ describe('warmpool-driver in the deployed shape (2 replicas, leader election, ch
       await eventually(async () => expect(await targetsOf(fleet, imgA)).toEqual([0, 0, 0, 0]), { timeoutMs: 30_000 });
       await untouched();
       const keysB = await warmOf(imgB);
-      console.log(`scoped driver: ${imgA} 1,1,1,1 -> 2,2,2,2 -> restart -> drained; ${imgB} (other namespace) warm ${keysB.join(',')} throughout`);
+      console.log(
+        `scoped driver: ${imgA} 1,1,1,1 -> 2,2,2,2 -> restart -> drained; ${imgB} (other namespace) warm ${keysB.join(',')} throughout`,
+      );
       expect(keysB).toEqual([2, 2, 2, 2]);
     } finally {
       await driverA.stop();

@@ -75,7 +75,12 @@ export function template(ns: string, name: string, image: string): Record<string
 }
 
 export function pool(ns: string, name: string, templateName: string, replicas: number): Record<string, unknown> {
-  return { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxWarmPool', metadata: { name, namespace: ns }, spec: { replicas, sandboxTemplateRef: { name: templateName } } };
+  return {
+    apiVersion: EXTENSIONS_API_VERSION,
+    kind: 'SandboxWarmPool',
+    metadata: { name, namespace: ns },
+    spec: { replicas, sandboxTemplateRef: { name: templateName } },
+  };
 }
 
 export async function readPool(ns: string, name: string): Promise<SandboxWarmPool> {

@@ -54,7 +54,10 @@ describe('controller builder', () => {
   });
 
   it('filters updates through predicates', async () => {
-    const withGen = (name: string, rv: string, generation: number): unknown => ({ ...(cm(name, rv) as { metadata: object }), metadata: { name, namespace: 'ns', resourceVersion: rv, generation } });
+    const withGen = (name: string, rv: string, generation: number): unknown => ({
+      ...(cm(name, rv) as { metadata: object }),
+      metadata: { name, namespace: 'ns', resourceVersion: rv, generation },
+    });
     const src = informerWith([withGen('a', '1', 1)]);
     src.informer.start();
     await src.informer.waitForSync();

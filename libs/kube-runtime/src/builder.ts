@@ -29,8 +29,14 @@ export class ControllerBuilder {
   }
 
   /** Children: a change wakes the controlling owner of ownerKind. */
-  owns<T extends KubeObject>(informer: Informer<T>, ownerKind: string, opts: { apiGroup?: string; predicates?: Predicate<T>[] } = {}): this {
-    this.ctrl.watch(informerSource(informer, { map: enqueueOwner<T>(ownerKind, { apiGroup: opts.apiGroup }), predicates: opts.predicates }));
+  owns<T extends KubeObject>(
+    informer: Informer<T>,
+    ownerKind: string,
+    opts: { apiGroup?: string; predicates?: Predicate<T>[] } = {},
+  ): this {
+    this.ctrl.watch(
+      informerSource(informer, { map: enqueueOwner<T>(ownerKind, { apiGroup: opts.apiGroup }), predicates: opts.predicates }),
+    );
     return this;
   }
 

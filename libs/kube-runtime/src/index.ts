@@ -18,7 +18,14 @@ export type { Logger, LoggerOptions } from './log/logger';
 export { loadKubeConfig, KubeConfigError, isKubeConfigError } from './client/kube-config';
 export { kubeRequest } from './client/kube-request';
 export type { KubeRequest } from './client/kube-request';
-export { kubeTransport, kubeApiClient, kubeAuthorization, kubeTransportStats, closeKubeTransport, countConnections } from './client/kube-transport';
+export {
+  kubeTransport,
+  kubeApiClient,
+  kubeAuthorization,
+  kubeTransportStats,
+  closeKubeTransport,
+  countConnections,
+} from './client/kube-transport';
 export type { ConnectionCounters, KubeTransport, KubeTransportStats, TransportStats } from './client/kube-transport';
 export { ResourceClient } from './client/resource-client';
 export type { ListQuery, WriteOptions } from './client/resource-client';
@@ -43,7 +50,14 @@ export type { KubeObject, ObjectMeta, OwnerReference, UntypedObject } from './cl
 
 // delegated authentication and authorization
 export { DelegatedAuth, AuthUnavailableError, isAuthUnavailable, userOfTokenReview, decisionOfSar, sarSpecOf } from './auth/delegated-auth';
-export type { UserInfo, ResourceAttributes, NonResourceAttributes, AccessAttributes, Decision, DelegatedAuthOptions } from './auth/delegated-auth';
+export type {
+  UserInfo,
+  ResourceAttributes,
+  NonResourceAttributes,
+  AccessAttributes,
+  Decision,
+  DelegatedAuthOptions,
+} from './auth/delegated-auth';
 export { TtlLru } from './auth/ttl-lru';
 
 // informer

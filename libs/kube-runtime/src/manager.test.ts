@@ -31,7 +31,11 @@ class FakeCache implements Cache {
 }
 
 /** `failAfter`: fails once the trail holds that entry (another runnable has started). */
-function runnable(name: string, trail: string[], opts: { needLeaderElection?: boolean; failAfter?: string; hang?: boolean } = {}): Runnable {
+function runnable(
+  name: string,
+  trail: string[],
+  opts: { needLeaderElection?: boolean; failAfter?: string; hang?: boolean } = {},
+): Runnable {
   return {
     name,
     needLeaderElection: opts.needLeaderElection,
@@ -60,7 +64,10 @@ describe('Manager', () => {
   it('starts caches, waits for sync (readyz names the laggard), then runnables; stops in reverse', async () => {
     const trail: string[] = [];
     const cache = new FakeCache('sandboxwarmpools', trail);
-    const mgr = manager(trail).addInformer(cache).add(runnable('ctrl', trail)).add(runnable('publisher', trail, { needLeaderElection: false }));
+    const mgr = manager(trail)
+      .addInformer(cache)
+      .add(runnable('ctrl', trail))
+      .add(runnable('publisher', trail, { needLeaderElection: false }));
     const stop = new AbortController();
     const done = mgr.start(stop.signal);
     await eventually(() => expect(trail).toEqual(['cache sandboxwarmpools start']), soon);
@@ -101,7 +108,9 @@ describe('Manager', () => {
 
   it('stops everything and reports a runnable that failed', async () => {
     const trail: string[] = [];
-    const mgr = manager(trail).add(runnable('ok', trail)).add(runnable('bad', trail, { failAfter: 'ok start' }));
+    const mgr = manager(trail)
+      .add(runnable('ok', trail))
+      .add(runnable('bad', trail, { failAfter: 'ok start' }));
     const err = await mgr.start(new AbortController().signal).catch((e: unknown) => e);
     expect(isRunnableFailed(err)).toBe(true);
     expect(trail).toContain('ok stop');

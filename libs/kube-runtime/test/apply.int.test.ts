@@ -42,17 +42,27 @@ describe('server-side apply helper', () => {
     const gizmo = { apiVersion: `${GizmoResource.group}/v1`, kind: 'Gizmo', metadata: { name: 'g', namespace: ns }, spec: { size: 2 } };
     await applyObject(kc, gizmo, { fieldManager, resource: GizmoResource });
     const withStatus = GizmoSchema.parse(
-      await applyStatus(kc, { apiVersion: gizmo.apiVersion, kind: 'Gizmo', metadata: gizmo.metadata, status: { phase: 'Ready' } }, { fieldManager: `${fieldManager}-status`, resource: GizmoResource }),
+      await applyStatus(
+        kc,
+        { apiVersion: gizmo.apiVersion, kind: 'Gizmo', metadata: gizmo.metadata, status: { phase: 'Ready' } },
+        { fieldManager: `${fieldManager}-status`, resource: GizmoResource },
+      ),
     );
     expect(withStatus.status?.phase).toBe('Ready');
     expect(withStatus.spec.size).toBe(2);
     // Status in the main resource is ignored for a CRD with a status subresource.
-    const ignored = GizmoSchema.parse(await applyObject(kc, { ...gizmo, status: { phase: 'Bogus' } }, { fieldManager, resource: GizmoResource }));
+    const ignored = GizmoSchema.parse(
+      await applyObject(kc, { ...gizmo, status: { phase: 'Bogus' } }, { fieldManager, resource: GizmoResource }),
+    );
     expect(ignored.status?.phase).toBe('Ready');
   });
 
   it('resolves the resource by discovery and parses the reply when asked', async () => {
-    const out = await applyObject(kc, { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'parsed', namespace: ns } }, { fieldManager, parse: (o) => KubeObjectSchema.parse(o) });
+    const out = await applyObject(
+      kc,
+      { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: 'parsed', namespace: ns } },
+      { fieldManager, parse: (o) => KubeObjectSchema.parse(o) },
+    );
     expect(out.metadata.name).toBe('parsed');
   });
 

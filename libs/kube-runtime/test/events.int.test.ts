@@ -37,7 +37,8 @@ describe('event recorder', () => {
       flushIntervalMs: 300,
     });
     const regarding = involvedObjectOf({ ...cm, apiVersion: 'v1', kind: 'ConfigMap' });
-    for (let i = 0; i < 20; i++) recorder.record(regarding, { type: 'Warning', reason: 'PushFailed', action: 'PushTargets', note: 'node n1 unreachable' });
+    for (let i = 0; i < 20; i++)
+      recorder.record(regarding, { type: 'Warning', reason: 'PushFailed', action: 'PushTargets', note: 'node n1 unreachable' });
     const events = new ResourceClient(kc, EventResource);
     const list = async () => EventListSchema.parse(await events.list({ namespace: ns })).items;
     const [ev] = await eventually(
@@ -56,9 +57,13 @@ describe('event recorder', () => {
       regarding: { kind: 'ConfigMap', name: 'subject', uid: cm.metadata.uid },
     });
     // Also readable through core/v1, which is what `kubectl describe` shows.
-    const core = z.object({ items: z.array(z.object({ reason: z.string(), count: z.number().optional() })) }).parse(
-      await new ResourceClient(kc, { group: '', version: 'v1', plural: 'events', kind: 'Event', namespaced: true }).list({ namespace: ns }),
-    );
+    const core = z
+      .object({ items: z.array(z.object({ reason: z.string(), count: z.number().optional() })) })
+      .parse(
+        await new ResourceClient(kc, { group: '', version: 'v1', plural: 'events', kind: 'Event', namespaced: true }).list({
+          namespace: ns,
+        }),
+      );
     expect(core.items).toEqual([expect.objectContaining({ reason: 'PushFailed' })]);
     await recorder.stop();
   });

@@ -11,7 +11,10 @@ import { captureLog } from '../src/testing';
 let cp: ControlPlane;
 
 beforeAll(async () => {
-  cp = await startControlPlane({ controllerManager: false, apiserverArgs: ['--etcd-compaction-interval=1s', '--watch-cache-sizes=configmaps#0'] });
+  cp = await startControlPlane({
+    controllerManager: false,
+    apiserverArgs: ['--etcd-compaction-interval=1s', '--watch-cache-sizes=configmaps#0'],
+  });
 }, 120_000);
 afterAll(async () => {
   await cp?.stop();
@@ -26,7 +29,9 @@ describe('Informer after compaction', () => {
     // etcd has compacted: a watch from resourceVersion 1 (where the informer's first watch resumes) is answered 410 Gone.
     await eventually(
       async () => {
-        const end = await real.watch({ resourceVersion: '1', onEvent: () => undefined, signal: AbortSignal.timeout(1_000) }).catch(() => 'no answer');
+        const end = await real
+          .watch({ resourceVersion: '1', onEvent: () => undefined, signal: AbortSignal.timeout(1_000) })
+          .catch(() => 'no answer');
         expect(end).toBe('gone');
       },
       { timeoutMs: 30_000, intervalMs: 200 },

@@ -49,12 +49,19 @@ function started<T extends UntypedObject | Gizmo>(informer: Informer<T>): Inform
 }
 
 const cms = new ResourceClient(kc, ConfigMapResource);
-const cm = (name: string, data: Record<string, string>): object => ({ apiVersion: 'v1', kind: 'ConfigMap', metadata: { name, namespace: ns }, data });
+const cm = (name: string, data: Record<string, string>): object => ({
+  apiVersion: 'v1',
+  kind: 'ConfigMap',
+  metadata: { name, namespace: ns },
+  data,
+});
 
 describe('Informer against a real API server', () => {
   it('sees add, update and delete of ConfigMaps in one namespace', async () => {
     await cms.create(ns, cm('before', { a: '1' }));
-    const informer = started(createInformer(kc, { resource: ConfigMapResource, namespace: ns, parse: parseUntyped, log: captureLog().log, ...fast }));
+    const informer = started(
+      createInformer(kc, { resource: ConfigMapResource, namespace: ns, parse: parseUntyped, log: captureLog().log, ...fast }),
+    );
     const events = recordEvents(informer);
     await informer.waitForSync();
     expect(informer.get(ns, 'before')?.metadata.name).toBe('before');
@@ -71,7 +78,12 @@ describe('Informer against a real API server', () => {
 
   it('caches typed custom resources, and skips a malformed one without stopping', async () => {
     const gizmos = new ResourceClient(kc, GizmoResource);
-    const gizmo = (name: string, spec: object): object => ({ apiVersion: GizmoResource.group + '/v1', kind: 'Gizmo', metadata: { name, namespace: ns }, spec });
+    const gizmo = (name: string, spec: object): object => ({
+      apiVersion: GizmoResource.group + '/v1',
+      kind: 'Gizmo',
+      metadata: { name, namespace: ns },
+      spec,
+    });
     await gizmos.create(ns, gizmo('good', { size: 3 }));
     await gizmos.create(ns, gizmo('bad', { size: 'large' }));
     const { log, lines } = captureLog();
@@ -137,7 +149,17 @@ describe('Informer against a real API server', () => {
       },
     };
     const registry = new Registry();
-    const informer = started(new Informer({ resource: ConfigMapResource, namespace: ns, parse: parseUntyped, log: captureLog().log, listWatcher: flaky, registry, ...fast }));
+    const informer = started(
+      new Informer({
+        resource: ConfigMapResource,
+        namespace: ns,
+        parse: parseUntyped,
+        log: captureLog().log,
+        listWatcher: flaky,
+        registry,
+        ...fast,
+      }),
+    );
     const events = recordEvents(informer);
     await informer.waitForSync();
     await cms.create(ns, cm('r1', {}));

@@ -55,7 +55,8 @@ export async function installTestCrds(kc: KubeConfig): Promise<void> {
     await eventually(
       async () => {
         const got = EstablishedSchema.parse(await crds.get(undefined, body.metadata.name));
-        if (!got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True')) throw new Error(`${body.metadata.name} not Established`);
+        if (!got.status?.conditions?.some((c) => c.type === 'Established' && c.status === 'True'))
+          throw new Error(`${body.metadata.name} not Established`);
       },
       { timeoutMs: 30_000 },
     );

@@ -2,7 +2,15 @@ import { mkdtempSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { AuthenticationV1Api, KubeConfig } from '@kubernetes/client-node';
-import { createLeaf, createTestNamespace, eventually, deleteNamespace, serviceAccountToken, testControlPlaneInfo, testKubeConfig } from '@sandbox-scale/e2e';
+import {
+  createLeaf,
+  createTestNamespace,
+  eventually,
+  deleteNamespace,
+  serviceAccountToken,
+  testControlPlaneInfo,
+  testKubeConfig,
+} from '@sandbox-scale/e2e';
 import { z } from 'zod';
 import { closeKubeTransport, KubeListWatcher, kubeApiClient, kubeAuthorization, kubeRequest, kubeTransportStats } from '../src/index';
 
@@ -14,7 +22,11 @@ const ReviewSchema = z.object({ status: z.object({ userInfo: z.object({ username
 
 /** Who the API server says `kc` is, by a raw SelfSubjectReview through kubeRequest. */
 async function whoAmI(kc: KubeConfig): Promise<string> {
-  const raw = await kubeRequest(kc, { method: 'POST', path: '/apis/authentication.k8s.io/v1/selfsubjectreviews', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' } });
+  const raw = await kubeRequest(kc, {
+    method: 'POST',
+    path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+    body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+  });
   return ReviewSchema.parse(raw).status.userInfo.username;
 }
 
@@ -28,7 +40,12 @@ function kubeConfigWith(user: Parameters<KubeConfig['loadFromOptions']>[0]['user
   const cluster = admin.getCurrentCluster();
   if (!cluster) throw new Error('no cluster');
   const kc = new KubeConfig();
-  kc.loadFromOptions({ clusters: [{ ...cluster, name: 'local' }], users: [user], contexts: [{ name: 'ctx', cluster: 'local', user: user.name }], currentContext: 'ctx' });
+  kc.loadFromOptions({
+    clusters: [{ ...cluster, name: 'local' }],
+    users: [user],
+    contexts: [{ name: 'ctx', cluster: 'local', user: user.name }],
+    currentContext: 'ctx',
+  });
   return kc;
 }
 
@@ -62,7 +79,8 @@ describe('kept-alive transport against kube-apiserver', () => {
       await whoAmI(kc);
       const before = kubeTransportStats(kc).api;
       const authn = kubeApiClient(kc, AuthenticationV1Api);
-      for (let i = 0; i < 20; i++) expect((await authn.createSelfSubjectReview({ body: {} })).status?.userInfo?.username).toBe('sandbox-scale-admin');
+      for (let i = 0; i < 20; i++)
+        expect((await authn.createSelfSubjectReview({ body: {} })).status?.userInfo?.username).toBe('sandbox-scale-admin');
       const after = kubeTransportStats(kc).api;
       expect(after.requests - before.requests).toBe(20);
       expect(after.connections - before.connections).toBeLessThanOrEqual(1);
@@ -92,7 +110,10 @@ describe('kept-alive transport against kube-apiserver', () => {
   it('follows a client certificate rotated on disk: the next call is the new identity, on a new connection', async () => {
     const info = testControlPlaneInfo();
     const ca = { cert: readFileSync(info.caCert, 'utf8'), key: readFileSync(info.caKey, 'utf8') };
-    const [one, two] = await Promise.all([createLeaf(ca, { commonName: 'transport-one', client: true }), createLeaf(ca, { commonName: 'transport-two', client: true })]);
+    const [one, two] = await Promise.all([
+      createLeaf(ca, { commonName: 'transport-one', client: true }),
+      createLeaf(ca, { commonName: 'transport-two', client: true }),
+    ]);
     const certFile = join(dir, 'client.crt');
     const keyFile = join(dir, 'client.key');
     writeFileSync(certFile, one.cert, { mode: 0o600 });
@@ -114,14 +135,27 @@ describe('kept-alive transport against kube-apiserver', () => {
 
   it('holds watches in their own pool, beside the short calls', async () => {
     const kc = testKubeConfig();
-    const lw = new KubeListWatcher(kc, { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true }, { namespace: ns });
+    const lw = new KubeListWatcher(
+      kc,
+      { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true },
+      { namespace: ns },
+    );
     const stop = new AbortController();
     const seen: string[] = [];
     try {
       const { resourceVersion } = await lw.list(stop.signal);
-      const watching = lw.watch({ resourceVersion, signal: stop.signal, onEvent: (type, obj) => seen.push(`${type} ${(obj as { metadata?: { name?: string } }).metadata?.name ?? ''}`) });
+      const watching = lw.watch({
+        resourceVersion,
+        signal: stop.signal,
+        onEvent: (type, obj) => seen.push(`${type} ${(obj as { metadata?: { name?: string } }).metadata?.name ?? ''}`),
+      });
       await eventually(async () => expect(kubeTransportStats(kc).watch.connections).toBe(1));
-      for (let i = 0; i < 5; i++) await kubeRequest(kc, { method: 'POST', path: `/api/v1/namespaces/${ns}/configmaps`, body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `watched-${i}` } } });
+      for (let i = 0; i < 5; i++)
+        await kubeRequest(kc, {
+          method: 'POST',
+          path: `/api/v1/namespaces/${ns}/configmaps`,
+          body: { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `watched-${i}` } },
+        });
       await eventually(async () => expect(seen).toEqual(expect.arrayContaining(['ADDED watched-4'])));
       stop.abort();
       expect(await watching).toBe('ended');

@@ -26,7 +26,13 @@ describe('Manager with a controller against a real API server', () => {
   it('syncs, wins the Lease, reconciles through SSA, serves probes and metrics, and stops cleanly', async () => {
     const { log } = captureLog();
     const registry = new Registry();
-    const sources = createInformer(kc, { resource: ConfigMapResource, namespace: ns, parse: parseUntyped, log, labelSelector: 'kr-test/source=true' });
+    const sources = createInformer(kc, {
+      resource: ConfigMapResource,
+      namespace: ns,
+      parse: parseUntyped,
+      log,
+      labelSelector: 'kr-test/source=true',
+    });
     // Copies each labelled ConfigMap to <name>-copy: a level-based reconciler reading the cache.
     const reconciler: Reconciler = {
       async reconcile(req, ctx) {
@@ -34,7 +40,12 @@ describe('Manager with a controller against a real API server', () => {
         if (!src) return;
         await applyObject(
           kc,
-          { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: `${req.name}-copy`, namespace: req.namespace }, data: src.data as Record<string, string> },
+          {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: `${req.name}-copy`, namespace: req.namespace },
+            data: src.data as Record<string, string>,
+          },
           { fieldManager: 'sandbox-scale/kube-runtime-test', force: true, signal: ctx.signal },
         );
       },
@@ -68,7 +79,12 @@ describe('Manager with a controller against a real API server', () => {
 
     stop.abort();
     await expect(done).resolves.toBeUndefined();
-    const lease = parseUntyped(await new ResourceClient(kc, { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', namespaced: true }).get(ns, 'copier'));
+    const lease = parseUntyped(
+      await new ResourceClient(kc, { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', namespaced: true }).get(
+        ns,
+        'copier',
+      ),
+    );
     expect((lease as { spec?: { holderIdentity?: string } }).spec?.holderIdentity).toBe('');
   });
 });

@@ -6,9 +6,20 @@ import { z } from 'zod';
  * claim-controller and grows over time (a node claim id of its own, a served-name
  * `status.sandbox.name`, a Ready condition), and a client must keep working across versions.
  */
-const ConditionSchema = z.looseObject({ type: z.string(), status: z.string(), reason: z.string().optional(), message: z.string().optional() });
+const ConditionSchema = z.looseObject({
+  type: z.string(),
+  status: z.string(),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+});
 export const ClaimObjectSchema = z.looseObject({
-  metadata: z.looseObject({ name: z.string(), namespace: z.string().optional(), uid: z.string().optional(), creationTimestamp: z.string().optional(), deletionTimestamp: z.string().optional() }),
+  metadata: z.looseObject({
+    name: z.string(),
+    namespace: z.string().optional(),
+    uid: z.string().optional(),
+    creationTimestamp: z.string().optional(),
+    deletionTimestamp: z.string().optional(),
+  }),
   spec: z.looseObject({ warmPoolRef: z.looseObject({ name: z.string() }).optional() }).optional(),
   status: z
     .looseObject({
@@ -73,9 +84,20 @@ export function conditionOf(claim: ClaimObject, type: string): ClaimCondition | 
 }
 
 /** Reasons a claim never recovers from by waiting: the pool or template is missing, or it expired. */
-const TERMINAL_REASONS = new Set(['WarmPoolNotFound', 'TemplateNotFound', 'InvalidMetadata', 'ClaimExpired', 'SandboxExpired', 'EnvVarsInjectionRejected', 'VolumeClaimTemplatesError']);
+const TERMINAL_REASONS = new Set([
+  'WarmPoolNotFound',
+  'TemplateNotFound',
+  'InvalidMetadata',
+  'ClaimExpired',
+  'SandboxExpired',
+  'EnvVarsInjectionRejected',
+  'VolumeClaimTemplatesError',
+]);
 
-export type ClaimPhase = { state: 'ready'; sandbox: BoundSandbox } | { state: 'pending'; reason: string; message: string } | { state: 'failed'; reason: string; message: string };
+export type ClaimPhase =
+  | { state: 'ready'; sandbox: BoundSandbox }
+  | { state: 'pending'; reason: string; message: string }
+  | { state: 'failed'; reason: string; message: string };
 
 /**
  * Ready when present (it follows the sandbox), else Bound (older controllers set only that);

@@ -4,8 +4,24 @@ import { EXTENSIONS_API_VERSION, retry } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { ClaimObjectSchema, claimPhase, type BoundSandbox, type ClaimObject } from './claim-status';
 import { deadlineOf, wait, type CallOptions, type Deadline } from './deadline';
-import { AbortedError, ClaimFailedError, ClaimOutcomeUnknownError, ClaimTimeoutError, isAlreadyExists, type UnavailableError } from './errors';
-import { AssignmentSchema, fastPathCa, fastPathKubeConfig, fastPathToken, isRetryableBeforeClaim, locateFastPath, mayHaveClaimed, type FastPathOptions } from './fast-path';
+import {
+  AbortedError,
+  ClaimFailedError,
+  ClaimOutcomeUnknownError,
+  ClaimTimeoutError,
+  isAlreadyExists,
+  type UnavailableError,
+} from './errors';
+import {
+  AssignmentSchema,
+  fastPathCa,
+  fastPathKubeConfig,
+  fastPathToken,
+  isRetryableBeforeClaim,
+  locateFastPath,
+  mayHaveClaimed,
+  type FastPathOptions,
+} from './fast-path';
 import { call, claimsPath, claimTarget } from './kube-api';
 import { contextNamespace, userKubeConfig, type ContextOptions } from './kube-context';
 import { Sandbox, type SandboxRef } from './sandbox';
@@ -94,7 +110,8 @@ export class SandboxClient {
     const d = deadlineOf(o);
     const claim = await this.getClaim(name, { namespace, signal: d.signal });
     const phase = claimPhase(claim);
-    if (phase.state !== 'ready') throw new ClaimFailedError(`claim ${namespace}/${name} is not bound yet (${phase.reason}: ${phase.message})`, phase.reason);
+    if (phase.state !== 'ready')
+      throw new ClaimFailedError(`claim ${namespace}/${name} is not bound yet (${phase.reason}: ${phase.message})`, phase.reason);
     const token = o.withToken ? await this.#tokenOf(namespace, name, phase.sandbox, d.signal) : '';
     return this.#handle(namespace, name, phase.sandbox, token, 'existing');
   }
@@ -102,7 +119,13 @@ export class SandboxClient {
   async getClaim(name: string, o: CallOptions & { namespace?: string } = {}): Promise<ClaimObject> {
     const namespace = o.namespace ?? this.namespace;
     const d = deadlineOf(o);
-    return ClaimObjectSchema.parse(await call(this.kubeConfig, { method: 'GET', path: claimsPath(namespace, name), signal: d.signal }, claimTarget('get', namespace, name)));
+    return ClaimObjectSchema.parse(
+      await call(
+        this.kubeConfig,
+        { method: 'GET', path: claimsPath(namespace, name), signal: d.signal },
+        claimTarget('get', namespace, name),
+      ),
+    );
   }
 
   /** SandboxClaims of a namespace, or of every namespace with `allNamespaces` (needs list on them cluster-wide). */
@@ -110,7 +133,11 @@ export class SandboxClient {
     const namespace = o.namespace ?? this.namespace;
     const d = deadlineOf(o);
     const path = o.allNamespaces ? `/apis/${EXTENSIONS_API_VERSION}/sandboxclaims` : claimsPath(namespace);
-    const raw = await call(this.kubeConfig, { method: 'GET', path, signal: d.signal }, o.allNamespaces ? { ...claimTarget('list', ''), namespace: undefined } : claimTarget('list', namespace));
+    const raw = await call(
+      this.kubeConfig,
+      { method: 'GET', path, signal: d.signal },
+      o.allNamespaces ? { ...claimTarget('list', ''), namespace: undefined } : claimTarget('list', namespace),
+    );
     return ClaimListSchema.parse(raw).items;
   }
 
@@ -136,7 +163,11 @@ export class SandboxClient {
         async (_attempt, signal) => {
           try {
             inFlight = true;
-            return await call(kc, { method: 'POST', path: '/v1/claims', body, signal }, { verb: 'create', resource: 'sandboxclaims', namespace, name });
+            return await call(
+              kc,
+              { method: 'POST', path: '/v1/claims', body, signal },
+              { verb: 'create', resource: 'sandboxclaims', namespace, name },
+            );
           } catch (err) {
             if (!isRetryableBeforeClaim(err)) throw err;
             inFlight = false;
@@ -160,16 +191,32 @@ export class SandboxClient {
       throw d.signal?.aborted && refused !== undefined ? refused : err;
     }
     const a = AssignmentSchema.parse(raw);
-    const sandbox: BoundSandbox = { name: a.name, claimId: a.claimId, node: a.node, address: a.address, tokenSecretName: undefined, deadline: a.deadline };
+    const sandbox: BoundSandbox = {
+      name: a.name,
+      claimId: a.claimId,
+      node: a.node,
+      address: a.address,
+      tokenSecretName: undefined,
+      deadline: a.deadline,
+    };
     return this.#handle(a.namespace, a.name, sandbox, a.token, 'fast');
   }
 
   async #claimWithObject(namespace: string, name: string, o: ClaimOptions, d: Deadline): Promise<Sandbox> {
-    const body = { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name, namespace }, spec: { warmPoolRef: { name: o.pool } } };
+    const body = {
+      apiVersion: EXTENSIONS_API_VERSION,
+      kind: 'SandboxClaim',
+      metadata: { name, namespace },
+      spec: { warmPoolRef: { name: o.pool } },
+    };
     await retry(
       async (attempt, signal) => {
         try {
-          await call(this.kubeConfig, { method: 'POST', path: claimsPath(namespace), body, signal }, claimTarget('create', namespace, name));
+          await call(
+            this.kubeConfig,
+            { method: 'POST', path: claimsPath(namespace), body, signal },
+            claimTarget('create', namespace, name),
+          );
         } catch (err) {
           // a retried create that finds the name taken found the first try's object: the name is ours (random suffix)
           if (attempt > 0 && o.name === undefined && isAlreadyExists(err)) return;
@@ -178,32 +225,49 @@ export class SandboxClient {
       },
       { attempts: 5, baseMs: 200, maxMs: 2_000, jitter: 0.5, signal: d.signal, shouldRetry: isRetryableBeforeClaim, sleep: wait },
     );
-    if (o.wait === false) return this.#handle(namespace, name, { name, claimId: undefined, node: '', address: '', tokenSecretName: undefined, deadline: undefined }, '', 'claim');
+    if (o.wait === false)
+      return this.#handle(
+        namespace,
+        name,
+        { name, claimId: undefined, node: '', address: '', tokenSecretName: undefined, deadline: undefined },
+        '',
+        'claim',
+      );
     try {
       for (;;) {
         const claim = await this.getClaim(name, { namespace, signal: d.signal });
         const phase = claimPhase(claim);
-        if (phase.state === 'ready') return this.#handle(namespace, name, phase.sandbox, await this.#tokenOf(namespace, name, phase.sandbox, d.signal), 'claim');
-        if (phase.state === 'failed') throw new ClaimFailedError(`claim ${namespace}/${name} failed: ${phase.reason}: ${phase.message}`, phase.reason);
+        if (phase.state === 'ready')
+          return this.#handle(namespace, name, phase.sandbox, await this.#tokenOf(namespace, name, phase.sandbox, d.signal), 'claim');
+        if (phase.state === 'failed')
+          throw new ClaimFailedError(`claim ${namespace}/${name} failed: ${phase.reason}: ${phase.message}`, phase.reason);
         await wait(POLL_MS, d.signal);
       }
     } catch (err) {
       // the claim was ours and nobody will get a handle on it: release it rather than leak a VM
-      if (d.signal?.aborted || (err instanceof ClaimFailedError)) await this.#releaseQuietly(namespace, name);
+      if (d.signal?.aborted || err instanceof ClaimFailedError) await this.#releaseQuietly(namespace, name);
       throw err;
     }
   }
 
   async #tokenOf(namespace: string, claim: string, sandbox: BoundSandbox | undefined, signal?: AbortSignal): Promise<string> {
     const secret = sandbox?.tokenSecretName ?? `${claim}-sandbox-token`;
-    const raw = await call(this.kubeConfig, { method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(secret)}`, signal }, { verb: 'get', resource: 'secrets', namespace, name: secret });
+    const raw = await call(
+      this.kubeConfig,
+      { method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/secrets/${encodeURIComponent(secret)}`, signal },
+      { verb: 'get', resource: 'secrets', namespace, name: secret },
+    );
     const b64 = SecretSchema.parse(raw).data?.token;
     return b64 ? Buffer.from(b64, 'base64').toString('utf8') : '';
   }
 
   async #releaseQuietly(namespace: string, name: string): Promise<void> {
     try {
-      await call(this.kubeConfig, { method: 'DELETE', path: claimsPath(namespace, name), signal: AbortSignal.timeout(10_000) }, claimTarget('delete', namespace, name));
+      await call(
+        this.kubeConfig,
+        { method: 'DELETE', path: claimsPath(namespace, name), signal: AbortSignal.timeout(10_000) },
+        claimTarget('delete', namespace, name),
+      );
     } catch {
       // best effort: the claim stays visible to the caller, who can delete it
     }
@@ -212,11 +276,26 @@ export class SandboxClient {
   /** A sandbox claimed just now (`fast`, `claim`) may answer 404 for a while: "not listed yet". */
   #handle(namespace: string, claim: string, s: BoundSandbox, token: string, via: SandboxRef['via']): Sandbox {
     const fresh = via !== 'existing';
-    return new Sandbox(this.kubeConfig, { name: s.name, namespace, node: s.node, address: s.address, token, claimName: claim, ...(s.claimId ? { claimId: s.claimId } : {}), ...(s.deadline ? { deadline: s.deadline } : {}), via, ...(fresh ? { settleUntil: Date.now() + NEW_SANDBOX_SETTLE_MS } : {}) });
+    return new Sandbox(this.kubeConfig, {
+      name: s.name,
+      namespace,
+      node: s.node,
+      address: s.address,
+      token,
+      claimName: claim,
+      ...(s.claimId ? { claimId: s.claimId } : {}),
+      ...(s.deadline ? { deadline: s.deadline } : {}),
+      via,
+      ...(fresh ? { settleUntil: Date.now() + NEW_SANDBOX_SETTLE_MS } : {}),
+    });
   }
 
   #ended(err: unknown, d: Deadline, what: string): unknown {
-    if (d.timedOut()) return new ClaimTimeoutError(`${what}: timed out${err instanceof Error && !(err instanceof DOMException) ? ` (last: ${err.message})` : ''}`, { cause: err });
+    if (d.timedOut())
+      return new ClaimTimeoutError(
+        `${what}: timed out${err instanceof Error && !(err instanceof DOMException) ? ` (last: ${err.message})` : ''}`,
+        { cause: err },
+      );
     if (d.signal?.aborted && !(err instanceof AbortedError)) return new AbortedError(`${what}: cancelled`, { cause: err });
     return err;
   }

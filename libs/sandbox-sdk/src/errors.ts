@@ -71,7 +71,10 @@ export class ClaimOutcomeUnknownError extends SdkError {
   }
 }
 
-const has = (name: string) => (err: unknown): boolean => findInCauseChain(err, name) !== undefined;
+const has =
+  (name: string) =>
+  (err: unknown): boolean =>
+    findInCauseChain(err, name) !== undefined;
 /** Any error the SDK threw on purpose (an HTTP answer, a timeout, a refusal), anywhere in the cause chain. */
 export function isSdkError(err: unknown): boolean {
   const seen = new Set<unknown>();
@@ -81,7 +84,8 @@ export function isSdkError(err: unknown): boolean {
   }
   return false;
 }
-export const isApiError = (err: unknown): boolean => ['ApiError', 'ForbiddenError', 'UnauthorizedError', 'NotFoundError', 'AlreadyExistsError', 'UnavailableError'].some((n) => has(n)(err));
+export const isApiError = (err: unknown): boolean =>
+  ['ApiError', 'ForbiddenError', 'UnauthorizedError', 'NotFoundError', 'AlreadyExistsError', 'UnavailableError'].some((n) => has(n)(err));
 export const isForbidden = has('ForbiddenError');
 export const isUnauthorized = has('UnauthorizedError');
 export const isNotFound = has('NotFoundError');
@@ -133,7 +137,9 @@ export function toSdkError(err: unknown, target: RequestTarget, signal?: AbortSi
     case 404:
       return new NotFoundError(`not found: ${describe(target)}${said ? `: ${said}` : ''}`, o);
     case 409:
-      return s.reason === 'AlreadyExists' ? new AlreadyExistsError(`${describe(target)}: ${said}`, o) : new ApiError(`${describe(target)}: ${said}`, o);
+      return s.reason === 'AlreadyExists'
+        ? new AlreadyExistsError(`${describe(target)}: ${said}`, o)
+        : new ApiError(`${describe(target)}: ${said}`, o);
     case 429:
     case 503:
       return new UnavailableError(`${describe(target)}: ${said || 'service unavailable'}`, o);

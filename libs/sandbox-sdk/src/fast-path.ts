@@ -31,7 +31,13 @@ const ServiceSchema = z.looseObject({
     externalName: z.string().optional(),
     ports: z.array(z.looseObject({ name: z.string().optional(), port: z.number() })).optional(),
   }),
-  status: z.looseObject({ loadBalancer: z.looseObject({ ingress: z.array(z.looseObject({ ip: z.string().optional(), hostname: z.string().optional() })).optional() }).optional() }).optional(),
+  status: z
+    .looseObject({
+      loadBalancer: z
+        .looseObject({ ingress: z.array(z.looseObject({ ip: z.string().optional(), hostname: z.string().optional() })).optional() })
+        .optional(),
+    })
+    .optional(),
 });
 
 const inCluster = (env: NodeJS.ProcessEnv): boolean => Boolean(env.KUBERNETES_SERVICE_HOST);
@@ -43,18 +49,30 @@ const hostPort = (host: string, port: number): string => `https://${host.include
  * from anywhere, its cluster DNS name from inside the cluster. A ClusterIP Service seen from
  * outside is refused with what to do, never guessed at.
  */
-export async function locateFastPath(kc: KubeConfig, o: FastPathOptions, signal?: AbortSignal, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+export async function locateFastPath(
+  kc: KubeConfig,
+  o: FastPathOptions,
+  signal?: AbortSignal,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string> {
   const given = o.url ?? env.SANDBOX_SCALE_FAST_PATH_URL;
   if (given) return given.replace(/\/+$/, '');
   const svc = o.service ?? DEFAULT_FAST_PATH_SERVICE;
   const dns = (port: number): string => hostPort(`${svc.name}.${svc.namespace}.svc`, port);
   let raw: unknown;
   try {
-    raw = await call(kc, { method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(svc.namespace)}/services/${encodeURIComponent(svc.name)}`, signal }, { verb: 'get', resource: 'services', namespace: svc.namespace, name: svc.name });
+    raw = await call(
+      kc,
+      { method: 'GET', path: `/api/v1/namespaces/${encodeURIComponent(svc.namespace)}/services/${encodeURIComponent(svc.name)}`, signal },
+      { verb: 'get', resource: 'services', namespace: svc.namespace, name: svc.name },
+    );
   } catch (err) {
     if ((isForbidden(err) || isNotFound(err)) && inCluster(env)) return dns(DEFAULT_SERVICE_PORT);
     if (isForbidden(err) || isNotFound(err)) {
-      throw new FastPathUnavailableError(`cannot find the fast path: ${(err as Error).message}; give its URL (SANDBOX_SCALE_FAST_PATH_URL or fastPath.url) or use the SandboxClaim path`, { cause: err });
+      throw new FastPathUnavailableError(
+        `cannot find the fast path: ${(err as Error).message}; give its URL (SANDBOX_SCALE_FAST_PATH_URL or fastPath.url) or use the SandboxClaim path`,
+        { cause: err },
+      );
     }
     throw err;
   }
@@ -76,7 +94,9 @@ export function fastPathCa(o: FastPathOptions, env: NodeJS.ProcessEnv = process.
   return file ? readFileSync(file, 'utf8') : undefined;
 }
 
-const SelfSubjectReviewSchema = z.looseObject({ status: z.looseObject({ userInfo: z.looseObject({ username: z.string().optional() }).optional() }).optional() });
+const SelfSubjectReviewSchema = z.looseObject({
+  status: z.looseObject({ userInfo: z.looseObject({ username: z.string().optional() }).optional() }).optional(),
+});
 const TokenRequestSchema = z.looseObject({ status: z.looseObject({ token: z.string().min(1) }) });
 const SA_USER = /^system:serviceaccount:([^:]+):([^:]+)$/;
 
@@ -85,23 +105,44 @@ const SA_USER = /^system:serviceaccount:([^:]+):([^:]+)$/;
  * audience, so the kubeconfig's own token (meant for the API server) is never sent there: a
  * ServiceAccount user gets a fresh short-lived one through TokenRequest instead.
  */
-export async function fastPathToken(kc: KubeConfig, o: FastPathOptions, signal?: AbortSignal, env: NodeJS.ProcessEnv = process.env): Promise<string> {
+export async function fastPathToken(
+  kc: KubeConfig,
+  o: FastPathOptions,
+  signal?: AbortSignal,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string> {
   if (o.token) return o.token;
   const file = o.tokenFile ?? env.SANDBOX_SCALE_FAST_PATH_TOKEN_FILE;
   if (file) return readFileSync(file, 'utf8').trim();
   const audience = o.audience ?? FAST_PATH_AUDIENCE;
   const review = SelfSubjectReviewSchema.parse(
-    await call(kc, { method: 'POST', path: '/apis/authentication.k8s.io/v1/selfsubjectreviews', body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' }, signal }, { verb: 'create', resource: 'selfsubjectreviews', group: 'authentication.k8s.io' }),
+    await call(
+      kc,
+      {
+        method: 'POST',
+        path: '/apis/authentication.k8s.io/v1/selfsubjectreviews',
+        body: { apiVersion: 'authentication.k8s.io/v1', kind: 'SelfSubjectReview' },
+        signal,
+      },
+      { verb: 'create', resource: 'selfsubjectreviews', group: 'authentication.k8s.io' },
+    ),
   );
   const user = review.status?.userInfo?.username ?? '';
   const sa = SA_USER.exec(user);
   if (!sa) {
-    throw new FastPathUnavailableError(`no token for the fast path's audience "${audience}": user "${user}" is not a ServiceAccount; pass one (SANDBOX_SCALE_FAST_PATH_TOKEN_FILE or fastPath.token), e.g. from \`kubectl create token <serviceaccount> --audience ${audience}\``);
+    throw new FastPathUnavailableError(
+      `no token for the fast path's audience "${audience}": user "${user}" is not a ServiceAccount; pass one (SANDBOX_SCALE_FAST_PATH_TOKEN_FILE or fastPath.token), e.g. from \`kubectl create token <serviceaccount> --audience ${audience}\``,
+    );
   }
   const [, namespace = '', name = ''] = sa;
   const tr = await call(
     kc,
-    { method: 'POST', path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`, body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: [audience], expirationSeconds: 600 } }, signal },
+    {
+      method: 'POST',
+      path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(name)}/token`,
+      body: { apiVersion: 'authentication.k8s.io/v1', kind: 'TokenRequest', spec: { audiences: [audience], expirationSeconds: 600 } },
+      signal,
+    },
     { verb: 'create', resource: 'serviceaccounts/token', namespace, name },
   );
   return TokenRequestSchema.parse(tr).status.token;
@@ -144,7 +185,18 @@ export function isRetryableBeforeClaim(err: unknown): boolean {
 }
 
 /** Codes of a connection that never carried the request: nothing can have been claimed. */
-const NOT_SENT = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN', 'EHOSTUNREACH', 'ENETUNREACH', 'CERT_HAS_EXPIRED', 'UNABLE_TO_VERIFY_LEAF_SIGNATURE', 'DEPTH_ZERO_SELF_SIGNED_CERT', 'SELF_SIGNED_CERT_IN_CHAIN', 'ERR_TLS_CERT_ALTNAME_INVALID']);
+const NOT_SENT = new Set([
+  'ECONNREFUSED',
+  'ENOTFOUND',
+  'EAI_AGAIN',
+  'EHOSTUNREACH',
+  'ENETUNREACH',
+  'CERT_HAS_EXPIRED',
+  'UNABLE_TO_VERIFY_LEAF_SIGNATURE',
+  'DEPTH_ZERO_SELF_SIGNED_CERT',
+  'SELF_SIGNED_CERT_IN_CHAIN',
+  'ERR_TLS_CERT_ALTNAME_INVALID',
+]);
 
 /**
  * Whether a fast-path POST that failed after it was sent may have claimed a VM: cancelled in

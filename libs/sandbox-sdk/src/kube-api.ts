@@ -13,11 +13,14 @@ export async function call(kc: KubeConfig, req: KubeRequest, target: RequestTarg
 }
 
 const ns = (namespace: string): string => `/namespaces/${encodeURIComponent(namespace)}`;
-export const claimsPath = (namespace: string, name?: string): string => `/apis/${EXTENSIONS_API_VERSION}${ns(namespace)}/sandboxclaims${name ? `/${encodeURIComponent(name)}` : ''}`;
-export const sandboxesPath = (namespace: string, name?: string): string => `/apis/${SANDBOX_API_VERSION}${ns(namespace)}/sandboxes${name ? `/${encodeURIComponent(name)}` : ''}`;
+export const claimsPath = (namespace: string, name?: string): string =>
+  `/apis/${EXTENSIONS_API_VERSION}${ns(namespace)}/sandboxclaims${name ? `/${encodeURIComponent(name)}` : ''}`;
+export const sandboxesPath = (namespace: string, name?: string): string =>
+  `/apis/${SANDBOX_API_VERSION}${ns(namespace)}/sandboxes${name ? `/${encodeURIComponent(name)}` : ''}`;
 
 /** The POST lifecycle subresources sandbox-apiserver serves under `sandboxes/{name}/…` (k8s-api.md §4.12). */
-export type SandboxAction = 'pause' | 'resume' | 'fork' | 'snapshot' | 'snapshots' | 'deletesnapshot' | 'claimsnapshot' | 'promote' | 'stats';
+export type SandboxAction =
+  'pause' | 'resume' | 'fork' | 'snapshot' | 'snapshots' | 'deletesnapshot' | 'claimsnapshot' | 'promote' | 'stats';
 
 /** The options kind each action accepts; sent so the server can refuse a body meant for another action. */
 const OPTION_KINDS: Record<SandboxAction, string> = {
@@ -32,10 +35,29 @@ const OPTION_KINDS: Record<SandboxAction, string> = {
   stats: 'SandboxStatsOptions',
 };
 
-export function act(kc: KubeConfig, o: { namespace: string; name: string; action: SandboxAction; options?: Record<string, unknown>; signal?: AbortSignal }): Promise<unknown> {
+export function act(
+  kc: KubeConfig,
+  o: { namespace: string; name: string; action: SandboxAction; options?: Record<string, unknown>; signal?: AbortSignal },
+): Promise<unknown> {
   const body = { apiVersion: SANDBOX_API_VERSION, kind: OPTION_KINDS[o.action], ...(o.options ?? {}) };
-  return call(kc, { method: 'POST', path: `${sandboxesPath(o.namespace, o.name)}/${o.action}`, body, signal: o.signal }, { verb: 'create', resource: `sandboxes/${o.action}`, group: SANDBOX_GROUP, namespace: o.namespace, name: o.name });
+  return call(
+    kc,
+    { method: 'POST', path: `${sandboxesPath(o.namespace, o.name)}/${o.action}`, body, signal: o.signal },
+    { verb: 'create', resource: `sandboxes/${o.action}`, group: SANDBOX_GROUP, namespace: o.namespace, name: o.name },
+  );
 }
 
-export const claimTarget = (verb: string, namespace: string, name?: string): RequestTarget => ({ verb, resource: 'sandboxclaims', group: EXTENSIONS_GROUP, namespace, ...(name ? { name } : {}) });
-export const sandboxTarget = (verb: string, namespace: string, name?: string): RequestTarget => ({ verb, resource: 'sandboxes', group: SANDBOX_GROUP, namespace, ...(name ? { name } : {}) });
+export const claimTarget = (verb: string, namespace: string, name?: string): RequestTarget => ({
+  verb,
+  resource: 'sandboxclaims',
+  group: EXTENSIONS_GROUP,
+  namespace,
+  ...(name ? { name } : {}),
+});
+export const sandboxTarget = (verb: string, namespace: string, name?: string): RequestTarget => ({
+  verb,
+  resource: 'sandboxes',
+  group: SANDBOX_GROUP,
+  namespace,
+  ...(name ? { name } : {}),
+});

@@ -27,9 +27,27 @@ export interface SandboxRef {
   settleUntil?: number;
 }
 
-const ForkResultSchema = z.looseObject({ children: z.array(z.looseObject({ name: z.string(), sandboxID: z.string().optional(), nodeName: z.string().optional(), address: z.string().optional() })).default([]) });
-const SnapshotSchema = z.looseObject({ snapshotID: z.string(), name: z.string().optional(), nodeName: z.string().optional(), creationTimestamp: z.string().nullable().optional() });
-const SnapshotListSchema = z.looseObject({ items: z.array(SnapshotSchema.extend({ sandboxID: z.string().optional(), pool: z.looseObject({}).optional() })).default([]) });
+const ForkResultSchema = z.looseObject({
+  children: z
+    .array(
+      z.looseObject({
+        name: z.string(),
+        sandboxID: z.string().optional(),
+        nodeName: z.string().optional(),
+        address: z.string().optional(),
+      }),
+    )
+    .default([]),
+});
+const SnapshotSchema = z.looseObject({
+  snapshotID: z.string(),
+  name: z.string().optional(),
+  nodeName: z.string().optional(),
+  creationTimestamp: z.string().nullable().optional(),
+});
+const SnapshotListSchema = z.looseObject({
+  items: z.array(SnapshotSchema.extend({ sandboxID: z.string().optional(), pool: z.looseObject({}).optional() })).default([]),
+});
 const StatsSchema = z.looseObject({
   cpuCount: z.number().optional(),
   memTotalBytes: z.number().optional(),
@@ -39,7 +57,12 @@ const StatsSchema = z.looseObject({
   measuredAt: z.string().nullable().optional(),
   nodeName: z.string().optional(),
 });
-const PromoteSchema = z.looseObject({ template: z.string().optional(), net: z.string().optional(), size: z.string().optional(), nodeName: z.string().optional() });
+const PromoteSchema = z.looseObject({
+  template: z.string().optional(),
+  net: z.string().optional(),
+  size: z.string().optional(),
+  nodeName: z.string().optional(),
+});
 const SandboxObjectSchema = z.looseObject({
   metadata: z.looseObject({ name: z.string(), namespace: z.string().optional(), annotations: z.record(z.string(), z.string()).optional() }),
   status: z.looseObject({ nodeName: z.string().optional(), podIPs: z.array(z.string()).optional() }).optional(),
@@ -50,7 +73,6 @@ export type SnapshotInfo = z.infer<typeof SnapshotSchema>;
 export type SnapshotListItem = z.infer<typeof SnapshotListSchema>['items'][number];
 export type SandboxStats = z.infer<typeof StatsSchema>;
 export type PromoteResult = z.infer<typeof PromoteSchema>;
-
 
 /** Actions whose repetition changes nothing: retried on an answer given before the server acted. */
 const IDEMPOTENT: ReadonlySet<SandboxAction> = new Set(['pause', 'resume', 'stats', 'snapshots']);
@@ -71,7 +93,10 @@ export class Sandbox implements SandboxRef {
   readonly via: SandboxRef['via'];
   readonly #settleUntil: number;
 
-  constructor(private readonly kc: KubeConfig, ref: SandboxRef) {
+  constructor(
+    private readonly kc: KubeConfig,
+    ref: SandboxRef,
+  ) {
     this.name = ref.name;
     this.namespace = ref.namespace;
     this.node = ref.node;
@@ -96,19 +121,39 @@ export class Sandbox implements SandboxRef {
   /** Without the token, so printing or logging a handle never shows it. */
   toJSON(): Omit<SandboxRef, 'token'> {
     const { name, namespace, node, address, claimName, claimId, deadline, via } = this;
-    return { name, namespace, node, address, via, ...(claimName ? { claimName } : {}), ...(claimId ? { claimId } : {}), ...(deadline ? { deadline } : {}) };
+    return {
+      name,
+      namespace,
+      node,
+      address,
+      via,
+      ...(claimName ? { claimName } : {}),
+      ...(claimId ? { claimId } : {}),
+      ...(deadline ? { deadline } : {}),
+    };
   }
 
   async #act(action: SandboxAction, options: Record<string, unknown> = {}, o: CallOptions = {}): Promise<unknown> {
     const d = deadlineOf(o);
-    const once = (signal?: AbortSignal): Promise<unknown> => act(this.kc, { namespace: this.namespace, name: this.name, action, options, signal });
+    const once = (signal?: AbortSignal): Promise<unknown> =>
+      act(this.kc, { namespace: this.namespace, name: this.name, action, options, signal });
     // retried: a 404 while a new sandbox is being listed, and answers given before the server
     // acted for verbs whose repetition changes nothing
-    const shouldRetry = (err: unknown): boolean => (isNotFound(err) && this.#settling()) || (IDEMPOTENT.has(action) && isRetryableBeforeClaim(err));
+    const shouldRetry = (err: unknown): boolean =>
+      (isNotFound(err) && this.#settling()) || (IDEMPOTENT.has(action) && isRetryableBeforeClaim(err));
     try {
-      return await retry((_a, signal) => once(signal), { attempts: 60, baseMs: 100, maxMs: 1_000, jitter: 0.5, signal: d.signal, shouldRetry, sleep: wait });
+      return await retry((_a, signal) => once(signal), {
+        attempts: 60,
+        baseMs: 100,
+        maxMs: 1_000,
+        jitter: 0.5,
+        signal: d.signal,
+        shouldRetry,
+        sleep: wait,
+      });
     } catch (err) {
-      if (d.signal?.aborted && !(err instanceof AbortedError)) throw new AbortedError(`${action} ${this.namespace}/${this.name}: ${d.timedOut() ? 'timed out' : 'cancelled'}`, { cause: err });
+      if (d.signal?.aborted && !(err instanceof AbortedError))
+        throw new AbortedError(`${action} ${this.namespace}/${this.name}: ${d.timedOut() ? 'timed out' : 'cancelled'}`, { cause: err });
       throw err;
     }
   }
@@ -123,7 +168,11 @@ export class Sandbox implements SandboxRef {
 
   /** Clones the running sandbox `count` times (default 1) on its node; the children are served as `<name>-sb-<n>`. */
   async fork(o: CallOptions & { count?: number; ttlSeconds?: number } = {}): Promise<ForkChild[]> {
-    const r = await this.#act('fork', { ...(o.count !== undefined ? { count: o.count } : {}), ...(o.ttlSeconds ? { ttlSeconds: o.ttlSeconds } : {}) }, o);
+    const r = await this.#act(
+      'fork',
+      { ...(o.count !== undefined ? { count: o.count } : {}), ...(o.ttlSeconds ? { ttlSeconds: o.ttlSeconds } : {}) },
+      o,
+    );
     return ForkResultSchema.parse(r).children;
   }
 
@@ -143,11 +192,22 @@ export class Sandbox implements SandboxRef {
 
   /** A new sandbox `name` in this namespace, branched from one of this sandbox's checkpoints. */
   async restore(o: CallOptions & { snapshot: string; name: string; ttlSeconds?: number }): Promise<Sandbox> {
-    const raw = await this.#act('claimsnapshot', { snapshot: o.snapshot, name: o.name, ...(o.ttlSeconds ? { ttlSeconds: o.ttlSeconds } : {}) }, o);
+    const raw = await this.#act(
+      'claimsnapshot',
+      { snapshot: o.snapshot, name: o.name, ...(o.ttlSeconds ? { ttlSeconds: o.ttlSeconds } : {}) },
+      o,
+    );
     const s = SandboxObjectSchema.parse(raw);
     const ip = s.status?.podIPs?.[0] ?? '';
     // the token is in this creation answer only (sandbox-apiserver never serves it on reads)
-    return new Sandbox(this.kc, { name: s.metadata.name, namespace: this.namespace, node: s.status?.nodeName ?? '', address: ip, token: s.metadata.annotations?.[ANNOTATIONS.token] ?? '', via: 'existing' });
+    return new Sandbox(this.kc, {
+      name: s.metadata.name,
+      namespace: this.namespace,
+      node: s.status?.nodeName ?? '',
+      address: ip,
+      token: s.metadata.annotations?.[ANNOTATIONS.token] ?? '',
+      via: 'existing',
+    });
   }
 
   /** Makes this sandbox's state the template new warm VMs of `template` boot from. */
@@ -167,8 +227,17 @@ export class Sandbox implements SandboxRef {
   async release(o: CallOptions = {}): Promise<boolean> {
     const d = deadlineOf(o);
     for (;;) {
-      if (this.claimName !== undefined && (await this.#deleteIfFound(claimsPath(this.namespace, this.claimName), claimTarget('delete', this.namespace, this.claimName), d.signal))) return true;
-      if (await this.#deleteIfFound(sandboxesPath(this.namespace, this.name), sandboxTarget('delete', this.namespace, this.name), d.signal)) return true;
+      if (
+        this.claimName !== undefined &&
+        (await this.#deleteIfFound(
+          claimsPath(this.namespace, this.claimName),
+          claimTarget('delete', this.namespace, this.claimName),
+          d.signal,
+        ))
+      )
+        return true;
+      if (await this.#deleteIfFound(sandboxesPath(this.namespace, this.name), sandboxTarget('delete', this.namespace, this.name), d.signal))
+        return true;
       // neither is listed yet: right after a fast-path claim that is a record still on its way,
       // and returning now would leave the VM claimed
       if (!this.#settling()) return false;

@@ -55,13 +55,19 @@ async function secretToken(claim: string): Promise<string> {
 }
 
 async function claimGone(name: string): Promise<void> {
-  await eventually(async () => {
-    const r = await kubectl(['get', 'sandboxclaim', name, '-n', ns, '--ignore-not-found', '-o', 'name'], { kubeconfig: sys.kubeconfigPath });
-    if (r.stdout.trim() !== '') throw new Error(`sandboxclaim ${name} still exists`);
-  }, { timeoutMs: 30_000, intervalMs: 250 });
+  await eventually(
+    async () => {
+      const r = await kubectl(['get', 'sandboxclaim', name, '-n', ns, '--ignore-not-found', '-o', 'name'], {
+        kubeconfig: sys.kubeconfigPath,
+      });
+      if (r.stdout.trim() !== '') throw new Error(`sandboxclaim ${name} still exists`);
+    },
+    { timeoutMs: 30_000, intervalMs: 250 },
+  );
 }
 
-const client = (as: keyof typeof kubeconfigs, fastPath = {}): SandboxClient => new SandboxClient({ kubeconfig: kubeconfigs[as], namespace: ns, fastPath: { caFile: sys.servingCaPath, ...fastPath } });
+const client = (as: keyof typeof kubeconfigs, fastPath = {}): SandboxClient =>
+  new SandboxClient({ kubeconfig: kubeconfigs[as], namespace: ns, fastPath: { caFile: sys.servingCaPath, ...fastPath } });
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sandbox-sdk-'));
@@ -79,40 +85,109 @@ beforeAll(async () => {
       for (const name of [ns, capNs, offNs]) await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name } } });
     },
   });
-  const template = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', metadata: { name: POOL, namespace: ns }, spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: 'ghcr.io/example/sdk-agent:1.0', resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
-  const pool = (name: string, replicas: number) => ({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', metadata: { name, namespace: ns }, spec: { replicas, sandboxTemplateRef: { name: POOL } } });
+  const template = {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxTemplate',
+    metadata: { name: POOL, namespace: ns },
+    spec: {
+      podTemplate: {
+        spec: {
+          containers: [{ name: 'agent', image: 'ghcr.io/example/sdk-agent:1.0', resources: { requests: { cpu: '1', memory: '1Gi' } } }],
+        },
+      },
+    },
+  };
+  const pool = (name: string, replicas: number) => ({
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxWarmPool',
+    metadata: { name, namespace: ns },
+    spec: { replicas, sandboxTemplateRef: { name: POOL } },
+  });
   await admin(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool(POOL, 6)] }));
   for (const other of [capNs, offNs]) {
-    await admin(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [{ ...template, metadata: { name: POOL, namespace: other } }, { ...pool(POOL, 3), metadata: { name: POOL, namespace: other } }] }));
+    await admin(
+      ['apply', '-f', '-'],
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'List',
+        items: [
+          { ...template, metadata: { name: POOL, namespace: other } },
+          { ...pool(POOL, 3), metadata: { name: POOL, namespace: other } },
+        ],
+      }),
+    );
   }
   const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  for (const [name, role] of [['dev', 'edit'], ['dev2', 'edit'], ['viewer', 'view']] as const) {
+  for (const [name, role] of [
+    ['dev', 'edit'],
+    ['dev2', 'edit'],
+    ['viewer', 'view'],
+  ] as const) {
     const kc = await kubeconfigForServiceAccount(sys.kubeConfig, ns, name);
     // the context's namespace is the user's default, as `kubectl config set-context --current --namespace` leaves it
     const ctx = kc.getContextObject(kc.getCurrentContext());
-    if (ctx) kc.loadFromOptions({ clusters: kc.clusters, users: kc.users, contexts: [{ ...ctx, namespace: ns }], currentContext: ctx.name });
+    if (ctx)
+      kc.loadFromOptions({ clusters: kc.clusters, users: kc.users, contexts: [{ ...ctx, namespace: ns }], currentContext: ctx.name });
     kubeconfigs[name] = join(dir, `${name}.kubeconfig`);
     writeFileSync(kubeconfigs[name], kc.exportConfig(), { mode: 0o600 });
-    await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role }, subjects: [{ kind: 'ServiceAccount', name, namespace: ns }] } });
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns,
+      body: {
+        metadata: { name },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
+        subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
+      },
+    });
   }
   for (const other of [capNs, offNs]) {
-    await rbac.createNamespacedRoleBinding({ namespace: other, body: { metadata: { name: 'dev' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' }, subjects: [{ kind: 'ServiceAccount', name: 'dev', namespace: ns }] } });
+    await rbac.createNamespacedRoleBinding({
+      namespace: other,
+      body: {
+        metadata: { name: 'dev' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+        subjects: [{ kind: 'ServiceAccount', name: 'dev', namespace: ns }],
+      },
+    });
   }
   // The fast path exposed as a cluster exposes it to clients outside: a Service with an address
   // they can dial (here an ExternalName for this machine, where the process listens), which the
   // operator lets `dev` read so the SDK can find it.
   const port = new URL(sys.fastPathUrl).port;
-  await admin(['apply', '-f', '-'], JSON.stringify({
-    apiVersion: 'v1', kind: 'List', items: [
-      { apiVersion: 'v1', kind: 'Service', metadata: { name: FAST_PATH_SERVICE, namespace: SYSTEM_NAMESPACE }, spec: { type: 'ExternalName', externalName: 'localhost', ports: [{ name: 'https', port: Number(port) }] } },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'Role', metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE }, rules: [{ apiGroups: [''], resources: ['services'], resourceNames: [FAST_PATH_SERVICE], verbs: ['get'] }] },
-      { apiVersion: 'rbac.authorization.k8s.io/v1', kind: 'RoleBinding', metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `fast-path-reader-${suffix}` }, subjects: [{ kind: 'ServiceAccount', name: 'dev', namespace: ns }] },
-    ],
-  }));
-  await eventually(async () => {
-    const r = await admin(['get', 'sandboxwarmpool', POOL, '-n', ns, '-o', 'jsonpath={.status.readyReplicas}']);
-    if (Number(r.stdout) < 6) throw new Error(`pool ${POOL}: ${r.stdout || 0}/6 ready`);
-  }, { timeoutMs: 90_000, intervalMs: 500 });
+  await admin(
+    ['apply', '-f', '-'],
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'List',
+      items: [
+        {
+          apiVersion: 'v1',
+          kind: 'Service',
+          metadata: { name: FAST_PATH_SERVICE, namespace: SYSTEM_NAMESPACE },
+          spec: { type: 'ExternalName', externalName: 'localhost', ports: [{ name: 'https', port: Number(port) }] },
+        },
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'Role',
+          metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE },
+          rules: [{ apiGroups: [''], resources: ['services'], resourceNames: [FAST_PATH_SERVICE], verbs: ['get'] }],
+        },
+        {
+          apiVersion: 'rbac.authorization.k8s.io/v1',
+          kind: 'RoleBinding',
+          metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE },
+          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `fast-path-reader-${suffix}` },
+          subjects: [{ kind: 'ServiceAccount', name: 'dev', namespace: ns }],
+        },
+      ],
+    }),
+  );
+  await eventually(
+    async () => {
+      const r = await admin(['get', 'sandboxwarmpool', POOL, '-n', ns, '-o', 'jsonpath={.status.readyReplicas}']);
+      if (Number(r.stdout) < 6) throw new Error(`pool ${POOL}: ${r.stdout || 0}/6 ready`);
+    },
+    { timeoutMs: 90_000, intervalMs: 500 },
+  );
 }, 240_000);
 
 afterAll(async () => {
@@ -143,8 +218,13 @@ describe('kubectl sandbox', () => {
     expect(String(printed.node)).toMatch(/^sim-node-\d+$/);
     expect(printed.token).toBeUndefined();
     // the record claim-controller writes afterwards holds the same token
-    await eventually(async () => expect(await secretToken('p-fast')).toBe(readFileSync(file, 'utf8').trim()), { timeoutMs: 30_000, intervalMs: 250 });
-    const shown = JSON.parse(await ok(['claim', POOL, '--fast', '--name', 'p-fast2', '-n', ns, '--show-token', '-o', 'json'])) as { token?: string };
+    await eventually(async () => expect(await secretToken('p-fast')).toBe(readFileSync(file, 'utf8').trim()), {
+      timeoutMs: 30_000,
+      intervalMs: 250,
+    });
+    const shown = JSON.parse(await ok(['claim', POOL, '--fast', '--name', 'p-fast2', '-n', ns, '--show-token', '-o', 'json'])) as {
+      token?: string;
+    };
     expect(shown.token?.length).toBeGreaterThan(0);
     await eventually(async () => expect(await secretToken('p-fast2')).toBe(shown.token), { timeoutMs: 30_000, intervalMs: 250 });
     for (const name of ['p-fast', 'p-fast2']) expect(await ok(['release', name, '-n', ns])).toBe(`sandbox/${name} released\n`);
@@ -159,25 +239,35 @@ describe('kubectl sandbox', () => {
     expect(JSON.parse(await ok(['stats', 'p-claim', '-n', ns, '-o', 'json']))).toMatchObject({ paused: true });
     expect(await ok(['resume', 'p-claim', '-n', ns])).toBe('sandbox/p-claim resumed\n');
     const stats = await ok(['stats', 'p-claim', '-n', ns]);
-    expect(stats).toMatch(/^NAME\s+NODE\s+CPUS\s+MEMORY USED\s+MEMORY TOTAL\s+PAUSED\np-claim\s+sim-node-\d+\s+\d+\s+\S*\s+\d+Mi\s+false\n$/);
+    expect(stats).toMatch(
+      /^NAME\s+NODE\s+CPUS\s+MEMORY USED\s+MEMORY TOTAL\s+PAUSED\np-claim\s+sim-node-\d+\s+\d+\s+\S*\s+\d+Mi\s+false\n$/,
+    );
 
     const forked = JSON.parse(await ok(['fork', 'p-claim', '--count', '2', '-n', ns, '-o', 'json'])) as { children: { name: string }[] };
     expect(forked.children).toHaveLength(2);
     for (const c of forked.children) expect(c.name).toMatch(/^p-claim-sb-/);
 
-    const snap = JSON.parse(await ok(['snapshot', 'p-claim', '--snapshot-name', 'first', '-n', ns, '-o', 'json'])) as { snapshotID: string };
+    const snap = JSON.parse(await ok(['snapshot', 'p-claim', '--snapshot-name', 'first', '-n', ns, '-o', 'json'])) as {
+      snapshotID: string;
+    };
     expect(snap.snapshotID).toMatch(/\S/);
     const list = await ok(['snapshots', 'p-claim', '-n', ns]);
     expect(list).toContain(snap.snapshotID);
     const restored = await ok(['restore', 'p-claim', '--snapshot', snap.snapshotID, '--name', 'p-restored', '-n', ns]);
     expect(restored).toMatch(new RegExp(`^sandbox/p-restored restored from ${snap.snapshotID}\\nNAME`));
-    expect((await admin(['get', 'sandbox', 'p-restored', '-n', ns, '-o', 'name'])).stdout.trim()).toBe('sandbox.agents.x-k8s.io/p-restored');
+    expect((await admin(['get', 'sandbox', 'p-restored', '-n', ns, '-o', 'name'])).stdout.trim()).toBe(
+      'sandbox.agents.x-k8s.io/p-restored',
+    );
 
-    for (const name of ['p-restored', ...forked.children.map((c) => c.name)]) expect(await ok(['release', name, '-n', ns])).toBe(`sandbox/${name} released\n`);
-    await eventually(async () => {
-      const left = (await admin(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout;
-      expect(left).not.toMatch(/p-restored|p-claim-sb-/);
-    }, { timeoutMs: 30_000, intervalMs: 250 });
+    for (const name of ['p-restored', ...forked.children.map((c) => c.name)])
+      expect(await ok(['release', name, '-n', ns])).toBe(`sandbox/${name} released\n`);
+    await eventually(
+      async () => {
+        const left = (await admin(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout;
+        expect(left).not.toMatch(/p-restored|p-claim-sb-/);
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
     expect(await ok(['release', 'p-claim', '-n', ns])).toBe('sandbox/p-claim released\n');
     await claimGone('p-claim');
   });
@@ -186,7 +276,9 @@ describe('kubectl sandbox', () => {
     await ok(['claim', POOL, '--wait', '--name', 'p-denied', '-n', ns]);
     const pause = await plugin(['pause', 'p-denied', '-n', ns], 'viewer');
     expect(pause.code).toBe(1);
-    expect(pause.stderr).toMatch(/^error: forbidden: cannot create sandboxes\/pause\.agents\.x-k8s\.io "p-denied" in namespace "sdk-[^"]+": .*cannot create resource "sandboxes\/pause"/);
+    expect(pause.stderr).toMatch(
+      /^error: forbidden: cannot create sandboxes\/pause\.agents\.x-k8s\.io "p-denied" in namespace "sdk-[^"]+": .*cannot create resource "sandboxes\/pause"/,
+    );
     const all = await plugin(['list', '-A'], 'dev');
     expect(all.code).toBe(1);
     expect(all.stderr).toMatch(/^error: forbidden: cannot list sandboxclaims\.extensions\.agents\.x-k8s\.io: /);
@@ -199,8 +291,13 @@ describe('kubectl sandbox', () => {
     await ok(['release', 'p-yaml', '-n', ns]);
     await ok(['release', 'p-denied', '-n', ns]);
     // without --wait: the claim is created and binds on its own
-    expect(await ok(['claim', POOL, '--name', 'p-nowait', '-n', ns])).toBe(`sandboxclaim/p-nowait created; \`kubectl sandbox list -n ${ns}\` shows when it is Ready\n`);
-    await eventually(async () => expect(await ok(['list', '-n', ns])).toMatch(/p-nowait\s+agent\s+True\s+p-nowait\s+sim-node-\d+/), { timeoutMs: 30_000, intervalMs: 500 });
+    expect(await ok(['claim', POOL, '--name', 'p-nowait', '-n', ns])).toBe(
+      `sandboxclaim/p-nowait created; \`kubectl sandbox list -n ${ns}\` shows when it is Ready\n`,
+    );
+    await eventually(async () => expect(await ok(['list', '-n', ns])).toMatch(/p-nowait\s+agent\s+True\s+p-nowait\s+sim-node-\d+/), {
+      timeoutMs: 30_000,
+      intervalMs: 500,
+    });
     await ok(['release', 'p-nowait', '-n', ns]);
   });
 });
@@ -223,19 +320,31 @@ describe('@sandbox-scale/sdk', () => {
   });
 
   it('says why it cannot find the fast path when the Service may not be read', async () => {
-    const err = await client('dev2').claim({ pool: POOL, via: 'fast' }).then(() => undefined, (e: unknown) => e);
+    const err = await client('dev2')
+      .claim({ pool: POOL, via: 'fast' })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(isFastPathUnavailable(err)).toBe(true);
-    expect((err as Error).message).toMatch(/^cannot find the fast path: forbidden: cannot get services "sandbox-scale-claim-controller" in namespace "sandbox-system"/);
+    expect((err as Error).message).toMatch(
+      /^cannot find the fast path: forbidden: cannot get services "sandbox-scale-claim-controller" in namespace "sandbox-system"/,
+    );
   });
 
   it('retries the fast path while it answers 429 with Retry-After before claiming, and gives up at the deadline with that answer', async () => {
     const dev = client('dev', { url: sys.fastPathUrl });
     const held = [];
     for (let i = 0; i < CAP; i++) held.push(await dev.claim({ pool: POOL, via: 'fast', namespace: capNs }));
-    const err = await dev.claim({ pool: POOL, via: 'fast', namespace: capNs, name: 'over-cap', timeoutMs: 3_000 }).then(() => undefined, (e: unknown) => e);
+    const err = await dev.claim({ pool: POOL, via: 'fast', namespace: capNs, name: 'over-cap', timeoutMs: 3_000 }).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     expect(isClaimTimeout(err)).toBe(true);
     expect(isUnavailable(err)).toBe(true);
-    expect((err as Error).message).toMatch(/^claim sdkc-\S+\/over-cap from pool agent: timed out \(last: create sandboxclaims "over-cap" in namespace "sdkc-\S+": namespace sdkc-\S+ has 2 live fast-path claims, the cap is 2/);
+    expect((err as Error).message).toMatch(
+      /^claim sdkc-\S+\/over-cap from pool agent: timed out \(last: create sandboxclaims "over-cap" in namespace "sdkc-\S+": namespace sdkc-\S+ has 2 live fast-path claims, the cap is 2/,
+    );
     for (const sb of held) expect(await sb.release()).toBe(true);
     // the retries outlast the 10 s Retry-After: the cap frees as the records go, and the claim lands
     const late = await dev.claim({ pool: POOL, via: 'fast', namespace: capNs, timeoutMs: 60_000 });
@@ -244,24 +353,50 @@ describe('@sandbox-scale/sdk', () => {
   });
 
   it('releases a claim it gave up on: on a deadline, on cancellation, and on a terminal failure', async () => {
-    const timedOut = await client('dev').claim({ pool: POOL, via: 'claim', namespace: offNs, name: 'never-bound', timeoutMs: 3_000 }).then(() => undefined, (e: unknown) => e);
+    const timedOut = await client('dev')
+      .claim({ pool: POOL, via: 'claim', namespace: offNs, name: 'never-bound', timeoutMs: 3_000 })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(isClaimTimeout(timedOut)).toBe(true);
     expect((timedOut as Error).message).toMatch(/^claim sdko-\S+\/never-bound from pool agent: timed out/);
-    await eventually(async () => {
-      const r = await kubectl(['get', 'sandboxclaim', 'never-bound', '-n', offNs, '--ignore-not-found', '-o', 'name'], { kubeconfig: sys.kubeconfigPath });
-      if (r.stdout.trim() !== '') throw new Error('never-bound still exists');
-    }, { timeoutMs: 30_000, intervalMs: 250 });
-    const failed = await client('dev').claim({ pool: 'no-such-pool', via: 'claim', name: 'no-pool' }).then(() => undefined, (e: unknown) => e);
+    await eventually(
+      async () => {
+        const r = await kubectl(['get', 'sandboxclaim', 'never-bound', '-n', offNs, '--ignore-not-found', '-o', 'name'], {
+          kubeconfig: sys.kubeconfigPath,
+        });
+        if (r.stdout.trim() !== '') throw new Error('never-bound still exists');
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    const failed = await client('dev')
+      .claim({ pool: 'no-such-pool', via: 'claim', name: 'no-pool' })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(isClaimFailed(failed)).toBe(true);
     expect((failed as Error).message).toMatch(/^claim sdk-\S+\/no-pool failed: WarmPoolNotFound: /);
     await claimGone('no-pool');
-    const cancelled = await client('dev').claim({ pool: POOL, signal: AbortSignal.abort() }).then(() => undefined, (e: unknown) => e);
+    const cancelled = await client('dev')
+      .claim({ pool: POOL, signal: AbortSignal.abort() })
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(isAborted(cancelled)).toBe(true);
   });
 
   it('throws typed errors naming what was refused', async () => {
     const sb = await client('dev').claim({ pool: POOL, name: 's-denied' });
-    const err = await client('viewer').sandbox(sb.name).resume().then(() => undefined, (e: unknown) => e);
+    const err = await client('viewer')
+      .sandbox(sb.name)
+      .resume()
+      .then(
+        () => undefined,
+        (e: unknown) => e,
+      );
     expect(isForbidden(err)).toBe(true);
     expect((err as Error).message).toMatch(/^forbidden: cannot create sandboxes\/resume\.agents\.x-k8s\.io "s-denied"/);
     await sb.release();
@@ -273,6 +408,10 @@ describe('@sandbox-scale/sdk', () => {
       SANDBOX_SCALE_FAST_PATH_CA_FILE: sys.servingCaPath,
     });
     expect(r.stderr).toBe('');
-    expect(r.stdout).toMatch(new RegExp(`^claimed ${ns}/agent-[0-9a-f]{6} on sim-node-\\d+ at \\S+:\\d+ via ${via} \\(token: [1-9]\\d* characters\\)\npaused: true\nresumed: paused=false, \\d+ CPUs, \\d+ MiB\nsnapshot \\S+ taken\nforked: \\S+, \\S+\nreleased ${ns}/agent-[0-9a-f]{6}\n$`));
+    expect(r.stdout).toMatch(
+      new RegExp(
+        `^claimed ${ns}/agent-[0-9a-f]{6} on sim-node-\\d+ at \\S+:\\d+ via ${via} \\(token: [1-9]\\d* characters\\)\npaused: true\nresumed: paused=false, \\d+ CPUs, \\d+ MiB\nsnapshot \\S+ taken\nforked: \\S+, \\S+\nreleased ${ns}/agent-[0-9a-f]{6}\n$`,
+      ),
+    );
   });
 });

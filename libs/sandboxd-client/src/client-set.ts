@@ -38,7 +38,13 @@ export class SandboxdClientSet {
     const key = normalizeBaseUrl(baseUrl);
     let client = this.#clients.get(key);
     if (client === undefined) {
-      client = new SandboxdClient({ baseUrl: key, token: this.#token, dispatcher: this.#dispatcher, keepAlive: this.#keepAlive, followRedirects: this.#follow });
+      client = new SandboxdClient({
+        baseUrl: key,
+        token: this.#token,
+        dispatcher: this.#dispatcher,
+        keepAlive: this.#keepAlive,
+        followRedirects: this.#follow,
+      });
       this.#clients.set(key, client);
     }
     return client;

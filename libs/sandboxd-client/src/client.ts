@@ -187,7 +187,13 @@ export class SandboxdClient {
   }
 
   async checkpoint(id: string, req: CheckpointRequest = {}, opts: CallOptions = {}): Promise<Checkpoint> {
-    const reply = await this.#send('checkpoint', 'POST', `/v1/sandboxes/${pathId('checkpoint', id)}/checkpoint`, encodeCheckpoint(req), opts);
+    const reply = await this.#send(
+      'checkpoint',
+      'POST',
+      `/v1/sandboxes/${pathId('checkpoint', id)}/checkpoint`,
+      encodeCheckpoint(req),
+      opts,
+    );
     if (!is2xx(reply.statusCode)) throw httpError('checkpoint', reply);
     return decodeJson('checkpoint', reply, CheckpointReplySchema).checkpoint;
   }
@@ -270,7 +276,10 @@ export class SandboxdClient {
     } catch (err) {
       const redirect = asNodeAtCapacity(err);
       if (!(opts.followRedirects ?? this.#follow) || redirect === undefined || redirect.candidates.length === 0) throw err;
-      const retry: ClaimCall = { ...call, body: { ...body, no_redirect: true, ...(redirect.requirePromoted ? { require_promoted: true } : {}) } };
+      const retry: ClaimCall = {
+        ...call,
+        body: { ...body, no_redirect: true, ...(redirect.requirePromoted ? { require_promoted: true } : {}) },
+      };
       const attempt = (url: string): Promise<ClaimResult> => this.#claimAt(url === this.baseUrl ? this : this.forNode(url), retry, opts);
       return followRedirect(redirect, this.baseUrl, attempt, opts.signal);
     }
@@ -328,7 +337,16 @@ export class SandboxdClient {
   }
 
   #send(operation: string, method: Dispatcher.HttpMethod, path: string, body: unknown, opts: CallOptions): Promise<RawReply> {
-    const spec: SendSpec = { operation, method, path, body, token: opts.token ?? this.#token, signal: opts.signal, keepAlive: this.#keepAlive, isSuccess: is2xx };
+    const spec: SendSpec = {
+      operation,
+      method,
+      path,
+      body,
+      token: opts.token ?? this.#token,
+      signal: opts.signal,
+      keepAlive: this.#keepAlive,
+      isSuccess: is2xx,
+    };
     return send(this.#endpoint, spec);
   }
 }

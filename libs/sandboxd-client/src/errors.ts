@@ -14,7 +14,14 @@ export class NodeAtCapacityError extends SandboxScaleError {
   /** Copy into the retry at a candidate (volume claims only). */
   readonly requirePromoted: boolean;
 
-  constructor(opts: { statusCode: number; message: string; redirect?: readonly string[]; candidates?: readonly string[]; requirePromoted?: boolean; cause?: unknown }) {
+  constructor(opts: {
+    statusCode: number;
+    message: string;
+    redirect?: readonly string[];
+    candidates?: readonly string[];
+    requirePromoted?: boolean;
+    cause?: unknown;
+  }) {
     super(opts.message || 'node at capacity', { cause: opts.cause });
     this.statusCode = opts.statusCode;
     this.redirect = opts.redirect ?? [];

@@ -1,4 +1,11 @@
-export { SandboxdClient, type SandboxdClientOptions, type CallOptions, type ClaimOptions, type ClaimResult, type TemplateDeleteResult } from './client';
+export {
+  SandboxdClient,
+  type SandboxdClientOptions,
+  type CallOptions,
+  type ClaimOptions,
+  type ClaimResult,
+  type TemplateDeleteResult,
+} from './client';
 export { SandboxdClientSet, type SandboxdClientSetOptions } from './client-set';
 export { createSandboxdAgent, SUCCESS_BODY_LIMIT_BYTES, ERROR_BODY_LIMIT_BYTES, type SandboxdAgentOptions } from './transport';
 export { normalizeBaseUrl, resolveNodeAddr } from './addresses';

@@ -40,7 +40,13 @@ describe('SandboxdClient against a stub node', () => {
   it('claims with the root token and returns id, token, deadline and owner', async () => {
     stub.setHandler((call, res) => replyJson(res, 200, call.path === '/v1/claim' ? claimBody : {}));
     const c = await client.claim({ template: 'base:24.04', ttlSeconds: 0 });
-    expect(c).toMatchObject({ id: 'sb_abc', token: 'sbtok', ownerAddr: '10.0.0.5:7777', ownerUrl: 'http://10.0.0.5:7777', nodeUrl: stub.url });
+    expect(c).toMatchObject({
+      id: 'sb_abc',
+      token: 'sbtok',
+      ownerAddr: '10.0.0.5:7777',
+      ownerUrl: 'http://10.0.0.5:7777',
+      nodeUrl: stub.url,
+    });
     expect(c.deadline?.toISOString()).toBe('2026-07-06T00:05:00.000Z');
     expect(stub.calls[0]).toMatchObject({ method: 'POST', path: '/v1/claim', authorization: 'Bearer root-token' });
     // zero-valued optional fields are left out
@@ -121,7 +127,9 @@ describe('SandboxdClient against a stub node', () => {
       }),
     );
     const info = await client.info();
-    expect(info.pools).toEqual([{ key: { template: 'base:24.04', net: 'none', size: 'small' }, warm: 3, refilling: 1, target: 4, golden: false }]);
+    expect(info.pools).toEqual([
+      { key: { template: 'base:24.04', net: 'none', size: 'small' }, warm: 3, refilling: 1, target: 4, golden: false },
+    ]);
     expect(info).toMatchObject({ claimed: 2, hibernated: 1, archived: 0, draining: false, peers: ['10.0.0.6:7777'] });
     expect(stub.calls[0]).toMatchObject({ method: 'GET', path: '/v1/info', authorization: 'Bearer root-token' });
     stub.setHandler((_c, res) => replyJson(res, 200, { pools: null, claimed: 0, peers: null }));
@@ -131,11 +139,18 @@ describe('SandboxdClient against a stub node', () => {
   it('reads a zero deadline as no deadline, and accepts a key with an engine field', async () => {
     stub.setHandler((_c, res) =>
       replyJson(res, 200, {
-        sandboxes: [{ id: 'sb_1', key: { template: 't', engine: 'ch' }, deadline: '0001-01-01T00:00:00Z', hibernated: false, archived: true }],
+        sandboxes: [
+          { id: 'sb_1', key: { template: 't', engine: 'ch' }, deadline: '0001-01-01T00:00:00Z', hibernated: false, archived: true },
+        ],
       }),
     );
     const [row] = await client.sandboxes('ns/name');
-    expect(row).toMatchObject({ id: 'sb_1', deadline: null, archived: true, key: { template: 't', net: 'none', size: 'small', engine: 'ch' } });
+    expect(row).toMatchObject({
+      id: 'sb_1',
+      deadline: null,
+      archived: true,
+      key: { template: 't', net: 'none', size: 'small', engine: 'ch' },
+    });
     expect(stub.calls[0]?.path).toBe('/v1/sandboxes?claim_ref=ns%2Fname');
   });
 
@@ -234,7 +249,9 @@ describe('SandboxdClient against a stub node', () => {
   });
 
   it('sends {} where the daemon decodes a body', async () => {
-    stub.setHandler((_c, res) => replyJson(res, 200, { checkpoint: { id: 'ck_1', sandbox_id: 'sb_1', key: { template: 't' }, created_at: DEADLINE } }));
+    stub.setHandler((_c, res) =>
+      replyJson(res, 200, { checkpoint: { id: 'ck_1', sandbox_id: 'sb_1', key: { template: 't' }, created_at: DEADLINE } }),
+    );
     await client.checkpoint('sb_1');
     expect(stub.calls[0]?.body).toBe('{}');
     stub.setHandler((_c, res) => replyJson(res, 200, { ...claimBody, from_checkpoint: 'ck_1' }));

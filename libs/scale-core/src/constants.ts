@@ -18,11 +18,56 @@ export const EXTENSIONS_API_VERSION = `${EXTENSIONS_GROUP}/${API_VERSION}` as co
  * KubeResource as it stands), used by every app, test and bench.
  */
 export const RESOURCES = {
-  sandbox: { group: SANDBOX_GROUP, version: API_VERSION, kind: 'Sandbox', listKind: 'SandboxList', plural: 'sandboxes', singular: 'sandbox', shortNames: ['sandbox'], namespaced: true },
-  sandboxTemplate: { group: EXTENSIONS_GROUP, version: API_VERSION, kind: 'SandboxTemplate', listKind: 'SandboxTemplateList', plural: 'sandboxtemplates', singular: 'sandboxtemplate', shortNames: ['sandboxtemplate'], namespaced: true },
-  sandboxWarmPool: { group: EXTENSIONS_GROUP, version: API_VERSION, kind: 'SandboxWarmPool', listKind: 'SandboxWarmPoolList', plural: 'sandboxwarmpools', singular: 'sandboxwarmpool', shortNames: ['swp'], namespaced: true },
-  sandboxClaim: { group: EXTENSIONS_GROUP, version: API_VERSION, kind: 'SandboxClaim', listKind: 'SandboxClaimList', plural: 'sandboxclaims', singular: 'sandboxclaim', shortNames: ['sandboxclaim'], namespaced: true },
-  nodeInventory: { group: EXTENSIONS_GROUP, version: API_VERSION, kind: 'NodeInventory', listKind: 'NodeInventoryList', plural: 'nodeinventories', singular: 'nodeinventory', shortNames: [] as string[], namespaced: false },
+  sandbox: {
+    group: SANDBOX_GROUP,
+    version: API_VERSION,
+    kind: 'Sandbox',
+    listKind: 'SandboxList',
+    plural: 'sandboxes',
+    singular: 'sandbox',
+    shortNames: ['sandbox'],
+    namespaced: true,
+  },
+  sandboxTemplate: {
+    group: EXTENSIONS_GROUP,
+    version: API_VERSION,
+    kind: 'SandboxTemplate',
+    listKind: 'SandboxTemplateList',
+    plural: 'sandboxtemplates',
+    singular: 'sandboxtemplate',
+    shortNames: ['sandboxtemplate'],
+    namespaced: true,
+  },
+  sandboxWarmPool: {
+    group: EXTENSIONS_GROUP,
+    version: API_VERSION,
+    kind: 'SandboxWarmPool',
+    listKind: 'SandboxWarmPoolList',
+    plural: 'sandboxwarmpools',
+    singular: 'sandboxwarmpool',
+    shortNames: ['swp'],
+    namespaced: true,
+  },
+  sandboxClaim: {
+    group: EXTENSIONS_GROUP,
+    version: API_VERSION,
+    kind: 'SandboxClaim',
+    listKind: 'SandboxClaimList',
+    plural: 'sandboxclaims',
+    singular: 'sandboxclaim',
+    shortNames: ['sandboxclaim'],
+    namespaced: true,
+  },
+  nodeInventory: {
+    group: EXTENSIONS_GROUP,
+    version: API_VERSION,
+    kind: 'NodeInventory',
+    listKind: 'NodeInventoryList',
+    plural: 'nodeinventories',
+    singular: 'nodeinventory',
+    shortNames: [] as string[],
+    namespaced: false,
+  },
 } as const;
 
 /** The category every resource of this project is listed under: `kubectl get sandbox-scale` lists them all. */

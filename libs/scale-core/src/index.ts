@@ -93,11 +93,29 @@ export { SandboxSchema, SandboxSpecSchema, SandboxStatusSchema } from './schemas
 export type { Sandbox, SandboxSpec, SandboxStatus } from './schemas/sandbox';
 export { SandboxTemplateSchema, SandboxTemplateSpecSchema } from './schemas/sandbox-template';
 export type { SandboxTemplate, SandboxTemplateSpec } from './schemas/sandbox-template';
-export { COLD_START_POLICIES, RecordedPoolKeySchema, SandboxWarmPoolSchema, SandboxWarmPoolSpecSchema, SandboxWarmPoolStatusSchema } from './schemas/sandbox-warm-pool';
-export type { ColdStartPolicy, RecordedPoolKey, SandboxWarmPool, SandboxWarmPoolSpec, SandboxWarmPoolStatus } from './schemas/sandbox-warm-pool';
+export {
+  COLD_START_POLICIES,
+  RecordedPoolKeySchema,
+  SandboxWarmPoolSchema,
+  SandboxWarmPoolSpecSchema,
+  SandboxWarmPoolStatusSchema,
+} from './schemas/sandbox-warm-pool';
+export type {
+  ColdStartPolicy,
+  RecordedPoolKey,
+  SandboxWarmPool,
+  SandboxWarmPoolSpec,
+  SandboxWarmPoolStatus,
+} from './schemas/sandbox-warm-pool';
 export { ClaimedSandboxSchema, SandboxClaimSchema, SandboxClaimSpecSchema, SandboxClaimStatusSchema } from './schemas/sandbox-claim';
 export type { ClaimedSandbox, SandboxClaim, SandboxClaimSpec, SandboxClaimStatus } from './schemas/sandbox-claim';
-export { INVENTORY_OBJECT_MAX_BYTES, InventoryEntrySchema, inventoryObjectName, NodeInventorySchema, PoolCapacitySchema } from './schemas/node-inventory';
+export {
+  INVENTORY_OBJECT_MAX_BYTES,
+  InventoryEntrySchema,
+  inventoryObjectName,
+  NodeInventorySchema,
+  PoolCapacitySchema,
+} from './schemas/node-inventory';
 export type { InventoryEntry, NodeInventory, PoolCapacity } from './schemas/node-inventory';
 export { formatFieldPath, ObjectValidationError, parseObject, tryParseObject } from './schemas/parse-object';
 export type { FieldIssue, ParseResult } from './schemas/parse-object';

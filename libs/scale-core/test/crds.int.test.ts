@@ -34,7 +34,9 @@ const inventory = (name: string, node = name): object => ({
   metadata: { name },
   node,
   address: '10.0.0.7:9090',
-  entries: [{ name: 'team-a/sb-1', id: 'sb_0123456789abcdef', phase: 'Running', addr: '10.0.0.7:40001', claimedAt: '2025-01-01T00:00:00Z' }],
+  entries: [
+    { name: 'team-a/sb-1', id: 'sb_0123456789abcdef', phase: 'Running', addr: '10.0.0.7:40001', claimedAt: '2025-01-01T00:00:00Z' },
+  ],
   pools: [{ template: 'tpl', warm: 3, target: 4 }],
 });
 
@@ -47,8 +49,20 @@ beforeAll(async () => {
   ns = await createTestNamespace(kc, 'crds');
   // Established comes a moment before every endpoint serves.
   const custom = kc.makeApiClient(CustomObjectsApi);
-  await eventually(() => custom.listNamespacedCustomObject({ group: EXTENSIONS_GROUP, version: API_VERSION, namespace: ns, plural: RESOURCES.sandboxWarmPool.plural }), { timeoutMs: 30_000 });
-  await eventually(() => custom.listClusterCustomObject({ group: EXTENSIONS_GROUP, version: API_VERSION, plural: RESOURCES.nodeInventory.plural }), { timeoutMs: 30_000 });
+  await eventually(
+    () =>
+      custom.listNamespacedCustomObject({
+        group: EXTENSIONS_GROUP,
+        version: API_VERSION,
+        namespace: ns,
+        plural: RESOURCES.sandboxWarmPool.plural,
+      }),
+    { timeoutMs: 30_000 },
+  );
+  await eventually(
+    () => custom.listClusterCustomObject({ group: EXTENSIONS_GROUP, version: API_VERSION, plural: RESOURCES.nodeInventory.plural }),
+    { timeoutMs: 30_000 },
+  );
 });
 afterAll(async () => {
   await deleteNamespace(kc, ns);
@@ -65,7 +79,11 @@ describe('the generated CRDs on a real kube-apiserver', () => {
       expect(crd.spec.versions.map((v) => v.name)).toEqual([API_VERSION]);
     }
     const warm = await ext.readCustomResourceDefinition({ name: `${RESOURCES.sandboxWarmPool.plural}.${EXTENSIONS_GROUP}` });
-    expect(warm.spec.versions[0]?.subresources?.scale).toEqual({ specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' });
+    expect(warm.spec.versions[0]?.subresources?.scale).toEqual({
+      specReplicasPath: '.spec.replicas',
+      statusReplicasPath: '.status.replicas',
+      labelSelectorPath: '.status.selector',
+    });
   });
 
   it('accepts a valid object of each kind', async () => {
@@ -78,7 +96,11 @@ describe('the generated CRDs on a real kube-apiserver', () => {
     expect(created.code).toBe(0);
     try {
       const got = await kubectl(['get', `nodeinventories.${EXTENSIONS_GROUP}`, inv, '-o', 'json']);
-      expect(JSON.parse(got.stdout)).toMatchObject({ node: inv, pools: [{ template: 'tpl', warm: 3, target: 4 }], entries: [{ id: 'sb_0123456789abcdef' }] });
+      expect(JSON.parse(got.stdout)).toMatchObject({
+        node: inv,
+        pools: [{ template: 'tpl', warm: 3, target: 4 }],
+        entries: [{ id: 'sb_0123456789abcdef' }],
+      });
     } finally {
       await kubectl(['delete', `nodeinventories.${EXTENSIONS_GROUP}`, inv, '--wait=false']);
     }
@@ -100,7 +122,12 @@ describe('the generated CRDs on a real kube-apiserver', () => {
     expect(noPoolRef.code).not.toBe(0);
     expect(noPoolRef.stderr).toMatch(/spec\.warmPoolRef: Required value/);
 
-    const noContainers = await create({ apiVersion, kind: 'SandboxTemplate', metadata: { name: 'nocontainers' }, spec: { podTemplate: { spec: {} } } });
+    const noContainers = await create({
+      apiVersion,
+      kind: 'SandboxTemplate',
+      metadata: { name: 'nocontainers' },
+      spec: { podTemplate: { spec: {} } },
+    });
     expect(noContainers.code).not.toBe(0);
     expect(noContainers.stderr).toMatch(/spec\.podTemplate\.spec\.containers: Required value/);
   });

@@ -9,7 +9,10 @@ function bound(o: { shutdownTime?: string; deadline?: string; boundAt?: string; 
     apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
     kind: 'SandboxClaim',
     metadata: { name: 'c', namespace: 'ns' },
-    spec: { warmPoolRef: { name: 'p' }, ...(o.shutdownTime ? { lifecycle: { shutdownPolicy: 'Retain', shutdownTime: o.shutdownTime } } : {}) },
+    spec: {
+      warmPoolRef: { name: 'p' },
+      ...(o.shutdownTime ? { lifecycle: { shutdownPolicy: 'Retain', shutdownTime: o.shutdownTime } } : {}),
+    },
     status: {
       sandbox: { name: 'c1', claimID: o.id ?? 'sb_1', nodeName: 'n1', ...(o.deadline ? { deadline: o.deadline } : {}) },
       conditions: [{ type: 'Bound', status: 'True', reason: 'NodeLocalClaim', message: 'm', lastTransitionTime: o.boundAt ?? iso(T0) }],

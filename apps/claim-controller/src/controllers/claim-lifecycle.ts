@@ -17,7 +17,8 @@ export function claimTtl(claim: SandboxClaim, now: Date): TtlOutcome {
   const shutdown = claim.spec.lifecycle?.shutdownTime;
   if (shutdown === undefined) return { ok: true, ttlSeconds: 0 };
   const ms = Date.parse(shutdown) - now.getTime();
-  if (!Number.isFinite(ms)) return { ok: false, problem: { field: 'spec.lifecycle.shutdownTime', message: `"${shutdown}" is not an RFC3339 time` } };
+  if (!Number.isFinite(ms))
+    return { ok: false, problem: { field: 'spec.lifecycle.shutdownTime', message: `"${shutdown}" is not an RFC3339 time` } };
   if (ms <= 0) return { ok: false, problem: { field: 'spec.lifecycle.shutdownTime', message: `${shutdown} is not in the future` } };
   return { ok: true, ttlSeconds: Math.ceil(ms / 1000) };
 }

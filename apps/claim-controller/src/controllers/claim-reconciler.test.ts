@@ -1,5 +1,12 @@
 import { createLogger, type ReconcileContext } from '@sandbox-scale/kube-runtime';
-import { ANNOTATIONS, CLAIM_RELEASE_FINALIZER, NoWarmCapacityError, type SandboxClaim, type SandboxTemplate, type SandboxWarmPool } from '@sandbox-scale/scale-core';
+import {
+  ANNOTATIONS,
+  CLAIM_RELEASE_FINALIZER,
+  NoWarmCapacityError,
+  type SandboxClaim,
+  type SandboxTemplate,
+  type SandboxWarmPool,
+} from '@sandbox-scale/scale-core';
 import type { Assignment } from '../gateway/assignment';
 import type { GatewayClaimRequest } from '../gateway/claim-gateway';
 import { ClaimReconciler } from './claim-reconciler';
@@ -10,14 +17,32 @@ const LEADING_SINCE = new Date('2026-01-01T12:00:00Z');
 const UID = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
 const delivered: Assignment = { claimId: 'sb_1', node: 'n1', address: '10.0.0.1:7000', token: 'tok' };
 
-const pool: SandboxWarmPool = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', metadata: { name: 'base', namespace: NS }, spec: { replicas: 1, sandboxTemplateRef: { name: 'base' } } } as SandboxWarmPool;
-const template: SandboxTemplate = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', metadata: { name: 'base', namespace: NS }, spec: { podTemplate: { spec: { containers: [{ name: 'main', image: 'img:1' }] } } } } as SandboxTemplate;
+const pool: SandboxWarmPool = {
+  apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+  kind: 'SandboxWarmPool',
+  metadata: { name: 'base', namespace: NS },
+  spec: { replicas: 1, sandboxTemplateRef: { name: 'base' } },
+} as SandboxWarmPool;
+const template: SandboxTemplate = {
+  apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+  kind: 'SandboxTemplate',
+  metadata: { name: 'base', namespace: NS },
+  spec: { podTemplate: { spec: { containers: [{ name: 'main', image: 'img:1' }] } } },
+} as SandboxTemplate;
 
 function claimOf(o: { created: string; finalizer?: boolean; hint?: string }): SandboxClaim {
   return {
     apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
     kind: 'SandboxClaim',
-    metadata: { name: 'c1', namespace: NS, uid: UID, resourceVersion: '10', creationTimestamp: o.created, ...(o.finalizer ? { finalizers: [CLAIM_RELEASE_FINALIZER] } : {}), ...(o.hint ? { annotations: { [ANNOTATIONS.deliveryNode]: o.hint } } : {}) },
+    metadata: {
+      name: 'c1',
+      namespace: NS,
+      uid: UID,
+      resourceVersion: '10',
+      creationTimestamp: o.created,
+      ...(o.finalizer ? { finalizers: [CLAIM_RELEASE_FINALIZER] } : {}),
+      ...(o.hint ? { annotations: { [ANNOTATIONS.deliveryNode]: o.hint } } : {}),
+    },
     spec: { warmPoolRef: { name: 'base' } },
   } as SandboxClaim;
 }
@@ -28,7 +53,15 @@ const notFound = (): Error => Object.assign(new Error('not found'), { code: 404 
  * The reconciler with fakes for everything it talks to; `steps` records what reached the API
  * server and the nodes, in order.
  */
-function harness(claim: SandboxClaim | undefined, o: { earlier?: (q: EarlierDeliveryQuery) => Promise<Assignment | undefined>; finalizer?: () => Promise<void>; record?: () => Promise<void>; noCapacity?: boolean } = {}) {
+function harness(
+  claim: SandboxClaim | undefined,
+  o: {
+    earlier?: (q: EarlierDeliveryQuery) => Promise<Assignment | undefined>;
+    finalizer?: () => Promise<void>;
+    record?: () => Promise<void>;
+    noCapacity?: boolean;
+  } = {},
+) {
   const steps: string[] = [];
   const cache = { claim };
   const reconciler = new ClaimReconciler({
@@ -61,7 +94,11 @@ function harness(claim: SandboxClaim | undefined, o: { earlier?: (q: EarlierDeli
       recordBoundOn: async (c, target, a, _signal, opts) => {
         steps.push(`record ${a.claimId} on rv ${c.metadata.resourceVersion} adopted=${opts?.adopted ?? false}`);
         await o.record?.();
-        return { ...c, metadata: { ...c.metadata, resourceVersion: '12' }, status: { sandbox: { name: target.name, claimID: a.claimId, nodeName: a.node } } } as SandboxClaim;
+        return {
+          ...c,
+          metadata: { ...c.metadata, resourceVersion: '12' },
+          status: { sandbox: { name: target.name, claimID: a.claimId, nodeName: a.node } },
+        } as SandboxClaim;
       },
     },
     claimClient: {
@@ -77,7 +114,15 @@ function harness(claim: SandboxClaim | undefined, o: { earlier?: (q: EarlierDeli
       addFinalizer: async (c, _signal, node) => {
         steps.push(`finalizer patch hint=${node ?? '-'}`);
         await o.finalizer?.();
-        return { ...c, metadata: { ...c.metadata, resourceVersion: '11', finalizers: [CLAIM_RELEASE_FINALIZER], ...(node ? { annotations: { [ANNOTATIONS.deliveryNode]: node } } : {}) } };
+        return {
+          ...c,
+          metadata: {
+            ...c.metadata,
+            resourceVersion: '11',
+            finalizers: [CLAIM_RELEASE_FINALIZER],
+            ...(node ? { annotations: { [ANNOTATIONS.deliveryNode]: node } } : {}),
+          },
+        };
       },
       removeFinalizer: async () => undefined,
       delete: async () => undefined,
@@ -87,7 +132,11 @@ function harness(claim: SandboxClaim | undefined, o: { earlier?: (q: EarlierDeli
     leadingSince: () => LEADING_SINCE,
     now: () => new Date('2026-01-01T12:05:00Z'),
   });
-  const ctx: ReconcileContext = { signal: new AbortController().signal, log: createLogger({ name: 'test', level: 'silent' }), reconcileId: 'r' };
+  const ctx: ReconcileContext = {
+    signal: new AbortController().signal,
+    log: createLogger({ name: 'test', level: 'silent' }),
+    reconcileId: 'r',
+  };
   return { reconciler, steps, cache, reconcile: () => reconciler.reconcile({ namespace: NS, name: 'c1' }, ctx) };
 }
 
@@ -98,13 +147,24 @@ describe('ClaimReconciler: binding a claim', () => {
   it('sends the finalizer patch with the first node as its hint while that node is asked, then records on the patched object', async () => {
     const h = harness(claimOf({ created: AFTER }));
     await h.reconcile();
-    expect(h.steps).toEqual(['deliver: choose node', 'finalizer patch hint=n1', 'deliver: claim sent to n1', 'deliver: n1 answered', 'record sb_1 on rv 11 adopted=false']);
+    expect(h.steps).toEqual([
+      'deliver: choose node',
+      'finalizer patch hint=n1',
+      'deliver: claim sent to n1',
+      'deliver: n1 answered',
+      'record sb_1 on rv 11 adopted=false',
+    ]);
   });
 
   it('adds no write where admission added the finalizer: no patch, no hint', async () => {
     const h = harness(claimOf({ created: AFTER, finalizer: true }));
     await h.reconcile();
-    expect(h.steps).toEqual(['deliver: choose node', 'deliver: claim sent to n1', 'deliver: n1 answered', 'record sb_1 on rv 10 adopted=false']);
+    expect(h.steps).toEqual([
+      'deliver: choose node',
+      'deliver: claim sent to n1',
+      'deliver: n1 answered',
+      'record sb_1 on rv 10 adopted=false',
+    ]);
   });
 
   it('adds the finalizer without a hint after an attempt that found no node, and says NoWarmCapacity', async () => {
@@ -123,7 +183,9 @@ describe('ClaimReconciler: binding a claim', () => {
 
 describe('ClaimReconciler: a claim older than this leadership', () => {
   it('adopts the delivery an earlier leader made, asking with its claim_ref and hint, and claims nothing', async () => {
-    const h = harness(claimOf({ created: BEFORE, finalizer: true, hint: 'n2' }), { earlier: async () => ({ ...delivered, node: 'n2', claimId: 'sb_9' }) });
+    const h = harness(claimOf({ created: BEFORE, finalizer: true, hint: 'n2' }), {
+      earlier: async () => ({ ...delivered, node: 'n2', claimId: 'sb_9' }),
+    });
     await h.reconcile();
     expect(h.steps).toEqual([`earlier: claim:${UID}:${NS}/c1 hint=n2`, 'record sb_9 on rv 10 adopted=true']);
   });

@@ -137,7 +137,8 @@ export class ClaimReconciler implements Reconciler {
     const pending = this.#unrecorded.get(key);
     if (recordsSandbox(claim)) {
       // A Bound record half written (status landed, the token Secret did not): finish it.
-      if (pending !== undefined && pending.claimId === boundClaimId(claim)) return this.#record(await this.#withFinalizer(claim, ctx), pending, ctx, true);
+      if (pending !== undefined && pending.claimId === boundClaimId(claim))
+        return this.#record(await this.#withFinalizer(claim, ctx), pending, ctx, true);
       if (pending) this.#forget(key); // Bound to another sandbox by another writer: nothing of this delivery is left to record
       return this.#whileBound(await this.#withFinalizer(claim, ctx), ctx);
     }
@@ -167,7 +168,11 @@ export class ClaimReconciler implements Reconciler {
   #cacheCaughtUp(c: SandboxClaim): void {
     const key = `${c.metadata.namespace}/${c.metadata.name}`;
     const mine = this.#bound.get(key);
-    if (mine !== undefined && (mine.metadata.resourceVersion === c.metadata.resourceVersion || mine.metadata.uid !== c.metadata.uid || recordsSandbox(c))) this.#bound.delete(key);
+    if (
+      mine !== undefined &&
+      (mine.metadata.resourceVersion === c.metadata.resourceVersion || mine.metadata.uid !== c.metadata.uid || recordsSandbox(c))
+    )
+      this.#bound.delete(key);
   }
 
   /** The finalizer goes on before a delivery is recorded, so a delete can never skip the release. */
@@ -240,11 +245,17 @@ export class ClaimReconciler implements Reconciler {
    * routable node refuses (429), it is NoWarmCapacity with backoff, as for a pool that never
    * cold-starts; the inventory watch wakes the claim when warm capacity appears.
    */
-  async #coldStart(claim: SandboxClaim, req: Parameters<ClaimGateway['coldDeliver']>[0], ctx: ReconcileContext): Promise<ReconcileResult | void> {
+  async #coldStart(
+    claim: SandboxClaim,
+    req: Parameters<ClaimGateway['coldDeliver']>[0],
+    ctx: ReconcileContext,
+  ): Promise<ReconcileResult | void> {
     const key = `${req.namespace}/${req.name}`;
     const message = `spec.warmPoolRef.name: no node has a warm sandbox of ${req.key.template}; cold-starting one on a routable node (the pool allows coldStart WhenNoWarmCapacity)`;
     const starting = { status: 'False' as const, reason: CLAIM_REASONS.coldStart, message };
-    const started = await this.o.claimClient.setCondition(claim, { type: CONDITION_TYPES.bound, ...starting }, this.#now(), [{ type: CONDITION_TYPES.ready, ...starting }]);
+    const started = await this.o.claimClient.setCondition(claim, { type: CONDITION_TYPES.bound, ...starting }, this.#now(), [
+      { type: CONDITION_TYPES.ready, ...starting },
+    ]);
     this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.coldStart, action: 'Claim', note: message });
     const t0 = performance.now();
     let a: Assignment;
@@ -257,7 +268,12 @@ export class ClaimReconciler implements Reconciler {
     }
     this.#delivered(key, a, ctx, 'node cold-started a sandbox');
     const ms = Math.round(performance.now() - t0);
-    this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.coldStart, action: 'Bind', note: `node ${a.node} cold-started sandbox ${a.claimId} in ${ms} ms (no warm capacity)` });
+    this.#event(claim, {
+      type: 'Normal',
+      reason: CLAIM_REASONS.coldStart,
+      action: 'Bind',
+      note: `node ${a.node} cold-started sandbox ${a.claimId} in ${ms} ms (no warm capacity)`,
+    });
     return this.#record(started, a, ctx, false);
   }
 
@@ -285,10 +301,15 @@ export class ClaimReconciler implements Reconciler {
       if (isForbidden(err)) this.o.secretAccess.forget(namespace);
       const failures = this.#recordFailures.get(key) ?? 0;
       this.#recordFailures.set(key, failures + 1);
-      ctx.log.warn({ err, node: a.node, sandboxId: a.claimId, attempt: failures + 1 }, 'bound record failed; the delivery is kept and recorded later');
+      ctx.log.warn(
+        { err, node: a.node, sandboxId: a.claimId, attempt: failures + 1 },
+        'bound record failed; the delivery is kept and recorded later',
+      );
       const problem = recordFailure(err, a, namespace);
       // The status write may fail for the same reason (the API server away): the retry still comes.
-      await this.#pendingCondition(claim, CLAIM_REASONS.recordFailed, problem, false).catch((condErr: unknown) => ctx.log.warn({ err: condErr }, 'could not write the RecordFailed condition'));
+      await this.#pendingCondition(claim, CLAIM_REASONS.recordFailed, problem, false).catch((condErr: unknown) =>
+        ctx.log.warn({ err: condErr }, 'could not write the RecordFailed condition'),
+      );
       return { requeueAfterMs: backoffDelayMs(failures, { baseMs: 1000, maxMs: 30_000, jitter: 0.2 }) };
     }
     this.#forget(key);
@@ -342,7 +363,10 @@ export class ClaimReconciler implements Reconciler {
 
   /** Bound=False/Ready=False NamespaceNotEnabled; asked again after a modest delay, never in a hot loop. */
   async #namespaceNotEnabled(claim: SandboxClaim, access: SecretAccessDecision): Promise<ReconcileResult> {
-    const problem = { field: 'metadata.namespace', message: `${namespaceNotEnabledMessage(claim.metadata.namespace ?? '', access)}; the claim binds by itself once the namespace is allowed` };
+    const problem = {
+      field: 'metadata.namespace',
+      message: `${namespaceNotEnabledMessage(claim.metadata.namespace ?? '', access)}; the claim binds by itself once the namespace is allowed`,
+    };
     await this.#pendingCondition(claim, CLAIM_REASONS.namespaceNotEnabled, problem, false);
     return { requeueAfterMs: this.o.namespaceRecheckMs ?? DEFAULT_NAMESPACE_RECHECK_MS };
   }
@@ -362,14 +386,26 @@ export class ClaimReconciler implements Reconciler {
     return found;
   }
 
-  #resolve(claim: SandboxClaim): { key: PoolKey; ttlSeconds: number; coldStart: ColdStartPolicy } | { reason: string; problem: FieldProblem; retry: boolean } {
+  #resolve(
+    claim: SandboxClaim,
+  ): { key: PoolKey; ttlSeconds: number; coldStart: ColdStartPolicy } | { reason: string; problem: FieldProblem; retry: boolean } {
     const ns = claim.metadata.namespace ?? '';
     const poolName = claim.spec.warmPoolRef.name;
     const pool = this.o.pools.get(ns, poolName);
-    if (!pool) return { reason: CONDITION_REASONS.warmPoolNotFound, problem: { field: 'spec.warmPoolRef.name', message: `SandboxWarmPool "${poolName}" not found in namespace ${ns}` }, retry: true };
+    if (!pool)
+      return {
+        reason: CONDITION_REASONS.warmPoolNotFound,
+        problem: { field: 'spec.warmPoolRef.name', message: `SandboxWarmPool "${poolName}" not found in namespace ${ns}` },
+        retry: true,
+      };
     const tplName = pool.spec.sandboxTemplateRef.name;
     const template = this.o.templates.get(ns, tplName);
-    if (!template) return { reason: CONDITION_REASONS.templateNotFound, problem: { field: 'spec.warmPoolRef.name', message: `SandboxTemplate "${tplName}" of pool "${poolName}" not found` }, retry: true };
+    if (!template)
+      return {
+        reason: CONDITION_REASONS.templateNotFound,
+        problem: { field: 'spec.warmPoolRef.name', message: `SandboxTemplate "${tplName}" of pool "${poolName}" not found` },
+        retry: true,
+      };
     const ttl = claimTtl(claim, this.#now());
     if (!ttl.ok) return { reason: CLAIM_REASONS.invalidSpec, problem: ttl.problem, retry: false };
     return { key: poolKeyForTemplate(template), ttlSeconds: ttl.ttlSeconds, coldStart: pool.spec.coldStart };
@@ -380,14 +416,29 @@ export class ClaimReconciler implements Reconciler {
     if (isNoWarmCapacity(err)) {
       const misses = this.#capacityMisses.get(key) ?? 0;
       this.#capacityMisses.set(key, misses + 1);
-      await this.#pendingCondition(claim, CONDITION_REASONS.noWarmCapacity, { field: 'spec.warmPoolRef.name', message: err instanceof Error ? err.message : String(err) }, false);
+      await this.#pendingCondition(
+        claim,
+        CONDITION_REASONS.noWarmCapacity,
+        { field: 'spec.warmPoolRef.name', message: err instanceof Error ? err.message : String(err) },
+        false,
+      );
       return { requeueAfterMs: backoffDelayMs(misses, { baseMs: 1000, maxMs: 30_000, jitter: 0.2 }) };
     }
     if (isClaimRoutingNotConfigured(err)) {
-      await this.#pendingCondition(claim, CLAIM_REASONS.routingNotConfigured, { field: '--fleet-token-file', message: 'no sandboxd fleet token configured; claims are refused' }, false);
+      await this.#pendingCondition(
+        claim,
+        CLAIM_REASONS.routingNotConfigured,
+        { field: '--fleet-token-file', message: 'no sandboxd fleet token configured; claims are refused' },
+        false,
+      );
       return { requeueAfterMs: WAIT_FOR_CONFIG_MS };
     }
-    this.#event(claim, { type: 'Warning', reason: CLAIM_REASONS.claimFailed, action: 'Claim', note: err instanceof Error ? err.message : String(err) });
+    this.#event(claim, {
+      type: 'Warning',
+      reason: CLAIM_REASONS.claimFailed,
+      action: 'Claim',
+      note: err instanceof Error ? err.message : String(err),
+    });
     throw err;
   }
 
@@ -397,7 +448,9 @@ export class ClaimReconciler implements Reconciler {
     const prev = claim.status?.conditions?.find((c) => c.type === CONDITION_TYPES.bound);
     if (prev?.reason !== reason || prev.message !== message) {
       const pending = { status: 'False' as const, reason, message };
-      await this.o.claimClient.setCondition(claim, { type: CONDITION_TYPES.bound, ...pending }, this.#now(), [{ type: CONDITION_TYPES.ready, ...pending }]);
+      await this.o.claimClient.setCondition(claim, { type: CONDITION_TYPES.bound, ...pending }, this.#now(), [
+        { type: CONDITION_TYPES.ready, ...pending },
+      ]);
       if (prev?.reason !== reason) this.#event(claim, { type: 'Warning', reason, action: 'Claim', note: message });
     }
     return retry ? { requeueAfterMs: WAIT_FOR_CONFIG_MS } : {};
@@ -415,7 +468,10 @@ export class ClaimReconciler implements Reconciler {
       return this.#afterFinished(claim);
     }
     const lease = currentLease(claim, this.#leases.get(key), this.o.rng);
-    const step = nextLeaseStep(claim, lease, this.#now().getTime(), { leaseTtlSeconds: this.o.leaseTtlSeconds ?? 0, ...(this.o.rng ? { rng: this.o.rng } : {}) });
+    const step = nextLeaseStep(claim, lease, this.#now().getTime(), {
+      leaseTtlSeconds: this.o.leaseTtlSeconds ?? 0,
+      ...(this.o.rng ? { rng: this.o.rng } : {}),
+    });
     switch (step.kind) {
       case 'none':
         return;
@@ -476,9 +532,17 @@ export class ClaimReconciler implements Reconciler {
     this.#renewFailures.set(key, failures + 1);
     const status = asSandboxdHttpError(err)?.statusCode;
     const why = err instanceof Error ? err.message : String(err);
-    ctx.log.warn({ node: claim.status?.sandbox?.nodeName, sandboxId: boundClaimId(claim), status, err: why }, 'node lease renewal failed; retrying');
+    ctx.log.warn(
+      { node: claim.status?.sandbox?.nodeName, sandboxId: boundClaimId(claim), status, err: why },
+      'node lease renewal failed; retrying',
+    );
     if (failures === 0) {
-      this.#event(claim, { type: 'Warning', reason: CLAIM_REASONS.leaseRenewFailed, action: 'Renew', note: `renewing the lease of sandbox ${boundClaimId(claim)} on node ${claim.status?.sandbox?.nodeName} failed${status ? ` (sandboxd ${status})` : ''}; retrying` });
+      this.#event(claim, {
+        type: 'Warning',
+        reason: CLAIM_REASONS.leaseRenewFailed,
+        action: 'Renew',
+        note: `renewing the lease of sandbox ${boundClaimId(claim)} on node ${claim.status?.sandbox?.nodeName} failed${status ? ` (sandboxd ${status})` : ''}; retrying`,
+      });
     }
     const deadlineMs = currentLease(claim, this.#leases.get(key), this.o.rng)?.deadlineMs;
     const backoff = backoffDelayMs(failures, { baseMs: 1000, maxMs: 30_000, jitter: 0.2, ...(this.o.rng ? { rng: this.o.rng } : {}) });
@@ -504,7 +568,13 @@ export class ClaimReconciler implements Reconciler {
   }
 
   /** Bound=False, Ready=False and Finished=True with one reason; one event; then the claim's own end. */
-  async #finish(claim: SandboxClaim, reason: string, message: string, type: 'Normal' | 'Warning', action: string): Promise<ReconcileResult | void> {
+  async #finish(
+    claim: SandboxClaim,
+    reason: string,
+    message: string,
+    type: 'Normal' | 'Warning',
+    action: string,
+  ): Promise<ReconcileResult | void> {
     const key = `${claim.metadata.namespace}/${claim.metadata.name}`;
     this.#leases.delete(key);
     const ended = { status: 'False' as const, reason, message };
@@ -526,7 +596,11 @@ export class ClaimReconciler implements Reconciler {
     const ttl = lifecycle?.ttlSecondsAfterFinished;
     if (ttl === undefined) return;
     const finished = claim.status?.conditions?.find((c) => c.type === CONDITION_TYPES.finished && c.status === 'True');
-    const sinceMs = finishedAt?.getTime() ?? parseTime(finished?.lastTransitionTime) ?? parseTime(boundCondition(claim)?.lastTransitionTime) ?? this.#now().getTime();
+    const sinceMs =
+      finishedAt?.getTime() ??
+      parseTime(finished?.lastTransitionTime) ??
+      parseTime(boundCondition(claim)?.lastTransitionTime) ??
+      this.#now().getTime();
     const waitMs = sinceMs + ttl * 1000 - this.#now().getTime();
     if (waitMs > 0) return { requeueAfterMs: Math.min(Math.ceil(waitMs), 2 ** 31 - 1) };
     return this.#deleteClaim(claim);
@@ -562,7 +636,12 @@ export class ClaimReconciler implements Reconciler {
   async #release(claim: SandboxClaim): Promise<void> {
     const sb = claim.status?.sandbox ?? {};
     await this.o.gateway.release({ node: sb.nodeName ?? '', claimId: boundClaimId(claim), ...(sb.address ? { address: sb.address } : {}) });
-    this.#event(claim, { type: 'Normal', reason: CLAIM_REASONS.released, action: 'Release', note: `sandbox ${boundClaimId(claim)} released on node ${sb.nodeName}` });
+    this.#event(claim, {
+      type: 'Normal',
+      reason: CLAIM_REASONS.released,
+      action: 'Release',
+      note: `sandbox ${boundClaimId(claim)} released on node ${sb.nodeName}`,
+    });
   }
 
   #event(claim: SandboxClaim, ev: EventInput): void {

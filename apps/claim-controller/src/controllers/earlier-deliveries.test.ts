@@ -9,7 +9,12 @@ const refOf = (name: string, uid = `uid-${name}`) => formatOwnerRef({ kind: OWNE
 
 /** Nodes n0..n(count-1), each holding the deliveries given for it; counts every list and token read. */
 function fleet(count: number, held: Record<string, string[]>) {
-  const nodes: InventoryLike[] = Array.from({ length: count }, (_, i) => ({ metadata: { name: `n${i}` }, node: `n${i}`, address: `10.0.0.${i}:1`, pools: [] }));
+  const nodes: InventoryLike[] = Array.from({ length: count }, (_, i) => ({
+    metadata: { name: `n${i}` },
+    node: `n${i}`,
+    address: `10.0.0.${i}:1`,
+    pools: [],
+  }));
   const lists: string[] = [];
   const tokenReads: string[] = [];
   const down = new Set<string>();
@@ -20,7 +25,11 @@ function fleet(count: number, held: Record<string, string[]>) {
     list: async (inv) => {
       lists.push(inv.node);
       if (down.has(inv.node)) throw new Error(`${inv.node} does not answer`);
-      return (held[inv.node] ?? []).map((ref, i): NodeDelivery => ({ claimRef: ref, key: KEY, assignment: { claimId: `sb_${inv.node}_${i}`, node: inv.node, address: inv.address ?? '', token: '' } }));
+      return (held[inv.node] ?? []).map((ref, i): NodeDelivery => ({
+        claimRef: ref,
+        key: KEY,
+        assignment: { claimId: `sb_${inv.node}_${i}`, node: inv.node, address: inv.address ?? '', token: '' },
+      }));
     },
     withToken: async (d) => {
       tokenReads.push(d.assignment.claimId);
@@ -138,7 +147,11 @@ describe('EarlierDeliveries', () => {
 
   it('a token read that fails otherwise fails the lookup (the claim is retried, never claimed anew)', async () => {
     const withToken = jest.fn().mockRejectedValue(new SandboxdHttpError({ operation: 'sandbox', statusCode: 503, message: 'busy' }));
-    const earlier = new EarlierDeliveries({ nodes: () => [{ metadata: { name: 'n0' }, node: 'n0', address: 'a:1', pools: [] }], list: async () => [{ claimRef: refOf('a'), key: KEY, assignment: { claimId: 'sb_1', node: 'n0', address: 'a:1', token: '' } }], withToken });
+    const earlier = new EarlierDeliveries({
+      nodes: () => [{ metadata: { name: 'n0' }, node: 'n0', address: 'a:1', pools: [] }],
+      list: async () => [{ claimRef: refOf('a'), key: KEY, assignment: { claimId: 'sb_1', node: 'n0', address: 'a:1', token: '' } }],
+      withToken,
+    });
     await expect(earlier.find({ claimRef: refOf('a'), leadingSince: since })).rejects.toThrow('busy');
     expect(withToken).toHaveBeenCalledTimes(1);
   });

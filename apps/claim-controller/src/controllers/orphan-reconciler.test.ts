@@ -14,10 +14,27 @@ function claim(name: string, o: { uid?: string; deliveryUid?: string; sandbox?: 
   return {
     apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
     kind: 'SandboxClaim',
-    metadata: { name, namespace: 'ns', uid: o.uid ?? UID, resourceVersion: '7', ...(o.deliveryUid ? { annotations: { [ANNOTATIONS.deliveryUid]: o.deliveryUid } } : {}) },
+    metadata: {
+      name,
+      namespace: 'ns',
+      uid: o.uid ?? UID,
+      resourceVersion: '7',
+      ...(o.deliveryUid ? { annotations: { [ANNOTATIONS.deliveryUid]: o.deliveryUid } } : {}),
+    },
     spec: { warmPoolRef: { name: 'base' } },
     ...(o.sandbox || o.bound
-      ? { status: { ...(o.sandbox ? { sandbox: { name: 'c', claimID: o.sandbox } } : {}), ...(o.bound ? { conditions: [{ type: 'Bound', status: o.bound, reason: 'NodeLocalClaim', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' }] } : {}) } }
+      ? {
+          status: {
+            ...(o.sandbox ? { sandbox: { name: 'c', claimID: o.sandbox } } : {}),
+            ...(o.bound
+              ? {
+                  conditions: [
+                    { type: 'Bound', status: o.bound, reason: 'NodeLocalClaim', message: '', lastTransitionTime: '2026-01-01T00:00:00Z' },
+                  ],
+                }
+              : {}),
+          },
+        }
       : {}),
   } as SandboxClaim;
 }
@@ -51,17 +68,29 @@ describe('orphanDecision', () => {
   it('has a claim to record onto only for SandboxClaim and fast-path references', () => {
     expect(claimOwnerOf(formatOwnerRef(claimOwner))).toEqual(claimOwner);
     expect(claimOwnerOf(formatOwnerRef(fastOwner))).toEqual(fastOwner);
-    for (const kind of ['Sandbox', 'ForkChild', 'SnapshotClaim'] as const) expect(claimOwnerOf(formatOwnerRef({ ...claimOwner, kind }))).toBeUndefined();
+    for (const kind of ['Sandbox', 'ForkChild', 'SnapshotClaim'] as const)
+      expect(claimOwnerOf(formatOwnerRef({ ...claimOwner, kind }))).toBeUndefined();
     expect(claimOwnerOf('ns/c1')).toBeUndefined();
     expect(claimOwnerOf('not a reference')).toBeUndefined();
   });
 });
 
 /** Counts every request the pass makes; the cluster and the nodes are fakes of pure state. */
-function harness(o: { deliveries: Record<string, NodeDelivery[]>; cache: SandboxClaim[]; live?: SandboxClaim[]; ensure?: (name: string) => SandboxClaim; unreachable?: string }) {
+function harness(o: {
+  deliveries: Record<string, NodeDelivery[]>;
+  cache: SandboxClaim[];
+  live?: SandboxClaim[];
+  ensure?: (name: string) => SandboxClaim;
+  unreachable?: string;
+}) {
   const calls = { lists: 0, tokens: 0, gets: 0, records: [] as string[], creates: [] as string[] };
   const live = o.live ?? o.cache;
-  const inventories: InventoryLike[] = Object.keys(o.deliveries).map((node) => ({ metadata: { name: node }, node, address: `10.0.0.${node.length}:7777`, pools: [] }));
+  const inventories: InventoryLike[] = Object.keys(o.deliveries).map((node) => ({
+    metadata: { name: node },
+    node,
+    address: `10.0.0.${node.length}:7777`,
+    pools: [],
+  }));
   const outcomes: OrphanOutcome[] = [];
   const pass = new OrphanReconciler({
     gateway: {
@@ -113,11 +142,26 @@ const delivery = (owner: SandboxOwner | string, id: string, node = 'n1'): NodeDe
 
 describe('OrphanReconciler pass', () => {
   it('costs one list per node and nothing else when every delivery is recorded or not a claim', async () => {
-    const bound = Array.from({ length: 50 }, (_, i) => claim(`c${i}`, { uid: `${UID.slice(0, -2)}${String(i).padStart(2, '0')}`, sandbox: `sb_${i}`, bound: 'True' }));
-    const mine = bound.map((c, i) => delivery({ ...claimOwner, name: c.metadata.name ?? '', uid: c.metadata.uid ?? '' }, `sb_${i}`, i % 2 ? 'n1' : 'n22'));
-    const others = [delivery({ ...claimOwner, kind: 'Sandbox' }, 'sb_s'), delivery({ ...claimOwner, kind: 'ForkChild' }, 'sb_f'), delivery({ ...claimOwner, kind: 'SnapshotClaim' }, 'sb_p'), delivery('ns/legacy', 'sb_l')];
+    const bound = Array.from({ length: 50 }, (_, i) =>
+      claim(`c${i}`, { uid: `${UID.slice(0, -2)}${String(i).padStart(2, '0')}`, sandbox: `sb_${i}`, bound: 'True' }),
+    );
+    const mine = bound.map((c, i) =>
+      delivery({ ...claimOwner, name: c.metadata.name ?? '', uid: c.metadata.uid ?? '' }, `sb_${i}`, i % 2 ? 'n1' : 'n22'),
+    );
+    const others = [
+      delivery({ ...claimOwner, kind: 'Sandbox' }, 'sb_s'),
+      delivery({ ...claimOwner, kind: 'ForkChild' }, 'sb_f'),
+      delivery({ ...claimOwner, kind: 'SnapshotClaim' }, 'sb_p'),
+      delivery('ns/legacy', 'sb_l'),
+    ];
     const gone = delivery({ ...claimOwner, name: 'deleted' }, 'sb_d');
-    const { pass, calls, outcomes } = harness({ deliveries: { n1: [...mine.filter((d) => d.assignment.node === 'n1'), ...others, gone], n22: mine.filter((d) => d.assignment.node === 'n22') }, cache: bound });
+    const { pass, calls, outcomes } = harness({
+      deliveries: {
+        n1: [...mine.filter((d) => d.assignment.node === 'n1'), ...others, gone],
+        n22: mine.filter((d) => d.assignment.node === 'n22'),
+      },
+      cache: bound,
+    });
     expect(await pass.reconcileAll()).toEqual({ adopted: 0, errors: 0 });
     expect(calls).toEqual({ lists: 2, tokens: 0, gets: 0, records: [], creates: [] });
     expect(outcomes.filter((x) => x === 'bound')).toHaveLength(50);
@@ -133,14 +177,22 @@ describe('OrphanReconciler pass', () => {
   });
 
   it('does not write when the live claim is already Bound (the cache lagged), nor read the token', async () => {
-    const { pass, calls, outcomes } = harness({ deliveries: { n1: [delivery(claimOwner, 'sb_1')] }, cache: [claim('c1')], live: [claim('c1', { sandbox: 'sb_1', bound: 'True' })] });
+    const { pass, calls, outcomes } = harness({
+      deliveries: { n1: [delivery(claimOwner, 'sb_1')] },
+      cache: [claim('c1')],
+      live: [claim('c1', { sandbox: 'sb_1', bound: 'True' })],
+    });
     expect(await pass.reconcileAll()).toEqual({ adopted: 0, errors: 0 });
     expect(calls).toEqual({ lists: 1, tokens: 0, gets: 1, records: [], creates: [] });
     expect(outcomes).toEqual(['bound']);
   });
 
   it('does not write onto a claim deleted and created again since the cache saw it', async () => {
-    const { pass, calls, outcomes } = harness({ deliveries: { n1: [delivery(claimOwner, 'sb_1')] }, cache: [claim('c1')], live: [claim('c1', { uid: OTHER })] });
+    const { pass, calls, outcomes } = harness({
+      deliveries: { n1: [delivery(claimOwner, 'sb_1')] },
+      cache: [claim('c1')],
+      live: [claim('c1', { uid: OTHER })],
+    });
     await pass.reconcileAll();
     expect(calls.records).toEqual([]);
     expect(calls.tokens).toBe(0);
@@ -156,7 +208,11 @@ describe('OrphanReconciler pass', () => {
   });
 
   it('a fast-path claim the cache had not seen yet and already Bound costs no token read and no write', async () => {
-    const { pass, calls, outcomes } = harness({ deliveries: { n1: [delivery(fastOwner, 'sb_9')] }, cache: [], ensure: () => claim('f1', { uid: OTHER, deliveryUid: UID, sandbox: 'sb_9', bound: 'True' }) });
+    const { pass, calls, outcomes } = harness({
+      deliveries: { n1: [delivery(fastOwner, 'sb_9')] },
+      cache: [],
+      ensure: () => claim('f1', { uid: OTHER, deliveryUid: UID, sandbox: 'sb_9', bound: 'True' }),
+    });
     await pass.reconcileAll();
     expect(calls.tokens).toBe(0);
     expect(calls.records).toEqual([]);
@@ -164,14 +220,24 @@ describe('OrphanReconciler pass', () => {
   });
 
   it('a fast-path name taken by another claim is foreign, not an error', async () => {
-    const { pass, calls, outcomes } = harness({ deliveries: { n1: [delivery(fastOwner, 'sb_9')] }, cache: [], ensure: () => { throw new ClaimOwnerMismatchError('taken'); } });
+    const { pass, calls, outcomes } = harness({
+      deliveries: { n1: [delivery(fastOwner, 'sb_9')] },
+      cache: [],
+      ensure: () => {
+        throw new ClaimOwnerMismatchError('taken');
+      },
+    });
     expect(await pass.reconcileAll()).toEqual({ adopted: 0, errors: 0 });
     expect(calls.records).toEqual([]);
     expect(outcomes).toEqual(['foreign']);
   });
 
   it('counts a node it cannot list and goes on with the next', async () => {
-    const { pass, calls, outcomes } = harness({ deliveries: { n22: [], n1: [delivery(claimOwner, 'sb_1')] }, cache: [claim('c1')], unreachable: 'n22' });
+    const { pass, calls, outcomes } = harness({
+      deliveries: { n22: [], n1: [delivery(claimOwner, 'sb_1')] },
+      cache: [claim('c1')],
+      unreachable: 'n22',
+    });
     expect(await pass.reconcileAll()).toEqual({ adopted: 1, errors: 1 });
     expect(outcomes.sort()).toEqual(['adopted', 'error']);
     expect(calls.records).toEqual(['c1=sb_1']);

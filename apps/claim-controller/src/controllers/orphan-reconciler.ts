@@ -1,5 +1,14 @@
 import { isNotFound, LOOP_WAIT, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
-import { CONDITION_TYPES, OWNER_KINDS, parseOwnerRef, sleep, type InventoryLike, type PoolKey, type SandboxClaim, type SandboxOwner } from '@sandbox-scale/scale-core';
+import {
+  CONDITION_TYPES,
+  OWNER_KINDS,
+  parseOwnerRef,
+  sleep,
+  type InventoryLike,
+  type PoolKey,
+  type SandboxClaim,
+  type SandboxOwner,
+} from '@sandbox-scale/scale-core';
 import type { ClaimGateway, NodeDelivery } from '../gateway/claim-gateway';
 import type { ClaimRecorder } from '../record/claim-recorder';
 import { boundClaimId } from '../record/claim-status';
@@ -106,7 +115,7 @@ export class OrphanReconciler implements Runnable {
     try {
       deliveries = await this.o.gateway.listDeliveries(inv, undefined, signal);
     } catch (err) {
-      this.o.log.warn({ err, node: inv.node }, 'orphan pass could not list the node\'s deliveries');
+      this.o.log.warn({ err, node: inv.node }, "orphan pass could not list the node's deliveries");
       this.o.onItem?.('error');
       return { adopted: 0, errors: 1 };
     }
@@ -151,12 +160,19 @@ export class OrphanReconciler implements Runnable {
     }
     const decision = orphanDecision(owner, d.assignment.claimId, live);
     if (decision === 'create') return this.#createFastPathClaim(owner, d, signal);
-    if (decision === 'foreign') this.o.log.warn(logFields(owner, d), 'delivery names a claim that is another object of the same name; not adopted');
+    if (decision === 'foreign')
+      this.o.log.warn(logFields(owner, d), 'delivery names a claim that is another object of the same name; not adopted');
     if (decision !== 'adopt') return decision;
     // 'adopt' is decided only on a claim that exists
     if (live === undefined) return 'missing';
     const withToken = await this.o.gateway.withToken(d, signal);
-    await this.o.recorder.recordBoundOn(live, { namespace: owner.namespace, name: owner.name, uid: live.metadata.uid ?? '' }, withToken.assignment, signal, { adopted: true });
+    await this.o.recorder.recordBoundOn(
+      live,
+      { namespace: owner.namespace, name: owner.name, uid: live.metadata.uid ?? '' },
+      withToken.assignment,
+      signal,
+      { adopted: true },
+    );
     this.o.log.info(logFields(owner, d), 'adopted an orphaned delivery');
     return 'adopted';
   }
@@ -165,10 +181,20 @@ export class OrphanReconciler implements Runnable {
   async #createFastPathClaim(owner: SandboxOwner, d: NodeDelivery, signal?: AbortSignal): Promise<OrphanOutcome> {
     const warmPool = this.o.poolFor(owner.namespace, d.key) ?? UNKNOWN_POOL;
     // create-or-find: a claim of the name the cache had not seen yet is read and checked, never overwritten
-    const claim = await this.o.fastPath.ensureClaim({ namespace: owner.namespace, name: owner.name, warmPool, deliveryUid: owner.uid }, d.assignment.claimId, signal);
+    const claim = await this.o.fastPath.ensureClaim(
+      { namespace: owner.namespace, name: owner.name, warmPool, deliveryUid: owner.uid },
+      d.assignment.claimId,
+      signal,
+    );
     if (orphanDecision(owner, d.assignment.claimId, claim) === 'bound') return 'bound';
     const withToken = await this.o.gateway.withToken(d, signal);
-    await this.o.recorder.recordBoundOn(claim, { namespace: owner.namespace, name: owner.name, uid: claim.metadata.uid ?? '' }, withToken.assignment, signal, { adopted: true });
+    await this.o.recorder.recordBoundOn(
+      claim,
+      { namespace: owner.namespace, name: owner.name, uid: claim.metadata.uid ?? '' },
+      withToken.assignment,
+      signal,
+      { adopted: true },
+    );
     this.o.log.info(logFields(owner, d), 'created the missing SandboxClaim of a fast-path delivery');
     return 'created';
   }

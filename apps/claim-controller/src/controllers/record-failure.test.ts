@@ -7,7 +7,15 @@ const status = (code: number, reason: string, message: string): ApiException<str
 
 describe('recordFailure', () => {
   it('names the RBAC refusal of the Secret and the chart value that grants it', () => {
-    const p = recordFailure(status(403, 'Forbidden', 'secrets "c-sandbox-token" is forbidden: User "system:serviceaccount:s:cc" cannot patch resource "secrets" in API group "" in the namespace "team-x"'), a, 'team-x');
+    const p = recordFailure(
+      status(
+        403,
+        'Forbidden',
+        'secrets "c-sandbox-token" is forbidden: User "system:serviceaccount:s:cc" cannot patch resource "secrets" in API group "" in the namespace "team-x"',
+      ),
+      a,
+      'team-x',
+    );
     expect(p.field).toBe('metadata.namespace');
     expect(p.message).toContain('node n1 delivered sandbox sb_1');
     expect(p.message).toContain('403 Forbidden: secrets "c-sandbox-token" is forbidden');
@@ -17,13 +25,23 @@ describe('recordFailure', () => {
   });
 
   it('passes a quota refusal on as the API server worded it, without the RBAC hint', () => {
-    const p = recordFailure(status(403, 'Forbidden', 'secrets "c-sandbox-token" is forbidden: exceeded quota: no-secrets, requested: secrets=1, used: secrets=0, limited: secrets=0'), a, 'team-x');
+    const p = recordFailure(
+      status(
+        403,
+        'Forbidden',
+        'secrets "c-sandbox-token" is forbidden: exceeded quota: no-secrets, requested: secrets=1, used: secrets=0, limited: secrets=0',
+      ),
+      a,
+      'team-x',
+    );
     expect(p.field).toBe('status.sandbox');
     expect(p.message).toContain('exceeded quota: no-secrets');
     expect(p.message).not.toContain('secretNamespaces');
   });
 
   it('names a transport failure', () => {
-    expect(recordFailure(new Error('connect ECONNREFUSED 127.0.0.1:6443'), a, 'ns').message).toContain('(connect ECONNREFUSED 127.0.0.1:6443)');
+    expect(recordFailure(new Error('connect ECONNREFUSED 127.0.0.1:6443'), a, 'ns').message).toContain(
+      '(connect ECONNREFUSED 127.0.0.1:6443)',
+    );
   });
 });

@@ -17,7 +17,9 @@ export function recordFailure(err: unknown, a: Assignment, namespace: string): F
   const why = status?.message ?? (err instanceof Error ? err.message : String(err));
   const code = status ? `${status.code}${status.reason ? ` ${status.reason}` : ''}: ` : '';
   const rbac = status?.code === 403 && RBAC_SECRET_REFUSAL.test(why);
-  const hint = rbac ? `; claim-controller may not write Secrets in namespace "${namespace}": add it to the chart value ${SECRET_NAMESPACES_VALUE} (helm upgrade) or leave that list empty` : '';
+  const hint = rbac
+    ? `; claim-controller may not write Secrets in namespace "${namespace}": add it to the chart value ${SECRET_NAMESPACES_VALUE} (helm upgrade) or leave that list empty`
+    : '';
   return {
     field: rbac ? 'metadata.namespace' : 'status.sandbox',
     message: `node ${a.node} delivered sandbox ${a.claimId}, but writing its Bound record failed (${code}${why})${hint}. The sandbox is kept for this claim and recorded once the write succeeds; no other sandbox is claimed`,

@@ -27,9 +27,17 @@ describe('ClaimGateway against a node that stops answering', () => {
 
   it('fails the claim after the call timeout instead of waiting forever', async () => {
     const inventory = [{ metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [{ template: TEMPLATE, warm: 5 }] }];
-    const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }), callTimeoutMs: 200 });
+    const gateway = new ClaimGateway({
+      clients,
+      fleetToken: 'root',
+      inventories: () => inventory,
+      log: createLogger({ name: 'test', level: 'silent' }),
+      callTimeoutMs: 200,
+    });
     const t0 = Date.now();
-    await expect(gateway.deliver({ namespace: 'ns', name: 'c1', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) })).rejects.toThrow();
+    await expect(
+      gateway.deliver({ namespace: 'ns', name: 'c1', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) }),
+    ).rejects.toThrow();
     expect(Date.now() - t0).toBeLessThan(5_000);
   });
 
@@ -46,11 +54,21 @@ describe('ClaimGateway against a node that stops answering', () => {
         { metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [{ template: TEMPLATE, warm: 1000 }] },
         { metadata: { name: 'good' }, node: 'good', address: goodAddr, pools: [{ template: TEMPLATE, warm: 1 }] },
       ];
-      const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }), callTimeoutMs: 200, rng: () => 0 });
+      const gateway = new ClaimGateway({
+        clients,
+        fleetToken: 'root',
+        inventories: () => inventory,
+        log: createLogger({ name: 'test', level: 'silent' }),
+        callTimeoutMs: 200,
+        rng: () => 0,
+      });
       const key = poolKeyFor([{ image: TEMPLATE }], undefined);
       const first: string[] = [];
       await expect(gateway.deliver({ namespace: 'ns', name: 'c2', owner, key, onFirstNode: (n) => first.push(n) })).rejects.toThrow();
-      await expect(gateway.deliver({ namespace: 'ns', name: 'c2', owner, key, onFirstNode: (n) => first.push(n) })).resolves.toMatchObject({ node: 'good', claimId: 'sb_1' });
+      await expect(gateway.deliver({ namespace: 'ns', name: 'c2', owner, key, onFirstNode: (n) => first.push(n) })).resolves.toMatchObject({
+        node: 'good',
+        claimId: 'sb_1',
+      });
       // each attempt names the node it asks first, once
       expect(first).toEqual(['hung', 'good']);
     } finally {
@@ -61,7 +79,13 @@ describe('ClaimGateway against a node that stops answering', () => {
 
   it('bounds the listing of deliveries on that node too', async () => {
     const inventory = [{ metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [] }];
-    const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }), callTimeoutMs: 200 });
+    const gateway = new ClaimGateway({
+      clients,
+      fleetToken: 'root',
+      inventories: () => inventory,
+      log: createLogger({ name: 'test', level: 'silent' }),
+      callTimeoutMs: 200,
+    });
     await expect(gateway.listDeliveries(inventory[0] ?? { node: 'hung' })).rejects.toThrow();
   });
 });
@@ -86,7 +110,11 @@ describe('ClaimGateway cold claims', () => {
       req.on('end', () => {
         seen.push({ node: name, body: JSON.parse(raw) as Record<string, unknown> });
         res.writeHead(status, { 'content-type': status === 200 ? 'application/json' : 'text/plain' });
-        res.end(status === 200 ? JSON.stringify({ id: `sb_${name}`, token: 't', deadline: '2099-01-01T00:00:00Z', owner_addr: '' }) : 'node claim quota reached: 4 live claims, cap 4');
+        res.end(
+          status === 200
+            ? JSON.stringify({ id: `sb_${name}`, token: 't', deadline: '2099-01-01T00:00:00Z', owner_addr: '' })
+            : 'node claim quota reached: 4 live claims, cap 4',
+        );
       });
     });
     await new Promise<void>((res) => s.listen(0, '127.0.0.1', () => res()));
@@ -99,9 +127,20 @@ describe('ClaimGateway cold claims', () => {
     const inventory = [
       { metadata: { name: 'full' }, node: 'full', address: await node('full', 429), pools: [] },
       { metadata: { name: 'busy' }, node: 'busy', address: await node('busy', 200), pools: [], entries: [{}, {}] },
-      { metadata: { name: 'draining' }, node: 'draining', address: await node('draining', 200), pools: [], conditions: [{ type: 'Draining', status: 'True' }] },
+      {
+        metadata: { name: 'draining' },
+        node: 'draining',
+        address: await node('draining', 200),
+        pools: [],
+        conditions: [{ type: 'Draining', status: 'True' }],
+      },
     ];
-    const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }) });
+    const gateway = new ClaimGateway({
+      clients,
+      fleetToken: 'root',
+      inventories: () => inventory,
+      log: createLogger({ name: 'test', level: 'silent' }),
+    });
     const a = await gateway.coldDeliver({ namespace: 'ns', name: 'cold-1', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) });
     expect(a).toMatchObject({ node: 'busy', claimId: 'sb_busy' });
     expect(seen.map((s) => s.node)).toEqual(['full', 'busy']);
@@ -111,8 +150,15 @@ describe('ClaimGateway cold claims', () => {
 
   it('is NoWarmCapacity when every routable node answers 429', async () => {
     const inventory = [{ metadata: { name: 'full2' }, node: 'full2', address: await node('full2', 429), pools: [] }];
-    const gateway = new ClaimGateway({ clients, fleetToken: 'root', inventories: () => inventory, log: createLogger({ name: 'test', level: 'silent' }) });
-    const err: unknown = await gateway.coldDeliver({ namespace: 'ns', name: 'cold-2', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) }).catch((e: unknown) => e);
+    const gateway = new ClaimGateway({
+      clients,
+      fleetToken: 'root',
+      inventories: () => inventory,
+      log: createLogger({ name: 'test', level: 'silent' }),
+    });
+    const err: unknown = await gateway
+      .coldDeliver({ namespace: 'ns', name: 'cold-2', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) })
+      .catch((e: unknown) => e);
     expect(isNoWarmCapacity(err)).toBe(true);
   });
 });

@@ -1,5 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import { asNodeAtCapacity, asSandboxdHttpError, isMalformedReply, isNodeAtCapacity as isSandboxdAtCapacity, type SandboxdClientSet, type ClaimResult } from '@sandbox-scale/sandboxd-client';
+import {
+  asNodeAtCapacity,
+  asSandboxdHttpError,
+  isMalformedReply,
+  isNodeAtCapacity as isSandboxdAtCapacity,
+  type SandboxdClientSet,
+  type ClaimResult,
+} from '@sandbox-scale/sandboxd-client';
 import {
   CapacityLedger,
   formatRfc3339Seconds,
@@ -108,7 +115,10 @@ export class ClaimGateway {
   async deliverFastPath(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
     const deliveryUid = randomUUID();
     const a = await this.deliver({ ...req, owner: { kind: OWNER_KINDS.fastclaim, uid: deliveryUid } });
-    this.#o.records?.enqueue({ namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) }, a);
+    this.#o.records?.enqueue(
+      { namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) },
+      a,
+    );
     return a;
   }
 
@@ -116,7 +126,8 @@ export class ClaimGateway {
   async deliver(req: GatewayClaimRequest): Promise<Assignment> {
     this.#requireToken();
     const t0 = performance.now();
-    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void => this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path: pathOf(req), start: 'warm' });
+    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void =>
+      this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path: pathOf(req), start: 'warm' });
     const tried = new Set<string>();
     try {
       for (;;) {
@@ -130,7 +141,10 @@ export class ClaimGateway {
         if (cand === undefined) throw new NoWarmCapacityError(req.key);
         if (tried.size === 0) req.onFirstNode?.(cand.node);
         tried.add(cand.node);
-        const a = await this.#claimAt(cand, req, inventories, tried, { timeoutMs: this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS, warm: true });
+        const a = await this.#claimAt(cand, req, inventories, tried, {
+          timeoutMs: this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS,
+          warm: true,
+        });
         if (a !== undefined) {
           done('delivered');
           return a;
@@ -153,7 +167,8 @@ export class ClaimGateway {
   async coldDeliver(req: GatewayClaimRequest): Promise<Assignment> {
     this.#requireToken();
     const t0 = performance.now();
-    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void => this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path: pathOf(req), start: 'cold' });
+    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void =>
+      this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path: pathOf(req), start: 'cold' });
     const tried = new Set<string>();
     const opts = { timeoutMs: this.#o.coldClaimTimeoutMs ?? DEFAULT_COLD_CLAIM_TIMEOUT_MS, warm: false };
     try {
@@ -179,11 +194,26 @@ export class ClaimGateway {
    * One node, then the peers it redirects to; undefined when all of them are at capacity.
    * `warm`: the node was chosen from the ledger, whose count is put back or exhausted.
    */
-  async #claimAt(cand: WarmCandidate, req: GatewayClaimRequest, inventories: readonly InventoryLike[], tried: Set<string>, o: { timeoutMs: number; warm: boolean }): Promise<Assignment | undefined> {
+  async #claimAt(
+    cand: WarmCandidate,
+    req: GatewayClaimRequest,
+    inventories: readonly InventoryLike[],
+    tried: Set<string>,
+    o: { timeoutMs: number; warm: boolean },
+  ): Promise<Assignment | undefined> {
     const claimRef = formatOwnerRef({ ...req.owner, namespace: req.namespace, name: req.name });
-    const body = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef, ...(req.ttlSeconds ? { ttlSeconds: req.ttlSeconds } : {}) };
+    const body = {
+      template: req.key.template,
+      net: req.key.net,
+      size: req.key.size,
+      claimRef,
+      ...(req.ttlSeconds ? { ttlSeconds: req.ttlSeconds } : {}),
+    };
     try {
-      const a = toAssignment(cand.node, await this.#call(req.signal, (signal) => this.#o.clients.forNode(cand.addr).claim(body, { signal }), o.timeoutMs));
+      const a = toAssignment(
+        cand.node,
+        await this.#call(req.signal, (signal) => this.#o.clients.forNode(cand.addr).claim(body, { signal }), o.timeoutMs),
+      );
       this.#failedUntil.delete(cand.node);
       return a;
     } catch (err) {
@@ -202,7 +232,14 @@ export class ClaimGateway {
         if (tried.has(node)) continue;
         tried.add(node);
         try {
-          return toAssignment(node, await this.#call(req.signal, (signal) => this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, { signal }), o.timeoutMs));
+          return toAssignment(
+            node,
+            await this.#call(
+              req.signal,
+              (signal) => this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, { signal }),
+              o.timeoutMs,
+            ),
+          );
         } catch (peerErr) {
           if (!isSandboxdAtCapacity(peerErr)) throw peerErr;
           if (peer && o.warm) this.#ledger.exhaust(node, req.key);
@@ -251,7 +288,11 @@ export class ClaimGateway {
    * the fleet token (operator path). The node's reply is authoritative; undefined = no deadline.
    * A sandbox the node no longer has is sandboxd-client's NotFound.
    */
-  async renew(target: { node: string; claimId: string; address?: string }, ttlSeconds: number, signal?: AbortSignal): Promise<Date | undefined> {
+  async renew(
+    target: { node: string; claimId: string; address?: string },
+    ttlSeconds: number,
+    signal?: AbortSignal,
+  ): Promise<Date | undefined> {
     this.#requireToken();
     const inv = this.#o.inventories().find((i) => inventoryName(i) === target.node);
     const addr = inv?.address || target.address;
@@ -283,7 +324,11 @@ export class ClaimGateway {
     for (const r of rows) {
       if (!r.claimRef) continue;
       const deadline = r.deadline ? formatRfc3339Seconds(r.deadline) : undefined;
-      out.push({ claimRef: r.claimRef, key: r.key, assignment: { claimId: r.id, node, address: inv.address ?? '', token: '', ...(deadline ? { deadline } : {}) } });
+      out.push({
+        claimRef: r.claimRef,
+        key: r.key,
+        assignment: { claimId: r.id, node, address: inv.address ?? '', token: '', ...(deadline ? { deadline } : {}) },
+      });
     }
     return out;
   }
@@ -291,12 +336,18 @@ export class ClaimGateway {
   /** `d` with its token read back from its node (GET /v1/sandboxes/{id}, root only): one request. */
   async withToken(d: NodeDelivery, signal?: AbortSignal): Promise<NodeDelivery> {
     this.#requireToken();
-    const detail = await this.#call(signal, (s) => this.#o.clients.forNode(d.assignment.address).sandbox(d.assignment.claimId, { signal: s }));
+    const detail = await this.#call(signal, (s) =>
+      this.#o.clients.forNode(d.assignment.address).sandbox(d.assignment.claimId, { signal: s }),
+    );
     return { ...d, assignment: { ...d.assignment, token: detail.token ?? '' } };
   }
 
   /** One node call under the caller's signal, if any, bounded by the per-call timeout. */
-  #call<T>(signal: AbortSignal | undefined, fn: (signal: AbortSignal) => Promise<T>, timeoutMs = this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS): Promise<T> {
+  #call<T>(
+    signal: AbortSignal | undefined,
+    fn: (signal: AbortSignal) => Promise<T>,
+    timeoutMs = this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS,
+  ): Promise<T> {
     return withDeadline(signal, timeoutMs, fn);
   }
 
@@ -313,5 +364,11 @@ export interface NodeDelivery {
 }
 
 function toAssignment(node: string, r: ClaimResult): Assignment {
-  return { claimId: r.id, node, address: r.ownerAddr, token: r.token, ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}) };
+  return {
+    claimId: r.id,
+    node,
+    address: r.ownerAddr,
+    token: r.token,
+    ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}),
+  };
 }

@@ -1,11 +1,21 @@
 import { coldCandidates, type ColdInventoryLike } from './cold-candidates';
 
-const inv = (name: string, o: Partial<ColdInventoryLike> = {}): ColdInventoryLike => ({ metadata: { name }, node: name, address: `${name}:7777`, ...o });
+const inv = (name: string, o: Partial<ColdInventoryLike> = {}): ColdInventoryLike => ({
+  metadata: { name },
+  node: name,
+  address: `${name}:7777`,
+  ...o,
+});
 const entries = (n: number): unknown[] => Array.from({ length: n }, (_, i) => ({ name: `ns/s${i}` }));
 
 describe('coldCandidates', () => {
   it('orders routable nodes by fewest live entries, then by name', () => {
-    const got = coldCandidates([inv('c', { entries: entries(3) }), inv('b', { entries: entries(1) }), inv('a', { entries: entries(1) }), inv('d')]);
+    const got = coldCandidates([
+      inv('c', { entries: entries(3) }),
+      inv('b', { entries: entries(1) }),
+      inv('a', { entries: entries(1) }),
+      inv('d'),
+    ]);
     expect(got.map((c) => [c.node, c.live])).toEqual([
       ['d', 0],
       ['a', 1],

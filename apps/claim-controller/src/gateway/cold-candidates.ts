@@ -13,7 +13,8 @@ export interface ColdCandidate {
   readonly live: number;
 }
 
-const conditionTrue = (inv: ColdInventoryLike, type: string): boolean => inv.conditions?.some((c) => c.type === type && c.status === CONDITION_STATUS.true) ?? false;
+const conditionTrue = (inv: ColdInventoryLike, type: string): boolean =>
+  inv.conditions?.some((c) => c.type === type && c.status === CONDITION_STATUS.true) ?? false;
 
 /**
  * Nodes a cold claim may go to, best first: a non-empty address and neither Stale (the report
@@ -23,10 +24,20 @@ const conditionTrue = (inv: ColdInventoryLike, type: string): boolean => inv.con
  * deterministic. Nodes `coolingDown` (their last claim call failed) go last, not away, so a fleet
  * whose every node just failed once can still be tried.
  */
-export function coldCandidates(inventories: readonly ColdInventoryLike[], coolingDown: (node: string) => boolean = () => false): ColdCandidate[] {
+export function coldCandidates(
+  inventories: readonly ColdInventoryLike[],
+  coolingDown: (node: string) => boolean = () => false,
+): ColdCandidate[] {
   return inventories
-    .filter((inv) => (inv.address ?? '') !== '' && !conditionTrue(inv, CONDITION_TYPES.stale) && !conditionTrue(inv, CONDITION_TYPES.draining))
-    .map((inv) => ({ node: inventoryName(inv), addr: inv.address ?? '', live: inv.entries?.length ?? 0, cooling: coolingDown(inventoryName(inv)) }))
+    .filter(
+      (inv) => (inv.address ?? '') !== '' && !conditionTrue(inv, CONDITION_TYPES.stale) && !conditionTrue(inv, CONDITION_TYPES.draining),
+    )
+    .map((inv) => ({
+      node: inventoryName(inv),
+      addr: inv.address ?? '',
+      live: inv.entries?.length ?? 0,
+      cooling: coolingDown(inventoryName(inv)),
+    }))
     .sort((a, b) => Number(a.cooling) - Number(b.cooling) || a.live - b.live || (a.node < b.node ? -1 : a.node > b.node ? 1 : 0))
     .map(({ node, addr, live }) => ({ node, addr, live }));
 }

@@ -30,7 +30,8 @@ const MAX_BODY_BYTES = 64 * 1024;
 /** `POST /v1/claims`: decode, authenticate, authorize, call the gateway, encode. No claim logic here. */
 export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: ClaimHandlerDeps): Promise<void> {
   try {
-    if (req.method !== 'POST' || req.url?.split('?')[0] !== '/v1/claims') throw new StatusError('NotFound', `no route ${req.method} ${req.url}`);
+    if (req.method !== 'POST' || req.url?.split('?')[0] !== '/v1/claims')
+      throw new StatusError('NotFound', `no route ${req.method} ${req.url}`);
     const token = /^Bearer\s+(.+)$/i.exec(req.headers.authorization ?? '')?.[1]?.trim();
     const who = token ? await d.authorizer.authenticate(token) : undefined;
     if (!who) throw new StatusError('Unauthorized', 'Unauthorized: a valid bearer token is required');
@@ -39,15 +40,31 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
     const target = { namespace: body.namespace, name: body.name };
     const review = await d.authorizer.mayCreateClaim(who, body.namespace);
     if (!review.allowed) {
-      throw new StatusError('Forbidden', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" is forbidden: User "${who.username}" cannot create resource "${RESOURCES.sandboxClaim.plural}" in API group "${EXTENSIONS_GROUP}" in the namespace "${body.namespace}"${review.reason ? `: ${review.reason}` : ''}`, { name: body.name, group: EXTENSIONS_GROUP, kind: RESOURCES.sandboxClaim.plural });
+      throw new StatusError(
+        'Forbidden',
+        `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" is forbidden: User "${who.username}" cannot create resource "${RESOURCES.sandboxClaim.plural}" in API group "${EXTENSIONS_GROUP}" in the namespace "${body.namespace}"${review.reason ? `: ${review.reason}` : ''}`,
+        { name: body.name, group: EXTENSIONS_GROUP, kind: RESOURCES.sandboxClaim.plural },
+      );
     }
-    if (!d.names.take(target)) throw new StatusError('AlreadyExists', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" already exists`);
+    if (!d.names.take(target))
+      throw new StatusError('AlreadyExists', `${RESOURCES.sandboxClaim.plural}.${EXTENSIONS_GROUP} "${body.name}" already exists`);
     let a: Assignment;
     try {
       const key = d.resolvePool(body.namespace, body.warmPool);
       const access = await d.secretAccess?.(body.namespace);
       if (access && !access.allowed) {
-        throw new StatusError('Forbidden', namespaceNotEnabledMessage(body.namespace, access), { name: body.name, group: EXTENSIONS_GROUP, kind: RESOURCES.sandboxClaim.plural, causes: [{ reason: 'NamespaceNotEnabled', field: 'namespace', message: `claim Secrets may not be written in namespace "${body.namespace}"` }] });
+        throw new StatusError('Forbidden', namespaceNotEnabledMessage(body.namespace, access), {
+          name: body.name,
+          group: EXTENSIONS_GROUP,
+          kind: RESOURCES.sandboxClaim.plural,
+          causes: [
+            {
+              reason: 'NamespaceNotEnabled',
+              field: 'namespace',
+              message: `claim Secrets may not be written in namespace "${body.namespace}"`,
+            },
+          ],
+        });
       }
       d.cap?.admit(target);
       try {
@@ -60,8 +77,26 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
       d.names.release(target);
       throw err;
     }
-    d.log.info({ namespace: target.namespace, name: target.name, node: a.node, sandboxId: a.claimId, user: who.username }, 'fast-path claim delivered');
-    send(res, 200, { kind: 'Assignment', apiVersion: 'v1', namespace: target.namespace, name: target.name, claimId: a.claimId, node: a.node, address: a.address, token: a.token, ...(a.deadline ? { deadline: a.deadline } : {}) }, d);
+    d.log.info(
+      { namespace: target.namespace, name: target.name, node: a.node, sandboxId: a.claimId, user: who.username },
+      'fast-path claim delivered',
+    );
+    send(
+      res,
+      200,
+      {
+        kind: 'Assignment',
+        apiVersion: 'v1',
+        namespace: target.namespace,
+        name: target.name,
+        claimId: a.claimId,
+        node: a.node,
+        address: a.address,
+        token: a.token,
+        ...(a.deadline ? { deadline: a.deadline } : {}),
+      },
+      d,
+    );
   } catch (err) {
     const status = statusForError(err);
     if (status.code >= 500) d.log.error({ err }, 'fast-path claim failed');

@@ -4,7 +4,8 @@ import { FastPathCap } from './fast-path-cap';
 describe('FastPathCap', () => {
   const recorded = new Map<string, string[]>([['team-a', ['a1']]]);
   let now = 0;
-  const cap = (max: number) => new FastPathCap({ maxPerNamespace: max, recorded: (ns) => recorded.get(ns) ?? [], holdMs: 1000, now: () => now });
+  const cap = (max: number) =>
+    new FastPathCap({ maxPerNamespace: max, recorded: (ns) => recorded.get(ns) ?? [], holdMs: 1000, now: () => now });
 
   it('counts recorded claims and deliveries on their way, per namespace, and names the cap in a 429', () => {
     const c = cap(2);

@@ -29,7 +29,11 @@ export class FastPathCap {
     for (const [name, until] of pending) if (until <= now) pending.delete(name);
     const live = new Set([...this.o.recorded(t.namespace), ...pending.keys()]);
     if (live.size >= this.o.maxPerNamespace) {
-      throw new StatusError('TooManyRequests', `namespace ${t.namespace} has ${live.size} live fast-path claims, the cap is ${this.o.maxPerNamespace} (--fast-path-max-claims-per-namespace); delete one or create a SandboxClaim instead`, { name: t.name, retryAfterSeconds: 10 });
+      throw new StatusError(
+        'TooManyRequests',
+        `namespace ${t.namespace} has ${live.size} live fast-path claims, the cap is ${this.o.maxPerNamespace} (--fast-path-max-claims-per-namespace); delete one or create a SandboxClaim instead`,
+        { name: t.name, retryAfterSeconds: 10 },
+      );
     }
     pending.set(t.name, now + this.o.holdMs);
     this.#inFlight.set(t.namespace, pending);

@@ -1,6 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import { z } from 'zod';
-import { DNS1123_LABEL, DNS1123_LABEL_MAX_LENGTH, DNS1123_SUBDOMAIN, DNS1123_SUBDOMAIN_MAX_LENGTH, EXTENSIONS_GROUP, InvalidError, type StatusCause } from '@sandbox-scale/scale-core';
+import {
+  DNS1123_LABEL,
+  DNS1123_LABEL_MAX_LENGTH,
+  DNS1123_SUBDOMAIN,
+  DNS1123_SUBDOMAIN_MAX_LENGTH,
+  EXTENSIONS_GROUP,
+  InvalidError,
+  type StatusCause,
+} from '@sandbox-scale/scale-core';
 
 /** Body of `POST /v1/claims`. */
 export const FastClaimRequestSchema = z.strictObject({
@@ -15,7 +23,11 @@ export type FastClaimRequest = z.infer<typeof FastClaimRequestSchema>;
 export function parseFastClaimRequest(body: unknown): FastClaimRequest & { name: string } {
   const r = FastClaimRequestSchema.safeParse(body);
   if (!r.success) {
-    const causes: StatusCause[] = r.error.issues.map((i) => ({ reason: 'FieldValueInvalid', field: i.path.join('.') || '<body>', message: i.message }));
+    const causes: StatusCause[] = r.error.issues.map((i) => ({
+      reason: 'FieldValueInvalid',
+      field: i.path.join('.') || '<body>',
+      message: i.message,
+    }));
     throw new InvalidError({ group: EXTENSIONS_GROUP, kind: 'SandboxClaim' }, '', causes);
   }
   return { ...r.data, name: r.data.name ?? `${r.data.warmPool}-${randomBytes(3).toString('hex')}`.slice(0, 253) };

@@ -42,9 +42,10 @@ export async function startFastPathServer(o: FastPathServerOptions): Promise<{ u
   return {
     url: `https://${host}:${port}`,
     server,
-    close: () => new Promise<void>((resolve) => {
-      server.close(() => resolve());
-      server.closeAllConnections();
-    }),
+    close: () =>
+      new Promise<void>((resolve) => {
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
   };
 }

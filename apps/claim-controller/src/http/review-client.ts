@@ -26,6 +26,10 @@ export class ReviewAuthorizer implements Authorizer {
     // Asked as the API server asks for a create: of the collection, without the new object's
     // name (which no RBAC rule can name before it exists). So one answer per caller and
     // namespace, cached, serves every claim of a repeat caller.
-    return this.auth.authorize(who, { resource: { namespace, verb: 'create', group: EXTENSIONS_GROUP, resource: RESOURCES.sandboxClaim.plural } }, signal);
+    return this.auth.authorize(
+      who,
+      { resource: { namespace, verb: 'create', group: EXTENSIONS_GROUP, resource: RESOURCES.sandboxClaim.plural } },
+      signal,
+    );
   }
 }

@@ -31,7 +31,12 @@ export class ClaimClient {
     let conditions = setCondition(claim.status?.conditions, cond, now, claim.metadata.generation);
     for (const c of extra) conditions = setCondition(conditions, c, now, claim.metadata.generation);
     const status = { ...(claim.status ?? {}), conditions };
-    const out = await applyStatus(this.kc, statusApplyBody(claim, status), { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource, parse: parseClaim });
+    const out = await applyStatus(this.kc, statusApplyBody(claim, status), {
+      fieldManager: FIELD_MANAGERS.claimController,
+      force: true,
+      resource: SandboxClaimResource,
+      parse: parseClaim,
+    });
     this.onWrite(out);
     return out;
   }
@@ -44,20 +49,38 @@ export class ClaimClient {
    */
   async addFinalizer(claim: SandboxClaim, signal?: AbortSignal, deliveryNode?: string): Promise<SandboxClaim> {
     const finalizers = [...(claim.metadata.finalizers ?? []), CLAIM_RELEASE_FINALIZER];
-    return this.#patchFinalizers(claim, finalizers, signal, deliveryNode === undefined ? undefined : { [ANNOTATIONS.deliveryNode]: deliveryNode });
+    return this.#patchFinalizers(
+      claim,
+      finalizers,
+      signal,
+      deliveryNode === undefined ? undefined : { [ANNOTATIONS.deliveryNode]: deliveryNode },
+    );
   }
 
   async removeFinalizer(claim: SandboxClaim): Promise<void> {
-    await this.#patchFinalizers(claim, (claim.metadata.finalizers ?? []).filter((f) => f !== CLAIM_RELEASE_FINALIZER));
+    await this.#patchFinalizers(
+      claim,
+      (claim.metadata.finalizers ?? []).filter((f) => f !== CLAIM_RELEASE_FINALIZER),
+    );
   }
 
   async delete(claim: SandboxClaim): Promise<void> {
     await this.#claims.delete(claim.metadata.namespace, claim.metadata.name ?? '');
   }
 
-  async #patchFinalizers(claim: SandboxClaim, finalizers: string[], signal?: AbortSignal, annotations?: Record<string, string>): Promise<SandboxClaim> {
+  async #patchFinalizers(
+    claim: SandboxClaim,
+    finalizers: string[],
+    signal?: AbortSignal,
+    annotations?: Record<string, string>,
+  ): Promise<SandboxClaim> {
     const patch = { metadata: { finalizers, resourceVersion: claim.metadata.resourceVersion, ...(annotations ? { annotations } : {}) } };
-    const out = parseClaim(await this.#claims.mergePatch(claim.metadata.namespace, claim.metadata.name ?? '', patch, { fieldManager: FIELD_MANAGERS.claimController, ...(signal ? { signal } : {}) }));
+    const out = parseClaim(
+      await this.#claims.mergePatch(claim.metadata.namespace, claim.metadata.name ?? '', patch, {
+        fieldManager: FIELD_MANAGERS.claimController,
+        ...(signal ? { signal } : {}),
+      }),
+    );
     this.onWrite(out);
     return out;
   }

@@ -54,13 +54,23 @@ export class ClaimRecorder implements BoundRecorder {
    * a cache): the same checks, without reading it again. The status apply is conditional on its
    * resourceVersion, so a claim that changed since is a 409, never a blind overwrite.
    */
-  async recordBoundOn(claim: SandboxClaim, target: ClaimTarget, a: Assignment, signal?: AbortSignal, opts: RecordOptions = {}): Promise<SandboxClaim> {
+  async recordBoundOn(
+    claim: SandboxClaim,
+    target: ClaimTarget,
+    a: Assignment,
+    signal?: AbortSignal,
+    opts: RecordOptions = {},
+  ): Promise<SandboxClaim> {
     if (target.uid !== undefined && claim.metadata.uid !== target.uid) {
-      throw new ClaimOwnerMismatchError(`SandboxClaim ${target.namespace}/${target.name} has uid ${claim.metadata.uid}, not ${target.uid}: it is another claim of the same name; sandbox ${a.claimId} is not recorded on it`);
+      throw new ClaimOwnerMismatchError(
+        `SandboxClaim ${target.namespace}/${target.name} has uid ${claim.metadata.uid}, not ${target.uid}: it is another claim of the same name; sandbox ${a.claimId} is not recorded on it`,
+      );
     }
     const current = boundClaimId(claim);
     if (current !== '' && current !== a.claimId) {
-      throw new ClaimBoundElsewhereError(`SandboxClaim ${target.namespace}/${target.name} is Bound to sandbox ${current}; sandbox ${a.claimId} is not recorded on it`);
+      throw new ClaimBoundElsewhereError(
+        `SandboxClaim ${target.namespace}/${target.name} is Bound to sandbox ${current}; sandbox ${a.claimId} is not recorded on it`,
+      );
     }
     const sameSandbox = current === a.claimId;
     if (sameSandbox && boundConditionTrue(claim) && (a.token === '' || claim.status?.sandbox?.tokenSecretName)) {
@@ -74,8 +84,21 @@ export class ClaimRecorder implements BoundRecorder {
     const body = statusApplyBody(claim, status);
     // After a failed record the Secret goes first, so a status never names a Secret that cannot be written (one of that name not ours).
     if (opts.secretFirst && a.token !== '') await this.#writeSecret(claim, a, signal);
-    const applied = applyStatus(this.opts.kubeConfig, { ...body, metadata: { ...body.metadata, resourceVersion: claim.metadata.resourceVersion } }, { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource, parse: parseClaim, ...(signal ? { signal } : {}) });
-    const [secretOut, statusOut] = await Promise.allSettled([a.token !== '' && !opts.secretFirst ? this.#writeSecret(claim, a, signal) : Promise.resolve(), applied]);
+    const applied = applyStatus(
+      this.opts.kubeConfig,
+      { ...body, metadata: { ...body.metadata, resourceVersion: claim.metadata.resourceVersion } },
+      {
+        fieldManager: FIELD_MANAGERS.claimController,
+        force: true,
+        resource: SandboxClaimResource,
+        parse: parseClaim,
+        ...(signal ? { signal } : {}),
+      },
+    );
+    const [secretOut, statusOut] = await Promise.allSettled([
+      a.token !== '' && !opts.secretFirst ? this.#writeSecret(claim, a, signal) : Promise.resolve(),
+      applied,
+    ]);
     if (statusOut.status === 'fulfilled') this.opts.onWrite?.(statusOut.value);
     // both settle before either failure is reported, so a retry never races a write still in flight
     if (statusOut.status === 'rejected') throw statusOut.reason;
@@ -98,7 +121,17 @@ export class ClaimRecorder implements BoundRecorder {
    */
   async #restoreStatus(claim: SandboxClaim, signal?: AbortSignal): Promise<void> {
     const body = statusApplyBody(claim, claim.status ?? {});
-    const out = await applyStatus(this.opts.kubeConfig, { ...body, metadata: { ...body.metadata, uid: claim.metadata.uid } }, { fieldManager: FIELD_MANAGERS.claimController, force: true, resource: SandboxClaimResource, parse: parseClaim, ...(signal ? { signal } : {}) });
+    const out = await applyStatus(
+      this.opts.kubeConfig,
+      { ...body, metadata: { ...body.metadata, uid: claim.metadata.uid } },
+      {
+        fieldManager: FIELD_MANAGERS.claimController,
+        force: true,
+        resource: SandboxClaimResource,
+        parse: parseClaim,
+        ...(signal ? { signal } : {}),
+      },
+    );
     this.opts.onWrite?.(out);
   }
 
@@ -115,7 +148,13 @@ export class ClaimRecorder implements BoundRecorder {
     const b64 = (v: string): string => Buffer.from(v, 'utf8').toString('base64');
     const data = { token: b64(a.token), claimId: b64(a.claimId), node: b64(a.node), address: b64(a.address) };
     const owner = { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', name, uid, controller: true, blockOwnerDeletion: true };
-    const body = { apiVersion: 'v1', kind: 'Secret', metadata: { name: secretName, namespace, ownerReferences: [owner] }, type: 'Opaque', data };
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: secretName, namespace, ownerReferences: [owner] },
+      type: 'Opaque',
+      data,
+    };
     const opts = { fieldManager: FIELD_MANAGERS.claimController, ...(signal ? { signal } : {}) };
     try {
       await this.#secrets.create(namespace, body, opts);
@@ -124,14 +163,23 @@ export class ClaimRecorder implements BoundRecorder {
       if (!isAlreadyExists(err)) throw err;
     }
     try {
-      await this.#secrets.jsonPatch(namespace, secretName, [
-        { op: 'test', path: '/metadata/ownerReferences/0/uid', value: uid },
-        { op: 'test', path: '/metadata/ownerReferences/0/controller', value: true },
-        { op: 'replace', path: '/data', value: data },
-      ], opts);
+      await this.#secrets.jsonPatch(
+        namespace,
+        secretName,
+        [
+          { op: 'test', path: '/metadata/ownerReferences/0/uid', value: uid },
+          { op: 'test', path: '/metadata/ownerReferences/0/controller', value: true },
+          { op: 'replace', path: '/data', value: data },
+        ],
+        opts,
+      );
     } catch (err) {
       // 422: a test failed (or the Secret has no owner at all): someone else's Secret
-      if (apiStatusOf(err)?.code === 422) throw new SecretNotOwnedError(`Secret ${namespace}/${secretName} exists and is not controlled by SandboxClaim ${name} (uid ${uid}); it is not overwritten`, { cause: err });
+      if (apiStatusOf(err)?.code === 422)
+        throw new SecretNotOwnedError(
+          `Secret ${namespace}/${secretName} exists and is not controlled by SandboxClaim ${name} (uid ${uid}); it is not overwritten`,
+          { cause: err },
+        );
       throw err;
     }
   }

@@ -1,15 +1,39 @@
 import { DNS1123_SUBDOMAIN, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { boundClaimId, boundStatus, recordsSandbox, setCondition, tokenSecretName } from './claim-status';
 
-const claim: SandboxClaim = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name: 'c1', namespace: 'ns', generation: 2 }, spec: { warmPoolRef: { name: 'p' } } };
+const claim: SandboxClaim = {
+  apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+  kind: 'SandboxClaim',
+  metadata: { name: 'c1', namespace: 'ns', generation: 2 },
+  spec: { warmPoolRef: { name: 'p' } },
+};
 const t0 = new Date('2026-08-17T10:00:00Z');
 const t1 = new Date('2026-08-17T10:05:00Z');
 
 describe('boundStatus', () => {
   it('puts the host in podIPs and the host:port in address, never the token', () => {
-    const s = boundStatus(claim, { claimId: 'sb_1', node: 'n1', address: '10.0.0.5:7777', token: 'secret-token', deadline: '2026-08-17T12:00:00Z' }, t0, true);
-    expect(s.sandbox).toEqual({ name: 'c1', claimID: 'sb_1', nodeName: 'n1', podIPs: ['10.0.0.5'], address: '10.0.0.5:7777', deadline: '2026-08-17T12:00:00Z', tokenSecretName: tokenSecretName('c1') });
-    expect(s.conditions?.[0]).toMatchObject({ type: 'Bound', status: 'True', reason: 'NodeLocalClaim', lastTransitionTime: '2026-08-17T10:00:00Z', observedGeneration: 2 });
+    const s = boundStatus(
+      claim,
+      { claimId: 'sb_1', node: 'n1', address: '10.0.0.5:7777', token: 'secret-token', deadline: '2026-08-17T12:00:00Z' },
+      t0,
+      true,
+    );
+    expect(s.sandbox).toEqual({
+      name: 'c1',
+      claimID: 'sb_1',
+      nodeName: 'n1',
+      podIPs: ['10.0.0.5'],
+      address: '10.0.0.5:7777',
+      deadline: '2026-08-17T12:00:00Z',
+      tokenSecretName: tokenSecretName('c1'),
+    });
+    expect(s.conditions?.[0]).toMatchObject({
+      type: 'Bound',
+      status: 'True',
+      reason: 'NodeLocalClaim',
+      lastTransitionTime: '2026-08-17T10:00:00Z',
+      observedGeneration: 2,
+    });
     expect(JSON.stringify(s)).not.toContain('secret-token');
   });
 

@@ -1,4 +1,13 @@
-import { addressIPs, nameHash, servedObjectName, CONDITION_REASONS, CONDITION_TYPES, EXTENSIONS_API_VERSION, type Condition, type SandboxClaim } from '@sandbox-scale/scale-core';
+import {
+  addressIPs,
+  nameHash,
+  servedObjectName,
+  CONDITION_REASONS,
+  CONDITION_TYPES,
+  EXTENSIONS_API_VERSION,
+  type Condition,
+  type SandboxClaim,
+} from '@sandbox-scale/scale-core';
 import type { Assignment } from '../gateway/assignment';
 
 export type ConditionInput = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
@@ -7,7 +16,12 @@ export type ConditionInput = Pick<Condition, 'type' | 'status' | 'reason' | 'mes
  * metav1 "set status condition" semantics: a condition keeps its lastTransitionTime unless its
  * status flips, so `kubectl describe` shows when the claim really changed state.
  */
-export function setCondition(existing: readonly Condition[] | undefined, next: ConditionInput, now: Date, generation?: number): Condition[] {
+export function setCondition(
+  existing: readonly Condition[] | undefined,
+  next: ConditionInput,
+  now: Date,
+  generation?: number,
+): Condition[] {
   const out = (existing ?? []).filter((c) => c.type !== next.type);
   const prev = (existing ?? []).find((c) => c.type === next.type);
   const lastTransitionTime = prev && prev.status === next.status ? prev.lastTransitionTime : now.toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -37,7 +51,11 @@ export function boundStatus(claim: SandboxClaim, a: Assignment, now: Date, withS
   const name = claim.metadata.name ?? '';
   const ips = addressIPs(a.address) ?? [];
   // Ready follows Bound, so a Ready=False left by a wait before the bind (NamespaceNotEnabled, RecordFailed...) does not outlive it.
-  const bound = { status: 'True' as const, reason: CONDITION_REASONS.nodeLocalClaim, message: `node ${a.node} handed over sandbox ${a.claimId}` };
+  const bound = {
+    status: 'True' as const,
+    reason: CONDITION_REASONS.nodeLocalClaim,
+    message: `node ${a.node} handed over sandbox ${a.claimId}`,
+  };
   const conditions = setCondition(
     setCondition(claim.status?.conditions, { type: CONDITION_TYPES.bound, ...bound }, now, claim.metadata.generation),
     { type: CONDITION_TYPES.ready, ...bound },

@@ -35,7 +35,9 @@ export class FastPathRecorder {
   async recordBound(d: FastPathDelivery, a: Assignment, signal?: AbortSignal, adopted = false): Promise<void> {
     // the created (or re-read) object is live: recorded onto directly, without reading it again
     const claim = await this.ensureClaim(d, a.claimId, signal, a.deadline);
-    await this.recorder.recordBoundOn(claim, { namespace: d.namespace, name: d.name, uid: claim.metadata.uid ?? '' }, a, signal, { adopted });
+    await this.recorder.recordBoundOn(claim, { namespace: d.namespace, name: d.name, uid: claim.metadata.uid ?? '' }, a, signal, {
+      adopted,
+    });
   }
 
   /**
@@ -48,17 +50,26 @@ export class FastPathRecorder {
     const body = {
       apiVersion: EXTENSIONS_API_VERSION,
       kind: 'SandboxClaim',
-      metadata: { name: d.name, namespace: d.namespace, finalizers: [CLAIM_RELEASE_FINALIZER], annotations: { [ANNOTATIONS.claimId]: claimId, [ANNOTATIONS.deliveryUid]: d.deliveryUid } },
+      metadata: {
+        name: d.name,
+        namespace: d.namespace,
+        finalizers: [CLAIM_RELEASE_FINALIZER],
+        annotations: { [ANNOTATIONS.claimId]: claimId, [ANNOTATIONS.deliveryUid]: d.deliveryUid },
+      },
       spec: { warmPoolRef: { name: d.warmPool }, ...lifecycle },
     };
     try {
-      return parseClaim(await this.#claims.create(d.namespace, body, { fieldManager: FIELD_MANAGERS.claimController, ...(signal ? { signal } : {}) }));
+      return parseClaim(
+        await this.#claims.create(d.namespace, body, { fieldManager: FIELD_MANAGERS.claimController, ...(signal ? { signal } : {}) }),
+      );
     } catch (err) {
       if (!isAlreadyExists(err)) throw err;
     }
     const existing = parseClaim(await this.#claims.get(d.namespace, d.name, signal));
     if (!isClaimOfDelivery(existing, d.deliveryUid) || existing.metadata.annotations?.[ANNOTATIONS.claimId] !== claimId) {
-      throw new ClaimOwnerMismatchError(`SandboxClaim ${d.namespace}/${d.name} exists and was not created for fast-path delivery ${claimId}; the delivery is not recorded on it`);
+      throw new ClaimOwnerMismatchError(
+        `SandboxClaim ${d.namespace}/${d.name} exists and was not created for fast-path delivery ${claimId}; the delivery is not recorded on it`,
+      );
     }
     return existing;
   }

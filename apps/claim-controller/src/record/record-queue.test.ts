@@ -27,7 +27,12 @@ describe('RecordQueue', () => {
 
   it('gives up after the attempts and leaves the orphan, counted as failed', async () => {
     let calls = 0;
-    const recorder: BoundRecorder = { recordBound: async () => { calls++; throw new Error('forbidden'); } };
+    const recorder: BoundRecorder = {
+      recordBound: async () => {
+        calls++;
+        throw new Error('forbidden');
+      },
+    };
     const outcomes: string[] = [];
     const q = new RecordQueue({ recorder, log, attempts: 3, sleep: noSleep, onOutcome: (o) => outcomes.push(o) });
     q.enqueue({ namespace: 'ns', name: 'c1' }, a);
@@ -56,7 +61,14 @@ describe('RecordQueue', () => {
 
   it('refuses records after close, leaving them to the orphan pass', async () => {
     let calls = 0;
-    const q = new RecordQueue({ recorder: { recordBound: async () => { calls++; } }, log });
+    const q = new RecordQueue({
+      recorder: {
+        recordBound: async () => {
+          calls++;
+        },
+      },
+      log,
+    });
     await q.close();
     q.enqueue({ namespace: 'ns', name: 'late' }, a);
     await q.drain();
@@ -69,7 +81,13 @@ describe('RecordQueue bounds', () => {
     let release: () => void = () => undefined;
     const gate = new Promise<void>((r) => (release = r));
     const outcomes: string[] = [];
-    const q = new RecordQueue({ recorder: { recordBound: () => gate }, log, concurrency: 1, maxPending: 2, onOutcome: (o, t) => outcomes.push(`${o} ${t.name}`) });
+    const q = new RecordQueue({
+      recorder: { recordBound: () => gate },
+      log,
+      concurrency: 1,
+      maxPending: 2,
+      onOutcome: (o, t) => outcomes.push(`${o} ${t.name}`),
+    });
     expect(q.enqueue({ namespace: 'ns', name: 'c1' }, a)).toBe(true);
     expect(q.enqueue({ namespace: 'ns', name: 'c2' }, a)).toBe(true);
     expect(q.enqueue({ namespace: 'ns', name: 'c3' }, a)).toBe(false);
@@ -81,7 +99,12 @@ describe('RecordQueue bounds', () => {
 
   it('does not retry a record whose name belongs to another object', async () => {
     let calls = 0;
-    const recorder = { recordBound: async () => { calls++; throw new ClaimBoundElsewhereError('bound to sb_other'); } };
+    const recorder = {
+      recordBound: async () => {
+        calls++;
+        throw new ClaimBoundElsewhereError('bound to sb_other');
+      },
+    };
     const outcomes: string[] = [];
     const q = new RecordQueue({ recorder, log, attempts: 5, sleep: noSleep, onOutcome: (o) => outcomes.push(o) });
     q.enqueue({ namespace: 'ns', name: 'c1' }, a);

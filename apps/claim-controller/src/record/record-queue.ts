@@ -68,7 +68,10 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
   enqueue(target: T, assignment: Assignment): boolean {
     const full = this.pending >= (this.#opts.maxPending ?? DEFAULT_RECORD_QUEUE_MAX_PENDING);
     if (this.#closed || full) {
-      this.#opts.log.warn({ namespace: target.namespace, name: target.name, sandboxId: assignment.claimId }, `record queue ${this.#closed ? 'closed' : 'full'}; the record is left to the OrphanReconciler`);
+      this.#opts.log.warn(
+        { namespace: target.namespace, name: target.name, sandboxId: assignment.claimId },
+        `record queue ${this.#closed ? 'closed' : 'full'}; the record is left to the OrphanReconciler`,
+      );
       this.#opts.onOutcome?.('deferred', target);
       return false;
     }
@@ -87,25 +90,33 @@ export class RecordQueue<T extends ClaimTarget = ClaimTarget> {
     const timeoutMs = o.attemptTimeoutMs ?? 10_000;
     try {
       await retry(
-        (_attempt, signal) => withDeadline(signal ?? this.#lifetime.signal, timeoutMs, (s) => o.recorder.recordBound(target, assignment, s)),
+        (_attempt, signal) =>
+          withDeadline(signal ?? this.#lifetime.signal, timeoutMs, (s) => o.recorder.recordBound(target, assignment, s)),
         {
           attempts: o.attempts ?? 5,
           ...(o.backoff ?? { baseMs: 200, maxMs: 5000, jitter: 0.2 }),
           signal: this.#lifetime.signal,
           ...(o.sleep ? { sleep: o.sleep } : {}),
           shouldRetry: (err) => !isForeignRecordTarget(err),
-          onRetry: (err, attempt, delayMs) => o.log.warn({ err, namespace: target.namespace, name: target.name, attempt, delayMs }, 'bound record failed; retrying'),
+          onRetry: (err, attempt, delayMs) =>
+            o.log.warn({ err, namespace: target.namespace, name: target.name, attempt, delayMs }, 'bound record failed; retrying'),
         },
       );
       o.onOutcome?.('recorded', target);
     } catch (err) {
       if (isForeignRecordTarget(err)) {
         o.onOutcome?.('refused', target);
-        o.log.warn({ err, namespace: target.namespace, name: target.name, sandboxId: assignment.claimId, node: assignment.node }, 'bound record refused: the name belongs to another object; the delivery is not recorded on it');
+        o.log.warn(
+          { err, namespace: target.namespace, name: target.name, sandboxId: assignment.claimId, node: assignment.node },
+          'bound record refused: the name belongs to another object; the delivery is not recorded on it',
+        );
         return;
       }
       o.onOutcome?.('failed', target);
-      o.log.error({ err, namespace: target.namespace, name: target.name, sandboxId: assignment.claimId, node: assignment.node }, 'bound record failed; orphan left for the OrphanReconciler');
+      o.log.error(
+        { err, namespace: target.namespace, name: target.name, sandboxId: assignment.claimId, node: assignment.node },
+        'bound record failed; orphan left for the OrphanReconciler',
+      );
     }
   }
 

@@ -30,7 +30,11 @@ export function selfSubjectReviewer(kc: KubeConfig): SecretReviewer {
     const out = await kubeRequest(kc, {
       method: 'POST',
       path: '/apis/authorization.k8s.io/v1/selfsubjectaccessreviews',
-      body: { apiVersion: 'authorization.k8s.io/v1', kind: 'SelfSubjectAccessReview', spec: { resourceAttributes: { namespace, verb, group: '', resource: 'secrets' } } },
+      body: {
+        apiVersion: 'authorization.k8s.io/v1',
+        kind: 'SelfSubjectAccessReview',
+        spec: { resourceAttributes: { namespace, verb, group: '', resource: 'secrets' } },
+      },
       signal: AbortSignal.timeout(REVIEW_TIMEOUT_MS),
     });
     const r = ReviewStatusSchema.parse(out);
@@ -96,7 +100,9 @@ export class SecretAccess {
     const reviews = await Promise.all(SECRET_VERBS.map((verb) => this.#o.review(namespace, verb)));
     const refused = reviews.find((r) => !r.allowed);
     const decision: SecretAccessDecision = refused ? { allowed: false, reason: refused.reason } : { allowed: true, reason: '' };
-    const ttl = decision.allowed ? (this.#o.allowedTtlMs ?? DEFAULT_SECRET_ACCESS_ALLOWED_TTL_MS) : (this.#o.deniedTtlMs ?? DEFAULT_SECRET_ACCESS_DENIED_TTL_MS);
+    const ttl = decision.allowed
+      ? (this.#o.allowedTtlMs ?? DEFAULT_SECRET_ACCESS_ALLOWED_TTL_MS)
+      : (this.#o.deniedTtlMs ?? DEFAULT_SECRET_ACCESS_DENIED_TTL_MS);
     this.#cache.delete(namespace);
     if (this.#cache.size >= (this.#o.maxEntries ?? 4096)) {
       const oldest = this.#cache.keys().next();

@@ -1,5 +1,12 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { ConfigMapResource, createInformer, parseUntyped, type Informer, type Logger, type UntypedObject } from '@sandbox-scale/kube-runtime';
+import {
+  ConfigMapResource,
+  createInformer,
+  parseUntyped,
+  type Informer,
+  type Logger,
+  type UntypedObject,
+} from '@sandbox-scale/kube-runtime';
 import { findInCauseChain, SandboxScaleError } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 
@@ -69,7 +76,15 @@ export class AuthenticationConfigWatch {
     });
     const set = (cfg: AuthenticationConfig, why: string): void => {
       this.#current = cfg;
-      log.info({ configMap: `${ref.namespace}/${ref.name}`, requestHeaderCa: cfg.requestHeaderCa !== undefined, clientCa: cfg.clientCa !== undefined, allowedNames: cfg.allowedNames }, why);
+      log.info(
+        {
+          configMap: `${ref.namespace}/${ref.name}`,
+          requestHeaderCa: cfg.requestHeaderCa !== undefined,
+          clientCa: cfg.clientCa !== undefined,
+          allowedNames: cfg.allowedNames,
+        },
+        why,
+      );
       for (const l of this.#listeners) l(cfg);
     };
     this.#informer.on({
@@ -77,7 +92,11 @@ export class AuthenticationConfigWatch {
       update: (o) => set(o.config, 'authentication config changed'),
       delete: () => set(NO_AUTHENTICATION_CONFIG, 'authentication config deleted: only bearer tokens authenticate'),
       malformed: (_ref, failure) => {
-        if (failure !== null) log.error({ configMap: `${ref.namespace}/${ref.name}`, failure }, 'authentication config does not parse; the last good one stays in force');
+        if (failure !== null)
+          log.error(
+            { configMap: `${ref.namespace}/${ref.name}`, failure },
+            'authentication config does not parse; the last good one stays in force',
+          );
       },
     });
     this.#informer.start();
@@ -113,7 +132,12 @@ export function isAuthenticationConfigUnavailable(err: unknown): boolean {
  * Starts the watch and waits for its first list, so the first request is already judged by
  * the published CAs; a ConfigMap that cannot be listed in time stops the start.
  */
-export async function startAuthenticationConfigWatch(kc: KubeConfig, log: Logger, ref: ConfigMapRef = AUTHENTICATION_CONFIGMAP, syncTimeoutMs = 30_000): Promise<AuthenticationConfigWatch> {
+export async function startAuthenticationConfigWatch(
+  kc: KubeConfig,
+  log: Logger,
+  ref: ConfigMapRef = AUTHENTICATION_CONFIGMAP,
+  syncTimeoutMs = 30_000,
+): Promise<AuthenticationConfigWatch> {
   const watch = new AuthenticationConfigWatch(kc, log, ref);
   if (await watch.waitForSync(AbortSignal.timeout(syncTimeoutMs))) return watch;
   await watch.stop();

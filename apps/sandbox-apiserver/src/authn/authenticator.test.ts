@@ -25,9 +25,12 @@ beforeAll(async () => {
   strangerClient = await createLeaf(frontProxyCa, { commonName: 'someone-else', client: true });
   cfg = configWith(frontProxyCa);
   const authn = new Authenticator(() => cfg, undefined);
-  server = createServer({ cert: serving.cert, key: serving.key, requestCert: true, rejectUnauthorized: false, ca: acceptedCasOf(cfg) }, (req, res) => {
-    void authn.authenticate(req).then((u) => res.end(JSON.stringify(u ?? null)));
-  });
+  server = createServer(
+    { cert: serving.cert, key: serving.key, requestCert: true, rejectUnauthorized: false, ca: acceptedCasOf(cfg) },
+    (req, res) => {
+      void authn.authenticate(req).then((u) => res.end(JSON.stringify(u ?? null)));
+    },
+  );
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
   // five RSA key pairs: seconds on a loaded machine
 }, 60_000);
@@ -38,11 +41,21 @@ afterAll(async () => {
 
 function whoIs(headers: Record<string, string | string[]>, client?: CertPair): Promise<unknown> {
   return new Promise((resolve, reject) => {
-    const req = request({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, path: '/', rejectUnauthorized: false, headers, ...(client ? { cert: client.cert, key: client.key } : {}) }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve(JSON.parse(body) as unknown));
-    });
+    const req = request(
+      {
+        host: '127.0.0.1',
+        port: (server.address() as AddressInfo).port,
+        path: '/',
+        rejectUnauthorized: false,
+        headers,
+        ...(client ? { cert: client.cert, key: client.key } : {}),
+      },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve(JSON.parse(body) as unknown));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -60,8 +73,20 @@ describe('front-proxy authentication', () => {
   });
 
   it('reads each X-Remote-Extra line as one value and decodes the key, keeping one that does not decode', async () => {
-    const u = await whoIs({ 'X-Remote-User': 'mallory', 'X-Remote-Extra-Scopes': ['a,b', 'c'], 'X-Remote-Extra-Acme.com%2fproject': 'p1', 'X-Remote-Extra-Bad%zz': 'v' }, proxyClient);
-    expect(u).toEqual({ username: 'mallory', groups: ['system:authenticated'], extra: { scopes: ['a,b', 'c'], 'acme.com/project': ['p1'], 'bad%zz': ['v'] } });
+    const u = await whoIs(
+      {
+        'X-Remote-User': 'mallory',
+        'X-Remote-Extra-Scopes': ['a,b', 'c'],
+        'X-Remote-Extra-Acme.com%2fproject': 'p1',
+        'X-Remote-Extra-Bad%zz': 'v',
+      },
+      proxyClient,
+    );
+    expect(u).toEqual({
+      username: 'mallory',
+      groups: ['system:authenticated'],
+      extra: { scopes: ['a,b', 'c'], 'acme.com/project': ['p1'], 'bad%zz': ['v'] },
+    });
   });
 
   it('ignores identity headers without a certificate, from a name not allowed, or from another CA', async () => {

@@ -15,7 +15,11 @@ let cas: X509Certificate[];
 const x509 = (p: CertPair): X509Certificate => new X509Certificate(p.cert);
 
 function config(extra: Record<string, string> = {}): AuthenticationConfig {
-  return authenticationConfigOf({ 'requestheader-client-ca-file': proxyCa.cert, 'requestheader-allowed-names': '["front-proxy-client"]', ...extra });
+  return authenticationConfigOf({
+    'requestheader-client-ca-file': proxyCa.cert,
+    'requestheader-allowed-names': '["front-proxy-client"]',
+    ...extra,
+  });
 }
 
 beforeAll(async () => {
@@ -53,12 +57,24 @@ describe('authenticateRequestHeader', () => {
     expect(authenticateRequestHeader(proxy, { 'x-remote-user': [''] }, config(), cas)).toBeUndefined();
     const two = config({ 'requestheader-username-headers': '["X-Proxy-User","X-Remote-User"]' });
     expect(authenticateRequestHeader(proxy, { 'x-remote-user': ['bob'] }, two, cas)).toMatchObject({ username: 'bob' });
-    expect(authenticateRequestHeader(proxy, { 'x-remote-user': ['bob'], 'x-proxy-user': ['carol'] }, two, cas)).toMatchObject({ username: 'carol' });
+    expect(authenticateRequestHeader(proxy, { 'x-remote-user': ['bob'], 'x-proxy-user': ['carol'] }, two, cas)).toMatchObject({
+      username: 'carol',
+    });
   });
 
   it('reads the uid header when configured, and merges extra values per decoded, lower-cased key', () => {
     const cfg = config({ 'requestheader-uid-headers': '["X-Remote-Uid"]' });
-    const u = authenticateRequestHeader(proxy, { 'x-remote-user': ['alice'], 'x-remote-uid': ['u-1'], 'x-remote-extra-scopes': ['a', ''], 'x-remote-extra-acme.com%2fteam': ['t1', 't2'] }, cfg, cas);
+    const u = authenticateRequestHeader(
+      proxy,
+      {
+        'x-remote-user': ['alice'],
+        'x-remote-uid': ['u-1'],
+        'x-remote-extra-scopes': ['a', ''],
+        'x-remote-extra-acme.com%2fteam': ['t1', 't2'],
+      },
+      cfg,
+      cas,
+    );
     expect(u).toEqual({ username: 'alice', uid: 'u-1', groups: [], extra: { scopes: ['a'], 'acme.com/team': ['t1', 't2'] } });
   });
 });
@@ -66,7 +82,14 @@ describe('authenticateRequestHeader', () => {
 describe('stripRemoteHeaders', () => {
   it('drops every header that could carry a front-proxy identity and keeps the rest', () => {
     const cfg = config({ 'requestheader-uid-headers': '["X-Remote-Uid"]' });
-    const headers: NodeJS.Dict<string | string[]> = { 'x-remote-user': 'mallory', 'x-remote-group': ['system:masters'], 'x-remote-uid': '0', 'x-remote-extra-scopes': 'all', accept: 'application/json', authorization: 'Bearer t' };
+    const headers: NodeJS.Dict<string | string[]> = {
+      'x-remote-user': 'mallory',
+      'x-remote-group': ['system:masters'],
+      'x-remote-uid': '0',
+      'x-remote-extra-scopes': 'all',
+      accept: 'application/json',
+      authorization: 'Bearer t',
+    };
     stripRemoteHeaders(headers, cfg);
     expect(headers).toEqual({ accept: 'application/json', authorization: 'Bearer t' });
   });

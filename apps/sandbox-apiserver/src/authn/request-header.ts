@@ -26,7 +26,12 @@ function extraKey(raw: string): string {
  * requestheader CA and carries an allowed name; identity comes from the X-Remote-* headers.
  * Undefined when the certificate does not qualify or no username header is set.
  */
-export function authenticateRequestHeader(cert: X509Certificate | undefined, headers: DistinctHeaders, cfg: AuthenticationConfig, cas: readonly X509Certificate[]): UserInfo | undefined {
+export function authenticateRequestHeader(
+  cert: X509Certificate | undefined,
+  headers: DistinctHeaders,
+  cfg: AuthenticationConfig,
+  cas: readonly X509Certificate[],
+): UserInfo | undefined {
   if (cert === undefined || cas.length === 0 || !verifiedBy(cert, cas)) return undefined;
   if (cfg.allowedNames.length > 0 && !cfg.allowedNames.includes(subjectOf(cert).commonName)) return undefined;
   const username = cfg.usernameHeaders.map((h) => values(headers, h)[0]).find((v) => v !== undefined);

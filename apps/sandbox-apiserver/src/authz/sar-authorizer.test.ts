@@ -12,15 +12,31 @@ const info = (method: string, path: string) => requestInfoOf(method, new URL(`ht
 describe('accessAttributesOf', () => {
   it('asks about the sandbox the handler will act on: namespace, verb, resource, subresource and name', () => {
     expect(accessAttributesOf(info('POST', `${G}/namespaces/team-a/sandboxes/s1/fork`))).toEqual({
-      resource: { namespace: 'team-a', verb: 'create', group: 'agents.x-k8s.io', version: 'v1beta1', resource: 'sandboxes', subresource: 'fork', name: 's1' },
+      resource: {
+        namespace: 'team-a',
+        verb: 'create',
+        group: 'agents.x-k8s.io',
+        version: 'v1beta1',
+        resource: 'sandboxes',
+        subresource: 'fork',
+        name: 's1',
+      },
     });
-    expect(accessAttributesOf(info('DELETE', `${G}/namespaces/team-a/sandboxes/s1`))).toMatchObject({ resource: { verb: 'delete', name: 's1', subresource: '' } });
-    expect(accessAttributesOf(info('PATCH', `${G}/namespaces/team-a/sandboxes/s1`))).toMatchObject({ resource: { verb: 'patch', name: 's1' } });
+    expect(accessAttributesOf(info('DELETE', `${G}/namespaces/team-a/sandboxes/s1`))).toMatchObject({
+      resource: { verb: 'delete', name: 's1', subresource: '' },
+    });
+    expect(accessAttributesOf(info('PATCH', `${G}/namespaces/team-a/sandboxes/s1`))).toMatchObject({
+      resource: { verb: 'patch', name: 's1' },
+    });
   });
 
   it('asks about a list or watch across namespaces at the cluster scope, naming a field-selected object', () => {
-    expect(accessAttributesOf(info('GET', `${G}/sandboxes?watch=true`))).toMatchObject({ resource: { namespace: '', verb: 'watch', name: '' } });
-    expect(accessAttributesOf(info('GET', `${G}/namespaces/team-a/sandboxes?fieldSelector=metadata.name%3Ds1`))).toMatchObject({ resource: { namespace: 'team-a', verb: 'list', name: 's1' } });
+    expect(accessAttributesOf(info('GET', `${G}/sandboxes?watch=true`))).toMatchObject({
+      resource: { namespace: '', verb: 'watch', name: '' },
+    });
+    expect(accessAttributesOf(info('GET', `${G}/namespaces/team-a/sandboxes?fieldSelector=metadata.name%3Ds1`))).toMatchObject({
+      resource: { namespace: 'team-a', verb: 'list', name: 's1' },
+    });
   });
 
   it('asks about paths outside the group as non-resource URLs', () => {
@@ -66,6 +82,8 @@ describe('SarAuthorizer', () => {
 
   it('allows the always-allowed groups without asking', async () => {
     const authz = new SarAuthorizer(new DelegatedAuth(kc, { timeoutMs: 2_000, alwaysAllowGroups: ['system:masters'] }));
-    await expect(authz.authorize({ username: 'admin', groups: ['system:masters'], extra: {} }, info('DELETE', `${G}/namespaces/a/sandboxes/s1`))).resolves.toEqual({ allowed: true, reason: '' });
+    await expect(
+      authz.authorize({ username: 'admin', groups: ['system:masters'], extra: {} }, info('DELETE', `${G}/namespaces/a/sandboxes/s1`)),
+    ).resolves.toEqual({ allowed: true, reason: '' });
   });
 });

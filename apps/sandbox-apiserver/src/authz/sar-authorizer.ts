@@ -8,7 +8,17 @@ export type { Decision };
 /** What SubjectAccessReview is asked: resource attributes for sandboxes, non-resource ones for the rest. */
 export function accessAttributesOf(info: RequestInfo): AccessAttributes {
   if (!info.isResource) return { nonResource: { path: info.path, verb: info.verb } };
-  return { resource: { namespace: info.namespace, verb: info.verb, group: SANDBOX_GROUP, version: API_VERSION, resource: info.resource, subresource: info.subresource, name: info.name } };
+  return {
+    resource: {
+      namespace: info.namespace,
+      verb: info.verb,
+      group: SANDBOX_GROUP,
+      version: API_VERSION,
+      resource: info.resource,
+      subresource: info.subresource,
+      name: info.name,
+    },
+  };
 }
 
 /**

@@ -21,7 +21,12 @@ async function statusOf(p: Promise<unknown>): Promise<ReturnType<typeof statusFo
 describe('readBody', () => {
   it.each([
     ['malformed YAML', 'a: [1, 2\n  b: {', 'application/yaml', 400],
-    ['a YAML alias bomb', `a: &a [x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n`, 'application/yaml', 400],
+    [
+      'a YAML alias bomb',
+      `a: &a [x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: &d [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\ne: [*d,*d,*d,*d,*d,*d,*d,*d,*d,*d]\n`,
+      'application/yaml',
+      400,
+    ],
     ['two YAML documents', 'a: 1\n---\nb: 2\n', 'application/yaml', 400],
     ['malformed JSON', '{"kind": ', 'application/json', 400],
     ['an unknown media type', '{}', 'text/plain', 415],

@@ -23,7 +23,21 @@ interface Structural {
 const OBJECT_META: Structural = {
   type: 'object',
   properties: Object.fromEntries(
-    ['name', 'generateName', 'namespace', 'selfLink', 'uid', 'resourceVersion', 'generation', 'creationTimestamp', 'deletionTimestamp', 'deletionGracePeriodSeconds', 'finalizers', 'ownerReferences', 'managedFields'].map((k) => [k, {}]),
+    [
+      'name',
+      'generateName',
+      'namespace',
+      'selfLink',
+      'uid',
+      'resourceVersion',
+      'generation',
+      'creationTimestamp',
+      'deletionTimestamp',
+      'deletionGracePeriodSeconds',
+      'finalizers',
+      'ownerReferences',
+      'managedFields',
+    ].map((k) => [k, {}]),
   ),
 };
 const STRING_MAP: Structural = { type: 'object', additionalProperties: { type: 'string' } };
@@ -53,7 +67,10 @@ function walk(value: unknown, schema: Structural, path: string, out: string[]): 
   const props = schema.properties;
   const extra = typeof schema.additionalProperties === 'object' ? schema.additionalProperties : undefined;
   // an object with no declared fields (or additionalProperties: true) is opaque: anything goes
-  const open = schema['x-kubernetes-preserve-unknown-fields'] === true || schema.additionalProperties === true || (props === undefined && extra === undefined);
+  const open =
+    schema['x-kubernetes-preserve-unknown-fields'] === true ||
+    schema.additionalProperties === true ||
+    (props === undefined && extra === undefined);
   for (const [k, v] of Object.entries(value)) {
     const at = path === '' ? k : `${path}.${k}`;
     const known = props?.[k] ?? extra;

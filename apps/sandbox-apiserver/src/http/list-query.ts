@@ -13,17 +13,24 @@ import { decodeContinue, type ListQuery } from '../resource/list-query';
  * The list/watch query of a request: selectors (400 on bad syntax or a field the resource does
  * not select on), limit and continue.
  */
-export function parseListQuery(namespace: string, q: URLSearchParams, selectableFields: readonly string[] = SANDBOX_SELECTABLE_FIELDS): ListQuery {
+export function parseListQuery(
+  namespace: string,
+  q: URLSearchParams,
+  selectableFields: readonly string[] = SANDBOX_SELECTABLE_FIELDS,
+): ListQuery {
   const labelText = q.get('labelSelector') ?? '';
   const fieldText = q.get('fieldSelector') ?? '';
   const fields = parseFieldSelector(fieldText);
   assertFieldsSupported(fields, selectableFields);
   const limitText = q.get('limit') ?? '';
   const limit = limitText === '' ? 0 : Number(limitText);
-  if (!Number.isInteger(limit) || limit < 0) throw new BadRequestError(`limit must be a non-negative integer, got ${JSON.stringify(limitText)}`);
+  if (!Number.isInteger(limit) || limit < 0)
+    throw new BadRequestError(`limit must be a non-negative integer, got ${JSON.stringify(limitText)}`);
   const cont = q.get('continue') ?? '';
   if (q.get('resourceVersionMatch') && !q.get('resourceVersion') && q.get('watch') !== 'true') {
-    throw new StatusError('Invalid', 'resourceVersionMatch is forbidden unless resourceVersion is provided', { causes: [{ reason: 'FieldValueForbidden', field: 'resourceVersionMatch', message: 'Forbidden' }] });
+    throw new StatusError('Invalid', 'resourceVersionMatch is forbidden unless resourceVersion is provided', {
+      causes: [{ reason: 'FieldValueForbidden', field: 'resourceVersionMatch', message: 'Forbidden' }],
+    });
   }
   return {
     namespace,

@@ -26,7 +26,20 @@ export class MetaRoutes {
     this.#docs.set('/openapi/v2', doc(openApiV2()));
     this.#docs.set('/openapi/v3', doc(openApiV3Root(v3)));
     this.#docs.set(`/openapi/v3/${V3_GV_PATH}`, doc(v3));
-    this.#docs.set('/version', doc({ major: '1', minor: '0', gitVersion: 'v0.1.0-sandbox-scale', gitCommit: '', gitTreeState: 'clean', buildDate: '', goVersion: '', compiler: 'node', platform: `${process.platform}/${process.arch}` }));
+    this.#docs.set(
+      '/version',
+      doc({
+        major: '1',
+        minor: '0',
+        gitVersion: 'v0.1.0-sandbox-scale',
+        gitCommit: '',
+        gitTreeState: 'clean',
+        buildDate: '',
+        goVersion: '',
+        compiler: 'node',
+        platform: `${process.platform}/${process.arch}`,
+      }),
+    );
     this.#v2 = { v2: doc(apiGroupDiscoveryList('v2')), v2beta1: doc(apiGroupDiscoveryList('v2beta1')) };
   }
 
@@ -37,9 +50,16 @@ export class MetaRoutes {
   serve(req: IncomingMessage, res: ServerResponse, path: string, shape: ResponseShape): void {
     if (req.method !== 'GET' && req.method !== 'HEAD') throw new StatusError('MethodNotAllowed', `${req.method} is not allowed on ${path}`);
     const p = path.replace(/\/+$/, '');
-    const d = p === '/apis' && shape.kind === 'discovery-v2' ? { ...this.#v2[shape.version], contentType: `application/json;g=apidiscovery.k8s.io;v=${shape.version};as=APIGroupDiscoveryList` } : this.#docs.get(p);
+    const d =
+      p === '/apis' && shape.kind === 'discovery-v2'
+        ? { ...this.#v2[shape.version], contentType: `application/json;g=apidiscovery.k8s.io;v=${shape.version};as=APIGroupDiscoveryList` }
+        : this.#docs.get(p);
     if (d === undefined) throw new StatusError('NotFound', 'the server could not find the requested resource');
-    const headers: Record<string, string> = { ETag: d.etag, Vary: 'Accept', 'Cache-Control': p.startsWith('/openapi/v3/') ? 'public, immutable' : 'no-cache, private' };
+    const headers: Record<string, string> = {
+      ETag: d.etag,
+      Vary: 'Accept',
+      'Cache-Control': p.startsWith('/openapi/v3/') ? 'public, immutable' : 'no-cache, private',
+    };
     if (req.headers['if-none-match'] === d.etag) {
       res.writeHead(304, headers);
       res.end();

@@ -35,7 +35,8 @@ function shapeOf(m: MediaType): ResponseShape | undefined {
     if (as === 'Table') return { kind: 'table', version: v };
     if (as === 'PartialObjectMetadata' || as === 'PartialObjectMetadataList') return { kind: 'metadata', version: v };
   }
-  if (g === 'apidiscovery.k8s.io' && as === 'APIGroupDiscoveryList' && (v === 'v2' || v === 'v2beta1')) return { kind: 'discovery-v2', version: v };
+  if (g === 'apidiscovery.k8s.io' && as === 'APIGroupDiscoveryList' && (v === 'v2' || v === 'v2beta1'))
+    return { kind: 'discovery-v2', version: v };
   return undefined;
 }
 

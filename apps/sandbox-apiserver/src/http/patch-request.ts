@@ -9,8 +9,15 @@ const MAX_PATCH_BYTES = 1024 * 1024;
 export function patchTypeOf(contentType: string | undefined): PatchType {
   const type = (contentType ?? '').split(';')[0]?.trim().toLowerCase() ?? '';
   if (type === PATCH_TYPES.merge || type === PATCH_TYPES.json || type === PATCH_TYPES.strategic) return type;
-  if (type === 'application/apply-patch+yaml') throw new StatusError('UnsupportedMediaType', 'server-side apply is not supported on sandboxes: use a merge patch (kubectl patch --type=merge) or a JSON patch on metadata.labels and metadata.annotations');
-  throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${Object.values(PATCH_TYPES).join(', ')}`);
+  if (type === 'application/apply-patch+yaml')
+    throw new StatusError(
+      'UnsupportedMediaType',
+      'server-side apply is not supported on sandboxes: use a merge patch (kubectl patch --type=merge) or a JSON patch on metadata.labels and metadata.annotations',
+    );
+  throw new StatusError(
+    'UnsupportedMediaType',
+    `the body of the request was in an unknown format - accepted media types include: ${Object.values(PATCH_TYPES).join(', ')}`,
+  );
 }
 
 /** The patch document of a PATCH request; undefined when the body is empty. */

@@ -21,7 +21,14 @@ describe('requestInfoOf', () => {
 
   it('names the same object for authorization and for the handler in a namespace named sandboxes', () => {
     const i = info('DELETE', `${G}/namespaces/sandboxes/sandboxes/victim`);
-    expect(i).toMatchObject({ isResource: true, namespace: 'sandboxes', resource: 'sandboxes', name: 'victim', pathName: 'victim', verb: 'delete' });
+    expect(i).toMatchObject({
+      isResource: true,
+      namespace: 'sandboxes',
+      resource: 'sandboxes',
+      name: 'victim',
+      pathName: 'victim',
+      verb: 'delete',
+    });
     const list = info('GET', `${G}/namespaces/sandboxes/sandboxes`);
     expect(list).toMatchObject({ namespace: 'sandboxes', name: '', pathName: '', verb: 'list' });
     const action = info('POST', `${G}/namespaces/sandboxes/sandboxes/sandboxes/fork`);
@@ -46,13 +53,25 @@ describe('requestInfoOf', () => {
   it('reads a path without a namespace as cluster scope, and anything else as a non-resource path', () => {
     expect(info('GET', `${G}/sandboxes`)).toMatchObject({ isResource: true, namespace: '', resource: 'sandboxes', verb: 'list' });
     expect(info('GET', `${G}/namespaces/a`)).toMatchObject({ isResource: true, namespace: '', resource: 'namespaces', pathName: 'a' });
-    for (const path of [G, `${G}/`, '/apis', '/openapi/v2', '/healthz', `${G}/namespaces/a/sandboxes/s1/fork/extra`, '/apis/other.io/v1/namespaces/a/sandboxes']) {
+    for (const path of [
+      G,
+      `${G}/`,
+      '/apis',
+      '/openapi/v2',
+      '/healthz',
+      `${G}/namespaces/a/sandboxes/s1/fork/extra`,
+      '/apis/other.io/v1/namespaces/a/sandboxes',
+    ]) {
       expect(info('GET', path)).toEqual({ isResource: false, path: new URL(`https://localhost${path}`).pathname, verb: 'get' });
     }
   });
 
   it('keeps a field selector name for authorization only, never as the name acted on', () => {
-    expect(info('GET', `${G}/namespaces/a/sandboxes?fieldSelector=metadata.name%3Dx`)).toMatchObject({ name: 'x', pathName: '', verb: 'list' });
+    expect(info('GET', `${G}/namespaces/a/sandboxes?fieldSelector=metadata.name%3Dx`)).toMatchObject({
+      name: 'x',
+      pathName: '',
+      verb: 'list',
+    });
   });
 });
 

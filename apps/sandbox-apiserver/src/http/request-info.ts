@@ -58,7 +58,11 @@ function decoded(segment: string): string {
 export function requestInfoOf(method: string, url: URL): RequestInfo {
   const path = url.pathname;
   if (!path.startsWith(PREFIX)) return { isResource: false, path, verb: method.toLowerCase() };
-  let parts = path.slice(PREFIX.length).split('/').filter((p) => p !== '').map(decoded);
+  let parts = path
+    .slice(PREFIX.length)
+    .split('/')
+    .filter((p) => p !== '')
+    .map(decoded);
   let namespace = '';
   if (parts[0] === 'namespaces' && parts.length >= 3) {
     namespace = parts[1] ?? '';

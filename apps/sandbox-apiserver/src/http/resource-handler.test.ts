@@ -15,7 +15,14 @@ const METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
 
 function inventory(): NodeInventory {
   const entries = ['s1', 's2'].map((n, i) => ({ name: `team-a/${n}`, id: `sb_${i}`, phase: 'Running', claimRef: `team-a/${n}` }));
-  return { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: 'n1', resourceVersion: '5' }, node: 'n1', address: '10.0.0.1:7777', entries };
+  return {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'NodeInventory',
+    metadata: { name: 'n1', resourceVersion: '5' },
+    node: 'n1',
+    address: '10.0.0.1:7777',
+    entries,
+  };
 }
 
 interface Reply {
@@ -28,7 +35,15 @@ interface Reply {
 // no fleet token, so every verb that would reach a node is refused.
 describe('handleResource', () => {
   let server: Server;
-  const { sandboxes, byResource } = installStorages({ clients: undefined, graceMs: 60_000, overlayTtlMs: 300_000, claimIndexMaxBytes: 1 << 20, watchHistory: 100, rng: Math.random, log: createLogger({ name: 'test', level: 'silent' }) });
+  const { sandboxes, byResource } = installStorages({
+    clients: undefined,
+    graceMs: 60_000,
+    overlayTtlMs: 300_000,
+    claimIndexMaxBytes: 1 << 20,
+    watchHistory: 100,
+    rng: Math.random,
+    log: createLogger({ name: 'test', level: 'silent' }),
+  });
 
   beforeAll(async () => {
     sandboxes.routeThrough(new LocalVerbs(sandboxes));
@@ -62,7 +77,9 @@ describe('handleResource', () => {
       const req = request({ host: '127.0.0.1', port: (server.address() as AddressInfo).port, method, path, headers }, (res) => {
         let text = '';
         res.on('data', (c: Buffer) => (text += c.toString()));
-        res.on('end', () => resolve({ code: res.statusCode ?? 0, headers: res.headers, body: text === '' ? {} : (JSON.parse(text) as Reply['body']) }));
+        res.on('end', () =>
+          resolve({ code: res.statusCode ?? 0, headers: res.headers, body: text === '' ? {} : (JSON.parse(text) as Reply['body']) }),
+        );
       });
       req.on('error', reject);
       req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
@@ -76,31 +93,56 @@ describe('handleResource', () => {
     const table = await call('GET', `${G}/namespaces/team-a/sandboxes`, { accept: TABLE });
     expect(table).toMatchObject({ code: 200, body: { kind: 'Table' } });
     expect(table.body.rows).toHaveLength(2);
-    expect(await call('GET', `${G}/namespaces/team-a/sandboxes/s1`)).toMatchObject({ code: 200, body: { kind: 'Sandbox', metadata: { name: 's1' } } });
-    expect(await call('GET', `${G}/namespaces/team-a/sandboxes/s1`, { accept: METADATA })).toMatchObject({ code: 200, body: { kind: 'PartialObjectMetadata', metadata: { name: 's1' } } });
+    expect(await call('GET', `${G}/namespaces/team-a/sandboxes/s1`)).toMatchObject({
+      code: 200,
+      body: { kind: 'Sandbox', metadata: { name: 's1' } },
+    });
+    expect(await call('GET', `${G}/namespaces/team-a/sandboxes/s1`, { accept: METADATA })).toMatchObject({
+      code: 200,
+      body: { kind: 'PartialObjectMetadata', metadata: { name: 's1' } },
+    });
     expect((await call('GET', `${G}/namespaces/team-a/sandboxes/s1`, { accept: TABLE })).body.rows).toHaveLength(1);
   });
 
   it('answers what it does not serve with the Status kube-apiserver would', async () => {
     expect(await call('GET', `${G}/namespaces/team-a/sandboxes/nope`)).toMatchObject({ code: 404, body: { kind: 'Status' } });
-    expect(await call('PUT', `${G}/namespaces/team-a/sandboxes/s1`, { body: {} })).toMatchObject({ code: 405, body: { message: 'PUT is not supported on sandboxes (served verbs: get, list, watch, create, patch, delete)' } });
-    expect(await call('GET', `${G}/namespaces/team-a/sandboxes/s1/pause`)).toMatchObject({ code: 405, body: { message: 'GET is not supported on sandboxes/pause' } });
+    expect(await call('PUT', `${G}/namespaces/team-a/sandboxes/s1`, { body: {} })).toMatchObject({
+      code: 405,
+      body: { message: 'PUT is not supported on sandboxes (served verbs: get, list, watch, create, patch, delete)' },
+    });
+    expect(await call('GET', `${G}/namespaces/team-a/sandboxes/s1/pause`)).toMatchObject({
+      code: 405,
+      body: { message: 'GET is not supported on sandboxes/pause' },
+    });
     expect(await call('POST', `${G}/namespaces/team-a/sandboxes/s1/teleport`, { body: {} })).toMatchObject({ code: 404 });
-    expect(await call('POST', `${G}/sandboxes`, { body: {} })).toMatchObject({ code: 405, body: { message: 'create requires a namespace: POST /apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes' } });
+    expect(await call('POST', `${G}/sandboxes`, { body: {} })).toMatchObject({
+      code: 405,
+      body: { message: 'create requires a namespace: POST /apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes' },
+    });
   });
 
   it('parses the request before the storage acts: bad query values, unknown fields and patch types are 400 and 415', async () => {
     expect(await call('GET', `${G}/namespaces/team-a/sandboxes?limit=-1`)).toMatchObject({ code: 400 });
     expect(await call('GET', `${G}/namespaces/team-a/sandboxes?fieldSelector=spec.secret%3Dx`)).toMatchObject({ code: 400 });
-    expect(await call('DELETE', `${G}/namespaces/team-a/sandboxes/s1?dryRun=Some`)).toMatchObject({ code: 400, body: { message: 'unsupported dryRun value "Some": only All is supported' } });
-    const strict = await call('POST', `${G}/namespaces/team-a/sandboxes?fieldValidation=Strict`, { body: { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'new' }, spec: { bogus: 1 } } });
+    expect(await call('DELETE', `${G}/namespaces/team-a/sandboxes/s1?dryRun=Some`)).toMatchObject({
+      code: 400,
+      body: { message: 'unsupported dryRun value "Some": only All is supported' },
+    });
+    const strict = await call('POST', `${G}/namespaces/team-a/sandboxes?fieldValidation=Strict`, {
+      body: { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'new' }, spec: { bogus: 1 } },
+    });
     expect(strict).toMatchObject({ code: 400, body: { message: 'strict decoding error: unknown field "spec.bogus"' } });
-    expect(await call('PATCH', `${G}/namespaces/team-a/sandboxes/s1`, { contentType: 'application/apply-patch+yaml', body: {} })).toMatchObject({ code: 415 });
+    expect(
+      await call('PATCH', `${G}/namespaces/team-a/sandboxes/s1`, { contentType: 'application/apply-patch+yaml', body: {} }),
+    ).toMatchObject({ code: 415 });
   });
 
   it('refuses every verb that would reach a node when it has no fleet token, and a dry run of delete releases nothing', async () => {
     expect(await call('DELETE', `${G}/namespaces/team-a/sandboxes/s1`)).toMatchObject({ code: 500, body: { kind: 'Status' } });
-    expect(await call('DELETE', `${G}/namespaces/team-a/sandboxes/s1?dryRun=All`)).toMatchObject({ code: 200, body: { kind: 'Sandbox', metadata: { name: 's1' } } });
+    expect(await call('DELETE', `${G}/namespaces/team-a/sandboxes/s1?dryRun=All`)).toMatchObject({
+      code: 200,
+      body: { kind: 'Sandbox', metadata: { name: 's1' } },
+    });
     expect((await call('GET', `${G}/namespaces/team-a/sandboxes/s1`)).code).toBe(200);
   });
 });

@@ -28,7 +28,15 @@ export interface HandlerContext {
 function sendObject(c: HandlerContext, code: number, obj: ServedSandbox | Record<string, unknown>): void {
   const s = obj as ServedSandbox;
   if (c.shape.kind === 'table' && s.kind === c.storage.kind) {
-    sendJson(c.res, code, c.storage.convertToTable([s], { resourceVersion: s.metadata.resourceVersion ?? '', include: includeObjectOf(c.url.searchParams.get('includeObject')), version: c.shape.version }));
+    sendJson(
+      c.res,
+      code,
+      c.storage.convertToTable([s], {
+        resourceVersion: s.metadata.resourceVersion ?? '',
+        include: includeObjectOf(c.url.searchParams.get('includeObject')),
+        version: c.shape.version,
+      }),
+    );
   } else if (c.shape.kind === 'metadata' && s.kind === c.storage.kind) {
     sendJson(c.res, code, metadataOnly(s, c.shape.version));
   } else {
@@ -40,9 +48,23 @@ function sendList(c: HandlerContext, list: ObjectList): void {
   const { shape } = c;
   if (shape.kind === 'table') {
     const include = includeObjectOf(c.url.searchParams.get('includeObject'));
-    sendJson(c.res, 200, c.storage.convertToTable(list.items, { resourceVersion: list.metadata.resourceVersion, ...(list.metadata.continue ? { continue: list.metadata.continue } : {}), include, version: shape.version }));
+    sendJson(
+      c.res,
+      200,
+      c.storage.convertToTable(list.items, {
+        resourceVersion: list.metadata.resourceVersion,
+        ...(list.metadata.continue ? { continue: list.metadata.continue } : {}),
+        include,
+        version: shape.version,
+      }),
+    );
   } else if (shape.kind === 'metadata') {
-    sendJson(c.res, 200, { kind: 'PartialObjectMetadataList', apiVersion: `meta.k8s.io/${shape.version}`, metadata: list.metadata, items: list.items.map((s) => metadataOnly(s, shape.version)) });
+    sendJson(c.res, 200, {
+      kind: 'PartialObjectMetadataList',
+      apiVersion: `meta.k8s.io/${shape.version}`,
+      metadata: list.metadata,
+      items: list.items.map((s) => metadataOnly(s, shape.version)),
+    });
   } else {
     sendJson(c.res, 200, list);
   }
@@ -78,12 +100,21 @@ export async function handleResource(c: HandlerContext): Promise<void> {
   }
   if ((method === 'GET' || method === 'HEAD') && name === '') {
     const q = parseListQuery(info.namespace, c.url.searchParams, storage.selectableFields);
-    if (info.verb === 'watch') return serveWatch(req, c.res, storage, q, { params: c.url.searchParams, transform: watchTransform(c), bookmarkIntervalMs: c.bookmarkIntervalMs });
+    if (info.verb === 'watch')
+      return serveWatch(req, c.res, storage, q, {
+        params: c.url.searchParams,
+        transform: watchTransform(c),
+        bookmarkIntervalMs: c.bookmarkIntervalMs,
+      });
     return sendList(c, storage.list(q));
   }
   if (method === 'GET') return sendObject(c, 200, await storage.get(info.namespace, name));
   if (method === 'POST' && name === '') {
-    if (info.namespace === '') throw new StatusError('MethodNotAllowed', `create requires a namespace: POST /apis/${storage.apiVersion}/namespaces/{namespace}/${info.resource}`);
+    if (info.namespace === '')
+      throw new StatusError(
+        'MethodNotAllowed',
+        `create requires a namespace: POST /apis/${storage.apiVersion}/namespaces/{namespace}/${info.resource}`,
+      );
     const body = await readBody(req);
     // before any VM is spent: Strict refuses a body with fields the schema lacks
     const warnings = checkUnknownFields(body, fieldValidationOf(c.url.searchParams.get('fieldValidation')), storage.schema);
@@ -102,5 +133,8 @@ export async function handleResource(c: HandlerContext): Promise<void> {
     const body = await readBody(req);
     return sendObject(c, 200, await storage.delete(info.namespace, name, { dryRun: dryRunParam(c.url), body }));
   }
-  throw new StatusError('MethodNotAllowed', `${method} is not supported on ${info.resource} (served verbs: get, list, watch, create, patch, delete)`);
+  throw new StatusError(
+    'MethodNotAllowed',
+    `${method} is not supported on ${info.resource} (served verbs: get, list, watch, create, patch, delete)`,
+  );
 }

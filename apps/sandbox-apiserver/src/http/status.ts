@@ -24,7 +24,16 @@ export function sendStatus(res: ServerResponse, err: unknown): KubeStatus {
 }
 
 /** `sandboxes.agents.x-k8s.io "x" is forbidden: User "u" cannot get resource ...` (k8s-api.md §4.5). */
-export function forbiddenMessage(a: { user: string; verb: string; resource?: string; subresource?: string; name?: string; namespace?: string; path?: string; reason?: string }): string {
+export function forbiddenMessage(a: {
+  user: string;
+  verb: string;
+  resource?: string;
+  subresource?: string;
+  name?: string;
+  namespace?: string;
+  path?: string;
+  reason?: string;
+}): string {
   const suffix = a.reason ? `: ${a.reason}` : '';
   if (a.resource === undefined) return `forbidden: User "${a.user}" cannot ${a.verb} path "${a.path ?? ''}"${suffix}`;
   const res = a.subresource ? `${a.resource}/${a.subresource}` : a.resource;

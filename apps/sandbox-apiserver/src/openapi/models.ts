@@ -14,14 +14,30 @@ const typeMeta: Schema = { apiVersion: { type: 'string' }, kind: { type: 'string
 /** Fields of the snapshot options bodies, so `kubectl explain` and clients see what to send. */
 const OPTION_FIELDS: Record<string, { properties: Schema; required?: string[] }> = {
   // snapshots belong to the sandbox name they were taken from and outlive the sandbox (storage/snapshot-storage.ts)
-  SandboxSnapshotOptions: { properties: { name: { type: 'string', maxLength: MAX_SNAPSHOT_LABEL, description: 'A label for the snapshot: letters, digits and ._:/- , starting with a letter or digit.' } } },
+  SandboxSnapshotOptions: {
+    properties: {
+      name: {
+        type: 'string',
+        maxLength: MAX_SNAPSHOT_LABEL,
+        description: 'A label for the snapshot: letters, digits and ._:/- , starting with a letter or digit.',
+      },
+    },
+  },
   SandboxSnapshotsOptions: { properties: {} },
-  SandboxDeleteSnapshotOptions: { properties: { snapshot: { type: 'string', description: 'The snapshotID to delete, as listed by sandboxes/snapshots.' } }, required: ['snapshot'] },
+  SandboxDeleteSnapshotOptions: {
+    properties: { snapshot: { type: 'string', description: 'The snapshotID to delete, as listed by sandboxes/snapshots.' } },
+    required: ['snapshot'],
+  },
   SandboxClaimSnapshotOptions: {
     properties: {
       snapshot: { type: 'string', description: 'The snapshotID to branch the new sandbox from.' },
       name: { type: 'string', description: 'Name of the new sandbox, in the same namespace.' },
-      ttlSeconds: { type: 'integer', format: 'int64', minimum: 0, description: 'Lifetime of the new sandbox; 0 or absent = the node default.' },
+      ttlSeconds: {
+        type: 'integer',
+        format: 'int64',
+        minimum: 0,
+        description: 'Lifetime of the new sandbox; 0 or absent = the node default.',
+      },
     },
     required: ['snapshot', 'name'],
   },
@@ -34,7 +50,12 @@ export function buildModels(refPrefix: string, full: boolean): Record<string, Sc
     : {
         type: 'object',
         description: 'A microVM sandbox handed over from a warm pool on a node.',
-        properties: { ...typeMeta, metadata: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+        properties: {
+          ...typeMeta,
+          metadata: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+          spec: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+          status: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+        },
         ...gvk('Sandbox'),
       };
   const models: Record<string, Schema> = {
@@ -43,7 +64,11 @@ export function buildModels(refPrefix: string, full: boolean): Record<string, Sc
       type: 'object',
       description: 'A list of sandboxes.',
       required: ['items'],
-      properties: { ...typeMeta, metadata: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true }, items: { type: 'array', items: { $ref: `${refPrefix}${MODEL_PREFIX}Sandbox` } } },
+      properties: {
+        ...typeMeta,
+        metadata: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+        items: { type: 'array', items: { $ref: `${refPrefix}${MODEL_PREFIX}Sandbox` } },
+      },
       ...gvk('SandboxList'),
     },
   };

@@ -7,7 +7,19 @@ const TITLE = 'sandbox-aggregated-apiserver';
 const BASE = `/apis/${SANDBOX_API_VERSION}`;
 export const V3_GV_PATH = `apis/${SANDBOX_API_VERSION}`;
 
-const LIST_PARAMS = ['labelSelector', 'fieldSelector', 'resourceVersion', 'resourceVersionMatch', 'limit', 'continue', 'watch', 'allowWatchBookmarks', 'sendInitialEvents', 'timeoutSeconds', 'pretty'];
+const LIST_PARAMS = [
+  'labelSelector',
+  'fieldSelector',
+  'resourceVersion',
+  'resourceVersionMatch',
+  'limit',
+  'continue',
+  'watch',
+  'allowWatchBookmarks',
+  'sendInitialEvents',
+  'timeoutSeconds',
+  'pretty',
+];
 const WRITE_PARAMS = ['dryRun', 'fieldManager', 'fieldValidation', 'pretty'];
 
 type Op = Record<string, unknown>;
@@ -15,7 +27,12 @@ type Op = Record<string, unknown>;
 function param(name: string, inPath = false): Record<string, unknown> {
   const integer = name === 'limit' || name === 'timeoutSeconds';
   const bool = name === 'watch' || name === 'allowWatchBookmarks' || name === 'sendInitialEvents';
-  return { name, in: inPath ? 'path' : 'query', ...(inPath ? { required: true } : {}), schema: { type: integer ? 'integer' : bool ? 'boolean' : 'string', uniqueItems: true } };
+  return {
+    name,
+    in: inPath ? 'path' : 'query',
+    ...(inPath ? { required: true } : {}),
+    schema: { type: integer ? 'integer' : bool ? 'boolean' : 'string', uniqueItems: true },
+  };
 }
 
 function op(action: string, kind: string, ref: string, params: string[], code = '200'): Op {
@@ -23,7 +40,9 @@ function op(action: string, kind: string, ref: string, params: string[], code = 
     operationId: `${action}${kind}`,
     tags: ['agentsXK8sIo_v1beta1'],
     parameters: params.map((p) => param(p)),
-    responses: { [code]: { description: 'OK', content: { 'application/json': { schema: { $ref: `#/components/schemas/${MODEL_PREFIX}${ref}` } } } } },
+    responses: {
+      [code]: { description: 'OK', content: { 'application/json': { schema: { $ref: `#/components/schemas/${MODEL_PREFIX}${ref}` } } } },
+    },
     'x-kubernetes-action': action,
     'x-kubernetes-group-version-kind': { group: 'agents.x-k8s.io', version: 'v1beta1', kind },
   };
@@ -47,7 +66,10 @@ export function openApiV3(): Record<string, unknown> {
     [`${BASE}/namespaces/{namespace}/sandboxes`]: {
       parameters: [nsParam],
       get: op('list', 'Sandbox', 'SandboxList', LIST_PARAMS),
-      post: { ...op('post', 'Sandbox', 'Sandbox', WRITE_PARAMS, '201'), requestBody: { content: { 'application/json': { schema: { $ref: `#/components/schemas/${MODEL_PREFIX}Sandbox` } } } } },
+      post: {
+        ...op('post', 'Sandbox', 'Sandbox', WRITE_PARAMS, '201'),
+        requestBody: { content: { 'application/json': { schema: { $ref: `#/components/schemas/${MODEL_PREFIX}Sandbox` } } } },
+      },
     },
     [`${BASE}/namespaces/{namespace}/sandboxes/{name}`]: {
       parameters: [nsParam, nameParam],
@@ -60,10 +82,16 @@ export function openApiV3(): Record<string, unknown> {
     // claimsnapshot answers a Sandbox; operation ids must stay unique beside create's `postSandbox`
     if (a.kind === 'Sandbox') post.operationId = `post${a.kind}${a.name[0]?.toUpperCase() ?? ''}${a.name.slice(1)}`;
     const options = ACTION_OPTIONS[a.name];
-    if (options !== undefined) post.requestBody = { content: { 'application/json': { schema: { $ref: `#/components/schemas/${MODEL_PREFIX}${options}` } } } };
+    if (options !== undefined)
+      post.requestBody = { content: { 'application/json': { schema: { $ref: `#/components/schemas/${MODEL_PREFIX}${options}` } } } };
     paths[`${BASE}/namespaces/{namespace}/sandboxes/{name}/${a.name}`] = { parameters: [nsParam, nameParam], post };
   }
-  return { openapi: '3.0.0', info: { title: TITLE, version: 'v1beta1' }, paths, components: { schemas: buildModels('#/components/schemas/', true) } };
+  return {
+    openapi: '3.0.0',
+    info: { title: TITLE, version: 'v1beta1' },
+    paths,
+    components: { schemas: buildModels('#/components/schemas/', true) },
+  };
 }
 
 /** Swagger 2.0 (k8s-api.md §4.7): the same kinds with coarse models, merged by kube-apiserver. */

@@ -19,10 +19,16 @@ describe('snapshot subresources in discovery and OpenAPI', () => {
 
   it('documents the option bodies, keeps operation ids unique and the Sandbox model whole', () => {
     const doc = openApiV3() as { paths: Record<string, Record<string, Op>> };
-    const ids = Object.values(doc.paths).flatMap((p) => Object.values(p).filter((o): o is Op => typeof o === 'object' && o !== null && 'operationId' in o).map((o) => o.operationId));
+    const ids = Object.values(doc.paths).flatMap((p) =>
+      Object.values(p)
+        .filter((o): o is Op => typeof o === 'object' && o !== null && 'operationId' in o)
+        .map((o) => o.operationId),
+    );
     expect(new Set(ids).size).toBe(ids.length);
     const claim = doc.paths['/apis/agents.x-k8s.io/v1beta1/namespaces/{namespace}/sandboxes/{name}/claimsnapshot']?.post;
-    expect(claim?.requestBody?.content['application/json']?.schema.$ref).toBe(`#/components/schemas/${MODEL_PREFIX}SandboxClaimSnapshotOptions`);
+    expect(claim?.requestBody?.content['application/json']?.schema.$ref).toBe(
+      `#/components/schemas/${MODEL_PREFIX}SandboxClaimSnapshotOptions`,
+    );
     const models = buildModels('#/components/schemas/', true);
     expect(models[`${MODEL_PREFIX}SandboxClaimSnapshotOptions`]).toMatchObject({ required: ['snapshot', 'name'] });
     expect(JSON.stringify(models[`${MODEL_PREFIX}Sandbox`])).toContain('podTemplate');

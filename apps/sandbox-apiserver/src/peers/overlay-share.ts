@@ -58,8 +58,17 @@ export class OverlayShare {
         try {
           const told = this.o.client.call(peer, notice).then(() => 'told' as const);
           // a slow peer still gets the notice; the verb just does not wait for it any longer
-          told.catch((err: unknown) => this.o.log.warn({ err, peer, op: notice.op, namespace: notice.namespace, name: notice.name }, 'a replica did not take a list notice; it lists the change at the next publish'));
-          if ((await Promise.race([told, late])) === 'late') this.o.log.warn({ peer, op: notice.op, namespace: notice.namespace, name: notice.name }, 'a replica is slow to take a list notice');
+          told.catch((err: unknown) =>
+            this.o.log.warn(
+              { err, peer, op: notice.op, namespace: notice.namespace, name: notice.name },
+              'a replica did not take a list notice; it lists the change at the next publish',
+            ),
+          );
+          if ((await Promise.race([told, late])) === 'late')
+            this.o.log.warn(
+              { peer, op: notice.op, namespace: notice.namespace, name: notice.name },
+              'a replica is slow to take a list notice',
+            );
         } catch {
           // logged above
         } finally {
@@ -86,5 +95,9 @@ export function applyNotice(storage: SandboxStorage, notice: PeerNotice): void {
   if (entry.name !== `${namespace}/${name}` || !entry.id) return;
   if (storage.cache.get(namespace, name) !== undefined || storage.cache.isReleased(entry.id)) return;
   storage.index.put({ namespace, name, node, claimId: entry.id });
-  storage.cache.addCreated(node, entry, synthesizeSandbox(node, entry, { resourceVersion: '0', ...(entry.claimedAt ? { fallbackCreationTimestamp: entry.claimedAt } : {}) }));
+  storage.cache.addCreated(
+    node,
+    entry,
+    synthesizeSandbox(node, entry, { resourceVersion: '0', ...(entry.claimedAt ? { fallbackCreationTimestamp: entry.claimedAt } : {}) }),
+  );
 }

@@ -10,7 +10,12 @@ import type { LocalVerbs } from './sandbox-verbs';
 const A = '10.0.0.1:6443';
 const B = '10.0.0.2:6443';
 const log = createLogger({ name: 'test', level: 'silent' });
-const body = (name: string): Record<string, unknown> => ({ apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name }, spec: { podTemplate: { spec: { containers: [{ name: 'a', image: 'img:1' }] } } } });
+const body = (name: string): Record<string, unknown> => ({
+  apiVersion: 'agents.x-k8s.io/v1beta1',
+  kind: 'Sandbox',
+  metadata: { name },
+  spec: { podTemplate: { spec: { containers: [{ name: 'a', image: 'img:1' }] } } },
+});
 
 /** Records what ran locally and what went to which peer; the storage itself is not the subject here. */
 function setup(peerAnswer: (peer: string, call: PeerCall) => Record<string, unknown>) {
@@ -18,7 +23,10 @@ function setup(peerAnswer: (peer: string, call: PeerCall) => Record<string, unkn
   const sent: Array<{ peer: string; op: string }> = [];
   const hidden: string[] = [];
   const local = {
-    storage: { reads: { index: { deleteByName: (ns: string, n: string) => hidden.push(`${ns}/${n}`) }, router: { configured: false } }, cache: { markReleased: () => undefined, inventories: () => [] } },
+    storage: {
+      reads: { index: { deleteByName: (ns: string, n: string) => hidden.push(`${ns}/${n}`) }, router: { configured: false } },
+      cache: { markReleased: () => undefined, inventories: () => [] },
+    },
     create: async (ns: string) => (ran.push(`create ${ns}`), { kind: 'Sandbox' }),
     get: async (_ns: string, name: string) => {
       ran.push(`get ${name}`);

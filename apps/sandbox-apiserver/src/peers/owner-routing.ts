@@ -47,7 +47,8 @@ export class OwnerRouting implements SandboxVerbs {
     const s = admitSandbox(body, namespace);
     const name = s.metadata.name ?? '';
     const owner = this.#ownerElsewhere(namespace, name);
-    if (owner !== undefined) return (await this.#forward(owner, { op: 'create', namespace, body: s, dryRun: opts.dryRun })) as unknown as Sandbox;
+    if (owner !== undefined)
+      return (await this.#forward(owner, { op: 'create', namespace, body: s, dryRun: opts.dryRun })) as unknown as Sandbox;
     if (this.o.peers.changedWithin(this.o.settleMs) && !opts.dryRun) await this.#refuseIfHeldElsewhere(namespace, name);
     return this.o.local.create(namespace, s, opts);
   }
@@ -67,7 +68,13 @@ export class OwnerRouting implements SandboxVerbs {
     let ownerUnreachable: unknown;
     if (owner !== undefined) {
       try {
-        const object = (await this.o.client?.call(owner, { op: 'delete', namespace, name, body: req.body, dryRun: req.dryRun })) as unknown as ServedSandbox;
+        const object = (await this.o.client?.call(owner, {
+          op: 'delete',
+          namespace,
+          name,
+          body: req.body,
+          dryRun: req.dryRun,
+        })) as unknown as ServedSandbox;
         if (!req.dryRun) this.#hideReleased(namespace, name, object);
         return object;
       } catch (err) {
@@ -81,14 +88,28 @@ export class OwnerRouting implements SandboxVerbs {
       return await this.o.local.delete(namespace, name, req);
     } catch (err) {
       if (isNotFound(err) && ownerUnreachable !== undefined) {
-        throw new StatusError('ServiceUnavailable', `the sandbox-apiserver replica that owns ${namespace}/${name} is unreachable; retry`, { retryAfterSeconds: 1 }, { cause: ownerUnreachable });
+        throw new StatusError(
+          'ServiceUnavailable',
+          `the sandbox-apiserver replica that owns ${namespace}/${name} is unreachable; retry`,
+          { retryAfterSeconds: 1 },
+          { cause: ownerUnreachable },
+        );
       }
       if (!isNotFound(err) || owner !== undefined) throw err;
-      return (await this.#askElsewhere({ op: 'delete', namespace, name, body: req.body, dryRun: req.dryRun }, err)) as unknown as ServedSandbox;
+      return (await this.#askElsewhere(
+        { op: 'delete', namespace, name, body: req.body, dryRun: req.dryRun },
+        err,
+      )) as unknown as ServedSandbox;
     }
   }
 
-  async act(namespace: string, name: string, action: string, body: unknown, dryRun: boolean): Promise<Record<string, unknown> | ServedSandbox> {
+  async act(
+    namespace: string,
+    name: string,
+    action: string,
+    body: unknown,
+    dryRun: boolean,
+  ): Promise<Record<string, unknown> | ServedSandbox> {
     if (action === 'claimsnapshot') {
       // creates the sandbox named in the body: run by that name's owner, like a create, so the
       // name check there is the one every create of it meets. Snapshots are found on the nodes,
@@ -119,7 +140,12 @@ export class OwnerRouting implements SandboxVerbs {
       if (!isPeerUnreachable(err)) throw err;
       // unknown to this replica is not "absent": answer retry-later, never a guess
       this.o.log.warn({ err, peer, op: call.op }, 'owner replica unreachable');
-      throw new StatusError('ServiceUnavailable', `the sandbox-apiserver replica that owns ${call.namespace}/${call.op === 'create' ? '' : call.name} is unreachable; retry`, { retryAfterSeconds: 1 }, { cause: err });
+      throw new StatusError(
+        'ServiceUnavailable',
+        `the sandbox-apiserver replica that owns ${call.namespace}/${call.op === 'create' ? '' : call.name} is unreachable; retry`,
+        { retryAfterSeconds: 1 },
+        { cause: err },
+      );
     }
   }
 
@@ -150,7 +176,12 @@ export class OwnerRouting implements SandboxVerbs {
       return (await this.o.local.run(call)) as Record<string, unknown>;
     }
     if (ownerUnreachable !== undefined) {
-      throw new StatusError('ServiceUnavailable', `the sandbox-apiserver replica that owns ${call.namespace}/${call.name} is unreachable; retry`, { retryAfterSeconds: 1 }, { cause: ownerUnreachable });
+      throw new StatusError(
+        'ServiceUnavailable',
+        `the sandbox-apiserver replica that owns ${call.namespace}/${call.name} is unreachable; retry`,
+        { retryAfterSeconds: 1 },
+        { cause: ownerUnreachable },
+      );
     }
     throw miss;
   }

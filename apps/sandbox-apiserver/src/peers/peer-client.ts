@@ -34,7 +34,13 @@ export class PeerClient {
   readonly #timeoutMs: number;
 
   constructor(private readonly o: PeerClientOptions) {
-    this.#agent = new Agent({ keepAlive: true, maxSockets: 64, ca: o.caPem, servername: o.serverName, checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(o.serverName, cert) });
+    this.#agent = new Agent({
+      keepAlive: true,
+      maxSockets: 64,
+      ca: o.caPem,
+      servername: o.serverName,
+      checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(o.serverName, cert),
+    });
     // longer than a create may take on the owner (claim, then asking the node about a lost reply)
     this.#timeoutMs = o.timeoutMs ?? 50_000;
   }
@@ -45,7 +51,17 @@ export class PeerClient {
     const reply = await new Promise<{ code: number; text: string }>((resolve, reject) => {
       const req = request(
         `https://${peer}${PEER_PATH}`,
-        { method: 'POST', agent: this.#agent, headers: { Authorization: authorization, 'Content-Type': 'application/json', Accept: 'application/json', 'Content-Length': Buffer.byteLength(text) }, timeout: this.#timeoutMs },
+        {
+          method: 'POST',
+          agent: this.#agent,
+          headers: {
+            Authorization: authorization,
+            'Content-Type': 'application/json',
+            Accept: 'application/json',
+            'Content-Length': Buffer.byteLength(text),
+          },
+          timeout: this.#timeoutMs,
+        },
         (res) => {
           const chunks: Buffer[] = [];
           let size = 0;
@@ -59,7 +75,9 @@ export class PeerClient {
         },
       );
       req.on('timeout', () => req.destroy(new PeerUnreachableError(`peer ${peer} did not answer within ${this.#timeoutMs} ms`)));
-      req.on('error', (err) => reject(err instanceof PeerUnreachableError ? err : new PeerUnreachableError(`call peer ${peer}: ${err.message}`, { cause: err })));
+      req.on('error', (err) =>
+        reject(err instanceof PeerUnreachableError ? err : new PeerUnreachableError(`call peer ${peer}: ${err.message}`, { cause: err })),
+      );
       req.end(text);
     });
     let parsed: unknown;
@@ -85,7 +103,8 @@ export class PeerClient {
   /** This replica's own credentials, as its API calls carry them (a token file is reread as it rotates). */
   async #authorization(): Promise<string> {
     const value = await kubeAuthorization(this.o.kubeConfig);
-    if (!value.startsWith('Bearer ')) throw new PeerUnreachableError('this replica has no bearer token to authenticate to its peers (run it under a ServiceAccount)');
+    if (!value.startsWith('Bearer '))
+      throw new PeerUnreachableError('this replica has no bearer token to authenticate to its peers (run it under a ServiceAccount)');
     return value;
   }
 }

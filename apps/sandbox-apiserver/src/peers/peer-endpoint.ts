@@ -25,7 +25,10 @@ export class PeerIdentity {
     this.#self ??= (async () => {
       const header = await kubeAuthorization(this.kc);
       const user = header.startsWith('Bearer ') ? await this.auth.authenticateToken(header.slice('Bearer '.length)) : undefined;
-      if (user === undefined || user.username === '') throw new StatusError('ServiceUnavailable', 'this replica cannot establish its own identity for peer calls', { retryAfterSeconds: 1 });
+      if (user === undefined || user.username === '')
+        throw new StatusError('ServiceUnavailable', 'this replica cannot establish its own identity for peer calls', {
+          retryAfterSeconds: 1,
+        });
       return user.username;
     })();
     const p = this.#self;
@@ -41,7 +44,8 @@ export class PeerIdentity {
     if (!header.startsWith('Bearer ')) throw new StatusError('Unauthorized', 'Unauthorized');
     const user = await this.auth.authenticateToken(header.slice('Bearer '.length));
     if (user === undefined) throw new StatusError('Unauthorized', 'Unauthorized');
-    if (user.username !== (await this.selfUsername())) throw new StatusError('Forbidden', `forbidden: User "${user.username}" is not a sandbox-apiserver peer`);
+    if (user.username !== (await this.selfUsername()))
+      throw new StatusError('Forbidden', `forbidden: User "${user.username}" is not a sandbox-apiserver peer`);
     return user.username;
   }
 }
@@ -50,7 +54,8 @@ export class PeerIdentity {
 export async function servePeerCall(req: IncomingMessage, res: ServerResponse, local: LocalVerbs, log: Logger): Promise<void> {
   if (req.method !== 'POST') throw new StatusError('MethodNotAllowed', `${req.method ?? ''} is not supported on the peer endpoint`);
   const parsed = PeerCallSchema.safeParse(await readBody(req));
-  if (!parsed.success) throw new BadRequestError(`not a peer call: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(', ')}`);
+  if (!parsed.success)
+    throw new BadRequestError(`not a peer call: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(', ')}`);
   const call = parsed.data;
   log.debug({ op: call.op, namespace: call.namespace }, 'serving a peer call');
   sendJson(res, 200, { object: await local.run(call) });

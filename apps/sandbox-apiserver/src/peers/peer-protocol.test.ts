@@ -1,8 +1,13 @@
 import { PeerCallSchema, statusErrorOfReply } from './peer-protocol';
 
 describe('peer protocol', () => {
-  it('keeps a peer\'s Status as the same error for the end user', () => {
-    const e = statusErrorOfReply(409, { kind: 'Status', reason: 'AlreadyExists', message: 'sandboxes.agents.x-k8s.io "x" already exists', details: { name: 'x' } });
+  it("keeps a peer's Status as the same error for the end user", () => {
+    const e = statusErrorOfReply(409, {
+      kind: 'Status',
+      reason: 'AlreadyExists',
+      message: 'sandboxes.agents.x-k8s.io "x" already exists',
+      details: { name: 'x' },
+    });
     expect(e?.code).toBe(409);
     expect(e?.reason).toBe('AlreadyExists');
     expect(e?.message).toContain('already exists');

@@ -15,10 +15,23 @@ export const PeerCallSchema = z.discriminatedUnion('op', [
   z.object({ op: z.literal('create'), namespace: NamespaceSchema, body: z.unknown().optional(), dryRun: z.boolean() }),
   z.object({ op: z.literal('get'), namespace: NamespaceSchema, name: NameSchema }),
   z.object({ op: z.literal('delete'), namespace: NamespaceSchema, name: NameSchema, body: z.unknown().optional(), dryRun: z.boolean() }),
-  z.object({ op: z.literal('act'), namespace: NamespaceSchema, name: NameSchema, action: z.string().min(1).max(64), body: z.unknown().optional(), dryRun: z.boolean() }),
+  z.object({
+    op: z.literal('act'),
+    namespace: NamespaceSchema,
+    name: NameSchema,
+    action: z.string().min(1).max(64),
+    body: z.unknown().optional(),
+    dryRun: z.boolean(),
+  }),
   // notices (peers/overlay-share.ts): a sandbox a replica just created or released, so every
   // replica lists it (or stops) at once instead of at its node's next publish
-  z.object({ op: z.literal('listed'), namespace: NamespaceSchema, name: NameSchema, node: z.string().min(1).max(253), entry: InventoryEntrySchema }),
+  z.object({
+    op: z.literal('listed'),
+    namespace: NamespaceSchema,
+    name: NameSchema,
+    node: z.string().min(1).max(253),
+    entry: InventoryEntrySchema,
+  }),
   z.object({ op: z.literal('released'), namespace: NamespaceSchema, name: NameSchema, claimId: z.string().min(1).max(128) }),
 ]);
 export type PeerCall = z.infer<typeof PeerCallSchema>;
@@ -37,7 +50,8 @@ const StatusBodySchema = z.looseObject({
 export function statusErrorOfReply(code: number, body: unknown): StatusError | undefined {
   const s = StatusBodySchema.safeParse(body);
   if (!s.success) return undefined;
-  const reason = s.data.reason !== undefined && Object.hasOwn(STATUS_REASON_CODES, s.data.reason) ? (s.data.reason as StatusReason) : undefined;
+  const reason =
+    s.data.reason !== undefined && Object.hasOwn(STATUS_REASON_CODES, s.data.reason) ? (s.data.reason as StatusReason) : undefined;
   if (reason === undefined || STATUS_REASON_CODES[reason] !== code) return undefined;
   return new StatusError(reason, s.data.message ?? '', (s.data.details ?? {}) as StatusDetails);
 }

@@ -8,7 +8,16 @@ const slice = (port: number | undefined, endpoints: Array<{ ip: string; ready?: 
 
 describe('peersOfSlice', () => {
   it('lists ready endpoints (a nil condition is ready) on the https port', () => {
-    expect(peersOfSlice(slice(6443, [{ ip: '10.0.0.1' }, { ip: '10.0.0.2', ready: false }, { ip: '10.0.0.3', ready: null }, { ip: 'fd00::1', ready: true }]))).toEqual(['10.0.0.1:6443', '10.0.0.3:6443', '[fd00::1]:6443']);
+    expect(
+      peersOfSlice(
+        slice(6443, [
+          { ip: '10.0.0.1' },
+          { ip: '10.0.0.2', ready: false },
+          { ip: '10.0.0.3', ready: null },
+          { ip: 'fd00::1', ready: true },
+        ]),
+      ),
+    ).toEqual(['10.0.0.1:6443', '10.0.0.3:6443', '[fd00::1]:6443']);
   });
 
   it('lists nothing for a slice without a port', () => {

@@ -4,7 +4,13 @@ import { parseObject } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { ownerOf } from './rendezvous';
 
-export const ENDPOINT_SLICE_RESOURCE: KubeResource = { group: 'discovery.k8s.io', version: 'v1', plural: 'endpointslices', kind: 'EndpointSlice', namespaced: true };
+export const ENDPOINT_SLICE_RESOURCE: KubeResource = {
+  group: 'discovery.k8s.io',
+  version: 'v1',
+  plural: 'endpointslices',
+  kind: 'EndpointSlice',
+  namespaced: true,
+};
 
 /** The fields of an EndpointSlice peers are read from; the rest is ignored. */
 export const EndpointSliceSchema = z.looseObject({
@@ -107,7 +113,12 @@ export class PeerSet {
  * Feeds a PeerSet from the EndpointSlices of `service` in `namespace`
  * (`kubernetes.io/service-name=<service>`): list, then watch.
  */
-export function startPeerInformer(kc: KubeConfig, peers: PeerSet, service: { name: string; namespace: string }, log: Logger): Informer<EndpointSlice> {
+export function startPeerInformer(
+  kc: KubeConfig,
+  peers: PeerSet,
+  service: { name: string; namespace: string },
+  log: Logger,
+): Informer<EndpointSlice> {
   const informer = createInformer<EndpointSlice>(kc, {
     resource: ENDPOINT_SLICE_RESOURCE,
     namespace: service.namespace,

@@ -35,7 +35,13 @@ export class LocalVerbs implements SandboxVerbs {
     return deleted;
   }
 
-  async act(namespace: string, name: string, action: string, body: unknown, dryRun: boolean): Promise<Record<string, unknown> | ServedSandbox> {
+  async act(
+    namespace: string,
+    name: string,
+    action: string,
+    body: unknown,
+    dryRun: boolean,
+  ): Promise<Record<string, unknown> | ServedSandbox> {
     const out = await this.storage.lifecycle.act(namespace, name, action, body, dryRun);
     if (!dryRun && this.share !== undefined) for (const made of createdBy(action, out)) await this.share.created(namespace, made);
     return out;
@@ -49,7 +55,10 @@ export class LocalVerbs implements SandboxVerbs {
       case 'get':
         return (await this.get(call.namespace, call.name)) as unknown as Record<string, unknown>;
       case 'delete':
-        return (await this.delete(call.namespace, call.name, { dryRun: call.dryRun, body: call.body })) as unknown as Record<string, unknown>;
+        return (await this.delete(call.namespace, call.name, { dryRun: call.dryRun, body: call.body })) as unknown as Record<
+          string,
+          unknown
+        >;
       case 'listed':
       case 'released':
         applyNotice(this.storage.reads, call);
@@ -64,7 +73,9 @@ export class LocalVerbs implements SandboxVerbs {
 function createdBy(action: string, out: Record<string, unknown> | ServedSandbox): string[] {
   if (action === 'fork') {
     const children = (out as { children?: unknown }).children;
-    return Array.isArray(children) ? children.map((c: { name?: unknown }) => (typeof c.name === 'string' ? c.name : '')).filter((n) => n !== '') : [];
+    return Array.isArray(children)
+      ? children.map((c: { name?: unknown }) => (typeof c.name === 'string' ? c.name : '')).filter((n) => n !== '')
+      : [];
   }
   if (action === 'claimsnapshot') {
     const name = (out as { metadata?: { name?: unknown } }).metadata?.name;

@@ -5,6 +5,7 @@ import { BadRequestError } from '@sandbox-scale/scale-core';
  * and a DeleteOptions body follow; any value but All is a 400.
  */
 export function dryRunOf(values: readonly string[]): boolean {
-  for (const v of values) if (v !== 'All') throw new BadRequestError(`unsupported dryRun value ${JSON.stringify(v)}: only All is supported`);
+  for (const v of values)
+    if (v !== 'All') throw new BadRequestError(`unsupported dryRun value ${JSON.stringify(v)}: only All is supported`);
   return values.length > 0;
 }

@@ -14,7 +14,13 @@ const claimObject = (o: { name?: string; sandbox?: Record<string, string>; ready
   metadata: { name: o.name ?? 'c1', namespace: 'team-a', uid: '6f1c2a4e-0000-4000-8000-000000000001', resourceVersion: '41' },
   spec: { warmPoolRef: { name: 'pool' } },
   status: {
-    sandbox: o.sandbox ?? { name: o.name ?? 'c1', claimID: 'sb_0123456789abcdef', nodeName: 'node-a', address: '10.1.2.3:7777', deadline: '2026-11-30T12:15:00Z' },
+    sandbox: o.sandbox ?? {
+      name: o.name ?? 'c1',
+      claimID: 'sb_0123456789abcdef',
+      nodeName: 'node-a',
+      address: '10.1.2.3:7777',
+      deadline: '2026-11-30T12:15:00Z',
+    },
     conditions: [
       { type: 'Bound', status: o.ready ?? 'True', reason: 'NodeLocalClaim', message: 'm', lastTransitionTime: o.readyAt ?? READY_AT },
       { type: 'Ready', status: o.ready ?? 'True', reason: 'NodeLocalClaim', message: 'm', lastTransitionTime: o.readyAt ?? READY_AT },
@@ -72,7 +78,7 @@ describe('entryOfClaim', () => {
 });
 
 describe('ClaimFollower', () => {
-  it('serves a Ready claim\'s Sandbox at once, Ready with the node address\'s IP, as ADDED', () => {
+  it("serves a Ready claim's Sandbox at once, Ready with the node address's IP, as ADDED", () => {
     const { cache, events, follower } = setup();
     follower.upsert(followedClaimOf(claimObject()));
     const row = cache.get('team-a', 'c1');
@@ -90,7 +96,18 @@ describe('ClaimFollower', () => {
     const claim = followedClaimOf(claimObject());
     follower.upsert(claim);
     const uid = cache.objectOf(cache.get('team-a', 'c1')!).metadata.uid;
-    cache.upsertInventory(inventory('11', [{ name: 'team-a/c1', id: 'sb_0123456789abcdef', phase: 'Running', claimRef: `SandboxClaim:${claim.metadata.uid}:team-a/c1`, addr: '10.1.2.3:7777', claimedAt: READY_AT }]));
+    cache.upsertInventory(
+      inventory('11', [
+        {
+          name: 'team-a/c1',
+          id: 'sb_0123456789abcdef',
+          phase: 'Running',
+          claimRef: `SandboxClaim:${claim.metadata.uid}:team-a/c1`,
+          addr: '10.1.2.3:7777',
+          claimedAt: READY_AT,
+        },
+      ]),
+    );
     const published = cache.get('team-a', 'c1')!;
     expect(published.created).toBeUndefined();
     expect(cache.objectOf(published).metadata.uid).toBe(uid);

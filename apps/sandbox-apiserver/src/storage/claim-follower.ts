@@ -44,7 +44,12 @@ export function followedClaimOf(obj: unknown): FollowedClaim {
   const legacyId = sb.name?.includes('_') === true;
   const name = c.metadata.name ?? '';
   return {
-    metadata: { name, namespace: c.metadata.namespace ?? '', uid: c.metadata.uid ?? '', ...(c.metadata.resourceVersion ? { resourceVersion: c.metadata.resourceVersion } : {}) },
+    metadata: {
+      name,
+      namespace: c.metadata.namespace ?? '',
+      uid: c.metadata.uid ?? '',
+      ...(c.metadata.resourceVersion ? { resourceVersion: c.metadata.resourceVersion } : {}),
+    },
     sandboxName: legacyId ? servedObjectName(name) : (sb.name ?? ''),
     claimId: sb.claimID ?? (legacyId ? (sb.name ?? '') : ''),
     node: sb.nodeName ?? '',
@@ -110,7 +115,12 @@ export class ClaimFollower {
 
 /** Follows every SandboxClaim (list, then watch) into `follower`; started once the inventory cache is synced. */
 export function startClaimFollower(kc: KubeConfig, follower: ClaimFollower, log: Logger, registry?: Registry): Informer<FollowedClaim> {
-  const informer = createInformer<FollowedClaim>(kc, { resource: SANDBOX_CLAIM_RESOURCE, parse: followedClaimOf, log, ...(registry ? { registry } : {}) });
+  const informer = createInformer<FollowedClaim>(kc, {
+    resource: SANDBOX_CLAIM_RESOURCE,
+    parse: followedClaimOf,
+    log,
+    ...(registry ? { registry } : {}),
+  });
   informer.on({
     add: (c) => follower.upsert(c),
     update: (c) => follower.upsert(c),

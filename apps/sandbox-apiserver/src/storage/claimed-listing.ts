@@ -21,8 +21,20 @@ export function listClaimed(storage: SandboxStorage, c: ClaimedSandbox, now = ne
   const claimedAt = formatRfc3339Seconds(now);
   const deadline = c.deadline && c.deadline.getTime() > 0 ? formatRfc3339Seconds(c.deadline) : '';
   const key = `${c.namespace}/${c.name}`;
-  const entry = { name: key, id: c.id, phase: 'Running', claimRef: c.claimRef, ...(c.addr ? { addr: c.addr } : {}), ...(deadline ? { deadline } : {}), claimedAt };
+  const entry = {
+    name: key,
+    id: c.id,
+    phase: 'Running',
+    claimRef: c.claimRef,
+    ...(c.addr ? { addr: c.addr } : {}),
+    ...(deadline ? { deadline } : {}),
+    claimedAt,
+  };
   storage.index.put({ namespace: c.namespace, name: c.name, node: c.node, claimId: c.id });
-  const row = storage.cache.addCreated(c.node, entry, synthesizeSandbox(c.node, entry, { resourceVersion: '0', fallbackCreationTimestamp: claimedAt }));
+  const row = storage.cache.addCreated(
+    c.node,
+    entry,
+    synthesizeSandbox(c.node, entry, { resourceVersion: '0', fallbackCreationTimestamp: claimedAt }),
+  );
   return storage.cache.objectOf(row);
 }

@@ -28,7 +28,14 @@ import {
   type Sandbox,
 } from '@sandbox-scale/scale-core';
 import type { Logger } from '@sandbox-scale/kube-runtime';
-import { asSandboxdHttpError, isAbortError, isMalformedReply, isNodeAtCapacity, isTransportError, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import {
+  asSandboxdHttpError,
+  isAbortError,
+  isMalformedReply,
+  isNodeAtCapacity,
+  isTransportError,
+  type SandboxdClient,
+} from '@sandbox-scale/sandboxd-client';
 import { deriveTtlSeconds } from './ttl';
 import { SANDBOX_RESOURCE, type SandboxStorage } from './sandbox-storage';
 
@@ -40,18 +47,34 @@ function generateName(base: string): string {
   return base.slice(0, 58) + suffix;
 }
 
-const invalid = (name: string, field: string, reason: string, message: string): InvalidError => new InvalidError({ group: SANDBOX_GROUP, kind: 'Sandbox' }, name, [{ reason, field, message }]);
+const invalid = (name: string, field: string, reason: string, message: string): InvalidError =>
+  new InvalidError({ group: SANDBOX_GROUP, kind: 'Sandbox' }, name, [{ reason, field, message }]);
 
 /** Checks kind, namespace and name, then the schema (422 with every field cause). */
 export function admitSandbox(body: unknown, namespace: string): Sandbox {
   if (typeof body !== 'object' || body === null) throw new BadRequestError('the body of the request is not a Sandbox object');
   const raw = body as { kind?: unknown; apiVersion?: unknown; metadata?: { namespace?: unknown; name?: unknown; generateName?: unknown } };
-  if (raw.kind !== 'Sandbox' || raw.apiVersion !== SANDBOX_API_VERSION) throw new BadRequestError(`expected kind Sandbox, apiVersion ${SANDBOX_API_VERSION}; got kind ${String(raw.kind)}, apiVersion ${String(raw.apiVersion)}`);
+  if (raw.kind !== 'Sandbox' || raw.apiVersion !== SANDBOX_API_VERSION)
+    throw new BadRequestError(
+      `expected kind Sandbox, apiVersion ${SANDBOX_API_VERSION}; got kind ${String(raw.kind)}, apiVersion ${String(raw.apiVersion)}`,
+    );
   const meta = raw.metadata ?? {};
-  if (meta.namespace !== undefined && meta.namespace !== '' && meta.namespace !== namespace) throw new BadRequestError('the namespace of the provided object does not match the namespace sent on the request');
-  const name = typeof meta.name === 'string' && meta.name !== '' ? meta.name : typeof meta.generateName === 'string' && meta.generateName !== '' ? generateName(meta.generateName) : '';
+  if (meta.namespace !== undefined && meta.namespace !== '' && meta.namespace !== namespace)
+    throw new BadRequestError('the namespace of the provided object does not match the namespace sent on the request');
+  const name =
+    typeof meta.name === 'string' && meta.name !== ''
+      ? meta.name
+      : typeof meta.generateName === 'string' && meta.generateName !== ''
+        ? generateName(meta.generateName)
+        : '';
   if (name === '') throw invalid('', 'metadata.name', 'FieldValueRequired', 'Required value: name or generateName is required');
-  if (!isDns1123Subdomain(name)) throw invalid(name, 'metadata.name', 'FieldValueInvalid', `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`);
+  if (!isDns1123Subdomain(name))
+    throw invalid(
+      name,
+      'metadata.name',
+      'FieldValueInvalid',
+      `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`,
+    );
   const s = parseObject(SandboxSchema, { ...(body as object), metadata: { ...meta, name, namespace } });
   delete s.metadata.generateName;
   return s;
@@ -105,7 +128,13 @@ export class SandboxCreator {
     // a fresh uid per create: a Sandbox deleted and created again under the same name is
     // another owner, and no SandboxClaim of that name ever matches a Sandbox reference
     const lease = this.storage.leases.forRequested(ttlSeconds);
-    const claimRef = formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: randomUUID(), namespace, name, ...(lease.renewed ? { renewed: true } : {}) });
+    const claimRef = formatOwnerRef({
+      kind: OWNER_KINDS.sandbox,
+      uid: randomUUID(),
+      namespace,
+      name,
+      ...(lease.renewed ? { renewed: true } : {}),
+    });
     const failed = new Set<string>();
     let lastFailure: unknown;
     for (;;) {
@@ -114,16 +143,31 @@ export class SandboxCreator {
       if (chosen === undefined) throw lastFailure ?? new NoWarmCapacityError(pool);
       const client = this.storage.router.clientAt(chosen.addr);
       try {
-        const res = await client.claim({ template: pool.template, net: pool.net, size: pool.size, ttlSeconds: lease.ttlSeconds, claimRef }, { signal: AbortSignal.timeout(10_000) });
-        return this.#created(s, { namespace, name, node: chosen.node, id: res.id, token: res.token, addr: res.ownerAddr, deadline: res.deadline, claimRef }, now);
+        const res = await client.claim(
+          { template: pool.template, net: pool.net, size: pool.size, ttlSeconds: lease.ttlSeconds, claimRef },
+          { signal: AbortSignal.timeout(10_000) },
+        );
+        return this.#created(
+          s,
+          { namespace, name, node: chosen.node, id: res.id, token: res.token, addr: res.ownerAddr, deadline: res.deadline, claimRef },
+          now,
+        );
       } catch (err) {
         if (isNodeAtCapacity(err)) {
           this.ledger.exhaust(chosen.node, pool);
-          this.log.debug({ node: chosen.node, pool: `${pool.template}/${pool.net}/${pool.size}` }, 'node raced to zero warm capacity, re-picking');
+          this.log.debug(
+            { node: chosen.node, pool: `${pool.template}/${pool.net}/${pool.size}` },
+            'node raced to zero warm capacity, re-picking',
+          );
           continue;
         }
         const d = isUnknownOutcome(err) ? await this.#deliveredDespite(client, chosen.node, claimRef, err) : undefined;
-        if (d !== undefined) return this.#created(s, { namespace, name, node: chosen.node, id: d.id, token: d.token, addr: chosen.addr, deadline: d.deadline, claimRef }, now);
+        if (d !== undefined)
+          return this.#created(
+            s,
+            { namespace, name, node: chosen.node, id: d.id, token: d.token, addr: chosen.addr, deadline: d.deadline, claimRef },
+            now,
+          );
         this.ledger.putBack(chosen.node, pool);
         if (!isUnknownOutcome(err)) throw err;
         // the node says it handed nothing over under this reference: another node may
@@ -141,12 +185,23 @@ export class SandboxCreator {
    * cannot be asked leaves the outcome unknown: answered 503, and whatever it delivered is
    * listed under this name once the node publishes (never an unowned VM).
    */
-  async #deliveredDespite(client: SandboxdClient, node: string, claimRef: string, cause: unknown): Promise<{ id: string; token: string; deadline: Date | null } | undefined> {
+  async #deliveredDespite(
+    client: SandboxdClient,
+    node: string,
+    claimRef: string,
+    cause: unknown,
+  ): Promise<{ id: string; token: string; deadline: Date | null } | undefined> {
     try {
-      const rows = await retry((_attempt) => client.sandboxes(claimRef, { signal: AbortSignal.timeout(5_000) }), { attempts: 3, baseMs: 200, maxMs: 1_000 });
+      const rows = await retry((_attempt) => client.sandboxes(claimRef, { signal: AbortSignal.timeout(5_000) }), {
+        attempts: 3,
+        baseMs: 200,
+        maxMs: 1_000,
+      });
       const [first, ...extra] = rows.filter((r) => r.claimRef === claimRef);
       for (const r of extra) {
-        await client.release(r.id, { signal: AbortSignal.timeout(5_000) }).catch((err: unknown) => this.log.warn({ err, node, sandboxId: r.id }, 'could not release a second delivery of one create'));
+        await client
+          .release(r.id, { signal: AbortSignal.timeout(5_000) })
+          .catch((err: unknown) => this.log.warn({ err, node, sandboxId: r.id }, 'could not release a second delivery of one create'));
       }
       if (first === undefined) return undefined;
       const detail = await client.sandbox(first.id, { signal: AbortSignal.timeout(5_000) });
@@ -154,25 +209,61 @@ export class SandboxCreator {
       return { id: first.id, token: detail.token ?? '', deadline: first.deadline };
     } catch (err) {
       this.log.error({ err, cause, node, claimRef }, 'claim outcome unknown: the node could not be asked whether it delivered');
-      throw new StatusError('ServiceUnavailable', `node ${node} did not confirm the claim and could not be asked whether it delivered; if it did, the sandbox is listed under this name once the node publishes`, { retryAfterSeconds: 5 }, { cause: err });
+      throw new StatusError(
+        'ServiceUnavailable',
+        `node ${node} did not confirm the claim and could not be asked whether it delivered; if it did, the sandbox is listed under this name once the node publishes`,
+        { retryAfterSeconds: 5 },
+        { cause: err },
+      );
     }
   }
 
-  #created(s: Sandbox, c: { namespace: string; name: string; node: string; id: string; token: string; addr: string; deadline: Date | null; claimRef: string }, now: Date): Sandbox {
+  #created(
+    s: Sandbox,
+    c: { namespace: string; name: string; node: string; id: string; token: string; addr: string; deadline: Date | null; claimRef: string },
+    now: Date,
+  ): Sandbox {
     const created = formatRfc3339Seconds(now);
     const deadline = c.deadline !== null && c.deadline.getTime() > 0 ? formatRfc3339Seconds(c.deadline) : '';
-    const entry = { name: `${c.namespace}/${c.name}`, id: c.id, phase: 'Running', claimRef: c.claimRef, ...(c.addr ? { addr: c.addr } : {}), ...(deadline ? { deadline } : {}), claimedAt: created };
+    const entry = {
+      name: `${c.namespace}/${c.name}`,
+      id: c.id,
+      phase: 'Running',
+      claimRef: c.claimRef,
+      ...(c.addr ? { addr: c.addr } : {}),
+      ...(deadline ? { deadline } : {}),
+      claimedAt: created,
+    };
     this.storage.index.put({ namespace: c.namespace, name: c.name, node: c.node, claimId: c.id });
-    const row = this.storage.cache.addCreated(c.node, entry, synthesizeSandbox(c.node, entry, { resourceVersion: '0', fallbackCreationTimestamp: created }));
+    const row = this.storage.cache.addCreated(
+      c.node,
+      entry,
+      synthesizeSandbox(c.node, entry, { resourceVersion: '0', fallbackCreationTimestamp: created }),
+    );
     const podIPs = addressIPs(c.addr);
     const annotations: Record<string, string> = { ...(s.metadata.annotations ?? {}), [ANNOTATIONS.claimId]: c.id };
     if (c.addr) annotations[ANNOTATIONS.address] = c.addr;
     if (c.token) annotations[ANNOTATIONS.token] = c.token;
     if (deadline) annotations[ANNOTATIONS.deadline] = deadline;
-    const ready = { type: CONDITION_TYPES.ready, status: CONDITION_STATUS.true, reason: CONDITION_REASONS.dependenciesReady, message: `warm sandbox ${c.id} delivered by node ${c.node}`, lastTransitionTime: created };
+    const ready = {
+      type: CONDITION_TYPES.ready,
+      status: CONDITION_STATUS.true,
+      reason: CONDITION_REASONS.dependenciesReady,
+      message: `warm sandbox ${c.id} delivered by node ${c.node}`,
+      lastTransitionTime: created,
+    };
     return {
       ...s,
-      metadata: { ...s.metadata, namespace: c.namespace, name: c.name, uid: sandboxUid(c.node, c.id), creationTimestamp: created, resourceVersion: String(row.rev), generation: 1, annotations },
+      metadata: {
+        ...s.metadata,
+        namespace: c.namespace,
+        name: c.name,
+        uid: sandboxUid(c.node, c.id),
+        creationTimestamp: created,
+        resourceVersion: String(row.rev),
+        generation: 1,
+        annotations,
+      },
       status: { nodeName: c.node, ...(podIPs ? { podIPs: [...podIPs] } : {}), conditions: [ready] },
     };
   }

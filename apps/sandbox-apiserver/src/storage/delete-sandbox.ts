@@ -13,16 +13,25 @@ type DeleteOptions = z.infer<typeof DeleteOptionsSchema>;
 function deleteOptionsOf(body: unknown): DeleteOptions {
   if (body === undefined) return {};
   const parsed = DeleteOptionsSchema.safeParse(body);
-  if (!parsed.success) throw new BadRequestError(`the body is not a DeleteOptions: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(', ')}`);
+  if (!parsed.success)
+    throw new BadRequestError(
+      `the body is not a DeleteOptions: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(', ')}`,
+    );
   return parsed.data;
 }
 
 /** 409 when the caller's uid or resourceVersion is not the object's, worded as kube-apiserver words it. */
 export function checkPreconditions(object: ServedSandbox, p: NonNullable<DeleteOptions['preconditions']>): void {
   const name = object.metadata.name;
-  if (p.uid && p.uid !== object.metadata.uid) throw new ConflictError(`Precondition failed: UID in precondition: ${p.uid}, UID in object meta: ${object.metadata.uid ?? ''}`, { name });
+  if (p.uid && p.uid !== object.metadata.uid)
+    throw new ConflictError(`Precondition failed: UID in precondition: ${p.uid}, UID in object meta: ${object.metadata.uid ?? ''}`, {
+      name,
+    });
   if (p.resourceVersion && p.resourceVersion !== object.metadata.resourceVersion) {
-    throw new ConflictError(`Precondition failed: ResourceVersion in precondition: ${p.resourceVersion}, ResourceVersion in object meta: ${object.metadata.resourceVersion ?? ''}`, { name });
+    throw new ConflictError(
+      `Precondition failed: ResourceVersion in precondition: ${p.resourceVersion}, ResourceVersion in object meta: ${object.metadata.resourceVersion ?? ''}`,
+      { name },
+    );
   }
 }
 
@@ -44,7 +53,8 @@ export async function deleteSandbox(storage: SandboxStorage, namespace: string, 
   const loc = await storage.locate(namespace, name);
   checkPreconditions(loc.object, opts.preconditions ?? {});
   if (dryRun) return loc.object;
-  if (loc.claimId === '') throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to release by name`);
+  if (loc.claimId === '')
+    throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to release by name`);
   await storage.router.clientFor(loc.node, 'release', loc.claimId).release(loc.claimId, { signal: AbortSignal.timeout(10_000) });
   storage.index.deleteByName(namespace, name);
   storage.cache.markReleased(namespace, name, loc.claimId);

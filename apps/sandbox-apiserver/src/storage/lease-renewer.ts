@@ -125,7 +125,9 @@ export class LeaseRenewer {
         break;
       }
       try {
-        const { deadline } = await this.#o.router.clientFor(d.node, 'renew', d.id).renew(d.id, this.#o.leaseTtlSeconds, { signal: AbortSignal.timeout(10_000) });
+        const { deadline } = await this.#o.router
+          .clientFor(d.node, 'renew', d.id)
+          .renew(d.id, this.#o.leaseTtlSeconds, { signal: AbortSignal.timeout(10_000) });
         if (deadline) this.#renewedTo.set(d.key, deadline.getTime());
         out.renewed++;
       } catch (err) {

@@ -1,5 +1,16 @@
 import { randomUUID } from 'node:crypto';
-import { BadRequestError, formatOwnerRefPrefix, formatRfc3339Seconds, InvalidError, OWNER_KINDS, SANDBOX_API_VERSION, SANDBOX_GROUP, servedObjectName, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import {
+  BadRequestError,
+  formatOwnerRefPrefix,
+  formatRfc3339Seconds,
+  InvalidError,
+  OWNER_KINDS,
+  SANDBOX_API_VERSION,
+  SANDBOX_GROUP,
+  servedObjectName,
+  StatusError,
+  type ServedSandbox,
+} from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { listClaimed } from './claimed-listing';
 import type { SandboxStorage } from './sandbox-storage';
@@ -33,12 +44,20 @@ const FORK_CHILD_SUFFIX = 20;
 
 export const LIFECYCLE_ACTIONS = [...Object.keys(OPTION_KINDS), ...Object.keys(SNAPSHOT_ACTIONS)];
 
-const result = (kind: string, fields: Record<string, unknown> = {}): Record<string, unknown> => ({ apiVersion: SANDBOX_API_VERSION, kind, ...fields });
+const result = (kind: string, fields: Record<string, unknown> = {}): Record<string, unknown> => ({
+  apiVersion: SANDBOX_API_VERSION,
+  kind,
+  ...fields,
+});
 
 function parseBody(action: string, body: unknown): Body {
   const b = BodySchema.safeParse(body ?? {});
-  if (!b.success) throw new BadRequestError(`the body is not a ${OPTION_KINDS[action]}: ${b.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(', ')}`);
-  if (b.data.kind !== undefined && b.data.kind !== OPTION_KINDS[action]) throw new BadRequestError(`expected kind ${OPTION_KINDS[action]} for ${action}, got ${b.data.kind}`);
+  if (!b.success)
+    throw new BadRequestError(
+      `the body is not a ${OPTION_KINDS[action]}: ${b.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(', ')}`,
+    );
+  if (b.data.kind !== undefined && b.data.kind !== OPTION_KINDS[action])
+    throw new BadRequestError(`expected kind ${OPTION_KINDS[action]} for ${action}, got ${b.data.kind}`);
   return b.data;
 }
 
@@ -53,22 +72,38 @@ export class LifecycleStorage {
     this.snapshots = new SnapshotStorage(storage);
   }
 
-  async act(namespace: string, name: string, action: string, rawBody: unknown, dryRun: boolean): Promise<Record<string, unknown> | ServedSandbox> {
+  async act(
+    namespace: string,
+    name: string,
+    action: string,
+    rawBody: unknown,
+    dryRun: boolean,
+  ): Promise<Record<string, unknown> | ServedSandbox> {
     if (isSnapshotAction(action)) return this.snapshots.act(namespace, name, action, rawBody, dryRun);
-    if (!Object.hasOwn(OPTION_KINDS, action)) throw new StatusError('NotFound', `the server could not find the requested resource (post sandboxes/${action})`);
+    if (!Object.hasOwn(OPTION_KINDS, action))
+      throw new StatusError('NotFound', `the server could not find the requested resource (post sandboxes/${action})`);
     const body = parseBody(action, rawBody);
     // sandboxd's snapshot errors (409 egress lane, 404 …) keep their meaning: see snapshot-errors.ts
     if (action === 'snapshot') return this.snapshots.create(namespace, name, body.name, dryRun);
     if (action === 'fork' && body.count !== undefined && body.count < 0) throw new BadRequestError('fork count must not be negative');
     if (action === 'fork' && body.count !== undefined && body.count > MAX_FORK_COUNT) {
-      throw new InvalidError({ group: SANDBOX_GROUP, kind: OPTION_KINDS.fork ?? 'SandboxForkOptions' }, name, [{ reason: 'FieldValueInvalid', field: 'count', message: `Invalid value: ${body.count}: must be at most ${MAX_FORK_COUNT}` }]);
+      throw new InvalidError({ group: SANDBOX_GROUP, kind: OPTION_KINDS.fork ?? 'SandboxForkOptions' }, name, [
+        { reason: 'FieldValueInvalid', field: 'count', message: `Invalid value: ${body.count}: must be at most ${MAX_FORK_COUNT}` },
+      ]);
     }
     if (action === 'fork' && name.length + FORK_CHILD_SUFFIX > 253) {
-      throw new InvalidError({ group: SANDBOX_GROUP, kind: OPTION_KINDS.fork ?? 'SandboxForkOptions' }, name, [{ reason: 'FieldValueInvalid', field: 'metadata.name', message: `Invalid value: fork children are named <name>-sb-<16 hex>, at most 253 characters: a parent name of ${name.length} characters (over ${253 - FORK_CHILD_SUFFIX}) leaves them none` }]);
+      throw new InvalidError({ group: SANDBOX_GROUP, kind: OPTION_KINDS.fork ?? 'SandboxForkOptions' }, name, [
+        {
+          reason: 'FieldValueInvalid',
+          field: 'metadata.name',
+          message: `Invalid value: fork children are named <name>-sb-<16 hex>, at most 253 characters: a parent name of ${name.length} characters (over ${253 - FORK_CHILD_SUFFIX}) leaves them none`,
+        },
+      ]);
     }
     if (action === 'promote' && !body.template) throw new BadRequestError('promote requires a template name');
     const loc = await this.storage.locate(namespace, name);
-    if (loc.claimId === '') throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to act by name`);
+    if (loc.claimId === '')
+      throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to act by name`);
     if (dryRun) return result(OPTION_KINDS[action] ?? '');
     const client = this.storage.router.clientFor(loc.node, action, loc.claimId);
     const signal = AbortSignal.timeout(30_000);
@@ -84,12 +119,37 @@ export class LifecycleStorage {
         // every child is owned by this fork call (one uid), under `<parent>-<child id>`
         // children never inherit the parent's lease: their own ttlSeconds, else they live until deleted
         const lease = this.storage.leases.forRequested(body.ttlSeconds);
-        const claimRefPrefix = formatOwnerRefPrefix({ kind: OWNER_KINDS.fork, uid: randomUUID(), namespace, name: `${name}-`, ...(lease.renewed ? { renewed: true } : {}) });
-        const children = await client.fork(id, { count: body.count || 1, ...(lease.ttlSeconds ? { ttlSeconds: lease.ttlSeconds } : {}), claimRefPrefix }, { signal });
+        const claimRefPrefix = formatOwnerRefPrefix({
+          kind: OWNER_KINDS.fork,
+          uid: randomUUID(),
+          namespace,
+          name: `${name}-`,
+          ...(lease.renewed ? { renewed: true } : {}),
+        });
+        const children = await client.fork(
+          id,
+          { count: body.count || 1, ...(lease.ttlSeconds ? { ttlSeconds: lease.ttlSeconds } : {}), claimRefPrefix },
+          { signal },
+        );
         // served as `<parent>-sb-<n>`: the node's id holds `_`, which no object name may
         const childName = (c: { id: string }): string => servedObjectName(`${name}-${c.id}`);
-        for (const c of children) listClaimed(this.storage, { node: loc.node, namespace, name: childName(c), id: c.id, addr: c.ownerAddr, claimRef: claimRefPrefix + c.id });
-        return result('SandboxForkResult', { children: children.map((c) => ({ name: childName(c), sandboxID: c.id, nodeName: loc.node, ...(c.ownerAddr ? { address: c.ownerAddr } : {}) })) });
+        for (const c of children)
+          listClaimed(this.storage, {
+            node: loc.node,
+            namespace,
+            name: childName(c),
+            id: c.id,
+            addr: c.ownerAddr,
+            claimRef: claimRefPrefix + c.id,
+          });
+        return result('SandboxForkResult', {
+          children: children.map((c) => ({
+            name: childName(c),
+            sandboxID: c.id,
+            nodeName: loc.node,
+            ...(c.ownerAddr ? { address: c.ownerAddr } : {}),
+          })),
+        });
       }
       case 'promote': {
         const r = await client.promote(id, { template: body.template ?? '' }, { signal });
@@ -97,7 +157,15 @@ export class LifecycleStorage {
       }
       default: {
         const s = await client.stats(id, { signal });
-        return result('SandboxStats', { cpuCount: s.cpuCount, memTotalBytes: s.memTotalBytes, memUsedBytes: s.memUsedBytes, memUsedMeasured: s.memUsedMeasured, paused: s.hibernated, measuredAt: s.measuredAt ? formatRfc3339Seconds(s.measuredAt) : null, nodeName: loc.node });
+        return result('SandboxStats', {
+          cpuCount: s.cpuCount,
+          memTotalBytes: s.memTotalBytes,
+          memUsedBytes: s.memUsedBytes,
+          memUsedMeasured: s.memUsedMeasured,
+          paused: s.hibernated,
+          measuredAt: s.measuredAt ? formatRfc3339Seconds(s.measuredAt) : null,
+          nodeName: loc.node,
+        });
       }
     }
   }

@@ -21,7 +21,9 @@ export class NodeRouter {
   /** Throws when writes are not configured (no fleet token). */
   assertConfigured(): SandboxdClientSet {
     if (this.clients === undefined) {
-      throw new ClaimRoutingNotConfiguredError('sandbox-apiserver has no sandboxd fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): writes to sandboxd are refused');
+      throw new ClaimRoutingNotConfiguredError(
+        'sandbox-apiserver has no sandboxd fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): writes to sandboxd are refused',
+      );
     }
     return this.clients;
   }

@@ -1,4 +1,12 @@
-import { BadRequestError, ConflictError, InvalidError, isDns1123Subdomain, SANDBOX_GROUP, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import {
+  BadRequestError,
+  ConflictError,
+  InvalidError,
+  isDns1123Subdomain,
+  SANDBOX_GROUP,
+  StatusError,
+  type ServedSandbox,
+} from '@sandbox-scale/scale-core';
 
 /** The patch media types a Sandbox accepts; apply (server-side apply) is not one of them. */
 export const PATCH_TYPES = {
@@ -24,7 +32,8 @@ export interface PatchOutcome {
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
-const invalid = (name: string, field: string, message: string): InvalidError => new InvalidError({ group: SANDBOX_GROUP, kind: 'Sandbox' }, name, [{ reason: 'FieldValueForbidden', field, message }]);
+const invalid = (name: string, field: string, message: string): InvalidError =>
+  new InvalidError({ group: SANDBOX_GROUP, kind: 'Sandbox' }, name, [{ reason: 'FieldValueForbidden', field, message }]);
 
 const isObject = (v: Json | undefined): v is { [k: string]: Json } => typeof v === 'object' && v !== null && !Array.isArray(v);
 
@@ -55,7 +64,8 @@ function parentOf(doc: Json, tokens: string[], path: string): { parent: { [k: st
     if (next === undefined) throw new StatusError('Invalid', `JSON patch path ${path}: ${t} does not exist`);
     node = next;
   }
-  if (!isObject(node) && !Array.isArray(node)) throw new StatusError('Invalid', `JSON patch path ${path} does not name a member of an object or array`);
+  if (!isObject(node) && !Array.isArray(node))
+    throw new StatusError('Invalid', `JSON patch path ${path} does not name a member of an object or array`);
   return { parent: node, key: tokens[tokens.length - 1] ?? '' };
 }
 
@@ -85,7 +95,8 @@ function addAt(doc: Json, path: string, value: Json): Json {
   const { parent, key } = parentOf(doc, tokens, path);
   if (Array.isArray(parent)) {
     const i = key === '-' ? parent.length : Number(key);
-    if (!Number.isInteger(i) || i < 0 || i > parent.length) throw new StatusError('Invalid', `JSON patch add: index ${key} out of range at ${path}`);
+    if (!Number.isInteger(i) || i < 0 || i > parent.length)
+      throw new StatusError('Invalid', `JSON patch add: index ${key} out of range at ${path}`);
     parent.splice(i, 0, value);
   } else parent[key] = value;
   return doc;
@@ -98,7 +109,8 @@ function jsonPatch(doc: Json, ops: Json): Json {
   if (!Array.isArray(ops)) throw new BadRequestError('a JSON patch is an array of operations');
   let out = clone(doc);
   for (const op of ops) {
-    if (!isObject(op) || typeof op['op'] !== 'string' || typeof op['path'] !== 'string') throw new BadRequestError('every JSON patch operation needs op and path');
+    if (!isObject(op) || typeof op['op'] !== 'string' || typeof op['path'] !== 'string')
+      throw new BadRequestError('every JSON patch operation needs op and path');
     const path = op['path'];
     const from = typeof op['from'] === 'string' ? op['from'] : undefined;
     switch (op['op']) {
@@ -124,7 +136,8 @@ function jsonPatch(doc: Json, ops: Json): Json {
         break;
       }
       case 'test':
-        if (JSON.stringify(getAt(out, path)) !== JSON.stringify(op['value'])) throw new StatusError('Invalid', `JSON patch test failed at ${path}`);
+        if (JSON.stringify(getAt(out, path)) !== JSON.stringify(op['value']))
+          throw new StatusError('Invalid', `JSON patch test failed at ${path}`);
         break;
       default:
         throw new BadRequestError(`JSON patch operation ${JSON.stringify(op['op'])} is not supported`);
@@ -141,30 +154,44 @@ function keyProblem(key: string): string | undefined {
   const slash = key.lastIndexOf('/');
   const prefix = slash < 0 ? '' : key.slice(0, slash);
   const name = slash < 0 ? key : key.slice(slash + 1);
-  if (name.length === 0 || name.length > 63 || !LABEL_NAME.test(name)) return 'a qualified name must be 63 characters or less, consist of alphanumerics, -, _ or ., and begin and end with an alphanumeric';
-  if (slash >= 0 && !isDns1123Subdomain(prefix)) return 'a qualified name\'s prefix must be a DNS subdomain';
+  if (name.length === 0 || name.length > 63 || !LABEL_NAME.test(name))
+    return 'a qualified name must be 63 characters or less, consist of alphanumerics, -, _ or ., and begin and end with an alphanumeric';
+  if (slash >= 0 && !isDns1123Subdomain(prefix)) return "a qualified name's prefix must be a DNS subdomain";
   return undefined;
 }
 
-function userMap(name: string, field: 'metadata.labels' | 'metadata.annotations', v: Json | undefined, served: Readonly<Record<string, string>>): Record<string, string> {
+function userMap(
+  name: string,
+  field: 'metadata.labels' | 'metadata.annotations',
+  v: Json | undefined,
+  served: Readonly<Record<string, string>>,
+): Record<string, string> {
   if (v === undefined || v === null) v = {};
   if (!isObject(v)) throw invalid(name, field, 'must be a map of strings');
   const out: Record<string, string> = {};
   for (const [k, val] of Object.entries(v)) {
     if (typeof val !== 'string') throw invalid(name, `${field}[${k}]`, 'must be a string');
     if (k.startsWith(RESERVED_PREFIX)) {
-      if (served[k] !== val) throw invalid(name, `${field}[${k}]`, `keys under ${RESERVED_PREFIX} are set by the server and cannot be changed`);
+      if (served[k] !== val)
+        throw invalid(name, `${field}[${k}]`, `keys under ${RESERVED_PREFIX} are set by the server and cannot be changed`);
       continue;
     }
     const problem = keyProblem(k);
     if (problem !== undefined) throw invalid(name, `${field}[${k}]`, problem);
-    if (field === 'metadata.labels' && (val.length > 63 || !LABEL_VALUE.test(val))) throw invalid(name, `${field}[${k}]`, 'a label value must be 63 characters or less, empty or alphanumerics, -, _ or . beginning and ending with an alphanumeric');
+    if (field === 'metadata.labels' && (val.length > 63 || !LABEL_VALUE.test(val)))
+      throw invalid(
+        name,
+        `${field}[${k}]`,
+        'a label value must be 63 characters or less, empty or alphanumerics, -, _ or . beginning and ending with an alphanumeric',
+      );
     out[k] = val;
   }
   for (const k of Object.keys(served)) {
-    if (k.startsWith(RESERVED_PREFIX) && !(k in v)) throw invalid(name, `${field}[${k}]`, `keys under ${RESERVED_PREFIX} are set by the server and cannot be removed`);
+    if (k.startsWith(RESERVED_PREFIX) && !(k in v))
+      throw invalid(name, `${field}[${k}]`, `keys under ${RESERVED_PREFIX} are set by the server and cannot be removed`);
   }
-  if (field === 'metadata.annotations' && JSON.stringify(out).length > 256 * 1024) throw invalid(name, field, 'annotations may hold 256 KiB at most');
+  if (field === 'metadata.annotations' && JSON.stringify(out).length > 256 * 1024)
+    throw invalid(name, field, 'annotations may hold 256 KiB at most');
   return out;
 }
 
@@ -187,16 +214,21 @@ export function applySandboxPatch(current: ServedSandbox, type: PatchType, patch
   const name = current.metadata.name;
   const before = JSON.parse(JSON.stringify(current)) as Json;
   if (patch === undefined) throw new BadRequestError('the patch is empty');
-  const after = type === PATCH_TYPES.json ? jsonPatch(before, patch as Json) : mergePatch(before, patch as Json, type === PATCH_TYPES.strategic);
+  const after =
+    type === PATCH_TYPES.json ? jsonPatch(before, patch as Json) : mergePatch(before, patch as Json, type === PATCH_TYPES.strategic);
   if (!isObject(after)) throw invalid(name, '<root>', 'a patch must leave an object');
   const meta = isObject(after['metadata']) ? after['metadata'] : {};
   const rv = meta['resourceVersion'];
   if (rv !== undefined && rv !== current.metadata.resourceVersion) {
-    throw new ConflictError(`Operation cannot be fulfilled on sandboxes.${SANDBOX_GROUP} "${name}": the object has been modified; please apply your changes to the latest version and try again`, { name, group: SANDBOX_GROUP, kind: 'sandboxes' });
+    throw new ConflictError(
+      `Operation cannot be fulfilled on sandboxes.${SANDBOX_GROUP} "${name}": the object has been modified; please apply your changes to the latest version and try again`,
+      { name, group: SANDBOX_GROUP, kind: 'sandboxes' },
+    );
   }
   const spec = isObject(after['spec']) ? after['spec'] : {};
   const mode = spec['operatingMode'];
-  if (mode !== undefined && mode !== 'Running' && mode !== 'Suspended') throw invalid(name, 'spec.operatingMode', 'must be Running or Suspended');
+  if (mode !== undefined && mode !== 'Running' && mode !== 'Suspended')
+    throw invalid(name, 'spec.operatingMode', 'must be Running or Suspended');
   const changed: string[] = [];
   const strip = (o: { [k: string]: Json }): { [k: string]: Json } => {
     const m = isObject(o['metadata']) ? { ...o['metadata'] } : {};
@@ -209,12 +241,20 @@ export function applySandboxPatch(current: ServedSandbox, type: PatchType, patch
   };
   changedPaths(strip(before as { [k: string]: Json }), strip(after), '', changed);
   if (changed.length > 0) {
-    throw new InvalidError({ group: SANDBOX_GROUP, kind: 'Sandbox' }, name, changed.map((field) => ({
-      reason: 'FieldValueForbidden',
-      field,
-      message: 'a Sandbox\'s only mutable fields are metadata.labels, metadata.annotations and spec.operatingMode (Suspended hibernates the microVM, Running wakes it; also POST sandboxes/<name>/pause and /resume)',
-    })));
+    throw new InvalidError(
+      { group: SANDBOX_GROUP, kind: 'Sandbox' },
+      name,
+      changed.map((field) => ({
+        reason: 'FieldValueForbidden',
+        field,
+        message:
+          "a Sandbox's only mutable fields are metadata.labels, metadata.annotations and spec.operatingMode (Suspended hibernates the microVM, Running wakes it; also POST sandboxes/<name>/pause and /resume)",
+      })),
+    );
   }
-  const metadata = { labels: userMap(name, 'metadata.labels', meta['labels'], current.metadata.labels), annotations: userMap(name, 'metadata.annotations', meta['annotations'], current.metadata.annotations ?? {}) };
+  const metadata = {
+    labels: userMap(name, 'metadata.labels', meta['labels'], current.metadata.labels),
+    annotations: userMap(name, 'metadata.annotations', meta['annotations'], current.metadata.annotations ?? {}),
+  };
   return { metadata, ...(mode !== undefined ? { operatingMode: mode } : {}) };
 }

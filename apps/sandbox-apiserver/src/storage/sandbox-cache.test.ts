@@ -1,4 +1,12 @@
-import { ClaimIndex, parseLabelSelector, parseFieldSelector, EVERYTHING_LABEL_SELECTOR, SANDBOX_PHASES, synthesizeSandbox, type NodeInventory } from '@sandbox-scale/scale-core';
+import {
+  ClaimIndex,
+  parseLabelSelector,
+  parseFieldSelector,
+  EVERYTHING_LABEL_SELECTOR,
+  SANDBOX_PHASES,
+  synthesizeSandbox,
+  type NodeInventory,
+} from '@sandbox-scale/scale-core';
 import { eventually } from '@sandbox-scale/e2e';
 import type { SandboxEvent } from '../resource/events';
 import { WatchHub } from './watch-hub';
@@ -32,11 +40,28 @@ const q = (ns: string, params: Record<string, string> = {}) => parseListQuery(ns
 describe('SandboxCache + SandboxStorage', () => {
   it('lists every node sorted by namespace then name, with selectors', () => {
     const { cache, storage } = setup();
-    cache.upsertInventory(inv('n1', '10', [{ name: 'ns-b/s2', phase: 'Pending' }, { name: 'ns-a/s1', phase: 'Running' }]));
-    cache.upsertInventory(inv('n2', '11', [{ name: 'ns-a/s3', phase: 'Running' }, { name: 'ns-a-b/s0', phase: 'Running' }]));
-    expect(storage.list(q('')).items.map((s) => `${s.metadata.namespace}/${s.metadata.name}`)).toEqual(['ns-a/s1', 'ns-a/s3', 'ns-a-b/s0', 'ns-b/s2']);
+    cache.upsertInventory(
+      inv('n1', '10', [
+        { name: 'ns-b/s2', phase: 'Pending' },
+        { name: 'ns-a/s1', phase: 'Running' },
+      ]),
+    );
+    cache.upsertInventory(
+      inv('n2', '11', [
+        { name: 'ns-a/s3', phase: 'Running' },
+        { name: 'ns-a-b/s0', phase: 'Running' },
+      ]),
+    );
+    expect(storage.list(q('')).items.map((s) => `${s.metadata.namespace}/${s.metadata.name}`)).toEqual([
+      'ns-a/s1',
+      'ns-a/s3',
+      'ns-a-b/s0',
+      'ns-b/s2',
+    ]);
     expect(storage.list(q('ns-a')).items).toHaveLength(2);
-    expect(storage.list(q('', { labelSelector: 'sandbox.cocoonstack.io/phase in (Pending)' })).items.map((s) => s.metadata.name)).toEqual(['s2']);
+    expect(storage.list(q('', { labelSelector: 'sandbox.cocoonstack.io/phase in (Pending)' })).items.map((s) => s.metadata.name)).toEqual([
+      's2',
+    ]);
     expect(storage.list(q('', { fieldSelector: 'status.nodeName=n2' })).items.map((s) => s.metadata.name)).toEqual(['s3', 's0']);
     expect(() => q('', { fieldSelector: 'spec.foo=1' })).toThrow(expect.objectContaining({ code: 400 }));
     expect(parseLabelSelector('a').requirements).toHaveLength(1);
@@ -46,7 +71,13 @@ describe('SandboxCache + SandboxStorage', () => {
 
   it('pages with limit and continue', () => {
     const { cache, storage } = setup();
-    cache.upsertInventory(inv('n1', '5', [{ name: 'a/x1', phase: 'R' }, { name: 'a/x2', phase: 'R' }, { name: 'a/x3', phase: 'R' }]));
+    cache.upsertInventory(
+      inv('n1', '5', [
+        { name: 'a/x1', phase: 'R' },
+        { name: 'a/x2', phase: 'R' },
+        { name: 'a/x3', phase: 'R' },
+      ]),
+    );
     const first = storage.list(q('', { limit: '2' }));
     expect(first.items.map((s) => s.metadata.name)).toEqual(['x1', 'x2']);
     const second = storage.list(q('', { limit: '2', continue: first.metadata.continue ?? '' }));
@@ -57,7 +88,12 @@ describe('SandboxCache + SandboxStorage', () => {
   it('serves increasing resourceVersions and emits one event per change', () => {
     const { cache, events } = setup();
     cache.upsertInventory(inv('n1', '7', [{ name: 'a/x', phase: 'Pending' }]));
-    cache.upsertInventory(inv('n1', '8', [{ name: 'a/x', phase: 'Running' }, { name: 'a/y', phase: 'Running' }]));
+    cache.upsertInventory(
+      inv('n1', '8', [
+        { name: 'a/x', phase: 'Running' },
+        { name: 'a/y', phase: 'Running' },
+      ]),
+    );
     cache.upsertInventory(inv('n1', '9', [{ name: 'a/y', phase: 'Running' }]));
     expect(events.map((e) => `${e.type} ${e.object.metadata.name}`)).toEqual(['ADDED x', 'MODIFIED x', 'ADDED y', 'DELETED x']);
     const revs = events.map((e) => e.rev);
@@ -93,10 +129,21 @@ describe('SandboxCache + SandboxStorage', () => {
     const entry = { name: 'a/new', id: 'sb_new', phase: SANDBOX_PHASES.running, claimRef: 'a/new' };
     cache.addCreated('n1', entry, synthesizeSandbox('n1', entry, { resourceVersion: '0' }));
     // an inventory built before the claim reached the node
-    cache.upsertInventory(inv('n1', '8', [{ name: 'a/old', phase: 'Running', id: 'sb_0' }, { name: 'a/other', phase: 'Running', id: 'sb_2' }]));
+    cache.upsertInventory(
+      inv('n1', '8', [
+        { name: 'a/old', phase: 'Running', id: 'sb_0' },
+        { name: 'a/other', phase: 'Running', id: 'sb_2' },
+      ]),
+    );
     expect(events.filter((e) => e.object.metadata.name === 'new').map((e) => e.type)).toEqual(['ADDED']);
     expect(storage.list(q('a')).items.map((s) => s.metadata.name)).toEqual(['new', 'old', 'other']);
-    cache.upsertInventory(inv('n1', '9', [{ name: 'a/new', phase: 'Running', id: 'sb_new' }, { name: 'a/old', phase: 'Running', id: 'sb_0' }, { name: 'a/other', phase: 'Running', id: 'sb_2' }]));
+    cache.upsertInventory(
+      inv('n1', '9', [
+        { name: 'a/new', phase: 'Running', id: 'sb_new' },
+        { name: 'a/old', phase: 'Running', id: 'sb_0' },
+        { name: 'a/other', phase: 'Running', id: 'sb_2' },
+      ]),
+    );
     expect(events.filter((e) => e.object.metadata.name === 'new').map((e) => e.type)).toEqual(['ADDED', 'MODIFIED']);
     // from now on the inventory owns it: leaving the inventory is a deletion
     cache.upsertInventory(inv('n1', '10', [{ name: 'a/old', phase: 'Running', id: 'sb_0' }]));
@@ -139,12 +186,22 @@ describe('SandboxCache with a split inventory', () => {
     const part: NodeInventory = { ...inv('n1.part-1', '11', [{ name: 'a/x2', phase: 'Running', id: 'sb_2' }]), node: 'n1', part: 1 };
     cache.upsertInventory(own);
     cache.upsertInventory(part);
-    expect(storage.list(q('')).items.map((s) => [s.metadata.name, s.status.nodeName])).toEqual([['x1', 'n1'], ['x2', 'n1']]);
+    expect(storage.list(q('')).items.map((s) => [s.metadata.name, s.status.nodeName])).toEqual([
+      ['x1', 'n1'],
+      ['x2', 'n1'],
+    ]);
     expect(cache.inventories().map((i) => i.metadata.name)).toEqual(['n1']);
     expect(cache.inventory('n1')?.address).toBe('10.0.0.1:7777');
     expect(cache.inventory('n1.part-1')).toBeUndefined();
     // an entry moving to the other object is one MODIFIED, never DELETED then ADDED
-    cache.upsertInventory({ ...part, metadata: { ...part.metadata, resourceVersion: '12' }, entries: [{ name: 'a/x1', phase: 'Running', id: 'sb_1' }, { name: 'a/x2', phase: 'Running', id: 'sb_2' }] });
+    cache.upsertInventory({
+      ...part,
+      metadata: { ...part.metadata, resourceVersion: '12' },
+      entries: [
+        { name: 'a/x1', phase: 'Running', id: 'sb_1' },
+        { name: 'a/x2', phase: 'Running', id: 'sb_2' },
+      ],
+    });
     cache.upsertInventory({ ...own, metadata: { ...own.metadata, resourceVersion: '13' }, entries: [] });
     expect(events.filter((e) => e.type !== 'ADDED').map((e) => [e.type, e.object.metadata.name])).toEqual([['MODIFIED', 'x1']]);
     expect(storage.list(q('')).items).toHaveLength(2);

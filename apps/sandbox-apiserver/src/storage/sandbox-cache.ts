@@ -1,4 +1,11 @@
-import { entryFingerprint, splitEntryName, synthesizeSandbox, type InventoryEntry, type NodeInventory, type ServedSandbox } from '@sandbox-scale/scale-core';
+import {
+  entryFingerprint,
+  splitEntryName,
+  synthesizeSandbox,
+  type InventoryEntry,
+  type NodeInventory,
+  type ServedSandbox,
+} from '@sandbox-scale/scale-core';
 import type { WatchEventType } from '../resource/events';
 import type { WatchHub } from './watch-hub';
 import type { Revisions } from './revisions';
@@ -97,7 +104,9 @@ export class SandboxCache {
   /** The Sandbox a read serves for a row. */
   objectOf(row: Row): ServedSandbox {
     if (row.created !== undefined) return this.decorate(row.created);
-    return this.decorate(synthesizeSandbox(row.node, row.entry, { resourceVersion: String(row.rev), fallbackCreationTimestamp: row.seenAt }));
+    return this.decorate(
+      synthesizeSandbox(row.node, row.entry, { resourceVersion: String(row.rev), fallbackCreationTimestamp: row.seenAt }),
+    );
   }
 
   /** What users set on a sandbox changed: serve it under a new revision (a MODIFIED event). */
@@ -105,7 +114,11 @@ export class SandboxCache {
     const row = this.#byName.get(`${namespace}/${name}`);
     if (row === undefined) return;
     const rev = this.opts.revisions.next();
-    const next: Row = { ...row, rev, ...(row.created ? { created: { ...row.created, metadata: { ...row.created.metadata, resourceVersion: String(rev) } } } : {}) };
+    const next: Row = {
+      ...row,
+      rev,
+      ...(row.created ? { created: { ...row.created, metadata: { ...row.created.metadata, resourceVersion: String(rev) } } } : {}),
+    };
     const state = this.#nodes.get(row.node);
     if (state?.rows.get(row.key) === row) state.rows.set(row.key, next);
     this.#index(next, row);
@@ -123,7 +136,8 @@ export class SandboxCache {
     this.#nodes.set(object, state);
     // every change gets its own revision, so a watch resumed from any of them misses nothing
     let rev = 0;
-    const nextRev = (): number => (rev = rev === 0 ? this.opts.revisions.observe(inv.metadata.resourceVersion) : this.opts.revisions.next());
+    const nextRev = (): number =>
+      (rev = rev === 0 ? this.opts.revisions.observe(inv.metadata.resourceVersion) : this.opts.revisions.next());
     const seenAt = inv.metadata.creationTimestamp ?? new Date().toISOString();
     const next = new Map<string, Row>();
     for (const entry of inv.entries ?? []) {
@@ -164,7 +178,15 @@ export class SandboxCache {
     const key = keyOf(entry);
     const rev = this.opts.revisions.next();
     const created = { ...object, metadata: { ...object.metadata, resourceVersion: String(rev) } };
-    const row: Row = { key, node, entry, fingerprint: '', rev, seenAt: created.metadata.creationTimestamp ?? new Date().toISOString(), created };
+    const row: Row = {
+      key,
+      node,
+      entry,
+      fingerprint: '',
+      rev,
+      seenAt: created.metadata.creationTimestamp ?? new Date().toISOString(),
+      created,
+    };
     const state = this.#nodes.get(node);
     state?.rows.set(key, row);
     this.#index(row, undefined);

@@ -19,7 +19,13 @@ const inv = (node: string, rv: number, names: readonly string[]): NodeInventory 
 function setup(maxSnapshots = 16) {
   const revisions = new Revisions();
   const cache = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
-  const storage = new SandboxStorage(cache, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(cache, undefined), revisions, new ListSnapshots(() => cache.sortedRows(), { max: maxSnapshots }));
+  const storage = new SandboxStorage(
+    cache,
+    new ClaimIndex({ maxBytes: 1 << 20 }),
+    new NodeRouter(cache, undefined),
+    revisions,
+    new ListSnapshots(() => cache.sortedRows(), { max: maxSnapshots }),
+  );
   return { cache, storage };
 }
 
@@ -27,7 +33,12 @@ const q = (ns: string, params: Record<string, string> = {}) => parseListQuery(ns
 const keyOf = (s: SandboxList['items'][number]): string => `${s.metadata.namespace}/${s.metadata.name}`;
 
 /** Every page of one list, following continue tokens; `between` runs after each page. */
-function pageAll(storage: SandboxStorage, ns: string, params: Record<string, string>, between: (page: number) => void = () => undefined): { keys: string[]; pages: SandboxList[] } {
+function pageAll(
+  storage: SandboxStorage,
+  ns: string,
+  params: Record<string, string>,
+  between: (page: number) => void = () => undefined,
+): { keys: string[]; pages: SandboxList[] } {
   const pages: SandboxList[] = [];
   let cont = '';
   for (;;) {
@@ -54,7 +65,13 @@ describe('SandboxStorage.list paging', () => {
     fleet(257, 4).forEach((names, n) => cache.upsertInventory(inv(`n${n}`, 10 + n, names)));
     const all = storage.list(q('')).items.map(keyOf);
     expect(all).toHaveLength(257);
-    expect([...all].sort((a, b) => { const [an = '', am = ''] = a.split('/'); const [bn = '', bm = ''] = b.split('/'); return an === bn ? (am < bm ? -1 : am > bm ? 1 : 0) : an < bn ? -1 : 1; })).toEqual(all);
+    expect(
+      [...all].sort((a, b) => {
+        const [an = '', am = ''] = a.split('/');
+        const [bn = '', bm = ''] = b.split('/');
+        return an === bn ? (am < bm ? -1 : am > bm ? 1 : 0) : an < bn ? -1 : 1;
+      }),
+    ).toEqual(all);
     for (const limit of ['1', '7', '50', '256', '257', '1000']) {
       expect(pageAll(storage, '', { limit }).keys).toEqual(all);
       const inNs = all.filter((k) => k.startsWith('ns-1/'));
@@ -83,7 +100,7 @@ describe('SandboxStorage.list paging', () => {
     expect(storage.list(q('', { fieldSelector: 'metadata.name=x' })).items.map(keyOf)).toEqual(['a/x', 'a-b/x', 'b/x']);
   });
 
-  it('serves every page from the first page\'s snapshot while inventories change underneath', () => {
+  it("serves every page from the first page's snapshot while inventories change underneath", () => {
     const { cache, storage } = setup();
     cache.upsertInventory(inv('n1', 5, ['a/x1', 'a/x2', 'a/x3', 'a/x4', 'a/x5']));
     const before = storage.list(q('')).items.map(keyOf);

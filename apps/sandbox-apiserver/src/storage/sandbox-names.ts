@@ -13,7 +13,11 @@ export class SandboxNames {
   constructor(private readonly reads: { readonly cache: Pick<SandboxCache, 'get'>; readonly index: Pick<ClaimIndex, 'getByName'> }) {}
 
   isTaken(namespace: string, name: string): boolean {
-    return this.#underWay.has(keyOf(namespace, name)) || this.reads.cache.get(namespace, name) !== undefined || this.reads.index.getByName(namespace, name) !== undefined;
+    return (
+      this.#underWay.has(keyOf(namespace, name)) ||
+      this.reads.cache.get(namespace, name) !== undefined ||
+      this.reads.index.getByName(namespace, name) !== undefined
+    );
   }
 
   /** Marks the name as under way until the returned release is called (in a `finally`). */

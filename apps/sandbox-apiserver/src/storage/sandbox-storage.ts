@@ -102,7 +102,8 @@ export class SandboxStorage {
 
   #snapshotFor(q: ListQuery): { snap: ListSnapshot; rv: number } {
     const c = q.continue;
-    if (c === undefined || c.snapshot === 0) return { snap: this.snapshots.current(), rv: c !== undefined && c.rv > 0 ? c.rv : this.revisions.current };
+    if (c === undefined || c.snapshot === 0)
+      return { snap: this.snapshots.current(), rv: c !== undefined && c.rv > 0 ? c.rv : this.revisions.current };
     const snap = this.snapshots.get(c.epoch, c.snapshot);
     if (snap !== undefined) return { snap, rv: c.rv };
     throw new ContinueExpiredError(encodeContinue({ epoch: this.snapshots.epoch, snapshot: 0, rv: 0, after: c.after }));
@@ -122,7 +123,9 @@ export class SandboxStorage {
     const loc = this.index.getByName(namespace, name);
     if (loc === undefined || !this.router.configured) throw new NotFoundError(SANDBOX_RESOURCE, name);
     try {
-      const detail = await this.router.clientFor(loc.node, 'get', loc.claimId).sandbox(loc.claimId, { signal: AbortSignal.timeout(10_000) });
+      const detail = await this.router
+        .clientFor(loc.node, 'get', loc.claimId)
+        .sandbox(loc.claimId, { signal: AbortSignal.timeout(10_000) });
       const entry = {
         name: `${namespace}/${name}`,
         id: detail.id,

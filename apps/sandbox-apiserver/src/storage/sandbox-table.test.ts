@@ -3,8 +3,16 @@ import { COLUMN_DEFINITIONS, humanAge, sandboxTable } from './sandbox-table';
 
 const NOW = new Date('2026-01-02T03:04:05Z');
 const ago = (s: number): string => new Date(NOW.getTime() - s * 1000).toISOString();
-const running = synthesizeSandbox('node-a', { name: 'team-a/s1', id: 'sb_1', phase: 'Running', addr: '10.0.0.5:7777', claimedAt: ago(90) }, { resourceVersion: '7' });
-const pending = synthesizeSandbox('node-b', { name: 'team-a/s2', id: 'sb_2', phase: 'Pending' }, { resourceVersion: '8', fallbackCreationTimestamp: ago(3 * 86_400 + 7_200) });
+const running = synthesizeSandbox(
+  'node-a',
+  { name: 'team-a/s1', id: 'sb_1', phase: 'Running', addr: '10.0.0.5:7777', claimedAt: ago(90) },
+  { resourceVersion: '7' },
+);
+const pending = synthesizeSandbox(
+  'node-b',
+  { name: 'team-a/s2', id: 'sb_2', phase: 'Pending' },
+  { resourceVersion: '8', fallbackCreationTimestamp: ago(3 * 86_400 + 7_200) },
+);
 
 interface Row {
   cells: unknown[];
@@ -30,7 +38,15 @@ describe('sandboxTable', () => {
   it('is a meta.k8s.io Table with the columns kubectl get prints and one row per sandbox', () => {
     const t = sandboxTable([running, pending], { resourceVersion: '8', continue: 'tok', include: 'None', version: 'v1', now: NOW });
     expect(t).toMatchObject({ kind: 'Table', apiVersion: 'meta.k8s.io/v1', metadata: { resourceVersion: '8', continue: 'tok' } });
-    expect((t['columnDefinitions'] as typeof COLUMN_DEFINITIONS).map((c) => c.name)).toEqual(['Name', 'Ready', 'Reason', 'Node', 'Age', 'IP', 'Claim-ID']);
+    expect((t['columnDefinitions'] as typeof COLUMN_DEFINITIONS).map((c) => c.name)).toEqual([
+      'Name',
+      'Ready',
+      'Reason',
+      'Node',
+      'Age',
+      'IP',
+      'Claim-ID',
+    ]);
     const rows = rowsOf(t);
     expect(rows.map((r) => r.cells)).toEqual([
       ['s1', 'True', 'Running', 'node-a', '90s', '10.0.0.5', 'sb_1'],

@@ -42,7 +42,15 @@ export function humanAge(created: string | null | undefined, now: Date): string 
 
 function rowOf(s: ServedSandbox, include: IncludeObject, now: Date): Record<string, unknown> {
   const ready = s.status.conditions.find((c) => c.type === 'Ready');
-  const cells = [s.metadata.name, ready?.status ?? 'Unknown', ready?.reason ?? '', s.status.nodeName, humanAge(s.metadata.creationTimestamp, now), s.status.podIPs?.[0] ?? '<none>', s.metadata.annotations?.[ANNOTATIONS.claimId] ?? ''];
+  const cells = [
+    s.metadata.name,
+    ready?.status ?? 'Unknown',
+    ready?.reason ?? '',
+    s.status.nodeName,
+    humanAge(s.metadata.creationTimestamp, now),
+    s.status.podIPs?.[0] ?? '<none>',
+    s.metadata.annotations?.[ANNOTATIONS.claimId] ?? '',
+  ];
   const object = include === 'None' ? undefined : include === 'Object' ? s : metadataOnly(s);
   return { cells, ...(object === undefined ? {} : { object }) };
 }

@@ -13,7 +13,14 @@ import {
 } from '@sandbox-scale/scale-core';
 import type { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import type { SandboxVerbs } from '../peers/sandbox-verbs';
-import { ResourceVersionTooOldError, type InitialEvents, type Listener, type SandboxEvent, type WatchStart, type WatchSubscription } from '../resource/events';
+import {
+  ResourceVersionTooOldError,
+  type InitialEvents,
+  type Listener,
+  type SandboxEvent,
+  type WatchStart,
+  type WatchSubscription,
+} from '../resource/events';
 import type { ListQuery } from '../resource/list-query';
 import { matches } from '../resource/selection';
 import { SandboxCreator } from './create-sandbox';
@@ -76,7 +83,12 @@ export class SandboxesREST implements ResourceStorage {
     const revisions = new Revisions();
     this.hub = new WatchHub(opts.watchHistory);
     this.cache = new SandboxCache({ graceMs: opts.graceMs, hub: this.hub, revisions, overlayTtlMs: opts.overlayTtlMs });
-    this.reads = new SandboxStorage(this.cache, new ClaimIndex({ maxBytes: opts.claimIndexMaxBytes }), new NodeRouter(this.cache, opts.clients), revisions);
+    this.reads = new SandboxStorage(
+      this.cache,
+      new ClaimIndex({ maxBytes: opts.claimIndexMaxBytes }),
+      new NodeRouter(this.cache, opts.clients),
+      revisions,
+    );
     this.reads.leases = new LeasePolicy(opts.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS);
     this.creator = new SandboxCreator(this.reads, new CapacityLedger(), opts.rng, opts.log);
     this.lifecycle = new LifecycleStorage(this.reads);
@@ -129,7 +141,8 @@ export class SandboxesREST implements ResourceStorage {
     const created = await this.#verbs().create(namespace, body, opts);
     // labels and annotations of the request outlive the create response (the node keeps none)
     const md = userMetadataOfCreate(body);
-    if (md !== undefined && !opts.dryRun && this.metadata !== undefined && created.metadata.uid) await this.metadata.set(namespace, created.metadata.name ?? '', created.metadata.uid, md);
+    if (md !== undefined && !opts.dryRun && this.metadata !== undefined && created.metadata.uid)
+      await this.metadata.set(namespace, created.metadata.name ?? '', created.metadata.uid, md);
     return created;
   }
 

@@ -3,7 +3,8 @@ import { NodeAtCapacityError, SandboxdHttpError } from '@sandbox-scale/sandboxd-
 import { snapshotStatusError } from './snapshot-errors';
 
 const ctx = { verb: 'claim snapshot', node: 'n1', id: 'ck_1' };
-const http = (statusCode: number, message: string, retryAfterSeconds?: number): SandboxdHttpError => new SandboxdHttpError({ operation: 'claimCheckpoint', statusCode, message, ...(retryAfterSeconds ? { retryAfterSeconds } : {}) });
+const http = (statusCode: number, message: string, retryAfterSeconds?: number): SandboxdHttpError =>
+  new SandboxdHttpError({ operation: 'claimCheckpoint', statusCode, message, ...(retryAfterSeconds ? { retryAfterSeconds } : {}) });
 
 describe('snapshotStatusError', () => {
   it.each([

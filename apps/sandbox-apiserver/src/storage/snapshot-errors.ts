@@ -14,7 +14,12 @@ export interface SnapshotCallContext {
 export const SNAPSHOT_KIND = 'sandboxes/snapshots';
 
 export function snapshotNotFound(snapshot: string, namespace: string, name: string, cause?: unknown): StatusError {
-  return new StatusError('NotFound', `snapshot "${snapshot}" of sandbox ${namespace}/${name} not found`, { name: snapshot, group: 'agents.x-k8s.io', kind: SNAPSHOT_KIND }, cause === undefined ? {} : { cause });
+  return new StatusError(
+    'NotFound',
+    `snapshot "${snapshot}" of sandbox ${namespace}/${name} not found`,
+    { name: snapshot, group: 'agents.x-k8s.io', kind: SNAPSHOT_KIND },
+    cause === undefined ? {} : { cause },
+  );
 }
 
 /**
@@ -28,14 +33,25 @@ export function snapshotStatusError(err: unknown, ctx: SnapshotCallContext): Sta
   if (known !== undefined) return known;
   const where = `${ctx.verb} ${ctx.id} on node "${ctx.node}"`;
   const capacity = asNodeAtCapacity(err);
-  if (capacity !== undefined) return new StatusError('TooManyRequests', `${where}: ${capacity.message || 'node at capacity'}`, { retryAfterSeconds: 1 }, { cause: err });
+  if (capacity !== undefined)
+    return new StatusError(
+      'TooManyRequests',
+      `${where}: ${capacity.message || 'node at capacity'}`,
+      { retryAfterSeconds: 1 },
+      { cause: err },
+    );
   const http = asSandboxdHttpError(err);
   const detail = http?.message ? `: ${http.message}` : '';
   switch (http?.statusCode) {
     case 400:
       return new StatusError('BadRequest', `${where}${detail}`, {}, { cause: err });
     case 404:
-      return new StatusError('NotFound', `${where}${detail || ': not found'}`, { name: ctx.id, group: 'agents.x-k8s.io', kind: SNAPSHOT_KIND }, { cause: err });
+      return new StatusError(
+        'NotFound',
+        `${where}${detail || ': not found'}`,
+        { name: ctx.id, group: 'agents.x-k8s.io', kind: SNAPSHOT_KIND },
+        { cause: err },
+      );
     case 409:
       return new StatusError('Conflict', `${where}${detail}`, {}, { cause: err });
     case 429:

@@ -6,7 +6,13 @@ const NODE_NAME = /^[a-zA-Z0-9][a-zA-Z0-9._:/-]{0,62}$/;
 describe('snapshot owner digest', () => {
   it('is one value per namespace/name, differing with either part and with where the two meet', () => {
     expect(ownerTag('team-a', 'src')).toBe(ownerTag('team-a', 'src'));
-    const tags = new Set([ownerTag('team-a', 'src'), ownerTag('team-b', 'src'), ownerTag('team-a', 'src2'), ownerTag('team-a.s', 'rc'), ownerTag('team-as', 'rc')]);
+    const tags = new Set([
+      ownerTag('team-a', 'src'),
+      ownerTag('team-b', 'src'),
+      ownerTag('team-a', 'src2'),
+      ownerTag('team-a.s', 'rc'),
+      ownerTag('team-as', 'rc'),
+    ]);
     expect(tags.size).toBe(5);
   });
 

@@ -57,7 +57,11 @@ function parseOptions<S extends z.ZodType>(action: SnapshotAction, schema: S, bo
   const causes = parsed.error.issues.map((i) => {
     const field = i.path.join('.') || '(body)';
     const missing = i.code === 'invalid_type' && (raw as Record<string, unknown>)[field] === undefined;
-    return { reason: missing ? 'FieldValueRequired' : 'FieldValueInvalid', field, message: missing ? `${field}: Required value` : `${field}: ${i.message}` };
+    return {
+      reason: missing ? 'FieldValueRequired' : 'FieldValueInvalid',
+      field,
+      message: missing ? `${field}: Required value` : `${field}: ${i.message}`,
+    };
   });
   throw new StatusError('BadRequest', `the body is not a valid ${expected}: ${causes.map((c) => c.message).join(', ')}`, { causes });
 }
@@ -112,10 +116,15 @@ const isNotFound = (err: unknown): boolean => statusErrorOf(err)?.code === 404;
  * one) is reached only through its live source sandbox, by the sandbox's claim id.
  */
 export class SnapshotStorage {
-
   constructor(private readonly storage: SandboxStorage) {}
 
-  async act(namespace: string, name: string, action: SnapshotAction, body: unknown, dryRun: boolean): Promise<Record<string, unknown> | ServedSandbox> {
+  async act(
+    namespace: string,
+    name: string,
+    action: SnapshotAction,
+    body: unknown,
+    dryRun: boolean,
+  ): Promise<Record<string, unknown> | ServedSandbox> {
     switch (action) {
       case 'snapshots':
         parseOptions(action, SnapshotsOptionsSchema, body);
@@ -126,7 +135,12 @@ export class SnapshotStorage {
       }
       default: {
         const o = parseOptions(action, ClaimSnapshotOptionsSchema, body);
-        return this.claim(namespace, name, { snapshot: o.snapshot, name: o.name, ...(o.ttlSeconds ? { ttlSeconds: o.ttlSeconds } : {}) }, dryRun);
+        return this.claim(
+          namespace,
+          name,
+          { snapshot: o.snapshot, name: o.name, ...(o.ttlSeconds ? { ttlSeconds: o.ttlSeconds } : {}) },
+          dryRun,
+        );
       }
     }
   }
@@ -135,16 +149,29 @@ export class SnapshotStorage {
   async create(namespace: string, name: string, label: string | undefined, dryRun: boolean): Promise<Record<string, unknown>> {
     if (label && !SNAPSHOT_LABEL.test(label)) {
       throw new InvalidError({ group: SANDBOX_GROUP, kind: 'SandboxSnapshotOptions' }, name, [
-        { reason: 'FieldValueInvalid', field: 'name', message: `Invalid value: "${label}": at most ${MAX_SNAPSHOT_LABEL} characters of letters, digits and '._:/-', starting with a letter or digit` },
+        {
+          reason: 'FieldValueInvalid',
+          field: 'name',
+          message: `Invalid value: "${label}": at most ${MAX_SNAPSHOT_LABEL} characters of letters, digits and '._:/-', starting with a letter or digit`,
+        },
       ]);
     }
     const loc = await this.#locate(namespace, name);
     if (dryRun) return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxSnapshotResult' };
     const ctx = { verb: 'snapshot', node: loc.node, id: loc.claimId };
     const client = this.#client(loc.node, ctx);
-    const cp = await this.#call(ctx, () => client.checkpoint(loc.claimId, { name: checkpointName(ownerTag(namespace, name), label) }, { signal: AbortSignal.timeout(30_000) }));
+    const cp = await this.#call(ctx, () =>
+      client.checkpoint(loc.claimId, { name: checkpointName(ownerTag(namespace, name), label) }, { signal: AbortSignal.timeout(30_000) }),
+    );
     const taken = parseCheckpointName(cp.name).label;
-    return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxSnapshotResult', snapshotID: cp.id, ...(taken ? { name: taken } : {}), nodeName: loc.node, creationTimestamp: cp.createdAt ? formatRfc3339Seconds(cp.createdAt) : null };
+    return {
+      apiVersion: SANDBOX_API_VERSION,
+      kind: 'SandboxSnapshotResult',
+      snapshotID: cp.id,
+      ...(taken ? { name: taken } : {}),
+      nodeName: loc.node,
+      creationTimestamp: cp.createdAt ? formatRfc3339Seconds(cp.createdAt) : null,
+    };
   }
 
   /**
@@ -158,7 +185,13 @@ export class SnapshotStorage {
       if (h.unreachable.length > 0) throw unreachableError(h.unreachable, `the snapshots of ${namespace}/${name}`);
       throw new NotFoundError(SANDBOX_RESOURCE, name);
     }
-    return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxSnapshotList', metadata: {}, items: h.items.map(snapshotItem), ...(h.unreachable.length > 0 ? { unreachableNodes: h.unreachable } : {}) };
+    return {
+      apiVersion: SANDBOX_API_VERSION,
+      kind: 'SandboxSnapshotList',
+      metadata: {},
+      items: h.items.map(snapshotItem),
+      ...(h.unreachable.length > 0 ? { unreachableNodes: h.unreachable } : {}),
+    };
   }
 
   /** 404 when no snapshot of this name has that id (sandboxd itself treats a missing one as gone). */
@@ -178,12 +211,18 @@ export class SnapshotStorage {
    * Across replicas this runs on the owner of `target.name` (peers/owner-routing.ts), so the
    * name check here is the one every create of that name meets.
    */
-  async claim(namespace: string, name: string, target: { snapshot: string; name: string; ttlSeconds?: number }, dryRun: boolean): Promise<ServedSandbox | Record<string, unknown>> {
+  async claim(
+    namespace: string,
+    name: string,
+    target: { snapshot: string; name: string; ttlSeconds?: number },
+    dryRun: boolean,
+  ): Promise<ServedSandbox | Record<string, unknown>> {
     if (this.storage.names.isTaken(namespace, target.name)) {
       throw new AlreadyExistsError(SANDBOX_RESOURCE, target.name);
     }
     const { cp, node } = await this.#find(namespace, name, target.snapshot);
-    if (dryRun) return { apiVersion: SANDBOX_API_VERSION, kind: 'Sandbox', metadata: { name: target.name, namespace }, status: { nodeName: node } };
+    if (dryRun)
+      return { apiVersion: SANDBOX_API_VERSION, kind: 'Sandbox', metadata: { name: target.name, namespace }, status: { nodeName: node } };
     const ctx = { verb: 'claim snapshot', node, id: cp.id };
     const client = this.#client(node, ctx);
     const release = this.storage.names.hold(namespace, target.name);
@@ -191,9 +230,29 @@ export class SnapshotStorage {
       // no_redirect: we checked this node holds the record, and a redirect would land the
       // sandbox on a node the caller never chose
       const lease = this.storage.leases.forRequested(target.ttlSeconds);
-      const claimRef = formatOwnerRef({ kind: OWNER_KINDS.snapshot, uid: randomUUID(), namespace, name: target.name, ...(lease.renewed ? { renewed: true } : {}) });
-      const res = await this.#call(ctx, () => client.claimCheckpoint(cp.id, { claimRef, noRedirect: true, ...(lease.ttlSeconds ? { ttlSeconds: lease.ttlSeconds } : {}) }, { signal: AbortSignal.timeout(30_000) }));
-      const listed = listClaimed(this.storage, { node, namespace, name: target.name, id: res.id, addr: res.ownerAddr, deadline: res.deadline, claimRef });
+      const claimRef = formatOwnerRef({
+        kind: OWNER_KINDS.snapshot,
+        uid: randomUUID(),
+        namespace,
+        name: target.name,
+        ...(lease.renewed ? { renewed: true } : {}),
+      });
+      const res = await this.#call(ctx, () =>
+        client.claimCheckpoint(
+          cp.id,
+          { claimRef, noRedirect: true, ...(lease.ttlSeconds ? { ttlSeconds: lease.ttlSeconds } : {}) },
+          { signal: AbortSignal.timeout(30_000) },
+        ),
+      );
+      const listed = listClaimed(this.storage, {
+        node,
+        namespace,
+        name: target.name,
+        id: res.id,
+        addr: res.ownerAddr,
+        deadline: res.deadline,
+        claimRef,
+      });
       const annotations: Record<string, string> = { ...(listed.metadata.annotations ?? {}), [ANNOTATIONS.claimId]: res.id };
       if (res.token) annotations[ANNOTATIONS.token] = res.token;
       return { ...listed, metadata: { ...listed.metadata, annotations } };
@@ -204,7 +263,8 @@ export class SnapshotStorage {
 
   async #locate(namespace: string, name: string): Promise<SandboxLocation> {
     const loc = await this.storage.locate(namespace, name);
-    if (loc.claimId === '') throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to act by name`);
+    if (loc.claimId === '')
+      throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to act by name`);
     return loc;
   }
 
@@ -254,7 +314,9 @@ export class SnapshotStorage {
         }
       }),
     );
-    const items = lists.flat().sort((a, b) => (b.cp.createdAt?.getTime() ?? 0) - (a.cp.createdAt?.getTime() ?? 0) || (a.cp.id < b.cp.id ? 1 : -1));
+    const items = lists
+      .flat()
+      .sort((a, b) => (b.cp.createdAt?.getTime() ?? 0) - (a.cp.createdAt?.getTime() ?? 0) || (a.cp.id < b.cp.id ? 1 : -1));
     return { items, unreachable: unreachable.sort(), source };
   }
 
@@ -275,5 +337,9 @@ function belongsTo(cp: Checkpoint, node: string, tag: string, source: SandboxLoc
 }
 
 function unreachableError(nodes: readonly string[], what: string): StatusError {
-  return new StatusError('ServiceUnavailable', `could not read ${what}: node${nodes.length > 1 ? 's' : ''} ${nodes.map((n) => `"${n}"`).join(', ')} did not answer; retry`, { retryAfterSeconds: 1 });
+  return new StatusError(
+    'ServiceUnavailable',
+    `could not read ${what}: node${nodes.length > 1 ? 's' : ''} ${nodes.map((n) => `"${n}"`).join(', ')} did not answer; retry`,
+    { retryAfterSeconds: 1 },
+  );
 }

@@ -32,7 +32,9 @@ describe('SortedRows', () => {
 
   it('binary searches bounds', () => {
     const keys = ['a', 'b', 'b', 'd'];
-    expect([lowerBound(keys, 'b'), upperBound(keys, 'b'), lowerBound(keys, 'c'), upperBound(keys, 'z'), lowerBound(keys, '')]).toEqual([1, 3, 3, 4, 0]);
+    expect([lowerBound(keys, 'b'), upperBound(keys, 'b'), lowerBound(keys, 'c'), upperBound(keys, 'z'), lowerBound(keys, '')]).toEqual([
+      1, 3, 3, 4, 0,
+    ]);
     expect(sortKeyOf('a', 'x') < sortKeyOf('a-b', 'a')).toBe(true);
   });
 });

@@ -3,7 +3,12 @@ import { deriveTtlSeconds } from './ttl';
 const now = new Date('2026-08-17T10:00:00Z');
 const sb = (shutdownTime?: string, ttl?: string) => ({
   metadata: { name: 'x', ...(ttl === undefined ? {} : { annotations: { 'sandbox.cocoonstack.io/ttl-seconds': ttl } }) },
-  spec: { podTemplate: { spec: { containers: [] } }, ...(shutdownTime ? { shutdownTime } : {}), shutdownPolicy: 'Retain' as const, operatingMode: 'Running' as const },
+  spec: {
+    podTemplate: { spec: { containers: [] } },
+    ...(shutdownTime ? { shutdownTime } : {}),
+    shutdownPolicy: 'Retain' as const,
+    operatingMode: 'Running' as const,
+  },
 });
 
 describe('deriveTtlSeconds (scale-contracts §11.6 #51)', () => {

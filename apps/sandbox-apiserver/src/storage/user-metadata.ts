@@ -1,5 +1,13 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { ConfigMapResource, createInformer, isAlreadyExists, isNotFound, ResourceClient, type Informer, type Logger } from '@sandbox-scale/kube-runtime';
+import {
+  ConfigMapResource,
+  createInformer,
+  isAlreadyExists,
+  isNotFound,
+  ResourceClient,
+  type Informer,
+  type Logger,
+} from '@sandbox-scale/kube-runtime';
 import { retry, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
@@ -21,13 +29,22 @@ const NAME_PREFIX = 'sandbox-metadata.';
 /** A ConfigMap holds 1 MiB; past this a write for the namespace is refused rather than failing half-way. */
 export const MAX_NAMESPACE_BYTES = 900 * 1024;
 
-const EntrySchema = z.object({ uid: z.string(), labels: z.record(z.string(), z.string()).default({}), annotations: z.record(z.string(), z.string()).default({}) });
+const EntrySchema = z.object({
+  uid: z.string(),
+  labels: z.record(z.string(), z.string()).default({}),
+  annotations: z.record(z.string(), z.string()).default({}),
+});
 export type MetadataEntry = z.infer<typeof EntrySchema>;
 
 const MetadataMapSchema = z.looseObject({
   apiVersion: z.string().optional(),
   kind: z.string().optional(),
-  metadata: z.looseObject({ name: z.string(), namespace: z.string().optional(), resourceVersion: z.string().optional(), labels: z.record(z.string(), z.string()).optional() }),
+  metadata: z.looseObject({
+    name: z.string(),
+    namespace: z.string().optional(),
+    resourceVersion: z.string().optional(),
+    labels: z.record(z.string(), z.string()).optional(),
+  }),
   data: z.record(z.string(), z.string()).optional(),
 });
 type MetadataMap = z.infer<typeof MetadataMapSchema>;
@@ -58,7 +75,10 @@ export function decorate(obj: ServedSandbox, entry: MetadataEntry | undefined): 
   const hasAnnotations = Object.keys(entry.annotations).length > 0;
   if (!hasLabels && !hasAnnotations) return obj;
   const annotations = hasAnnotations ? { ...entry.annotations, ...(obj.metadata.annotations ?? {}) } : obj.metadata.annotations;
-  return { ...obj, metadata: { ...obj.metadata, labels: { ...entry.labels, ...obj.metadata.labels }, ...(annotations ? { annotations } : {}) } };
+  return {
+    ...obj,
+    metadata: { ...obj.metadata, labels: { ...entry.labels, ...obj.metadata.labels }, ...(annotations ? { annotations } : {}) },
+  };
 }
 
 export interface UserMetadataStoreOptions {
@@ -140,7 +160,10 @@ export class UserMetadataStore {
     if (value !== null) {
       let size = value.length + name.length;
       for (const [k, e] of current ?? []) if (k !== name && !stale.includes(k)) size += k.length + JSON.stringify(e).length;
-      if (size > MAX_NAMESPACE_BYTES) throw new MetadataTooLargeError(`the labels and annotations of the sandboxes in namespace ${namespace} would pass ${MAX_NAMESPACE_BYTES} bytes`);
+      if (size > MAX_NAMESPACE_BYTES)
+        throw new MetadataTooLargeError(
+          `the labels and annotations of the sandboxes in namespace ${namespace} would pass ${MAX_NAMESPACE_BYTES} bytes`,
+        );
     }
     if (empty && current?.get(name) === undefined && stale.length === 0) return;
     const cmName = configMapNameOf(namespace);
@@ -156,7 +179,12 @@ export class UserMetadataStore {
     } catch (err) {
       // the store's own ConfigMap could not be written (RBAC, a missing namespace): a server fault, not the caller's
       this.o.log.error({ err, configMap: `${this.o.namespace}/${w.cmName}` }, 'writing sandbox user metadata failed');
-      throw new StatusError('ServiceUnavailable', `the labels and annotations of sandboxes in namespace ${w.namespace} cannot be stored right now`, {}, { cause: err });
+      throw new StatusError(
+        'ServiceUnavailable',
+        `the labels and annotations of sandboxes in namespace ${w.namespace} cannot be stored right now`,
+        {},
+        { cause: err },
+      );
     }
   }
 
@@ -168,7 +196,12 @@ export class UserMetadataStore {
         } catch (err) {
           if (!isNotFound(err)) throw err;
           if (empty) return;
-          const body = { apiVersion: 'v1', kind: 'ConfigMap', metadata: { name: cmName, namespace: this.o.namespace, labels: { [METADATA_LABEL]: namespace } }, data: { [name]: value as string } };
+          const body = {
+            apiVersion: 'v1',
+            kind: 'ConfigMap',
+            metadata: { name: cmName, namespace: this.o.namespace, labels: { [METADATA_LABEL]: namespace } },
+            data: { [name]: value as string },
+          };
           await this.#client.create(this.o.namespace, body);
         }
       },

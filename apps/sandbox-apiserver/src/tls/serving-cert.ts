@@ -10,7 +10,13 @@ export type ServingCert = SelfSignedCert;
  * --tls-cert-file is given: fine for development, a chart should mount a managed cert.
  */
 export function selfSignedServingCert(service: string, namespace: string): Promise<ServingCert> {
-  const dnsNames = [`${service}.${namespace}.svc`, `${service}.${namespace}.svc.cluster.local`, `${service}.${namespace}`, service, 'localhost'];
+  const dnsNames = [
+    `${service}.${namespace}.svc`,
+    `${service}.${namespace}.svc.cluster.local`,
+    `${service}.${namespace}`,
+    service,
+    'localhost',
+  ];
   return selfSignedCert({ commonName: `${service}.${namespace}.svc`, dnsNames, ips: ['127.0.0.1'] });
 }
 

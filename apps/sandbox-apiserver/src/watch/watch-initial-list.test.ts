@@ -18,13 +18,28 @@ const READ_BURST = 256 * 1024;
 function entriesOf(node: number, hibernated: ReadonlySet<number> = new Set()): InventoryEntry[] {
   return Array.from({ length: PER_NODE }, (_, i) => {
     const name = `team-${i % 50}/sb-${node}-${i}`;
-    return { name, id: `sb_${node}_${i}`, phase: hibernated.has(i) ? SANDBOX_PHASES.hibernated : SANDBOX_PHASES.running, claimRef: name, addr: `10.${node}.${(i >> 8) & 255}.${i & 255}:7777`, deadline: '2030-01-01T00:00:00Z', claimedAt: '2026-01-01T00:00:00Z' };
+    return {
+      name,
+      id: `sb_${node}_${i}`,
+      phase: hibernated.has(i) ? SANDBOX_PHASES.hibernated : SANDBOX_PHASES.running,
+      claimRef: name,
+      addr: `10.${node}.${(i >> 8) & 255}.${i & 255}:7777`,
+      deadline: '2030-01-01T00:00:00Z',
+      claimedAt: '2026-01-01T00:00:00Z',
+    };
   });
 }
 
 function inventory(node: number, rv: number, hibernated?: ReadonlySet<number>): NodeInventory {
   const name = `node-${node}`;
-  return { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name, resourceVersion: String(rv) }, node: name, address: `10.${node}.0.1:7777`, entries: entriesOf(node, hibernated) };
+  return {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'NodeInventory',
+    metadata: { name, resourceVersion: String(rv) },
+    node: name,
+    address: `10.${node}.0.1:7777`,
+    entries: entriesOf(node, hibernated),
+  };
 }
 
 interface Line {
@@ -44,14 +59,26 @@ describe('watch-list of 100,000 sandboxes', () => {
   const responses: ServerResponse[] = [];
 
   beforeAll(async () => {
-    const sandboxes = new SandboxesREST({ clients: undefined, graceMs: 60_000, overlayTtlMs: 300_000, claimIndexMaxBytes: 1 << 20, watchHistory: 10_000, rng: Math.random, log: createLogger({ name: 'test', level: 'silent' }) });
+    const sandboxes = new SandboxesREST({
+      clients: undefined,
+      graceMs: 60_000,
+      overlayTtlMs: 300_000,
+      claimIndexMaxBytes: 1 << 20,
+      watchHistory: 10_000,
+      rng: Math.random,
+      log: createLogger({ name: 'test', level: 'silent' }),
+    });
     cache = sandboxes.cache;
     for (let n = 0; n < NODES; n++) cache.upsertInventory(inventory(n, 10 + n));
     sandboxes.markSynced(undefined);
     server = createServer((req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
       responses.push(res);
-      serveWatch(req, res, sandboxes, parseListQuery('', url.searchParams), { params: url.searchParams, transform: (s) => s, bookmarkIntervalMs: 60_000 });
+      serveWatch(req, res, sandboxes, parseListQuery('', url.searchParams), {
+        params: url.searchParams,
+        transform: (s) => s,
+        bookmarkIntervalMs: 60_000,
+      });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
@@ -65,7 +92,14 @@ describe('watch-list of 100,000 sandboxes', () => {
 
   it('streams every ADDED and the initial-events-end bookmark, then the changes made meanwhile', async () => {
     const res = await new Promise<IncomingMessage>((resolve, reject) => {
-      const req = request({ host: '127.0.0.1', port, path: '/?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=600' }, resolve);
+      const req = request(
+        {
+          host: '127.0.0.1',
+          port,
+          path: '/?watch=true&sendInitialEvents=true&allowWatchBookmarks=true&resourceVersionMatch=NotOlderThan&timeoutSeconds=600',
+        },
+        resolve,
+      );
       req.on('error', reject);
       req.end();
     });
@@ -117,7 +151,14 @@ describe('watch-list of 100,000 sandboxes', () => {
       res.on('error', reject);
       res.on('end', () => reject(new Error(`the watch ended after ${added.size} ADDED, ${modified.size} MODIFIED`)));
     });
-    const figures = { sandboxes: SANDBOXES, added: added.size, modified_after_end: modified.size, bytes, client_pauses: pauses, max_server_buffer_bytes: maxServerBuffer };
+    const figures = {
+      sandboxes: SANDBOXES,
+      added: added.size,
+      modified_after_end: modified.size,
+      bytes,
+      client_pauses: pauses,
+      max_server_buffer_bytes: maxServerBuffer,
+    };
     process.stdout.write(`watch-list figures ${JSON.stringify(figures)}\n`);
     expect(added.size).toBe(SANDBOXES);
     expect(order).toEqual(['ADDED', 'END', 'MODIFIED']);

@@ -13,10 +13,20 @@ const PHASE = 'sandbox.cocoonstack.io/phase';
 
 interface WireEvent {
   readonly type: string;
-  readonly object: { code?: number; reason?: string; metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string> }; status?: { nodeName?: string } };
+  readonly object: {
+    code?: number;
+    reason?: string;
+    metadata?: { name?: string; resourceVersion?: string; labels?: Record<string, string> };
+    status?: { nodeName?: string };
+  };
 }
 
-const entry = (name: string, phase: string): InventoryEntry => ({ name: `${NS}/${name}`, id: `sb_${name}`, phase, claimRef: `${NS}/${name}` });
+const entry = (name: string, phase: string): InventoryEntry => ({
+  name: `${NS}/${name}`,
+  id: `sb_${name}`,
+  phase,
+  claimRef: `${NS}/${name}`,
+});
 let etcdRv = 100;
 const inventory = (node: string, entries: InventoryEntry[]): NodeInventory => ({
   apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
@@ -48,14 +58,24 @@ describe('watches with selectors and resume points', () => {
     res.setEncoding('utf8');
     res.on('data', (c: string) => (text += c));
     const ended = new Promise<void>((resolve) => res.on('end', () => resolve()));
-    return { events: () => text.split('\n').filter((l) => l !== '').map((l) => JSON.parse(l) as WireEvent), ended };
+    return {
+      events: () =>
+        text
+          .split('\n')
+          .filter((l) => l !== '')
+          .map((l) => JSON.parse(l) as WireEvent),
+      ended,
+    };
   }
 
   /** Waits until `pred` holds for the events, on the event loop (the server writes asynchronously). */
   function until(events: () => WireEvent[], pred: (e: WireEvent[]) => boolean): Promise<WireEvent[]> {
     return eventually(
       () => {
-        if (!pred(events())) throw new Error(`condition not met; events: ${JSON.stringify(events().map((e) => `${e.type} ${e.object.metadata?.name ?? ''}`))}`);
+        if (!pred(events()))
+          throw new Error(
+            `condition not met; events: ${JSON.stringify(events().map((e) => `${e.type} ${e.object.metadata?.name ?? ''}`))}`,
+          );
         return events();
       },
       { timeoutMs: 10_000, intervalMs: 5 },
@@ -63,7 +83,15 @@ describe('watches with selectors and resume points', () => {
   }
 
   beforeAll(async () => {
-    sandboxes = new SandboxesREST({ clients: undefined, graceMs: 50, overlayTtlMs: 300_000, claimIndexMaxBytes: 1 << 20, watchHistory: 1_000, rng: Math.random, log: createLogger({ name: 'test', level: 'silent' }) });
+    sandboxes = new SandboxesREST({
+      clients: undefined,
+      graceMs: 50,
+      overlayTtlMs: 300_000,
+      claimIndexMaxBytes: 1 << 20,
+      watchHistory: 1_000,
+      rng: Math.random,
+      log: createLogger({ name: 'test', level: 'silent' }),
+    });
     cache = sandboxes.cache;
     cache.upsertInventory(inventory('n1', [entry('a', SANDBOX_PHASES.running), entry('b', SANDBOX_PHASES.running)]));
     cache.upsertInventory(inventory('n2', []));
@@ -71,7 +99,11 @@ describe('watches with selectors and resume points', () => {
     startRev = sandboxes.revision;
     server = createServer((req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
-      serveWatch(req, res, sandboxes, parseListQuery(NS, url.searchParams), { params: url.searchParams, transform: (s) => s, bookmarkIntervalMs: 60_000 });
+      serveWatch(req, res, sandboxes, parseListQuery(NS, url.searchParams), {
+        params: url.searchParams,
+        transform: (s) => s,
+        bookmarkIntervalMs: 60_000,
+      });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
@@ -90,7 +122,10 @@ describe('watches with selectors and resume points', () => {
     cache.upsertInventory(inventory('n1', [entry('a', SANDBOX_PHASES.hibernated), entry('b', SANDBOX_PHASES.running)]));
     const rev = sandboxes.revision;
     const left = await until(w.events, (e) => e.length === 3);
-    expect(left[2]).toMatchObject({ type: 'DELETED', object: { metadata: { name: 'a', resourceVersion: String(rev), labels: { [PHASE]: 'Running' } } } });
+    expect(left[2]).toMatchObject({
+      type: 'DELETED',
+      object: { metadata: { name: 'a', resourceVersion: String(rev), labels: { [PHASE]: 'Running' } } },
+    });
     // a change of a sandbox the selector never matched is nothing to this watch
     const other = await watch(`labelSelector=${encodeURIComponent(`${PHASE}=Hibernated`)}`);
     await until(other.events, (e) => e.length === 1);
@@ -110,8 +145,14 @@ describe('watches with selectors and resume points', () => {
     await until(on1.events, (e) => e.length === 3);
     // the create answered n1, the sandbox is reported by n2: it leaves one watch and enters the other
     cache.upsertInventory(inventory('n2', [created]));
-    expect((await until(on1.events, (e) => e.length === 4))[3]).toMatchObject({ type: 'DELETED', object: { metadata: { name: 'c' }, status: { nodeName: 'n1' } } });
-    expect((await until(on2.events, (e) => e.length === 1))[0]).toMatchObject({ type: 'ADDED', object: { metadata: { name: 'c' }, status: { nodeName: 'n2' } } });
+    expect((await until(on1.events, (e) => e.length === 4))[3]).toMatchObject({
+      type: 'DELETED',
+      object: { metadata: { name: 'c' }, status: { nodeName: 'n1' } },
+    });
+    expect((await until(on2.events, (e) => e.length === 1))[0]).toMatchObject({
+      type: 'ADDED',
+      object: { metadata: { name: 'c' }, status: { nodeName: 'n2' } },
+    });
   });
 
   it('answers a resume point from before the last sync with a 410 ERROR event, so the client relists', async () => {

@@ -12,8 +12,20 @@ const NS = 'team-a';
 const SANDBOXES = 20_000;
 
 function inventory(count: number, node = 'n1'): NodeInventory {
-  const entries = Array.from({ length: count }, (_, i) => ({ name: `${NS}/sb-${i}`, id: `sb_${i}`, phase: 'Running', claimRef: `${NS}/sb-${i}` }));
-  return { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'NodeInventory', metadata: { name: node, resourceVersion: '1' }, node, address: '10.0.0.1:7777', entries };
+  const entries = Array.from({ length: count }, (_, i) => ({
+    name: `${NS}/sb-${i}`,
+    id: `sb_${i}`,
+    phase: 'Running',
+    claimRef: `${NS}/sb-${i}`,
+  }));
+  return {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'NodeInventory',
+    metadata: { name: node, resourceVersion: '1' },
+    node,
+    address: '10.0.0.1:7777',
+    entries,
+  };
 }
 
 describe('serveWatch backpressure', () => {
@@ -38,14 +50,26 @@ describe('serveWatch backpressure', () => {
 
   beforeAll(async () => {
     // no node is ever called: watches only read the cache
-    sandboxes = new SandboxesREST({ clients: undefined, graceMs: 50, overlayTtlMs: 300_000, claimIndexMaxBytes: 1 << 20, watchHistory: 100_000, rng: Math.random, log: createLogger({ name: 'test', level: 'silent' }) });
+    sandboxes = new SandboxesREST({
+      clients: undefined,
+      graceMs: 50,
+      overlayTtlMs: 300_000,
+      claimIndexMaxBytes: 1 << 20,
+      watchHistory: 100_000,
+      rng: Math.random,
+      log: createLogger({ name: 'test', level: 'silent' }),
+    });
     cache = sandboxes.cache;
     cache.upsertInventory(inventory(SANDBOXES));
     sandboxes.markSynced(undefined);
     server = createServer((req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
       responses.push(res);
-      serveWatch(req, res, sandboxes, parseListQuery(NS, url.searchParams), { params: url.searchParams, transform: (s) => s, bookmarkIntervalMs: 60_000 });
+      serveWatch(req, res, sandboxes, parseListQuery(NS, url.searchParams), {
+        params: url.searchParams,
+        transform: (s) => s,
+        bookmarkIntervalMs: 60_000,
+      });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
     port = (server.address() as AddressInfo).port;
@@ -93,7 +117,12 @@ describe('serveWatch backpressure', () => {
     const object = sandboxes.list({ ...parseListQuery(NS, new URLSearchParams()), limit: 1 }).items[0];
     if (object === undefined) throw new Error('no sandbox listed');
     let rev = sandboxes.revision;
-    for (let i = 0; i <= MAX_PENDING_EVENTS; i++) sandboxes.hub.emit({ type: 'MODIFIED', rev: ++rev, object: { ...object, metadata: { ...object.metadata, resourceVersion: String(rev) } } });
+    for (let i = 0; i <= MAX_PENDING_EVENTS; i++)
+      sandboxes.hub.emit({
+        type: 'MODIFIED',
+        rev: ++rev,
+        object: { ...object, metadata: { ...object.metadata, resourceVersion: String(rev) } },
+      });
     expect(sandboxes.hub.listenerCount).toBe(0);
     expect(serverSide.writableEnded).toBe(true);
     res.destroy();

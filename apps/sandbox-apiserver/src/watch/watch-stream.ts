@@ -1,6 +1,13 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { statusForError, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
-import { ResourceVersionTooOldError, type InitialEvents, type SandboxEvent, type Watchable, type WatchEventType, type WatchSubscription } from '../resource/events';
+import {
+  ResourceVersionTooOldError,
+  type InitialEvents,
+  type SandboxEvent,
+  type Watchable,
+  type WatchEventType,
+  type WatchSubscription,
+} from '../resource/events';
 import type { ListQuery } from '../resource/list-query';
 import { matches, type Selection } from '../resource/selection';
 
@@ -28,16 +35,25 @@ export function watchParamsOf(q: URLSearchParams): WatchParams {
   const bookmarks = q.get('allowWatchBookmarks') === 'true';
   const match = q.get('resourceVersionMatch') ?? '';
   if (sendInitialEvents && (match !== 'NotOlderThan' || !bookmarks)) {
-    throw new StatusError('Invalid', 'sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true', { causes: [{ reason: 'FieldValueForbidden', field: 'sendInitialEvents', message: 'Forbidden' }] });
+    throw new StatusError('Invalid', 'sendInitialEvents requires resourceVersionMatch=NotOlderThan and allowWatchBookmarks=true', {
+      causes: [{ reason: 'FieldValueForbidden', field: 'sendInitialEvents', message: 'Forbidden' }],
+    });
   }
-  if (!sendInitialEvents && match !== '') throw new StatusError('Invalid', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided', { causes: [{ reason: 'FieldValueForbidden', field: 'resourceVersionMatch', message: 'Forbidden' }] });
+  if (!sendInitialEvents && match !== '')
+    throw new StatusError('Invalid', 'resourceVersionMatch is forbidden for watch unless sendInitialEvents is provided', {
+      causes: [{ reason: 'FieldValueForbidden', field: 'resourceVersionMatch', message: 'Forbidden' }],
+    });
   const t = Number(q.get('timeoutSeconds') ?? '');
   const timeoutMs = Number.isFinite(t) && t > 0 ? t * 1000 : (30 + Math.random() * 30) * 60_000;
   return { rv: q.get('resourceVersion') ?? '', sendInitialEvents, bookmarks, timeoutMs };
 }
 
 function bookmark(source: Watchable, rev: number, initialEnd: boolean): Record<string, unknown> {
-  return { kind: source.kind, apiVersion: source.apiVersion, metadata: { resourceVersion: String(rev), ...(initialEnd ? { annotations: { [INITIAL_EVENTS_END]: 'true' } } : {}) } };
+  return {
+    kind: source.kind,
+    apiVersion: source.apiVersion,
+    metadata: { resourceVersion: String(rev), ...(initialEnd ? { annotations: { [INITIAL_EVENTS_END]: 'true' } } : {}) },
+  };
 }
 
 const NO_EVENTS: InitialEvents = { rev: 0, next: () => undefined };
@@ -80,7 +96,8 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, source: Wa
   let waitingForDrain = false;
   let lastRev = 0;
   const encode = (type: string, object: ServedSandbox): string => JSON.stringify({ type, object: opts.transform(object) });
-  const encodeBookmark = (rev: number, initialEnd: boolean): string => JSON.stringify({ type: 'BOOKMARK', object: bookmark(source, rev, initialEnd) });
+  const encodeBookmark = (rev: number, initialEnd: boolean): string =>
+    JSON.stringify({ type: 'BOOKMARK', object: bookmark(source, rev, initialEnd) });
   const send = (ev: SandboxEvent, replay = false): void => {
     if (!replay && ev.rev <= lastRev) return;
     const out = eventForWatch(q, ev);

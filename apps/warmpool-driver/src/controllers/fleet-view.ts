@@ -6,7 +6,8 @@ export interface RoutableNode {
   address: string;
 }
 
-const isTrue = (inv: NodeInventory, type: string): boolean => inv.conditions?.some((c) => c.type === type && c.status === CONDITION_STATUS.true) ?? false;
+const isTrue = (inv: NodeInventory, type: string): boolean =>
+  inv.conditions?.some((c) => c.type === type && c.status === CONDITION_STATUS.true) ?? false;
 
 /**
  * Nodes that may take targets: an address, and neither Stale nor Draining. Sorted by name.

@@ -3,7 +3,13 @@ import { Registry } from 'prom-client';
 import { poolMetrics } from './pool-metrics';
 
 function pool(namespace: string, name: string, replicas: number, status?: SandboxWarmPool['status']): SandboxWarmPool {
-  return { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', metadata: { namespace, name }, spec: { replicas, sandboxTemplateRef: { name: 't' } }, ...(status ? { status } : {}) } as SandboxWarmPool;
+  return {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxWarmPool',
+    metadata: { namespace, name },
+    spec: { replicas, sandboxTemplateRef: { name: 't' } },
+    ...(status ? { status } : {}),
+  } as SandboxWarmPool;
 }
 
 async function values(registry: Registry, name: string): Promise<Record<string, number>> {
@@ -14,7 +20,13 @@ async function values(registry: Registry, name: string): Promise<Record<string, 
 describe('poolMetrics', () => {
   it('reports target, warm, ready and degraded per pool at scrape time, and drops a deleted pool', async () => {
     const registry = new Registry();
-    const degraded = { type: 'Degraded', status: 'True' as const, reason: 'PushFailed', message: 'm', lastTransitionTime: '2026-01-01T00:00:00Z' };
+    const degraded = {
+      type: 'Degraded',
+      status: 'True' as const,
+      reason: 'PushFailed',
+      message: 'm',
+      lastTransitionTime: '2026-01-01T00:00:00Z',
+    };
     let pools = [pool('a', 'p', 5, { readyReplicas: 3, conditions: [degraded] }), pool('b', 'q', 2)];
     const warmByPool = new Map([['a/p', 4]]);
     poolMetrics(registry, { pools: { list: () => pools }, warmByPool });

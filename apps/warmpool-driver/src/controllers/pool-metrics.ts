@@ -32,10 +32,24 @@ export function poolMetrics(registry: Registry, src: PoolMetricsSource): void {
       },
     });
   };
-  perPool('sandbox_scale_warmpool_driver_pool_target_replicas', 'spec.replicas of each SandboxWarmPool: the warm VMs wanted.', (p) => p.spec.replicas);
-  perPool('sandbox_scale_warmpool_driver_pool_warm_replicas', 'Warm VMs of each pool key on routable nodes, counted by the leading driver at its last sync.', (_p, id) => src.warmByPool.get(id));
-  perPool('sandbox_scale_warmpool_driver_pool_ready_replicas', 'status.readyReplicas of each SandboxWarmPool, as last written.', (p) => p.status?.readyReplicas ?? 0);
-  perPool('sandbox_scale_warmpool_driver_pool_degraded', '1 while a SandboxWarmPool says Degraded=True (some targets could not be driven).', (p) =>
-    p.status?.conditions?.some((c) => c.type === CONDITION_TYPES.degraded && c.status === CONDITION_STATUS.true) ? 1 : 0,
+  perPool(
+    'sandbox_scale_warmpool_driver_pool_target_replicas',
+    'spec.replicas of each SandboxWarmPool: the warm VMs wanted.',
+    (p) => p.spec.replicas,
+  );
+  perPool(
+    'sandbox_scale_warmpool_driver_pool_warm_replicas',
+    'Warm VMs of each pool key on routable nodes, counted by the leading driver at its last sync.',
+    (_p, id) => src.warmByPool.get(id),
+  );
+  perPool(
+    'sandbox_scale_warmpool_driver_pool_ready_replicas',
+    'status.readyReplicas of each SandboxWarmPool, as last written.',
+    (p) => p.status?.readyReplicas ?? 0,
+  );
+  perPool(
+    'sandbox_scale_warmpool_driver_pool_degraded',
+    '1 while a SandboxWarmPool says Degraded=True (some targets could not be driven).',
+    (p) => (p.status?.conditions?.some((c) => c.type === CONDITION_TYPES.degraded && c.status === CONDITION_STATUS.true) ? 1 : 0),
   );
 }

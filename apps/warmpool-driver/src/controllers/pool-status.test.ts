@@ -32,12 +32,22 @@ describe('desiredPoolStatus', () => {
   it('is Degraded with the problem reason, and that flip is a transition', () => {
     const ok = desiredPoolStatus({ ...obs, warm: 10 }, undefined);
     const bad = desiredPoolStatus({ ...obs, warm: 10, problem: { reason: 'TemplateNotFound', message: 'gone' }, now: later }, ok);
-    expect(bad.conditions?.[1]).toMatchObject({ type: 'Degraded', status: 'True', reason: 'TemplateNotFound', lastTransitionTime: '2030-01-01T00:05:00Z' });
+    expect(bad.conditions?.[1]).toMatchObject({
+      type: 'Degraded',
+      status: 'True',
+      reason: 'TemplateNotFound',
+      lastTransitionTime: '2030-01-01T00:05:00Z',
+    });
     expect(transitions(ok, bad).map((c) => c.type)).toEqual(['Degraded']);
     // Still Degraded, for another reason: a transition too (the event says why now).
     const other = desiredPoolStatus({ ...obs, warm: 10, problem: { reason: 'PushFailed', message: 'node down' }, now: later }, bad);
     expect(transitions(bad, other).map((c) => [c.type, c.reason])).toEqual([['Degraded', 'PushFailed']]);
-    expect(transitions(other, desiredPoolStatus({ ...obs, warm: 11, problem: { reason: 'PushFailed', message: 'two nodes down' }, now: later }, other))).toEqual([]);
+    expect(
+      transitions(
+        other,
+        desiredPoolStatus({ ...obs, warm: 11, problem: { reason: 'PushFailed', message: 'two nodes down' }, now: later }, other),
+      ),
+    ).toEqual([]);
   });
 
   it('records the pool keys, and a key change is a difference even when nothing else changed', () => {
@@ -64,7 +74,13 @@ describe('invalidPoolStatus', () => {
 
   it('keeps the recorded keys: a restarted driver reads them back', () => {
     const poolKey = { template: 'img:a', net: 'none', size: 'small' };
-    const s = invalidPoolStatus('p', 'spec.replicas', 'must be >= 0', { poolKey, retiringPoolKey: { ...poolKey, template: 'img:old' } }, now);
+    const s = invalidPoolStatus(
+      'p',
+      'spec.replicas',
+      'must be >= 0',
+      { poolKey, retiringPoolKey: { ...poolKey, template: 'img:old' } },
+      now,
+    );
     expect(s.poolKey).toEqual(poolKey);
     expect(s.retiringPoolKey?.template).toBe('img:old');
   });

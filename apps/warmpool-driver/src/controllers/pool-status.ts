@@ -49,9 +49,26 @@ type ConditionCore = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
 
 function readyOf(o: PoolObservation): ConditionCore {
   const base = { type: CONDITION_TYPES.ready };
-  if (o.warm >= o.replicas) return { ...base, status: CONDITION_STATUS.true, reason: POOL_REASONS.warm, message: `${o.warm} warm sandboxes for ${o.replicas} replicas` };
-  if (o.routableNodes === 0) return { ...base, status: CONDITION_STATUS.false, reason: POOL_REASONS.noRoutableNodes, message: 'no node publishes a routable NodeInventory (address set, not stale or draining)' };
-  return { ...base, status: CONDITION_STATUS.false, reason: POOL_REASONS.warming, message: `${o.warm} of ${o.replicas} warm over ${o.routableNodes} nodes` };
+  if (o.warm >= o.replicas)
+    return {
+      ...base,
+      status: CONDITION_STATUS.true,
+      reason: POOL_REASONS.warm,
+      message: `${o.warm} warm sandboxes for ${o.replicas} replicas`,
+    };
+  if (o.routableNodes === 0)
+    return {
+      ...base,
+      status: CONDITION_STATUS.false,
+      reason: POOL_REASONS.noRoutableNodes,
+      message: 'no node publishes a routable NodeInventory (address set, not stale or draining)',
+    };
+  return {
+    ...base,
+    status: CONDITION_STATUS.false,
+    reason: POOL_REASONS.warming,
+    message: `${o.warm} of ${o.replicas} warm over ${o.routableNodes} nodes`,
+  };
 }
 
 function degradedOf(o: PoolObservation): ConditionCore {
@@ -61,7 +78,12 @@ function degradedOf(o: PoolObservation): ConditionCore {
 }
 
 /** A condition keeps its transition time while its status stays the same. */
-export function withTransitionTimes(next: readonly ConditionCore[], current: readonly Condition[] | undefined, now: Date, generation?: number): Condition[] {
+export function withTransitionTimes(
+  next: readonly ConditionCore[],
+  current: readonly Condition[] | undefined,
+  now: Date,
+  generation?: number,
+): Condition[] {
   return next.map((c) => {
     const prev = current?.find((p) => p.type === c.type);
     const lastTransitionTime = prev && prev.status === c.status ? prev.lastTransitionTime : formatRfc3339Seconds(now);
@@ -92,7 +114,13 @@ export function sameRecordedKeys(a: SandboxWarmPoolStatus | undefined, b: Sandbo
 }
 
 /** Status for a pool that does not parse: Ready=False and Degraded=True, naming the field. */
-export function invalidPoolStatus(name: string, fieldPath: string, message: string, current: SandboxWarmPoolStatus | undefined, now: Date): SandboxWarmPoolStatus {
+export function invalidPoolStatus(
+  name: string,
+  fieldPath: string,
+  message: string,
+  current: SandboxWarmPoolStatus | undefined,
+  now: Date,
+): SandboxWarmPoolStatus {
   const text = `${fieldPath || 'object'}: ${message}`.slice(0, 4096);
   return {
     selector: warmPoolSelector(name),

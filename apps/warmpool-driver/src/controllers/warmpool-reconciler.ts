@@ -1,5 +1,15 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyStatus, involvedObjectOf, type EventRecorder, type Informer, type Logger, type ReconcileContext, type ReconcileRequest, type ReconcileResult, type Reconciler } from '@sandbox-scale/kube-runtime';
+import {
+  applyStatus,
+  involvedObjectOf,
+  type EventRecorder,
+  type Informer,
+  type Logger,
+  type ReconcileContext,
+  type ReconcileRequest,
+  type ReconcileResult,
+  type Reconciler,
+} from '@sandbox-scale/kube-runtime';
 import {
   CONDITION_REASONS,
   CONDITION_STATUS,
@@ -20,7 +30,15 @@ import { needsRepush } from '../targets/node-drift';
 import type { PushTarget, TargetPusher } from '../targets/push-targets';
 import { SandboxWarmPoolResource } from '../resources';
 import { routableNodes, WarmCounts, type RoutableNode } from './fleet-view';
-import { POOL_REASONS, desiredPoolStatus, invalidPoolStatus, sameRecordedKeys, statusDiffers, transitions, type PoolProblem } from './pool-status';
+import {
+  POOL_REASONS,
+  desiredPoolStatus,
+  invalidPoolStatus,
+  sameRecordedKeys,
+  statusDiffers,
+  transitions,
+  type PoolProblem,
+} from './pool-status';
 
 /**
  * A pool's warm count changes with every publish while it fills; writing each change would
@@ -71,12 +89,16 @@ const idOf = (p: SandboxWarmPool): string => `${p.metadata.namespace ?? ''}/${p.
 const showKey = (k: PoolKey): string => `${k.template}/${k.net}/${k.size}`;
 const TEMPLATE_FIELD = 'spec.sandboxTemplateRef.name';
 
-const keysFingerprint = (key: PoolKeyLike, retiring: PoolKeyLike | undefined): string => `${poolKeyId(key)}|${retiring ? poolKeyId(retiring) : ''}`;
+const keysFingerprint = (key: PoolKeyLike, retiring: PoolKeyLike | undefined): string =>
+  `${poolKeyId(key)}|${retiring ? poolKeyId(retiring) : ''}`;
 
 /** The keys a status records, normalised; undefined when it records none. */
 function recalled(status: SandboxWarmPoolStatus | undefined): PoolMemory | undefined {
   if (!status?.poolKey) return undefined;
-  return { key: normalizePoolKey(status.poolKey), ...(status.retiringPoolKey ? { retiring: normalizePoolKey(status.retiringPoolKey) } : {}) };
+  return {
+    key: normalizePoolKey(status.poolKey),
+    ...(status.retiringPoolKey ? { retiring: normalizePoolKey(status.retiringPoolKey) } : {}),
+  };
 }
 
 /**
@@ -139,7 +161,9 @@ export class WarmPoolReconciler implements Reconciler {
       if (malformed) continue;
       const current = written.get(id) ?? pool.status;
       if (!mem) {
-        await this.writeStatus(pool, current, this.statusOf(pool, 0, nodes, problems.get(id) ?? fleetProblem, undefined), signal).catch((e: unknown) => failures.push(e));
+        await this.writeStatus(pool, current, this.statusOf(pool, 0, nodes, problems.get(id) ?? fleetProblem, undefined), signal).catch(
+          (e: unknown) => failures.push(e),
+        );
         continue;
       }
       const warm = this.warm.warmOf(poolKeyId(mem.key), nodes, inventoryOf);
@@ -148,7 +172,9 @@ export class WarmPoolReconciler implements Reconciler {
         mem.releaseRetiring = true;
         released = true;
       }
-      await this.writeStatus(pool, current, this.statusOf(pool, warm, nodes, problems.get(id) ?? fleetProblem, mem), signal).catch((e: unknown) => failures.push(e));
+      await this.writeStatus(pool, current, this.statusOf(pool, warm, nodes, problems.get(id) ?? fleetProblem, mem), signal).catch(
+        (e: unknown) => failures.push(e),
+      );
     }
     await this.reportMalformed(signal).catch((e: unknown) => failures.push(e));
     this.syncs++;
@@ -161,7 +187,12 @@ export class WarmPoolReconciler implements Reconciler {
    * recorded in its status (an earlier one). `unattributed` names the pools in scope whose key
    * is unknown: while there are any, no key on a node can be called nobody's.
    */
-  private collect(live: readonly SandboxWarmPool[]): { spread: SpreadPool[]; problems: Map<string, PoolProblem>; owned: Map<string, PoolKey>; unattributed: string[] } {
+  private collect(live: readonly SandboxWarmPool[]): {
+    spread: SpreadPool[];
+    problems: Map<string, PoolProblem>;
+    owned: Map<string, PoolKey>;
+    unattributed: string[];
+  } {
     const spread: SpreadPool[] = [];
     const problems = new Map<string, PoolProblem>();
     const owned = new Map<string, PoolKey>();
@@ -174,7 +205,12 @@ export class WarmPoolReconciler implements Reconciler {
       if (mem?.releaseRetiring) mem = { key: mem.key };
       const r = this.resolve(pool);
       if ('problem' in r) {
-        problems.set(id, { reason: r.problem.reason, message: mem ? `${r.problem.message}; running on the last-good targets of pool key ${showKey(mem.key)} (status.poolKey) until the template is back or the pool is deleted` : `${r.problem.message}; no pool key was ever recorded for this pool (status.poolKey), so it has no targets, and pool keys on the nodes that no pool accounts for are kept until it is fixed or deleted` });
+        problems.set(id, {
+          reason: r.problem.reason,
+          message: mem
+            ? `${r.problem.message}; running on the last-good targets of pool key ${showKey(mem.key)} (status.poolKey) until the template is back or the pool is deleted`
+            : `${r.problem.message}; no pool key was ever recorded for this pool (status.poolKey), so it has no targets, and pool keys on the nodes that no pool accounts for are kept until it is fixed or deleted`,
+        });
         if (!mem) unattributed.push(id);
       } else if (!mem) {
         mem = { key: r.key };
@@ -226,7 +262,10 @@ export class WarmPoolReconciler implements Reconciler {
   private noteDoubt(unattributed: readonly string[]): void {
     const doubt = unattributed.length > 0;
     if (doubt && !this.inDoubt) {
-      this.opts.log.warn({ pools: unattributed.slice(0, 5), count: unattributed.length }, 'pools without a known pool key: keys on the nodes that no pool accounts for are kept, not drained, until these pools are fixed or deleted');
+      this.opts.log.warn(
+        { pools: unattributed.slice(0, 5), count: unattributed.length },
+        'pools without a known pool key: keys on the nodes that no pool accounts for are kept, not drained, until these pools are fixed or deleted',
+      );
     }
     this.inDoubt = doubt;
   }
@@ -236,7 +275,12 @@ export class WarmPoolReconciler implements Reconciler {
    * that takes over later knows which key the nodes keep warm for the pool. A failed record
    * fails the sync: nothing is sent that could not be recalled.
    */
-  private async recordKeys(live: readonly SandboxWarmPool[], nodes: readonly RoutableNode[], problems: ReadonlyMap<string, PoolProblem>, signal: AbortSignal): Promise<Map<string, SandboxWarmPoolStatus>> {
+  private async recordKeys(
+    live: readonly SandboxWarmPool[],
+    nodes: readonly RoutableNode[],
+    problems: ReadonlyMap<string, PoolProblem>,
+    signal: AbortSignal,
+  ): Promise<Map<string, SandboxWarmPoolStatus>> {
     const written = new Map<string, SandboxWarmPoolStatus>();
     const inventoryOf = (n: string): NodeInventory | undefined => this.opts.inventories.get(undefined, n);
     for (const pool of live) {
@@ -260,20 +304,40 @@ export class WarmPoolReconciler implements Reconciler {
     const ns = pool.metadata.namespace;
     const name = pool.spec.sandboxTemplateRef.name;
     const bad = this.opts.templates.malformedObject(ns, name);
-    if (bad) return { problem: { reason: POOL_REASONS.templateInvalid, message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" is invalid (${bad.fieldPath}: ${bad.message})` } };
+    if (bad)
+      return {
+        problem: {
+          reason: POOL_REASONS.templateInvalid,
+          message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" is invalid (${bad.fieldPath}: ${bad.message})`,
+        },
+      };
     const tpl = this.opts.templates.get(ns, name);
-    if (!tpl) return { problem: { reason: POOL_REASONS.templateNotFound, message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" not found` } };
+    if (!tpl)
+      return { problem: { reason: POOL_REASONS.templateNotFound, message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" not found` } };
     const key = poolKeyForTemplate(tpl);
-    if (key.template === '') return { problem: { reason: POOL_REASONS.templateInvalid, message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" has no container image` } };
+    if (key.template === '')
+      return {
+        problem: { reason: POOL_REASONS.templateInvalid, message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" has no container image` },
+      };
     return { key };
   }
 
-  private async push(nodes: readonly RoutableNode[], byNode: ReadonlyMap<string, NodePoolSpec[]>, owned: ReadonlyMap<string, PoolKey>, carry: boolean, signal: AbortSignal): Promise<PoolProblem | undefined> {
+  private async push(
+    nodes: readonly RoutableNode[],
+    byNode: ReadonlyMap<string, NodePoolSpec[]>,
+    owned: ReadonlyMap<string, PoolKey>,
+    carry: boolean,
+    signal: AbortSignal,
+  ): Promise<PoolProblem | undefined> {
     const { pusher, log } = this.opts;
     if (!pusher) {
-      if (!this.warnedNoToken) log.error('no fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): refusing to send warm targets to any node');
+      if (!this.warnedNoToken)
+        log.error('no fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): refusing to send warm targets to any node');
       this.warnedNoToken = true;
-      return { reason: POOL_REASONS.fleetTokenMissing, message: 'no sandboxd fleet token is configured: warm targets are not sent to any node (fail closed)' };
+      return {
+        reason: POOL_REASONS.fleetTokenMissing,
+        message: 'no sandboxd fleet token is configured: warm targets are not sent to any node (fail closed)',
+      };
     }
     pusher.retain(new Set(nodes.map((n) => n.name)));
     const drainingIds = new Set(this.draining.keys());
@@ -281,9 +345,23 @@ export class WarmPoolReconciler implements Reconciler {
     const targets = nodes.map((n): PushTarget => {
       const inv = this.opts.inventories.get(undefined, n.name);
       const reportRv = inv?.metadata.resourceVersion ?? '';
-      const t: PushTarget = { node: n.name, address: n.address, pools: byNode.get(n.name) ?? [], reportRv, ...(carry ? { carryOver: { draining: drainingIds } } : {}) };
+      const t: PushTarget = {
+        node: n.name,
+        address: n.address,
+        pools: byNode.get(n.name) ?? [],
+        reportRv,
+        ...(carry ? { carryOver: { draining: drainingIds } } : {}),
+      };
       // Only an unchanged set can drift: a changed one is PUT anyway.
-      const drifted = pusher.isCurrent(t) && needsRepush({ desired: t.pools, reported: inv?.pools, reportRv, rvAtLastPut: pusher.rvAtLastPut(n.name), ...(compared ? { compared } : {}) });
+      const drifted =
+        pusher.isCurrent(t) &&
+        needsRepush({
+          desired: t.pools,
+          reported: inv?.pools,
+          reportRv,
+          rvAtLastPut: pusher.rvAtLastPut(n.name),
+          ...(compared ? { compared } : {}),
+        });
       return drifted ? { ...t, repush: true } : t;
     });
     const results = await pusher.push(targets, signal);
@@ -296,10 +374,19 @@ export class WarmPoolReconciler implements Reconciler {
     }
     for (const [kid, d] of this.draining) if (d.pending.size === 0) this.draining.delete(kid);
     if (failed.length === 0) return undefined;
-    return { reason: POOL_REASONS.pushFailed, message: `PUT /v1/pools failed on ${failed.length} node(s) (${failed.slice(0, 5).join(', ')}); they keep their previous targets` };
+    return {
+      reason: POOL_REASONS.pushFailed,
+      message: `PUT /v1/pools failed on ${failed.length} node(s) (${failed.slice(0, 5).join(', ')}); they keep their previous targets`,
+    };
   }
 
-  private statusOf(pool: SandboxWarmPool, warm: number, nodes: readonly RoutableNode[], problem: PoolProblem | undefined, mem: PoolMemory | undefined): SandboxWarmPoolStatus {
+  private statusOf(
+    pool: SandboxWarmPool,
+    warm: number,
+    nodes: readonly RoutableNode[],
+    problem: PoolProblem | undefined,
+    mem: PoolMemory | undefined,
+  ): SandboxWarmPoolStatus {
     // A released retiring key stays recorded until the sync that drains it: recorded before the
     // nodes are told to keep it, dropped only after they were told to drain it.
     return desiredPoolStatus(
@@ -319,12 +406,21 @@ export class WarmPoolReconciler implements Reconciler {
   }
 
   /** `current` is what the API server holds as far as this sync knows (the cache, or this sync's earlier write). */
-  private async writeStatus(pool: SandboxWarmPool, current: SandboxWarmPoolStatus | undefined, desired: SandboxWarmPoolStatus, signal: AbortSignal, immediate = false): Promise<void> {
+  private async writeStatus(
+    pool: SandboxWarmPool,
+    current: SandboxWarmPoolStatus | undefined,
+    desired: SandboxWarmPoolStatus,
+    signal: AbortSignal,
+    immediate = false,
+  ): Promise<void> {
     if (!statusDiffers(current, desired)) return;
     const id = idOf(pool);
     const now = Date.now();
     const countOnly =
-      transitions(current, desired).length === 0 && current?.observedGeneration === desired.observedGeneration && current?.selector === desired.selector && sameRecordedKeys(current, desired);
+      transitions(current, desired).length === 0 &&
+      current?.observedGeneration === desired.observedGeneration &&
+      current?.selector === desired.selector &&
+      sameRecordedKeys(current, desired);
     if (!immediate && countOnly && now - (this.lastStatusWrite.get(id) ?? 0) < STATUS_COUNT_INTERVAL_MS) {
       this.deferredStatus = true;
       return;
@@ -333,7 +429,12 @@ export class WarmPoolReconciler implements Reconciler {
     await this.apply(pool.metadata.namespace ?? '', pool.metadata.name ?? '', desired, signal);
     for (const c of transitions(current, desired)) {
       const bad = (c.type === CONDITION_TYPES.degraded) === (c.status === CONDITION_STATUS.true);
-      this.opts.events.record(involvedObjectOf(pool), { type: bad ? 'Warning' : 'Normal', reason: c.reason, action: 'SyncWarmTargets', note: c.message });
+      this.opts.events.record(involvedObjectOf(pool), {
+        type: bad ? 'Warning' : 'Normal',
+        reason: c.reason,
+        action: 'SyncWarmTargets',
+        note: c.message,
+      });
     }
   }
 
@@ -348,7 +449,10 @@ export class WarmPoolReconciler implements Reconciler {
       if (this.invalidWritten.get(key) === fingerprint) continue;
       await this.apply(ref.namespace ?? '', ref.name, desired, signal);
       this.invalidWritten.set(key, fingerprint);
-      this.opts.log.warn({ namespace: ref.namespace, name: ref.name, field: failure.fieldPath, reason: CONDITION_REASONS.invalidMetadata }, 'SandboxWarmPool is invalid; reported in its conditions');
+      this.opts.log.warn(
+        { namespace: ref.namespace, name: ref.name, field: failure.fieldPath, reason: CONDITION_REASONS.invalidMetadata },
+        'SandboxWarmPool is invalid; reported in its conditions',
+      );
     }
     for (const k of this.invalidWritten.keys()) if (!seen.has(k)) this.invalidWritten.delete(k);
   }
@@ -357,7 +461,12 @@ export class WarmPoolReconciler implements Reconciler {
     this.statusWrites++;
     await applyStatus(
       this.opts.kubeConfig,
-      { apiVersion: SandboxWarmPoolResource.group + '/' + SandboxWarmPoolResource.version, kind: SandboxWarmPoolResource.kind, metadata: { name, namespace }, status },
+      {
+        apiVersion: SandboxWarmPoolResource.group + '/' + SandboxWarmPoolResource.version,
+        kind: SandboxWarmPoolResource.kind,
+        metadata: { name, namespace },
+        status,
+      },
       { fieldManager: FIELD_MANAGERS.warmpoolDriver, force: true, resource: SandboxWarmPoolResource, signal },
     );
   }

@@ -11,7 +11,11 @@ describe('withCarriedOver', () => {
   });
 
   it('drops keys being drained and keys at target 0', () => {
-    const got = withCarriedOver([], [cur('img:gone', 4), cur('img:zero', 0), cur('img:other', 1)], new Set([poolKeyId({ template: 'img:gone' })]));
+    const got = withCarriedOver(
+      [],
+      [cur('img:gone', 4), cur('img:zero', 0), cur('img:other', 1)],
+      new Set([poolKeyId({ template: 'img:gone' })]),
+    );
     expect(got).toEqual([spec('img:other', 1)]);
   });
 

@@ -19,7 +19,11 @@ export interface CurrentPool {
  * node reports no other figure; a key another writer set with `warm_max` or idle settings would
  * be rewritten to a static floor (documented limit).
  */
-export function withCarriedOver(owned: readonly NodePoolSpec[], current: readonly CurrentPool[], draining: ReadonlySet<string>): NodePoolSpec[] {
+export function withCarriedOver(
+  owned: readonly NodePoolSpec[],
+  current: readonly CurrentPool[],
+  draining: ReadonlySet<string>,
+): NodePoolSpec[] {
   const taken = new Set(owned.map((s) => poolKeyId(s)));
   const out = [...owned];
   for (const p of current) {

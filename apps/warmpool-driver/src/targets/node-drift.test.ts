@@ -3,8 +3,19 @@ import { needsRepush, sameTargets, targetsByKey, type DriftInput } from './node-
 import type { NodePoolSpec } from './plan-targets';
 
 const spec = (template: string, warm: number): NodePoolSpec => ({ template, net: 'none', size: 'small', warm });
-const report = (template: string, target: number, extra: Partial<PoolCapacity> = {}): PoolCapacity => ({ template, warm: 0, target, ...extra });
-const input = (over: Partial<DriftInput>): DriftInput => ({ desired: [spec('img:a', 4), spec('img:b', 0)], reported: [], reportRv: '20', rvAtLastPut: '10', ...over });
+const report = (template: string, target: number, extra: Partial<PoolCapacity> = {}): PoolCapacity => ({
+  template,
+  warm: 0,
+  target,
+  ...extra,
+});
+const input = (over: Partial<DriftInput>): DriftInput => ({
+  desired: [spec('img:a', 4), spec('img:b', 0)],
+  reported: [],
+  reportRv: '20',
+  rvAtLastPut: '10',
+  ...over,
+});
 
 describe('needsRepush (the drift rule)', () => {
   it('re-PUTs a node that reports an empty set after the last PUT (sandboxd restarted without its pools)', () => {

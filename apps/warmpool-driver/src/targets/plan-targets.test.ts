@@ -27,7 +27,14 @@ describe('spreadReplicas', () => {
   });
 
   it('weights by reported capacity and still sums exactly', () => {
-    const t = spreadReplicas(100, [{ name: 'a', weight: 3 }, { name: 'b', weight: 1 }], 'x');
+    const t = spreadReplicas(
+      100,
+      [
+        { name: 'a', weight: 3 },
+        { name: 'b', weight: 1 },
+      ],
+      'x',
+    );
     expect(t.get('a')).toBe(75);
     expect(t.get('b')).toBe(25);
     const u = spreadReplicas(10, [{ name: 'a', weight: 2 }, { name: 'b', weight: 1 }, { name: 'c' }], 'y');
@@ -55,14 +62,22 @@ describe('planTargets', () => {
     for (const specs of plan.byNode.values()) {
       expect(specs.map((s) => s.template)).toEqual(['img:a', 'img:b']);
     }
-    const warmOf = (t: string): number => [...plan.byNode.values()].flatMap((s) => s.filter((x) => x.template === t)).reduce((a, s) => a + s.warm, 0);
+    const warmOf = (t: string): number =>
+      [...plan.byNode.values()].flatMap((s) => s.filter((x) => x.template === t)).reduce((a, s) => a + s.warm, 0);
     expect(warmOf('img:b')).toBe(8);
     expect(warmOf('img:a')).toBe(1);
     expect([...plan.byNode.values()].every((s) => s.length === 2)).toBe(true);
   });
 
   it('keeps a held pool at its last targets, whatever the node count now', () => {
-    const held = { id: 'ns/h', key: key('img:h'), targets: new Map([['node-00', 4], ['node-01', 4]]) };
+    const held = {
+      id: 'ns/h',
+      key: key('img:h'),
+      targets: new Map([
+        ['node-00', 4],
+        ['node-01', 4],
+      ]),
+    };
     const plan = planTargets({ pools: [], held: [held], nodes: nodes(3) });
     expect(plan.byPool.get('ns/h')).toEqual(held.targets);
     expect(plan.byNode.get('node-00')).toEqual([{ template: 'img:h', net: 'none', size: 'small', warm: 4 }]);

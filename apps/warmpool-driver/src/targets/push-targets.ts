@@ -52,9 +52,16 @@ export class TargetPusher {
   constructor(private readonly opts: TargetPusherOptions) {
     this.queue = new PQueue({ concurrency: opts.concurrency ?? LIMITS.warmPoolPutConcurrency });
     this.timeoutMs = opts.timeoutMs ?? LIMITS.warmPoolPutTimeoutMs;
-    this.results = counter(opts.registry, 'sandbox_scale_warmpool_driver_pool_puts_total', 'PUT /v1/pools sent to nodes, by result.', ['result']);
+    this.results = counter(opts.registry, 'sandbox_scale_warmpool_driver_pool_puts_total', 'PUT /v1/pools sent to nodes, by result.', [
+      'result',
+    ]);
     // No node label: the node is in the log line, and a per-node series would grow with the fleet.
-    this.repushes = counter(opts.registry, 'sandbox_scale_warmpool_driver_repushes_total', 'Unchanged pool sets PUT again because a node reported a different set after the last PUT.', []);
+    this.repushes = counter(
+      opts.registry,
+      'sandbox_scale_warmpool_driver_repushes_total',
+      'Unchanged pool sets PUT again because a node reported a different set after the last PUT.',
+      [],
+    );
   }
 
   /** The NodeInventory resourceVersion the last PUT to this node was composed against; undefined before any. */
@@ -88,7 +95,10 @@ export class TargetPusher {
     else this.rvAtPut.delete(t.node);
     if (t.repush === true && this.isCurrent(t)) {
       this.repushes.inc();
-      this.opts.log.info({ node: t.node, address: t.address }, 'node reports a pool set other than the one it accepted (sandboxd restarted or another writer); PUT it again');
+      this.opts.log.info(
+        { node: t.node, address: t.address },
+        'node reports a pool set other than the one it accepted (sandboxd restarted or another writer); PUT it again',
+      );
     }
     try {
       const client = this.opts.clients.forNode(t.address);

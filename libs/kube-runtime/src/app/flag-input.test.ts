@@ -15,7 +15,10 @@ describe('readInputs', () => {
   it('reads every input once the flags parse', () => {
     const file = join(mkdtempSync(join(tmpdir(), 'flag-input-')), 'kubeconfig');
     writeFileSync(file, KUBECONFIG);
-    const { values, problems } = readInputs({ kubeConfig: kubeConfigInput, twice: { flag: '--n', read: (c: { kubeconfig: string; n: number }) => c.n * 2 } }, { kubeconfig: file, n: 21 });
+    const { values, problems } = readInputs(
+      { kubeConfig: kubeConfigInput, twice: { flag: '--n', read: (c: { kubeconfig: string; n: number }) => c.n * 2 } },
+      { kubeconfig: file, n: 21 },
+    );
     expect(problems).toEqual([]);
     expect(values.kubeConfig.getCurrentCluster()?.server).toBe('https://10.0.0.1:6443');
     expect(values.twice).toBe(42);
@@ -25,8 +28,18 @@ describe('readInputs', () => {
     const { problems } = readInputs(
       {
         kubeConfig: kubeConfigInput,
-        token: { flag: '--token-file', read: () => { throw new Error('--token-file: cannot read /t'); } },
-        other: { flag: '--other', read: () => { throw new Error('not PEM'); } },
+        token: {
+          flag: '--token-file',
+          read: () => {
+            throw new Error('--token-file: cannot read /t');
+          },
+        },
+        other: {
+          flag: '--other',
+          read: () => {
+            throw new Error('not PEM');
+          },
+        },
       },
       { kubeconfig: '/nonexistent/kubeconfig' },
     );

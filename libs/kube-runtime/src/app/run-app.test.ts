@@ -100,8 +100,18 @@ describe('runApp', () => {
         summary: 's',
         schema,
         inputs: {
-          token: { flag: '--token-file', read: (c) => { throw new Error(`cannot read ${c.tokenFile}`); } },
-          ca: { flag: '--ca-file', read: () => { throw new ConfigError('--ca-file: not PEM', '--ca-file'); } },
+          token: {
+            flag: '--token-file',
+            read: (c) => {
+              throw new Error(`cannot read ${c.tokenFile}`);
+            },
+          },
+          ca: {
+            flag: '--ca-file',
+            read: () => {
+              throw new ConfigError('--ca-file: not PEM', '--ca-file');
+            },
+          },
           replicas: { flag: '--replicas', read: (c) => c.replicas },
         },
         start: () => {
@@ -121,12 +131,16 @@ describe('runApp', () => {
     const proc = new EventEmitter();
     const signal = setupSignalHandler(proc as unknown as NodeJS.Process);
     let code: number | undefined;
-    const run = runApp(app, { argv: ['--replicas', '3', '--token-file=/t'], env: { SANDBOX_SCALE_RESYNC: '1m' }, signal }).then((c) => (code = c));
+    const run = runApp(app, { argv: ['--replicas', '3', '--token-file=/t'], env: { SANDBOX_SCALE_RESYNC: '1m' }, signal }).then(
+      (c) => (code = c),
+    );
     await settle();
     expect(calls).toEqual(['start']);
     expect(seen.config).toEqual({ replicas: 3, resync: 60_000, tokenFile: '/t', caFile: '' });
     expect(seen.inputs).toEqual({ token: 'read /t' });
-    expect((await seen.registry?.getMetricsAsJSON())?.map((m) => m.name)).toEqual(expect.arrayContaining(['process_cpu_user_seconds_total', 'nodejs_eventloop_lag_seconds']));
+    expect((await seen.registry?.getMetricsAsJSON())?.map((m) => m.name)).toEqual(
+      expect.arrayContaining(['process_cpu_user_seconds_total', 'nodejs_eventloop_lag_seconds']),
+    );
 
     proc.emit('SIGTERM', 'SIGTERM');
     await settle();
@@ -148,7 +162,9 @@ describe('runApp', () => {
     failed.reject(new Error('lost the leader Lease'));
     expect(await run).toBe(1);
     expect(calls).toEqual(['start']);
-    expect(logs.lines.map((l) => [l.msg, (l.err as { message?: string } | undefined)?.message])).toEqual([['fake stopped', 'lost the leader Lease']]);
+    expect(logs.lines.map((l) => [l.msg, (l.err as { message?: string } | undefined)?.message])).toEqual([
+      ['fake stopped', 'lost the leader Lease'],
+    ]);
   });
 
   it('exits 0 when the app ends by itself', async () => {
@@ -170,7 +186,13 @@ describe('runApp', () => {
   it('exits 1 when the app fails to start, and stops at once when the signal came while it started', async () => {
     const logs = logLines();
     const failing = await runApp(
-      { name: 'fake', summary: 's', schema, logger: () => ({ destination: logs.destination }), start: () => Promise.reject(new Error('port in use')) },
+      {
+        name: 'fake',
+        summary: 's',
+        schema,
+        logger: () => ({ destination: logs.destination }),
+        start: () => Promise.reject(new Error('port in use')),
+      },
       { argv: [], env: {}, signal: new AbortController().signal },
     );
     expect(failing).toBe(1);

@@ -17,7 +17,11 @@ describe('userOfTokenReview', () => {
     expect(userOfTokenReview({ status: { ...ok.status, audiences: ['other'] } }, ['fast'])).toBeUndefined();
     // an authenticator that ignores audiences answers none: the token was not checked for ours
     expect(userOfTokenReview({ status: { ...ok.status, audiences: undefined } }, ['fast'])).toBeUndefined();
-    expect(userOfTokenReview({ status: { ...ok.status, audiences: undefined } }, [])).toEqual({ username: 'alice', groups: ['dev'], extra: {} });
+    expect(userOfTokenReview({ status: { ...ok.status, audiences: undefined } }, [])).toEqual({
+      username: 'alice',
+      groups: ['dev'],
+      extra: {},
+    });
   });
 
   it('refuses unauthenticated reviews and users without a name', () => {
@@ -38,8 +42,16 @@ describe('decisionOfSar', () => {
 
 describe('sarSpecOf', () => {
   it('carries uid, groups and extra with resource or non-resource attributes', () => {
-    expect(sarSpecOf(user, { nonResource: { path: '/apis', verb: 'get' } })).toEqual({ user: 'alice', uid: 'u1', groups: ['dev'], extra: { scopes: ['a'] }, nonResourceAttributes: { path: '/apis', verb: 'get' } });
-    expect(sarSpecOf(user, { resource: { verb: 'create', group: 'g', resource: 'r', namespace: 'ns' } })).toMatchObject({ resourceAttributes: { verb: 'create', group: 'g', resource: 'r', namespace: 'ns' } });
+    expect(sarSpecOf(user, { nonResource: { path: '/apis', verb: 'get' } })).toEqual({
+      user: 'alice',
+      uid: 'u1',
+      groups: ['dev'],
+      extra: { scopes: ['a'] },
+      nonResourceAttributes: { path: '/apis', verb: 'get' },
+    });
+    expect(sarSpecOf(user, { resource: { verb: 'create', group: 'g', resource: 'r', namespace: 'ns' } })).toMatchObject({
+      resourceAttributes: { verb: 'create', group: 'g', resource: 'r', namespace: 'ns' },
+    });
   });
 });
 
@@ -72,7 +84,12 @@ describe('DelegatedAuth failures', () => {
     });
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     kc = new KubeConfig();
-    kc.loadFromOptions({ clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }], users: [{ name: 'u' }], contexts: [{ name: 'x', cluster: 'c', user: 'u' }], currentContext: 'x' });
+    kc.loadFromOptions({
+      clusters: [{ name: 'c', server: `http://127.0.0.1:${(server.address() as AddressInfo).port}`, skipTLSVerify: true }],
+      users: [{ name: 'u' }],
+      contexts: [{ name: 'x', cluster: 'c', user: 'u' }],
+      currentContext: 'x',
+    });
   });
   afterAll(async () => {
     server.closeAllConnections();
@@ -83,13 +100,19 @@ describe('DelegatedAuth failures', () => {
     const auth = new DelegatedAuth(kc, { timeoutMs: 200 });
     for (const m of ['garbage', 'error', 'hang'] as const) {
       mode = m;
-      const err = await auth.authenticateToken(`t-${m}`).then(() => undefined, (e: unknown) => e);
+      const err = await auth.authenticateToken(`t-${m}`).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(err).toBeInstanceOf(AuthUnavailableError);
       expect(isAuthUnavailable(err)).toBe(true);
       const status = statusForError(err);
       expect(status).toMatchObject({ code: 503, reason: 'ServiceUnavailable', message: 'authentication is unavailable, retry later' });
       expect(JSON.stringify(status)).not.toContain('10.0.0.7');
-      const denied = await auth.authorize(user, { nonResource: { path: '/', verb: 'get' } }).then(() => undefined, (e: unknown) => e);
+      const denied = await auth.authorize(user, { nonResource: { path: '/', verb: 'get' } }).then(
+        () => undefined,
+        (e: unknown) => e,
+      );
       expect(isAuthUnavailable(denied)).toBe(true);
     }
   });
@@ -112,7 +135,10 @@ describe('DelegatedAuth failures', () => {
     mode = 'hang';
     const auth = new DelegatedAuth(kc, { timeoutMs: 60_000 });
     const ac = new AbortController();
-    const pending = auth.authenticateToken('t-abort', ac.signal).then(() => undefined, (e: unknown) => e);
+    const pending = auth.authenticateToken('t-abort', ac.signal).then(
+      () => undefined,
+      (e: unknown) => e,
+    );
     ac.abort();
     expect(isAuthUnavailable(await pending)).toBe(true);
   });
@@ -120,8 +146,13 @@ describe('DelegatedAuth failures', () => {
   it('allows the always-allowed groups without asking', async () => {
     mode = 'error';
     const auth = new DelegatedAuth(kc, { alwaysAllowGroups: ['system:masters'] });
-    await expect(auth.authorize({ ...user, groups: ['system:masters'] }, { nonResource: { path: '/', verb: 'get' } })).resolves.toEqual({ allowed: true, reason: '' });
+    await expect(auth.authorize({ ...user, groups: ['system:masters'] }, { nonResource: { path: '/', verb: 'get' } })).resolves.toEqual({
+      allowed: true,
+      reason: '',
+    });
     // a group that merely contains the name is someone else
-    await expect(auth.authorize({ ...user, groups: ['x,system:masters'] }, { nonResource: { path: '/', verb: 'get' } })).rejects.toThrow(AuthUnavailableError);
+    await expect(auth.authorize({ ...user, groups: ['x,system:masters'] }, { nonResource: { path: '/', verb: 'get' } })).rejects.toThrow(
+      AuthUnavailableError,
+    );
   });
 });

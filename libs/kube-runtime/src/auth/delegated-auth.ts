@@ -88,7 +88,9 @@ const TokenReviewSchema = z.object({
     .optional(),
 });
 
-const SarSchema = z.object({ status: z.object({ allowed: z.boolean().optional(), denied: z.boolean().optional(), reason: z.string().optional() }).optional() });
+const SarSchema = z.object({
+  status: z.object({ allowed: z.boolean().optional(), denied: z.boolean().optional(), reason: z.string().optional() }).optional(),
+});
 
 /**
  * The user a TokenReview answer authenticates, or undefined. With audiences asked for, the
@@ -160,11 +162,16 @@ export class DelegatedAuth {
     const hit = this.#authenticated.get(key);
     if (hit !== undefined) return hit;
     if (this.#unauthenticated.get(key) !== undefined) return undefined;
-    const raw = await this.#post('authentication', '/apis/authentication.k8s.io/v1/tokenreviews', {
-      apiVersion: 'authentication.k8s.io/v1',
-      kind: 'TokenReview',
-      spec: { token, ...(this.#audiences.length > 0 ? { audiences: this.#audiences } : {}) },
-    }, signal);
+    const raw = await this.#post(
+      'authentication',
+      '/apis/authentication.k8s.io/v1/tokenreviews',
+      {
+        apiVersion: 'authentication.k8s.io/v1',
+        kind: 'TokenReview',
+        spec: { token, ...(this.#audiences.length > 0 ? { audiences: this.#audiences } : {}) },
+      },
+      signal,
+    );
     const user = this.#read('authentication', () => userOfTokenReview(raw, this.#audiences));
     if (user === undefined) this.#unauthenticated.set(key, true);
     else this.#authenticated.set(key, user);
@@ -177,7 +184,12 @@ export class DelegatedAuth {
     const key = JSON.stringify(spec);
     const hit = this.#allowed.get(key) ?? this.#denied.get(key);
     if (hit !== undefined) return hit;
-    const raw = await this.#post('authorization', '/apis/authorization.k8s.io/v1/subjectaccessreviews', { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec }, signal);
+    const raw = await this.#post(
+      'authorization',
+      '/apis/authorization.k8s.io/v1/subjectaccessreviews',
+      { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec },
+      signal,
+    );
     const decision = this.#read('authorization', () => decisionOfSar(raw));
     (decision.allowed ? this.#allowed : this.#denied).set(key, decision);
     return decision;

@@ -2,7 +2,12 @@ import { ApiException } from '@kubernetes/client-node';
 import { apiStatusOf, ignoreNotFound, isAlreadyExists, isConflict, isGone, isNotFound } from './api-errors';
 
 const status = (code: number, reason: string): ApiException<string> =>
-  new ApiException(code, `HTTP ${code}`, JSON.stringify({ kind: 'Status', status: 'Failure', code, reason, message: `${reason} happened` }), {});
+  new ApiException(
+    code,
+    `HTTP ${code}`,
+    JSON.stringify({ kind: 'Status', status: 'Failure', code, reason, message: `${reason} happened` }),
+    {},
+  );
 
 describe('API error predicates', () => {
   it('reads the Status reason from the raw body', () => {

@@ -41,9 +41,15 @@ describe('loadKubeConfig', () => {
 describe('resourcePath', () => {
   it('builds core, group, namespaced, cluster-scoped and subresource paths', () => {
     const pools = { group: 'agents.x-k8s.io', version: 'v1alpha1', plural: 'sandboxwarmpools', kind: 'SandboxWarmPool', namespaced: true };
-    expect(resourcePath({ group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true }, { namespace: 'a' })).toBe('/api/v1/namespaces/a/configmaps');
+    expect(resourcePath({ group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true }, { namespace: 'a' })).toBe(
+      '/api/v1/namespaces/a/configmaps',
+    );
     expect(resourcePath(pools)).toBe('/apis/agents.x-k8s.io/v1alpha1/sandboxwarmpools');
-    expect(resourcePath(pools, { namespace: 'n', name: 'p', subresource: 'status' })).toBe('/apis/agents.x-k8s.io/v1alpha1/namespaces/n/sandboxwarmpools/p/status');
-    expect(resourcePath({ ...pools, namespaced: false }, { namespace: 'ignored', name: 'x' })).toBe('/apis/agents.x-k8s.io/v1alpha1/sandboxwarmpools/x');
+    expect(resourcePath(pools, { namespace: 'n', name: 'p', subresource: 'status' })).toBe(
+      '/apis/agents.x-k8s.io/v1alpha1/namespaces/n/sandboxwarmpools/p/status',
+    );
+    expect(resourcePath({ ...pools, namespaced: false }, { namespace: 'ignored', name: 'x' })).toBe(
+      '/apis/agents.x-k8s.io/v1alpha1/sandboxwarmpools/x',
+    );
   });
 });

@@ -45,7 +45,12 @@ function send(ctx: RequestContext, body: string | undefined, retryStale = true):
   const headers: http.OutgoingHttpHeaders = { ...ctx.getHeaders() };
   if (body !== undefined) headers['Content-Length'] = Buffer.byteLength(body);
   const signal = ctx.getSignal();
-  const options: https.RequestOptions = { method: ctx.getHttpMethod(), agent: ctx.getAgent() as http.Agent | undefined, headers, ...(signal ? { signal } : {}) };
+  const options: https.RequestOptions = {
+    method: ctx.getHttpMethod(),
+    agent: ctx.getAgent() as http.Agent | undefined,
+    headers,
+    ...(signal ? { signal } : {}),
+  };
   return new Promise<Reply>((resolve, reject) => {
     const onReply = (res: http.IncomingMessage): void => {
       const chunks: Buffer[] = [];
@@ -61,7 +66,8 @@ function send(ctx: RequestContext, body: string | undefined, retryStale = true):
     req.on('error', (err: NodeJS.ErrnoException) => {
       // A kept-alive socket the server closed as this request went out: a read is safe to send
       // again, on a fresh socket (Node's documented pattern for request.reusedSocket).
-      if (retryStale && req.reusedSocket && err.code === 'ECONNRESET' && options.method === 'GET' && !signal?.aborted) resolve(send(ctx, body, false));
+      if (retryStale && req.reusedSocket && err.code === 'ECONNRESET' && options.method === 'GET' && !signal?.aborted)
+        resolve(send(ctx, body, false));
       else reject(err);
     });
     req.end(body);

@@ -99,9 +99,19 @@ function identityOf(agent: unknown): string | undefined {
   const o = (agent as http.Agent & { options: https.AgentOptions }).options;
   const h = createHash('sha256');
   h.update(agent.constructor === https.Agent ? 'https' : 'http');
-  for (const v of [o.ca, o.cert, o.key, o.pfx, o.passphrase, o.servername, o.rejectUnauthorized === undefined ? undefined : String(o.rejectUnauthorized)]) {
+  for (const v of [
+    o.ca,
+    o.cert,
+    o.key,
+    o.pfx,
+    o.passphrase,
+    o.servername,
+    o.rejectUnauthorized === undefined ? undefined : String(o.rejectUnauthorized),
+  ]) {
     h.update('\0');
-    for (const part of [v].flat()) if (part !== undefined && part !== null) h.update(typeof part === 'string' ? part : Buffer.isBuffer(part) ? part : JSON.stringify(part));
+    for (const part of [v].flat())
+      if (part !== undefined && part !== null)
+        h.update(typeof part === 'string' ? part : Buffer.isBuffer(part) ? part : JSON.stringify(part));
   }
   return h.digest('base64url');
 }
@@ -124,7 +134,8 @@ class AgentPool {
     const hit = this.#agents.get(id);
     if (hit) return hit;
     const b = built as AnyAgent & { options: https.AgentOptions };
-    const agent = b instanceof https.Agent ? new https.Agent({ ...b.options, ...this.#opts }) : new http.Agent({ ...b.options, ...this.#opts });
+    const agent =
+      b instanceof https.Agent ? new https.Agent({ ...b.options, ...this.#opts }) : new http.Agent({ ...b.options, ...this.#opts });
     countConnections(agent, this.counters);
     for (const old of this.#agents.values()) retire(old);
     this.#agents.clear();
@@ -238,7 +249,10 @@ export function kubeTransport(kc: KubeConfig): KubeTransport {
 export function kubeApiClient<T extends ApiType>(kc: KubeConfig, api: ApiConstructor<T>): T {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('the kubeconfig has no current cluster');
-  const config: Configuration = createConfiguration({ baseServer: new ServerConfiguration(cluster.server, {}), authMethods: { default: kubeTransport(kc).auth } });
+  const config: Configuration = createConfiguration({
+    baseServer: new ServerConfiguration(cluster.server, {}),
+    authMethods: { default: kubeTransport(kc).auth },
+  });
   return new api(config);
 }
 

@@ -83,7 +83,12 @@ export class ResourceClient {
    * RFC 6902 JSON patch: atomic, so a leading `test` operation makes the whole write conditional
    * on what is stored (a failed test is a 422 and nothing is written).
    */
-  jsonPatch(namespace: string | undefined, name: string, ops: readonly { op: string; path: string; value?: unknown }[], opts: WriteOptions = {}): Promise<unknown> {
+  jsonPatch(
+    namespace: string | undefined,
+    name: string,
+    ops: readonly { op: string; path: string; value?: unknown }[],
+    opts: WriteOptions = {},
+  ): Promise<unknown> {
     return kubeRequest(this.kc, {
       method: 'PATCH',
       path: resourcePath(this.resource, { namespace, name }),

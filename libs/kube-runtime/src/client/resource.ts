@@ -38,7 +38,13 @@ export function resourcePath(res: KubeResource, opts: PathOptions = {}): string 
 
 export const ConfigMapResource: KubeResource = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
 export const NamespaceResource: KubeResource = { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false };
-export const LeaseResource: KubeResource = { group: 'coordination.k8s.io', version: 'v1', plural: 'leases', kind: 'Lease', namespaced: true };
+export const LeaseResource: KubeResource = {
+  group: 'coordination.k8s.io',
+  version: 'v1',
+  plural: 'leases',
+  kind: 'Lease',
+  namespaced: true,
+};
 export const EventResource: KubeResource = { group: 'events.k8s.io', version: 'v1', plural: 'events', kind: 'Event', namespaced: true };
 export const CrdResource: KubeResource = {
   group: 'apiextensions.k8s.io',

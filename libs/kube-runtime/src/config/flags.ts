@@ -86,7 +86,10 @@ export function renderHelp<S extends Shape>(schema: z.ZodObject<S>, opts: ParseF
 }
 
 /** The flags given on the command line, and every argument that is not one (unknown, or missing its value). */
-function readArgv<S extends Shape>(schema: z.ZodObject<S>, argv: readonly string[]): { raw: Record<string, unknown>; problems: FlagProblem[] } {
+function readArgv<S extends Shape>(
+  schema: z.ZodObject<S>,
+  argv: readonly string[],
+): { raw: Record<string, unknown>; problems: FlagProblem[] } {
   const raw: Record<string, unknown> = {};
   const problems: FlagProblem[] = [];
   for (let i = 0; i < argv.length; i++) {
@@ -140,7 +143,10 @@ export function parseFlags<S extends Shape>(schema: z.ZodObject<S>, opts: ParseF
   if (!parsed.success) {
     const msgs = parsed.error.issues.map((iss) => `--${flagName(String(iss.path[0] ?? ''))}: ${iss.message}`);
     const first = parsed.error.issues[0];
-    problems.push({ message: `invalid configuration: ${msgs.join('; ')}`, flag: first ? `--${flagName(String(first.path[0] ?? ''))}` : undefined });
+    problems.push({
+      message: `invalid configuration: ${msgs.join('; ')}`,
+      flag: first ? `--${flagName(String(first.path[0] ?? ''))}` : undefined,
+    });
   }
   const [first] = problems;
   if (first || !parsed.success) throw new ConfigError(problems.map((p) => p.message).join('; '), first?.flag);

@@ -26,12 +26,22 @@ describe('managerFlagShape', () => {
       argv: ['--leader-elect', '--metrics-bind-address=0', '--leader-elect-lease-duration', '1m30s', '--node-name=n1'],
       env: { SANDBOX_SCALE_KUBECONFIG: '/tmp/kc' },
     });
-    expect(c).toMatchObject({ leaderElect: true, metricsBindAddress: '0', leaderElectLeaseDuration: 90_000, kubeconfig: '/tmp/kc', nodeName: 'n1' });
+    expect(c).toMatchObject({
+      leaderElect: true,
+      metricsBindAddress: '0',
+      leaderElectLeaseDuration: 90_000,
+      kubeconfig: '/tmp/kc',
+      nodeName: 'n1',
+    });
   });
 
   it('names the bad flag', () => {
-    expect(() => parseFlags(ManagerFlagsSchema, { ...opts, argv: ['--health-probe-bind-address=8081'] })).toThrow(/--health-probe-bind-address: must be host:port/);
-    expect(() => parseFlags(ManagerFlagsSchema, { ...opts, argv: ['--graceful-shutdown-timeout=soon'] })).toThrow(/--graceful-shutdown-timeout: "soon" is not a duration/);
+    expect(() => parseFlags(ManagerFlagsSchema, { ...opts, argv: ['--health-probe-bind-address=8081'] })).toThrow(
+      /--health-probe-bind-address: must be host:port/,
+    );
+    expect(() => parseFlags(ManagerFlagsSchema, { ...opts, argv: ['--graceful-shutdown-timeout=soon'] })).toThrow(
+      /--graceful-shutdown-timeout: "soon" is not a duration/,
+    );
   });
 
   it('shows duration defaults as flag text in --help', () => {

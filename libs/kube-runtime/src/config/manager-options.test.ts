@@ -8,10 +8,17 @@ import { ManagerFlagsSchema, type ManagerFlags } from './manager-flags';
 import { managerOptionsFromFlags, podNamespace } from './manager-options';
 import { captureLog } from '../testing/capture-log';
 
-const flags = (argv: string[]): ManagerFlags => parseFlags(ManagerFlagsSchema, { program: 'x', summary: 's', env: {}, argv }) as ManagerFlags;
+const flags = (argv: string[]): ManagerFlags =>
+  parseFlags(ManagerFlagsSchema, { program: 'x', summary: 's', env: {}, argv }) as ManagerFlags;
 
 describe('managerOptionsFromFlags', () => {
-  const wiring = { log: captureLog().log, registry: new Registry(), kubeConfig: new KubeConfig(), leaseName: 'sandbox-scale-test', env: { POD_NAMESPACE: 'sandbox-system' } };
+  const wiring = {
+    log: captureLog().log,
+    registry: new Registry(),
+    kubeConfig: new KubeConfig(),
+    leaseName: 'sandbox-scale-test',
+    env: { POD_NAMESPACE: 'sandbox-system' },
+  };
 
   it('leaves election off unless asked', () => {
     const o = managerOptionsFromFlags(flags([]), wiring);
@@ -21,8 +28,16 @@ describe('managerOptionsFromFlags', () => {
 
   it('maps election flags, defaulting the Lease namespace to the pod namespace', () => {
     const o = managerOptionsFromFlags(flags(['--leader-elect', '--leader-elect-retry-period=500ms']), wiring);
-    expect(o.leaderElection).toEqual({ namespace: 'sandbox-system', name: 'sandbox-scale-test', leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 500 });
-    expect(managerOptionsFromFlags(flags(['--leader-elect', '--leader-election-namespace=ops']), wiring).leaderElection?.namespace).toBe('ops');
+    expect(o.leaderElection).toEqual({
+      namespace: 'sandbox-system',
+      name: 'sandbox-scale-test',
+      leaseDurationMs: 15_000,
+      renewDeadlineMs: 10_000,
+      retryPeriodMs: 500,
+    });
+    expect(managerOptionsFromFlags(flags(['--leader-elect', '--leader-election-namespace=ops']), wiring).leaderElection?.namespace).toBe(
+      'ops',
+    );
   });
 });
 

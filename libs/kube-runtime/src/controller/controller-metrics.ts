@@ -14,9 +14,13 @@ const OUTCOMES: ReconcileOutcome[] = ['success', 'error', 'requeue_after', 'term
 export function controllerMetrics(registry: Registry | undefined, controller: string): ControllerMetrics {
   if (!registry) return { reconciled: () => undefined, depth: () => undefined, active: () => undefined };
   const total = counter(registry, 'sandbox_scale_reconcile_total', 'Reconciles by controller and result.', ['controller', 'result']);
-  const duration = histogram(registry, 'sandbox_scale_reconcile_duration_seconds', 'Time per reconcile.', ['controller'], [
-    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60,
-  ]);
+  const duration = histogram(
+    registry,
+    'sandbox_scale_reconcile_duration_seconds',
+    'Time per reconcile.',
+    ['controller'],
+    [0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+  );
   const depth = gauge(registry, 'sandbox_scale_workqueue_depth', 'Keys waiting to be reconciled.', ['controller']);
   const active = gauge(registry, 'sandbox_scale_reconcile_active', 'Reconciles running now.', ['controller']);
   // Zero series up front, so a dashboard tells "no errors" from "no data".

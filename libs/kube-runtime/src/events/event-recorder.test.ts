@@ -15,13 +15,24 @@ class MemorySink implements EventSink {
   }
 }
 
-const pool = involvedObjectOf({ apiVersion: 'agents.x-k8s.io/v1alpha1', kind: 'SandboxWarmPool', metadata: { name: 'p', namespace: 'ns', uid: 'u1' } });
+const pool = involvedObjectOf({
+  apiVersion: 'agents.x-k8s.io/v1alpha1',
+  kind: 'SandboxWarmPool',
+  metadata: { name: 'p', namespace: 'ns', uid: 'u1' },
+});
 
 function setup(opts: { burst?: number } = {}) {
   const clock = new FakeClock();
   const sink = new MemorySink();
   const registry = new Registry();
-  const rec = new EventRecorder(sink, { reportingController: 'sandbox-scale/test', reportingInstance: 'i1', log: captureLog().log, timers: clock, registry, ...opts });
+  const rec = new EventRecorder(sink, {
+    reportingController: 'sandbox-scale/test',
+    reportingInstance: 'i1',
+    log: captureLog().log,
+    timers: clock,
+    registry,
+    ...opts,
+  });
   return { clock, sink, rec, registry };
 }
 
@@ -45,7 +56,8 @@ describe('EventRecorder', () => {
 
   it('turns a hot loop of the same event into one Event and a series count written once per interval', async () => {
     const { clock, sink, rec } = setup();
-    for (let i = 0; i < 1000; i++) rec.record(pool, { type: 'Warning', reason: 'PushFailed', action: 'PushTargets', note: 'node n1 unreachable' });
+    for (let i = 0; i < 1000; i++)
+      rec.record(pool, { type: 'Warning', reason: 'PushFailed', action: 'PushTargets', note: 'node n1 unreachable' });
     await clock.advance(29_000);
     expect(sink.created).toHaveLength(1);
     expect(sink.series).toHaveLength(0);
@@ -77,7 +89,11 @@ describe('EventRecorder', () => {
 describe('event names', () => {
   it('stay valid DNS subdomains for an object whose name is already 253 characters', async () => {
     const { sink, rec } = setup();
-    const long = involvedObjectOf({ apiVersion: 'v1', kind: 'X', metadata: { name: `${'a'.repeat(235)}.${'b'.repeat(17)}`, namespace: 'ns', uid: 'u' } });
+    const long = involvedObjectOf({
+      apiVersion: 'v1',
+      kind: 'X',
+      metadata: { name: `${'a'.repeat(235)}.${'b'.repeat(17)}`, namespace: 'ns', uid: 'u' },
+    });
     rec.record(long, { type: 'Normal', reason: 'R', action: 'A', note: 'n' });
     await settle();
     const name = sink.created[0]?.metadata.name ?? '';

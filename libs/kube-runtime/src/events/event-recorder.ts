@@ -38,7 +38,14 @@ export interface EventRecorderOptions extends AggregatorOptions {
 /** The reference an Event needs, from any object carrying apiVersion, kind and metadata. */
 export function involvedObjectOf(obj: KubeObject): InvolvedObject {
   const m = obj.metadata ?? {};
-  return { apiVersion: obj.apiVersion, kind: obj.kind ?? '', name: m.name ?? '', namespace: m.namespace, uid: m.uid, resourceVersion: m.resourceVersion };
+  return {
+    apiVersion: obj.apiVersion,
+    kind: obj.kind ?? '',
+    name: m.name ?? '',
+    namespace: m.namespace,
+    uid: m.uid,
+    resourceVersion: m.resourceVersion,
+  };
 }
 
 /**
@@ -85,7 +92,10 @@ export class EventRecorder implements Runnable {
     const body: EventBody = {
       apiVersion: 'events.k8s.io/v1',
       kind: 'Event',
-      metadata: { name: `${regarding.name.slice(0, 236).replace(/[.-]+$/, '')}.${randomBytes(8).toString('hex')}`, namespace: regarding.namespace || 'default' },
+      metadata: {
+        name: `${regarding.name.slice(0, 236).replace(/[.-]+$/, '')}.${randomBytes(8).toString('hex')}`,
+        namespace: regarding.namespace || 'default',
+      },
       eventTime: toMicroTime(now),
       reportingController: this.opts.reportingController,
       reportingInstance: this.opts.reportingInstance,
@@ -150,14 +160,12 @@ export class EventRecorder implements Runnable {
       this.outcomes('dropped');
       return;
     }
-    this.writes
-      .add(write)
-      .catch((err: unknown) => {
-        // An expired Event (TTL) cannot take a series update: the next repeat starts a new one.
-        if (isNotFound(err)) this.agg.forget(entry);
-        this.outcomes('failed');
-        this.opts.log.warn({ err, namespace: entry.eventNamespace }, 'event write failed');
-      });
+    this.writes.add(write).catch((err: unknown) => {
+      // An expired Event (TTL) cannot take a series update: the next repeat starts a new one.
+      if (isNotFound(err)) this.agg.forget(entry);
+      this.outcomes('failed');
+      this.opts.log.warn({ err, namespace: entry.eventNamespace }, 'event write failed');
+    });
   }
 }
 

@@ -24,13 +24,30 @@ export function informerSource<T extends KubeObject>(informer: Informer<T>, opts
         if (pass) for (const r of opts.map(obj)) enqueue(r);
       };
       const off = informer.on({
-        add: (o) => emit(o, passes((p) => p.create?.(o))),
-        update: (o, old) => emit(o, passes((p) => p.update?.(o, old))),
-        delete: (o) => emit(o, passes((p) => p.delete?.(o))),
+        add: (o) =>
+          emit(
+            o,
+            passes((p) => p.create?.(o)),
+          ),
+        update: (o, old) =>
+          emit(
+            o,
+            passes((p) => p.update?.(o, old)),
+          ),
+        delete: (o) =>
+          emit(
+            o,
+            passes((p) => p.delete?.(o)),
+          ),
         malformed: opts.enqueueMalformed ? (ref) => enqueue({ namespace: ref.namespace ?? '', name: ref.name }) : undefined,
       });
-      for (const o of informer.list()) emit(o, passes((p) => p.create?.(o)));
-      if (opts.enqueueMalformed) for (const { ref } of informer.malformedObjects()) enqueue({ namespace: ref.namespace ?? '', name: ref.name });
+      for (const o of informer.list())
+        emit(
+          o,
+          passes((p) => p.create?.(o)),
+        );
+      if (opts.enqueueMalformed)
+        for (const { ref } of informer.malformedObjects()) enqueue({ namespace: ref.namespace ?? '', name: ref.name });
       return off;
     },
   };

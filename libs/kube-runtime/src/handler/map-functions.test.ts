@@ -23,7 +23,9 @@ describe('map functions', () => {
     expect(enqueueOwner('SandboxWarmPool')(owned).map((r) => r.name)).toEqual(['pool', 'foreign']);
     expect(enqueueOwner('SandboxWarmPool', { apiGroup: 'agents.x-k8s.io' })(owned)).toEqual([{ namespace: 'ns', name: 'pool' }]);
     expect(enqueueOwner('ConfigMap')(owned)).toEqual([]);
-    expect(enqueueOwner('SandboxWarmPool', { apiGroup: 'other.io', clusterScopedOwner: true })(owned)).toEqual([{ namespace: '', name: 'foreign' }]);
+    expect(enqueueOwner('SandboxWarmPool', { apiGroup: 'other.io', clusterScopedOwner: true })(owned)).toEqual([
+      { namespace: '', name: 'foreign' },
+    ]);
   });
 });
 

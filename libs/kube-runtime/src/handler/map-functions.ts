@@ -16,7 +16,10 @@ export function enqueueObject<T extends KubeObject>(): MapFunction<T> {
  * The controlling owner of the given kind (what owns() uses). Owners of a namespaced object
  * live in its namespace; a cluster-scoped owner is asked for with clusterScopedOwner.
  */
-export function enqueueOwner<T extends KubeObject>(ownerKind: string, opts: { apiGroup?: string; clusterScopedOwner?: boolean } = {}): MapFunction<T> {
+export function enqueueOwner<T extends KubeObject>(
+  ownerKind: string,
+  opts: { apiGroup?: string; clusterScopedOwner?: boolean } = {},
+): MapFunction<T> {
   return (obj) =>
     (obj.metadata?.ownerReferences ?? [])
       .filter((r) => r.controller === true && r.kind === ownerKind)

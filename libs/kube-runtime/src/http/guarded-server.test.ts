@@ -113,7 +113,11 @@ describe('ProbeServer under hostile requests', () => {
   afterAll(() => probe.close());
 
   it.each([
-    ['a malformed absolute-form target', 'GET http://[zz/healthz HTTP/1.1\r\nHost: x\r\n\r\n', /^HTTP\/1\.1 400[\s\S]*malformed request target/],
+    [
+      'a malformed absolute-form target',
+      'GET http://[zz/healthz HTTP/1.1\r\nHost: x\r\n\r\n',
+      /^HTTP\/1\.1 400[\s\S]*malformed request target/,
+    ],
     ['an asterisk target', 'OPTIONS * HTTP/1.1\r\nHost: x\r\n\r\n', /^HTTP\/1\.1 4\d\d/],
     ['an unknown method', 'BREW /healthz HTTP/1.1\r\nHost: x\r\n\r\n', /^HTTP\/1\.1 4\d\d/],
     ['oversized headers', `GET /healthz HTTP/1.1\r\nHost: x\r\nX-Big: ${'a'.repeat(20_000)}\r\n\r\n`, /^HTTP\/1\.1 431/],
@@ -128,12 +132,15 @@ describe('readBounded', () => {
   it('reads a body over its limit to the end, so the kept-alive connection serves the next request', async () => {
     const { log } = captureLog();
     const server = createServer(
-      guardRequests(async (req, res) => {
-        const body = await readBounded(req, 64 * 1024);
-        const [code, text] = body === undefined ? [400, 'too large'] : [200, String(body.length)];
-        res.writeHead(code, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(text) });
-        res.end(text);
-      }, { log }),
+      guardRequests(
+        async (req, res) => {
+          const body = await readBounded(req, 64 * 1024);
+          const [code, text] = body === undefined ? [400, 'too large'] : [200, String(body.length)];
+          res.writeHead(code, { 'content-type': 'text/plain', 'content-length': Buffer.byteLength(text) });
+          res.end(text);
+        },
+        { log },
+      ),
     );
     // the deadline that would otherwise free a stuck connection is far past this test's timeout
     limitServer(server, { requestTimeoutMs: 120_000, headersTimeoutMs: 60_000 });
@@ -142,12 +149,15 @@ describe('readBounded', () => {
     const agent = new Agent({ keepAlive: true, maxSockets: 1 });
     const post = (body: Buffer): Promise<{ status: number; text: string; reused: boolean }> =>
       new Promise((resolve, reject) => {
-        const req = request({ host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: { 'content-length': body.length } }, (res) => {
-          let text = '';
-          res.setEncoding('utf8');
-          res.on('data', (c: string) => (text += c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text, reused: req.reusedSocket }));
-        });
+        const req = request(
+          { host: '127.0.0.1', port, path: '/', method: 'POST', agent, headers: { 'content-length': body.length } },
+          (res) => {
+            let text = '';
+            res.setEncoding('utf8');
+            res.on('data', (c: string) => (text += c));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, text, reused: req.reusedSocket }));
+          },
+        );
         req.on('error', reject);
         req.end(body);
       });

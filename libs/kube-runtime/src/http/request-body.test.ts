@@ -28,7 +28,9 @@ describe('readRequestBody', () => {
 
   it('decodes YAML only where it is allowed, naming the accepted types otherwise', async () => {
     await expect(readRequestBody(req('a: 1\n', 'application/yaml'), { ...json, yaml: true })).resolves.toEqual({ a: 1 });
-    await expect(readRequestBody(req('a: 1\n', 'application/yaml'), json)).rejects.toThrow('accepted media types include: application/json');
+    await expect(readRequestBody(req('a: 1\n', 'application/yaml'), json)).rejects.toThrow(
+      'accepted media types include: application/json',
+    );
     expect(await codeOf(readRequestBody(req('{}', 'text/plain'), { ...json, yaml: true }))).toBe(415);
   });
 

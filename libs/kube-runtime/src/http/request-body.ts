@@ -22,7 +22,10 @@ export async function readRequestBody(req: IncomingMessage, opts: RequestBodyOpt
   const yaml = opts.yaml === true && type === 'application/yaml';
   if (!yaml && type !== 'application/json' && type !== '') {
     const accepted = opts.yaml === true ? 'application/json, application/yaml' : 'application/json';
-    throw new StatusError('UnsupportedMediaType', `the body of the request was in an unknown format - accepted media types include: ${accepted}`);
+    throw new StatusError(
+      'UnsupportedMediaType',
+      `the body of the request was in an unknown format - accepted media types include: ${accepted}`,
+    );
   }
   const body = await readBounded(req, opts.maxBytes);
   if (body === undefined) throw new BadRequestError(`request body larger than ${opts.maxBytes} bytes`);

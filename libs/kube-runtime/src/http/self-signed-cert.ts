@@ -45,7 +45,10 @@ export async function selfSignedCert(o: SelfSignedCertOptions): Promise<SelfSign
       { name: 'basicConstraints', cA: false },
       { name: 'keyUsage', digitalSignature: true, keyEncipherment: true, critical: true },
       { name: 'extKeyUsage', serverAuth: true },
-      { name: 'subjectAltName', altNames: [...o.dnsNames.map((value) => ({ type: 2 as const, value })), ...(o.ips ?? []).map((ip) => ({ type: 7 as const, ip }))] },
+      {
+        name: 'subjectAltName',
+        altNames: [...o.dnsNames.map((value) => ({ type: 2 as const, value })), ...(o.ips ?? []).map((ip) => ({ type: 7 as const, ip }))],
+      },
     ],
   });
   return { cert: leaf.cert, key: leaf.private, caBundle: ca.cert };

@@ -10,8 +10,15 @@ export interface InformerMetrics {
 
 export function informerMetrics(registry: Registry | undefined, resource: string): InformerMetrics {
   if (!registry) return { restart: () => undefined, malformed: () => undefined, handlerError: () => undefined, objects: () => undefined };
-  const restarts = counter(registry, 'sandbox_scale_informer_watch_restarts_total', 'Watches restarted, by reason (error: backoff; gone: relist).', ['resource', 'reason']);
-  const malformed = counter(registry, 'sandbox_scale_informer_malformed_objects_total', 'Objects skipped because they failed to parse.', ['resource']);
+  const restarts = counter(
+    registry,
+    'sandbox_scale_informer_watch_restarts_total',
+    'Watches restarted, by reason (error: backoff; gone: relist).',
+    ['resource', 'reason'],
+  );
+  const malformed = counter(registry, 'sandbox_scale_informer_malformed_objects_total', 'Objects skipped because they failed to parse.', [
+    'resource',
+  ]);
   const handlerErrors = counter(registry, 'sandbox_scale_informer_handler_errors_total', 'Event handlers that threw.', ['resource']);
   const objects = gauge(registry, 'sandbox_scale_informer_objects', 'Objects in the informer cache.', ['resource']);
   return {

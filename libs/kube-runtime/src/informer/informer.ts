@@ -187,7 +187,11 @@ export class Informer<T extends KubeObject> {
     try {
       obj = this.opts.parse(raw);
     } catch (err) {
-      this.markMalformed(key, { namespace: ns, name: meta.name }, { ...describeParseError(err), uid: meta.uid, resourceVersion: meta.resourceVersion });
+      this.markMalformed(
+        key,
+        { namespace: ns, name: meta.name },
+        { ...describeParseError(err), uid: meta.uid, resourceVersion: meta.resourceVersion },
+      );
       return key;
     }
     this.malformedByKey.delete(key);

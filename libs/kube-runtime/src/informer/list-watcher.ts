@@ -90,7 +90,12 @@ export class KubeListWatcher implements ListWatcher {
           method: 'GET',
           path: this.path,
           // rv=0 is answered from the watch cache; a continuation must drop it.
-          query: { resourceVersion: cont ? undefined : '0', continue: cont, labelSelector: this.scope.labelSelector, fieldSelector: this.scope.fieldSelector },
+          query: {
+            resourceVersion: cont ? undefined : '0',
+            continue: cont,
+            labelSelector: this.scope.labelSelector,
+            fieldSelector: this.scope.fieldSelector,
+          },
           signal,
         }),
       );
@@ -119,11 +124,15 @@ export class KubeListWatcher implements ListWatcher {
         if (failure) return;
         if (type === 'ERROR') {
           const code = z.object({ code: z.number() }).safeParse(obj);
-          failure = code.success && code.data.code === 410 ? 'gone' : new WatchFailedError(`watch error event: ${JSON.stringify(obj)}`, code.success ? code.data.code : undefined);
+          failure =
+            code.success && code.data.code === 410
+              ? 'gone'
+              : new WatchFailedError(`watch error event: ${JSON.stringify(obj)}`, code.success ? code.data.code : undefined);
           abort();
           return;
         }
-        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED' || type === 'BOOKMARK') req.onEvent(type, type === 'BOOKMARK' ? obj : withTypeMeta(obj, this.res));
+        if (type === 'ADDED' || type === 'MODIFIED' || type === 'DELETED' || type === 'BOOKMARK')
+          req.onEvent(type, type === 'BOOKMARK' ? obj : withTypeMeta(obj, this.res));
       };
       const onDone = (err: unknown): void => {
         req.signal.removeEventListener('abort', abort);

@@ -19,13 +19,18 @@ describe('describeParseError', () => {
     expect(describeParseError(err).fieldPath).toBe('spec.containers[0].image');
   });
   it("reads scale-core's ObjectValidationError", () => {
-    const err = thrown(() => parseObject(Schema, { kind: 'SandboxWarmPool', metadata: { name: 'p' }, spec: { replicas: 'x', containers: [] } }));
+    const err = thrown(() =>
+      parseObject(Schema, { kind: 'SandboxWarmPool', metadata: { name: 'p' }, spec: { replicas: 'x', containers: [] } }),
+    );
     const d = describeParseError(err);
     expect(d.fieldPath).toBe('spec.replicas');
     expect(d.message).toContain('spec.replicas');
   });
   it('reads fieldPath or path properties, and keeps the message of anything else', () => {
-    expect(describeParseError(Object.assign(new Error('bad'), { fieldPath: 'spec.size' }))).toEqual({ fieldPath: 'spec.size', message: 'bad' });
+    expect(describeParseError(Object.assign(new Error('bad'), { fieldPath: 'spec.size' }))).toEqual({
+      fieldPath: 'spec.size',
+      message: 'bad',
+    });
     expect(describeParseError(Object.assign(new Error('bad'), { path: ['spec', 'size'] })).fieldPath).toBe('spec.size');
     expect(describeParseError(new Error('opaque'))).toEqual({ fieldPath: '', message: 'opaque' });
     expect(describeParseError('str')).toEqual({ fieldPath: '', message: 'str' });

@@ -10,7 +10,10 @@ export interface ParseFailure {
 }
 
 function pathOf(path: ReadonlyArray<PropertyKey>): string {
-  return path.map((p) => (typeof p === 'number' ? `[${p}]` : String(p))).join('.').replace(/\.\[/g, '[');
+  return path
+    .map((p) => (typeof p === 'number' ? `[${p}]` : String(p)))
+    .join('.')
+    .replace(/\.\[/g, '[');
 }
 
 function firstIssueField(issues: unknown): string | undefined {

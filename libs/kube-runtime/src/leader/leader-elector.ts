@@ -105,7 +105,8 @@ export class LeaderElector {
       let renewed = false;
       while (!signal.aborted && !renewed && this.now() < deadline) {
         renewed = await this.withDeadline(deadline, signal);
-        if (!renewed && !signal.aborted) await this.sleep(Math.min(this.retryPeriodMs, Math.max(0, deadline - this.now())), signal, LOOP_WAIT);
+        if (!renewed && !signal.aborted)
+          await this.sleep(Math.min(this.retryPeriodMs, Math.max(0, deadline - this.now())), signal, LOOP_WAIT);
       }
       if (!renewed && !signal.aborted) return 'lost';
     }
@@ -144,7 +145,10 @@ export class LeaderElector {
       this.observedRv = lease.metadata.resourceVersion;
       if (isHeldByOther(rec, this.identity, this.observedAt, now)) return false;
       const next = nextRecord(rec, this.identity, this.leaseSeconds, now);
-      const updated = await this.client.replace(leaseBody(this.opts.name, this.opts.namespace, next, lease.metadata.resourceVersion), signal);
+      const updated = await this.client.replace(
+        leaseBody(this.opts.name, this.opts.namespace, next, lease.metadata.resourceVersion),
+        signal,
+      );
       this.observe(next, updated.metadata.resourceVersion, now);
       return true;
     } catch (err) {

@@ -25,7 +25,14 @@ describe('OwnWrites', () => {
   it('still passes an own version that changed the spec (a no-op write returns the current version)', () => {
     const own = new OwnWrites();
     own.note({ metadata: { uid: 'u1', resourceVersion: '7', generation: 2 } });
-    expect(own.predicate().update?.({ metadata: { uid: 'u1', resourceVersion: '7', generation: 2 } }, { metadata: { uid: 'u1', resourceVersion: '6', generation: 1 } })).toBe(true);
+    expect(
+      own
+        .predicate()
+        .update?.(
+          { metadata: { uid: 'u1', resourceVersion: '7', generation: 2 } },
+          { metadata: { uid: 'u1', resourceVersion: '6', generation: 1 } },
+        ),
+    ).toBe(true);
   });
 
   it('forgets a write whose event never came, so memory stays bounded', () => {

@@ -10,7 +10,8 @@ export class MemoryLease {
   writes = 0;
 
   clientFor(): LeaseClient {
-    const status = (code: number, reason: string): ApiException<string> => new ApiException(code, reason, JSON.stringify({ kind: 'Status', code, reason }), {});
+    const status = (code: number, reason: string): ApiException<string> =>
+      new ApiException(code, reason, JSON.stringify({ kind: 'Status', code, reason }), {});
     return {
       get: async () => {
         if (this.failing) throw new Error('apiserver unreachable');
@@ -35,4 +36,3 @@ export class MemoryLease {
     return structuredClone(this.lease);
   }
 }
-

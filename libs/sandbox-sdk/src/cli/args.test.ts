@@ -2,8 +2,28 @@ import { parseInvocation, UsageError } from './args';
 
 describe('kubectl sandbox arguments', () => {
   it('parses a claim with its flags', () => {
-    const inv = parseInvocation(['claim', 'python-agent', '--fast', '-n', 'team', '--token-file', '/tmp/t', '-o', 'yaml', '--request-timeout', '30s']);
-    expect(inv).toMatchObject({ command: 'claim', target: 'python-agent', fast: true, namespace: 'team', tokenFile: '/tmp/t', output: 'yaml', timeoutMs: 30_000 });
+    const inv = parseInvocation([
+      'claim',
+      'python-agent',
+      '--fast',
+      '-n',
+      'team',
+      '--token-file',
+      '/tmp/t',
+      '-o',
+      'yaml',
+      '--request-timeout',
+      '30s',
+    ]);
+    expect(inv).toMatchObject({
+      command: 'claim',
+      target: 'python-agent',
+      fast: true,
+      namespace: 'team',
+      tokenFile: '/tmp/t',
+      output: 'yaml',
+      timeoutMs: 30_000,
+    });
   });
 
   it.each([

@@ -5,7 +5,20 @@ import { SdkError } from '../errors';
 /** A command line the plugin cannot act on; printed with the usage, exit code 1. */
 export class UsageError extends SdkError {}
 
-export const COMMANDS = ['claim', 'pause', 'resume', 'fork', 'snapshot', 'snapshots', 'restore', 'promote', 'stats', 'token', 'release', 'list'] as const;
+export const COMMANDS = [
+  'claim',
+  'pause',
+  'resume',
+  'fork',
+  'snapshot',
+  'snapshots',
+  'restore',
+  'promote',
+  'stats',
+  'token',
+  'release',
+  'list',
+] as const;
 export type Command = (typeof COMMANDS)[number];
 
 export const USAGE = `Claim and drive sandbox-scale sandboxes.
@@ -98,7 +111,18 @@ function count(flag: string, v: string | undefined, min: number): number | undef
 }
 
 const NEEDS_TARGET: Record<Command, string | undefined> = {
-  claim: 'POOL', pause: 'NAME', resume: 'NAME', fork: 'NAME', snapshot: 'NAME', snapshots: 'NAME', restore: 'NAME', promote: 'NAME', stats: 'NAME', token: 'NAME', release: 'NAME', list: undefined,
+  claim: 'POOL',
+  pause: 'NAME',
+  resume: 'NAME',
+  fork: 'NAME',
+  snapshot: 'NAME',
+  snapshots: 'NAME',
+  restore: 'NAME',
+  promote: 'NAME',
+  stats: 'NAME',
+  token: 'NAME',
+  release: 'NAME',
+  list: undefined,
 };
 
 export function parseInvocation(argv: string[]): Invocation {
@@ -116,12 +140,14 @@ export function parseInvocation(argv: string[]): Invocation {
   const needs = NEEDS_TARGET[command];
   if (needs && !target) throw new UsageError(`${command} needs ${needs}`);
   if (extra.length > 0 || (!needs && target)) throw new UsageError(`unexpected argument "${extra[0] ?? target}"`);
-  if (v.output !== undefined && v.output !== 'json' && v.output !== 'yaml') throw new UsageError(`--output must be json or yaml, got "${v.output}"`);
+  if (v.output !== undefined && v.output !== 'json' && v.output !== 'yaml')
+    throw new UsageError(`--output must be json or yaml, got "${v.output}"`);
   if (v['all-namespaces'] && command !== 'list') throw new UsageError('-A applies to list only');
   if (v['all-namespaces'] && v.namespace) throw new UsageError('-A and -n exclude each other');
   const timeout = v['request-timeout'];
   const timeoutMs = timeout === undefined ? undefined : parseDuration(timeout);
-  if (timeout !== undefined && timeoutMs === undefined) throw new UsageError(`--request-timeout "${timeout}" is not a duration like 30s or 2m`);
+  if (timeout !== undefined && timeoutMs === undefined)
+    throw new UsageError(`--request-timeout "${timeout}" is not a duration like 30s or 2m`);
   if (command === 'restore' && (!v.snapshot || !v.name)) throw new UsageError('restore needs --snapshot ID and --name NEW');
   if (command === 'promote' && !v.template) throw new UsageError('promote needs --template TEMPLATE');
   if (v['show-token'] && v['token-file']) throw new UsageError('--show-token and --token-file exclude each other');
@@ -152,8 +178,26 @@ export function parseInvocation(argv: string[]): Invocation {
 
 function empty(): Invocation {
   return {
-    command: 'help', target: '', namespace: undefined, allNamespaces: false, output: undefined, kubeconfig: undefined, context: undefined, timeoutMs: undefined, wait: false, fast: false,
-    name: undefined, ttlSeconds: undefined, count: undefined, snapshotName: undefined, snapshot: undefined, template: undefined, showToken: false, tokenFile: undefined,
-    fastPathUrl: undefined, fastPathCa: undefined, fastPathTokenFile: undefined,
+    command: 'help',
+    target: '',
+    namespace: undefined,
+    allNamespaces: false,
+    output: undefined,
+    kubeconfig: undefined,
+    context: undefined,
+    timeoutMs: undefined,
+    wait: false,
+    fast: false,
+    name: undefined,
+    ttlSeconds: undefined,
+    count: undefined,
+    snapshotName: undefined,
+    snapshot: undefined,
+    template: undefined,
+    showToken: false,
+    tokenFile: undefined,
+    fastPathUrl: undefined,
+    fastPathCa: undefined,
+    fastPathTokenFile: undefined,
   };
 }

@@ -54,7 +54,15 @@ export async function run(inv: Invocation, io: Io): Promise<void> {
   const ns = inv.namespace ?? c.namespace;
   switch (inv.command) {
     case 'claim': {
-      const sb = await c.claim({ pool: inv.target, namespace: ns, via: inv.fast ? 'fast' : 'claim', wait: inv.fast || inv.wait, ...(inv.name ? { name: inv.name } : {}), ...(inv.ttlSeconds ? { ttlSeconds: inv.ttlSeconds } : {}), ...call(inv) });
+      const sb = await c.claim({
+        pool: inv.target,
+        namespace: ns,
+        via: inv.fast ? 'fast' : 'claim',
+        wait: inv.fast || inv.wait,
+        ...(inv.name ? { name: inv.name } : {}),
+        ...(inv.ttlSeconds ? { ttlSeconds: inv.ttlSeconds } : {}),
+        ...call(inv),
+      });
       if (!inv.fast && !inv.wait) {
         if (inv.output) io.out(structured(inv.output, { ...sb.toJSON() }));
         else io.out(`sandboxclaim/${sb.claimName ?? sb.name} created; \`kubectl sandbox list -n ${ns}\` shows when it is Ready\n`);
@@ -73,7 +81,15 @@ export async function run(inv: Invocation, io: Io): Promise<void> {
         const b = boundSandboxOf(cl);
         const p = claimPhase(cl);
         const ready = conditionOf(cl, 'Ready') ?? conditionOf(cl, 'Bound');
-        const cells = [cl.metadata.name, cl.spec?.warmPoolRef?.name ?? '', p.state === 'ready' ? 'True' : (ready?.status ?? 'Unknown'), p.state === 'ready' ? '' : p.reason, b?.name ?? '', b?.node ?? '', age(cl.metadata.creationTimestamp)];
+        const cells = [
+          cl.metadata.name,
+          cl.spec?.warmPoolRef?.name ?? '',
+          p.state === 'ready' ? 'True' : (ready?.status ?? 'Unknown'),
+          p.state === 'ready' ? '' : p.reason,
+          b?.name ?? '',
+          b?.node ?? '',
+          age(cl.metadata.creationTimestamp),
+        ];
         return inv.allNamespaces ? [cl.metadata.namespace ?? '', ...cells] : cells;
       });
       if (rows.length === 0) {
@@ -93,9 +109,20 @@ export async function run(inv: Invocation, io: Io): Promise<void> {
       done(inv, io, inv.target, 'resumed', { name: inv.target, namespace: ns, paused: false });
       return;
     case 'fork': {
-      const children = await handleOf(c, inv).fork({ ...(inv.count ? { count: inv.count } : {}), ...(inv.ttlSeconds ? { ttlSeconds: inv.ttlSeconds } : {}), ...call(inv) });
+      const children = await handleOf(c, inv).fork({
+        ...(inv.count ? { count: inv.count } : {}),
+        ...(inv.ttlSeconds ? { ttlSeconds: inv.ttlSeconds } : {}),
+        ...call(inv),
+      });
       if (inv.output) io.out(structured(inv.output, { parent: inv.target, namespace: ns, children }));
-      else io.out(`sandbox/${inv.target} forked ${children.length}\n` + table(['NAME', 'NODE', 'ADDRESS'], children.map((ch) => [ch.name, ch.nodeName ?? '', ch.address ?? ''])));
+      else
+        io.out(
+          `sandbox/${inv.target} forked ${children.length}\n` +
+            table(
+              ['NAME', 'NODE', 'ADDRESS'],
+              children.map((ch) => [ch.name, ch.nodeName ?? '', ch.address ?? '']),
+            ),
+        );
       return;
     }
     case 'snapshot': {
@@ -108,11 +135,22 @@ export async function run(inv: Invocation, io: Io): Promise<void> {
       const items = await handleOf(c, inv).snapshots(call(inv));
       if (inv.output) io.out(structured(inv.output, { items }));
       else if (items.length === 0) io.out(`sandbox/${inv.target} has no snapshots\n`);
-      else io.out(table(['SNAPSHOT', 'NAME', 'NODE', 'AGE'], items.map((s) => [s.snapshotID, s.name ?? '', s.nodeName ?? '', age(s.creationTimestamp ?? undefined)])));
+      else
+        io.out(
+          table(
+            ['SNAPSHOT', 'NAME', 'NODE', 'AGE'],
+            items.map((s) => [s.snapshotID, s.name ?? '', s.nodeName ?? '', age(s.creationTimestamp ?? undefined)]),
+          ),
+        );
       return;
     }
     case 'restore': {
-      const sb = await handleOf(c, inv).restore({ snapshot: inv.snapshot ?? '', name: inv.name ?? '', ...(inv.ttlSeconds ? { ttlSeconds: inv.ttlSeconds } : {}), ...call(inv) });
+      const sb = await handleOf(c, inv).restore({
+        snapshot: inv.snapshot ?? '',
+        name: inv.name ?? '',
+        ...(inv.ttlSeconds ? { ttlSeconds: inv.ttlSeconds } : {}),
+        ...call(inv),
+      });
       printSandbox(inv, io, sb, `restored from ${inv.snapshot}`);
       return;
     }
@@ -126,7 +164,12 @@ export async function run(inv: Invocation, io: Io): Promise<void> {
       if (inv.output) io.out(structured(inv.output, s));
       else {
         const mib = (b: number | undefined): string => (b === undefined ? '' : `${Math.round(b / 1048576)}Mi`);
-        io.out(table(['NAME', 'NODE', 'CPUS', 'MEMORY USED', 'MEMORY TOTAL', 'PAUSED'], [[inv.target, s.nodeName ?? '', String(s.cpuCount ?? ''), mib(s.memUsedBytes), mib(s.memTotalBytes), String(s.paused ?? '')]]));
+        io.out(
+          table(
+            ['NAME', 'NODE', 'CPUS', 'MEMORY USED', 'MEMORY TOTAL', 'PAUSED'],
+            [[inv.target, s.nodeName ?? '', String(s.cpuCount ?? ''), mib(s.memUsedBytes), mib(s.memTotalBytes), String(s.paused ?? '')]],
+          ),
+        );
       }
       return;
     }
@@ -141,7 +184,11 @@ export async function run(inv: Invocation, io: Io): Promise<void> {
     }
     case 'release': {
       if (!(await handleOf(c, inv).release(call(inv)))) {
-        throw new NotFoundError(`not found: no sandboxclaim or sandbox "${inv.target}" in namespace "${ns}"`, { code: 404, reason: 'NotFound', target: { verb: 'delete', resource: 'sandboxclaims', namespace: ns, name: inv.target } });
+        throw new NotFoundError(`not found: no sandboxclaim or sandbox "${inv.target}" in namespace "${ns}"`, {
+          code: 404,
+          reason: 'NotFound',
+          target: { verb: 'delete', resource: 'sandboxclaims', namespace: ns, name: inv.target },
+        });
       }
       done(inv, io, inv.target, 'released', { name: inv.target, namespace: ns, released: true });
       return;

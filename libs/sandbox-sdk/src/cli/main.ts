@@ -8,7 +8,10 @@ import { run } from './commands';
  * the arguments after `sandbox`; the kubeconfig and context are the user's, as for kubectl.
  * Every failure ends as one `error: …` line on stderr and exit code 1, never a stack trace.
  */
-export async function main(argv: string[], io = { out: (t: string) => void process.stdout.write(t), err: (t: string) => void process.stderr.write(t) }): Promise<number> {
+export async function main(
+  argv: string[],
+  io = { out: (t: string) => void process.stdout.write(t), err: (t: string) => void process.stderr.write(t) },
+): Promise<number> {
   try {
     const inv = parseInvocation(argv);
     if (inv.command === 'help') {

@@ -3,7 +3,11 @@ import { stringify } from 'yaml';
 /** Rows as kubectl prints them: upper-case headers, columns padded to the widest cell. */
 export function table(headers: string[], rows: string[][]): string {
   const widths = headers.map((h, i) => Math.max(h.length, ...rows.map((r) => (r[i] ?? '').length)));
-  const line = (cells: string[]): string => cells.map((c, i) => (i === cells.length - 1 ? c : c.padEnd((widths[i] ?? 0) + 3))).join('').trimEnd();
+  const line = (cells: string[]): string =>
+    cells
+      .map((c, i) => (i === cells.length - 1 ? c : c.padEnd((widths[i] ?? 0) + 3)))
+      .join('')
+      .trimEnd();
   return [line(headers), ...rows.map(line)].join('\n') + '\n';
 }
 

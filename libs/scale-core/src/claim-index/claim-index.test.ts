@@ -1,6 +1,11 @@
 import { ClaimIndex, estimateClaimIndexEntryBytes, InvalidClaimIndexOptionsError } from './claim-index';
 
-const loc = (i: number, node = 'node-a') => ({ namespace: 'team-a', name: `sb-${i}`, node, claimId: `sb_${i.toString(16).padStart(16, '0')}` });
+const loc = (i: number, node = 'node-a') => ({
+  namespace: 'team-a',
+  name: `sb-${i}`,
+  node,
+  claimId: `sb_${i.toString(16).padStart(16, '0')}`,
+});
 const entryBytes = estimateClaimIndexEntryBytes('team-a', 'sb-1', 'sb_0000000000000001');
 
 describe('ClaimIndex (§13.1 A)', () => {
@@ -83,7 +88,9 @@ describe('ClaimIndex (§13.1 A)', () => {
 
   it('estimates bytes from string lengths, two bytes per character beyond Latin-1', () => {
     expect(estimateClaimIndexEntryBytes('ns', 'a'.repeat(40), 'sb_1')).toBeGreaterThan(estimateClaimIndexEntryBytes('ns', 'a', 'sb_1'));
-    expect(estimateClaimIndexEntryBytes('ns', 'ü'.repeat(8), 'sb_1')).toBeLessThan(estimateClaimIndexEntryBytes('ns', '名'.repeat(8), 'sb_1'));
+    expect(estimateClaimIndexEntryBytes('ns', 'ü'.repeat(8), 'sb_1')).toBeLessThan(
+      estimateClaimIndexEntryBytes('ns', '名'.repeat(8), 'sb_1'),
+    );
     // A typical entry lands near the ~206 B the reference planned.
     expect(entryBytes).toBeGreaterThan(150);
     expect(entryBytes).toBeLessThan(260);

@@ -69,7 +69,8 @@ export class ClaimIndex {
   #bytes = 0;
 
   constructor(opts: ClaimIndexOptions) {
-    if (!Number.isFinite(opts.maxBytes) || opts.maxBytes <= 0) throw new InvalidClaimIndexOptionsError(`maxBytes must be a positive number, got ${opts.maxBytes}`);
+    if (!Number.isFinite(opts.maxBytes) || opts.maxBytes <= 0)
+      throw new InvalidClaimIndexOptionsError(`maxBytes must be a positive number, got ${opts.maxBytes}`);
     this.#maxBytes = opts.maxBytes;
   }
 
@@ -79,7 +80,12 @@ export class ClaimIndex {
     this.#deleteKey(key);
     const prior = this.#byClaimId.get(loc.claimId);
     if (prior !== undefined) this.#remove(prior);
-    const rec: IndexRecord = { key, node: this.#intern(loc.node), claimId: loc.claimId, bytes: estimateClaimIndexEntryBytes(loc.namespace, loc.name, loc.claimId) };
+    const rec: IndexRecord = {
+      key,
+      node: this.#intern(loc.node),
+      claimId: loc.claimId,
+      bytes: estimateClaimIndexEntryBytes(loc.namespace, loc.name, loc.claimId),
+    };
     this.#byName.set(key, rec);
     this.#byClaimId.set(rec.claimId, rec);
     this.#bytes += rec.bytes;

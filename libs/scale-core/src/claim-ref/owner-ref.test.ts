@@ -1,4 +1,13 @@
-import { formatOwnerRef, formatOwnerRefPrefix, isInvalidOwnerRef, parseOwnerRef, sameOwner, servedNameOf, servedObjectName, type SandboxOwner } from './owner-ref';
+import {
+  formatOwnerRef,
+  formatOwnerRefPrefix,
+  isInvalidOwnerRef,
+  parseOwnerRef,
+  sameOwner,
+  servedNameOf,
+  servedObjectName,
+  type SandboxOwner,
+} from './owner-ref';
 import { claimRefName, sandboxLabelsFor } from '../synthesis/synthesize-sandbox';
 
 const uid = '0b3e6f0c-2d7a-4a55-9c51-6a0f3f1d2e4b';
@@ -16,7 +25,12 @@ describe('owner references', () => {
 
   it('a fork prefix plus the child id the node appends names the child', () => {
     const prefix = formatOwnerRefPrefix({ kind: 'ForkChild', uid, namespace: 'team-a', name: 'parent-' });
-    expect(parseOwnerRef(`${prefix}sb_0123456789abcdef`)).toEqual({ kind: 'ForkChild', uid, namespace: 'team-a', name: 'parent-sb_0123456789abcdef' });
+    expect(parseOwnerRef(`${prefix}sb_0123456789abcdef`)).toEqual({
+      kind: 'ForkChild',
+      uid,
+      namespace: 'team-a',
+      name: 'parent-sb_0123456789abcdef',
+    });
   });
 
   it('fits the longest namespace and name', () => {
@@ -53,7 +67,18 @@ describe('owner references', () => {
   });
 
   it('gives undefined for anything else', () => {
-    for (const bad of [undefined, '', 'sb_123', 'nokind:uid:ns/n', `claim:${uid}`, `claim:${uid}:ns`, `claim::ns/n`, `claim:${uid}:NS/n`, '/x', 'ns/']) {
+    for (const bad of [
+      undefined,
+      '',
+      'sb_123',
+      'nokind:uid:ns/n',
+      `claim:${uid}`,
+      `claim:${uid}:ns`,
+      `claim::ns/n`,
+      `claim:${uid}:NS/n`,
+      '/x',
+      'ns/',
+    ]) {
       expect(parseOwnerRef(bad)).toBeUndefined();
     }
   });

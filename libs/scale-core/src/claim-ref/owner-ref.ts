@@ -61,7 +61,10 @@ export interface LegacyOwner {
 
 export type ParsedOwnerRef = SandboxOwner | LegacyOwner;
 
-const TOKEN_OF: Record<OwnerKind, OwnerKindToken> = Object.fromEntries(Object.entries(OWNER_KINDS).map(([t, k]) => [k, t])) as Record<OwnerKind, OwnerKindToken>;
+const TOKEN_OF: Record<OwnerKind, OwnerKindToken> = Object.fromEntries(Object.entries(OWNER_KINDS).map(([t, k]) => [k, t])) as Record<
+  OwnerKind,
+  OwnerKindToken
+>;
 const UID = /^[0-9A-Za-z-]{1,64}$/;
 // Object names, plus `_` for fork children (`<parent>-sb_…`); never `/` or `:`.
 const NAME = /^[A-Za-z0-9._-]{1,253}$/;
@@ -77,7 +80,8 @@ function check(o: Omit<SandboxOwner, 'name'> & { name: string }, namePrefix: boo
   if (TOKEN_OF[o.kind] === undefined) throw new InvalidOwnerRefError(`unknown owner kind ${JSON.stringify(o.kind)}`);
   if (!UID.test(o.uid)) throw new InvalidOwnerRefError(`owner uid ${JSON.stringify(o.uid)} is not a uid`);
   if (!isDns1123Label(o.namespace)) throw new InvalidOwnerRefError(`owner namespace ${JSON.stringify(o.namespace)} is not a DNS label`);
-  if (!(namePrefix && o.name === '') && !NAME.test(o.name)) throw new InvalidOwnerRefError(`owner name ${JSON.stringify(o.name)} is not an object name`);
+  if (!(namePrefix && o.name === '') && !NAME.test(o.name))
+    throw new InvalidOwnerRefError(`owner name ${JSON.stringify(o.name)} is not an object name`);
 }
 
 /** The claim_ref of `owner`. Throws InvalidOwnerRefError for an owner that would not parse back. */
@@ -122,7 +126,13 @@ export function parseOwnerRef(ref: string | undefined): ParsedOwnerRef | undefin
   const rest = ref.slice(second + 1);
   const slash = rest.indexOf('/');
   if (kind === undefined || slash < 0) return undefined;
-  const owner: SandboxOwner = { kind, uid, namespace: rest.slice(0, slash), name: rest.slice(slash + 1), ...(renewed ? { renewed: true } : {}) };
+  const owner: SandboxOwner = {
+    kind,
+    uid,
+    namespace: rest.slice(0, slash),
+    name: rest.slice(slash + 1),
+    ...(renewed ? { renewed: true } : {}),
+  };
   try {
     check(owner, false);
   } catch {

@@ -23,7 +23,12 @@ interface CrdSource {
   readonly printerColumns?: readonly PrinterColumn[];
 }
 
-const AGE: PrinterColumn = { name: 'Age', type: 'date', jsonPath: '.metadata.creationTimestamp', description: 'Time since the object was created.' };
+const AGE: PrinterColumn = {
+  name: 'Age',
+  type: 'date',
+  jsonPath: '.metadata.creationTimestamp',
+  description: 'Time since the object was created.',
+};
 
 /** The four CRDs of extensions.agents.x-k8s.io (k8s-api.md §1). Sandbox is served, never a CRD. */
 export const CRD_SOURCES: readonly CrdSource[] = [
@@ -31,9 +36,17 @@ export const CRD_SOURCES: readonly CrdSource[] = [
   {
     names: RESOURCES.sandboxWarmPool,
     schema: SandboxWarmPoolSchema,
-    subresources: { status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' } },
+    subresources: {
+      status: {},
+      scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
+    },
     printerColumns: [
-      { name: 'Ready', type: 'integer', jsonPath: '.status.readyReplicas', description: 'Warm sandboxes ready to be claimed, over all nodes.' },
+      {
+        name: 'Ready',
+        type: 'integer',
+        jsonPath: '.status.readyReplicas',
+        description: 'Warm sandboxes ready to be claimed, over all nodes.',
+      },
       { name: 'Desired', type: 'integer', jsonPath: '.spec.replicas', description: 'Desired warm sandboxes.' },
       AGE,
     ],
@@ -43,12 +56,39 @@ export const CRD_SOURCES: readonly CrdSource[] = [
     schema: SandboxClaimSchema,
     subresources: { status: {} },
     printerColumns: [
-      { name: 'Ready', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].status', description: 'Whether the claim\'s sandbox is ready to use.' },
-      { name: 'Reason', type: 'string', jsonPath: '.status.conditions[?(@.type=="Ready")].reason', description: 'Why the claim is, or is not, ready.' },
-      { name: 'Sandbox', type: 'string', jsonPath: '.status.sandbox.name', description: 'The served Sandbox (agents.x-k8s.io) of the claim.' },
+      {
+        name: 'Ready',
+        type: 'string',
+        jsonPath: '.status.conditions[?(@.type=="Ready")].status',
+        description: "Whether the claim's sandbox is ready to use.",
+      },
+      {
+        name: 'Reason',
+        type: 'string',
+        jsonPath: '.status.conditions[?(@.type=="Ready")].reason',
+        description: 'Why the claim is, or is not, ready.',
+      },
+      {
+        name: 'Sandbox',
+        type: 'string',
+        jsonPath: '.status.sandbox.name',
+        description: 'The served Sandbox (agents.x-k8s.io) of the claim.',
+      },
       { name: 'Node', type: 'string', jsonPath: '.status.sandbox.nodeName', description: 'The node that holds the sandbox.' },
-      { name: 'Bound', type: 'string', jsonPath: '.status.conditions[?(@.type=="Bound")].status', description: 'Whether a node handed over a sandbox.', priority: 1 },
-      { name: 'ClaimID', type: 'string', jsonPath: '.status.sandbox.claimID', description: 'The sandboxd claim id of the sandbox on its node.', priority: 1 },
+      {
+        name: 'Bound',
+        type: 'string',
+        jsonPath: '.status.conditions[?(@.type=="Bound")].status',
+        description: 'Whether a node handed over a sandbox.',
+        priority: 1,
+      },
+      {
+        name: 'ClaimID',
+        type: 'string',
+        jsonPath: '.status.sandbox.claimID',
+        description: 'The sandboxd claim id of the sandbox on its node.',
+        priority: 1,
+      },
       AGE,
     ],
   },
@@ -68,7 +108,12 @@ export type CustomResourceDefinition = SchemaNode & { metadata: { name: string; 
 
 export function buildCrd(src: CrdSource): CustomResourceDefinition {
   const { names } = src;
-  const version: SchemaNode = { name: API_VERSION, served: true, storage: true, schema: { openAPIV3Schema: toStructuralSchema(src.schema) } };
+  const version: SchemaNode = {
+    name: API_VERSION,
+    served: true,
+    storage: true,
+    schema: { openAPIV3Schema: toStructuralSchema(src.schema) },
+  };
   if (src.subresources) version['subresources'] = src.subresources;
   if (src.printerColumns) version['additionalPrinterColumns'] = src.printerColumns;
   const namesNode: SchemaNode = { kind: names.kind, listKind: names.listKind, plural: names.plural, singular: names.singular };

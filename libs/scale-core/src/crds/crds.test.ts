@@ -23,7 +23,8 @@ function structuralProblems(node: unknown, path: string, out: string[]): string[
   const intOrString = node['x-kubernetes-int-or-string'] === true;
   if (intOrString) {
     const anyOf = JSON.stringify(node['anyOf']);
-    if (anyOf !== JSON.stringify([{ type: 'integer' }, { type: 'string' }])) out.push(`${path}: int-or-string must use anyOf [integer, string]`);
+    if (anyOf !== JSON.stringify([{ type: 'integer' }, { type: 'string' }]))
+      out.push(`${path}: int-or-string must use anyOf [integer, string]`);
   } else {
     for (const j of ['anyOf', 'oneOf', 'allOf', 'not']) if (j in node) out.push(`${path}: ${j} is not allowed`);
     if (typeof node['type'] !== 'string' && node['x-kubernetes-preserve-unknown-fields'] !== true) out.push(`${path}: missing type`);
@@ -40,7 +41,8 @@ function structuralProblems(node: unknown, path: string, out: string[]): string[
   if (node['x-kubernetes-list-type'] === 'map') {
     const items = node['items'] as SchemaNode;
     const required = (items['required'] as string[] | undefined) ?? [];
-    for (const k of (node['x-kubernetes-list-map-keys'] as string[]) ?? []) if (!required.includes(k)) out.push(`${path}: list-map key ${k} must be required`);
+    for (const k of (node['x-kubernetes-list-map-keys'] as string[]) ?? [])
+      if (!required.includes(k)) out.push(`${path}: list-map key ${k} must be required`);
   }
   if (isNode(props)) for (const [k, v] of Object.entries(props)) structuralProblems(v, `${path}.${k}`, out);
   if (isNode(ap)) structuralProblems(ap, `${path}[*]`, out);
@@ -64,7 +66,12 @@ function undescribed(node: SchemaNode, path: string, out: string[]): string[] {
 
 const crds = buildCrds();
 const byName = new Map(crds.map((c) => [c.metadata.name, c]));
-type Version = { name: string; schema: { openAPIV3Schema: SchemaNode }; subresources?: SchemaNode; additionalPrinterColumns?: { name: string; jsonPath: string; priority?: number }[] };
+type Version = {
+  name: string;
+  schema: { openAPIV3Schema: SchemaNode };
+  subresources?: SchemaNode;
+  additionalPrinterColumns?: { name: string; jsonPath: string; priority?: number }[];
+};
 const spec = (name: string): { scope: string; names: SchemaNode; versions: Version[]; conversion: SchemaNode } => {
   const crd = byName.get(name);
   if (crd === undefined) throw new Error(`no CRD ${name}`);
@@ -76,12 +83,16 @@ const schemaOf = (name: string): SchemaNode => {
   return v.schema.openAPIV3Schema;
 };
 const at = (node: SchemaNode, path: string): SchemaNode =>
-  path.split('.').reduce<SchemaNode>((n, k) => (k === '[]' ? (n['items'] as SchemaNode) : ((n['properties'] as SchemaNode)[k] as SchemaNode)), node);
+  path
+    .split('.')
+    .reduce<SchemaNode>((n, k) => (k === '[]' ? (n['items'] as SchemaNode) : ((n['properties'] as SchemaNode)[k] as SchemaNode)), node);
 
 describe('generated CRDs', () => {
   it('match the committed YAML (run `npx nx run scale-core:crds` after changing a schema)', () => {
     const files = renderCrdFiles();
-    const committed = readdirSync(crdDir).filter((f) => f.endsWith('.yaml')).sort();
+    const committed = readdirSync(crdDir)
+      .filter((f) => f.endsWith('.yaml'))
+      .sort();
     expect(committed).toEqual(files.map((f) => f.fileName).sort());
     for (const f of files) expect(readFileSync(join(crdDir, f.fileName), 'utf8')).toBe(f.content);
   });
@@ -102,7 +113,9 @@ describe('generated CRDs', () => {
     ]);
     for (const name of byName.keys()) {
       const s = spec(name);
-      expect(s.versions.map((v) => [v.name, (v as unknown as SchemaNode)['served'], (v as unknown as SchemaNode)['storage']])).toEqual([['v1beta1', true, true]]);
+      expect(s.versions.map((v) => [v.name, (v as unknown as SchemaNode)['served'], (v as unknown as SchemaNode)['storage']])).toEqual([
+        ['v1beta1', true, true],
+      ]);
       expect(s.conversion).toEqual({ strategy: 'None' });
     }
   });
@@ -123,7 +136,10 @@ describe('generated CRDs', () => {
   it('gives SandboxWarmPool status and scale subresources and validates replicas', () => {
     const s = spec('sandboxwarmpools.extensions.agents.x-k8s.io');
     expect(s.names['shortNames']).toEqual(['swp']);
-    expect(s.versions[0]?.subresources).toEqual({ status: {}, scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' } });
+    expect(s.versions[0]?.subresources).toEqual({
+      status: {},
+      scale: { specReplicasPath: '.spec.replicas', statusReplicasPath: '.status.replicas', labelSelectorPath: '.status.selector' },
+    });
     const schema = schemaOf('sandboxwarmpools.extensions.agents.x-k8s.io');
     expect(at(schema, 'spec.replicas')).toMatchObject({ type: 'integer', format: 'int32', minimum: 0, default: 1 });
     expect(at(schema, 'spec')['required']).toEqual(['sandboxTemplateRef']);
@@ -149,9 +165,22 @@ describe('generated CRDs', () => {
     expect(s.scope).toBe('Cluster');
     expect(s.names['shortNames']).toBeUndefined();
     const schema = schemaOf('nodeinventories.extensions.agents.x-k8s.io');
-    expect(Object.keys(schema['properties'] as SchemaNode).sort()).toEqual(['address', 'apiVersion', 'conditions', 'entries', 'kind', 'metadata', 'node', 'part', 'parts', 'pools']);
+    expect(Object.keys(schema['properties'] as SchemaNode).sort()).toEqual([
+      'address',
+      'apiVersion',
+      'conditions',
+      'entries',
+      'kind',
+      'metadata',
+      'node',
+      'part',
+      'parts',
+      'pools',
+    ]);
     expect(schema['required']).toEqual(['node']);
-    expect(schema['x-kubernetes-validations']).toEqual([expect.objectContaining({ rule: 'has(self.part) || self.metadata.name == self.node', fieldPath: '.node' })]);
+    expect(schema['x-kubernetes-validations']).toEqual([
+      expect.objectContaining({ rule: 'has(self.part) || self.metadata.name == self.node', fieldPath: '.node' }),
+    ]);
     expect(at(schema, 'entries.[]')['required']).toEqual(['name', 'phase']);
     expect(at(schema, 'pools.[]')['required']).toEqual(['template', 'warm', 'target']);
     expect(s.versions[0]?.subresources).toBeUndefined();
@@ -162,13 +191,15 @@ describe('generated CRDs', () => {
     expect(at(schema, 'spec.podTemplate.spec')['x-kubernetes-preserve-unknown-fields']).toBe(true);
     expect(at(schema, 'spec.podTemplate.spec.containers.[]')['x-kubernetes-preserve-unknown-fields']).toBe(true);
     expect(at(schema, 'spec')['x-kubernetes-preserve-unknown-fields']).toBeUndefined();
-    expect(at(schema, 'spec.podTemplate.spec.containers.[].resources.requests')['additionalProperties']).toMatchObject({ 'x-kubernetes-int-or-string': true });
+    expect(at(schema, 'spec.podTemplate.spec.containers.[].resources.requests')['additionalProperties']).toMatchObject({
+      'x-kubernetes-int-or-string': true,
+    });
     expect(at(schema, 'spec.podTemplate.spec.containers')['minItems']).toBe(1);
   });
 });
 
 describe('toStructuralSchema', () => {
-  it('also converts the served Sandbox schema, for sandbox-apiserver\'s OpenAPI', () => {
+  it("also converts the served Sandbox schema, for sandbox-apiserver's OpenAPI", () => {
     const s = toStructuralSchema(SandboxSchema);
     expect(structuralProblems(s, '', [])).toEqual([]);
     expect(at(s, 'spec')['required']).toEqual(['podTemplate']);
@@ -176,7 +207,9 @@ describe('toStructuralSchema', () => {
   });
 
   it('rejects a plain union, which a structural schema cannot express', () => {
-    expect(() => toStructuralSchema(z.object({ spec: z.object({ v: z.union([z.string(), z.boolean()]) }) }))).toThrow(UnstructuralSchemaError);
+    expect(() => toStructuralSchema(z.object({ spec: z.object({ v: z.union([z.string(), z.boolean()]) }) }))).toThrow(
+      UnstructuralSchemaError,
+    );
   });
 
   it('maps zod integers to Kubernetes formats and drops zod-only bounds', () => {

@@ -94,11 +94,13 @@ function ordered(node: SchemaNode): SchemaNode {
 const ROOT_TYPE_META: SchemaNode = {
   apiVersion: {
     type: 'string',
-    description: 'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values.',
+    description:
+      'APIVersion defines the versioned schema of this representation of an object. Servers should convert recognized schemas to the latest internal value, and may reject unrecognized values.',
   },
   kind: {
     type: 'string',
-    description: 'Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. In CamelCase.',
+    description:
+      'Kind is a string value representing the REST resource this object represents. Servers may infer this from the endpoint the client submits requests to. In CamelCase.',
   },
   // At the root only name/generateName may be restricted; the apiserver owns metadata's schema.
   metadata: { type: 'object' },
@@ -115,7 +117,9 @@ export function toStructuralSchema(schema: z.ZodType): SchemaNode {
   const root = convert(json, '');
   const props = isNode(root['properties']) ? root['properties'] : {};
   root['properties'] = { ...props, ...ROOT_TYPE_META };
-  const required = Array.isArray(root['required']) ? (root['required'] as unknown[]).filter((r) => r !== 'apiVersion' && r !== 'kind' && r !== 'metadata') : [];
+  const required = Array.isArray(root['required'])
+    ? (root['required'] as unknown[]).filter((r) => r !== 'apiVersion' && r !== 'kind' && r !== 'metadata')
+    : [];
   if (required.length > 0) root['required'] = required;
   else delete root['required'];
   return ordered(root);

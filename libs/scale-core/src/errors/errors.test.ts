@@ -8,7 +8,16 @@ import {
   noWarmCapacityOf,
   NoWarmCapacityError,
 } from './capacity-errors';
-import { AlreadyExistsError, BadRequestError, ConflictError, InvalidError, isAlreadyExistsError, isNotFoundError, NotFoundError, StatusError } from './status-errors';
+import {
+  AlreadyExistsError,
+  BadRequestError,
+  ConflictError,
+  InvalidError,
+  isAlreadyExistsError,
+  isNotFoundError,
+  NotFoundError,
+  StatusError,
+} from './status-errors';
 import { INTERNAL_ERROR_MESSAGE, statusForError } from './status-for-error';
 
 const wrap = (err: unknown, times = 2): Error => {
@@ -58,12 +67,23 @@ describe('statusForError (§9.7, k8s-api.md §4.13)', () => {
 
   it('passes NotFound through wrapping as a 404 with the Kubernetes message', () => {
     const s = statusForError(wrap(new NotFoundError(sandboxes, 's1')));
-    expect(s).toMatchObject({ kind: 'Status', apiVersion: 'v1', status: 'Failure', code: 404, reason: 'NotFound', message: 'sandboxes.agents.x-k8s.io "s1" not found' });
+    expect(s).toMatchObject({
+      kind: 'Status',
+      apiVersion: 'v1',
+      status: 'Failure',
+      code: 404,
+      reason: 'NotFound',
+      message: 'sandboxes.agents.x-k8s.io "s1" not found',
+    });
     expect(s.details).toEqual({ name: 's1', group: 'agents.x-k8s.io', kind: 'sandboxes' });
   });
 
   it('answers 409 AlreadyExists and Conflict', () => {
-    expect(statusForError(new AlreadyExistsError(sandboxes, 's1'))).toMatchObject({ code: 409, reason: 'AlreadyExists', message: 'sandboxes.agents.x-k8s.io "s1" already exists' });
+    expect(statusForError(new AlreadyExistsError(sandboxes, 's1'))).toMatchObject({
+      code: 409,
+      reason: 'AlreadyExists',
+      message: 'sandboxes.agents.x-k8s.io "s1" already exists',
+    });
     expect(statusForError(new ConflictError('precondition failed'))).toMatchObject({ code: 409, reason: 'Conflict' });
     expect(isAlreadyExistsError(wrap(new AlreadyExistsError(sandboxes, 's1')))).toBe(true);
     expect(isNotFoundError(new AlreadyExistsError(sandboxes, 's1'))).toBe(false);
@@ -105,7 +125,11 @@ describe('statusForError (§9.7, k8s-api.md §4.13)', () => {
     class SandboxdHttpError extends SandboxScaleError {
       readonly statusCode = 500;
     }
-    expect(statusForError(wrap(new SandboxdHttpError('provisioning failed')))).toMatchObject({ code: 500, reason: 'InternalError', message: INTERNAL_ERROR_MESSAGE });
+    expect(statusForError(wrap(new SandboxdHttpError('provisioning failed')))).toMatchObject({
+      code: 500,
+      reason: 'InternalError',
+      message: INTERNAL_ERROR_MESSAGE,
+    });
     expect(statusForError(new ClaimRoutingNotConfiguredError())).toMatchObject({ code: 500, reason: 'InternalError' });
     expect(statusForError('boom')).toMatchObject({ code: 500, message: INTERNAL_ERROR_MESSAGE });
   });

@@ -16,7 +16,16 @@ export interface KubeStatus {
 
 function build(reason: StatusReason, message: string, details?: StatusDetails): KubeStatus {
   const hasDetails = details !== undefined && Object.keys(details).length > 0;
-  return { kind: 'Status', apiVersion: 'v1', metadata: {}, status: 'Failure', message, reason, ...(hasDetails ? { details } : {}), code: STATUS_REASON_CODES[reason] };
+  return {
+    kind: 'Status',
+    apiVersion: 'v1',
+    metadata: {},
+    status: 'Failure',
+    message,
+    reason,
+    ...(hasDetails ? { details } : {}),
+    code: STATUS_REASON_CODES[reason],
+  };
 }
 
 /**
@@ -25,7 +34,8 @@ function build(reason: StatusReason, message: string, details?: StatusDetails): 
  */
 export const INTERNAL_ERROR_MESSAGE = 'Internal error occurred: the request could not be completed; the details are in the server log';
 
-const internalError = (): KubeStatus => build('InternalError', INTERNAL_ERROR_MESSAGE, { causes: [{ reason: 'InternalError', message: INTERNAL_ERROR_MESSAGE }] });
+const internalError = (): KubeStatus =>
+  build('InternalError', INTERNAL_ERROR_MESSAGE, { causes: [{ reason: 'InternalError', message: INTERNAL_ERROR_MESSAGE }] });
 
 /**
  * The Status an API handler answers for any thrown value (scale-contracts §9.7):
@@ -36,7 +46,8 @@ const internalError = (): KubeStatus => build('InternalError', INTERNAL_ERROR_ME
  */
 export function statusForError(err: unknown): KubeStatus {
   const statusErr = statusErrorOf(err);
-  if (statusErr !== undefined) return statusErr.reason === 'InternalError' ? internalError() : build(statusErr.reason, statusErr.message, statusErr.details);
+  if (statusErr !== undefined)
+    return statusErr.reason === 'InternalError' ? internalError() : build(statusErr.reason, statusErr.message, statusErr.details);
   const noWarm = noWarmCapacityOf(err);
   if (noWarm !== undefined) {
     return build('ServiceUnavailable', noWarm.message, { retryAfterSeconds: noWarm.retryAfterSeconds });

@@ -12,7 +12,10 @@ const DEFAULT_NAMESPACE_BYTES = uuidBytes(SANDBOX_UID_NAMESPACE);
 
 /** RFC 9562 UUIDv5 (SHA-1 of namespace + name): the same name always gives the same UUID. */
 export function uuidV5(name: string, namespace: string = SANDBOX_UID_NAMESPACE): string {
-  const hash = createHash('sha1').update(namespace === SANDBOX_UID_NAMESPACE ? DEFAULT_NAMESPACE_BYTES : uuidBytes(namespace)).update(name, 'utf8').digest();
+  const hash = createHash('sha1')
+    .update(namespace === SANDBOX_UID_NAMESPACE ? DEFAULT_NAMESPACE_BYTES : uuidBytes(namespace))
+    .update(name, 'utf8')
+    .digest();
   const b = hash.subarray(0, 16);
   b[6] = ((b[6] ?? 0) & 0x0f) | 0x50;
   b[8] = ((b[8] ?? 0) & 0x3f) | 0x80;

@@ -7,7 +7,8 @@ describe('DNS-1123 names', () => {
   });
 
   it('accepts dotted subdomains up to 253 characters', () => {
-    for (const ok of ['a', 'a.b', 'my-pool.v1', `${'x'.repeat(63)}.${'y'.repeat(63)}`, 'a'.repeat(253)]) expect(isDns1123Subdomain(ok)).toBe(true);
+    for (const ok of ['a', 'a.b', 'my-pool.v1', `${'x'.repeat(63)}.${'y'.repeat(63)}`, 'a'.repeat(253)])
+      expect(isDns1123Subdomain(ok)).toBe(true);
     for (const bad of ['', '.a', 'a.', 'a..b', 'A.b', 'a/b', 'a:1', 'a'.repeat(254)]) expect(isDns1123Subdomain(bad)).toBe(false);
   });
 });

@@ -18,7 +18,9 @@ const scripted = (...values: number[]): Rng => {
 
 describe('warmCandidates (§6.8)', () => {
   it('routes to a warm node at its address (§11.2 #8)', () => {
-    expect(warmCandidates([inv('n2', [{ template: 'img', warm: 4 }], { address: '10.0.0.2:7777' })], { template: 'img' })).toEqual([{ node: 'n2', addr: '10.0.0.2:7777', warm: 4 }]);
+    expect(warmCandidates([inv('n2', [{ template: 'img', warm: 4 }], { address: '10.0.0.2:7777' })], { template: 'img' })).toEqual([
+      { node: 'n2', addr: '10.0.0.2:7777', warm: 4 },
+    ]);
   });
 
   it('has no candidates when nothing is warm (§11.2 #9)', () => {
@@ -32,16 +34,33 @@ describe('warmCandidates (§6.8)', () => {
   });
 
   it('skips nodes without an address', () => {
-    expect(warmCandidates([inv('n1', [{ template: 'img', warm: 2 }], { address: '' }), inv('n2', [{ template: 'img', warm: 2 }], { address: undefined })], key)).toEqual([]);
+    expect(
+      warmCandidates(
+        [inv('n1', [{ template: 'img', warm: 2 }], { address: '' }), inv('n2', [{ template: 'img', warm: 2 }], { address: undefined })],
+        key,
+      ),
+    ).toEqual([]);
   });
 
   it('merges pools of one node that normalise to the same key, so the node is tried once', () => {
-    const c = warmCandidates([inv('n1', [{ template: 'img', net: '', warm: 2 }, { template: 'img', net: 'none', size: 'small', warm: 3 }, { template: 'img', net: 'egress', warm: 9 }])], key);
+    const c = warmCandidates(
+      [
+        inv('n1', [
+          { template: 'img', net: '', warm: 2 },
+          { template: 'img', net: 'none', size: 'small', warm: 3 },
+          { template: 'img', net: 'egress', warm: 9 },
+        ]),
+      ],
+      key,
+    );
     expect(c).toEqual([{ node: 'n1', addr: '10.0.0.1:7777', warm: 5 }]);
   });
 
   it('names candidates by metadata.name, which routing resolves by', () => {
-    expect(warmCandidates([{ metadata: { name: 'listed' }, node: 'other', address: 'a:1', pools: [{ template: 'img', warm: 1 }] }], key)[0]?.node).toBe('listed');
+    expect(
+      warmCandidates([{ metadata: { name: 'listed' }, node: 'other', address: 'a:1', pools: [{ template: 'img', warm: 1 }] }], key)[0]
+        ?.node,
+    ).toBe('listed');
   });
 });
 
@@ -133,7 +152,9 @@ describe('CapacityLedger (§13.4)', () => {
 
   it('ignores an older copy of an inventory', () => {
     const ledger = new CapacityLedger();
-    const at = (rv: string): InventoryLike[] => [inv('n1', [{ template: 'img', warm: 1 }], { metadata: { name: 'n1', resourceVersion: rv } })];
+    const at = (rv: string): InventoryLike[] => [
+      inv('n1', [{ template: 'img', warm: 1 }], { metadata: { name: 'n1', resourceVersion: rv } }),
+    ];
     ledger.choose(at('20'), key, seededRng(3));
     expect(ledger.candidates(at('19'), key)).toEqual([]);
     expect(ledger.candidates(at('21'), key)).toHaveLength(1);
@@ -171,7 +192,13 @@ describe('CapacityLedger (§13.4)', () => {
 
   it('counts keys separately and forgets nodes that left the fleet', () => {
     const ledger = new CapacityLedger();
-    const fleet = [inv('n1', [{ template: 'img', warm: 1 }, { template: 'other', warm: 1 }]), inv('n2', [])];
+    const fleet = [
+      inv('n1', [
+        { template: 'img', warm: 1 },
+        { template: 'other', warm: 1 },
+      ]),
+      inv('n2', []),
+    ];
     ledger.choose(fleet, key, seededRng(7));
     expect(ledger.candidates(fleet, { template: 'other' })).toHaveLength(1);
     expect(ledger.size).toBe(2);

@@ -9,9 +9,19 @@ const podTemplate = (podAnnotations?: Record<string, string>) => ({
   spec: { containers: [{ name: 'c', image: 'img', resources: { requests: { cpu: '2' } } }] },
 });
 const template = (annotations?: Record<string, string>, podAnnotations?: Record<string, string>) =>
-  parseObject(SandboxTemplateSchema, { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', metadata: { name: 't', ...(annotations ? { annotations } : {}) }, spec: { podTemplate: podTemplate(podAnnotations) } });
+  parseObject(SandboxTemplateSchema, {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxTemplate',
+    metadata: { name: 't', ...(annotations ? { annotations } : {}) },
+    spec: { podTemplate: podTemplate(podAnnotations) },
+  });
 const sandbox = (annotations?: Record<string, string>, podAnnotations?: Record<string, string>) =>
-  parseObject(SandboxSchema, { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 's', ...(annotations ? { annotations } : {}) }, spec: { podTemplate: podTemplate(podAnnotations) } });
+  parseObject(SandboxSchema, {
+    apiVersion: 'agents.x-k8s.io/v1beta1',
+    kind: 'Sandbox',
+    metadata: { name: 's', ...(annotations ? { annotations } : {}) },
+    spec: { podTemplate: podTemplate(podAnnotations) },
+  });
 
 describe('pool key of a template and of a sandbox (§2.6)', () => {
   it('reads the template annotation first, then the pod template annotation', () => {

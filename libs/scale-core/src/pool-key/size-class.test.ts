@@ -39,7 +39,9 @@ describe('sizeClassForContainers (scale-contracts §2.6, §11.7 #55)', () => {
   });
 
   it('uses limits when the request is zero', () => {
-    expect(sizeClassForContainers([{ resources: { requests: { cpu: '0', memory: '0Gi' }, limits: { cpu: '8', memory: '1Gi' } } }])).toBe('large');
+    expect(sizeClassForContainers([{ resources: { requests: { cpu: '0', memory: '0Gi' }, limits: { cpu: '8', memory: '1Gi' } } }])).toBe(
+      'large',
+    );
   });
 
   it('prefers a non-zero request over the limit', () => {

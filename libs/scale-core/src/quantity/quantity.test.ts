@@ -34,10 +34,13 @@ describe('parseQuantity', () => {
     expect(value(input)).toBe(expected);
   });
 
-  it.each(['', 'abc', '1K', '1 Gi', 'Gi', '.', '1e', '1e3.5', '1ee3', '1Gii', '--1', '1e99999', ' 1'])('rejects %p with a QuantityParseError', (input) => {
-    expect(() => parseQuantity(input)).toThrow(QuantityParseError);
-    expect(tryParseQuantity(input)).toBeUndefined();
-  });
+  it.each(['', 'abc', '1K', '1 Gi', 'Gi', '.', '1e', '1e3.5', '1ee3', '1Gii', '--1', '1e99999', ' 1'])(
+    'rejects %p with a QuantityParseError',
+    (input) => {
+      expect(() => parseQuantity(input)).toThrow(QuantityParseError);
+      expect(tryParseQuantity(input)).toBeUndefined();
+    },
+  );
 
   it('says where the quantity broke', () => {
     try {

@@ -17,7 +17,9 @@ export class QuantityParseError extends SandboxScaleError {
     readonly position: number,
     reason: string,
   ) {
-    super(`quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': ${reason} at position ${position} of "${input}"`);
+    super(
+      `quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$': ${reason} at position ${position} of "${input}"`,
+    );
   }
 }
 

@@ -25,7 +25,8 @@ export class TokenBucket {
 
   constructor(o: TokenBucketOptions) {
     const burst = o.burst ?? Math.max(1, o.ratePerSecond);
-    if (!(o.ratePerSecond > 0) || !(burst >= 1)) throw new InvalidRateError(`a token bucket needs ratePerSecond > 0 and burst >= 1, got ${o.ratePerSecond} and ${burst}`);
+    if (!(o.ratePerSecond > 0) || !(burst >= 1))
+      throw new InvalidRateError(`a token bucket needs ratePerSecond > 0 and burst >= 1, got ${o.ratePerSecond} and ${burst}`);
     this.#rate = o.ratePerSecond;
     this.#burst = burst;
     this.#now = o.now ?? (() => performance.now());

@@ -9,15 +9,23 @@ describe('withDeadline', () => {
     expect(getEventListeners(parent.signal, 'abort')).toHaveLength(0);
   });
 
-  it('aborts with the parent\'s reason', async () => {
+  it("aborts with the parent's reason", async () => {
     const parent = new AbortController();
-    const seen = withDeadline(parent.signal, 10_000, (s) => new Promise<unknown>((resolve) => s.addEventListener('abort', () => resolve(s.reason), { once: true })));
+    const seen = withDeadline(
+      parent.signal,
+      10_000,
+      (s) => new Promise<unknown>((resolve) => s.addEventListener('abort', () => resolve(s.reason), { once: true })),
+    );
     parent.abort(new Error('stopping'));
     await expect(seen).resolves.toEqual(new Error('stopping'));
   });
 
   it('aborts with a TimeoutError after the deadline', async () => {
-    const reason = await withDeadline(undefined, 5, (s) => new Promise<unknown>((resolve) => s.addEventListener('abort', () => resolve(s.reason), { once: true })));
+    const reason = await withDeadline(
+      undefined,
+      5,
+      (s) => new Promise<unknown>((resolve) => s.addEventListener('abort', () => resolve(s.reason), { once: true })),
+    );
     expect((reason as Error).name).toBe('TimeoutError');
   });
 

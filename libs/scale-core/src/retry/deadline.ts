@@ -7,7 +7,11 @@
  * claim grows without bound; and a parent shared by many concurrent calls collects their
  * listeners. Here the parent holds one listener per call in flight, removed when it ends.
  */
-export async function withDeadline<T>(parent: AbortSignal | undefined, timeoutMs: number, fn: (signal: AbortSignal) => Promise<T>): Promise<T> {
+export async function withDeadline<T>(
+  parent: AbortSignal | undefined,
+  timeoutMs: number,
+  fn: (signal: AbortSignal) => Promise<T>,
+): Promise<T> {
   // nothing to link: the platform's own timeout signal is the cheapest there is
   if (parent === undefined) return fn(AbortSignal.timeout(timeoutMs));
   const ac = new AbortController();

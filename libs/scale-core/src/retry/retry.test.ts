@@ -16,12 +16,17 @@ describe('backoffDelayMs', () => {
 
   it('stays within [d·(1−jitter), d] for any attempt and draw (property)', () => {
     fc.assert(
-      fc.property(fc.integer({ min: 0, max: 100 }), fc.double({ min: 0, max: 1, noNaN: true }), fc.double({ min: 0, max: 0.9999, noNaN: true }), (attempt, jitter, r) => {
-        const d = Math.min(30_000, 10 * 2 ** attempt);
-        const got = backoffDelayMs(attempt, { baseMs: 10, maxMs: 30_000, jitter, rng: () => r });
-        expect(got).toBeLessThanOrEqual(d);
-        expect(got).toBeGreaterThanOrEqual(d * (1 - jitter) - 1e-9);
-      }),
+      fc.property(
+        fc.integer({ min: 0, max: 100 }),
+        fc.double({ min: 0, max: 1, noNaN: true }),
+        fc.double({ min: 0, max: 0.9999, noNaN: true }),
+        (attempt, jitter, r) => {
+          const d = Math.min(30_000, 10 * 2 ** attempt);
+          const got = backoffDelayMs(attempt, { baseMs: 10, maxMs: 30_000, jitter, rng: () => r });
+          expect(got).toBeLessThanOrEqual(d);
+          expect(got).toBeGreaterThanOrEqual(d * (1 - jitter) - 1e-9);
+        },
+      ),
     );
   });
 
@@ -101,7 +106,14 @@ describe('retry', () => {
   it('uses the injected rng for jitter, so runs are reproducible', async () => {
     const run = async (): Promise<number[]> => {
       const s = recordingSleep();
-      await retry(async (a) => (a < 3 ? Promise.reject(new Error('x')) : a), { attempts: 4, baseMs: 100, maxMs: 1000, jitter: 0.5, rng: seededRng(9), sleep: s.sleep });
+      await retry(async (a) => (a < 3 ? Promise.reject(new Error('x')) : a), {
+        attempts: 4,
+        baseMs: 100,
+        maxMs: 1000,
+        jitter: 0.5,
+        rng: seededRng(9),
+        sleep: s.sleep,
+      });
       return s.delays;
     };
     expect(await run()).toEqual(await run());

@@ -19,7 +19,9 @@ export class InvalidBackoffOptionsError extends SandboxScaleError {}
 function checkBackoff(o: BackoffOptions): void {
   const jitter = o.jitter ?? 0;
   if (!(o.baseMs >= 0) || !(o.maxMs >= o.baseMs) || !(jitter >= 0 && jitter <= 1)) {
-    throw new InvalidBackoffOptionsError(`backoff needs 0 <= baseMs <= maxMs and 0 <= jitter <= 1, got baseMs=${o.baseMs} maxMs=${o.maxMs} jitter=${jitter}`);
+    throw new InvalidBackoffOptionsError(
+      `backoff needs 0 <= baseMs <= maxMs and 0 <= jitter <= 1, got baseMs=${o.baseMs} maxMs=${o.maxMs} jitter=${jitter}`,
+    );
   }
 }
 

@@ -20,7 +20,8 @@ export const dateTime = (): z.ZodISODateTime => z.iso.datetime({ offset: true })
 export const StringMapSchema = z.record(z.string(), z.string());
 
 /** The pattern kube-apiserver puts on every resource quantity field. */
-export const QUANTITY_PATTERN = '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$';
+export const QUANTITY_PATTERN =
+  '^(\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\\+|-)?(([0-9]+(\\.[0-9]*)?)|(\\.[0-9]+))))?$';
 
 /** A resource quantity, string or number on the wire, checked with the exact parser. */
 export const QuantitySchema = z
@@ -55,7 +56,12 @@ export const ConditionSchema = z
   .looseObject({
     type: z.string().max(316).regex(QUALIFIED_NAME).describe('Type of condition in CamelCase, e.g. Ready or Bound.'),
     status: z.enum(['True', 'False', 'Unknown']).describe('Status of the condition: True, False or Unknown.'),
-    reason: z.string().min(1).max(1024).regex(CONDITION_REASON).describe("A programmatic identifier for the condition's last transition, in CamelCase."),
+    reason: z
+      .string()
+      .min(1)
+      .max(1024)
+      .regex(CONDITION_REASON)
+      .describe("A programmatic identifier for the condition's last transition, in CamelCase."),
     message: z.string().max(32768).describe('A human-readable message about the transition.'),
     lastTransitionTime: dateTime().describe('When the condition last changed status.'),
     observedGeneration: int64().min(0).optional().describe('The metadata.generation the condition was set from.'),

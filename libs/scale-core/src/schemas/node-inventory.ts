@@ -37,24 +37,52 @@ export const NodeInventorySchema = z
     kind: z.literal('NodeInventory'),
     metadata: ObjectMetaSchema,
     node: z.string().min(1).max(253).describe('Name of the node; equals metadata.name, or <node>.part-<part> for a part object.'),
-    address: z.string().optional().describe('host:port of the node\'s sandboxd; empty means the node cannot be routed to.'),
-    part: int32().min(1).max(255).optional().describe('Set on the extra objects of a node whose entries do not fit one object: which part this is (1..parts-1). A part carries entries only.'),
-    parts: int32().min(1).max(256).optional().describe('On the node\'s own object: how many objects hold its entries (this one and parts 1..parts-1); absent means 1.'),
-    entries: z.array(InventoryEntrySchema).optional().meta({ 'x-kubernetes-list-type': 'atomic', description: 'Live sandboxes on the node.' }),
-    pools: z.array(PoolCapacitySchema).optional().meta({ 'x-kubernetes-list-type': 'atomic', description: 'Warm capacity per pool key on the node.' }),
+    address: z.string().optional().describe("host:port of the node's sandboxd; empty means the node cannot be routed to."),
+    part: int32()
+      .min(1)
+      .max(255)
+      .optional()
+      .describe(
+        'Set on the extra objects of a node whose entries do not fit one object: which part this is (1..parts-1). A part carries entries only.',
+      ),
+    parts: int32()
+      .min(1)
+      .max(256)
+      .optional()
+      .describe("On the node's own object: how many objects hold its entries (this one and parts 1..parts-1); absent means 1."),
+    entries: z
+      .array(InventoryEntrySchema)
+      .optional()
+      .meta({ 'x-kubernetes-list-type': 'atomic', description: 'Live sandboxes on the node.' }),
+    pools: z
+      .array(PoolCapacitySchema)
+      .optional()
+      .meta({ 'x-kubernetes-list-type': 'atomic', description: 'Warm capacity per pool key on the node.' }),
     conditions: conditionsSchema('Conditions of the report, e.g. Stale when sandboxd could not be read.').optional(),
   })
   .meta({
-    description: 'What one node holds: its live sandboxes and its warm capacity per pool. Written only by that node\'s publisher.',
+    description: "What one node holds: its live sandboxes and its warm capacity per pool. Written only by that node's publisher.",
     // a part's name (<node>.part-<part>) is checked by the readers' schema: CEL's cost budget
     // refuses a rule that concatenates strings on an object this large
-    'x-kubernetes-validations': [{ rule: 'has(self.part) || self.metadata.name == self.node', message: 'node must equal metadata.name', fieldPath: '.node', reason: 'FieldValueInvalid' }],
+    'x-kubernetes-validations': [
+      {
+        rule: 'has(self.part) || self.metadata.name == self.node',
+        message: 'node must equal metadata.name',
+        fieldPath: '.node',
+        reason: 'FieldValueInvalid',
+      },
+    ],
   })
   .superRefine((inv, ctx) => {
     // The store enumerates by metadata.name and synthesizes by node; a mismatch breaks routing.
     const name = inv.metadata.name;
     const expected = inventoryObjectName(inv.node, inv.part);
-    if (name !== undefined && name !== '' && name !== expected) ctx.addIssue({ code: 'custom', path: ['node'], message: `must equal metadata.name "${name}"${inv.part === undefined ? '' : ` as ${inv.node}.part-${inv.part}`}` });
+    if (name !== undefined && name !== '' && name !== expected)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['node'],
+        message: `must equal metadata.name "${name}"${inv.part === undefined ? '' : ` as ${inv.node}.part-${inv.part}`}`,
+      });
   });
 
 /**

@@ -55,7 +55,10 @@ describe('parseObject', () => {
   it('reports every bad field at once', () => {
     const err = expectInvalid(SandboxWarmPoolSchema, pool({ replicas: 'many', updateStrategy: { type: 'Sometimes' } }));
     expect(err.issues.map((i) => i.field).sort()).toEqual(['spec.replicas', 'spec.sandboxTemplateRef', 'spec.updateStrategy.type']);
-    expect(err.issues.find((i) => i.field === 'spec.updateStrategy.type')).toMatchObject({ reason: 'FieldValueNotSupported', message: expect.stringContaining('"Recreate", "OnReplenish"') });
+    expect(err.issues.find((i) => i.field === 'spec.updateStrategy.type')).toMatchObject({
+      reason: 'FieldValueNotSupported',
+      message: expect.stringContaining('"Recreate", "OnReplenish"'),
+    });
   });
 
   it('rejects the wrong kind', () => {
@@ -79,11 +82,19 @@ describe('parseObject', () => {
       apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
       kind: 'SandboxTemplate',
       metadata: { name: 't', annotations: { 'sandbox.cocoonstack.io/net': 'egress' } },
-      spec: { podTemplate: { spec: { containers: [{ name: 'a', image: 'img', resources: { requests: { cpu: 2, memory: '1Gi' } } }], restartPolicy: 'Never' } } },
+      spec: {
+        podTemplate: {
+          spec: { containers: [{ name: 'a', image: 'img', resources: { requests: { cpu: 2, memory: '1Gi' } } }], restartPolicy: 'Never' },
+        },
+      },
     });
     expect(tpl.spec.networkPolicyManagement).toBe('Managed');
     expect(tpl.spec.podTemplate.spec['restartPolicy']).toBe('Never');
-    expect(poolKeyFor(tpl.spec.podTemplate.spec.containers, tpl.metadata.annotations?.['sandbox.cocoonstack.io/net'])).toEqual({ template: 'img', net: 'egress', size: 'medium' });
+    expect(poolKeyFor(tpl.spec.podTemplate.spec.containers, tpl.metadata.annotations?.['sandbox.cocoonstack.io/net'])).toEqual({
+      template: 'img',
+      net: 'egress',
+      size: 'medium',
+    });
   });
 
   it('parses a Sandbox create body and names a missing podTemplate', () => {
@@ -117,7 +128,9 @@ describe('parseObject', () => {
       spec: { warmPoolRef: { name: 'p' } },
       status: {
         sandbox: { name: 'c1', claimID: 'sb_1', podIPs: ['10.0.0.5'], nodeName: 'node-a', address: '10.0.0.5:7777' },
-        conditions: [{ type: 'Bound', status: 'True', reason: 'NodeLocalClaim', message: 'delivered', lastTransitionTime: '2026-07-06T00:00:00Z' }],
+        conditions: [
+          { type: 'Bound', status: 'True', reason: 'NodeLocalClaim', message: 'delivered', lastTransitionTime: '2026-07-06T00:00:00Z' },
+        ],
       },
     });
     expect(c.status?.sandbox?.name).toBe('c1');
@@ -131,7 +144,11 @@ describe('parseObject', () => {
       kind: 'SandboxClaim',
       metadata: { name: 'c1' },
       spec: { warmPoolRef: { name: 'p' } },
-      status: { conditions: [{ type: 'Bound', status: 'Maybe', reason: 'no spaces allowed', message: '', lastTransitionTime: '2026-07-06T00:00:00Z' }] },
+      status: {
+        conditions: [
+          { type: 'Bound', status: 'Maybe', reason: 'no spaces allowed', message: '', lastTransitionTime: '2026-07-06T00:00:00Z' },
+        ],
+      },
     });
     expect(err.issues.map((i) => i.field).sort()).toEqual(['status.conditions[0].reason', 'status.conditions[0].status']);
   });
@@ -151,7 +168,10 @@ describe('NodeInventory schema (§3.1)', () => {
       NodeInventorySchema,
       inv({
         address: '10.0.0.2:7777',
-        entries: [{ name: 'ns/s1', id: 'sb_1', phase: 'Running', claimRef: 'ns/c1', addr: '10.1.2.3:7777', deadline: '2026-08-17T12:00:00Z' }, { name: 's2', phase: '' }],
+        entries: [
+          { name: 'ns/s1', id: 'sb_1', phase: 'Running', claimRef: 'ns/c1', addr: '10.1.2.3:7777', deadline: '2026-08-17T12:00:00Z' },
+          { name: 's2', phase: '' },
+        ],
         pools: [{ template: 'img', warm: 4, target: 5 }],
       }),
     );
@@ -179,7 +199,9 @@ describe('NodeInventory schema (§3.1)', () => {
 describe('formatFieldPath', () => {
   it('spells paths as Kubernetes does', () => {
     expect(formatFieldPath(['spec', 'containers', 0, 'image'])).toBe('spec.containers[0].image');
-    expect(formatFieldPath(['metadata', 'annotations', 'sandbox.cocoonstack.io/net'])).toBe('metadata.annotations[sandbox.cocoonstack.io/net]');
+    expect(formatFieldPath(['metadata', 'annotations', 'sandbox.cocoonstack.io/net'])).toBe(
+      'metadata.annotations[sandbox.cocoonstack.io/net]',
+    );
     expect(formatFieldPath([])).toBe('');
   });
 });

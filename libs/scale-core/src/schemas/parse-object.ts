@@ -17,7 +17,11 @@ export interface FieldIssue {
 export class ObjectValidationError extends InvalidError {
   readonly issues: readonly FieldIssue[];
   constructor(kind: string, group: string, name: string, issues: readonly FieldIssue[]) {
-    super({ group, kind }, name, issues.map((i): StatusCause => ({ reason: i.reason, field: i.field, message: i.message })));
+    super(
+      { group, kind },
+      name,
+      issues.map((i): StatusCause => ({ reason: i.reason, field: i.field, message: i.message })),
+    );
     this.issues = issues;
   }
 }
@@ -52,7 +56,11 @@ function render(v: unknown): string {
 
 function toFieldIssues(obj: unknown, issue: z.core.$ZodIssue): FieldIssue[] {
   if (issue.code === 'unrecognized_keys') {
-    return issue.keys.map((k) => ({ field: formatFieldPath([...issue.path, k]), reason: 'FieldValueNotSupported', message: 'unknown field' }));
+    return issue.keys.map((k) => ({
+      field: formatFieldPath([...issue.path, k]),
+      reason: 'FieldValueNotSupported',
+      message: 'unknown field',
+    }));
   }
   const field = formatFieldPath(issue.path);
   const value = valueAt(obj, issue.path);

@@ -7,18 +7,26 @@ const ResourceListSchema = z.record(z.string(), QuantitySchema);
 
 export const ResourceRequirementsSchema = z
   .looseObject({
-    requests: ResourceListSchema.optional().describe('Minimum resources; the first container\'s cpu and memory requests pick the size class.'),
+    requests: ResourceListSchema.optional().describe(
+      "Minimum resources; the first container's cpu and memory requests pick the size class.",
+    ),
     limits: ResourceListSchema.optional().describe('Maximum resources; used for the size class when a request is absent or zero.'),
   })
-  .meta({ 'x-kubernetes-preserve-unknown-fields': true, description: 'Compute resources of the container (fields not listed are kept as given).' });
+  .meta({
+    'x-kubernetes-preserve-unknown-fields': true,
+    description: 'Compute resources of the container (fields not listed are kept as given).',
+  });
 
 export const ContainerSchema = z
   .looseObject({
     name: z.string().min(1).describe('Name of the container.'),
-    image: z.string().optional().describe('Container image; the first container\'s image is the template axis of the pool key.'),
+    image: z.string().optional().describe("Container image; the first container's image is the template axis of the pool key."),
     resources: ResourceRequirementsSchema.optional(),
   })
-  .meta({ 'x-kubernetes-preserve-unknown-fields': true, description: 'A container of the sandbox (core/v1 Container; fields not listed are kept as given).' });
+  .meta({
+    'x-kubernetes-preserve-unknown-fields': true,
+    description: 'A container of the sandbox (core/v1 Container; fields not listed are kept as given).',
+  });
 
 export type Container = z.infer<typeof ContainerSchema>;
 
@@ -26,17 +34,22 @@ export const PodSpecSchema = z
   .looseObject({
     containers: z.array(ContainerSchema).min(1).describe('Containers of the sandbox; at least one. Only the first decides the pool key.'),
   })
-  .meta({ 'x-kubernetes-preserve-unknown-fields': true, description: 'The core/v1 PodSpec of the sandbox (fields not listed are kept as given).' });
+  .meta({
+    'x-kubernetes-preserve-unknown-fields': true,
+    description: 'The core/v1 PodSpec of the sandbox (fields not listed are kept as given).',
+  });
 
 export const PodTemplateSchema = z
   .looseObject({
     metadata: z
       .looseObject({
-        labels: StringMapSchema.optional().describe('Labels for the sandbox\'s pod.'),
-        annotations: StringMapSchema.optional().describe('Annotations for the sandbox\'s pod; sandbox.cocoonstack.io/net picks the network lane.'),
+        labels: StringMapSchema.optional().describe("Labels for the sandbox's pod."),
+        annotations: StringMapSchema.optional().describe(
+          "Annotations for the sandbox's pod; sandbox.cocoonstack.io/net picks the network lane.",
+        ),
       })
       .optional()
-      .describe('Labels and annotations of the sandbox\'s pod.'),
+      .describe("Labels and annotations of the sandbox's pod."),
     spec: PodSpecSchema,
   })
   .describe('The pod blueprint of the sandbox: metadata and a core/v1 PodSpec.');

@@ -8,7 +8,10 @@ import { PodTemplateSchema, VolumeClaimTemplatesSchema } from './pod-template';
 const PolicySchema = (description: string) => z.enum(['Disallowed', 'Allowed', 'Overrides']).default('Disallowed').describe(description);
 
 const PolicyRulesSchema = (description: string) =>
-  z.array(z.looseObject({}).meta({ 'x-kubernetes-preserve-unknown-fields': true, description: 'A networking/v1 NetworkPolicy rule.' })).optional().meta({ 'x-kubernetes-list-type': 'atomic', description });
+  z
+    .array(z.looseObject({}).meta({ 'x-kubernetes-preserve-unknown-fields': true, description: 'A networking/v1 NetworkPolicy rule.' }))
+    .optional()
+    .meta({ 'x-kubernetes-list-type': 'atomic', description });
 
 export const SandboxTemplateSpecSchema = z
   .looseObject({
@@ -26,7 +29,9 @@ export const SandboxTemplateSpecSchema = z
     envVarsInjectionPolicy: PolicySchema('Whether claims may set environment variables (spec.env).'),
     volumeClaimTemplatesPolicy: PolicySchema('Whether claims may add or override volume claim templates.'),
   })
-  .describe('The blueprint of a sandbox. Its first container\'s image and resources, with the sandbox.cocoonstack.io/net annotation, make the pool key.');
+  .describe(
+    "The blueprint of a sandbox. Its first container's image and resources, with the sandbox.cocoonstack.io/net annotation, make the pool key.",
+  );
 
 export const SandboxTemplateSchema = z
   .looseObject({

@@ -10,11 +10,22 @@ export type ColdStartPolicy = (typeof COLD_START_POLICIES)[number];
 
 export const SandboxWarmPoolSpecSchema = z
   .looseObject({
-    replicas: int32().min(0).default(1).describe('Desired number of warm sandboxes across the fleet, spread evenly over the nodes. HPA and kubectl scale write it through the scale subresource.'),
-    sandboxTemplateRef: localRefSchema('The SandboxTemplate (same namespace) whose pool key this pool keeps warm.', 'Name of the SandboxTemplate.'),
+    replicas: int32()
+      .min(0)
+      .default(1)
+      .describe(
+        'Desired number of warm sandboxes across the fleet, spread evenly over the nodes. HPA and kubectl scale write it through the scale subresource.',
+      ),
+    sandboxTemplateRef: localRefSchema(
+      'The SandboxTemplate (same namespace) whose pool key this pool keeps warm.',
+      'Name of the SandboxTemplate.',
+    ),
     updateStrategy: z
       .looseObject({
-        type: z.enum(['Recreate', 'OnReplenish']).default('OnReplenish').describe('Recreate replaces stale warm members at once; OnReplenish keeps them until claimed.'),
+        type: z
+          .enum(['Recreate', 'OnReplenish'])
+          .default('OnReplenish')
+          .describe('Recreate replaces stale warm members at once; OnReplenish keeps them until claimed.'),
       })
       .optional()
       .describe('How warm members built from an older template are replaced.'),
@@ -39,14 +50,22 @@ export const RecordedPoolKeySchema = z
 export const SandboxWarmPoolStatusSchema = z
   .looseObject({
     replicas: int32().min(0).optional().describe('Warm sandboxes for the pool key, summed over all nodes.'),
-    readyReplicas: int32().min(0).optional().describe('Warm sandboxes ready to be claimed; warm VMs are claim-ready, so this equals replicas.'),
-    selector: z.string().optional().describe('Label selector of the pool (agents.x-k8s.io/warm-pool=<name>), read by the scale subresource.'),
+    readyReplicas: int32()
+      .min(0)
+      .optional()
+      .describe('Warm sandboxes ready to be claimed; warm VMs are claim-ready, so this equals replicas.'),
+    selector: z
+      .string()
+      .optional()
+      .describe('Label selector of the pool (agents.x-k8s.io/warm-pool=<name>), read by the scale subresource.'),
     observedGeneration: int64().min(0).optional().describe('The metadata.generation the status was computed from.'),
     conditions: conditionsSchema('Ready and Degraded conditions of the pool.').optional(),
     poolKey: RecordedPoolKeySchema.optional().describe(
       'The key the driver keeps warm for this pool, recorded before the nodes are told. While the template is missing or invalid the pool stays on this key (its last-good targets), also across driver restarts and failovers.',
     ),
-    retiringPoolKey: RecordedPoolKeySchema.optional().describe('The previous key after a template change, kept at its targets until poolKey is warm, then drained.'),
+    retiringPoolKey: RecordedPoolKeySchema.optional().describe(
+      'The previous key after a template change, kept at its targets until poolKey is warm, then drained.',
+    ),
   })
   .describe('Observed warm capacity of the pool.');
 

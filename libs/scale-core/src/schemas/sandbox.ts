@@ -9,8 +9,13 @@ export const SandboxSpecSchema = z
   .looseObject({
     podTemplate: PodTemplateSchema,
     volumeClaimTemplates: VolumeClaimTemplatesSchema.optional(),
-    service: z.boolean().optional().describe('Unset keeps an existing headless Service but never creates one; true creates it; false deletes it.'),
-    shutdownTime: dateTime().optional().describe('Absolute expiry (RFC3339). The claim lease is derived from it; it must be in the future.'),
+    service: z
+      .boolean()
+      .optional()
+      .describe('Unset keeps an existing headless Service but never creates one; true creates it; false deletes it.'),
+    shutdownTime: dateTime()
+      .optional()
+      .describe('Absolute expiry (RFC3339). The claim lease is derived from it; it must be in the future.'),
     shutdownPolicy: z.enum(['Delete', 'Retain']).default('Retain').describe('What happens to the Sandbox object on expiry.'),
     operatingMode: z.enum(['Running', 'Suspended']).default('Running').describe('Desired state; the observed state is in the conditions.'),
   })
@@ -20,7 +25,10 @@ export const SandboxStatusSchema = z
   .looseObject({
     nodeName: z.string().optional().describe('The node whose sandboxd holds the sandbox.'),
     podIPs: z.array(z.string()).optional().describe('Addresses of the sandbox, without port.'),
-    conditions: z.array(z.looseObject({ type: z.string(), status: z.string() })).optional().describe('Ready and other conditions.'),
+    conditions: z
+      .array(z.looseObject({ type: z.string(), status: z.string() }))
+      .optional()
+      .describe('Ready and other conditions.'),
     service: z.string().optional().describe('Name of the headless Service.'),
     serviceFQDN: z.string().optional().describe('Fully qualified name of the headless Service.'),
     selector: z.string().optional().describe('Label selector of the backing pod.'),

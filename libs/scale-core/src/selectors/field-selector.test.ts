@@ -40,7 +40,9 @@ describe('parseFieldSelector', () => {
   });
 
   it('unescapes \\, \\= and \\\\ in values', () => {
-    expect(parseFieldSelector('metadata.name=a\\,b\\=c\\\\d').requirements).toEqual([{ field: 'metadata.name', operator: '=', value: 'a,b=c\\d' }]);
+    expect(parseFieldSelector('metadata.name=a\\,b\\=c\\\\d').requirements).toEqual([
+      { field: 'metadata.name', operator: '=', value: 'a,b=c\\d' },
+    ]);
   });
 
   it('splits on the first operator, trying != before == before =', () => {

@@ -1,6 +1,13 @@
 import fc from 'fast-check';
 import { statusForError } from '../errors/status-for-error';
-import { formatLabelSelector, labelSelectorMatches, parseLabelSelector, type LabelOperator, type LabelRequirement, type LabelSelector } from './label-selector';
+import {
+  formatLabelSelector,
+  labelSelectorMatches,
+  parseLabelSelector,
+  type LabelOperator,
+  type LabelRequirement,
+  type LabelSelector,
+} from './label-selector';
 import { validateLabelKey, validateLabelValue } from './label-validation';
 import { SelectorParseError } from './selector-parse-error';
 
@@ -148,13 +155,20 @@ const labelName = fc
   .map(([a, mid, z]) => `${a}${mid.join('')}${z}`)
   .filter((s) => s.length <= 63);
 const dnsLabel = fc.stringMatching(/^[a-z0-9]([-a-z0-9]{0,6}[a-z0-9])?$/);
-const labelKey = fc.oneof(labelName, fc.tuple(fc.array(dnsLabel, { minLength: 1, maxLength: 3 }), labelName).map(([p, n]) => `${p.join('.')}/${n}`));
+const labelKey = fc.oneof(
+  labelName,
+  fc.tuple(fc.array(dnsLabel, { minLength: 1, maxLength: 3 }), labelName).map(([p, n]) => `${p.join('.')}/${n}`),
+);
 const labelValue = fc.oneof(fc.constant(''), labelName);
 const intValue = fc.bigInt({ min: 0n, max: 2n ** 63n - 1n }).map(String);
 
 const requirement: fc.Arbitrary<LabelRequirement> = fc.oneof(
-  fc.tuple(labelKey, fc.constantFrom<LabelOperator>('=', '==', '!='), labelValue).map(([key, operator, v]) => ({ key, operator, values: [v] })),
-  fc.tuple(labelKey, fc.constantFrom<LabelOperator>('in', 'notin'), fc.uniqueArray(labelValue, { minLength: 1, maxLength: 4 })).map(([key, operator, vs]) => ({ key, operator, values: [...vs].sort() })),
+  fc
+    .tuple(labelKey, fc.constantFrom<LabelOperator>('=', '==', '!='), labelValue)
+    .map(([key, operator, v]) => ({ key, operator, values: [v] })),
+  fc
+    .tuple(labelKey, fc.constantFrom<LabelOperator>('in', 'notin'), fc.uniqueArray(labelValue, { minLength: 1, maxLength: 4 }))
+    .map(([key, operator, vs]) => ({ key, operator, values: [...vs].sort() })),
   fc.tuple(labelKey, fc.constantFrom<LabelOperator>('exists', '!')).map(([key, operator]) => ({ key, operator, values: [] })),
   fc.tuple(labelKey, fc.constantFrom<LabelOperator>('gt', 'lt'), intValue).map(([key, operator, v]) => ({ key, operator, values: [v] })),
 );
@@ -176,7 +190,9 @@ describe('label selector properties', () => {
   it('format is a fixed point after one parse, whatever the spacing', () => {
     fc.assert(
       fc.property(selector, fc.constantFrom(' ', '  ', '\t'), (s, ws) => {
-        const spaced = formatLabelSelector(s).replace(/,/g, `${ws},${ws}`).replace(/([=<>!])/g, `${ws}$1`);
+        const spaced = formatLabelSelector(s)
+          .replace(/,/g, `${ws},${ws}`)
+          .replace(/([=<>!])/g, `${ws}$1`);
         const once = formatLabelSelector(parseLabelSelector(spaced.replace(/!\s+=/g, '!=').replace(/=\s+=/g, '==')));
         expect(formatLabelSelector(parseLabelSelector(once))).toBe(once);
       }),

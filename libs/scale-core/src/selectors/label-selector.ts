@@ -44,7 +44,7 @@ export function requirementProblem(r: LabelRequirement): string | undefined {
       break;
     case 'exists':
     case '!':
-      if (n !== 0) return "values set must be empty for exists and does not exist";
+      if (n !== 0) return 'values set must be empty for exists and does not exist';
       break;
     case 'gt':
     case 'lt':
@@ -89,13 +89,15 @@ class LabelParser {
     for (;;) {
       const t = this.#peek();
       if (t.type === 'end') return out;
-      if (t.type !== 'identifier' && t.type !== 'doesNotExist') this.#fail(t, `found '${t.literal}', expected: !, identifier, or 'end of string'`);
+      if (t.type !== 'identifier' && t.type !== 'doesNotExist')
+        this.#fail(t, `found '${t.literal}', expected: !, identifier, or 'end of string'`);
       out.push(this.#requirement());
       const sep = this.#next();
       if (sep.type === 'end') return out;
       if (sep.type !== 'comma') this.#fail(sep, `found '${sep.literal}', expected: ',' or 'end of string'`);
       const after = this.#peek();
-      if (after.type !== 'identifier' && after.type !== 'doesNotExist') this.#fail(after, `found '${after.literal}', expected: identifier after ','`);
+      if (after.type !== 'identifier' && after.type !== 'doesNotExist')
+        this.#fail(after, `found '${after.literal}', expected: identifier after ','`);
     }
   }
 
@@ -121,7 +123,15 @@ class LabelParser {
 
   #operator(): LabelOperator {
     const t = this.#next(false);
-    const ops: Partial<Record<LabelToken['type'], LabelOperator>> = { in: 'in', notin: 'notin', equals: '=', doubleEquals: '==', notEquals: '!=', greaterThan: 'gt', lessThan: 'lt' };
+    const ops: Partial<Record<LabelToken['type'], LabelOperator>> = {
+      in: 'in',
+      notin: 'notin',
+      equals: '=',
+      doubleEquals: '==',
+      notEquals: '!=',
+      greaterThan: 'gt',
+      lessThan: 'lt',
+    };
     const op = ops[t.type];
     if (op === undefined) this.#fail(t, `unable to parse requirement: found '${t.literal}', expected: in, notin, =, ==, !=, gt, lt`);
     return op;

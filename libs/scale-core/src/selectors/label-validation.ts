@@ -22,10 +22,13 @@ export function validateLabelKey(key: string): string[] {
     const prefix = parts[0] ?? '';
     name = parts[1] ?? '';
     if (prefix.length === 0) errs.push('prefix part must be non-empty');
-    else if (prefix.length > DNS1123_SUBDOMAIN_MAX_LENGTH) errs.push(`prefix part must be no more than ${DNS1123_SUBDOMAIN_MAX_LENGTH} characters`);
+    else if (prefix.length > DNS1123_SUBDOMAIN_MAX_LENGTH)
+      errs.push(`prefix part must be no more than ${DNS1123_SUBDOMAIN_MAX_LENGTH} characters`);
     else if (!DNS1123_SUBDOMAIN.test(prefix)) errs.push(PREFIX_MSG);
   } else {
-    return [`a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`];
+    return [
+      `a qualified name must consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character, with an optional DNS subdomain prefix and '/' (e.g. 'example.com/MyName')`,
+    ];
   }
   if (name.length === 0) errs.push('name part must be non-empty');
   else if (name.length > NAME_MAX) errs.push(`name part must be no more than ${NAME_MAX} characters`);
@@ -38,7 +41,9 @@ export function validateLabelValue(value: string): string[] {
   const errs: string[] = [];
   if (value.length > NAME_MAX) errs.push(`must be no more than ${NAME_MAX} characters`);
   if (!VALUE_RE.test(value)) {
-    errs.push(`a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue', or 'my_value', or '12345', regex used for validation is '(${NAME_FMT})?')`);
+    errs.push(
+      `a valid label must be an empty string or consist of alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. 'MyValue', or 'my_value', or '12345', regex used for validation is '(${NAME_FMT})?')`,
+    );
   }
   return errs;
 }

@@ -2,7 +2,16 @@ import { parseFieldSelector, fieldSelectorMatches } from '../selectors/field-sel
 import { labelSelectorMatches, parseLabelSelector } from '../selectors/label-selector';
 import { sandboxUid } from '../hash/stable-uid';
 import { formatRfc3339Seconds, normalizeTimestamp } from './rfc3339';
-import { claimRefName, compareByNamespaceName, entryFingerprint, readyConditionFor, sandboxFieldSet, splitEntryName, synthesizeSandbox, type EntryLike } from './synthesize-sandbox';
+import {
+  claimRefName,
+  compareByNamespaceName,
+  entryFingerprint,
+  readyConditionFor,
+  sandboxFieldSet,
+  splitEntryName,
+  synthesizeSandbox,
+  type EntryLike,
+} from './synthesize-sandbox';
 
 const entry = (e: Partial<EntryLike> & { name: string }): EntryLike => ({ phase: 'Running', ...e });
 const opts = { resourceVersion: '42' };
@@ -32,14 +41,28 @@ describe('synthesizeSandbox (§6.4)', () => {
     expect(s.metadata).toMatchObject({ namespace: 'ns', name: 's1', resourceVersion: '42', generation: 1 });
     expect(s.status.podIPs).toEqual(['10.1.2.3']);
     expect(s.status.nodeName).toBe('n1');
-    expect(s.metadata.labels).toEqual({ 'sandbox.cocoonstack.io/node': 'n1', 'sandbox.cocoonstack.io/phase': 'Running', 'sandbox.cocoonstack.io/claim': 'claim-1' });
+    expect(s.metadata.labels).toEqual({
+      'sandbox.cocoonstack.io/node': 'n1',
+      'sandbox.cocoonstack.io/phase': 'Running',
+      'sandbox.cocoonstack.io/claim': 'claim-1',
+    });
     expect(s.metadata.annotations).toEqual({ 'sandbox.cocoonstack.io/claim-id': 'sb_abc123' });
-    expect(s.status.conditions).toEqual([{ type: 'Ready', status: 'True', reason: 'Running', message: 'sandbox phase "Running" reported by node "n1"', lastTransitionTime: null }]);
+    expect(s.status.conditions).toEqual([
+      {
+        type: 'Ready',
+        status: 'True',
+        reason: 'Running',
+        message: 'sandbox phase "Running" reported by node "n1"',
+        lastTransitionTime: null,
+      },
+    ]);
     expect(s.spec).toEqual({});
   });
 
   it('stamps the claim-id annotation only when the entry has an id, and omits an empty map (§11.3 #25)', () => {
-    expect(synthesizeSandbox('n1', entry({ name: 'ns/a', id: 'sb_abc' }), opts).metadata.annotations).toEqual({ 'sandbox.cocoonstack.io/claim-id': 'sb_abc' });
+    expect(synthesizeSandbox('n1', entry({ name: 'ns/a', id: 'sb_abc' }), opts).metadata.annotations).toEqual({
+      'sandbox.cocoonstack.io/claim-id': 'sb_abc',
+    });
     const bare = synthesizeSandbox('n1', entry({ name: 'ns/b' }), opts);
     expect(bare.metadata.annotations).toBeUndefined();
     expect('annotations' in bare.metadata).toBe(false);
@@ -83,8 +106,16 @@ describe('synthesizeSandbox (§6.4)', () => {
   });
 
   it('takes creationTimestamp from the grant time, else the caller fallback, else null', () => {
-    expect(synthesizeSandbox('n1', entry({ name: 'a', claimedAt: '2026-07-06T00:00:00.5Z' }), { ...opts, fallbackCreationTimestamp: '2026-01-01T00:00:00Z' }).metadata.creationTimestamp).toBe('2026-07-06T00:00:00Z');
-    expect(synthesizeSandbox('n1', entry({ name: 'a' }), { ...opts, fallbackCreationTimestamp: new Date('2026-01-01T00:00:00Z') }).metadata.creationTimestamp).toBe('2026-01-01T00:00:00Z');
+    expect(
+      synthesizeSandbox('n1', entry({ name: 'a', claimedAt: '2026-07-06T00:00:00.5Z' }), {
+        ...opts,
+        fallbackCreationTimestamp: '2026-01-01T00:00:00Z',
+      }).metadata.creationTimestamp,
+    ).toBe('2026-07-06T00:00:00Z');
+    expect(
+      synthesizeSandbox('n1', entry({ name: 'a' }), { ...opts, fallbackCreationTimestamp: new Date('2026-01-01T00:00:00Z') }).metadata
+        .creationTimestamp,
+    ).toBe('2026-01-01T00:00:00Z');
     expect(synthesizeSandbox('n1', entry({ name: 'a' }), opts).metadata.creationTimestamp).toBeNull();
   });
 
@@ -145,8 +176,10 @@ describe('selectors over synthesized sandboxes (§11.3 #20, #21)', () => {
     synthesizeSandbox('n2', entry({ name: 'ns/pending', phase: 'Pending' }), opts),
     synthesizeSandbox('n1', entry({ name: 'ns/b', phase: 'Running' }), opts),
   ];
-  const byLabels = (sel: string): string[] => items.filter((s) => labelSelectorMatches(parseLabelSelector(sel), s.metadata.labels)).map((s) => s.metadata.name);
-  const byFields = (sel: string): string[] => items.filter((s) => fieldSelectorMatches(parseFieldSelector(sel), sandboxFieldSet(s))).map((s) => s.metadata.name);
+  const byLabels = (sel: string): string[] =>
+    items.filter((s) => labelSelectorMatches(parseLabelSelector(sel), s.metadata.labels)).map((s) => s.metadata.name);
+  const byFields = (sel: string): string[] =>
+    items.filter((s) => fieldSelectorMatches(parseFieldSelector(sel), sandboxFieldSet(s))).map((s) => s.metadata.name);
 
   it('selects by phase and node labels', () => {
     expect(byLabels('sandbox.cocoonstack.io/phase=Running')).toEqual(['running', 'b']);
@@ -176,7 +209,15 @@ describe('RFC3339 helpers (§14)', () => {
 
   it('answers the same for a string already in RFC3339 seconds as through Date', () => {
     const slow = (v: string): string => normalizeTimestamp(new Date(v));
-    for (const v of ['2026-08-17T12:00:00Z', '2026-02-28T23:59:59Z', '2026-02-31T00:00:00Z', '2024-02-29T00:00:00Z', '0001-01-01T00:00:01Z', '1970-01-01T00:00:00Z', '2030-12-31T23:59:59Z']) {
+    for (const v of [
+      '2026-08-17T12:00:00Z',
+      '2026-02-28T23:59:59Z',
+      '2026-02-31T00:00:00Z',
+      '2024-02-29T00:00:00Z',
+      '0001-01-01T00:00:01Z',
+      '1970-01-01T00:00:00Z',
+      '2030-12-31T23:59:59Z',
+    ]) {
       expect(normalizeTimestamp(v)).toBe(slow(v));
     }
     expect(normalizeTimestamp('0000-12-31T00:00:00Z')).toBe('');

@@ -1,5 +1,14 @@
 import { addressIPs } from '../address/address-ips';
-import { ANNOTATIONS, CONDITION_REASONS, CONDITION_STATUS, CONDITION_TYPES, DEFAULT_NAMESPACE, SANDBOX_API_VERSION, SANDBOX_LABELS, type ConditionStatus } from '../constants';
+import {
+  ANNOTATIONS,
+  CONDITION_REASONS,
+  CONDITION_STATUS,
+  CONDITION_TYPES,
+  DEFAULT_NAMESPACE,
+  SANDBOX_API_VERSION,
+  SANDBOX_LABELS,
+  type ConditionStatus,
+} from '../constants';
 import { fnv1a64 } from '../hash/fnv1a';
 import { sandboxUid } from '../hash/stable-uid';
 import type { InventoryEntry } from '../schemas/node-inventory';
@@ -87,7 +96,14 @@ export function readyConditionFor(node: string, phase: string): SandboxCondition
  */
 export function entryFingerprint(entry: EntryLike): string {
   const { namespace, name } = splitEntryName(entry.name);
-  const parts = [`${namespace}/${name}`, entry.id ?? '', entry.phase, entry.claimRef ?? '', entry.addr ?? '', normalizeTimestamp(entry.deadline)];
+  const parts = [
+    `${namespace}/${name}`,
+    entry.id ?? '',
+    entry.phase,
+    entry.claimRef ?? '',
+    entry.addr ?? '',
+    normalizeTimestamp(entry.deadline),
+  ];
   return fnv1a64(parts.join('|'));
 }
 
@@ -154,7 +170,10 @@ export function sandboxFieldSet(s: Pick<ServedSandbox, 'metadata' | 'status'>): 
  * List order: namespace, then name, by UTF-16 code units (scale-contracts §6.5, §14) — never
  * localeCompare, whose order depends on the runtime's locale data.
  */
-export function compareByNamespaceName(a: { metadata: { namespace?: string; name?: string } }, b: { metadata: { namespace?: string; name?: string } }): number {
+export function compareByNamespaceName(
+  a: { metadata: { namespace?: string; name?: string } },
+  b: { metadata: { namespace?: string; name?: string } },
+): number {
   const an = a.metadata.namespace ?? '';
   const bn = b.metadata.namespace ?? '';
   if (an !== bn) return an < bn ? -1 : 1;
