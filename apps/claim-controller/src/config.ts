@@ -61,15 +61,3 @@ export const ClaimControllerFlagsSchema = z.object({
   ),
 });
 export type ClaimControllerFlags = z.infer<typeof ClaimControllerFlagsSchema>;
-
-/** The fleet token: the file wins (whitespace trimmed), then the env; '' means none (fail closed). */
-export function loadFleetToken(file: string, env: Record<string, string | undefined> = process.env): string {
-  if (file) {
-    try {
-      return readFileSync(file, 'utf8').trim();
-    } catch (err) {
-      throw new ConfigError(`--fleet-token-file: cannot read ${file}: ${(err as Error).message}`, '--fleet-token-file');
-    }
-  }
-  return (env.SANDBOX_SCALE_FLEET_TOKEN ?? '').trim();
-}

@@ -1,7 +1,7 @@
 // Public API of claim-controller: start it in-process (tests, benches, local runs) or via main.ts.
 export { startClaimController } from './start-claim-controller';
 export type { ClaimControllerHandle, ClaimControllerOptions } from './start-claim-controller';
-export { ClaimControllerFlagsSchema, loadFleetToken } from './config';
+export { ClaimControllerFlagsSchema } from './config';
 export type { ClaimControllerFlags } from './config';
 export { ClaimGateway, ReleaseTargetUnknownError } from './gateway/claim-gateway';
 export type { ClaimGatewayOptions, GatewayClaimRequest, NodeDelivery } from './gateway/claim-gateway';

@@ -1,5 +1,5 @@
-import { kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
-import { ClaimControllerFlagsSchema, loadFleetToken } from './config';
+import { fleetTokenInput, kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
+import { ClaimControllerFlagsSchema } from './config';
 import { startClaimController } from './start-claim-controller';
 
 void runApp({
@@ -8,7 +8,7 @@ void runApp({
   schema: ClaimControllerFlagsSchema,
   inputs: {
     kubeConfig: kubeConfigInput,
-    fleetToken: { flag: '--fleet-token-file', read: (f) => loadFleetToken(f.fleetTokenFile) },
+    fleetToken: fleetTokenInput,
   },
   start: ({ config, inputs: { kubeConfig, fleetToken }, log, registry }) => {
     if (fleetToken === '')

@@ -1,5 +1,6 @@
 import { parseFlags } from '@sandbox-scale/kube-runtime';
-import { advertiseAddressOf, InventoryPublisherFlagsSchema, publisherConfigFromFlags, readFleetToken } from './config';
+import { advertiseAddressOf, InventoryPublisherFlagsSchema, publisherConfigFromFlags } from './config';
+import { readFleetToken } from '@sandbox-scale/kube-runtime';
 
 const parse = (argv: string[]) => {
   const r = parseFlags(InventoryPublisherFlagsSchema, { program: 'p', summary: 's', argv, env: {} });

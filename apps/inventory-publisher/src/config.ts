@@ -54,12 +54,6 @@ export interface PublisherConfig {
   fleetToken: string;
 }
 
-/** The fleet token from --fleet-token-file (trimmed) or SANDBOX_SCALE_FLEET_TOKEN; '' when neither. */
-export function readFleetToken(file: string, env: Record<string, string | undefined> = process.env): string {
-  if (file !== '') return readFileSync(file, 'utf8').trim();
-  return (env.SANDBOX_SCALE_FLEET_TOKEN ?? '').trim();
-}
-
 /** The default advertise address: host:port of the sandboxd URL, with the scheme's port when none is given. */
 export function advertiseAddressOf(sandboxdUrl: string): string {
   const url = new URL(normalizeBaseUrl(sandboxdUrl));

@@ -2,7 +2,7 @@
 export { buildInventory, keepTransitionTimes, markStale, sameInventory } from './build-inventory';
 export type { InventoryBody, NodeSnapshot } from './build-inventory';
 export { bodyBytes, InventoryTooLargeError, isInventoryTooLarge, MAX_INVENTORY_PARTS, splitInventory } from './split-inventory';
-export { advertiseAddressOf, InventoryPublisherFlagsSchema, publisherConfigFromFlags, readFleetToken } from './config';
+export { advertiseAddressOf, InventoryPublisherFlagsSchema, publisherConfigFromFlags } from './config';
 export type { PublisherConfig, InventoryPublisherFlags } from './config';
 export { InventoryPublisher, NodeInventoryResource } from './publisher';
 export type { InventoryPublisherOptions } from './publisher';

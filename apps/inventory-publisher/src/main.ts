@@ -1,5 +1,5 @@
-import { kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
-import { InventoryPublisherFlagsSchema, publisherConfigFromFlags, readFleetToken } from './config';
+import { fleetTokenInput, kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
+import { InventoryPublisherFlagsSchema, publisherConfigFromFlags } from './config';
 import { startPublisher } from './start-publisher';
 
 void runApp({
@@ -8,7 +8,7 @@ void runApp({
   schema: InventoryPublisherFlagsSchema,
   inputs: {
     kubeConfig: kubeConfigInput,
-    fleetToken: { flag: '--fleet-token-file', read: (f) => readFleetToken(f.fleetTokenFile) },
+    fleetToken: fleetTokenInput,
   },
   start: ({ config, inputs: { kubeConfig, fleetToken }, log, registry }) => {
     if (fleetToken === '')

@@ -78,12 +78,6 @@ export const SandboxApiserverFlagsSchema = z.object({
 });
 export type SandboxApiserverFlags = z.infer<typeof SandboxApiserverFlagsSchema>;
 
-/** The fleet token: the file wins, trimmed; then SANDBOX_SCALE_FLEET_TOKEN; else '' (fail closed). */
-export function fleetTokenOf(flags: Pick<SandboxApiserverFlags, 'fleetTokenFile'>, env: NodeJS.ProcessEnv = process.env): string {
-  if (flags.fleetTokenFile !== '') return readFileSync(flags.fleetTokenFile, 'utf8').trim();
-  return (env.SANDBOX_SCALE_FLEET_TOKEN ?? '').trim();
-}
-
 /** What the flags name outside themselves, read once at start (main.ts reports every failure at once). */
 export interface SandboxApiserverInputs {
   kubeConfig: KubeConfig;

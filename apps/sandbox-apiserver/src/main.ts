@@ -1,5 +1,5 @@
-import { kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
-import { SandboxApiserverFlagsSchema, configFromFlags, fleetTokenOf, peerCaOf } from './config';
+import { fleetTokenInput, kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
+import { SandboxApiserverFlagsSchema, configFromFlags, peerCaOf } from './config';
 import { startSandboxApiserver } from './server';
 
 void runApp({
@@ -8,7 +8,7 @@ void runApp({
   schema: SandboxApiserverFlagsSchema,
   inputs: {
     kubeConfig: kubeConfigInput,
-    fleetToken: { flag: '--fleet-token-file', read: (f) => fleetTokenOf(f) },
+    fleetToken: fleetTokenInput,
     peerCaPem: { flag: '--peer-ca-file', read: (f) => peerCaOf(f) },
   },
   start: ({ config, inputs, log, registry }) => startSandboxApiserver({ ...configFromFlags(config, inputs), log, registry }),

@@ -27,9 +27,3 @@ export const WarmpoolDriverFlagsSchema = z.object({
   ),
 });
 export type WarmpoolDriverFlags = z.infer<typeof WarmpoolDriverFlagsSchema>;
-
-/** The fleet token from --fleet-token-file (trimmed) or SANDBOX_SCALE_FLEET_TOKEN; '' when neither. */
-export function readFleetToken(file: string, env: Record<string, string | undefined> = process.env): string {
-  if (file !== '') return readFileSync(file, 'utf8').trim();
-  return (env.SANDBOX_SCALE_FLEET_TOKEN ?? '').trim();
-}

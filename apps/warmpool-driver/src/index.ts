@@ -1,5 +1,5 @@
 // Public API of the warmpool-driver app (for in-process tests and benches).
-export { WarmpoolDriverFlagsSchema, readFleetToken } from './config';
+export { WarmpoolDriverFlagsSchema } from './config';
 export type { WarmpoolDriverFlags } from './config';
 export { SYNC_REQUEST, WarmPoolReconciler } from './controllers/warmpool-reconciler';
 export type { WarmPoolReconcilerOptions } from './controllers/warmpool-reconciler';

@@ -1,6 +1,6 @@
-import { kubeConfigInput, managerOptionsFromFlags, runApp } from '@sandbox-scale/kube-runtime';
+import { fleetTokenInput, kubeConfigInput, managerOptionsFromFlags, runApp } from '@sandbox-scale/kube-runtime';
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
-import { WarmpoolDriverFlagsSchema, readFleetToken } from './config';
+import { WarmpoolDriverFlagsSchema } from './config';
 import { startDriver } from './start-driver';
 
 void runApp({
@@ -9,7 +9,7 @@ void runApp({
   schema: WarmpoolDriverFlagsSchema,
   inputs: {
     kubeConfig: kubeConfigInput,
-    fleetToken: { flag: '--fleet-token-file', read: (f) => readFleetToken(f.fleetTokenFile) },
+    fleetToken: fleetTokenInput,
   },
   start: ({ config, inputs: { kubeConfig, fleetToken }, log, registry }) => {
     const {

@@ -10,7 +10,7 @@ export type { ManagerWiring } from './config/manager-options';
 export { createLogger, REDACTED_PATHS } from './log/logger';
 export { runApp, EXIT_CODES } from './app/run-app';
 export type { AppConfig, AppContext, AppDefinition, AppIo, ExitCode, RunningApp } from './app/run-app';
-export { kubeConfigInput } from './app/flag-input';
+export { fleetTokenInput, kubeConfigInput, readFleetToken } from './app/flag-input';
 export type { FlagInput } from './app/flag-input';
 export type { Logger, LoggerOptions } from './log/logger';
 

@@ -1,7 +1,7 @@
 import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { kubeConfigInput, readInputs } from './flag-input';
+import { fleetTokenInput, kubeConfigInput, readFleetToken, readInputs } from './flag-input';
 
 const KUBECONFIG = `apiVersion: v1
 kind: Config
@@ -46,5 +46,21 @@ describe('readInputs', () => {
     expect(problems).toHaveLength(3);
     expect(problems[0]).toMatch(/^--kubeconfig: .*\/nonexistent\/kubeconfig/);
     expect(problems.slice(1)).toEqual(['--token-file: cannot read /t', '--other: not PEM']);
+  });
+});
+
+describe('readFleetToken', () => {
+  it('reads and trims the file before the env', () => {
+    const f = join(mkdtempSync(join(tmpdir(), 'fleet-token-')), 'token');
+    writeFileSync(f, '  file-token\n');
+    expect(readFleetToken(f, { SANDBOX_SCALE_FLEET_TOKEN: 'env-token' })).toBe('file-token');
+  });
+  it('falls back to the env, then to none', () => {
+    expect(readFleetToken('', { SANDBOX_SCALE_FLEET_TOKEN: ' env-token\n' })).toBe('env-token');
+    expect(readFleetToken('', {})).toBe('');
+  });
+  it('reports an unreadable file under --fleet-token-file, with the other inputs', () => {
+    const { problems } = readInputs({ fleetToken: fleetTokenInput }, { fleetTokenFile: '/nonexistent/token' });
+    expect(problems).toEqual([expect.stringMatching(/^--fleet-token-file: cannot read \/nonexistent\/token: .*ENOENT/)]);
   });
 });

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { loadKubeConfig } from '../client/kube-config';
 
@@ -32,3 +33,25 @@ export function readInputs<C, I>(inputs: { [K in keyof I]: FlagInput<C, I[K]> } 
   }
   return { values: values as I, problems };
 }
+
+/**
+ * The sandboxd fleet token: the file of `--fleet-token-file` wins (a Secret mount, whitespace
+ * trimmed), then env SANDBOX_SCALE_FLEET_TOKEN; '' means none, and every app that needs it fails
+ * closed on ''. A file that cannot be read is an error under the flag, never a silent ''.
+ */
+export function readFleetToken(file: string, env: Record<string, string | undefined> = process.env): string {
+  if (file !== '') {
+    try {
+      return readFileSync(file, 'utf8').trim();
+    } catch (err) {
+      throw new Error(`--fleet-token-file: cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`);
+    }
+  }
+  return (env.SANDBOX_SCALE_FLEET_TOKEN ?? '').trim();
+}
+
+/** The fleet token as a start input of every app that talks to sandboxd. */
+export const fleetTokenInput: FlagInput<{ fleetTokenFile: string }, string> = {
+  flag: '--fleet-token-file',
+  read: (config) => readFleetToken(config.fleetTokenFile),
+};
