@@ -1,7 +1,4 @@
-import { mkdtempSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { isConfigError, parseFlags } from '@sandbox-scale/kube-runtime';
+import { parseFlags } from '@sandbox-scale/kube-runtime';
 import { ClaimControllerFlagsSchema } from './config';
 
 const opts = { program: 'claim-controller', summary: 's', env: {} };

@@ -1,6 +1,5 @@
-import { readFileSync } from 'node:fs';
 import { z } from 'zod';
-import { bindAddressFlag, ConfigError, durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
+import { bindAddressFlag, durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
 import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
 
 const count = (dflt: number, min = 1) => z.coerce.number().int().min(min).default(dflt);

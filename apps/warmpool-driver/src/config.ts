@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
 import { LIMITS } from '@sandbox-scale/scale-core';
 import { z } from 'zod';

@@ -44,7 +44,7 @@ export function readFleetToken(file: string, env: Record<string, string | undefi
     try {
       return readFileSync(file, 'utf8').trim();
     } catch (err) {
-      throw new Error(`--fleet-token-file: cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`);
+      throw new Error(`--fleet-token-file: cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
     }
   }
   return (env.SANDBOX_SCALE_FLEET_TOKEN ?? '').trim();
