@@ -57,13 +57,11 @@ describe('event recorder', () => {
       regarding: { kind: 'ConfigMap', name: 'subject', uid: cm.metadata.uid },
     });
     // Also readable through core/v1, which is what `kubectl describe` shows.
-    const core = z
-      .object({ items: z.array(z.object({ reason: z.string(), count: z.number().optional() })) })
-      .parse(
-        await new ResourceClient(kc, { group: '', version: 'v1', plural: 'events', kind: 'Event', namespaced: true }).list({
-          namespace: ns,
-        }),
-      );
+    const core = z.object({ items: z.array(z.object({ reason: z.string(), count: z.number().optional() })) }).parse(
+      await new ResourceClient(kc, { group: '', version: 'v1', plural: 'events', kind: 'Event', namespaced: true }).list({
+        namespace: ns,
+      }),
+    );
     expect(core.items).toEqual([expect.objectContaining({ reason: 'PushFailed' })]);
     await recorder.stop();
   });
