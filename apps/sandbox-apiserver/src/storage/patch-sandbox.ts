@@ -2,9 +2,10 @@ import {
   BadRequestError,
   ConflictError,
   InvalidError,
-  isDns1123Subdomain,
   SANDBOX_GROUP,
   StatusError,
+  validateLabelKey,
+  validateLabelValue,
   type ServedSandbox,
 } from '@sandbox-scale/scale-core';
 
@@ -146,20 +147,6 @@ function jsonPatch(doc: Json, ops: Json): Json {
   return out;
 }
 
-const LABEL_NAME = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$/;
-const LABEL_VALUE = /^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$/;
-
-/** A qualified name (`[prefix/]name`) as Kubernetes checks label and annotation keys; undefined when it is one. */
-function keyProblem(key: string): string | undefined {
-  const slash = key.lastIndexOf('/');
-  const prefix = slash < 0 ? '' : key.slice(0, slash);
-  const name = slash < 0 ? key : key.slice(slash + 1);
-  if (name.length === 0 || name.length > 63 || !LABEL_NAME.test(name))
-    return 'a qualified name must be 63 characters or less, consist of alphanumerics, -, _ or ., and begin and end with an alphanumeric';
-  if (slash >= 0 && !isDns1123Subdomain(prefix)) return "a qualified name's prefix must be a DNS subdomain";
-  return undefined;
-}
-
 function userMap(
   name: string,
   field: 'metadata.labels' | 'metadata.annotations',
@@ -176,14 +163,9 @@ function userMap(
         throw invalid(name, `${field}[${k}]`, `keys under ${RESERVED_PREFIX} are set by the server and cannot be changed`);
       continue;
     }
-    const problem = keyProblem(k);
-    if (problem !== undefined) throw invalid(name, `${field}[${k}]`, problem);
-    if (field === 'metadata.labels' && (val.length > 63 || !LABEL_VALUE.test(val)))
-      throw invalid(
-        name,
-        `${field}[${k}]`,
-        'a label value must be 63 characters or less, empty or alphanumerics, -, _ or . beginning and ending with an alphanumeric',
-      );
+    // apimachinery's rules (IsQualifiedName for every key, IsValidLabelValue for label values)
+    const problems = [...validateLabelKey(k), ...(field === 'metadata.labels' ? validateLabelValue(val) : [])];
+    if (problems.length > 0) throw invalid(name, `${field}[${k}]`, problems.join('; '));
     out[k] = val;
   }
   for (const k of Object.keys(served)) {
