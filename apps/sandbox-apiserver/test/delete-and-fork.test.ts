@@ -1,56 +1,26 @@
-import { ClaimIndex, statusForError } from '@sandbox-scale/scale-core';
-import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
-import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { deleteSandbox } from '../src/storage/delete-sandbox';
-import { LifecycleStorage, MAX_FORK_COUNT } from '../src/storage/lifecycle-storage';
-import { NodeRouter } from '../src/storage/node-router';
-import { Revisions } from '../src/storage/revisions';
-import { SandboxStorage } from '../src/storage/sandbox-storage';
-import { SandboxCache } from '../src/storage/sandbox-cache';
-import { WatchHub } from '../src/storage/watch-hub';
-import { publishedInventory } from './fleet-fixture';
+import { MAX_FORK_COUNT, type LifecycleStorage } from '../src/storage/lifecycle-storage';
+import type { SandboxStorage } from '../src/storage/sandbox-storage';
+import { startStorageFleet, statusOf, type StorageFleet } from './fleet-fixture';
 
-const TOKEN = 'unit-fleet-token';
 const NS = 'team-a';
-const TEMPLATE = 'registry.local/guard:1';
 
-let sim: Sim;
-let clients: SandboxdClientSet;
-let direct: SandboxdClient;
-let node = '';
+let fleet: StorageFleet;
 
 beforeAll(async () => {
-  sim = await startSim({ nodes: 1, speed: 0, token: TOKEN, pools: [{ template: TEMPLATE, warm: 4 }] });
-  node = sim.nodes[0]?.name ?? '';
-  sim.node(node).tick();
-  clients = new SandboxdClientSet({ token: TOKEN });
-  direct = clients.forNode(sim.nodes[0]?.url ?? '');
+  fleet = await startStorageFleet({ token: 'unit-fleet-token', template: 'registry.local/guard:1', warm: 4 });
 });
 
 afterAll(async () => {
-  await clients?.close();
-  await sim?.stop();
+  await fleet?.stop();
 });
 
 async function setup(name: string): Promise<{ lifecycle: LifecycleStorage; storage: SandboxStorage; id: string }> {
-  const revisions = new Revisions();
-  const cache = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
-  const storage = new SandboxStorage(cache, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(cache, clients), revisions);
-  const c = await direct.claim({ template: TEMPLATE, claimRef: `${NS}/${name}` });
-  cache.upsertInventory(await publishedInventory(direct, node, sim.nodes[0]?.addr ?? '', new Set([c.id])));
-  return { lifecycle: new LifecycleStorage(storage), storage, id: c.id };
+  const { lifecycle, storage, ids } = await fleet.storageWith(NS, [name]);
+  return { lifecycle, storage, id: ids[0] ?? '' };
 }
 
-async function statusOf(p: Promise<unknown>): Promise<ReturnType<typeof statusForError>> {
-  try {
-    await p;
-  } catch (err) {
-    return statusForError(err);
-  }
-  throw new Error('expected the call to fail');
-}
-
-const live = async (id: string): Promise<boolean> => (await direct.sandboxes()).some((s) => s.id === id);
+const live = async (id: string): Promise<boolean> => (await fleet.direct.sandboxes()).some((s) => s.id === id);
 
 describe('delete preconditions', () => {
   it('refuses a delete whose resourceVersion or uid is not the object one with 409, releasing nothing', async () => {
@@ -86,11 +56,11 @@ describe('delete preconditions', () => {
 describe('fork count', () => {
   it('refuses more children than the node fork limit with 422 naming count, before any node call', async () => {
     const { lifecycle } = await setup('parent');
-    const before = (await direct.sandboxes()).length;
+    const before = (await fleet.direct.sandboxes()).length;
     const s = await statusOf(lifecycle.act(NS, 'parent', 'fork', { kind: 'SandboxForkOptions', count: 1_000_000 }, false));
     expect(s).toMatchObject({ code: 422, reason: 'Invalid' });
     expect(s.details?.causes).toEqual([expect.objectContaining({ field: 'count' })]);
     expect(s.message).toContain(`at most ${MAX_FORK_COUNT}`);
-    expect((await direct.sandboxes()).length).toBe(before);
+    expect((await fleet.direct.sandboxes()).length).toBe(before);
   });
 });

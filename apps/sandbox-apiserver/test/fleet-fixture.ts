@@ -2,9 +2,16 @@ import { request } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { applyObject, createLogger } from '@sandbox-scale/kube-runtime';
 import { buildInventory } from '@sandbox-scale/inventory-publisher';
-import { NodeInventorySchema, parseObject, type NodeInventory } from '@sandbox-scale/scale-core';
-import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import { ClaimIndex, NodeInventorySchema, parseObject, statusForError, type NodeInventory } from '@sandbox-scale/scale-core';
+import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { NODE_INVENTORY_RESOURCE } from '../src/storage/inventory-informer';
+import { LifecycleStorage } from '../src/storage/lifecycle-storage';
+import { NodeRouter } from '../src/storage/node-router';
+import { Revisions } from '../src/storage/revisions';
+import { SandboxCache } from '../src/storage/sandbox-cache';
+import { SandboxStorage } from '../src/storage/sandbox-storage';
+import { WatchHub } from '../src/storage/watch-hub';
 
 export const quietLog = createLogger({ name: 'sandbox-apiserver-test', level: 'silent' });
 
@@ -81,4 +88,59 @@ export function direct(url: string, opts: { method?: string; body?: unknown; kc?
     req.on('error', reject);
     req.end(opts.body === undefined ? undefined : JSON.stringify(opts.body));
   });
+}
+
+/** One simulated node with a warm pool, and storages over it as a fresh sandbox-apiserver would build them. */
+export interface StorageFleet {
+  readonly sim: Sim;
+  readonly clients: SandboxdClientSet;
+  /** The node's own client, to claim and inspect behind the storage's back. */
+  readonly direct: SandboxdClient;
+  readonly node: string;
+  /**
+   * A fresh storage (and its lifecycle verbs) over the node, with `names` claimed in `namespace`
+   * and published to its cache; `ids` in the order of `names`.
+   */
+  storageWith(
+    namespace: string,
+    names: readonly string[],
+  ): Promise<{ lifecycle: LifecycleStorage; storage: SandboxStorage; ids: string[] }>;
+  stop(): Promise<void>;
+}
+
+export async function startStorageFleet(opts: { token: string; template: string; warm: number }): Promise<StorageFleet> {
+  const sim = await startSim({ nodes: 1, speed: 0, token: opts.token, pools: [{ template: opts.template, warm: opts.warm }] });
+  const node = sim.nodes[0]?.name ?? '';
+  sim.node(node).tick();
+  const clients = new SandboxdClientSet({ token: opts.token });
+  const direct = clients.forNode(sim.nodes[0]?.url ?? '');
+  return {
+    sim,
+    clients,
+    direct,
+    node,
+    async storageWith(namespace, names) {
+      const revisions = new Revisions();
+      const cache = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
+      const storage = new SandboxStorage(cache, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(cache, clients), revisions);
+      const ids: string[] = [];
+      for (const name of names) ids.push((await direct.claim({ template: opts.template, claimRef: `${namespace}/${name}` })).id);
+      cache.upsertInventory(await publishedInventory(direct, node, sim.nodes[0]?.addr ?? '', new Set(ids)));
+      return { lifecycle: new LifecycleStorage(storage), storage, ids };
+    },
+    async stop() {
+      await clients.close();
+      await sim.stop();
+    },
+  };
+}
+
+/** The Status the server would answer for a rejected promise; a promise that resolves fails the test. */
+export async function statusOf(p: Promise<unknown>): Promise<ReturnType<typeof statusForError>> {
+  try {
+    await p;
+  } catch (err) {
+    return statusForError(err);
+  }
+  throw new Error('expected the call to fail');
 }

@@ -1,56 +1,26 @@
-import { ANNOTATIONS, ClaimIndex, parseOwnerRef, statusForError } from '@sandbox-scale/scale-core';
-import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
-import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
-import { WatchHub } from '../src/storage/watch-hub';
-import { LifecycleStorage } from '../src/storage/lifecycle-storage';
-import { NodeRouter } from '../src/storage/node-router';
-import { Revisions } from '../src/storage/revisions';
-import { SandboxStorage } from '../src/storage/sandbox-storage';
-import { SandboxCache } from '../src/storage/sandbox-cache';
-import { publishedInventory } from './fleet-fixture';
+import { ANNOTATIONS, parseOwnerRef } from '@sandbox-scale/scale-core';
+import type { SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import type { LifecycleStorage } from '../src/storage/lifecycle-storage';
+import type { SandboxStorage } from '../src/storage/sandbox-storage';
+import { startStorageFleet, statusOf, type StorageFleet } from './fleet-fixture';
 
-const TOKEN = 'unit-fleet-token';
 const NS = 'team-a';
-const TEMPLATE = 'registry.local/snap:1';
 
-let sim: Sim;
-let clients: SandboxdClientSet;
+let fleet: StorageFleet;
 let direct: SandboxdClient;
 let node = '';
 
 beforeAll(async () => {
-  sim = await startSim({ nodes: 1, speed: 0, token: TOKEN, pools: [{ template: TEMPLATE, warm: 6 }] });
-  node = sim.nodes[0]?.name ?? '';
-  sim.node(node).tick();
-  clients = new SandboxdClientSet({ token: TOKEN });
-  direct = clients.forNode(sim.nodes[0]?.url ?? '');
+  fleet = await startStorageFleet({ token: 'unit-fleet-token', template: 'registry.local/snap:1', warm: 6 });
+  ({ direct, node } = fleet);
 });
 
 afterAll(async () => {
-  await clients?.close();
-  await sim?.stop();
+  await fleet?.stop();
 });
 
 /** A fresh apiserver storage over the sim node, with `names` claimed on it and published. */
-async function setup(names: readonly string[]): Promise<{ lifecycle: LifecycleStorage; storage: SandboxStorage }> {
-  const revisions = new Revisions();
-  const view = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
-  const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
-  const ids = new Set<string>();
-  for (const name of names) ids.add((await direct.claim({ template: TEMPLATE, claimRef: `${NS}/${name}` })).id);
-  view.upsertInventory(await publishedInventory(direct, node, sim.nodes[0]?.addr ?? '', ids));
-  return { lifecycle: new LifecycleStorage(storage), storage };
-}
-
-/** The Status the server would answer for the rejected promise. */
-async function statusOf(p: Promise<unknown>): Promise<ReturnType<typeof statusForError>> {
-  try {
-    await p;
-  } catch (err) {
-    return statusForError(err);
-  }
-  throw new Error('expected the call to fail');
-}
+const setup = (names: readonly string[]): Promise<{ lifecycle: LifecycleStorage; storage: SandboxStorage }> => fleet.storageWith(NS, names);
 
 /** Checkpoints the sandbox through the `snapshot` action; the new snapshot's id. */
 async function snapshotOf(lifecycle: LifecycleStorage, name: string): Promise<string> {
@@ -158,13 +128,13 @@ describe('snapshot subresources', () => {
   it('maps a node refusing claims (429) to TooManyRequests with a retry hint', async () => {
     const { lifecycle, storage } = await setup(['busy-a']);
     const id = await snapshotOf(lifecycle, 'busy-a');
-    sim.node(node).state.draining = true;
+    fleet.sim.node(node).state.draining = true;
     try {
       const s = await statusOf(lifecycle.act(NS, 'busy-a', 'claimsnapshot', { snapshot: id, name: 'busy-branch' }, false));
       expect(s).toMatchObject({ code: 429, reason: 'TooManyRequests' });
       expect(s.details?.retryAfterSeconds).toBeGreaterThan(0);
     } finally {
-      sim.node(node).state.draining = false;
+      fleet.sim.node(node).state.draining = false;
     }
     await expect(storage.get(NS, 'busy-branch')).rejects.toThrow('not found');
   });
