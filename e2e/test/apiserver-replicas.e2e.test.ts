@@ -1,14 +1,15 @@
 import { Agent, request } from 'node:https';
-import { readFileSync } from 'node:fs';
-import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { OWNER_KINDS, parseOwnerRef } from '@sandbox-scale/scale-core';
-import { eventually, kubectl, runSuffix } from '../src/index';
-import { kubeconfigForServiceAccount } from '../src/testing/cluster';
-import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
+import { eventually, runSuffix } from '../src/index';
+import { applyWarmPool, startSuiteSystem } from '../src/system/suite-system';
+import type { SystemUnderTest } from '../src/system/system-under-test';
+import { sandboxdCall, sandboxdRows, type SandboxdNode } from '../src/testing/sandboxd';
 
-// sandbox-apiserver as the chart deploys it: 2 replicas, each its own process under the chart's
-// ServiceAccount, finding each other through the Service's EndpointSlices. A client that talks
-// to one replica and then the other must see one server.
+// sandbox-apiserver as the chart deploys it: 2 replicas under the chart's ServiceAccount (local
+// processes, or the chart's pods when installed, reached at their pod addresses), finding each
+// other through the Service's EndpointSlices. A client that talks to one replica and then the
+// other must see one server.
 
 const GROUP = 'extensions.agents.x-k8s.io';
 const VERSION = 'v1beta1';
@@ -17,7 +18,7 @@ const POOL = 'agent';
 const POOL_REPLICAS = 40;
 const IMAGE = 'ghcr.io/example/replicas-agent:1.0';
 
-let sys: LocalSystem;
+let sys: SystemUnderTest;
 let token = '';
 let agent: Agent;
 
@@ -30,7 +31,7 @@ interface Reply {
 function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = { Authorization: `Bearer ${token}` }): Promise<Reply> {
   const text = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request(`${base}${path}`, { method, agent, headers: { ...headers, Accept: 'application/json', ...(text ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) } : {}) } }, (res) => {
+    const req = request(`${base}${path}`, { method, agent, servername: sys.servernameOf(base), headers: { ...headers, Accept: 'application/json', ...(text ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) } : {}) } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {
@@ -70,20 +71,13 @@ async function create(base: string, name: string): Promise<Reply> {
 const sandboxes = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
 const sandbox = (name: string): Record<string, unknown> => ({ apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name }, spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } });
 
-async function sim(node: SimNode, path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> {
-  return fetch(`${node.url}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { authorization: `Bearer ${sys.fleetToken}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
-  });
-}
+const sim = (node: SandboxdNode, path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> => sandboxdCall(node, sys.fleetToken, path, init);
 
 /** VMs claimed on the nodes per Sandbox name of this namespace, from each node's own list (by claim_ref). */
 async function vmsByName(): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const node of sys.nodes) {
-    const rows = ((await (await sim(node, '/v1/sandboxes')).json()) as { sandboxes: { claim_ref?: string }[] }).sandboxes;
-    for (const r of rows) {
+    for (const r of await sandboxdRows(node, sys.fleetToken)) {
       const o = parseOwnerRef(r.claim_ref);
       if (o?.kind === OWNER_KINDS.sandbox && o.namespace === ns) out.set(o.name, (out.get(o.name) ?? 0) + 1);
     }
@@ -97,26 +91,13 @@ async function inBatches<T>(items: T[], width: number, fn: (item: T) => Promise<
 }
 
 beforeAll(async () => {
-  sys = await startLocalSystem({
-    nodes: 2,
-    speed: 0,
-    examples: false,
-    publishInterval: '1s',
-    apiserverReplicas: 2,
-    beforeInstall: async (kc) => {
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
-    },
-  });
-  agent = new Agent({ keepAlive: true, maxSockets: 32, ca: readFileSync(sys.servingCaPath, 'utf8') });
+  sys = await startSuiteSystem({ namespaces: [ns], local: { nodes: 2, speed: 0, publishInterval: '1s', apiserverReplicas: 2 } });
+  agent = new Agent({ keepAlive: true, maxSockets: 32, ca: sys.servingCa });
   const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'user' }, rules: [{ apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/pause'], verbs: ['create', 'get', 'list', 'delete'] }] } });
-  const userKc = await kubeconfigForServiceAccount(sys.kubeConfig, ns, 'user');
+  token = (await sys.tenant(ns, 'user')).token;
   await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'user' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'user' }, subjects: [{ kind: 'ServiceAccount', name: 'user', namespace: ns }] } });
-  token = userKc.getCurrentUser()?.token ?? '';
-  const template = { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxTemplate', metadata: { name: POOL, namespace: ns }, spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
-  const pool = { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxWarmPool', metadata: { name: POOL, namespace: ns }, spec: { replicas: POOL_REPLICAS, sandboxTemplateRef: { name: POOL } } };
-  const r = await kubectl(['apply', '-f', '-'], { kubeconfig: sys.kubeconfigPath, input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool] }) });
-  if (r.code !== 0) throw new Error(r.stderr);
+  await applyWarmPool(sys, ns, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS });
   const custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
   await eventually(async () => {
     const p = (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sandboxwarmpools', name: POOL })) as { status?: { readyReplicas?: number } };
@@ -132,7 +113,7 @@ beforeAll(async () => {
 afterAll(async () => {
   agent?.destroy();
   await sys?.stop();
-});
+}, 60_000);
 
 describe('two sandbox-apiserver replicas act as one', () => {
   it('serves get, pause and delete through one replica right after a create through the other', async () => {

@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
-import { CoreV1Api, RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
-import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, type RunResult, kubectlOk } from '../src/index';
-import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
+import { RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import { eventually, kubectl, runSuffix, type RunResult, kubectlOk } from '../src/index';
+import { applyWarmPool, startSuiteSystem } from '../src/system/suite-system';
+import type { SystemUnderTest } from '../src/system/system-under-test';
 
 // Labels and annotations users put on sandboxes, as kubectl puts them: label, annotate, patch
 // (merge and JSON), selected with -l, seen as a MODIFIED watch event, and still there after the
@@ -10,7 +10,7 @@ import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
 // spec.operatingMode (agent-sandbox's suspension) hibernates and wakes the microVM.
 
 const ns = `meta-${runSuffix()}`;
-let system: LocalSystem;
+let system: SystemUnderTest;
 let agent: Agent;
 let token = '';
 
@@ -25,7 +25,7 @@ const getSandbox = async (name: string): Promise<Sandbox> => JSON.parse((await k
 /** A GET straight to one sandbox-apiserver replica, as a namespace ServiceAccount. */
 function getFrom(base: string, path: string): Promise<{ code: number; body: Sandbox }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${base}${path}`, { method: 'GET', agent, headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' } }, (res) => {
+    const req = request(`${base}${path}`, { method: 'GET', agent, servername: system.servernameOf(base), headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' } }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => resolve({ code: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Sandbox }));
@@ -37,23 +37,15 @@ function getFrom(base: string, path: string): Promise<{ code: number; body: Sand
 }
 
 beforeAll(async () => {
-  system = await startLocalSystem({
-    nodes: 2, examples: false, speed: 0.02, publishInterval: '1s', apiserverReplicas: 2,
-    beforeInstall: async (kc) => {
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
-    },
-  });
-  agent = new Agent({ keepAlive: true, ca: readFileSync(system.servingCaPath, 'utf8') });
+  system = await startSuiteSystem({ namespaces: [ns], local: { nodes: 2, speed: 0.02, publishInterval: '1s', apiserverReplicas: 2 } });
+  agent = new Agent({ keepAlive: true, ca: system.servingCa });
   const rbac = system.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'reader' }, rules: [{ apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list'] }] } });
-  const userKc = await kubeconfigForServiceAccount(system.kubeConfig, ns, 'reader');
+  token = (await system.tenant(ns, 'reader')).token;
   await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'reader' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' }, subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns }] } });
-  token = userKc.getCurrentUser()?.token ?? '';
-  const template = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', metadata: { name: 'agent', namespace: ns },
-    spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: 'ghcr.io/example/meta-agent:1.0', resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
-  const pool = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', metadata: { name: 'agent', namespace: ns }, spec: { replicas: 3, sandboxTemplateRef: { name: 'agent' } } };
+  await applyWarmPool(system, ns, { image: 'ghcr.io/example/meta-agent:1.0', replicas: 3 });
   const claims = ['m1', 'm2'].map((name) => ({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name, namespace: ns }, spec: { warmPoolRef: { name: 'agent' } } }));
-  await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool, ...claims] }));
+  await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: claims }));
   await k(['-n', ns, 'wait', '--for=condition=Ready', 'sandboxclaim/m1', 'sandboxclaim/m2', '--timeout=120s']);
   await eventually(async () => {
     for (const n of ['m1', 'm2']) expect((await getSandbox(n)).metadata?.name).toBe(n);
@@ -141,7 +133,7 @@ describe('labels and annotations users set on sandboxes', () => {
         expect(r.body.metadata?.labels).toMatchObject({ team: 'blue', env: 'dev' });
       }
     }, { timeoutMs: 30_000, intervalMs: 500 });
-    await system.restartApp('sandbox-apiserver');
+    await system.restartApiserverReplica();
     await eventually(async () => {
       const s = await getSandbox('m1');
       expect(s.metadata?.labels).toMatchObject({ team: 'blue', env: 'dev' });

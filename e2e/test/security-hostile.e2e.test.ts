@@ -1,12 +1,13 @@
-import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { readFileSync } from 'node:fs';
+import { CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
-import { eventually, kubeconfigForServiceAccount, runSuffix } from '../src/index';
-import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
+import { eventually, runSuffix } from '../src/index';
+import { MAX_WATCHES_PER_USER } from '../src/installed/installed-values';
+import { startSuiteSystem } from '../src/system/suite-system';
+import type { SystemUnderTest } from '../src/system/system-under-test';
+import { sandboxdCounters } from '../src/testing/sandboxd';
 
 // Hostile requests against every HTTP server of the system — sandbox-apiserver directly and
 // through kube-apiserver, the fast path, the probe/metrics listeners and the simulated nodes:
@@ -19,12 +20,12 @@ const GROUP = 'extensions.agents.x-k8s.io';
 const VERSION = 'v1beta1';
 const POOL = 'agent';
 const IMAGE = 'ghcr.io/example/hostile-agent:1.0';
-const WATCHES_PER_USER = 3;
+const WATCHES_PER_USER = MAX_WATCHES_PER_USER;
 /** One hostile request gets this long to be answered or closed; past it, it counts as hung. */
 const REPLY_TIMEOUT_MS = 20_000;
 const CONCURRENCY = 8;
 
-let sys: LocalSystem;
+let sys: SystemUnderTest;
 let clientToken = '';
 let ca = '';
 const probes = new Map<string, string>();
@@ -219,52 +220,44 @@ async function written(): Promise<{ claims: string[]; sandboxes: string[]; nodeC
   const custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
   const claims = ((await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'sandboxclaims' })) as { items: { metadata: { namespace: string; name: string } }[] }).items;
   const sandboxes = ((await custom.listNamespacedCustomObject({ group: 'agents.x-k8s.io', version: 'v1beta1', namespace: ns, plural: 'sandboxes' })) as { items: { metadata: { name: string } }[] }).items;
-  let nodeClaims = 0;
-  for (const n of sys.nodes) {
-    const text = await (await fetch(`${n.url}/metrics`, { headers: { authorization: `Bearer ${sys.fleetToken}` } })).text();
-    for (const m of text.matchAll(/^sandboxd_claims_total(?:\{[^}]*\})? (\d+(?:\.\d+)?)$/gm)) nodeClaims += Number(m[1]);
-  }
+  const nodeClaims = (await sandboxdCounters(sys.nodes, sys.fleetToken)).claims;
   return { claims: claims.map((c) => `${c.metadata.namespace}/${c.metadata.name}`).sort(), sandboxes: sandboxes.map((s) => s.metadata.name).sort(), nodeClaims };
-}
-
-/** The probe/metrics address an app logged when it started listening on its free port. */
-function probeAddress(app: string): string {
-  const line = readFileSync(join(sys.logDir, `${app}.log`), 'utf8').split('\n').find((l) => l.includes('probe and metrics server listening'));
-  const address = line ? (JSON.parse(line) as { address?: string }).address : undefined;
-  if (!address) throw new Error(`${app} has not logged its probe address yet`);
-  return `http://${address}`;
 }
 
 beforeAll(async () => {
   // probe and metrics on one free port per app (the same address serves both)
   const probe = ['--health-probe-bind-address', '127.0.0.1:0', '--metrics-bind-address', '127.0.0.1:0'];
-  sys = await startLocalSystem({
-    nodes: 2,
-    speed: 0,
-    examples: false,
-    extraArgs: { 'claim-controller': probe, 'warmpool-driver': probe, 'inventory-publisher': probe, 'sandbox-apiserver': ['--max-watches-per-user', String(WATCHES_PER_USER)] },
-    beforeInstall: async (kc) => {
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+  sys = await startSuiteSystem({
+    namespaces: [ns],
+    local: {
+      nodes: 2,
+      speed: 0,
+      extraArgs: { 'claim-controller': probe, 'warmpool-driver': probe, 'inventory-publisher': probe, 'sandbox-apiserver': ['--max-watches-per-user', String(WATCHES_PER_USER)] },
     },
   });
-  ca = readFileSync(sys.servingCaPath, 'utf8');
+  ca = sys.servingCa;
   const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'client' }, rules: [
     { apiGroups: [GROUP], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list'] },
     { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/fork'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
   ] } });
-  const clientKc = await kubeconfigForServiceAccount(sys.kubeConfig, ns, 'client');
+  const client = await sys.tenant(ns, 'client');
   await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'client' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' },
     subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: ns }] } });
-  clientToken = clientKc.getCurrentUser()?.token ?? '';
+  clientToken = client.token;
   const custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
   await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sandboxtemplates',
     body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxTemplate', metadata: { name: POOL }, spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE }] } } } } });
   await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sandboxwarmpools',
     body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxWarmPool', metadata: { name: POOL }, spec: { replicas: 4, sandboxTemplateRef: { name: POOL } } } });
-  const apps = ['claim-controller', 'warmpool-driver', ...[...sys.apps.keys()].filter((n) => n.startsWith('inventory-publisher-'))];
-  await eventually(() => {
-    for (const app of apps) probes.set(app, probeAddress(app));
+  const apps = ['claim-controller', 'warmpool-driver', ...sys.nodes.map((n) => `inventory-publisher-${n.name}`)];
+  await eventually(async () => {
+    const urls = await sys.probeUrls();
+    for (const app of apps) {
+      const url = urls.get(app);
+      if (!url) throw new Error(`${app} has no probe address yet`);
+    }
+    for (const [app, url] of urls) probes.set(app, url);
   }, { timeoutMs: 60_000, intervalMs: 500 });
 }, 300_000);
 
@@ -329,7 +322,7 @@ describe('every server under hostile requests', () => {
       unreadable = err instanceof Error ? err.message.split('\n')[0] : String(err);
       return before;
     });
-    const exits = [...sys.apps].filter(([, a]) => a.restarts > 0 || !a.running).map(([n]) => n);
+    const exits = await sys.appsThatExited();
     const count5xx = offending.filter((o) => o.outcome.kind === 'status').length;
     const hung = offending.filter((o) => o.outcome.kind === 'hung').length;
     const newClaims = after.claims.filter((c) => !before.claims.includes(c));
@@ -356,7 +349,7 @@ describe('every server under hostile requests', () => {
     const t: Target = { name: 'sandbox-apiserver', base: sys.apiserverUrl, tls: true, raw: true, auth: { authorization: `Bearer ${clientToken}` }, paths: [] };
     const u = new URL(sys.apiserverUrl);
     const open = (): Promise<{ status: number; close: () => void }> => new Promise((resolve, reject) => {
-      const req = httpsRequest({ host: u.hostname, port: u.port, path: `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true&timeoutSeconds=120`, headers: t.auth, ca, servername: 'localhost', agent: false }, (res) => {
+      const req = httpsRequest({ host: u.hostname, port: u.port, path: `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true&timeoutSeconds=120`, headers: t.auth, ca, servername: sys.servernameOf(sys.apiserverUrl), agent: false }, (res) => {
         res.resume();
         resolve({ status: res.statusCode ?? 0, close: () => req.destroy() });
       });

@@ -1,12 +1,11 @@
-import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { request } from 'node:https';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { startControlPlane, type ControlPlane } from '../src/control-plane/control-plane';
 import { createCA, createLeaf, type CertPair } from '../src/control-plane/pki';
-import { startLocalSystem, SYSTEM_NAMESPACE, RELEASE, type LocalSystem } from '../src/system/local-system';
+import { SYSTEM_NAMESPACE, RELEASE } from '../src/system/local-system';
+import { startSuiteSystem } from '../src/system/suite-system';
+import type { SystemUnderTest } from '../src/system/system-under-test';
 import { eventually, kubectl, runSuffix, serviceAccountToken } from '../src/index';
 
 // Every way of passing for someone else that this suite knows, sent to the deployed shape (the
@@ -17,9 +16,7 @@ import { eventually, kubectl, runSuffix, serviceAccountToken } from '../src/inde
 const ns = `sec-id-${runSuffix()}`;
 const BASE = '/apis/agents.x-k8s.io/v1beta1';
 const SBAPI_USER = `system:serviceaccount:${SYSTEM_NAMESPACE}:${RELEASE}-sandbox-apiserver`;
-let auditDir: string;
-let cp: ControlPlane;
-let sys: LocalSystem;
+let sys: SystemUnderTest;
 let servingCa: string;
 let clusterCa: string;
 let frontProxy: CertPair;
@@ -53,7 +50,7 @@ function send(url: string, o: { method?: string; headers?: Record<string, string
         path: `${u.pathname}${u.search}`,
         method: o.method ?? 'GET',
         ca: o.ca,
-        servername: 'localhost',
+        servername: sys.servernameOf(url),
         headers: { Accept: 'application/json', ...(body ? { 'Content-Type': 'application/json' } : {}), ...o.headers },
         ...(o.client ? { cert: o.client.cert, key: o.client.key } : {}),
       },
@@ -79,7 +76,7 @@ const sandboxYaml = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', me
 
 /** SubjectAccessReviews sandbox-apiserver sent for `user`, from kube-apiserver's audit log. */
 function sarsFor(user: string): Array<{ user: string; groups: string[] }> {
-  const text = readFileSync(join(auditDir, 'audit.log'), 'utf8');
+  const text = readFileSync(sys.auditLogPath as string, 'utf8');
   return text
     .split('\n')
     .filter((l) => l.includes('subjectaccessreviews'))
@@ -89,28 +86,12 @@ function sarsFor(user: string): Array<{ user: string; groups: string[] }> {
 }
 
 beforeAll(async () => {
-  auditDir = mkdtempSync(join(tmpdir(), 'sec-id-audit-'));
-  const policy = join(auditDir, 'policy.yaml');
-  writeFileSync(policy, JSON.stringify({
-    apiVersion: 'audit.k8s.io/v1',
-    kind: 'Policy',
-    omitStages: ['RequestReceived'],
-    rules: [{ level: 'Request', resources: [{ group: 'authorization.k8s.io', resources: ['subjectaccessreviews'] }] }, { level: 'None' }],
-  }));
-  // a control plane of its own: this suite reads its audit log, and the APIService is cluster-wide
-  cp = await startControlPlane({ apiserverArgs: [`--audit-policy-file=${policy}`, `--audit-log-path=${join(auditDir, 'audit.log')}`, '--audit-log-mode=blocking'] });
-  sys = await startLocalSystem({
-    controlPlane: cp,
-    nodes: 1,
-    speed: 0,
-    examples: false,
-    beforeInstall: async (kc) => {
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
-    },
-  });
-  servingCa = readFileSync(sys.servingCaPath, 'utf8');
-  clusterCa = readFileSync(cp.files.caCert, 'utf8');
-  frontProxy = { cert: readFileSync(join(cp.dir, 'front-proxy-client.crt'), 'utf8'), key: readFileSync(join(cp.dir, 'front-proxy-client.key'), 'utf8') };
+  // kube-apiserver's audit log says which identities sandbox-apiserver asked about (locally a
+  // control plane of the suite's own: the log and the APIService are cluster-wide)
+  sys = await startSuiteSystem({ namespaces: [ns], auditLog: true, local: { nodes: 1, speed: 0 } });
+  servingCa = sys.servingCa;
+  clusterCa = sys.clusterCa.cert;
+  frontProxy = sys.frontProxyClient;
   // the names with commas may read sandboxes in the namespace, and nothing else
   const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'sandbox-reader' }, rules: [{ apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list'] }] } });
@@ -125,9 +106,7 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await sys?.stop();
-  await cp?.stop();
-  if (auditDir) rmSync(auditDir, { recursive: true, force: true });
-});
+}, 120_000);
 
 describe('identities are never forged or widened', () => {
   it('passes comma names through kube-apiserver intact: x,system:masters stays that group, alice,bob that user', async () => {
@@ -188,7 +167,7 @@ describe('identities are never forged or widened', () => {
     const url = `${sys.apiserverUrl}${BASE}/namespaces/${ns}/sandboxes`;
     const selfMadeCa = await createCA('not-the-front-proxy-ca');
     const lookalike = await createLeaf(selfMadeCa, { commonName: 'front-proxy-client', client: true });
-    const clusterClient = await createLeaf({ cert: clusterCa, key: readFileSync(cp.files.caKey, 'utf8') }, { commonName: 'mallory', client: true });
+    const clusterClient = await createLeaf(sys.clusterCa, { commonName: 'mallory', client: true });
     record('headers_without_front_proxy_cert', 'no client certificate', await send(url, { ca: servingCa, headers }));
     record('headers_without_front_proxy_cert', 'look-alike certificate from another CA', await send(url, { ca: servingCa, client: lookalike, headers }));
     record('headers_without_front_proxy_cert', 'a cluster client certificate', await send(url, { ca: servingCa, client: clusterClient, headers }));
@@ -208,7 +187,7 @@ describe('identities are never forged or widened', () => {
     record('wrong_audience', 'fast path, another service token', await send(`${sys.fastPathUrl}/v1/claims`, { method: 'POST', ca: servingCa, headers: bearer(other), body: claim }));
     record('wrong_audience', 'sandbox-apiserver, fast-path token', await send(`${sys.apiserverUrl}${BASE}/namespaces/${ns}/sandboxes`, { ca: servingCa, headers: bearer(fastPathToken) }));
     record('wrong_audience', 'sandbox-apiserver, another service token', await send(`${sys.apiserverUrl}${BASE}/namespaces/${ns}/sandboxes`, { ca: servingCa, headers: bearer(other) }));
-    record('wrong_audience', 'kube-apiserver, fast-path token', await send(`${cp.server}${BASE}/namespaces/${ns}/sandboxes`, { ca: clusterCa, headers: bearer(fastPathToken) }));
+    record('wrong_audience', 'kube-apiserver, fast-path token', await send(`${sys.kubeConfig.getCurrentCluster()?.server ?? ''}${BASE}/namespaces/${ns}/sandboxes`, { ca: clusterCa, headers: bearer(fastPathToken) }));
   });
 
   it('refuses unauthenticated requests', async () => {
@@ -217,7 +196,7 @@ describe('identities are never forged or widened', () => {
     record('unauthenticated', 'fast path, garbage token', await send(`${sys.fastPathUrl}/v1/claims`, { method: 'POST', ca: servingCa, headers: bearer('garbage'), body: claim }));
     record('unauthenticated', 'sandbox-apiserver, nothing', await send(`${sys.apiserverUrl}${BASE}/namespaces/${ns}/sandboxes`, { ca: servingCa }));
     record('unauthenticated', 'sandbox-apiserver, garbage token', await send(`${sys.apiserverUrl}${BASE}/namespaces/${ns}/sandboxes`, { ca: servingCa, headers: bearer('garbage') }));
-    record('unauthenticated', 'kube-apiserver, nothing', await send(`${cp.server}${BASE}/namespaces/${ns}/sandboxes`, { ca: clusterCa }));
+    record('unauthenticated', 'kube-apiserver, nothing', await send(`${sys.kubeConfig.getCurrentCluster()?.server ?? ''}${BASE}/namespaces/${ns}/sandboxes`, { ca: clusterCa }));
   });
 
   it('refused every attempt, with a Status that carries no internal text', () => {

@@ -1,13 +1,15 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { eventually, runSuffix, type RunResult, kubectlOk, kubectlJson } from '../src/index';
-import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
+import { startSuiteSystem } from '../src/system/suite-system';
+import type { SystemUnderTest } from '../src/system/system-under-test';
+import { sandboxdIds } from '../src/testing/sandboxd';
 
 // The whole system as a user meets it: the chart's CRDs, RBAC and APIService on a real
-// kube-apiserver, three simulated nodes, the four apps as processes under their own
-// ServiceAccounts, driven only through kubectl and the sandboxd HTTP API.
+// kube-apiserver, the simulated node(s), the four apps under their own ServiceAccounts (local
+// processes, or the chart's pods when installed), driven only through kubectl and the sandboxd HTTP API.
 
 const ns = `e2e-${runSuffix()}`;
-let system: LocalSystem;
+let system: SystemUnderTest;
 
 function k(args: string[], input?: string): Promise<RunResult> {
   return kubectlOk(args, { kubeconfig: system.kubeconfigPath, input });
@@ -45,20 +47,10 @@ async function warmOnNodes(): Promise<number> {
   return inv.items.flatMap((i) => i.pools ?? []).filter((p) => p.template === IMAGE).reduce((n, p) => n + p.warm, 0);
 }
 
-async function nodeSandboxIds(): Promise<string[]> {
-  const ids: string[] = [];
-  for (const n of system.nodes) {
-    const res = await fetch(`${n.url}/v1/sandboxes`, { headers: { authorization: `Bearer ${system.fleetToken}` } });
-    const body = (await res.json()) as { sandboxes?: { id: string }[] } | { id: string }[];
-    const rows = Array.isArray(body) ? body : (body.sandboxes ?? []);
-    ids.push(...rows.map((r) => r.id));
-  }
-  return ids;
-}
+const nodeSandboxIds = (): Promise<string[]> => sandboxdIds(system.nodes, system.fleetToken);
 
 beforeAll(async () => {
-  system = await startLocalSystem({ nodes: 3, examples: false, speed: 0.02, publishInterval: '1s' });
-  await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
+  system = await startSuiteSystem({ namespaces: [ns], local: { nodes: 3, speed: 0.02, publishInterval: '1s' } });
 }, 180_000);
 
 afterAll(async () => {
@@ -135,7 +127,8 @@ describe('sandbox-scale on a real control plane', () => {
       const inv = await kJson<Listed<Inventory>>(['get', 'nodeinventories']);
       const pools = inv.items.flatMap((i) => i.pools ?? []).filter((p) => p.template === IMAGE);
       expect(pools.reduce((n, p) => n + p.target, 0)).toBe(12);
-      expect(pools.map((p) => p.target).sort()).toEqual([4, 4, 4]);
+      // spread evenly over the nodes
+      expect(pools.map((p) => p.target)).toEqual(system.nodes.map(() => 12 / system.nodes.length));
       const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
       expect(pool.status?.readyReplicas).toBe(12);
     }, { timeoutMs: 60_000, intervalMs: 500 });

@@ -86,12 +86,14 @@ export interface InstallOptions {
   speed?: number;
   /** Extra `helm install` arguments (the suite's own, e.g. a shorter publish interval). */
   helmArgs?: string[];
+  /** Extra kube-apiserver flags (e.g. an audit log). */
+  apiserverArgs?: string[];
 }
 
 export async function startInstalledSystem(opts: InstallOptions = {}): Promise<InstalledSystem> {
   const log = opts.log ?? (() => undefined);
   const t0 = Date.now();
-  const cp = await startControlPlane({ node: true, log });
+  const cp = await startControlPlane({ node: true, log, apiserverArgs: opts.apiserverArgs });
   const node = cp.node;
   const work = mkdtempSync(join(tmpdir(), 'sandbox-scale-installed-'));
   const stop = async (): Promise<void> => {
