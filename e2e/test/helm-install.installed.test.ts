@@ -1,17 +1,26 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { request as httpsRequest } from 'node:https';
-import { startInstalledSystem, waitInstalled, INSTALLED_NAMESPACE, type InstalledSystem } from '../src/installed/installed-system';
+import { waitInstalled, INSTALLED_NAMESPACE } from '../src/installed/installed-system';
+import { readInstalledState } from '../src/installed/installed-target';
+import { toolPath } from '../src/control-plane/tools';
+import { runCommand } from '../src/system/run-command';
 import { eventually } from '../src/testing/eventually';
 
-// The chart as installed: every app runs as the chart's pods on a real node (images built here,
-// in-cluster ServiceAccount credentials, probes, read-only root filesystems), the APIService is
-// served through its Service, and sandboxd-sim runs as a DaemonSet on the node's address.
+// The chart as installed (by the installed run's global setup, shared with the e2e suites): every
+// app runs as the chart's pods on a real node (images built here, in-cluster ServiceAccount
+// credentials, probes, read-only root filesystems), the APIService is served through its Service,
+// and sandboxd-sim runs as a DaemonSet on the node's address.
 
-let system: InstalledSystem;
+const state = readInstalledState();
+const system = {
+  fleetToken: state.fleetToken,
+  sandboxdUrl: state.sandboxdUrl,
+  kubectl: (args: string[], input?: string): Promise<string> => runCommand(toolPath(state.binDir, 'kubectl'), args, { KUBECONFIG: state.kubeconfigPath }, input),
+};
 /** A sandbox token the suite saw; no log line of any pod may carry it. */
 let sandboxToken = '';
 const ns = 'installed-e2e';
-const IMAGE = 'ghcr.io/example/e2e-agent:1.0';
+const IMAGE = 'ghcr.io/example/installed-agent:1.0';
 
 interface Listed<T> {
   items: T[];
@@ -55,17 +64,8 @@ async function bound(names: string[]): Promise<Claim[]> {
 }
 
 beforeAll(async () => {
-  const started = Date.now();
-  system = await startInstalledSystem({ log: (m) => process.stderr.write(`[installed] ${m}\n`) });
-  const f = system.figures;
-  process.stderr.write(`[installed] control plane + node ${f.controlPlaneMs} ms, images ${f.imagesMs} ms, helm install -> all Ready ${f.installToReadyMs} ms, setup ${Date.now() - started} ms\n`);
-  expect(f.installToReadyMs).toBeGreaterThan(0);
   await system.kubectl(['create', 'namespace', ns]);
-}, 900_000);
-
-afterAll(async () => {
-  await system?.stop();
-}, 120_000);
+}, 60_000);
 
 describe('sandbox-scale installed by helm on a real node', () => {
   it('runs every app as the chart deploys it, under its ServiceAccount, with the APIService Available', async () => {
