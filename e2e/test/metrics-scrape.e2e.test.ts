@@ -162,11 +162,11 @@ describe('metrics of the running system', () => {
 
   it('reports per-pool warm, target and ready replicas, and per-node inventory staleness', async () => {
     const driver = await eventually(async () => {
-      // the leading replica's page: the only one with gauges of this pool (a standby reconciles nothing)
+      // the leading replica's page: the only one counting warm VMs (a standby reports the recorded status only)
       const drivers = [...(await sys.metricsUrls())].filter(([app]) => /^warmpool-driver(-\d+)?$/.test(app));
       const withPool = (await Promise.all(drivers.map(async ([, url]) => (await get(url)).text)))
-        .filter((text) => samples(text, 'sandbox_scale_warmpool_driver_pool_target_replicas').some((x) => x.labels.namespace === ns && x.labels.pool === 'warm'));
-      if (withPool.length !== 1) throw new Error(`${withPool.length} of ${drivers.length} warmpool-driver replicas export this pool`);
+        .filter((text) => samples(text, 'sandbox_scale_warmpool_driver_pool_warm_replicas').some((x) => x.labels.namespace === ns && x.labels.pool === 'warm'));
+      if (withPool.length !== 1) throw new Error(`${withPool.length} of ${drivers.length} warmpool-driver replicas count this pool's warm VMs`);
       const text = withPool[0] as string;
       // the two claims above took warm VMs; the nodes refill them and the status follows
       for (const g of ['warm', 'ready']) if (sum(text, `sandbox_scale_warmpool_driver_pool_${g}_replicas`, { namespace: ns, pool: 'warm' }) < 4) throw new Error(`${g} gauge not refilled yet`);

@@ -110,7 +110,11 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
     clusterCa: state.clusterCa,
     frontProxyClient: state.frontProxyClient,
     auditLogPath: state.auditLogPath,
-    servernameOf: (url) => (url.startsWith(fastPathUrl) ? SERVICE_DNS('claim-controller') : SERVICE_DNS('sandbox-apiserver')),
+    servernameOf(url) {
+      if (url.startsWith(fastPathUrl)) return SERVICE_DNS('claim-controller');
+      // a replica's pod address: its certificate names the Service
+      return new RegExp(`^https://[\\d.]+:${PORTS.apiserver}(/|$)`).test(url) ? SERVICE_DNS('sandbox-apiserver') : undefined;
+    },
     createNamespace: (name) => ensureNamespace(target, name),
     tenant: (namespace, name) => tenantCredentials(target, dir, namespace, name),
     async leaderOf(component) {

@@ -41,8 +41,8 @@ export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onS
     clusterCa: { cert: readFileSync(cp.files.caCert, 'utf8'), key: readFileSync(cp.files.caKey, 'utf8') },
     frontProxyClient,
     auditLogPath: opts.auditLogPath,
-    // the local serving certificate names localhost (and 127.0.0.1), where every local server listens
-    servernameOf: () => 'localhost',
+    // the local serving certificate names localhost (and 127.0.0.1), where the local servers listen
+    servernameOf: (url) => ([...sys.apiserverUrls, sys.fastPathUrl].some((u) => url.startsWith(u)) ? 'localhost' : undefined),
     createNamespace: (name) => ensureNamespace(target, name),
     tenant: (namespace, name) => tenantCredentials(target, sys.logDir, namespace, name),
     leaderOf: (component) => sys.leaderOf(component),

@@ -65,8 +65,11 @@ export interface SystemUnderTest {
   readonly frontProxyClient: CertPair;
   /** kube-apiserver's audit log (SubjectAccessReviews at level Request), if this control plane writes one. */
   readonly auditLogPath: string | undefined;
-  /** The DNS name the serving certificate of a URL of this system is checked against (TLS servername). */
-  servernameOf(url: string): string;
+  /**
+   * The DNS name the serving certificate of sandbox-apiserver (apiserverUrls) or the fast path
+   * (fastPathUrl) is checked against, as a TLS servername; undefined for any other URL (its host is).
+   */
+  servernameOf(url: string): string | undefined;
   /** Creates a namespace (an existing one is fine). */
   createNamespace(name: string): Promise<void>;
   /** A ServiceAccount of the namespace (created when missing) as a test tenant: its kubeconfig and token. */
