@@ -5,6 +5,7 @@ import { readInstalledState } from '../src/installed/installed-target';
 import { toolPath } from '../src/control-plane/tools';
 import { runCommand } from '../src/system/run-command';
 import { eventually } from '../src/testing/eventually';
+import { sandboxdIds } from '../src/testing/sandboxd';
 
 // The chart as installed (by the installed run's global setup, shared with the e2e suites): every
 // app runs as the chart's pods on a real node (images built here, in-cluster ServiceAccount
@@ -47,11 +48,7 @@ function manifests(replicas: number, claims: string[]): string {
   return JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool, ...claimObjs] });
 }
 
-async function nodeSandboxIds(): Promise<string[]> {
-  const res = await fetch(`${system.sandboxdUrl}/v1/sandboxes`, { headers: { authorization: `Bearer ${system.fleetToken}` } });
-  const body = (await res.json()) as { sandboxes?: { id: string }[] } | { id: string }[];
-  return (Array.isArray(body) ? body : (body.sandboxes ?? [])).map((r) => r.id);
-}
+const nodeSandboxIds = (): Promise<string[]> => sandboxdIds([{ name: 'node', url: system.sandboxdUrl }], system.fleetToken);
 
 async function bound(names: string[]): Promise<Claim[]> {
   return eventually(async () => {
