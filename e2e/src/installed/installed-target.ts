@@ -42,7 +42,7 @@ const SERVICE_DNS = (app: string): string => `${INSTALLED_RELEASE}-${app}.${INST
 const PORTS = { metrics: 8080, health: 8081, apiserver: 6443 };
 
 interface Pod {
-  metadata: { name: string; deletionTimestamp?: string; labels?: Record<string, string> };
+  metadata: { name: string; creationTimestamp?: string; deletionTimestamp?: string; labels?: Record<string, string> };
   spec?: { nodeName?: string };
   status?: { podIP?: string; conditions?: { type: string; status: string }[]; containerStatuses?: { name: string; restartCount: number }[] };
 }
@@ -131,7 +131,8 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
     },
     async restartApiserverReplica(o = {}) {
       const before = (await pods('sandbox-apiserver')).filter((p) => !p.metadata.deletionTimestamp);
-      const victim = before[0]?.metadata.name;
+      // the oldest: restarts in a row go through every replica, as a rolling restart does
+      const victim = before.sort((a, b) => (a.metadata.creationTimestamp ?? '').localeCompare(b.metadata.creationTimestamp ?? ''))[0]?.metadata.name;
       if (!victim) throw new Error('no sandbox-apiserver pod to delete');
       await kubectl(['-n', INSTALLED_NAMESPACE, 'delete', 'pod', victim, '--wait=false']);
       await o.whileDown?.();

@@ -84,8 +84,9 @@ export interface SystemUnderTest {
   killLeader(component: LeaderComponent): Promise<string>;
   /**
    * Restarts one sandbox-apiserver replica and resolves once it serves again (local: the process
-   * stopped and started; installed: one pod deleted, the Service routing to the other meanwhile,
-   * until its replacement is Ready and the APIService Available).
+   * stopped and started; installed: the oldest pod deleted, the Service routing to the other
+   * meanwhile, until its replacement is Ready and the APIService Available). As many restarts as
+   * there are replicas restart each of them once.
    */
   restartApiserverReplica(opts?: RestartOptions): Promise<void>;
   /** Plain-HTTP /metrics URL of each controller and publisher, by app (`<app>`, `<app>-<i>` for more replicas, `inventory-publisher-<node>`). */
