@@ -1,7 +1,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { request as httpsRequest } from 'node:https';
 import { waitInstalled, INSTALLED_NAMESPACE } from '../src/installed/installed-system';
-import { readInstalledState } from '../src/installed/installed-target';
+import { connectInstalled, readInstalledState } from '../src/installed/installed-target';
+import type { SystemUnderTest } from '../src/system/system-under-test';
 import { toolPath } from '../src/control-plane/tools';
 import { runCommand } from '../src/system/run-command';
 import { eventually } from '../src/testing/eventually';
@@ -60,9 +61,16 @@ async function bound(names: string[]): Promise<Claim[]> {
   }, { timeoutMs: 120_000, intervalMs: 1000 });
 }
 
+let sut: SystemUnderTest;
+
 beforeAll(async () => {
-  await system.kubectl(['create', 'namespace', ns]);
+  sut = await connectInstalled();
+  await sut.createNamespace(ns);
 }, 60_000);
+
+afterAll(async () => {
+  await sut?.stop();
+});
 
 describe('sandbox-scale installed by helm on a real node', () => {
   it('runs every app as the chart deploys it, under its ServiceAccount, with the APIService Available', async () => {
@@ -185,17 +193,16 @@ describe('sandbox-scale installed by helm on a real node', () => {
   it('binds claims after the claim-controller leader pod is killed', async () => {
     const lease = await kJson<Lease>(['-n', INSTALLED_NAMESPACE, 'get', 'lease', 'sandbox-scale-claim-controller']);
     const holder = lease.spec?.holderIdentity ?? '';
-    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=claim-controller']);
-    const leaderPod = pods.items.find((p) => holder.startsWith(p.metadata.name));
-    expect(leaderPod).toBeDefined();
-    await system.kubectl(['-n', INSTALLED_NAMESPACE, 'delete', 'pod', leaderPod?.metadata.name as string, '--grace-period=0', '--force', '--wait=false']);
+    // the pod named in the Lease, deleted with grace period 0
+    const killed = await sut.killLeader('claimController');
+    expect(holder.startsWith(`${killed}_`)).toBe(true);
 
     await system.kubectl(['apply', '-f', '-'], manifests(3, ['c1', 'c3']));
     await bound(['c1', 'c3']);
     const next = await eventually(async () => {
       const l = await kJson<Lease>(['-n', INSTALLED_NAMESPACE, 'get', 'lease', 'sandbox-scale-claim-controller']);
       expect(l.spec?.holderIdentity).toBeTruthy();
-      expect(l.spec?.holderIdentity?.startsWith(leaderPod?.metadata.name as string)).toBe(false);
+      expect(l.spec?.holderIdentity?.startsWith(`${killed}_`)).toBe(false);
       return l.spec?.holderIdentity;
     }, { timeoutMs: 60_000, intervalMs: 1000 });
     expect(next).not.toBe(holder);
@@ -203,10 +210,8 @@ describe('sandbox-scale installed by helm on a real node', () => {
     await waitInstalled((args) => system.kubectl(args), 180_000);
   });
 
-  it('moves the node target after the warmpool-driver pod is deleted: its replacement takes the Lease', async () => {
-    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=warmpool-driver']);
-    const old = pods.items[0]?.metadata.name as string;
-    await system.kubectl(['-n', INSTALLED_NAMESPACE, 'delete', 'pod', old, '--grace-period=0', '--force', '--wait=false']);
+  it('moves the node target after the leading warmpool-driver pod is deleted: the standby takes the Lease', async () => {
+    const old = await sut.killLeader('warmpoolDriver');
     await system.kubectl(['-n', ns, 'scale', 'sandboxwarmpool/agent', '--replicas=4']);
     await eventually(async () => {
       const inv = await kJson<Listed<Inventory>>(['get', 'nodeinventories']);
