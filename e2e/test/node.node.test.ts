@@ -26,6 +26,20 @@ function httpGet(url: string): Promise<{ status: number; body: string }> {
 }
 
 /** What of a run is still on the machine: processes naming its dir, mounts under it, its links, KUBE-/CNI- chains. */
+/** KUBE-/CNI- iptables rules of the machine (other tools' CNI plugins may have made some before the node ran). */
+function kubeAndCniRules(): string[] {
+  const rules: string[] = [];
+  for (const table of ['nat', 'filter', 'mangle']) {
+    for (const rule of execFileSync('iptables', ['-w', '-t', table, '-S'], { encoding: 'utf8' }).split('\n')) {
+      if (/KUBE-|CNI-/.test(rule)) rules.push(`iptables ${table}: ${rule}`);
+    }
+  }
+  return rules;
+}
+
+/** Rules that were there before any node of this file started: not the node's to remove. */
+const rulesBefore = new Set(kubeAndCniRules());
+
 function leftovers(dir: string, links: string[]): string[] {
   const found: string[] = [];
   for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
@@ -42,11 +56,7 @@ function leftovers(dir: string, links: string[]): string[] {
   }
   const shown = execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' });
   for (const link of links) if (shown.includes(` ${link}:`)) found.push(`link ${link}`);
-  for (const table of ['nat', 'filter', 'mangle']) {
-    for (const rule of execFileSync('iptables', ['-w', '-t', table, '-S'], { encoding: 'utf8' }).split('\n')) {
-      if (/KUBE-|CNI-/.test(rule)) found.push(`iptables ${table}: ${rule}`);
-    }
-  }
+  found.push(...kubeAndCniRules().filter((r) => !rulesBefore.has(r)));
   return found;
 }
 
