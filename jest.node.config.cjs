@@ -1,5 +1,5 @@
 // Tests on a real node (kubelet + containerd; root, one node per machine): each file starts its
-// own control plane with `node: true`. `npm run e2e:node` / `npm run e2e:installed`.
+// own control plane with `node: true`. `npm run e2e:node`; `npm run e2e:installed` runs these first.
 const preset = require('./jest.preset.cjs');
 
 module.exports = {

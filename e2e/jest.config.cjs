@@ -4,5 +4,11 @@ module.exports = {
   displayName: 'e2e',
   rootDir: __dirname,
   testMatch: ['<rootDir>/src/**/*.test.ts', '<rootDir>/test/**/*.test.ts'],
-  testPathIgnorePatterns: ['/node_modules/', '\\.int\\.test\\.ts$', '\\.e2e\\.test\\.ts$', '\\.node\\.test\\.ts$'],
+  testPathIgnorePatterns: [
+    '/node_modules/',
+    '\\.int\\.test\\.ts$',
+    '\\.e2e\\.test\\.ts$',
+    '\\.node\\.test\\.ts$',
+    '\\.installed\\.test\\.ts$',
+  ],
 };

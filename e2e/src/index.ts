@@ -1,4 +1,10 @@
-export { startControlPlane, kubeconfigYaml, ControlPlaneStartError, type ControlPlane, type ControlPlaneOptions } from './control-plane/control-plane';
+export {
+  startControlPlane,
+  kubeconfigYaml,
+  ControlPlaneStartError,
+  type ControlPlane,
+  type ControlPlaneOptions,
+} from './control-plane/control-plane';
 export { createCA, createLeaf, createSigningKey, type CertPair, type LeafOptions } from './control-plane/pki';
 export { freePort } from './control-plane/ports';
 export { toolsDir } from './control-plane/tools';

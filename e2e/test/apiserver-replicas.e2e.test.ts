@@ -1,14 +1,15 @@
 import { Agent, request } from 'node:https';
-import { readFileSync } from 'node:fs';
-import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { OWNER_KINDS, parseOwnerRef } from '@sandbox-scale/scale-core';
-import { eventually, kubectl, runSuffix } from '../src/index';
-import { kubeconfigForServiceAccount } from '../src/testing/cluster';
-import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
+import { eventually, runSuffix } from '../src/index';
+import { applyWarmPool, startSuiteSystem } from '../src/system/suite-system';
+import type { SystemUnderTest } from '../src/system/system-under-test';
+import { sandboxdCall, sandboxdRows, type SandboxdNode } from '../src/testing/sandboxd';
 
-// sandbox-apiserver as the chart deploys it: 2 replicas, each its own process under the chart's
-// ServiceAccount, finding each other through the Service's EndpointSlices. A client that talks
-// to one replica and then the other must see one server.
+// sandbox-apiserver as the chart deploys it: 2 replicas under the chart's ServiceAccount (local
+// processes, or the chart's pods when installed, reached at their pod addresses), finding each
+// other through the Service's EndpointSlices. A client that talks to one replica and then the
+// other must see one server.
 
 const GROUP = 'extensions.agents.x-k8s.io';
 const VERSION = 'v1beta1';
@@ -17,7 +18,7 @@ const POOL = 'agent';
 const POOL_REPLICAS = 40;
 const IMAGE = 'ghcr.io/example/replicas-agent:1.0';
 
-let sys: LocalSystem;
+let sys: SystemUnderTest;
 let token = '';
 let agent: Agent;
 
@@ -27,22 +28,41 @@ interface Reply {
 }
 
 /** One request to one replica, as the end user (a namespace ServiceAccount), not through kube-apiserver. */
-function call(base: string, method: string, path: string, body?: unknown, headers: Record<string, string> = { Authorization: `Bearer ${token}` }): Promise<Reply> {
+function call(
+  base: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = { Authorization: `Bearer ${token}` },
+): Promise<Reply> {
   const text = body === undefined ? undefined : JSON.stringify(body);
   return new Promise((resolve, reject) => {
-    const req = request(`${base}${path}`, { method, agent, headers: { ...headers, Accept: 'application/json', ...(text ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) } : {}) } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => {
-        const raw = Buffer.concat(chunks).toString('utf8');
-        try {
-          resolve({ code: res.statusCode ?? 0, body: raw ? (JSON.parse(raw) as Reply['body']) : {} });
-        } catch {
-          resolve({ code: res.statusCode ?? 0, body: { message: raw } });
-        }
-      });
-      res.on('error', reject);
-    });
+    const req = request(
+      `${base}${path}`,
+      {
+        method,
+        agent,
+        servername: sys.servernameOf(base),
+        headers: {
+          ...headers,
+          Accept: 'application/json',
+          ...(text ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) } : {}),
+        },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => {
+          const raw = Buffer.concat(chunks).toString('utf8');
+          try {
+            resolve({ code: res.statusCode ?? 0, body: raw ? (JSON.parse(raw) as Reply['body']) : {} });
+          } catch {
+            resolve({ code: res.statusCode ?? 0, body: { message: raw } });
+          }
+        });
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end(text);
   });
@@ -56,11 +76,14 @@ function call(base: string, method: string, path: string, body?: unknown, header
 async function create(base: string, name: string): Promise<Reply> {
   let last: Reply | undefined;
   try {
-    return await eventually(async () => {
-      last = await call(base, 'POST', sandboxes, sandbox(name));
-      if (last.code === 503 && /no warm capacity/.test(last.body.message ?? '')) throw new Error(`${name}: no warm capacity yet`);
-      return last;
-    }, { timeoutMs: 60_000, intervalMs: 1000 });
+    return await eventually(
+      async () => {
+        last = await call(base, 'POST', sandboxes, sandbox(name));
+        if (last.code === 503 && /no warm capacity/.test(last.body.message ?? '')) throw new Error(`${name}: no warm capacity yet`);
+        return last;
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
   } catch {
     // still no capacity after a minute: the 503 itself is the answer under test
     return last as Reply;
@@ -68,22 +91,21 @@ async function create(base: string, name: string): Promise<Reply> {
 }
 
 const sandboxes = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
-const sandbox = (name: string): Record<string, unknown> => ({ apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name }, spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } });
+const sandbox = (name: string): Record<string, unknown> => ({
+  apiVersion: 'agents.x-k8s.io/v1beta1',
+  kind: 'Sandbox',
+  metadata: { name },
+  spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } },
+});
 
-async function sim(node: SimNode, path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> {
-  return fetch(`${node.url}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { authorization: `Bearer ${sys.fleetToken}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
-  });
-}
+const sim = (node: SandboxdNode, path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> =>
+  sandboxdCall(node, sys.fleetToken, path, init);
 
 /** VMs claimed on the nodes per Sandbox name of this namespace, from each node's own list (by claim_ref). */
 async function vmsByName(): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const node of sys.nodes) {
-    const rows = ((await (await sim(node, '/v1/sandboxes')).json()) as { sandboxes: { claim_ref?: string }[] }).sandboxes;
-    for (const r of rows) {
+    for (const r of await sandboxdRows(node, sys.fleetToken)) {
       const o = parseOwnerRef(r.claim_ref);
       if (o?.kind === OWNER_KINDS.sandbox && o.namespace === ns) out.set(o.name, (out.get(o.name) ?? 0) + 1);
     }
@@ -97,64 +119,77 @@ async function inBatches<T>(items: T[], width: number, fn: (item: T) => Promise<
 }
 
 beforeAll(async () => {
-  sys = await startLocalSystem({
-    nodes: 2,
-    speed: 0,
-    examples: false,
-    publishInterval: '1s',
-    apiserverReplicas: 2,
-    beforeInstall: async (kc) => {
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+  sys = await startSuiteSystem({ namespaces: [ns], local: { nodes: 2, speed: 0, publishInterval: '1s', apiserverReplicas: 2 } });
+  agent = new Agent({ keepAlive: true, maxSockets: 32, ca: sys.servingCa });
+  const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createNamespacedRole({
+    namespace: ns,
+    body: {
+      metadata: { name: 'user' },
+      rules: [{ apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/pause'], verbs: ['create', 'get', 'list', 'delete'] }],
     },
   });
-  agent = new Agent({ keepAlive: true, maxSockets: 32, ca: readFileSync(sys.servingCaPath, 'utf8') });
-  const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'user' }, rules: [{ apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/pause'], verbs: ['create', 'get', 'list', 'delete'] }] } });
-  const userKc = await kubeconfigForServiceAccount(sys.kubeConfig, ns, 'user');
-  await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'user' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'user' }, subjects: [{ kind: 'ServiceAccount', name: 'user', namespace: ns }] } });
-  token = userKc.getCurrentUser()?.token ?? '';
-  const template = { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxTemplate', metadata: { name: POOL, namespace: ns }, spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
-  const pool = { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxWarmPool', metadata: { name: POOL, namespace: ns }, spec: { replicas: POOL_REPLICAS, sandboxTemplateRef: { name: POOL } } };
-  const r = await kubectl(['apply', '-f', '-'], { kubeconfig: sys.kubeconfigPath, input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool] }) });
-  if (r.code !== 0) throw new Error(r.stderr);
+  token = (await sys.tenant(ns, 'user')).token;
+  await rbac.createNamespacedRoleBinding({
+    namespace: ns,
+    body: {
+      metadata: { name: 'user' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'user' },
+      subjects: [{ kind: 'ServiceAccount', name: 'user', namespace: ns }],
+    },
+  });
+  await applyWarmPool(sys, ns, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS });
   const custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
-  await eventually(async () => {
-    const p = (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sandboxwarmpools', name: POOL })) as { status?: { readyReplicas?: number } };
-    if (p.status?.readyReplicas !== POOL_REPLICAS) throw new Error(`pool ready ${p.status?.readyReplicas ?? 0}/${POOL_REPLICAS}`);
-    // both replicas serve, and each sees the pool's warm capacity
-    for (const url of sys.apiserverUrls) {
-      const list = await call(url, 'GET', sandboxes);
-      if (list.code !== 200) throw new Error(`${url} answers ${list.code}`);
-    }
-  }, { timeoutMs: 120_000, intervalMs: 500 });
+  await eventually(
+    async () => {
+      const p = (await custom.getNamespacedCustomObject({
+        group: GROUP,
+        version: VERSION,
+        namespace: ns,
+        plural: 'sandboxwarmpools',
+        name: POOL,
+      })) as { status?: { readyReplicas?: number } };
+      if (p.status?.readyReplicas !== POOL_REPLICAS) throw new Error(`pool ready ${p.status?.readyReplicas ?? 0}/${POOL_REPLICAS}`);
+      // both replicas serve, and each sees the pool's warm capacity
+      for (const url of sys.apiserverUrls) {
+        const list = await call(url, 'GET', sandboxes);
+        if (list.code !== 200) throw new Error(`${url} answers ${list.code}`);
+      }
+    },
+    { timeoutMs: 120_000, intervalMs: 500 },
+  );
 }, 300_000);
 
 afterAll(async () => {
   agent?.destroy();
   await sys?.stop();
-});
+}, 60_000);
 
 describe('two sandbox-apiserver replicas act as one', () => {
   it('serves get, pause and delete through one replica right after a create through the other', async () => {
     const [a, b] = sys.apiserverUrls as [string, string];
     const misses: string[] = [];
     const counts = { creates: 0, gets: 0, pauses: 0, deletes: 0 };
-    await inBatches(Array.from({ length: 500 }, (_, i) => i), 10, async (i) => {
-      const name = `rt-${i}`;
-      const [via, other] = i % 2 === 0 ? [a, b] : [b, a];
-      const created = await create(via, name);
-      if (created.code !== 201) return void misses.push(`${name} create ${created.code} ${created.body.message ?? ''}`);
-      counts.creates++;
-      const got = await call(other, 'GET', `${sandboxes}/${name}`);
-      if (got.code !== 200) misses.push(`${name} get ${got.code} ${got.body.message ?? ''}`);
-      else counts.gets++;
-      const paused = await call(other, 'POST', `${sandboxes}/${name}/pause`, {});
-      if (paused.code !== 201) misses.push(`${name} pause ${paused.code} ${paused.body.message ?? ''}`);
-      else counts.pauses++;
-      const deleted = await call(other, 'DELETE', `${sandboxes}/${name}`);
-      if (deleted.code !== 200) misses.push(`${name} delete ${deleted.code} ${deleted.body.message ?? ''}`);
-      else counts.deletes++;
-    });
+    await inBatches(
+      Array.from({ length: 500 }, (_, i) => i),
+      10,
+      async (i) => {
+        const name = `rt-${i}`;
+        const [via, other] = i % 2 === 0 ? [a, b] : [b, a];
+        const created = await create(via, name);
+        if (created.code !== 201) return void misses.push(`${name} create ${created.code} ${created.body.message ?? ''}`);
+        counts.creates++;
+        const got = await call(other, 'GET', `${sandboxes}/${name}`);
+        if (got.code !== 200) misses.push(`${name} get ${got.code} ${got.body.message ?? ''}`);
+        else counts.gets++;
+        const paused = await call(other, 'POST', `${sandboxes}/${name}/pause`, {});
+        if (paused.code !== 201) misses.push(`${name} pause ${paused.code} ${paused.body.message ?? ''}`);
+        else counts.pauses++;
+        const deleted = await call(other, 'DELETE', `${sandboxes}/${name}`);
+        if (deleted.code !== 200) misses.push(`${name} delete ${deleted.code} ${deleted.body.message ?? ''}`);
+        else counts.deletes++;
+      },
+    );
     const left = [...(await vmsByName()).entries()].filter(([n]) => n.startsWith('rt-')).length;
     console.log(JSON.stringify({ test: 'read-after-create-across-replicas', ...counts, misses: misses.length, vms_left: left }));
     expect(misses.slice(0, 5)).toEqual([]);
@@ -171,21 +206,34 @@ describe('two sandbox-apiserver replicas act as one', () => {
     // 20 pairs at a time, then counted on the nodes and deleted, so the warm pool never runs dry
     for (let i = 0; i < names.length; i += 20) {
       const batch = names.slice(i, i + 20);
-      await Promise.all(batch.map(async (name) => {
-        const [x, y] = await Promise.all([create(a, name), create(b, name)]);
-        outcomes.set(name, [x.code, y.code].sort().join('+'));
-      }));
+      await Promise.all(
+        batch.map(async (name) => {
+          const [x, y] = await Promise.all([create(a, name), create(b, name)]);
+          outcomes.set(name, [x.code, y.code].sort().join('+'));
+        }),
+      );
       const onNodes = await vmsByName();
       for (const name of batch) vms.set(name, onNodes.get(name) ?? 0);
-      await Promise.all(batch.map(async (name) => {
-        const d = await call(a, 'DELETE', `${sandboxes}/${name}`);
-        if (d.code !== 200) cleanupFailures.push(`delete ${name}: ${d.code} ${d.body.message ?? ''}`);
-      }));
+      await Promise.all(
+        batch.map(async (name) => {
+          const d = await call(a, 'DELETE', `${sandboxes}/${name}`);
+          if (d.code !== 200) cleanupFailures.push(`delete ${name}: ${d.code} ${d.body.message ?? ''}`);
+        }),
+      );
     }
     const pairsOk = [...outcomes.values()].filter((o) => o === '201+409').length;
     const oneVm = [...vms.values()].filter((n) => n === 1).length;
     const badPairs = [...outcomes.entries()].filter(([, o]) => o !== '201+409');
-    console.log(JSON.stringify({ test: 'concurrent-create-one-name', pairs: names.length, one_201_one_409: pairsOk, exactly_one_vm: oneVm, vms_total: [...vms.values()].reduce((s, n) => s + n, 0), failed_deletes: cleanupFailures.length }));
+    console.log(
+      JSON.stringify({
+        test: 'concurrent-create-one-name',
+        pairs: names.length,
+        one_201_one_409: pairsOk,
+        exactly_one_vm: oneVm,
+        vms_total: [...vms.values()].reduce((s, n) => s + n, 0),
+        failed_deletes: cleanupFailures.length,
+      }),
+    );
     expect(badPairs.slice(0, 5)).toEqual([]);
     expect(pairsOk).toBe(200);
     expect(oneVm).toBe(200);
@@ -196,13 +244,23 @@ describe('two sandbox-apiserver replicas act as one', () => {
     const [a] = sys.apiserverUrls as [string, string];
     try {
       // the node claims the VM, then answers with a reply that does not parse
-      for (const n of sys.nodes) expect((await sim(n, '/_sim/faults', { method: 'POST', body: { malformed: { claim: 'wrong-shape' } } })).status).toBe(200);
+      for (const n of sys.nodes)
+        expect((await sim(n, '/_sim/faults', { method: 'POST', body: { malformed: { claim: 'wrong-shape' } } })).status).toBe(200);
       const adopted = await create(a, 'lost-reply');
       // every node fails every claim with a 500 and claims nothing
-      for (const n of sys.nodes) expect((await sim(n, '/_sim/faults', { method: 'POST', body: { errorRate: { claim: 1 } } })).status).toBe(200);
+      for (const n of sys.nodes)
+        expect((await sim(n, '/_sim/faults', { method: 'POST', body: { errorRate: { claim: 1 } } })).status).toBe(200);
       const failed = await call(a, 'POST', sandboxes, sandbox('failed-claim'));
       const onNodes = await vmsByName();
-      console.log(JSON.stringify({ test: 'unknown-claim-outcome', adopted_code: adopted.code, adopted_vms: onNodes.get('lost-reply') ?? 0, failed_code: failed.code, failed_vms: onNodes.get('failed-claim') ?? 0 }));
+      console.log(
+        JSON.stringify({
+          test: 'unknown-claim-outcome',
+          adopted_code: adopted.code,
+          adopted_vms: onNodes.get('lost-reply') ?? 0,
+          failed_code: failed.code,
+          failed_vms: onNodes.get('failed-claim') ?? 0,
+        }),
+      );
       expect(adopted.code).toBe(201);
       expect(adopted.body.metadata?.annotations?.['sandbox.cocoonstack.io/claim-id']).toBeTruthy();
       expect(onNodes.get('lost-reply')).toBe(1);
@@ -217,10 +275,21 @@ describe('two sandbox-apiserver replicas act as one', () => {
     const [a] = sys.apiserverUrls as [string, string];
     const peerCall = { op: 'create', namespace: ns, body: sandbox('via-peer-endpoint'), dryRun: false };
     const asUser = await call(a, 'POST', '/internal/peers/v1/call', peerCall);
-    const forged = await call(a, 'POST', '/internal/peers/v1/call', peerCall, { 'X-Remote-User': `system:serviceaccount:sandbox-system:sandbox-scale-sandbox-apiserver`, 'X-Remote-Group': 'system:masters' });
+    const forged = await call(a, 'POST', '/internal/peers/v1/call', peerCall, {
+      'X-Remote-User': `system:serviceaccount:sandbox-system:sandbox-scale-sandbox-apiserver`,
+      'X-Remote-Group': 'system:masters',
+    });
     const anonymous = await call(a, 'POST', '/internal/peers/v1/call', peerCall, {});
     const onNodes = await vmsByName();
-    console.log(JSON.stringify({ test: 'peer-endpoint-authn', end_user: asUser.code, forged_header: forged.code, no_token: anonymous.code, vms: onNodes.get('via-peer-endpoint') ?? 0 }));
+    console.log(
+      JSON.stringify({
+        test: 'peer-endpoint-authn',
+        end_user: asUser.code,
+        forged_header: forged.code,
+        no_token: anonymous.code,
+        vms: onNodes.get('via-peer-endpoint') ?? 0,
+      }),
+    );
     expect(asUser.code).toBe(403);
     expect(forged.code).toBe(401);
     expect(anonymous.code).toBe(401);

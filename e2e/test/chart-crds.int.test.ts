@@ -35,7 +35,9 @@ async function extractPreviousChart(into: string): Promise<string> {
   const current = chartVersion(chartDir);
   const commits = (await runCommand('git', ['-C', repo, 'log', '--format=%H', '--', 'charts/sandbox-scale/Chart.yaml'])).trim().split('\n');
   for (const c of commits) {
-    const version = (parseYaml(await runCommand('git', ['-C', repo, 'show', `${c}:charts/sandbox-scale/Chart.yaml`])) as { version: string }).version;
+    const version = (
+      parseYaml(await runCommand('git', ['-C', repo, 'show', `${c}:charts/sandbox-scale/Chart.yaml`])) as { version: string }
+    ).version;
     if (version === current) continue;
     const tar = join(into, 'previous.tar');
     await runCommand('git', ['-C', repo, 'archive', '-o', tar, c, 'charts/sandbox-scale']);
@@ -45,15 +47,40 @@ async function extractPreviousChart(into: string): Promise<string> {
   throw new Error(`no earlier chart version than ${current} in git history`);
 }
 
-const claim = (name: string) => ({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name, namespace: ns }, spec: { warmPoolRef: { name: 'pool' } } });
-const boundStatus = { sandbox: { name: 'c1', claimID: 'sb_0123456789abcdef', nodeName: 'node-a', address: '10.0.0.7:7777', tokenSecretName: 'c1-sandbox-token' } };
+const claim = (name: string) => ({
+  apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+  kind: 'SandboxClaim',
+  metadata: { name, namespace: ns },
+  spec: { warmPoolRef: { name: 'pool' } },
+});
+const boundStatus = {
+  sandbox: {
+    name: 'c1',
+    claimID: 'sb_0123456789abcdef',
+    nodeName: 'node-a',
+    address: '10.0.0.7:7777',
+    tokenSecretName: 'c1-sandbox-token',
+  },
+};
 
 /** Writes status.sandbox through the status subresource (a merge patch) and reads back what the API server kept. */
 async function writeAndReadStatus(name: string): Promise<Record<string, unknown>> {
   await kubectl(['apply', '--server-side', '--field-manager=test', '-f', '-'], JSON.stringify(claim(name)));
   // an update or merge patch, as claim-controller's writes of 0.1.x were: the API server prunes, it does not refuse
-  await kubectl(['-n', ns, 'patch', 'sandboxclaim', name, '--subresource=status', '--type=merge', '-p', JSON.stringify({ status: boundStatus })]);
-  const read = JSON.parse(await kubectl(['-n', ns, 'get', 'sandboxclaim', name, '-o', 'json'])) as { status?: { sandbox?: Record<string, unknown> } };
+  await kubectl([
+    '-n',
+    ns,
+    'patch',
+    'sandboxclaim',
+    name,
+    '--subresource=status',
+    '--type=merge',
+    '-p',
+    JSON.stringify({ status: boundStatus }),
+  ]);
+  const read = JSON.parse(await kubectl(['-n', ns, 'get', 'sandboxclaim', name, '-o', 'json'])) as {
+    status?: { sandbox?: Record<string, unknown> };
+  };
   return read.status?.sandbox ?? {};
 }
 
@@ -80,7 +107,7 @@ describe('the chart over existing CRDs', () => {
 
     const refused = await helm(['upgrade', release, chartDir, '--namespace', ns, '--set', 'apiService.enabled=false']);
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain('sandboxclaims.extensions.agents.x-k8s.io exists without this chart\'s field status.sandbox.claimID');
+    expect(refused.stderr).toContain("sandboxclaims.extensions.agents.x-k8s.io exists without this chart's field status.sandbox.claimID");
     expect(refused.stderr).toContain('kubectl apply --server-side --force-conflicts -f charts/sandbox-scale/crds/');
 
     await kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(chartDir, 'crds')]);
@@ -94,16 +121,39 @@ describe('the chart over existing CRDs', () => {
     expect(columns.split('\n')[0]).toMatch(/^NAME\s+READY\s+REASON\s+SANDBOX\s+NODE\s+AGE$/);
   });
 
-  it('refuses to install or upgrade while agent-sandbox\'s Sandbox CRD exists, naming it', async () => {
+  it("refuses to install or upgrade while agent-sandbox's Sandbox CRD exists, naming it", async () => {
     // v1alpha1 only: the name is what clashes; this control plane serves no v1beta1 sandboxes either way
     const upstreamSandbox = {
-      apiVersion: 'apiextensions.k8s.io/v1', kind: 'CustomResourceDefinition', metadata: { name: 'sandboxes.agents.x-k8s.io' },
-      spec: { group: 'agents.x-k8s.io', scope: 'Namespaced', names: { plural: 'sandboxes', singular: 'sandbox', kind: 'Sandbox' },
-        versions: [{ name: 'v1alpha1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } } }] },
+      apiVersion: 'apiextensions.k8s.io/v1',
+      kind: 'CustomResourceDefinition',
+      metadata: { name: 'sandboxes.agents.x-k8s.io' },
+      spec: {
+        group: 'agents.x-k8s.io',
+        scope: 'Namespaced',
+        names: { plural: 'sandboxes', singular: 'sandbox', kind: 'Sandbox' },
+        versions: [
+          {
+            name: 'v1alpha1',
+            served: true,
+            storage: true,
+            schema: { openAPIV3Schema: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true } },
+          },
+        ],
+      },
     };
     await kubectl(['apply', '--server-side', '-f', '-'], JSON.stringify(upstreamSandbox));
     const upgrade = await helm(['upgrade', release, chartDir, '--namespace', ns, '--set', 'apiService.enabled=false']);
-    const install = await helm(['install', `${release}-second`, chartDir, '--namespace', ns, '--set', 'apiService.enabled=false', '--set', 'rbac.create=false']);
+    const install = await helm([
+      'install',
+      `${release}-second`,
+      chartDir,
+      '--namespace',
+      ns,
+      '--set',
+      'apiService.enabled=false',
+      '--set',
+      'rbac.create=false',
+    ]);
     for (const r of [upgrade, install]) {
       expect(r.code).not.toBe(0);
       expect(r.stderr).toContain('a CustomResourceDefinition sandboxes.agents.x-k8s.io exists');
@@ -114,15 +164,17 @@ describe('the chart over existing CRDs', () => {
     expect(again.code).toBe(0);
   });
 
-  it('refuses an extension CRD without this chart\'s fields, as agent-sandbox installs it', async () => {
+  it("refuses an extension CRD without this chart's fields, as agent-sandbox installs it", async () => {
     // agent-sandbox's SandboxWarmPool has no spec.coldStart: drop it from this chart's CRD
-    const crd = JSON.parse(await kubectl(['get', 'crd', 'sandboxwarmpools.extensions.agents.x-k8s.io', '-o', 'json'])) as { spec: { versions: Array<{ schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, unknown> } } } } }> } };
+    const crd = JSON.parse(await kubectl(['get', 'crd', 'sandboxwarmpools.extensions.agents.x-k8s.io', '-o', 'json'])) as {
+      spec: { versions: Array<{ schema: { openAPIV3Schema: { properties: { spec: { properties: Record<string, unknown> } } } } }> };
+    };
     const props = crd.spec.versions[0]?.schema.openAPIV3Schema.properties.spec.properties ?? {};
     delete props['coldStart'];
     await kubectl(['replace', '-f', '-'], JSON.stringify(crd));
     const refused = await helm(['upgrade', release, chartDir, '--namespace', ns, '--set', 'apiService.enabled=false']);
     expect(refused.code).not.toBe(0);
-    expect(refused.stderr).toContain('sandboxwarmpools.extensions.agents.x-k8s.io exists without this chart\'s field spec.coldStart');
+    expect(refused.stderr).toContain("sandboxwarmpools.extensions.agents.x-k8s.io exists without this chart's field spec.coldStart");
     await kubectl(['apply', '--server-side', '--force-conflicts', '-f', join(chartDir, 'crds')]);
     const upgraded = await helm(['upgrade', release, chartDir, '--namespace', ns, '--set', 'apiService.enabled=false']);
     expect(upgraded.code).toBe(0);

@@ -1,9 +1,25 @@
-import { AppsV1Api, AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig, type V1ResourceAttributes } from '@kubernetes/client-node';
+import {
+  AppsV1Api,
+  AuthorizationV1Api,
+  CoreV1Api,
+  RbacAuthorizationV1Api,
+  type KubeConfig,
+  type V1ResourceAttributes,
+} from '@kubernetes/client-node';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
 import { apiResourceList } from '@sandbox-scale/sandbox-apiserver';
-import { createTestNamespace, deleteNamespace, eventually, kubeconfigForServiceAccount, kubectl, runSuffix, runTool, testKubeConfig } from '../src/index';
+import {
+  createTestNamespace,
+  deleteNamespace,
+  eventually,
+  kubeconfigForServiceAccount,
+  kubectl,
+  runSuffix,
+  runTool,
+  testKubeConfig,
+} from '../src/index';
 
 // The Helm chart as users install it: lint, render, a server-side dry run of everything it
 // renders (APIService included), a real install with the APIService off (another suite
@@ -46,8 +62,11 @@ function ruleProblems(groups: unknown): string[] {
       else seen.add(r.alert);
       if (typeof r.expr !== 'string' || r.expr.trim() === '') problems.push(`${at}.expr: required`);
       if (typeof r.for !== 'string' || !/^\d+(ms|s|m|h)$/.test(r.for)) problems.push(`${at}.for: a duration`);
-      if (!['critical', 'warning', 'info'].includes(String(r.labels?.severity))) problems.push(`${at}.labels.severity: critical, warning or info`);
-      for (const a of ['summary', 'description', 'runbook']) if (typeof r.annotations?.[a] !== 'string' || (r.annotations[a] as string).trim() === '') problems.push(`${at}.annotations.${a}: required`);
+      if (!['critical', 'warning', 'info'].includes(String(r.labels?.severity)))
+        problems.push(`${at}.labels.severity: critical, warning or info`);
+      for (const a of ['summary', 'description', 'runbook'])
+        if (typeof r.annotations?.[a] !== 'string' || (r.annotations[a] as string).trim() === '')
+          problems.push(`${at}.annotations.${a}: required`);
       const unknown = Object.keys(r).filter((key) => !['alert', 'expr', 'for', 'labels', 'annotations'].includes(key));
       if (unknown.length > 0) problems.push(`${at}: unknown fields ${unknown.join(', ')}`);
     }
@@ -56,7 +75,9 @@ function ruleProblems(groups: unknown): string[] {
 }
 
 function renderedDocs(yamlText: string): Rendered[] {
-  return parseAllDocuments(yamlText).map((d) => d.toJSON() as Rendered | null).filter((d): d is Rendered => d !== null);
+  return parseAllDocuments(yamlText)
+    .map((d) => d.toJSON() as Rendered | null)
+    .filter((d): d is Rendered => d !== null);
 }
 
 /**
@@ -64,7 +85,9 @@ function renderedDocs(yamlText: string): Rendered[] {
  * suite created by server-side apply (the CRDs, the APIService) draw and which is harmless.
  */
 function complaints(stderr: string): string[] {
-  return stderr.split('\n').filter((l) => l.trim() !== '' && !/missing the kubectl\.kubernetes\.io\/last-applied-configuration annotation/.test(l));
+  return stderr
+    .split('\n')
+    .filter((l) => l.trim() !== '' && !/missing the kubectl\.kubernetes\.io\/last-applied-configuration annotation/.test(l));
 }
 
 async function helmTemplate(extra: string[] = []): Promise<string> {
@@ -96,7 +119,15 @@ describe('the sandbox-scale chart', () => {
     const res = await runTool('helm', ['template', release, chartDir, '--set', 'sandboxApiserver.replicas=-1']);
     expect(res.code).not.toBe(0);
     expect(res.stderr).toContain('/sandboxApiserver/replicas');
-    const both = await runTool('helm', ['template', release, chartDir, '--set', 'apiService.caBundle=Zm9v', '--set', 'apiService.insecureSkipTLSVerify=true']);
+    const both = await runTool('helm', [
+      'template',
+      release,
+      chartDir,
+      '--set',
+      'apiService.caBundle=Zm9v',
+      '--set',
+      'apiService.insecureSkipTLSVerify=true',
+    ]);
     expect(both.code).not.toBe(0);
     expect(both.stderr).toMatch(/caBundle and apiService\.insecureSkipTLSVerify are exclusive/);
   });
@@ -104,32 +135,67 @@ describe('the sandbox-scale chart', () => {
   it('renders objects the real API server accepts in a server-side dry run, the APIService included', async () => {
     const out = await helmTemplate(['--include-crds']);
     const docs = renderedDocs(out);
-    expect(docs.map((d) => d.kind)).toEqual(expect.arrayContaining(['APIService', 'DaemonSet', 'Deployment', 'PodDisruptionBudget', 'CustomResourceDefinition', 'ClusterRole', 'RoleBinding']));
+    expect(docs.map((d) => d.kind)).toEqual(
+      expect.arrayContaining([
+        'APIService',
+        'DaemonSet',
+        'Deployment',
+        'PodDisruptionBudget',
+        'CustomResourceDefinition',
+        'ClusterRole',
+        'RoleBinding',
+      ]),
+    );
     const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: out });
     expect(complaints(res.stderr)).toEqual([]);
     expect(res.code).toBe(0);
-    expect(res.stdout).toMatch(/apiservice\.apiregistration\.k8s\.io\/v1beta1\.agents\.x-k8s\.io (created|configured|unchanged) \(server dry run\)/);
+    expect(res.stdout).toMatch(
+      /apiservice\.apiregistration\.k8s\.io\/v1beta1\.agents\.x-k8s\.io (created|configured|unchanged) \(server dry run\)/,
+    );
     expect(res.stdout).toMatch(new RegExp(`daemonset\\.apps/${fullname}-inventory-publisher created \\(server dry run\\)`));
   });
 
   it('puts every CRD in the sandbox-scale category (kubectl get sandbox-scale)', async () => {
     const crds = renderedDocs(await helmTemplate(['--include-crds'])).filter((d) => d.kind === 'CustomResourceDefinition');
-    expect(crds.map((c) => c.metadata.name).sort()).toEqual(['nodeinventories', 'sandboxclaims', 'sandboxtemplates', 'sandboxwarmpools'].map((p) => `${p}.extensions.agents.x-k8s.io`));
-    for (const c of crds) expect({ crd: c.metadata.name, categories: (c.spec?.names as { categories?: string[] }).categories }).toEqual({ crd: c.metadata.name, categories: ['sandbox-scale'] });
+    expect(crds.map((c) => c.metadata.name).sort()).toEqual(
+      ['nodeinventories', 'sandboxclaims', 'sandboxtemplates', 'sandboxwarmpools'].map((p) => `${p}.extensions.agents.x-k8s.io`),
+    );
+    for (const c of crds)
+      expect({ crd: c.metadata.name, categories: (c.spec?.names as { categories?: string[] }).categories }).toEqual({
+        crd: c.metadata.name,
+        categories: ['sandbox-scale'],
+      });
   });
 
   it('renders a headless metrics Service per app and the /metrics reader ClusterRole by default, monitoring objects only when enabled', async () => {
     const byDefault = renderedDocs(await helmTemplate());
     const metricsServices = byDefault.filter((d) => d.kind === 'Service' && d.metadata.name.endsWith('-metrics'));
-    expect(metricsServices.map((d) => d.metadata.name).sort()).toEqual(['claim-controller', 'inventory-publisher', 'sandbox-apiserver', 'warmpool-driver'].map((a) => `${fullname}-${a}-metrics`));
+    expect(metricsServices.map((d) => d.metadata.name).sort()).toEqual(
+      ['claim-controller', 'inventory-publisher', 'sandbox-apiserver', 'warmpool-driver'].map((a) => `${fullname}-${a}-metrics`),
+    );
     for (const svc of metricsServices) expect(svc.spec).toMatchObject({ clusterIP: 'None', ports: [{ name: 'metrics' }] });
-    expect(metricsServices.find((d) => d.metadata.name === `${fullname}-sandbox-apiserver-metrics`)?.spec).toMatchObject({ ports: [{ port: 6443, targetPort: 'https' }] });
-    const reader = byDefault.find((d) => d.kind === 'ClusterRole' && d.metadata.name === `${fullname}-metrics-reader`) as (Rendered & { rules?: unknown }) | undefined;
+    expect(metricsServices.find((d) => d.metadata.name === `${fullname}-sandbox-apiserver-metrics`)?.spec).toMatchObject({
+      ports: [{ port: 6443, targetPort: 'https' }],
+    });
+    const reader = byDefault.find((d) => d.kind === 'ClusterRole' && d.metadata.name === `${fullname}-metrics-reader`) as
+      (Rendered & { rules?: unknown }) | undefined;
     expect(reader?.rules).toEqual([{ nonResourceURLs: ['/metrics'], verbs: ['get'] }]);
-    expect(byDefault.filter((d) => ['ServiceMonitor', 'PrometheusRule'].includes(d.kind) || d.metadata.name === `${fullname}-dashboard`)).toEqual([]);
+    expect(
+      byDefault.filter((d) => ['ServiceMonitor', 'PrometheusRule'].includes(d.kind) || d.metadata.name === `${fullname}-dashboard`),
+    ).toEqual([]);
 
-    const out = await helmTemplate(['--set', 'metrics.serviceMonitor.enabled=true', '--set', 'metrics.prometheusRule.enabled=true', '--set', 'metrics.dashboard.enabled=true',
-      '--set', 'metrics.serviceMonitor.labels.release=prom', '--set-json', 'metrics.readerSubjects=[{"kind":"ServiceAccount","name":"prometheus","namespace":"monitoring"}]']);
+    const out = await helmTemplate([
+      '--set',
+      'metrics.serviceMonitor.enabled=true',
+      '--set',
+      'metrics.prometheusRule.enabled=true',
+      '--set',
+      'metrics.dashboard.enabled=true',
+      '--set',
+      'metrics.serviceMonitor.labels.release=prom',
+      '--set-json',
+      'metrics.readerSubjects=[{"kind":"ServiceAccount","name":"prometheus","namespace":"monitoring"}]',
+    ]);
     const docs = renderedDocs(out);
     const services = docs.filter((d) => d.kind === 'Service' && d.metadata.name.endsWith('-metrics'));
     const monitors = docs.filter((d) => d.kind === 'ServiceMonitor');
@@ -138,17 +204,23 @@ describe('the sandbox-scale chart', () => {
       // each ServiceMonitor selects exactly one metrics Service, by its labels, and scrapes its metrics port
       const selector = (m.spec?.selector as { matchLabels: Record<string, string> }).matchLabels;
       const matched = services.filter((svc) => Object.entries(selector).every(([key, v]) => svc.metadata.labels?.[key] === v));
-      expect({ monitor: m.metadata.name, services: matched.map((svc) => svc.metadata.name) }).toEqual({ monitor: m.metadata.name, services: [`${m.metadata.name}-metrics`] });
+      expect({ monitor: m.metadata.name, services: matched.map((svc) => svc.metadata.name) }).toEqual({
+        monitor: m.metadata.name,
+        services: [`${m.metadata.name}-metrics`],
+      });
       expect(m.metadata.labels?.release).toBe('prom');
       expect(m.spec?.endpoints).toMatchObject([{ port: 'metrics', path: '/metrics' }]);
     }
     const apiMonitor = monitors.find((m) => m.metadata.name === `${fullname}-sandbox-apiserver`);
-    const tls = (apiMonitor?.spec?.endpoints as { scheme: string; tlsConfig: { serverName: string; ca: { secret: { name: string; key: string } } } }[])[0];
+    const tls = (
+      apiMonitor?.spec?.endpoints as { scheme: string; tlsConfig: { serverName: string; ca: { secret: { name: string; key: string } } } }[]
+    )[0];
     expect(tls?.scheme).toBe('https');
     expect(tls?.tlsConfig.serverName).toBe(`${fullname}-sandbox-apiserver.${ns}.svc`);
     const caSecret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === tls?.tlsConfig.ca.secret.name);
     expect(caSecret?.data?.[tls?.tlsConfig.ca.secret.key ?? '']).toBeTruthy();
-    const binding = docs.find((d) => d.kind === 'ClusterRoleBinding' && d.metadata.name === `${fullname}-metrics-reader`) as (Rendered & { subjects?: unknown; roleRef?: unknown }) | undefined;
+    const binding = docs.find((d) => d.kind === 'ClusterRoleBinding' && d.metadata.name === `${fullname}-metrics-reader`) as
+      (Rendered & { subjects?: unknown; roleRef?: unknown }) | undefined;
     expect(binding?.roleRef).toMatchObject({ kind: 'ClusterRole', name: `${fullname}-metrics-reader` });
     expect(binding?.subjects).toEqual([{ kind: 'ServiceAccount', name: 'prometheus', namespace: 'monitoring' }]);
 
@@ -158,28 +230,63 @@ describe('the sandbox-scale chart', () => {
     expect(rule?.apiVersion).toBe('monitoring.coreos.com/v1');
     expect(rule?.spec).toEqual(file);
     expect(ruleProblems(file.groups)).toEqual([]);
-    expect(ruleProblems([{ name: 'g', rules: [{ alert: 'bad name', expr: '', for: 'soon', labels: {}, annotations: { summary: 's' }, keep_firing: '1m' }] }])).toEqual([
-      'groups[0].rules[0].alert: a CamelCase name', 'groups[0].rules[0].expr: required', 'groups[0].rules[0].for: a duration', 'groups[0].rules[0].labels.severity: critical, warning or info',
-      'groups[0].rules[0].annotations.description: required', 'groups[0].rules[0].annotations.runbook: required', 'groups[0].rules[0]: unknown fields keep_firing',
+    expect(
+      ruleProblems([
+        { name: 'g', rules: [{ alert: 'bad name', expr: '', for: 'soon', labels: {}, annotations: { summary: 's' }, keep_firing: '1m' }] },
+      ]),
+    ).toEqual([
+      'groups[0].rules[0].alert: a CamelCase name',
+      'groups[0].rules[0].expr: required',
+      'groups[0].rules[0].for: a duration',
+      'groups[0].rules[0].labels.severity: critical, warning or info',
+      'groups[0].rules[0].annotations.description: required',
+      'groups[0].rules[0].annotations.runbook: required',
+      'groups[0].rules[0]: unknown fields keep_firing',
     ]);
     const alerts = ((file.groups as { rules: { alert: string }[] }[])[0]?.rules ?? []).map((r) => r.alert);
     // the README's four alerts: a stale node, a Degraded pool, claims without warm capacity, the APIService not Available
-    expect(alerts).toEqual(expect.arrayContaining(['SandboxScaleNodeInventoryStale', 'SandboxScaleWarmPoolDegraded', 'SandboxScaleClaimsWithoutWarmCapacity', 'SandboxScaleAPIServiceUnavailable']));
+    expect(alerts).toEqual(
+      expect.arrayContaining([
+        'SandboxScaleNodeInventoryStale',
+        'SandboxScaleWarmPoolDegraded',
+        'SandboxScaleClaimsWithoutWarmCapacity',
+        'SandboxScaleAPIServiceUnavailable',
+      ]),
+    );
 
     const dashboard = docs.find((d) => d.kind === 'ConfigMap' && d.metadata.name === `${fullname}-dashboard`);
     expect(dashboard?.metadata.labels?.grafana_dashboard).toBe('1');
-    const json = JSON.parse(dashboard?.data?.['sandbox-scale.json'] ?? '{}') as { uid?: string; panels?: { title: string; targets: { expr: string }[] }[] };
+    const json = JSON.parse(dashboard?.data?.['sandbox-scale.json'] ?? '{}') as {
+      uid?: string;
+      panels?: { title: string; targets: { expr: string }[] }[];
+    };
     expect(json).toEqual(JSON.parse(readFileSync(join(chartDir, 'files', 'grafana-dashboard.json'), 'utf8')));
-    expect(json.panels?.map((p) => p.title)).toEqual(expect.arrayContaining(['Claims/s by path, start and outcome', 'Claim latency (p50, p99) by path and start', 'Warm vs target per pool', 'Stale and draining nodes', 'Sandbox API latency (p99) by verb']));
-    for (const p of json.panels ?? []) expect({ panel: p.title, exprs: p.targets.filter((t) => t.expr.trim() !== '').length > 0 }).toEqual({ panel: p.title, exprs: true });
+    expect(json.panels?.map((p) => p.title)).toEqual(
+      expect.arrayContaining([
+        'Claims/s by path, start and outcome',
+        'Claim latency (p50, p99) by path and start',
+        'Warm vs target per pool',
+        'Stale and draining nodes',
+        'Sandbox API latency (p99) by verb',
+      ]),
+    );
+    for (const p of json.panels ?? [])
+      expect({ panel: p.title, exprs: p.targets.filter((t) => t.expr.trim() !== '').length > 0 }).toEqual({ panel: p.title, exprs: true });
 
     // the real API server accepts everything but the prometheus-operator kinds, whose CRDs this cluster does not have
-    const plain = parseAllDocuments(out).filter((d) => !String((d.toJSON() as Rendered | null)?.apiVersion ?? '').startsWith('monitoring.coreos.com/')).map((d) => d.toString()).join('---\n');
+    const plain = parseAllDocuments(out)
+      .filter((d) => !String((d.toJSON() as Rendered | null)?.apiVersion ?? '').startsWith('monitoring.coreos.com/'))
+      .map((d) => d.toString())
+      .join('---\n');
     const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: plain });
     expect(complaints(res.stderr)).toEqual([]);
     expect(res.code).toBe(0);
     expect(res.stdout).toMatch(new RegExp(`service/${fullname}-sandbox-apiserver-metrics created \\(server dry run\\)`));
-    expect(res.stdout).toMatch(new RegExp(`clusterrole\\.rbac\\.authorization\\.k8s\\.io/${fullname}-metrics-reader (created|configured|unchanged) \\(server dry run\\)`));
+    expect(res.stdout).toMatch(
+      new RegExp(
+        `clusterrole\\.rbac\\.authorization\\.k8s\\.io/${fullname}-metrics-reader (created|configured|unchanged) \\(server dry run\\)`,
+      ),
+    );
   });
 
   it('prints NOTES: what was installed, how to check the APIService, the first commands', async () => {
@@ -195,9 +302,21 @@ describe('the sandbox-scale chart', () => {
       `kubectl -n ${ns} get secret sandbox-scale-fleet-token`,
       'kubectl get sandbox-scale -A',
       `ClusterRole ${release}-notes-sandbox-scale-metrics-reader`,
-    ]) expect(notes).toContain(line);
+    ])
+      expect(notes).toContain(line);
     // without the APIService or workloads the notes say so instead
-    const bare = await runTool('helm', ['install', `${release}-notes`, chartDir, '--namespace', ns, '--dry-run=client', '--set', 'apiService.enabled=false', '--set', 'workloads=false']);
+    const bare = await runTool('helm', [
+      'install',
+      `${release}-notes`,
+      chartDir,
+      '--namespace',
+      ns,
+      '--dry-run=client',
+      '--set',
+      'apiService.enabled=false',
+      '--set',
+      'workloads=false',
+    ]);
     expect(bare.code).toBe(0);
     expect(bare.stdout).not.toContain('kubectl wait --for=condition=Available');
     expect(bare.stdout).toContain('No workloads (workloads=false)');
@@ -207,7 +326,11 @@ describe('the sandbox-scale chart', () => {
     const docs = renderedDocs(await helmTemplate());
     const apiService = docs.find((d) => d.kind === 'APIService');
     const serving = docs.find((d) => d.kind === 'Secret' && d.metadata.name === `${fullname}-sandbox-apiserver-serving`);
-    expect(apiService?.spec).toMatchObject({ group: 'agents.x-k8s.io', version: 'v1beta1', service: { namespace: ns, name: `${fullname}-sandbox-apiserver`, port: 443 } });
+    expect(apiService?.spec).toMatchObject({
+      group: 'agents.x-k8s.io',
+      version: 'v1beta1',
+      service: { namespace: ns, name: `${fullname}-sandbox-apiserver`, port: 443 },
+    });
     expect(serving?.data?.['ca.crt']).toBeTruthy();
     expect(apiService?.spec?.caBundle).toBe(serving?.data?.['ca.crt']);
     const certPem = Buffer.from(serving?.data?.['tls.crt'] ?? '', 'base64').toString();
@@ -219,9 +342,20 @@ describe('the sandbox-scale chart', () => {
 
   it('points the APIService at an external endpoint through an ExternalName Service, accepted by the server', async () => {
     const out = await helmTemplate([
-      '--set', 'claimController.enabled=false', '--set', 'warmpoolDriver.enabled=false', '--set', 'inventoryPublisher.enabled=false',
-      '--set', 'sandboxApiserver.enabled=false', '--set', 'apiService.external.host=localhost', '--set', 'apiService.service.port=16443',
-      '--set', 'apiService.insecureSkipTLSVerify=true',
+      '--set',
+      'claimController.enabled=false',
+      '--set',
+      'warmpoolDriver.enabled=false',
+      '--set',
+      'inventoryPublisher.enabled=false',
+      '--set',
+      'sandboxApiserver.enabled=false',
+      '--set',
+      'apiService.external.host=localhost',
+      '--set',
+      'apiService.service.port=16443',
+      '--set',
+      'apiService.insecureSkipTLSVerify=true',
     ]);
     const docs = renderedDocs(out);
     expect(docs.filter((d) => ['Deployment', 'DaemonSet'].includes(d.kind))).toEqual([]);
@@ -235,8 +369,10 @@ describe('the sandbox-scale chart', () => {
 
   it('writes claim Secrets in every namespace by default, and only in claimController.secretNamespaces when that is set', async () => {
     type Rule = { apiGroups?: string[]; resources?: string[]; verbs?: string[] };
-    const secretRules = (d: Rendered | undefined): Rule[] => ((d as { rules?: Rule[] } | undefined)?.rules ?? []).filter((r) => r.resources?.includes('secrets'));
-    const clusterRole = (docs: Rendered[]) => docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === `${fullname}-claim-controller`);
+    const secretRules = (d: Rendered | undefined): Rule[] =>
+      ((d as { rules?: Rule[] } | undefined)?.rules ?? []).filter((r) => r.resources?.includes('secrets'));
+    const clusterRole = (docs: Rendered[]) =>
+      docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === `${fullname}-claim-controller`);
     const byDefault = renderedDocs(await helmTemplate());
     expect(secretRules(clusterRole(byDefault))).toEqual([{ apiGroups: [''], resources: ['secrets'], verbs: ['create', 'patch'] }]);
     expect(byDefault.filter((d) => d.kind === 'Role' && d.metadata.name === `${fullname}-claim-controller-secrets`)).toEqual([]);
@@ -250,7 +386,17 @@ describe('the sandbox-scale chart', () => {
   });
 
   it('installs on the control plane: the release is deployed and its objects exist', async () => {
-    const res = await runTool('helm', ['install', release, chartDir, '--namespace', ns, '--set', 'apiService.enabled=false', '--timeout', '90s']);
+    const res = await runTool('helm', [
+      'install',
+      release,
+      chartDir,
+      '--namespace',
+      ns,
+      '--set',
+      'apiService.enabled=false',
+      '--timeout',
+      '90s',
+    ]);
     expect(res.stderr).toBe('');
     expect(res.code).toBe(0);
     installed = true;
@@ -266,19 +412,39 @@ describe('the sandbox-scale chart', () => {
     });
     const ds = await apps.readNamespacedDaemonSet({ namespace: ns, name: `${fullname}-inventory-publisher` });
     const container = ds.spec?.template.spec?.containers[0];
-    expect(container?.args).toEqual(expect.arrayContaining(['--node-name=$(NODE_NAME)', '--sandboxd-url=http://$(NODE_IP):7777', `--fleet-token-file=/var/run/sandbox-scale/fleet-token/token`]));
+    expect(container?.args).toEqual(
+      expect.arrayContaining([
+        '--node-name=$(NODE_NAME)',
+        '--sandboxd-url=http://$(NODE_IP):7777',
+        `--fleet-token-file=/var/run/sandbox-scale/fleet-token/token`,
+      ]),
+    );
     expect(container?.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom?.fieldRef?.fieldPath).toBe('spec.nodeName');
-    expect(container?.securityContext).toMatchObject({ runAsNonRoot: true, readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] }, seccompProfile: { type: 'RuntimeDefault' } });
+    expect(container?.securityContext).toMatchObject({
+      runAsNonRoot: true,
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+      seccompProfile: { type: 'RuntimeDefault' },
+    });
 
     const cc = deployments.items.find((d) => d.metadata?.name === `${fullname}-claim-controller`);
-    expect(cc?.spec?.template.spec?.containers[0]?.args).toEqual(expect.arrayContaining(['--leader-elect=true', `--leader-election-namespace=${ns}`]));
+    expect(cc?.spec?.template.spec?.containers[0]?.args).toEqual(
+      expect.arrayContaining(['--leader-elect=true', `--leader-election-namespace=${ns}`]),
+    );
     expect(cc?.spec?.template.spec?.containers[0]?.readinessProbe?.httpGet).toMatchObject({ path: '/readyz', port: 'health' });
 
     const sas = await kc.makeApiClient(CoreV1Api).listNamespacedServiceAccount({ namespace: ns });
-    expect(sas.items.map((s) => s.metadata?.name)).toEqual(expect.arrayContaining(['claim-controller', 'warmpool-driver', 'inventory-publisher', 'sandbox-apiserver'].map((a) => `${fullname}-${a}`)));
+    expect(sas.items.map((s) => s.metadata?.name)).toEqual(
+      expect.arrayContaining(
+        ['claim-controller', 'warmpool-driver', 'inventory-publisher', 'sandbox-apiserver'].map((a) => `${fullname}-${a}`),
+      ),
+    );
     const pdb = await kubectl(['get', 'pdb', '-n', ns, `${fullname}-sandbox-apiserver`, '-o', 'jsonpath={.spec.minAvailable}']);
     expect(pdb.stdout).toBe('1');
-    const crb = await kc.makeApiClient(RbacAuthorizationV1Api).readClusterRoleBinding({ name: `${fullname}-sandbox-apiserver-auth-delegator` });
+    const crb = await kc
+      .makeApiClient(RbacAuthorizationV1Api)
+      .readClusterRoleBinding({ name: `${fullname}-sandbox-apiserver-auth-delegator` });
     expect(crb.roleRef.name).toBe('system:auth-delegator');
   });
 
@@ -384,20 +550,33 @@ describe('the sandbox-scale chart', () => {
     const user = `alice-${runSuffix()}`;
     await kc.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
       namespace: ns,
-      body: { metadata: { name: `${user}-edit` }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' }, subjects: [{ kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' }] },
+      body: {
+        metadata: { name: `${user}-edit` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+        subjects: [{ kind: 'User', name: user, apiGroup: 'rbac.authorization.k8s.io' }],
+      },
     });
     // A SubjectAccessReview as the API server would make it: kubectl's can-i would first need
     // discovery of agents.x-k8s.io, which only answers while a sandbox-apiserver is registered.
     const can = async (verb: string, subresource?: string, namespace = ns): Promise<boolean> => {
       const review = await kc.makeApiClient(AuthorizationV1Api).createSubjectAccessReview({
-        body: { spec: { user, groups: ['system:authenticated'], resourceAttributes: { group: 'agents.x-k8s.io', resource: 'sandboxes', verb, namespace, subresource } } },
+        body: {
+          spec: {
+            user,
+            groups: ['system:authenticated'],
+            resourceAttributes: { group: 'agents.x-k8s.io', resource: 'sandboxes', verb, namespace, subresource },
+          },
+        },
       });
       return review.status?.allowed === true;
     };
     // kube-controller-manager folds the labelled ClusterRoles into edit asynchronously.
-    await eventually(async () => {
-      expect(await can('create')).toBe(true);
-    }, { timeoutMs: 30_000 });
+    await eventually(
+      async () => {
+        expect(await can('create')).toBe(true);
+      },
+      { timeoutMs: 30_000 },
+    );
     expect(await can('delete')).toBe(true);
     expect(await can('list')).toBe(true);
     expect(await can('create', undefined, 'kube-system')).toBe(false);
@@ -405,7 +584,8 @@ describe('the sandbox-scale chart', () => {
     const advertised = (apiResourceList().resources as { name: string; verbs: string[] }[]).filter((r) => r.name.startsWith('sandboxes/'));
     expect(advertised.length).toBeGreaterThanOrEqual(9);
     const denied: string[] = [];
-    for (const r of advertised) for (const verb of r.verbs) if (!(await can(verb, r.name.slice('sandboxes/'.length)))) denied.push(`${verb} ${r.name}`);
+    for (const r of advertised)
+      for (const verb of r.verbs) if (!(await can(verb, r.name.slice('sandboxes/'.length)))) denied.push(`${verb} ${r.name}`);
     expect(denied).toEqual([]);
   });
 });

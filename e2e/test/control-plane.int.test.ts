@@ -1,4 +1,11 @@
-import { CustomObjectsApi, RbacAuthorizationV1Api, CoreV1Api, Watch, type KubernetesObject, KubernetesObjectApi } from '@kubernetes/client-node';
+import {
+  CustomObjectsApi,
+  RbacAuthorizationV1Api,
+  CoreV1Api,
+  Watch,
+  type KubernetesObject,
+  KubernetesObjectApi,
+} from '@kubernetes/client-node';
 import { spawn } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
@@ -38,17 +45,33 @@ describe('the local control plane', () => {
 
   it('establishes a CRD, then creates, server-side-applies, watches and deletes a custom object', async () => {
     const plural = 'widgets';
-    await applyCrds(kc, [{
-      apiVersion: 'apiextensions.k8s.io/v1',
-      kind: 'CustomResourceDefinition',
-      metadata: { name: `${plural}.${group}` },
-      spec: {
-        group,
-        scope: 'Namespaced',
-        names: { plural, singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
-        versions: [{ name: 'v1', served: true, storage: true, schema: { openAPIV3Schema: { type: 'object', properties: { spec: { type: 'object', properties: { size: { type: 'integer', minimum: 0 }, color: { type: 'string' } } } } } } }],
+    await applyCrds(kc, [
+      {
+        apiVersion: 'apiextensions.k8s.io/v1',
+        kind: 'CustomResourceDefinition',
+        metadata: { name: `${plural}.${group}` },
+        spec: {
+          group,
+          scope: 'Namespaced',
+          names: { plural, singular: 'widget', kind: 'Widget', listKind: 'WidgetList' },
+          versions: [
+            {
+              name: 'v1',
+              served: true,
+              storage: true,
+              schema: {
+                openAPIV3Schema: {
+                  type: 'object',
+                  properties: {
+                    spec: { type: 'object', properties: { size: { type: 'integer', minimum: 0 }, color: { type: 'string' } } },
+                  },
+                },
+              },
+            },
+          ],
+        },
       },
-    }]);
+    ]);
 
     const custom = kc.makeApiClient(CustomObjectsApi);
     // Established comes a moment before the new endpoint serves: wait until it lists.
@@ -56,21 +79,45 @@ describe('the local control plane', () => {
     const seen: string[] = [];
     let watchErr: unknown;
     const watch = new Watch(kc);
-    const req = await watch.watch(`/apis/${group}/v1/namespaces/${ns}/${plural}`, {}, (type: string, obj: KubernetesObject) => {
-      seen.push(`${type}:${obj.metadata?.name}`);
-    }, (err: unknown) => {
-      watchErr = err;
+    const req = await watch.watch(
+      `/apis/${group}/v1/namespaces/${ns}/${plural}`,
+      {},
+      (type: string, obj: KubernetesObject) => {
+        seen.push(`${type}:${obj.metadata?.name}`);
+      },
+      (err: unknown) => {
+        watchErr = err;
+      },
+    );
+    await custom.createNamespacedCustomObject({
+      group,
+      version: 'v1',
+      namespace: ns,
+      plural,
+      body: { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } },
     });
-    await custom.createNamespacedCustomObject({ group, version: 'v1', namespace: ns, plural, body: { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1' }, spec: { size: 1 } } });
 
     const objects = kc.makeApiClient(KubernetesObjectApi);
-    const applied = await objects.patch({ apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', namespace: ns }, spec: { color: 'blue' } } as KubernetesObject,
-      undefined, undefined, 'sandbox-scale/e2e-test', true, 'application/apply-patch+yaml');
+    const applied = await objects.patch(
+      { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w1', namespace: ns }, spec: { color: 'blue' } } as KubernetesObject,
+      undefined,
+      undefined,
+      'sandbox-scale/e2e-test',
+      true,
+      'application/apply-patch+yaml',
+    );
     expect((applied as KubernetesObject & { spec: { color: string; size: number } }).spec).toEqual({ size: 1, color: 'blue' });
     expect(applied.metadata?.managedFields?.map((f) => f.manager)).toContain('sandbox-scale/e2e-test');
 
-    await expect(custom.createNamespacedCustomObject({ group, version: 'v1', namespace: ns, plural, body: { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w2' }, spec: { size: -1 } } }))
-      .rejects.toMatchObject({ code: 422 });
+    await expect(
+      custom.createNamespacedCustomObject({
+        group,
+        version: 'v1',
+        namespace: ns,
+        plural,
+        body: { apiVersion: `${group}/v1`, kind: 'Widget', metadata: { name: 'w2' }, spec: { size: -1 } },
+      }),
+    ).rejects.toMatchObject({ code: 422 });
 
     await custom.deleteNamespacedCustomObject({ group, version: 'v1', namespace: ns, plural, name: 'w1' });
     await eventually(() => {
@@ -87,12 +134,18 @@ describe('the local control plane', () => {
     await expect(asSa.listNamespacedConfigMap({ namespace: ns })).rejects.toMatchObject({ code: 403 });
 
     const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'cm-reader' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list'] }] } });
-    await rbac.createNamespacedRoleBinding({ namespace: ns, body: {
-      metadata: { name: 'cm-reader' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'cm-reader' },
-      subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns }],
-    } });
+    await rbac.createNamespacedRole({
+      namespace: ns,
+      body: { metadata: { name: 'cm-reader' }, rules: [{ apiGroups: [''], resources: ['configmaps'], verbs: ['list'] }] },
+    });
+    await rbac.createNamespacedRoleBinding({
+      namespace: ns,
+      body: {
+        metadata: { name: 'cm-reader' },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'cm-reader' },
+        subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns }],
+      },
+    });
     await eventually(async () => {
       const list = await asSa.listNamespacedConfigMap({ namespace: ns });
       expect(Array.isArray(list.items)).toBe(true);
@@ -104,11 +157,22 @@ describe('the local control plane', () => {
   it('garbage-collects dependents, as a cluster with a controller manager does', async () => {
     const core = kc.makeApiClient(CoreV1Api);
     const owner = await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'owner' } } });
-    await core.createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: 'dependent', ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata?.uid as string }] } } });
+    await core.createNamespacedConfigMap({
+      namespace: ns,
+      body: {
+        metadata: {
+          name: 'dependent',
+          ownerReferences: [{ apiVersion: 'v1', kind: 'ConfigMap', name: 'owner', uid: owner.metadata?.uid as string }],
+        },
+      },
+    });
     await core.deleteNamespacedConfigMap({ namespace: ns, name: 'owner' });
-    await eventually(async () => {
-      await expect(core.readNamespacedConfigMap({ namespace: ns, name: 'dependent' })).rejects.toMatchObject({ code: 404 });
-    }, { timeoutMs: 60_000 });
+    await eventually(
+      async () => {
+        await expect(core.readNamespacedConfigMap({ namespace: ns, name: 'dependent' })).rejects.toMatchObject({ code: 404 });
+      },
+      { timeoutMs: 60_000 },
+    );
   });
 
   it('stops a second control plane without leaving a process or a directory behind', async () => {
@@ -123,7 +187,9 @@ describe('the local control plane', () => {
   });
 
   it('leaves nothing behind when its owner is SIGKILLed', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/start-and-wait.ts')], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/start-and-wait.ts')], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const info = await new Promise<{ dir: string; pids: number[] }>((resolve, reject) => {
       let out = '';
       child.stdout.on('data', (c: Buffer) => {
@@ -134,9 +200,12 @@ describe('the local control plane', () => {
     });
     expect(info.pids.length).toBe(2);
     child.kill('SIGKILL');
-    await eventually(() => {
-      for (const pid of info.pids) expect(() => process.kill(pid, 0)).toThrow();
-      expect(existsSync(info.dir)).toBe(false);
-    }, { timeoutMs: 20_000 });
+    await eventually(
+      () => {
+        for (const pid of info.pids) expect(() => process.kill(pid, 0)).toThrow();
+        expect(existsSync(info.dir)).toBe(false);
+      },
+      { timeoutMs: 20_000 },
+    );
   });
 });

@@ -1,15 +1,25 @@
 import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch, type KubeConfig } from '@kubernetes/client-node';
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
 import { FAST_PATH_AUDIENCE, servedNameOf } from '@sandbox-scale/scale-core';
-import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, serviceAccountToken, testBinDir, type RunResult, kubectlOk } from '../src/index';
-import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
+import { eventually, kubectl, runSuffix, serviceAccountToken, type RunResult, kubectlOk } from '../src/index';
+import { applyWarmPool, itWithNodes, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
+import type { SystemUnderTest } from '../src/system/system-under-test';
+import {
+  clearSimFaults,
+  sandboxdCall,
+  sandboxdCounters,
+  sandboxdRows,
+  setSimFaults,
+  type SandboxdNode,
+  type SandboxdRow,
+} from '../src/testing/sandboxd';
 
-// Faults of the whole system, each printing its figures as one JSON line: a claim-controller
-// killed mid-burst, a partitioned node, a deleted NodeInventory, a restarted sandbox-apiserver
-// under a watch, failing sandboxd replies, hostile request bodies, and tokens kept out of sight.
+// Faults of the whole system, each printing its figures as one JSON line and asserting each of
+// them: the claim-controller leader killed mid-burst, a partitioned node, a deleted NodeInventory,
+// a restarted sandbox-apiserver under a watch, failing sandboxd replies, hostile request bodies,
+// and tokens kept out of sight.
 
 const ns = `t-faults-${runSuffix()}`;
 const GROUP = 'extensions.agents.x-k8s.io';
@@ -20,7 +30,7 @@ const POOL_REPLICAS = 60;
 const BURST = Number(process.env.FAULTS_BURST ?? 1000);
 const HOSTILE_SECONDS = Number(process.env.FAULTS_HOSTILE_SECONDS ?? 200);
 
-let sys: LocalSystem;
+let sys: SystemUnderTest;
 let custom: CustomObjectsApi;
 let clientToken: string;
 // the fast path accepts only tokens issued for its own audience
@@ -38,10 +48,6 @@ interface Claim {
   metadata: { name: string; namespace?: string };
   status?: { conditions?: Cond[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; tokenSecretName?: string } };
 }
-interface SimRow {
-  id: string;
-  claim_ref?: string;
-}
 
 function figures(fig: Record<string, unknown>): void {
   console.log(JSON.stringify(fig));
@@ -56,65 +62,49 @@ function isBound(c: Claim): boolean {
 }
 
 async function listClaims(): Promise<Claim[]> {
-  const res = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sandboxclaims' })) as { items: Claim[] };
+  const res = (await custom.listNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sandboxclaims' })) as {
+    items: Claim[];
+  };
   return res.items;
 }
 
 async function createClaim(name: string): Promise<void> {
-  await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sandboxclaims',
-    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxClaim', metadata: { name, namespace: ns }, spec: { warmPoolRef: { name: POOL } } } });
-}
-
-async function waitBound(names: string[], timeoutMs: number): Promise<Claim[]> {
-  return eventually(async () => {
-    const byName = new Map((await listClaims()).map((c) => [c.metadata.name, c]));
-    const unbound = names.filter((n) => { const c = byName.get(n); return !c || !isBound(c); });
-    if (unbound.length > 0) throw new Error(`${unbound.length}/${names.length} claims not Bound yet (e.g. ${unbound.slice(0, 3).join(', ')})`);
-    return names.map((n) => byName.get(n) as Claim);
-  }, { timeoutMs, intervalMs: 1000 });
-}
-
-async function sim(node: SimNode, path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> {
-  return fetch(`${node.url}${path}`, {
-    method: init.method ?? 'GET',
-    headers: { authorization: `Bearer ${sys.fleetToken}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
-    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+  await custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace: ns,
+    plural: 'sandboxclaims',
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'SandboxClaim',
+      metadata: { name, namespace: ns },
+      spec: { warmPoolRef: { name: POOL } },
+    },
   });
 }
 
-async function setFaults(node: SimNode, faults: Record<string, unknown>): Promise<void> {
-  const res = await sim(node, '/_sim/faults', { method: 'POST', body: faults });
-  if (res.status !== 200) throw new Error(`faults on ${node.name}: ${res.status} ${await res.text()}`);
+async function waitBound(names: string[], timeoutMs: number): Promise<Claim[]> {
+  return eventually(
+    async () => {
+      const byName = new Map((await listClaims()).map((c) => [c.metadata.name, c]));
+      const unbound = names.filter((n) => {
+        const c = byName.get(n);
+        return !c || !isBound(c);
+      });
+      if (unbound.length > 0)
+        throw new Error(`${unbound.length}/${names.length} claims not Bound yet (e.g. ${unbound.slice(0, 3).join(', ')})`);
+      return names.map((n) => byName.get(n) as Claim);
+    },
+    { timeoutMs, intervalMs: 1000 },
+  );
 }
 
-async function clearFaults(node: SimNode): Promise<void> {
-  await sim(node, '/_sim/faults', { method: 'DELETE' });
-}
-
-async function simRows(node: SimNode): Promise<SimRow[]> {
-  const res = await sim(node, '/v1/sandboxes');
-  return ((await res.json()) as { sandboxes: SimRow[] }).sandboxes;
-}
-
-/** Counters summed over every node (sandboxd_claims_total over tiers, sandboxd_releases_total). */
-async function simCounters(): Promise<{ claims: number; releases: number }> {
-  let claims = 0;
-  let releases = 0;
-  for (const n of sys.nodes) {
-    const text = await (await sim(n, '/metrics')).text();
-    for (const line of text.split('\n')) {
-      const m = /^(sandboxd_claims_total|sandboxd_releases_total)(\{[^}]*\})? (\d+(?:\.\d+)?)$/.exec(line);
-      if (!m) continue;
-      if (m[1] === 'sandboxd_claims_total') claims += Number(m[3]);
-      else releases += Number(m[3]);
-    }
-  }
-  return { claims, releases };
-}
-
-function appsThatExited(): string[] {
-  return [...sys.apps].filter(([, a]) => a.restarts > 0 || !a.running).map(([n]) => n);
-}
+const sim = (node: SandboxdNode, path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> =>
+  sandboxdCall(node, sys.fleetToken, path, init);
+const setFaults = (node: SandboxdNode, faults: Record<string, unknown>): Promise<void> => setSimFaults(node, sys.fleetToken, faults);
+const clearFaults = (node: SandboxdNode): Promise<void> => clearSimFaults(node, sys.fleetToken);
+const simRows = (node: SandboxdNode): Promise<SandboxdRow[]> => sandboxdRows(node, sys.fleetToken);
+const simCounters = (): Promise<{ claims: number; releases: number }> => sandboxdCounters(sys.nodes, sys.fleetToken);
 
 interface HttpReply {
   status: number;
@@ -122,10 +112,23 @@ interface HttpReply {
 }
 
 /** One HTTPS request with the given CA and auth (bearer token or a KubeConfig's client cert). */
-function httpsRequest(url: string, method: string, body: string | Buffer | undefined, auth: { token?: string; kc?: KubeConfig }, contentType = 'application/json'): Promise<HttpReply> {
+function httpsRequest(
+  url: string,
+  method: string,
+  body: string | Buffer | undefined,
+  auth: { token?: string; kc?: KubeConfig },
+  contentType = 'application/json',
+): Promise<HttpReply> {
   return new Promise((resolve, reject) => {
     const u = new URL(url);
-    const opts: RequestOptions = { method, hostname: u.hostname, port: u.port, path: `${u.pathname}${u.search}`, agent, headers: { 'content-type': contentType, accept: 'application/json' } };
+    const opts: RequestOptions = {
+      method,
+      hostname: u.hostname,
+      port: u.port,
+      path: `${u.pathname}${u.search}`,
+      agent,
+      headers: { 'content-type': contentType, accept: 'application/json' },
+    };
     const go = (): void => {
       const req = request(opts, (res) => {
         const chunks: Buffer[] = [];
@@ -137,9 +140,13 @@ function httpsRequest(url: string, method: string, body: string | Buffer | undef
       req.end(body);
     };
     if (auth.kc) {
-      auth.kc.applyToHTTPSOptions(opts).then(() => { opts.agent = agent; go(); }, reject);
+      auth.kc.applyToHTTPSOptions(opts).then(() => {
+        opts.agent = agent;
+        go();
+      }, reject);
     } else {
       opts.ca = ca;
+      opts.servername = sys.servernameOf(url);
       opts.headers = { ...opts.headers, authorization: `Bearer ${auth.token ?? ''}` };
       go();
     }
@@ -150,12 +157,23 @@ function httpsRequest(url: string, method: string, body: string | Buffer | undef
 function kubectlStream(args: string[]): { out: () => string; err: () => string; proc: ChildProcess; stop: () => Promise<void> } {
   let out = '';
   let err = '';
-  const proc = spawn(join(testBinDir(), 'kubectl'), args, { env: { ...process.env, KUBECONFIG: sys.kubeconfigPath }, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(join(sys.binDir, 'kubectl'), args, {
+    env: { ...process.env, KUBECONFIG: sys.kubeconfigPath },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
   proc.stdout?.on('data', (c: Buffer) => (out += c.toString('utf8')));
   // read stderr too: an unread pipe would block kubectl once it fills
   proc.stderr?.on('data', (c: Buffer) => (err += c.toString('utf8')));
   const exited = new Promise<void>((res) => proc.once('exit', () => res()));
-  return { out: () => out, err: () => err, proc, stop: async () => { if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM'); await exited; } };
+  return {
+    out: () => out,
+    err: () => err,
+    proc,
+    stop: async () => {
+      if (proc.exitCode === null && proc.signalCode === null) proc.kill('SIGTERM');
+      await exited;
+    },
+  };
 }
 
 /**
@@ -186,51 +204,50 @@ function jsonStream(text: string): Record<string, unknown>[] {
       continue;
     }
     if (ch === '"') inStr = true;
-    else if (ch === '{') { if (depth++ === 0) start = i; }
-    else if (ch === '}' && --depth === 0) out.push(JSON.parse(text.slice(start, i + 1)) as Record<string, unknown>);
+    else if (ch === '{') {
+      if (depth++ === 0) start = i;
+    } else if (ch === '}' && --depth === 0) out.push(JSON.parse(text.slice(start, i + 1)) as Record<string, unknown>);
   }
   return out;
 }
 
-async function poolReady(replicas: number): Promise<void> {
-  await eventually(async () => {
-    const pool = (await custom.getNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sandboxwarmpools', name: POOL })) as { status?: { readyReplicas?: number } };
-    if (pool.status?.readyReplicas !== replicas) throw new Error(`pool ready ${pool.status?.readyReplicas ?? 0}/${replicas}`);
-  }, { timeoutMs: 90_000, intervalMs: 500 });
-}
-
 beforeAll(async () => {
-  const t0 = Date.now();
-  sys = await startLocalSystem({
-    nodes: 3,
-    speed: 0,
-    examples: false,
-    publishInterval: '1s',
-    // the chart's shape: two replicas campaigning for one Lease
-    claimControllerReplicas: 2,
-    extraArgs: { 'claim-controller': ['--orphan-interval', '5s', '--max-concurrent-reconciles', '32'] },
-    beforeInstall: async (kc) => {
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+  sys = await startSuiteSystem({
+    namespaces: [ns],
+    local: {
+      nodes: 3,
+      speed: 0,
+      publishInterval: '1s',
+      // the chart's shape: two replicas campaigning for one Lease
+      claimControllerReplicas: 2,
+      extraArgs: { 'claim-controller': ['--orphan-interval', '5s', '--max-concurrent-reconciles', '32'] },
     },
   });
   custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
-  ca = readFileSync(sys.servingCaPath, 'utf8');
+  ca = sys.servingCa;
   const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'client' }, rules: [
-    { apiGroups: [GROUP], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list'] },
-    { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['create', 'get', 'list', 'watch'] },
-  ] } });
-  const clientKc = await kubeconfigForServiceAccount(sys.kubeConfig, ns, 'client');
-  await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'client' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' },
-    subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: ns }] } });
-  clientToken = clientKc.getCurrentUser()?.token ?? '';
+  await rbac.createNamespacedRole({
+    namespace: ns,
+    body: {
+      metadata: { name: 'client' },
+      rules: [
+        { apiGroups: [GROUP], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list'] },
+        { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['create', 'get', 'list', 'watch'] },
+      ],
+    },
+  });
+  clientToken = (await sys.tenant(ns, 'client')).token;
+  await rbac.createNamespacedRoleBinding({
+    namespace: ns,
+    body: {
+      metadata: { name: 'client' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' },
+      subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: ns }],
+    },
+  });
   fastPathToken = await serviceAccountToken(sys.kubeConfig, ns, 'client', [FAST_PATH_AUDIENCE]);
-  const template = { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxTemplate', metadata: { name: POOL, namespace: ns },
-    spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
-  const pool = { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxWarmPool', metadata: { name: POOL, namespace: ns }, spec: { replicas: POOL_REPLICAS, sandboxTemplateRef: { name: POOL } } };
-  await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool] }));
-  await poolReady(POOL_REPLICAS);
-  figures({ setup: 'local-system', nodes: sys.nodes.length, pool_replicas: POOL_REPLICAS, start_s: (Date.now() - t0) / 1000 });
+  await applyWarmPool(sys, ns, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS });
+  await waitPoolReady(sys, ns, POOL_REPLICAS, { name: POOL });
 }, 300_000);
 
 afterAll(async () => {
@@ -239,18 +256,22 @@ afterAll(async () => {
 }, 120_000);
 
 describe('sandbox-scale under faults', () => {
-  it('binds every claim of a burst once, destroying no VM, when the leading claim-controller replica is SIGKILLed mid-burst', async () => {
-    const leader = await eventually(async () => {
-      const l = await sys.leaderOf('claimController');
-      if (l === undefined) throw new Error('no claim-controller replica leads yet');
-      return l;
-    }, { timeoutMs: 60_000, intervalMs: 250 });
+  it('binds every claim of a burst once, destroying no VM, when the leading claim-controller replica is killed mid-burst', async () => {
+    const leader = await eventually(
+      async () => {
+        const l = await sys.leaderOf('claimController');
+        if (l === undefined) throw new Error('no claim-controller replica leads yet');
+        return l;
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
     const before = await simCounters();
     const names = Array.from({ length: BURST }, (_, i) => `burst-${String(i).padStart(4, '0')}`);
     const t0 = Date.now();
     let created = 0;
-    let killed: Promise<void> | undefined;
+    let killed: Promise<string> | undefined;
     let killedAt = 0;
+    let createdAtKill = 0;
     const queue = [...names];
     const worker = async (): Promise<void> => {
       for (let name = queue.shift(); name !== undefined; name = queue.shift()) {
@@ -258,13 +279,15 @@ describe('sandbox-scale under faults', () => {
         created++;
         if (created === Math.floor(BURST / 3) && !killed) {
           killedAt = Date.now();
-          killed = sys.restartApp(leader as 'claim-controller', { kill: true });
+          createdAtKill = created;
+          // local: SIGKILL of the process; installed: the leader's pod deleted with grace period 0
+          killed = sys.killLeader('claimController');
         }
       }
     };
     await Promise.all(Array.from({ length: 16 }, () => worker()));
     const createdS = (Date.now() - t0) / 1000;
-    await killed;
+    const killedLeader = await killed;
     const restartedAt = Date.now();
     const claims = await waitBound(names, 240_000);
     const healS = (Date.now() - restartedAt) / 1000;
@@ -274,86 +297,157 @@ describe('sandbox-scale under faults', () => {
     expect(ids.every((id) => id !== '')).toBe(true);
     const refs = new Map<string, number>();
     for (const n of sys.nodes) {
-      for (const row of await simRows(n)) if (servedNameOf(row.claim_ref)?.startsWith(`${ns}/burst-`) && row.claim_ref) refs.set(row.claim_ref, (refs.get(row.claim_ref) ?? 0) + 1);
+      for (const row of await simRows(n))
+        if (servedNameOf(row.claim_ref)?.startsWith(`${ns}/burst-`) && row.claim_ref)
+          refs.set(row.claim_ref, (refs.get(row.claim_ref) ?? 0) + 1);
     }
     const doubles = [...refs.values()].filter((v) => v > 1).length + (ids.length - new Set(ids).size);
     const after = await simCounters();
-    figures({ fault: 'sigkill-claim-controller', claims: BURST, bound: claims.filter(isBound).length, released: after.releases - before.releases,
-      node_claims: after.claims - before.claims, double_deliveries: doubles, create_s: createdS, killed_after_s: (killedAt - t0) / 1000, heal_s: healS, total_s: (Date.now() - t0) / 1000,
-      replicas: 2, killed_leader: leader, leader_after: newLeader });
+    const exited = await sys.appsThatExited();
+    figures({
+      fault: 'kill-claim-controller-leader',
+      target: sys.target,
+      claims: BURST,
+      bound: claims.filter(isBound).length,
+      released: after.releases - before.releases,
+      node_claims: after.claims - before.claims,
+      double_deliveries: doubles,
+      create_s: createdS,
+      killed_after_claims: createdAtKill,
+      killed_after_s: (killedAt - t0) / 1000,
+      heal_s: healS,
+      total_s: (Date.now() - t0) / 1000,
+      killed_leader: killedLeader,
+      leader_after: newLeader,
+      apps_exited: exited.length,
+    });
+    expect(claims.filter(isBound)).toHaveLength(BURST);
+    // killed mid-burst: after a third of the creates, while the rest were still to come
+    expect(createdAtKill).toBe(Math.floor(BURST / 3));
+    expect(killedLeader).toBe(leader);
     expect(new Set(ids).size).toBe(BURST);
     expect(refs.size).toBe(BURST);
     expect(doubles).toBe(0);
     expect(newLeader).toBeDefined();
     expect(after.releases - before.releases).toBe(0);
     expect(after.claims - before.claims).toBe(BURST);
-    expect(appsThatExited()).toEqual([]);
+    expect(exited).toEqual([]);
   }, 420_000);
 
-  it('keeps listing, routes claims around and sends no DELETED for the sandboxes of a partitioned node', async () => {
-    const part = sys.nodes[2] as SimNode;
-    const onPart = (await simRows(part)).map((r) => servedNameOf(r.claim_ref) ?? '').filter((r) => r.startsWith(`${ns}/`)).map((r) => r.slice(ns.length + 1));
-    expect(onPart.length).toBeGreaterThan(0);
-    const watch = kubectlStream(['get', 'sandboxes', '-n', ns, '-w', '--output-watch-events', '-o', 'json']);
-    try {
-      await eventually(() => {
-        const seen = new Set(watchEvents(watch.out()).map((e) => (e.object as { metadata?: { name?: string } }).metadata?.name));
-        const missing = onPart.filter((n) => !seen.has(n));
-        if (missing.length > 0) throw new Error(`the watch has not listed ${missing.length}/${onPart.length} of the partitioned node's sandboxes yet (e.g. ${missing.slice(0, 3).join(', ')}); kubectl ${watch.proc.exitCode === null ? 'running' : `exited ${watch.proc.exitCode}`}, ${watch.out().length} bytes out, stderr: ${watch.err().slice(-500)}`);
-      }, { timeoutMs: 120_000, intervalMs: 2000 });
-      const t0 = Date.now();
-      await setFaults(part, { partition: 'hang' });
-      let lists = 0;
-      let listedOnPart = 0;
-      for (let i = 0; i < 3; i++) {
-        const r = await k(['get', 'sandboxes', '-A', '-o', 'name']);
-        lists++;
-        listedOnPart = onPart.filter((n) => r.stdout.includes(`/${n}\n`)).length;
+  itWithNodes(2)(
+    'keeps listing, routes claims around and sends no DELETED for the sandboxes of a partitioned node',
+    async () => {
+      const part = sys.nodes[sys.nodes.length - 1] as SandboxdNode;
+      const onPart = (await simRows(part))
+        .map((r) => servedNameOf(r.claim_ref) ?? '')
+        .filter((r) => r.startsWith(`${ns}/`))
+        .map((r) => r.slice(ns.length + 1));
+      expect(onPart.length).toBeGreaterThan(0);
+      const watch = kubectlStream(['get', 'sandboxes', '-n', ns, '-w', '--output-watch-events', '-o', 'json']);
+      try {
+        await eventually(
+          () => {
+            const seen = new Set(watchEvents(watch.out()).map((e) => (e.object as { metadata?: { name?: string } }).metadata?.name));
+            const missing = onPart.filter((n) => !seen.has(n));
+            if (missing.length > 0)
+              throw new Error(
+                `the watch has not listed ${missing.length}/${onPart.length} of the partitioned node's sandboxes yet (e.g. ${missing.slice(0, 3).join(', ')}); kubectl ${watch.proc.exitCode === null ? 'running' : `exited ${watch.proc.exitCode}`}, ${watch.out().length} bytes out, stderr: ${watch.err().slice(-500)}`,
+              );
+          },
+          { timeoutMs: 120_000, intervalMs: 2000 },
+        );
+        const t0 = Date.now();
+        await setFaults(part, { partition: 'hang' });
+        let lists = 0;
+        let listedOnPart = 0;
+        for (let i = 0; i < 3; i++) {
+          const r = await k(['get', 'sandboxes', '-A', '-o', 'name']);
+          lists++;
+          listedOnPart = onPart.filter((n) => r.stdout.includes(`/${n}\n`)).length;
+        }
+        const names = Array.from({ length: 12 }, (_, i) => `part-${i}`);
+        await Promise.all(names.map((n) => createClaim(n)));
+        const bound = await waitBound(names, 120_000);
+        const bindS = (Date.now() - t0) / 1000;
+        const nodesUsed = bound.map((c) => c.status?.sandbox?.nodeName);
+        await eventually(
+          () => {
+            const seen = new Set(watchEvents(watch.out()).map((e) => (e.object as { metadata?: { name?: string } }).metadata?.name));
+            if (!names.every((n) => seen.has(n))) throw new Error("the watch has not shown the new claims' sandboxes yet");
+          },
+          { timeoutMs: 60_000, intervalMs: 500 },
+        );
+        const events = watchEvents(watch.out());
+        const deleted = events.filter(
+          (e) => e.type === 'DELETED' && onPart.includes((e.object as { metadata: { name: string } }).metadata.name),
+        ).length;
+        figures({
+          fault: 'partition-node',
+          node: part.name,
+          sandboxes_on_node: onPart.length,
+          lists_ok: lists,
+          listed_from_partitioned: listedOnPart,
+          new_claims: names.length,
+          bound: bound.length,
+          bound_on_partitioned: nodesUsed.filter((n) => n === part.name).length,
+          bind_s: bindS,
+          watch_events: events.length,
+          deleted_events_for_partitioned: deleted,
+          observed_s: (Date.now() - t0) / 1000,
+        });
+        expect(lists).toBe(3);
+        // every sandbox of the partitioned node stayed listed, from its last inventory
+        expect(listedOnPart).toBe(onPart.length);
+        expect(bound).toHaveLength(names.length);
+        expect(nodesUsed.filter((n) => n === part.name)).toEqual([]);
+        expect(events.length).toBeGreaterThanOrEqual(onPart.length + names.length);
+        expect(deleted).toBe(0);
+        expect(watch.proc.exitCode).toBeNull();
+      } finally {
+        await clearFaults(part);
+        await watch.stop();
       }
-      const names = Array.from({ length: 12 }, (_, i) => `part-${i}`);
-      await Promise.all(names.map((n) => createClaim(n)));
-      const bound = await waitBound(names, 120_000);
-      const bindS = (Date.now() - t0) / 1000;
-      const nodesUsed = bound.map((c) => c.status?.sandbox?.nodeName);
-      await eventually(() => {
-        const seen = new Set(watchEvents(watch.out()).map((e) => (e.object as { metadata?: { name?: string } }).metadata?.name));
-        if (!names.every((n) => seen.has(n))) throw new Error('the watch has not shown the new claims\' sandboxes yet');
-      }, { timeoutMs: 60_000, intervalMs: 500 });
-      const events = watchEvents(watch.out());
-      const deleted = events.filter((e) => e.type === 'DELETED' && onPart.includes((e.object as { metadata: { name: string } }).metadata.name)).length;
-      figures({ fault: 'partition-node', node: part.name, sandboxes_on_node: onPart.length, lists_ok: lists, listed_from_partitioned: listedOnPart,
-        new_claims: names.length, bound: bound.length, bound_on_partitioned: nodesUsed.filter((n) => n === part.name).length, bind_s: bindS,
-        watch_events: events.length, deleted_events_for_partitioned: deleted, observed_s: (Date.now() - t0) / 1000 });
-      expect(nodesUsed.filter((n) => n === part.name)).toEqual([]);
-      expect(deleted).toBe(0);
-      expect(watch.proc.exitCode).toBeNull();
-    } finally {
-      await clearFaults(part);
-      await watch.stop();
-    }
-    expect(appsThatExited()).toEqual([]);
-  }, 300_000);
+      expect(await sys.appsThatExited()).toEqual([]);
+    },
+    300_000,
+  );
 
   it('rebuilds a deleted NodeInventory from its publisher', async () => {
-    const node = sys.nodes[0] as SimNode;
+    const node = sys.nodes[0] as SandboxdNode;
     // the inventory first catches up with the node (the previous test's last claims may be one
     // publish away), so the rebuilt one is compared with what the node really holds
-    const before = await eventually(async () => {
-      const inv = JSON.parse((await k(['get', 'nodeinventory', node.name, '-o', 'json'])).stdout) as { metadata: { uid: string }; entries?: unknown[] };
-      const held = (await simRows(node)).length;
-      if ((inv.entries?.length ?? 0) !== held) throw new Error(`inventory lists ${inv.entries?.length ?? 0} of the node's ${held} sandboxes`);
-      return inv;
-    }, { timeoutMs: 60_000, intervalMs: 250 });
+    const before = await eventually(
+      async () => {
+        const inv = JSON.parse((await k(['get', 'nodeinventory', node.name, '-o', 'json'])).stdout) as {
+          metadata: { uid: string };
+          entries?: unknown[];
+        };
+        const held = (await simRows(node)).length;
+        if ((inv.entries?.length ?? 0) !== held)
+          throw new Error(`inventory lists ${inv.entries?.length ?? 0} of the node's ${held} sandboxes`);
+        return inv;
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
     const t0 = Date.now();
     await k(['delete', 'nodeinventory', node.name]);
-    const after = await eventually(async () => {
-      const r = await kubectl(['get', 'nodeinventory', node.name, '-o', 'json'], { kubeconfig: sys.kubeconfigPath });
-      if (r.code !== 0) throw new Error(r.stderr);
-      const inv = JSON.parse(r.stdout) as { metadata: { uid: string }; entries?: unknown[] };
-      if (inv.metadata.uid === before.metadata.uid) throw new Error('not deleted yet');
-      return inv;
-    }, { timeoutMs: 60_000, intervalMs: 250 });
-    figures({ fault: 'delete-nodeinventory', node: node.name, entries_before: before.entries?.length ?? 0, entries_after: after.entries?.length ?? 0, rebuild_s: (Date.now() - t0) / 1000 });
+    const after = await eventually(
+      async () => {
+        const r = await kubectl(['get', 'nodeinventory', node.name, '-o', 'json'], { kubeconfig: sys.kubeconfigPath });
+        if (r.code !== 0) throw new Error(r.stderr);
+        const inv = JSON.parse(r.stdout) as { metadata: { uid: string }; entries?: unknown[] };
+        if (inv.metadata.uid === before.metadata.uid) throw new Error('not deleted yet');
+        return inv;
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    figures({
+      fault: 'delete-nodeinventory',
+      node: node.name,
+      entries_before: before.entries?.length ?? 0,
+      entries_after: after.entries?.length ?? 0,
+      rebuild_s: (Date.now() - t0) / 1000,
+    });
     expect(after.entries?.length ?? 0).toBe(before.entries?.length ?? 0);
   }, 120_000);
 
@@ -372,14 +466,29 @@ describe('sandbox-scale under faults', () => {
         let gone = false;
         try {
           const closed = new Promise<void>((resolve) => {
-            void w.watch(path, { resourceVersion: lastRv, allowWatchBookmarks: true }, (type: string, obj: { code?: number; metadata?: { name?: string; resourceVersion?: string } }) => {
-              if (type === 'ERROR') { gone = obj.code === 410; return; }
-              if (obj.metadata?.resourceVersion) lastRv = obj.metadata.resourceVersion;
-              if (type !== 'BOOKMARK') seen.push({ type, name: obj.metadata?.name ?? '' });
-            }, () => resolve()).then((c) => (current = c), () => resolve());
+            void w
+              .watch(
+                path,
+                { resourceVersion: lastRv, allowWatchBookmarks: true },
+                (type: string, obj: { code?: number; metadata?: { name?: string; resourceVersion?: string } }) => {
+                  if (type === 'ERROR') {
+                    gone = obj.code === 410;
+                    return;
+                  }
+                  if (obj.metadata?.resourceVersion) lastRv = obj.metadata.resourceVersion;
+                  if (type !== 'BOOKMARK') seen.push({ type, name: obj.metadata?.name ?? '' });
+                },
+                () => resolve(),
+              )
+              .then(
+                (c) => (current = c),
+                () => resolve(),
+              );
           });
           await closed;
-        } catch { /* reopened below */ }
+        } catch {
+          /* reopened below */
+        }
         if (stopped) return;
         if (gone) {
           expired++;
@@ -397,72 +506,149 @@ describe('sandbox-scale under faults', () => {
     const running = open();
     const t0 = Date.now();
     let downAt = 0;
-    await sys.restartApp('sandbox-apiserver', {
-      beforeStart: async () => {
-        downAt = Date.now();
-        await createClaim('during-restart');
-        await waitBound(['during-restart'], 60_000);
+    // installed: every replica in turn, so the one serving the watch is among them
+    const replicas = sys.apiserverUrls.length;
+    for (let i = 0; i < replicas; i++) {
+      await sys.restartApiserverReplica(
+        i > 0
+          ? {}
+          : {
+              whileDown: async () => {
+                downAt = Date.now();
+                await createClaim('during-restart');
+                await waitBound(['during-restart'], 60_000);
+              },
+            },
+      );
+    }
+    await eventually(
+      async () => {
+        const r = await kubectl(['get', 'sandboxes', '-n', ns, 'during-restart', '-o', 'name'], { kubeconfig: sys.kubeconfigPath });
+        if (r.code !== 0) throw new Error(r.stderr);
       },
-    });
-    await eventually(async () => {
-      const r = await kubectl(['get', 'sandboxes', '-n', ns, 'during-restart', '-o', 'name'], { kubeconfig: sys.kubeconfigPath });
-      if (r.code !== 0) throw new Error(r.stderr);
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     const upAt = Date.now();
     // the client is through its relist (or its resumed watch) before the next sandbox appears: a
     // Ready claim's Sandbox is served at once, and one made during the relist is in the relist
-    await eventually(() => {
-      if (!seen.some((e) => e.name === 'during-restart')) throw new Error('the watch has not caught up with the restart yet');
-    }, { timeoutMs: 60_000, intervalMs: 250 });
+    await eventually(
+      () => {
+        if (!seen.some((e) => e.name === 'during-restart')) throw new Error('the watch has not caught up with the restart yet');
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
     await createClaim('after-restart');
     await waitBound(['after-restart'], 60_000);
-    await eventually(() => {
-      for (const n of ['during-restart', 'after-restart']) if (!seen.some((e) => e.name === n && (e.type === 'ADDED' || e.type === 'RELIST'))) throw new Error(`the watch has not seen ${n}`);
-    }, { timeoutMs: 60_000, intervalMs: 250 });
+    await eventually(
+      () => {
+        for (const n of ['during-restart', 'after-restart'])
+          if (!seen.some((e) => e.name === n && (e.type === 'ADDED' || e.type === 'RELIST')))
+            throw new Error(`the watch has not seen ${n}`);
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
     stopped = true;
     current?.abort();
     await running;
-    figures({ fault: 'restart-sandbox-apiserver', watch_reopened: reopened, expired_410: expired, down_s: (upAt - downAt) / 1000,
-      during_restart_event: seen.find((e) => e.name === 'during-restart')?.type, after_restart_event: seen.find((e) => e.name === 'after-restart')?.type, total_s: (Date.now() - t0) / 1000 });
+    const duringEvent = seen.find((e) => e.name === 'during-restart')?.type;
+    const afterEvent = seen.find((e) => e.name === 'after-restart')?.type;
+    const exited = await sys.appsThatExited();
+    figures({
+      fault: 'restart-sandbox-apiserver',
+      target: sys.target,
+      replicas_restarted: replicas,
+      watch_reopened: reopened,
+      expired_410: expired,
+      down_s: (upAt - downAt) / 1000,
+      during_restart_event: duringEvent,
+      after_restart_event: afterEvent,
+      total_s: (Date.now() - t0) / 1000,
+      apps_exited: exited.length,
+    });
+    expect(replicas).toBe(sys.target === 'installed' ? 2 : 1);
     expect(reopened).toBeGreaterThan(0);
-    // the restarted server cannot know what was deleted before it started: the watch resumed
+    // each 410 is followed by a relist and a new watch
+    expect(expired).toBeLessThanOrEqual(reopened);
+    // A lone restarted server cannot know what was deleted before it started: the watch resumed
     // from the old resourceVersion is told to relist (410), and the relist carries the sandbox
-    // created while it was down
-    expect(expired).toBeGreaterThan(0);
-    expect(seen.some((e) => e.name === 'during-restart')).toBe(true);
-    expect(seen.some((e) => e.name === 'after-restart' && e.type === 'ADDED')).toBe(true);
-    expect(appsThatExited()).toEqual([]);
+    // created while it was down. With two replicas the other one may resume it instead.
+    if (sys.target === 'local') expect(expired).toBeGreaterThan(0);
+    expect(['ADDED', 'RELIST']).toContain(duringEvent);
+    expect(afterEvent).toBe('ADDED');
+    expect(exited).toEqual([]);
   }, 240_000);
 
-  it('binds claims around a node answering 5xx, slowly, 503 Retry-After or malformed JSON, and reports the failures', async () => {
-    const bad = sys.nodes[1] as SimNode;
-    const modes: [string, Record<string, unknown>][] = [
-      ['error-5xx', { errorRate: { claim: 1 } }],
-      ['latency-3s', { latencyMs: 3000 }],
-      ['unavailable-503', { unavailable: { claim: 1 } }],
-      ['malformed-invalid-json', { malformed: { claim: 'invalid-json' } }],
-      ['malformed-wrong-shape', { malformed: { claim: 'wrong-shape' } }],
-      ['malformed-oversized', { malformed: { claim: 'oversized' } }],
-    ];
-    for (const [mode, faults] of modes) {
-      await setFaults(bad, faults);
-      const t0 = Date.now();
-      const names = Array.from({ length: 6 }, (_, i) => `f-${mode}-${i}`);
-      try {
-        await Promise.all(names.map((n) => createClaim(n)));
-        const bound = await waitBound(names, 120_000);
-        const leaked = (await simRows(bad)).filter((r) => names.some((n) => servedNameOf(r.claim_ref) === `${ns}/${n}`) && !bound.some((c) => c.status?.sandbox?.claimID === r.id)).length;
-        const warnings = JSON.parse((await k(['get', 'events', '-n', ns, '-o', 'json'])).stdout) as { items: { type: string; reason: string; involvedObject: { name: string }; message?: string; note?: string }[] };
-        const failed = warnings.items.filter((e) => e.type === 'Warning' && names.includes(e.involvedObject.name));
-        figures({ fault: 'sandboxd-faults', mode, node: bad.name, claims: names.length, bound: bound.filter(isBound).length,
-          bound_on_faulty: bound.filter((c) => c.status?.sandbox?.nodeName === bad.name).length, unrecorded_deliveries_on_faulty: leaked,
-          warning_events: failed.length, warning_reasons: [...new Set(failed.map((e) => e.reason))], bind_s: (Date.now() - t0) / 1000 });
-        expect(appsThatExited()).toEqual([]);
-      } finally {
-        await clearFaults(bad);
+  itWithNodes(2)(
+    'binds claims around a node answering 5xx, slowly, 503 Retry-After or malformed JSON, and reports the failures',
+    async () => {
+      const bad = sys.nodes[1] as SandboxdNode;
+      const modes: [string, Record<string, unknown>][] = [
+        ['error-5xx', { errorRate: { claim: 1 } }],
+        ['latency-3s', { latencyMs: 3000 }],
+        ['unavailable-503', { unavailable: { claim: 1 } }],
+        ['malformed-invalid-json', { malformed: { claim: 'invalid-json' } }],
+        ['malformed-wrong-shape', { malformed: { claim: 'wrong-shape' } }],
+        ['malformed-oversized', { malformed: { claim: 'oversized' } }],
+      ];
+      for (const [mode, faults] of modes) {
+        await setFaults(bad, faults);
+        const t0 = Date.now();
+        const names = Array.from({ length: 6 }, (_, i) => `f-${mode}-${i}`);
+        try {
+          await Promise.all(names.map((n) => createClaim(n)));
+          const bound = await waitBound(names, 120_000);
+          const unrecorded = async (): Promise<number> =>
+            (await simRows(bad)).filter(
+              (r) =>
+                names.some((n) => servedNameOf(r.claim_ref) === `${ns}/${n}`) && !bound.some((c) => c.status?.sandbox?.claimID === r.id),
+            ).length;
+          const leakedAtBind = await unrecorded();
+          // a VM the node claimed under a reply that was lost is released by the orphan pass (every 5 s)
+          const leaked = await eventually(
+            async () => {
+              const n = await unrecorded();
+              if (n > 0) throw new Error(`${n} deliveries on ${bad.name} recorded by no claim`);
+              return n;
+            },
+            { timeoutMs: 60_000, intervalMs: 1000 },
+          ).catch(() => unrecorded());
+          const warnings = JSON.parse((await k(['get', 'events', '-n', ns, '-o', 'json'])).stdout) as {
+            items: { type: string; reason: string; involvedObject: { name: string }; message?: string; note?: string }[];
+          };
+          const failed = warnings.items.filter((e) => e.type === 'Warning' && names.includes(e.involvedObject.name));
+          const boundOnFaulty = bound.filter((c) => c.status?.sandbox?.nodeName === bad.name).length;
+          const exited = await sys.appsThatExited();
+          figures({
+            fault: 'sandboxd-faults',
+            mode,
+            node: bad.name,
+            claims: names.length,
+            bound: bound.filter(isBound).length,
+            bound_on_faulty: boundOnFaulty,
+            unrecorded_deliveries_on_faulty_at_bind: leakedAtBind,
+            unrecorded_deliveries_on_faulty: leaked,
+            warning_events: failed.length,
+            warning_reasons: [...new Set(failed.map((e) => e.reason))],
+            bind_s: (Date.now() - t0) / 1000,
+            apps_exited: exited.length,
+          });
+          expect(bound.filter(isBound)).toHaveLength(names.length);
+          // a node that fails every claim binds none; a slow one may still bind
+          if (mode !== 'latency-3s') expect(boundOnFaulty).toBe(0);
+          expect(leakedAtBind).toBeGreaterThanOrEqual(leaked);
+          expect(leaked).toBe(0);
+          // a Warning on these claims says a claim on the node failed (a 503 is retried, a slow reply
+          // awaited: those need none), at most once per claim
+          expect(failed.filter((e) => e.reason !== 'ClaimFailed')).toEqual([]);
+          expect(failed.length).toBeLessThanOrEqual(names.length);
+          expect(exited).toEqual([]);
+        } finally {
+          await clearFaults(bad);
+        }
       }
-    }
-  }, 600_000);
+    },
+    600_000,
+  );
 
   it('answers every malformed or hostile body with a 4xx and writes nothing', async () => {
     const server = sys.kubeConfig.getCurrentCluster()?.server ?? '';
@@ -473,8 +659,13 @@ describe('sandbox-scale under faults', () => {
       { name: 'fast-path', url: `${sys.fastPathUrl}/v1/claims`, auth: { token: fastPathToken }, kind: 'claim' as const },
     ];
     const container = { name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } };
-    const sandbox = (name: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> =>
-      ({ apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name }, spec: { podTemplate: { spec: { containers: [container] } } }, ...extra });
+    const sandbox = (name: unknown, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+      apiVersion: 'agents.x-k8s.io/v1beta1',
+      kind: 'Sandbox',
+      metadata: { name },
+      spec: { podTemplate: { spec: { containers: [container] } } },
+      ...extra,
+    });
     const deep = (n: number): string => `${'{"a":'.repeat(n)}1${'}'.repeat(n)}`;
     const big = 'x'.repeat(1_100_000);
     const badNames = ['Bad_Name', '-x', 'a..b', 'x'.repeat(254), '../etc', 'ünïcode', '', ' ', 'a/b', '\u0000'];
@@ -485,13 +676,18 @@ describe('sandbox-scale under faults', () => {
       () => JSON.stringify(sandbox('wrong-pod', { spec: { podTemplate: { spec: { containers: 'none' } } } })),
       () => JSON.stringify(sandbox('wrong-image', { spec: { podTemplate: { spec: { containers: [{ name: 'a', image: 42 }] } } } })),
       () => JSON.stringify(sandbox('no-containers', { spec: { podTemplate: { spec: { containers: [] } } } })),
-      () => JSON.stringify(sandbox('past', { spec: { podTemplate: { spec: { containers: [container] } }, shutdownTime: '2000-01-01T00:00:00Z' } })),
+      () =>
+        JSON.stringify(
+          sandbox('past', { spec: { podTemplate: { spec: { containers: [container] } }, shutdownTime: '2000-01-01T00:00:00Z' } }),
+        ),
       () => JSON.stringify(sandbox('bad-mode', { spec: { podTemplate: { spec: { containers: [container] } }, operatingMode: 'Bogus' } })),
       () => JSON.stringify(sandbox('y'.repeat(300_000))),
       (i) => JSON.stringify(sandbox(badNames[i % badNames.length])),
-      (i) => JSON.stringify({ ...sandbox(badNames[i % badNames.length]), unknownField: { nested: [1, 2, 3] }, status: { nodeName: 'evil' } }),
+      (i) =>
+        JSON.stringify({ ...sandbox(badNames[i % badNames.length]), unknownField: { nested: [1, 2, 3] }, status: { nodeName: 'evil' } }),
       () => '{"__proto__":{"kind":"Sandbox","apiVersion":"agents.x-k8s.io/v1beta1"},"metadata":{"name":"proto"},"spec":{}}',
-      () => `{"apiVersion":"agents.x-k8s.io/v1beta1","kind":"Sandbox","metadata":{"name":"Proto_Bad","__proto__":{"namespace":"kube-system"}},"constructor":{"prototype":{"polluted":true}},"spec":{"podTemplate":{"spec":{"containers":[${JSON.stringify(container)}]}}}}`,
+      () =>
+        `{"apiVersion":"agents.x-k8s.io/v1beta1","kind":"Sandbox","metadata":{"name":"Proto_Bad","__proto__":{"namespace":"kube-system"}},"constructor":{"prototype":{"polluted":true}},"spec":{"podTemplate":{"spec":{"containers":[${JSON.stringify(container)}]}}}}`,
       () => JSON.stringify({ ...sandbox('other-ns'), metadata: { name: 'other-ns', namespace: 'kube-system' } }),
       () => JSON.stringify({ ...sandbox('wrong-kind'), kind: 'Pod' }),
       () => JSON.stringify({ ...sandbox('wrong-version'), apiVersion: 'agents.x-k8s.io/v1' }),
@@ -534,7 +730,14 @@ describe('sandbox-scale under faults', () => {
     // bodies that do not depend on the request index are built once: rebuilding megabyte strings
     // per request would measure the test, not the servers
     const memo = (fs: ((i: number) => string | Buffer)[]): ((i: number) => string | Buffer)[] =>
-      fs.map((f) => (f.length === 0 ? ((v) => () => v)(f(0)) : f));
+      fs.map((f) =>
+        f.length === 0
+          ? (
+              (v) => () =>
+                v
+            )(f(0))
+          : f,
+      );
     sandboxBodies.splice(0, sandboxBodies.length, ...memo(sandboxBodies));
     claimBodies.splice(0, claimBodies.length, ...memo(claimBodies));
     // What a hostile request could have written: a claim (any namespace) or a sandbox named in a
@@ -552,8 +755,14 @@ describe('sandbox-scale under faults', () => {
     const generated = new RegExp(`^(${POOL}|no-such-pool)-[0-9a-f]{6}$`);
     const hostileNamed = (name: string): boolean => hostileNames.has(name) || /^trunc-\d+$/.test(name) || generated.test(name);
     const hostileWrites = async (): Promise<{ claims: string[]; sandboxes: string[]; nodeClaims: number }> => {
-      const claims = ((await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'sandboxclaims' })) as { items: Claim[] }).items;
-      const sandboxes = (await k(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout.trim().split('\n').filter(Boolean).map((n) => n.replace(/^[^/]*\//, ''));
+      const claims = (
+        (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'sandboxclaims' })) as { items: Claim[] }
+      ).items;
+      const sandboxes = (await k(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout
+        .trim()
+        .split('\n')
+        .filter(Boolean)
+        .map((n) => n.replace(/^[^/]*\//, ''));
       return {
         claims: claims.filter((c) => hostileNamed(c.metadata.name)).map((c) => `${c.metadata.namespace ?? ''}/${c.metadata.name}`),
         sandboxes: sandboxes.filter(hostileNamed),
@@ -565,6 +774,7 @@ describe('sandbox-scale under faults', () => {
     const offending: { target: string; body: number; status: number; text: string }[] = [];
     let sent = 0;
     let resets = 0;
+    const resetSizes: number[] = [];
     const t0 = Date.now();
     const worker = async (w: number): Promise<void> => {
       for (let i = w; Date.now() - t0 < HOSTILE_SECONDS * 1000 && sent < 10_000; i += 16) {
@@ -576,9 +786,11 @@ describe('sandbox-scale under faults', () => {
         try {
           const r = await httpsRequest(target.url, 'POST', body, target.auth);
           statuses.set(`${target.name}:${r.status}`, (statuses.get(`${target.name}:${r.status}`) ?? 0) + 1);
-          if (r.status < 400 || r.status >= 500) offending.push({ target: target.name, body: bi, status: r.status, text: r.text.slice(0, 300) });
+          if (r.status < 400 || r.status >= 500)
+            offending.push({ target: target.name, body: bi, status: r.status, text: r.text.slice(0, 300) });
         } catch {
           resets++; // the server answered 413 and closed before the whole body was sent
+          resetSizes.push(body.length);
         }
       }
     };
@@ -587,21 +799,55 @@ describe('sandbox-scale under faults', () => {
     const after = await hostileWrites();
     const newClaims = after.claims.filter((c) => !before.claims.includes(c));
     const newSandboxes = after.sandboxes.filter((n) => !before.sandboxes.includes(n));
-    figures({ fault: 'hostile-bodies', requests: sent, seconds: elapsed, answered_4xx: [...statuses].filter(([s]) => /:4\d\d$/.test(s)).reduce((n, [, v]) => n + v, 0),
-      answered_5xx: offending.filter((o) => o.status >= 500).length, answered_2xx_3xx: offending.filter((o) => o.status < 400).length, connection_resets: resets,
-      statuses: Object.fromEntries(statuses), new_claims: newClaims.length, new_sandboxes: newSandboxes.length, node_claims: after.nodeClaims - before.nodeClaims });
+    const answered4xx = [...statuses].filter(([s]) => /:4\d\d$/.test(s)).reduce((n, [, v]) => n + v, 0);
+    const answered = [...statuses.values()].reduce((n, v) => n + v, 0);
+    const exited = await sys.appsThatExited();
+    figures({
+      fault: 'hostile-bodies',
+      requests: sent,
+      seconds: elapsed,
+      answered_4xx: answered4xx,
+      answered_5xx: offending.filter((o) => o.status >= 500).length,
+      answered_2xx_3xx: offending.filter((o) => o.status < 400).length,
+      connection_resets: resets,
+      smallest_reset_body: resetSizes.length ? Math.min(...resetSizes) : null,
+      statuses: Object.fromEntries(statuses),
+      new_claims: newClaims.length,
+      new_sandboxes: newSandboxes.length,
+      node_claims: after.nodeClaims - before.nodeClaims,
+      apps_exited: exited.length,
+    });
     if (offending.length > 0) console.log(JSON.stringify(offending.slice(0, 10)));
     expect(offending).toEqual([]);
     expect(sent).toBeGreaterThanOrEqual(1000);
+    // every request was answered 4xx, or closed by a server refusing an oversized body (over 1 MiB) early
+    expect(answered4xx + resets).toBe(sent);
+    expect(answered).toBe(answered4xx);
+    expect(resetSizes.filter((n) => n <= 1024 * 1024)).toEqual([]);
     expect(newClaims).toEqual([]);
     expect(newSandboxes).toEqual([]);
     expect(after.nodeClaims).toBe(before.nodeClaims);
-    expect(appsThatExited()).toEqual([]);
+    expect(exited).toEqual([]);
   }, 300_000);
 
   it('keeps sandbox tokens out of every list, get, watch, event and log line', async () => {
-    const created = JSON.parse((await k(['create', '-f', '-', '-o', 'json'], JSON.stringify({ apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'direct-1', namespace: ns },
-      spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } }))).stdout) as { metadata: { annotations?: Record<string, string> } };
+    const created = JSON.parse(
+      (
+        await k(
+          ['create', '-f', '-', '-o', 'json'],
+          JSON.stringify({
+            apiVersion: 'agents.x-k8s.io/v1beta1',
+            kind: 'Sandbox',
+            metadata: { name: 'direct-1', namespace: ns },
+            spec: {
+              podTemplate: {
+                spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] },
+              },
+            },
+          }),
+        )
+      ).stdout,
+    ) as { metadata: { annotations?: Record<string, string> } };
     const tokens = new Set<string>();
     // the create response is the one place a Sandbox's token is shown
     for (const [key, v] of Object.entries(created.metadata.annotations ?? {})) if (/token/i.test(key)) tokens.add(v);
@@ -623,7 +869,12 @@ describe('sandbox-scale under faults', () => {
     expect(createTokens).toBe(1);
     expect(secretTokens).toBeGreaterThan(0);
     const watch = kubectlStream(['get', 'sandboxes', '-A', '-w', '-o', 'json']);
-    await eventually(() => { if (!watch.out().includes('"direct-1"')) throw new Error('watch has not listed direct-1'); }, { timeoutMs: 60_000, intervalMs: 250 });
+    await eventually(
+      () => {
+        if (!watch.out().includes('"direct-1"')) throw new Error('watch has not listed direct-1');
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
     await watch.stop();
     const outputs: [string, string][] = [
       ['get sandboxes -A -o json', (await k(['get', 'sandboxes', '-A', '-o', 'json'])).stdout],
@@ -635,12 +886,36 @@ describe('sandbox-scale under faults', () => {
       ['get nodeinventories -o json', (await k(['get', 'nodeinventories', '-o', 'json'])).stdout],
       ['get events -A -o json', (await k(['get', 'events', '-A', '-o', 'json'])).stdout],
     ];
-    for (const f of readdirSync(sys.logDir)) outputs.push([`log ${f}`, readFileSync(join(sys.logDir, f), 'utf8')]);
+    const logs = await sys.appLogs();
+    for (const [app, text] of logs) outputs.push([`log ${app}`, text]);
     const leaks = outputs.flatMap(([where, text]) => all.filter((t) => text.includes(t)).map(() => where));
-    figures({ fault: 'token-exposure', tokens: all.length, from_claim_secrets: secretTokens, outputs_scanned: outputs.length, bytes_scanned: outputs.reduce((n, [, t]) => n + t.length, 0), leaks: leaks.length, leaked_in: [...new Set(leaks)] });
+    const bytes = outputs.reduce((n, [, t]) => n + t.length, 0);
+    figures({
+      fault: 'token-exposure',
+      tokens: all.length,
+      from_claim_secrets: secretTokens,
+      outputs_scanned: outputs.length,
+      logs_scanned: logs.size,
+      bytes_scanned: bytes,
+      leaks: leaks.length,
+      leaked_in: [...new Set(leaks)],
+    });
+    // the create's token, the claim Secrets' and the node's own for each sandbox of the namespace
+    expect(all.length).toBeGreaterThan(secretTokens);
+    // every app's log was read (local: each process; installed: each pod), beside the 8 outputs
+    expect(logs.size).toBeGreaterThanOrEqual(5);
+    expect(outputs.length).toBe(8 + logs.size);
+    expect(bytes).toBeGreaterThan(0);
+    expect(leaks).toHaveLength(0);
     if (leaks.length > 0) {
       // where each leak is, with the token masked
-      const lines = outputs.flatMap(([where, text]) => text.split('\n').filter((l) => all.some((t) => l.includes(t))).slice(0, 2).map((l) => `${where}: ${all.reduce((x, t) => x.split(t).join('<TOKEN>'), l).slice(0, 600)}`));
+      const lines = outputs.flatMap(([where, text]) =>
+        text
+          .split('\n')
+          .filter((l) => all.some((t) => l.includes(t)))
+          .slice(0, 2)
+          .map((l) => `${where}: ${all.reduce((x, t) => x.split(t).join('<TOKEN>'), l).slice(0, 600)}`),
+      );
       console.log(lines.join('\n'));
     }
     expect([...new Set(leaks)]).toEqual([]);

@@ -26,6 +26,20 @@ function httpGet(url: string): Promise<{ status: number; body: string }> {
 }
 
 /** What of a run is still on the machine: processes naming its dir, mounts under it, its links, KUBE-/CNI- chains. */
+/** KUBE-/CNI- iptables rules of the machine (other tools' CNI plugins may have made some before the node ran). */
+function kubeAndCniRules(): string[] {
+  const rules: string[] = [];
+  for (const table of ['nat', 'filter', 'mangle']) {
+    for (const rule of execFileSync('iptables', ['-w', '-t', table, '-S'], { encoding: 'utf8' }).split('\n')) {
+      if (/KUBE-|CNI-/.test(rule)) rules.push(`iptables ${table}: ${rule}`);
+    }
+  }
+  return rules;
+}
+
+/** Rules that were there before any node of this file started: not the node's to remove. */
+const rulesBefore = new Set(kubeAndCniRules());
+
 function leftovers(dir: string, links: string[]): string[] {
   const found: string[] = [];
   for (const pid of readdirSync('/proc').filter((n) => /^\d+$/.test(n))) {
@@ -42,11 +56,7 @@ function leftovers(dir: string, links: string[]): string[] {
   }
   const shown = execFileSync('ip', ['-o', 'link', 'show'], { encoding: 'utf8' });
   for (const link of links) if (shown.includes(` ${link}:`)) found.push(`link ${link}`);
-  for (const table of ['nat', 'filter', 'mangle']) {
-    for (const rule of execFileSync('iptables', ['-w', '-t', table, '-S'], { encoding: 'utf8' }).split('\n')) {
-      if (/KUBE-|CNI-/.test(rule)) found.push(`iptables ${table}: ${rule}`);
-    }
-  }
+  found.push(...kubeAndCniRules().filter((r) => !rulesBefore.has(r)));
   return found;
 }
 
@@ -88,14 +98,16 @@ describe('a real node in the local cluster', () => {
         metadata: { name: 'probe-server', labels },
         spec: {
           securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
-          containers: [{
-            name: 'server',
-            image: image.name,
-            imagePullPolicy: 'Never',
-            ports: [{ name: 'http', containerPort: 8080 }],
-            readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 1 },
-            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
-          }],
+          containers: [
+            {
+              name: 'server',
+              image: image.name,
+              imagePullPolicy: 'Never',
+              ports: [{ name: 'http', containerPort: 8080 }],
+              readinessProbe: { httpGet: { path: '/healthz', port: 'http' }, periodSeconds: 1 },
+              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+            },
+          ],
         },
       },
     });
@@ -104,12 +116,16 @@ describe('a real node in the local cluster', () => {
       body: { metadata: { name: 'probe-server' }, spec: { selector: labels, ports: [{ name: 'http', port: 80, targetPort: 'http' }] } },
     });
 
-    const pod = await eventually(async () => {
-      const p: V1Pod = await core.readNamespacedPod({ name: 'probe-server', namespace });
-      const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
-      if (ready?.status !== 'True') throw new Error(`pod not Ready: ${JSON.stringify(p.status?.containerStatuses ?? p.status?.conditions)}`);
-      return p;
-    }, { timeoutMs: 120_000, intervalMs: 500 });
+    const pod = await eventually(
+      async () => {
+        const p: V1Pod = await core.readNamespacedPod({ name: 'probe-server', namespace });
+        const ready = p.status?.conditions?.find((c) => c.type === 'Ready');
+        if (ready?.status !== 'True')
+          throw new Error(`pod not Ready: ${JSON.stringify(p.status?.containerStatuses ?? p.status?.conditions)}`);
+        return p;
+      },
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
     expect(pod.spec?.nodeName).toBe(node.name);
     const podIp = pod.status?.podIP ?? '';
     expect(podIp).toMatch(/^10\.244\.0\.\d+$/);
@@ -120,18 +136,24 @@ describe('a real node in the local cluster', () => {
     expect(viaService).toEqual({ status: 200, body: 'pod probe-server' });
 
     // kube-apiserver reaches the pod through the Service (as it reaches an APIService)
-    const viaApiserver = await eventually(async () => {
-      const body = await core.connectGetNamespacedServiceProxy({ name: 'probe-server:http', namespace });
-      return String(body);
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    const viaApiserver = await eventually(
+      async () => {
+        const body = await core.connectGetNamespacedServiceProxy({ name: 'probe-server:http', namespace });
+        return String(body);
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     expect(viaApiserver).toBe('pod probe-server');
 
     // the pod reaches kube-apiserver through the `kubernetes` Service with its own ServiceAccount token
-    const fromPod = await eventually(async () => {
-      const r = await httpGet(`http://${podIp}:8080/apiserver`);
-      if (r.body !== '200') throw new Error(`pod -> kube-apiserver: ${r.body}`);
-      return r.body;
-    }, { timeoutMs: 60_000, intervalMs: 1000 });
+    const fromPod = await eventually(
+      async () => {
+        const r = await httpGet(`http://${podIp}:8080/apiserver`);
+        if (r.body !== '200') throw new Error(`pod -> kube-apiserver: ${r.body}`);
+        return r.body;
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
     expect(fromPod).toBe('200');
 
     const links = nodeLinks(plane.dir);
@@ -142,7 +164,9 @@ describe('a real node in the local cluster', () => {
   });
 
   it('leaves nothing behind when its owner is SIGKILLed with a pod running', async () => {
-    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/start-and-wait.ts'), '--node'], { stdio: ['ignore', 'pipe', 'inherit'] });
+    const child = spawn(process.execPath, ['--import', 'tsx', join(__dirname, 'fixtures/start-and-wait.ts'), '--node'], {
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
     const info = await new Promise<{ dir: string; pids: number[]; links: string[] }>((resolve, reject) => {
       let text = '';
       child.stdout.on('data', (c: Buffer) => {
@@ -153,11 +177,14 @@ describe('a real node in the local cluster', () => {
     });
     expect(leftovers(info.dir, info.links).some((l) => l.startsWith('mount '))).toBe(true);
     child.kill('SIGKILL');
-    await eventually(() => {
-      for (const pid of info.pids) expect(() => process.kill(pid, 0)).toThrow();
-      expect(existsSync(info.dir)).toBe(false);
-      expect(leftovers(info.dir, info.links)).toEqual([]);
-      expect(existsSync('/run/sandbox-scale-node.lock')).toBe(false);
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    await eventually(
+      () => {
+        for (const pid of info.pids) expect(() => process.kill(pid, 0)).toThrow();
+        expect(existsSync(info.dir)).toBe(false);
+        expect(leftovers(info.dir, info.links)).toEqual([]);
+        expect(existsSync('/run/sandbox-scale-node.lock')).toBe(false);
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
   });
 });

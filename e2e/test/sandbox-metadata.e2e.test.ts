@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { Agent, request } from 'node:https';
-import { CoreV1Api, RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
-import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, type RunResult, kubectlOk } from '../src/index';
-import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
+import { RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import { eventually, kubectl, runSuffix, type RunResult, kubectlOk } from '../src/index';
+import { applyWarmPool, startSuiteSystem } from '../src/system/suite-system';
+import type { SystemUnderTest } from '../src/system/system-under-test';
 
 // Labels and annotations users put on sandboxes, as kubectl puts them: label, annotate, patch
 // (merge and JSON), selected with -l, seen as a MODIFIED watch event, and still there after the
@@ -10,7 +10,7 @@ import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
 // spec.operatingMode (agent-sandbox's suspension) hibernates and wakes the microVM.
 
 const ns = `meta-${runSuffix()}`;
-let system: LocalSystem;
+let system: SystemUnderTest;
 let agent: Agent;
 let token = '';
 
@@ -20,44 +20,64 @@ function k(args: string[], input?: string): Promise<RunResult> {
   return kubectlOk(args, { kubeconfig: system.kubeconfigPath, input });
 }
 
-const getSandbox = async (name: string): Promise<Sandbox> => JSON.parse((await k(['-n', ns, 'get', 'sandbox', name, '-o', 'json'])).stdout) as Sandbox;
+const getSandbox = async (name: string): Promise<Sandbox> =>
+  JSON.parse((await k(['-n', ns, 'get', 'sandbox', name, '-o', 'json'])).stdout) as Sandbox;
 
 /** A GET straight to one sandbox-apiserver replica, as a namespace ServiceAccount. */
 function getFrom(base: string, path: string): Promise<{ code: number; body: Sandbox }> {
   return new Promise((resolve, reject) => {
-    const req = request(`${base}${path}`, { method: 'GET', agent, headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' } }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (c: Buffer) => chunks.push(c));
-      res.on('end', () => resolve({ code: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Sandbox }));
-      res.on('error', reject);
-    });
+    const req = request(
+      `${base}${path}`,
+      {
+        method: 'GET',
+        agent,
+        servername: system.servernameOf(base),
+        headers: { Authorization: `Bearer ${token}`, Accept: 'application/json' },
+      },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (c: Buffer) => chunks.push(c));
+        res.on('end', () => resolve({ code: res.statusCode ?? 0, body: JSON.parse(Buffer.concat(chunks).toString('utf8')) as Sandbox }));
+        res.on('error', reject);
+      },
+    );
     req.on('error', reject);
     req.end();
   });
 }
 
 beforeAll(async () => {
-  system = await startLocalSystem({
-    nodes: 2, examples: false, speed: 0.02, publishInterval: '1s', apiserverReplicas: 2,
-    beforeInstall: async (kc) => {
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+  system = await startSuiteSystem({ namespaces: [ns], local: { nodes: 2, speed: 0.02, publishInterval: '1s', apiserverReplicas: 2 } });
+  agent = new Agent({ keepAlive: true, ca: system.servingCa });
+  const rbac = system.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
+  await rbac.createNamespacedRole({
+    namespace: ns,
+    body: { metadata: { name: 'reader' }, rules: [{ apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list'] }] },
+  });
+  token = (await system.tenant(ns, 'reader')).token;
+  await rbac.createNamespacedRoleBinding({
+    namespace: ns,
+    body: {
+      metadata: { name: 'reader' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' },
+      subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns }],
     },
   });
-  agent = new Agent({ keepAlive: true, ca: readFileSync(system.servingCaPath, 'utf8') });
-  const rbac = system.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'reader' }, rules: [{ apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['get', 'list'] }] } });
-  const userKc = await kubeconfigForServiceAccount(system.kubeConfig, ns, 'reader');
-  await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'reader' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'reader' }, subjects: [{ kind: 'ServiceAccount', name: 'reader', namespace: ns }] } });
-  token = userKc.getCurrentUser()?.token ?? '';
-  const template = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', metadata: { name: 'agent', namespace: ns },
-    spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: 'ghcr.io/example/meta-agent:1.0', resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
-  const pool = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', metadata: { name: 'agent', namespace: ns }, spec: { replicas: 3, sandboxTemplateRef: { name: 'agent' } } };
-  const claims = ['m1', 'm2'].map((name) => ({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name, namespace: ns }, spec: { warmPoolRef: { name: 'agent' } } }));
-  await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool, ...claims] }));
+  await applyWarmPool(system, ns, { image: 'ghcr.io/example/meta-agent:1.0', replicas: 3 });
+  const claims = ['m1', 'm2'].map((name) => ({
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxClaim',
+    metadata: { name, namespace: ns },
+    spec: { warmPoolRef: { name: 'agent' } },
+  }));
+  await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: claims }));
   await k(['-n', ns, 'wait', '--for=condition=Ready', 'sandboxclaim/m1', 'sandboxclaim/m2', '--timeout=120s']);
-  await eventually(async () => {
-    for (const n of ['m1', 'm2']) expect((await getSandbox(n)).metadata?.name).toBe(n);
-  }, { timeoutMs: 30_000, intervalMs: 500 });
+  await eventually(
+    async () => {
+      for (const n of ['m1', 'm2']) expect((await getSandbox(n)).metadata?.name).toBe(n);
+    },
+    { timeoutMs: 30_000, intervalMs: 500 },
+  );
 }, 300_000);
 
 afterAll(async () => {
@@ -79,78 +99,126 @@ describe('labels and annotations users set on sandboxes', () => {
     expect(after.metadata?.annotations?.['example.com/note']).toBe('hello');
     expect(after.metadata?.uid).toBe(before.metadata?.uid);
 
-    expect((await k(['-n', ns, 'get', 'sandboxes', '-l', 'team=blue', '-o', 'name'])).stdout.trim().split('\n')).toEqual(['sandbox.agents.x-k8s.io/m1']);
-    expect((await k(['-n', ns, 'get', 'sandboxes', '-l', 'team!=blue', '-o', 'name'])).stdout.trim().split('\n')).toEqual(['sandbox.agents.x-k8s.io/m2']);
+    expect((await k(['-n', ns, 'get', 'sandboxes', '-l', 'team=blue', '-o', 'name'])).stdout.trim().split('\n')).toEqual([
+      'sandbox.agents.x-k8s.io/m1',
+    ]);
+    expect((await k(['-n', ns, 'get', 'sandboxes', '-l', 'team!=blue', '-o', 'name'])).stdout.trim().split('\n')).toEqual([
+      'sandbox.agents.x-k8s.io/m2',
+    ]);
 
     // the changes since the read before them, replayed from that resourceVersion
-    const watch = await k(['get', '--raw', `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=1&fieldSelector=metadata.name%3Dm1&resourceVersion=${before.metadata?.resourceVersion}&timeoutSeconds=2`]);
-    const events = watch.stdout.trim().split('\n').map((l) => JSON.parse(l) as { type: string; object: Sandbox });
+    const watch = await k([
+      'get',
+      '--raw',
+      `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=1&fieldSelector=metadata.name%3Dm1&resourceVersion=${before.metadata?.resourceVersion}&timeoutSeconds=2`,
+    ]);
+    const events = watch.stdout
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l) as { type: string; object: Sandbox });
     const modified = events.filter((e) => e.type === 'MODIFIED');
     expect(modified.length).toBeGreaterThanOrEqual(4);
     expect(modified.some((e) => e.object.metadata?.labels?.['team'] === 'blue')).toBe(true);
   });
 
   it('keeps the labels and annotations a create request gives', async () => {
-    const body = { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'made', namespace: ns, labels: { origin: 'create' }, annotations: { 'example.com/by': 'kubectl-create' } },
-      spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: 'ghcr.io/example/meta-agent:1.0', resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
+    const body = {
+      apiVersion: 'agents.x-k8s.io/v1beta1',
+      kind: 'Sandbox',
+      metadata: { name: 'made', namespace: ns, labels: { origin: 'create' }, annotations: { 'example.com/by': 'kubectl-create' } },
+      spec: {
+        podTemplate: {
+          spec: {
+            containers: [{ name: 'agent', image: 'ghcr.io/example/meta-agent:1.0', resources: { requests: { cpu: '1', memory: '1Gi' } } }],
+          },
+        },
+      },
+    };
     // a 503 (no warm VM yet, while the pool refills) is retried; any other failure is final
-    await eventually(async () => {
-      const r = await kubectl(['create', '-f', '-'], { kubeconfig: system.kubeconfigPath, input: JSON.stringify(body) });
-      if (r.code !== 0 && /warm capacity/.test(r.stderr)) throw new Error(r.stderr);
-      expect(r.stderr).toBe('');
-    }, { timeoutMs: 60_000, intervalMs: 1000 });
+    await eventually(
+      async () => {
+        const r = await kubectl(['create', '-f', '-'], { kubeconfig: system.kubeconfigPath, input: JSON.stringify(body) });
+        if (r.code !== 0 && /warm capacity/.test(r.stderr)) throw new Error(r.stderr);
+        expect(r.stderr).toBe('');
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
     const s = await getSandbox('made');
     expect(s.metadata?.labels).toMatchObject({ origin: 'create' });
     expect(s.metadata?.annotations?.['example.com/by']).toBe('kubectl-create');
     // a list on a replica that did not create it shows it once its node publishes it
-    await eventually(async () => {
-      expect((await k(['-n', ns, 'get', 'sandboxes', '-l', 'origin=create', '-o', 'name'])).stdout.trim()).toBe('sandbox.agents.x-k8s.io/made');
-    }, { timeoutMs: 30_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        expect((await k(['-n', ns, 'get', 'sandboxes', '-l', 'origin=create', '-o', 'name'])).stdout.trim()).toBe(
+          'sandbox.agents.x-k8s.io/made',
+        );
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
   });
 
   it('refuses other fields with a 422 that names the field and says what may change', async () => {
-    const r = await kubectl(['-n', ns, 'patch', 'sandbox', 'm1', '--type=merge', '-p', JSON.stringify({ spec: { shutdownTime: '2030-01-01T00:00:00Z' } })], { kubeconfig: system.kubeconfigPath });
+    const r = await kubectl(
+      ['-n', ns, 'patch', 'sandbox', 'm1', '--type=merge', '-p', JSON.stringify({ spec: { shutdownTime: '2030-01-01T00:00:00Z' } })],
+      { kubeconfig: system.kubeconfigPath },
+    );
     expect(r.code).not.toBe(0);
     expect(r.stderr).toContain('spec.shutdownTime');
     expect(r.stderr).toContain('metadata.labels, metadata.annotations and spec.operatingMode');
-    const reserved = await kubectl(['-n', ns, 'label', 'sandbox', 'm1', '--overwrite', 'sandbox.cocoonstack.io/node=elsewhere'], { kubeconfig: system.kubeconfigPath });
+    const reserved = await kubectl(['-n', ns, 'label', 'sandbox', 'm1', '--overwrite', 'sandbox.cocoonstack.io/node=elsewhere'], {
+      kubeconfig: system.kubeconfigPath,
+    });
     expect(reserved.code).not.toBe(0);
     expect(reserved.stderr).toContain('metadata.labels[sandbox.cocoonstack.io/node]');
   });
 
   it('keep them across a new publish of the sandbox (spec.operatingMode Suspended hibernates it, Running wakes it)', async () => {
     await k(['-n', ns, 'patch', 'sandbox', 'm1', '--type=merge', '-p', JSON.stringify({ spec: { operatingMode: 'Suspended' } })]);
-    await eventually(async () => {
-      const s = await getSandbox('m1');
-      expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Hibernated' });
-      expect(s.metadata?.labels).toMatchObject({ team: 'blue', env: 'dev', 'sandbox.cocoonstack.io/phase': 'Hibernated' });
-    }, { timeoutMs: 30_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        const s = await getSandbox('m1');
+        expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Hibernated' });
+        expect(s.metadata?.labels).toMatchObject({ team: 'blue', env: 'dev', 'sandbox.cocoonstack.io/phase': 'Hibernated' });
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
     await k(['-n', ns, 'patch', 'sandbox', 'm1', '--type=merge', '-p', JSON.stringify({ spec: { operatingMode: 'Running' } })]);
-    await eventually(async () => {
-      const s = await getSandbox('m1');
-      expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'Running' });
-      expect(s.metadata?.labels).toMatchObject({ team: 'blue', env: 'dev' });
-    }, { timeoutMs: 30_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        const s = await getSandbox('m1');
+        expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'Running' });
+        expect(s.metadata?.labels).toMatchObject({ team: 'blue', env: 'dev' });
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
   });
 
   it('serves them on every replica, and after a sandbox-apiserver restart', async () => {
-    await eventually(async () => {
-      for (const url of system.apiserverUrls) {
-        const r = await getFrom(url, `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/m1`);
-        expect(r.code).toBe(200);
-        expect(r.body.metadata?.labels).toMatchObject({ team: 'blue', env: 'dev' });
-      }
-    }, { timeoutMs: 30_000, intervalMs: 500 });
-    await system.restartApp('sandbox-apiserver');
-    await eventually(async () => {
-      const s = await getSandbox('m1');
-      expect(s.metadata?.labels).toMatchObject({ team: 'blue', env: 'dev' });
-      expect(s.metadata?.annotations?.['example.com/note']).toBe('hello');
-      // served now from its node's inventory alone (the restart forgot the create), with its labels
-      expect((await getSandbox('made')).metadata?.labels).toMatchObject({ origin: 'create' });
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        for (const url of system.apiserverUrls) {
+          const r = await getFrom(url, `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/m1`);
+          expect(r.code).toBe(200);
+          expect(r.body.metadata?.labels).toMatchObject({ team: 'blue', env: 'dev' });
+        }
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    await system.restartApiserverReplica();
+    await eventually(
+      async () => {
+        const s = await getSandbox('m1');
+        expect(s.metadata?.labels).toMatchObject({ team: 'blue', env: 'dev' });
+        expect(s.metadata?.annotations?.['example.com/note']).toBe('hello');
+        // served now from its node's inventory alone (the restart forgot the create), with its labels
+        expect((await getSandbox('made')).metadata?.labels).toMatchObject({ origin: 'create' });
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     // one ConfigMap for the namespace, in sandbox-apiserver's own namespace
-    const cms = JSON.parse((await k(['get', 'configmaps', '-A', '-l', 'sandbox.cocoonstack.io/sandbox-metadata-of', '-o', 'json'])).stdout) as { items: KubernetesObject[] };
+    const cms = JSON.parse(
+      (await k(['get', 'configmaps', '-A', '-l', 'sandbox.cocoonstack.io/sandbox-metadata-of', '-o', 'json'])).stdout,
+    ) as { items: KubernetesObject[] };
     expect(cms.items.map((c) => c.metadata?.name)).toEqual([`sandbox-metadata.${ns}`]);
   });
 });

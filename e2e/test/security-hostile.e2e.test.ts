@@ -1,12 +1,13 @@
-import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { readFileSync } from 'node:fs';
+import { CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, type Socket } from 'node:net';
-import { join } from 'node:path';
 import { connect as tlsConnect } from 'node:tls';
-import { eventually, kubeconfigForServiceAccount, runSuffix } from '../src/index';
-import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
+import { eventually, runSuffix } from '../src/index';
+import { MAX_WATCHES_PER_USER } from '../src/installed/installed-values';
+import { startSuiteSystem } from '../src/system/suite-system';
+import type { SystemUnderTest } from '../src/system/system-under-test';
+import { sandboxdCounters } from '../src/testing/sandboxd';
 
 // Hostile requests against every HTTP server of the system — sandbox-apiserver directly and
 // through kube-apiserver, the fast path, the probe/metrics listeners and the simulated nodes:
@@ -19,12 +20,12 @@ const GROUP = 'extensions.agents.x-k8s.io';
 const VERSION = 'v1beta1';
 const POOL = 'agent';
 const IMAGE = 'ghcr.io/example/hostile-agent:1.0';
-const WATCHES_PER_USER = 3;
+const WATCHES_PER_USER = MAX_WATCHES_PER_USER;
 /** One hostile request gets this long to be answered or closed; past it, it counts as hung. */
 const REPLY_TIMEOUT_MS = 20_000;
 const CONCURRENCY = 8;
 
-let sys: LocalSystem;
+let sys: SystemUnderTest;
 let clientToken = '';
 let ca = '';
 const probes = new Map<string, string>();
@@ -55,7 +56,10 @@ type Outcome = { kind: 'status'; status: number } | { kind: 'closed' } | { kind:
 function isClosedCleanly(err: unknown): boolean {
   const code = (err as NodeJS.ErrnoException).code ?? '';
   // the server answered and closed before the whole body was sent, or refused the request outright
-  return ['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'HPE_INVALID_CONSTANT', 'ERR_STREAM_WRITE_AFTER_END'].includes(code) || /socket hang up|aborted/i.test(String(err));
+  return (
+    ['ECONNRESET', 'EPIPE', 'ECONNABORTED', 'HPE_INVALID_CONSTANT', 'ERR_STREAM_WRITE_AFTER_END'].includes(code) ||
+    /socket hang up|aborted/i.test(String(err))
+  );
 }
 
 function send(t: Target, h: Hostile): Promise<Outcome> {
@@ -70,7 +74,15 @@ function send(t: Target, h: Hostile): Promise<Outcome> {
     };
     try {
       const req = request(
-        { host: u.hostname, port: u.port, method: h.method, path: h.path, headers: h.headers ?? {}, ...(t.tls ? { ca, servername: 'localhost', rejectUnauthorized: false } : {}), agent: false },
+        {
+          host: u.hostname,
+          port: u.port,
+          method: h.method,
+          path: h.path,
+          headers: h.headers ?? {},
+          ...(t.tls ? { ca, servername: 'localhost', rejectUnauthorized: false } : {}),
+          agent: false,
+        },
         (res) => {
           // the status line is the answer; the body (a watch streams until its timeout) is not needed
           done({ kind: 'status', status: res.statusCode ?? 0 });
@@ -95,7 +107,9 @@ function sendRaw(t: Target, bytes: string | Buffer, timeoutMs = REPLY_TIMEOUT_MS
   return new Promise((resolve) => {
     const u = new URL(t.base);
     const port = Number(u.port);
-    const socket: Socket = t.tls ? tlsConnect({ host: u.hostname, port, ca, servername: 'localhost', rejectUnauthorized: false }) : netConnect(port, u.hostname);
+    const socket: Socket = t.tls
+      ? tlsConnect({ host: u.hostname, port, ca, servername: 'localhost', rejectUnauthorized: false })
+      : netConnect(port, u.hostname);
     let reply = '';
     let settled = false;
     const done = (o: Outcome): void => {
@@ -117,16 +131,51 @@ function sendRaw(t: Target, bytes: string | Buffer, timeoutMs = REPLY_TIMEOUT_MS
   });
 }
 
-const BAD_PATH_SUFFIXES = ['%zz', '%', '%E0%A4%A', '%00', '..%2F..%2Fetc%2Fpasswd', '../../../../etc/passwd', '%2e%2e/%2e%2e', 'ünïcode', 'a%2Fb', '%00x', 'x'.repeat(4096), 'sandboxes/sandboxes/sandboxes', '%252e', ';x=1', '*'];
+const BAD_PATH_SUFFIXES = [
+  '%zz',
+  '%',
+  '%E0%A4%A',
+  '%00',
+  '..%2F..%2Fetc%2Fpasswd',
+  '../../../../etc/passwd',
+  '%2e%2e/%2e%2e',
+  'ünïcode',
+  'a%2Fb',
+  '%00x',
+  'x'.repeat(4096),
+  'sandboxes/sandboxes/sandboxes',
+  '%252e',
+  ';x=1',
+  '*',
+];
 const BAD_QUERIES = [
-  '?watch=true&timeoutSeconds=abc', '?watch=1&resourceVersion=abc', '?watch=true&resourceVersion=-5', '?watch=true&sendInitialEvents=true', '?labelSelector=(((', '?labelSelector=%zz',
-  '?fieldSelector=metadata.name%3D%zz', '?fieldSelector=spec.secret%3Dx', '?limit=-1', '?limit=1e309', '?continue=garbage', '?continue=%zz', '?timeoutSeconds=1e308&watch=true',
-  '?dryRun=Maybe', '?fieldValidation=Loose', '?includeObject=Everything', `?${Array.from({ length: 500 }, (_, i) => `p${i}=${i}`).join('&')}`, '?a=%zz&b=%', '?resourceVersionMatch=Exact',
+  '?watch=true&timeoutSeconds=abc',
+  '?watch=1&resourceVersion=abc',
+  '?watch=true&resourceVersion=-5',
+  '?watch=true&sendInitialEvents=true',
+  '?labelSelector=(((',
+  '?labelSelector=%zz',
+  '?fieldSelector=metadata.name%3D%zz',
+  '?fieldSelector=spec.secret%3Dx',
+  '?limit=-1',
+  '?limit=1e309',
+  '?continue=garbage',
+  '?continue=%zz',
+  '?timeoutSeconds=1e308&watch=true',
+  '?dryRun=Maybe',
+  '?fieldValidation=Loose',
+  '?includeObject=Everything',
+  `?${Array.from({ length: 500 }, (_, i) => `p${i}=${i}`).join('&')}`,
+  '?a=%zz&b=%',
+  '?resourceVersionMatch=Exact',
 ];
 const METHODS = ['GET', 'HEAD', 'POST', 'PUT', 'PATCH', 'DELETE', 'OPTIONS', 'TRACE'];
 const BAD_BODIES: readonly { type: string; body: string | Buffer }[] = [
   { type: 'application/yaml', body: 'a: [1, 2\n  b: {' },
-  { type: 'application/yaml', body: 'a: &a [x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n' },
+  {
+    type: 'application/yaml',
+    body: 'a: &a [x]\nb: &b [*a,*a,*a,*a,*a,*a,*a,*a,*a,*a]\nc: &c [*b,*b,*b,*b,*b,*b,*b,*b,*b,*b]\nd: [*c,*c,*c,*c,*c,*c,*c,*c,*c,*c]\n',
+  },
   { type: 'application/yaml', body: 'kind: Sandbox\n---\nkind: Sandbox\n' },
   { type: 'application/yaml', body: '!!js/function "function(){}"' },
   { type: 'application/json', body: '{"kind":' },
@@ -171,24 +220,36 @@ function hostileRequests(t: Target): Hostile[] {
   let i = 0;
   for (const base of bases) {
     const dir = base.endsWith('/') ? base : `${base}/`;
-    for (const suffix of BAD_PATH_SUFFIXES) out.push({ method: METHODS[i++ % METHODS.length] as string, path: `${dir}${suffix}`, headers: t.auth });
+    for (const suffix of BAD_PATH_SUFFIXES)
+      out.push({ method: METHODS[i++ % METHODS.length] as string, path: `${dir}${suffix}`, headers: t.auth });
     for (const q of BAD_QUERIES) out.push({ method: 'GET', path: `${base}${q}`, headers: t.auth });
     for (const m of [...METHODS, 'PROPFIND', 'M-SEARCH', 'PURGE']) out.push({ method: m, path: base, headers: t.auth });
-    for (let h = 0; h < 14; h++) out.push({ method: h % 3 === 0 ? 'POST' : 'GET', path: base, headers: hostileHeaders(t, h), ...(h % 3 === 0 ? { body: t.lenientJson ? '{' : '{}' } : {}) });
+    for (let h = 0; h < 14; h++)
+      out.push({
+        method: h % 3 === 0 ? 'POST' : 'GET',
+        path: base,
+        headers: hostileHeaders(t, h),
+        ...(h % 3 === 0 ? { body: t.lenientJson ? '{' : '{}' } : {}),
+      });
     for (const b of BAD_BODIES) {
       if (t.lenientJson && b.body === '{}') continue;
-      for (const method of ['POST', 'PUT', 'PATCH', 'DELETE']) out.push({ method, path: base, headers: { ...t.auth, ...(b.type ? { 'content-type': b.type } : {}) }, body: b.body });
+      for (const method of ['POST', 'PUT', 'PATCH', 'DELETE'])
+        out.push({ method, path: base, headers: { ...t.auth, ...(b.type ? { 'content-type': b.type } : {}) }, body: b.body });
     }
   }
   // the unauthenticated caller gets the same paths
-  for (const base of bases) for (const suffix of BAD_PATH_SUFFIXES.slice(0, 5)) out.push({ method: 'GET', path: `${base}${base.endsWith('/') ? '' : '/'}${suffix}` });
+  for (const base of bases)
+    for (const suffix of BAD_PATH_SUFFIXES.slice(0, 5))
+      out.push({ method: 'GET', path: `${base}${base.endsWith('/') ? '' : '/'}${suffix}` });
   return out;
 }
 
 /** Request lines and header blocks no HTTP client library would send. */
 function rawRequests(t: Target): (string | Buffer)[] {
   const host = 'Host: localhost\r\n';
-  const auth = Object.entries(t.auth).map(([k, v]) => `${k}: ${v}\r\n`).join('');
+  const auth = Object.entries(t.auth)
+    .map(([k, v]) => `${k}: ${v}\r\n`)
+    .join('');
   const path = t.paths[0] ?? '/';
   return [
     `GET ${path}/%zz HTTP/1.1\r\n${host}${auth}\r\n`,
@@ -217,55 +278,99 @@ function rawRequests(t: Target): (string | Buffer)[] {
 /** What the hostile requests could have written: claims and sandboxes under their names, and node claims. */
 async function written(): Promise<{ claims: string[]; sandboxes: string[]; nodeClaims: number }> {
   const custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
-  const claims = ((await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'sandboxclaims' })) as { items: { metadata: { namespace: string; name: string } }[] }).items;
-  const sandboxes = ((await custom.listNamespacedCustomObject({ group: 'agents.x-k8s.io', version: 'v1beta1', namespace: ns, plural: 'sandboxes' })) as { items: { metadata: { name: string } }[] }).items;
-  let nodeClaims = 0;
-  for (const n of sys.nodes) {
-    const text = await (await fetch(`${n.url}/metrics`, { headers: { authorization: `Bearer ${sys.fleetToken}` } })).text();
-    for (const m of text.matchAll(/^sandboxd_claims_total(?:\{[^}]*\})? (\d+(?:\.\d+)?)$/gm)) nodeClaims += Number(m[1]);
-  }
-  return { claims: claims.map((c) => `${c.metadata.namespace}/${c.metadata.name}`).sort(), sandboxes: sandboxes.map((s) => s.metadata.name).sort(), nodeClaims };
-}
-
-/** The probe/metrics address an app logged when it started listening on its free port. */
-function probeAddress(app: string): string {
-  const line = readFileSync(join(sys.logDir, `${app}.log`), 'utf8').split('\n').find((l) => l.includes('probe and metrics server listening'));
-  const address = line ? (JSON.parse(line) as { address?: string }).address : undefined;
-  if (!address) throw new Error(`${app} has not logged its probe address yet`);
-  return `http://${address}`;
+  const claims = (
+    (await custom.listClusterCustomObject({ group: GROUP, version: VERSION, plural: 'sandboxclaims' })) as {
+      items: { metadata: { namespace: string; name: string } }[];
+    }
+  ).items;
+  const sandboxes = (
+    (await custom.listNamespacedCustomObject({ group: 'agents.x-k8s.io', version: 'v1beta1', namespace: ns, plural: 'sandboxes' })) as {
+      items: { metadata: { name: string } }[];
+    }
+  ).items;
+  const nodeClaims = (await sandboxdCounters(sys.nodes, sys.fleetToken)).claims;
+  return {
+    claims: claims.map((c) => `${c.metadata.namespace}/${c.metadata.name}`).sort(),
+    sandboxes: sandboxes.map((s) => s.metadata.name).sort(),
+    nodeClaims,
+  };
 }
 
 beforeAll(async () => {
   // probe and metrics on one free port per app (the same address serves both)
   const probe = ['--health-probe-bind-address', '127.0.0.1:0', '--metrics-bind-address', '127.0.0.1:0'];
-  sys = await startLocalSystem({
-    nodes: 2,
-    speed: 0,
-    examples: false,
-    extraArgs: { 'claim-controller': probe, 'warmpool-driver': probe, 'inventory-publisher': probe, 'sandbox-apiserver': ['--max-watches-per-user', String(WATCHES_PER_USER)] },
-    beforeInstall: async (kc) => {
-      await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: ns } } });
+  sys = await startSuiteSystem({
+    namespaces: [ns],
+    local: {
+      nodes: 2,
+      speed: 0,
+      extraArgs: {
+        'claim-controller': probe,
+        'warmpool-driver': probe,
+        'inventory-publisher': probe,
+        'sandbox-apiserver': ['--max-watches-per-user', String(WATCHES_PER_USER)],
+      },
     },
   });
-  ca = readFileSync(sys.servingCaPath, 'utf8');
+  ca = sys.servingCa;
   const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({ namespace: ns, body: { metadata: { name: 'client' }, rules: [
-    { apiGroups: [GROUP], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list'] },
-    { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/fork'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
-  ] } });
-  const clientKc = await kubeconfigForServiceAccount(sys.kubeConfig, ns, 'client');
-  await rbac.createNamespacedRoleBinding({ namespace: ns, body: { metadata: { name: 'client' }, roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' },
-    subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: ns }] } });
-  clientToken = clientKc.getCurrentUser()?.token ?? '';
+  await rbac.createNamespacedRole({
+    namespace: ns,
+    body: {
+      metadata: { name: 'client' },
+      rules: [
+        { apiGroups: [GROUP], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list'] },
+        { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/fork'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
+      ],
+    },
+  });
+  const client = await sys.tenant(ns, 'client');
+  await rbac.createNamespacedRoleBinding({
+    namespace: ns,
+    body: {
+      metadata: { name: 'client' },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' },
+      subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: ns }],
+    },
+  });
+  clientToken = client.token;
   const custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
-  await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sandboxtemplates',
-    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxTemplate', metadata: { name: POOL }, spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE }] } } } } });
-  await custom.createNamespacedCustomObject({ group: GROUP, version: VERSION, namespace: ns, plural: 'sandboxwarmpools',
-    body: { apiVersion: `${GROUP}/${VERSION}`, kind: 'SandboxWarmPool', metadata: { name: POOL }, spec: { replicas: 4, sandboxTemplateRef: { name: POOL } } } });
-  const apps = ['claim-controller', 'warmpool-driver', ...[...sys.apps.keys()].filter((n) => n.startsWith('inventory-publisher-'))];
-  await eventually(() => {
-    for (const app of apps) probes.set(app, probeAddress(app));
-  }, { timeoutMs: 60_000, intervalMs: 500 });
+  await custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace: ns,
+    plural: 'sandboxtemplates',
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'SandboxTemplate',
+      metadata: { name: POOL },
+      spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE }] } } },
+    },
+  });
+  await custom.createNamespacedCustomObject({
+    group: GROUP,
+    version: VERSION,
+    namespace: ns,
+    plural: 'sandboxwarmpools',
+    body: {
+      apiVersion: `${GROUP}/${VERSION}`,
+      kind: 'SandboxWarmPool',
+      metadata: { name: POOL },
+      spec: { replicas: 4, sandboxTemplateRef: { name: POOL } },
+    },
+  });
+  const apps = ['claim-controller', 'warmpool-driver', ...sys.nodes.map((n) => `inventory-publisher-${n.name}`)];
+  await eventually(
+    async () => {
+      const urls = await sys.probeUrls();
+      for (const app of apps) {
+        const url = urls.get(app);
+        if (!url) throw new Error(`${app} has no probe address yet`);
+      }
+      for (const [app, url] of urls) probes.set(app, url);
+    },
+    { timeoutMs: 60_000, intervalMs: 500 },
+  );
 }, 300_000);
 
 afterAll(async () => {
@@ -279,24 +384,64 @@ describe('every server under hostile requests', () => {
     const group = `/apis/agents.x-k8s.io/v1beta1`;
     const sb = `${group}/namespaces/${ns}/sandboxes`;
     const targets: Target[] = [
-      { name: 'sandbox-apiserver', base: sys.apiserverUrl, tls: true, raw: true, auth: bearer, paths: [sb, `${sb}/x`, `${sb}/x/fork`, `${group}/namespaces/sandboxes/sandboxes/x`, '/healthz', '/metrics', '/openapi/v2'] },
-      { name: 'kube-apiserver', base: server, tls: true, raw: false, auth: bearer, paths: [sb, `${sb}/x`, `${sb}/x/fork`, `${group}/namespaces/sandboxes/sandboxes/x`, `/apis/${GROUP}/${VERSION}/namespaces/${ns}/sandboxclaims`] },
+      {
+        name: 'sandbox-apiserver',
+        base: sys.apiserverUrl,
+        tls: true,
+        raw: true,
+        auth: bearer,
+        paths: [sb, `${sb}/x`, `${sb}/x/fork`, `${group}/namespaces/sandboxes/sandboxes/x`, '/healthz', '/metrics', '/openapi/v2'],
+      },
+      {
+        name: 'kube-apiserver',
+        base: server,
+        tls: true,
+        raw: false,
+        auth: bearer,
+        paths: [
+          sb,
+          `${sb}/x`,
+          `${sb}/x/fork`,
+          `${group}/namespaces/sandboxes/sandboxes/x`,
+          `/apis/${GROUP}/${VERSION}/namespaces/${ns}/sandboxclaims`,
+        ],
+      },
       { name: 'fast-path', base: sys.fastPathUrl, tls: true, raw: true, auth: bearer, paths: ['/v1/claims'] },
-      ...[...probes].map(([app, base]) => ({ name: `probe:${app}`, base, tls: false, raw: true, auth: {}, paths: ['/healthz', '/readyz', '/livez', '/metrics'] })),
-      ...sys.nodes.map((n) => ({ name: `sandboxd-sim:${n.name}`, base: n.url, tls: false, raw: true, lenientJson: true, auth: { authorization: `Bearer ${sys.fleetToken}` }, paths: ['/v1/sandboxes', '/v1/claim', '/v1/sandboxes/x/fork', '/v1/pools', '/v1/info', '/metrics'] })),
+      ...[...probes].map(([app, base]) => ({
+        name: `probe:${app}`,
+        base,
+        tls: false,
+        raw: true,
+        auth: {},
+        paths: ['/healthz', '/readyz', '/livez', '/metrics'],
+      })),
+      ...sys.nodes.map((n) => ({
+        name: `sandboxd-sim:${n.name}`,
+        base: n.url,
+        tls: false,
+        raw: true,
+        lenientJson: true,
+        auth: { authorization: `Bearer ${sys.fleetToken}` },
+        paths: ['/v1/sandboxes', '/v1/claim', '/v1/sandboxes/x/fork', '/v1/pools', '/v1/info', '/metrics'],
+      })),
     ];
     // ready before, so a 503 from an unsynced server is never mistaken for one a request caused
-    await eventually(async () => {
-      for (const [app, base] of probes) {
-        const r = await send({ name: app, base, tls: false, raw: true, auth: {}, paths: [] }, { method: 'GET', path: '/readyz' });
-        if (r.kind !== 'status' || r.status !== 200) throw new Error(`${app} not ready: ${JSON.stringify(r)}`);
-      }
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        for (const [app, base] of probes) {
+          const r = await send({ name: app, base, tls: false, raw: true, auth: {}, paths: [] }, { method: 'GET', path: '/readyz' });
+          if (r.kind !== 'status' || r.status !== 200) throw new Error(`${app} not ready: ${JSON.stringify(r)}`);
+        }
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     const before = await written();
 
     // slow clients: headers that never end, on every server at once, for the whole run
     // (node checks the deadlines every 30 s, so one is closed within a minute or so)
-    const slow = targets.filter((t) => t.raw).map((t) => sendRaw(t, `GET ${t.paths[0] ?? '/'} HTTP/1.1\r\nHost: localhost\r\nX-Slow: `, 150_000));
+    const slow = targets
+      .filter((t) => t.raw)
+      .map((t) => sendRaw(t, `GET ${t.paths[0] ?? '/'} HTTP/1.1\r\nHost: localhost\r\nX-Slow: `, 150_000));
 
     const perServer: Record<string, number> = {};
     const statuses: Record<string, number> = {};
@@ -314,7 +459,8 @@ describe('every server under hostile requests', () => {
         perServer[job.t.name] = (perServer[job.t.name] ?? 0) + 1;
         if (outcome.kind === 'status') statuses[String(outcome.status)] = (statuses[String(outcome.status)] ?? 0) + 1;
         if (outcome.kind === 'closed') closed++;
-        if (outcome.kind === 'hung' || (outcome.kind === 'status' && outcome.status >= 500)) offending.push({ server: job.t.name, method: job.label, path: '', outcome });
+        if (outcome.kind === 'hung' || (outcome.kind === 'status' && outcome.status >= 500))
+          offending.push({ server: job.t.name, method: job.label, path: '', outcome });
       }
     };
     await Promise.all(Array.from({ length: CONCURRENCY }, () => worker()));
@@ -329,13 +475,29 @@ describe('every server under hostile requests', () => {
       unreadable = err instanceof Error ? err.message.split('\n')[0] : String(err);
       return before;
     });
-    const exits = [...sys.apps].filter(([, a]) => a.restarts > 0 || !a.running).map(([n]) => n);
+    const exits = await sys.appsThatExited();
     const count5xx = offending.filter((o) => o.outcome.kind === 'status').length;
     const hung = offending.filter((o) => o.outcome.kind === 'hung').length;
     const newClaims = after.claims.filter((c) => !before.claims.includes(c));
     const newSandboxes = after.sandboxes.filter((s) => !before.sandboxes.includes(s));
-    console.log(JSON.stringify({ test: 'security-hostile', hostile_requests: perServer, total: jobs.length, process_exits: exits.length, answered_5xx: count5xx, hung, closed_by_server: closed,
-      statuses, slow_clients: slow.length, slow_clients_bounded: slowBounded, new_claims: newClaims.length, new_sandboxes: newSandboxes.length, node_claims: after.nodeClaims - before.nodeClaims, writes_readable: unreadable === undefined }));
+    console.log(
+      JSON.stringify({
+        test: 'security-hostile',
+        hostile_requests: perServer,
+        total: jobs.length,
+        process_exits: exits.length,
+        answered_5xx: count5xx,
+        hung,
+        closed_by_server: closed,
+        statuses,
+        slow_clients: slow.length,
+        slow_clients_bounded: slowBounded,
+        new_claims: newClaims.length,
+        new_sandboxes: newSandboxes.length,
+        node_claims: after.nodeClaims - before.nodeClaims,
+        writes_readable: unreadable === undefined,
+      }),
+    );
     if (offending.length > 0) console.log(JSON.stringify(offending.slice(0, 20)));
 
     for (const t of targets) expect(perServer[t.name]).toBeGreaterThanOrEqual(100);
@@ -353,33 +515,57 @@ describe('every server under hostile requests', () => {
   }, 600_000);
 
   it('caps the watches one user holds open with 429 and frees the slot when a watch ends', async () => {
-    const t: Target = { name: 'sandbox-apiserver', base: sys.apiserverUrl, tls: true, raw: true, auth: { authorization: `Bearer ${clientToken}` }, paths: [] };
+    const t: Target = {
+      name: 'sandbox-apiserver',
+      base: sys.apiserverUrl,
+      tls: true,
+      raw: true,
+      auth: { authorization: `Bearer ${clientToken}` },
+      paths: [],
+    };
     const u = new URL(sys.apiserverUrl);
-    const open = (): Promise<{ status: number; close: () => void }> => new Promise((resolve, reject) => {
-      const req = httpsRequest({ host: u.hostname, port: u.port, path: `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true&timeoutSeconds=120`, headers: t.auth, ca, servername: 'localhost', agent: false }, (res) => {
-        res.resume();
-        resolve({ status: res.statusCode ?? 0, close: () => req.destroy() });
+    const open = (): Promise<{ status: number; close: () => void }> =>
+      new Promise((resolve, reject) => {
+        const req = httpsRequest(
+          {
+            host: u.hostname,
+            port: u.port,
+            path: `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes?watch=true&timeoutSeconds=120`,
+            headers: t.auth,
+            ca,
+            servername: sys.servernameOf(sys.apiserverUrl),
+            agent: false,
+          },
+          (res) => {
+            res.resume();
+            resolve({ status: res.statusCode ?? 0, close: () => req.destroy() });
+          },
+        );
+        req.on('error', reject);
+        req.end();
       });
-      req.on('error', reject);
-      req.end();
-    });
     const watches = [];
     for (let i = 0; i < WATCHES_PER_USER; i++) watches.push(await open());
     const refused = await open();
     refused.close();
     watches[0]?.close();
     // the slot comes back once the server sees the watch's connection close
-    const again = await eventually(async () => {
-      const w = await open();
-      if (w.status !== 200) {
-        w.close();
-        throw new Error(`watch answered ${w.status}`);
-      }
-      return w;
-    }, { timeoutMs: 30_000, intervalMs: 200 });
+    const again = await eventually(
+      async () => {
+        const w = await open();
+        if (w.status !== 200) {
+          w.close();
+          throw new Error(`watch answered ${w.status}`);
+        }
+        return w;
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
     for (const w of [...watches, again]) w.close();
     const opened = watches.filter((w) => w.status === 200).length;
-    console.log(JSON.stringify({ test: 'watch-cap', cap: WATCHES_PER_USER, opened, refused_status: refused.status, reopened_status: again.status }));
+    console.log(
+      JSON.stringify({ test: 'watch-cap', cap: WATCHES_PER_USER, opened, refused_status: refused.status, reopened_status: again.status }),
+    );
     expect(opened).toBe(WATCHES_PER_USER);
     expect(refused.status).toBe(429);
     expect(again.status).toBe(200);

@@ -1,13 +1,15 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { eventually, runSuffix, type RunResult, kubectlOk, kubectlJson } from '../src/index';
-import { startLocalSystem, type LocalSystem } from '../src/system/local-system';
+import { startSuiteSystem } from '../src/system/suite-system';
+import type { SystemUnderTest } from '../src/system/system-under-test';
+import { sandboxdIds } from '../src/testing/sandboxd';
 
 // The whole system as a user meets it: the chart's CRDs, RBAC and APIService on a real
-// kube-apiserver, three simulated nodes, the four apps as processes under their own
-// ServiceAccounts, driven only through kubectl and the sandboxd HTTP API.
+// kube-apiserver, the simulated node(s), the four apps under their own ServiceAccounts (local
+// processes, or the chart's pods when installed), driven only through kubectl and the sandboxd HTTP API.
 
 const ns = `e2e-${runSuffix()}`;
-let system: LocalSystem;
+let system: SystemUnderTest;
 
 function k(args: string[], input?: string): Promise<RunResult> {
   return kubectlOk(args, { kubeconfig: system.kubeconfigPath, input });
@@ -20,19 +22,42 @@ function kJson<T>(args: string[]): Promise<T> {
 interface Listed<T> {
   items: T[];
 }
-type Claim = KubernetesObject & { status?: { conditions?: { type: string; status: string; reason?: string }[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; tokenSecretName?: string } } };
+type Claim = KubernetesObject & {
+  status?: {
+    conditions?: { type: string; status: string; reason?: string }[];
+    sandbox?: { name?: string; claimID?: string; nodeName?: string; tokenSecretName?: string };
+  };
+};
 type Pool = KubernetesObject & { status?: { readyReplicas?: number; conditions?: { type: string; status: string }[] } };
 type Sandbox = KubernetesObject & { status?: { nodeName?: string; conditions?: { type: string; status: string; reason?: string }[] } };
-type Inventory = KubernetesObject & { pools?: { template: string; warm: number; target: number }[]; entries?: { name: string; id?: string; phase: string }[] };
+type Inventory = KubernetesObject & {
+  pools?: { template: string; warm: number; target: number }[];
+  entries?: { name: string; id?: string; phase: string }[];
+};
 
 const IMAGE = 'ghcr.io/example/e2e-agent:1.0';
 
 function manifests(replicas: number, claims: string[]): string {
-  const template = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', metadata: { name: 'agent', namespace: ns },
-    spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
-  const pool = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', metadata: { name: 'agent', namespace: ns },
-    spec: { replicas, sandboxTemplateRef: { name: 'agent' } } };
-  const claimObjs = claims.map((name) => ({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name, namespace: ns }, spec: { warmPoolRef: { name: 'agent' } } }));
+  const template = {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxTemplate',
+    metadata: { name: 'agent', namespace: ns },
+    spec: {
+      podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } },
+    },
+  };
+  const pool = {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxWarmPool',
+    metadata: { name: 'agent', namespace: ns },
+    spec: { replicas, sandboxTemplateRef: { name: 'agent' } },
+  };
+  const claimObjs = claims.map((name) => ({
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxClaim',
+    metadata: { name, namespace: ns },
+    spec: { warmPoolRef: { name: 'agent' } },
+  }));
   return JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool, ...claimObjs] });
 }
 
@@ -42,23 +67,16 @@ function isTrue(conds: { type: string; status: string }[] | undefined, type: str
 
 async function warmOnNodes(): Promise<number> {
   const inv = await kJson<Listed<Inventory>>(['get', 'nodeinventories']);
-  return inv.items.flatMap((i) => i.pools ?? []).filter((p) => p.template === IMAGE).reduce((n, p) => n + p.warm, 0);
+  return inv.items
+    .flatMap((i) => i.pools ?? [])
+    .filter((p) => p.template === IMAGE)
+    .reduce((n, p) => n + p.warm, 0);
 }
 
-async function nodeSandboxIds(): Promise<string[]> {
-  const ids: string[] = [];
-  for (const n of system.nodes) {
-    const res = await fetch(`${n.url}/v1/sandboxes`, { headers: { authorization: `Bearer ${system.fleetToken}` } });
-    const body = (await res.json()) as { sandboxes?: { id: string }[] } | { id: string }[];
-    const rows = Array.isArray(body) ? body : (body.sandboxes ?? []);
-    ids.push(...rows.map((r) => r.id));
-  }
-  return ids;
-}
+const nodeSandboxIds = (): Promise<string[]> => sandboxdIds(system.nodes, system.fleetToken);
 
 beforeAll(async () => {
-  system = await startLocalSystem({ nodes: 3, examples: false, speed: 0.02, publishInterval: '1s' });
-  await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
+  system = await startSuiteSystem({ namespaces: [ns], local: { nodes: 3, speed: 0.02, publishInterval: '1s' } });
 }, 180_000);
 
 afterAll(async () => {
@@ -68,50 +86,71 @@ afterAll(async () => {
 describe('sandbox-scale on a real control plane', () => {
   it('warms the nodes for a SandboxWarmPool and reports it Ready', async () => {
     await k(['apply', '-f', '-'], manifests(6, []));
-    await eventually(async () => {
-      const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
-      expect(pool.status?.readyReplicas).toBe(6);
-      expect(isTrue(pool.status?.conditions, 'Ready')).toBe(true);
-      expect(await warmOnNodes()).toBe(6);
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
+        expect(pool.status?.readyReplicas).toBe(6);
+        expect(isTrue(pool.status?.conditions, 'Ready')).toBe(true);
+        expect(await warmOnNodes()).toBe(6);
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
   });
 
   it('binds SandboxClaims to warm VMs, with the token only in the claim Secret, and lists them as sandboxes', async () => {
     await k(['apply', '-f', '-'], manifests(6, ['c1', 'c2', 'c3']));
-    const claims = await eventually(async () => {
-      const list = await kJson<Listed<Claim>>(['-n', ns, 'get', 'sandboxclaims']);
-      expect(list.items).toHaveLength(3);
-      for (const c of list.items) expect(isTrue(c.status?.conditions, 'Bound')).toBe(true);
-      return list.items;
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    const claims = await eventually(
+      async () => {
+        const list = await kJson<Listed<Claim>>(['-n', ns, 'get', 'sandboxclaims']);
+        expect(list.items).toHaveLength(3);
+        for (const c of list.items) expect(isTrue(c.status?.conditions, 'Bound')).toBe(true);
+        return list.items;
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
     const ids = claims.map((c) => c.status?.sandbox?.claimID);
     expect(new Set(ids).size).toBe(3);
     expect(await nodeSandboxIds()).toEqual(expect.arrayContaining(ids));
 
-    const secret = await kJson<{ data: Record<string, string> }>(['-n', ns, 'get', 'secret', claims[0]?.status?.sandbox?.tokenSecretName as string]);
+    const secret = await kJson<{ data: Record<string, string> }>([
+      '-n',
+      ns,
+      'get',
+      'secret',
+      claims[0]?.status?.sandbox?.tokenSecretName as string,
+    ]);
     const token = Buffer.from(secret.data.token as string, 'base64').toString();
     expect(token.length).toBeGreaterThan(8);
     expect((await k(['-n', ns, 'get', 'sandboxclaims', '-o', 'json'])).stdout).not.toContain(token);
 
-    await eventually(async () => {
-      const r = await k(['-n', ns, 'get', 'sandboxes']);
-      for (const name of ['c1', 'c2', 'c3']) expect(r.stdout).toMatch(new RegExp(`^${name}\\s+True`, 'm'));
-      expect(r.stdout).not.toContain(token);
-    }, { timeoutMs: 30_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        const r = await k(['-n', ns, 'get', 'sandboxes']);
+        for (const name of ['c1', 'c2', 'c3']) expect(r.stdout).toMatch(new RegExp(`^${name}\\s+True`, 'm'));
+        expect(r.stdout).not.toContain(token);
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
   });
 
   it('pauses and resumes a sandbox through the aggregated API', async () => {
     const base = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/c1`;
     await k(['create', '--raw', `${base}/pause`, '-f', '-'], '{}');
-    await eventually(async () => {
-      const s = await kJson<Sandbox>(['-n', ns, 'get', 'sandbox', 'c1']);
-      expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Hibernated' });
-    }, { timeoutMs: 30_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        const s = await kJson<Sandbox>(['-n', ns, 'get', 'sandbox', 'c1']);
+        expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Hibernated' });
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
     await k(['create', '--raw', `${base}/resume`, '-f', '-'], '{}');
-    await eventually(async () => {
-      const s = await kJson<Sandbox>(['-n', ns, 'get', 'sandbox', 'c1']);
-      expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'Running' });
-    }, { timeoutMs: 30_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        const s = await kJson<Sandbox>(['-n', ns, 'get', 'sandbox', 'c1']);
+        expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'Running' });
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
   });
 
   it('releases the VM when its claim is deleted, and the pool refills', async () => {
@@ -119,26 +158,36 @@ describe('sandbox-scale on a real control plane', () => {
     const id = claim.status?.sandbox?.claimID as string;
     await k(['-n', ns, 'delete', 'sandboxclaim', 'c2', '--wait=true', '--timeout=60s']);
     expect(await nodeSandboxIds()).not.toContain(id);
-    await eventually(async () => {
-      const r = await k(['-n', ns, 'get', 'sandboxes', '-o', 'name']);
-      expect(r.stdout).not.toContain('sandbox.agents.x-k8s.io/c2');
-    }, { timeoutMs: 30_000, intervalMs: 500 });
-    await eventually(async () => {
-      const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
-      expect(pool.status?.readyReplicas).toBe(6);
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        const r = await k(['-n', ns, 'get', 'sandboxes', '-o', 'name']);
+        expect(r.stdout).not.toContain('sandbox.agents.x-k8s.io/c2');
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    await eventually(
+      async () => {
+        const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
+        expect(pool.status?.readyReplicas).toBe(6);
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
   });
 
   it('moves the node targets when the pool is scaled with kubectl scale', async () => {
     await k(['-n', ns, 'scale', 'sandboxwarmpool/agent', '--replicas=12']);
-    await eventually(async () => {
-      const inv = await kJson<Listed<Inventory>>(['get', 'nodeinventories']);
-      const pools = inv.items.flatMap((i) => i.pools ?? []).filter((p) => p.template === IMAGE);
-      expect(pools.reduce((n, p) => n + p.target, 0)).toBe(12);
-      expect(pools.map((p) => p.target).sort()).toEqual([4, 4, 4]);
-      const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
-      expect(pool.status?.readyReplicas).toBe(12);
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        const inv = await kJson<Listed<Inventory>>(['get', 'nodeinventories']);
+        const pools = inv.items.flatMap((i) => i.pools ?? []).filter((p) => p.template === IMAGE);
+        expect(pools.reduce((n, p) => n + p.target, 0)).toBe(12);
+        // spread evenly over the nodes
+        expect(pools.map((p) => p.target)).toEqual(system.nodes.map(() => 12 / system.nodes.length));
+        const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
+        expect(pool.status?.readyReplicas).toBe(12);
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
   });
 
   it('explains sandboxes and prints them as a table through the real kube-apiserver', async () => {

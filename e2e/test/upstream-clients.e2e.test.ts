@@ -4,22 +4,30 @@ import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { eventually, runSuffix, type RunResult, kubectlOk, kubectlJson } from '../src/index';
 import { runCommand, runProcess } from '../src/system/run-command';
-import { RELEASE, startLocalSystem, SYSTEM_NAMESPACE, type LocalSystem } from '../src/system/local-system';
+import { RELEASE, SYSTEM_NAMESPACE } from '../src/system/local-system';
+import { applyWarmPool, itWhere, startSuiteSystem } from '../src/system/suite-system';
+import { e2eTarget, type SystemUnderTest } from '../src/system/system-under-test';
+import { sandboxdIds } from '../src/testing/sandboxd';
 
 // What users of kubernetes-sigs/agent-sandbox meet when they point their tools at this project:
 // `kubectl wait --for=condition=Ready sandboxclaim/x` as in the upstream quickstart, and the
 // upstream Python client (k8s-agent-sandbox from PyPI, in a venv made here) running its claim
-// flow unchanged. The nodes publish every 20 s, so a Sandbox that is there the moment its claim is
-// Ready comes from sandbox-apiserver following the claim, not from a lucky publish.
+// flow unchanged. Locally the nodes publish every 20 s, so a Sandbox that is there the moment its
+// claim is Ready comes from sandbox-apiserver following the claim, not from a lucky publish.
 
 const UPSTREAM_PYTHON_CLIENT = 'k8s-agent-sandbox==1.0.8';
 const ns = `upstream-${runSuffix()}`;
-let system: LocalSystem;
+let system: SystemUnderTest;
 let workDir: string;
 let python: string;
 
 type Condition = { type: string; status: string; reason?: string };
-type Claim = KubernetesObject & { status?: { conditions?: Condition[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; address?: string; podIPs?: string[]; tokenSecretName?: string } } };
+type Claim = KubernetesObject & {
+  status?: {
+    conditions?: Condition[];
+    sandbox?: { name?: string; claimID?: string; nodeName?: string; address?: string; podIPs?: string[]; tokenSecretName?: string };
+  };
+};
 type Sandbox = KubernetesObject & { status?: { nodeName?: string; podIPs?: string[]; conditions?: Condition[] } };
 
 function k(args: string[], input?: string): Promise<RunResult> {
@@ -30,35 +38,34 @@ function kJson<T>(args: string[]): Promise<T> {
   return kubectlJson<T>(args, { kubeconfig: system.kubeconfigPath });
 }
 
-async function nodeSandboxIds(): Promise<string[]> {
-  const ids: string[] = [];
-  for (const n of system.nodes) {
-    const res = await fetch(`${n.url}/v1/sandboxes`, { headers: { authorization: `Bearer ${system.fleetToken}` } });
-    const body = (await res.json()) as { sandboxes?: { id: string }[] } | { id: string }[];
-    ids.push(...(Array.isArray(body) ? body : (body.sandboxes ?? [])).map((r) => r.id));
-  }
-  return ids;
-}
+const nodeSandboxIds = (): Promise<string[]> => sandboxdIds(system.nodes, system.fleetToken);
 
-const claimManifest = (name: string) => JSON.stringify({ apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxClaim', metadata: { name, namespace: ns }, spec: { warmPoolRef: { name: 'agent' } } });
+const claimManifest = (name: string) =>
+  JSON.stringify({
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxClaim',
+    metadata: { name, namespace: ns },
+    spec: { warmPoolRef: { name: 'agent' } },
+  });
 
 beforeAll(async () => {
   workDir = mkdtempSync(join(tmpdir(), 'upstream-clients-'));
   const venv = join(workDir, 'venv');
   // the venv is made while the system starts: both take a while
-  const venvReady = runCommand('python3', ['-m', 'venv', venv]).then(() => runCommand(join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', UPSTREAM_PYTHON_CLIENT]));
-  system = await startLocalSystem({ nodes: 2, examples: false, speed: 0.02, publishInterval: '20s' });
+  const venvReady = runCommand('python3', ['-m', 'venv', venv]).then(() =>
+    runCommand(join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', UPSTREAM_PYTHON_CLIENT]),
+  );
+  system = await startSuiteSystem({ namespaces: [ns], local: { nodes: 2, speed: 0.02, publishInterval: '20s' } });
   await venvReady;
   python = join(venv, 'bin', 'python');
-  await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'Namespace', metadata: { name: ns } }));
-  const template = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxTemplate', metadata: { name: 'agent', namespace: ns },
-    spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: 'ghcr.io/example/upstream-agent:1.0', resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } } };
-  const pool = { apiVersion: 'extensions.agents.x-k8s.io/v1beta1', kind: 'SandboxWarmPool', metadata: { name: 'agent', namespace: ns }, spec: { replicas: 4, sandboxTemplateRef: { name: 'agent' } } };
-  await k(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool] }));
-  await eventually(async () => {
-    const p = await kJson<KubernetesObject & { status?: { readyReplicas?: number } }>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
-    expect(p.status?.readyReplicas).toBe(4);
-  }, { timeoutMs: 120_000, intervalMs: 1000 });
+  await applyWarmPool(system, ns, { image: 'ghcr.io/example/upstream-agent:1.0', replicas: 4 });
+  await eventually(
+    async () => {
+      const p = await kJson<KubernetesObject & { status?: { readyReplicas?: number } }>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
+      expect(p.status?.readyReplicas).toBe(4);
+    },
+    { timeoutMs: 120_000, intervalMs: 1000 },
+  );
 }, 400_000);
 
 afterAll(async () => {
@@ -92,10 +99,21 @@ describe('upstream agent-sandbox clients, unchanged', () => {
   });
 
   it('runs the K8sHelper claim flow of the Python client from PyPI: create, wait claim Ready, wait Sandbox Ready, delete', async () => {
-    const r = await runProcess(python, [join(__dirname, 'upstream', 'k8s_helper_flow.py'), ns, 'py-claim', 'agent'], { KUBECONFIG: system.kubeconfigPath });
+    const r = await runProcess(python, [join(__dirname, 'upstream', 'k8s_helper_flow.py'), ns, 'py-claim', 'agent'], {
+      KUBECONFIG: system.kubeconfigPath,
+    });
     if (r.code !== 0) throw new Error(`k8s_helper_flow.py exited ${r.code}: ${r.stderr}`);
-    const out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as { sandboxName: string; foundAtOnce: boolean; podIP: string | null; sandboxReady: string[]; claimStatus: Claim['status']; listedClaims: string[] };
-    process.stdout.write(`python client: ${JSON.stringify({ sandboxName: out.sandboxName, foundAtOnce: out.foundAtOnce, podIP: out.podIP, listedClaims: out.listedClaims })}\n`);
+    const out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as {
+      sandboxName: string;
+      foundAtOnce: boolean;
+      podIP: string | null;
+      sandboxReady: string[];
+      claimStatus: Claim['status'];
+      listedClaims: string[];
+    };
+    process.stdout.write(
+      `python client: ${JSON.stringify({ sandboxName: out.sandboxName, foundAtOnce: out.foundAtOnce, podIP: out.podIP, listedClaims: out.listedClaims })}\n`,
+    );
     expect(out.sandboxName).toBe('py-claim');
     expect(out.foundAtOnce).toBe(true);
     expect(out.sandboxReady).toEqual(['True']);
@@ -106,27 +124,40 @@ describe('upstream agent-sandbox clients, unchanged', () => {
     expect(out.claimStatus?.sandbox?.address).toMatch(new RegExp(`^${out.podIP?.replaceAll('.', '\\.')}:\\d+$`));
     expect(out.claimStatus?.sandbox?.tokenSecretName).toBe('py-claim-sandbox-token');
 
-    await eventually(async () => {
-      const claims = await kJson<{ items: Claim[] }>(['-n', ns, 'get', 'sandboxclaims']);
-      expect(claims.items.map((c) => c.metadata?.name)).not.toContain('py-claim');
-      const sandboxes = await kJson<{ items: Sandbox[] }>(['-n', ns, 'get', 'sandboxes']);
-      expect(sandboxes.items.map((s) => s.metadata?.name)).not.toContain('py-claim');
-    }, { timeoutMs: 60_000, intervalMs: 500 });
+    await eventually(
+      async () => {
+        const claims = await kJson<{ items: Claim[] }>(['-n', ns, 'get', 'sandboxclaims']);
+        expect(claims.items.map((c) => c.metadata?.name)).not.toContain('py-claim');
+        const sandboxes = await kJson<{ items: Sandbox[] }>(['-n', ns, 'get', 'sandboxes']);
+        expect(sandboxes.items.map((s) => s.metadata?.name)).not.toContain('py-claim');
+      },
+      { timeoutMs: 60_000, intervalMs: 500 },
+    );
   });
 
-  it('uninstalls in the documented order: claims first (their finalizer releases the VMs), then the release; the CRDs and pools stay', async () => {
-    await k(['apply', '-f', '-'], claimManifest('last'));
-    await k(['-n', ns, 'wait', '--for=condition=Ready', 'sandboxclaim/last', '--timeout=90s']);
-    const id = (await kJson<Claim>(['-n', ns, 'get', 'sandboxclaim', 'last'])).status?.sandbox?.claimID ?? '';
-    expect(await nodeSandboxIds()).toContain(id);
-    await k(['delete', 'sandboxclaims', '--all', '-A', '--wait=true', '--timeout=60s']);
-    expect((await kJson<{ items: Claim[] }>(['get', 'sandboxclaims', '-A'])).items).toEqual([]);
-    expect(await nodeSandboxIds()).not.toContain(id);
-    const r = await runProcess(join(system.controlPlane.binDir, 'helm'), ['uninstall', RELEASE, '-n', SYSTEM_NAMESPACE, '--wait', '--timeout', '60s'], { KUBECONFIG: system.kubeconfigPath });
-    expect(r.stderr).toBe('');
-    expect(r.code).toBe(0);
-    const crds = await kJson<{ items: KubernetesObject[] }>(['get', 'crds']);
-    expect(crds.items.map((c) => c.metadata?.name)).toEqual(expect.arrayContaining(['sandboxclaims.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io']));
-    expect((await kJson<KubernetesObject>(['-n', ns, 'get', 'sandboxwarmpool', 'agent'])).metadata?.name).toBe('agent');
-  });
+  // the installed chart is shared by every suite of the run: uninstalling it here would end the others
+  itWhere(e2eTarget() === 'local', 'uninstalls the release, which the installed run shares between its suites')(
+    'uninstalls in the documented order: claims first (their finalizer releases the VMs), then the release; the CRDs and pools stay',
+    async () => {
+      await k(['apply', '-f', '-'], claimManifest('last'));
+      await k(['-n', ns, 'wait', '--for=condition=Ready', 'sandboxclaim/last', '--timeout=90s']);
+      const id = (await kJson<Claim>(['-n', ns, 'get', 'sandboxclaim', 'last'])).status?.sandbox?.claimID ?? '';
+      expect(await nodeSandboxIds()).toContain(id);
+      await k(['delete', 'sandboxclaims', '--all', '-A', '--wait=true', '--timeout=60s']);
+      expect((await kJson<{ items: Claim[] }>(['get', 'sandboxclaims', '-A'])).items).toEqual([]);
+      expect(await nodeSandboxIds()).not.toContain(id);
+      const r = await runProcess(
+        join(system.binDir, 'helm'),
+        ['uninstall', RELEASE, '-n', SYSTEM_NAMESPACE, '--wait', '--timeout', '60s'],
+        { KUBECONFIG: system.kubeconfigPath },
+      );
+      expect(r.stderr).toBe('');
+      expect(r.code).toBe(0);
+      const crds = await kJson<{ items: KubernetesObject[] }>(['get', 'crds']);
+      expect(crds.items.map((c) => c.metadata?.name)).toEqual(
+        expect.arrayContaining(['sandboxclaims.extensions.agents.x-k8s.io', 'sandboxwarmpools.extensions.agents.x-k8s.io']),
+      );
+      expect((await kJson<KubernetesObject>(['-n', ns, 'get', 'sandboxwarmpool', 'agent'])).metadata?.name).toBe('agent');
+    },
+  );
 });

@@ -66,7 +66,10 @@ function run(cmd, args, cwd, extraEnv = {}) {
  * pipefail keeps go's exit status.
  */
 function runWithProgress(args, cwd, env) {
-  const label = `go ${args[0]} ${args.filter((a) => /^[\w.-]+\.[\w.-]+\//.test(a)).map((a) => a.split('/').pop()).join(', ')}`;
+  const label = `go ${args[0]} ${args
+    .filter((a) => /^[\w.-]+\.[\w.-]+\//.test(a))
+    .map((a) => a.split('/').pop())
+    .join(', ')}`;
   const script = 'set -o pipefail; "$@" 2>&1 | "$NODE_BIN" "$PROGRESS" "$LABEL"';
   execFileSync('bash', ['-c', script, 'go', 'go', args[0], '-v', ...args.slice(1)], {
     cwd,
@@ -76,13 +79,22 @@ function runWithProgress(args, cwd, env) {
 }
 
 function goModPath(module, version) {
-  const out = execFileSync('go', ['mod', 'download', '-json', `${module}@${version}`], { encoding: 'utf8', env: { ...process.env, GOFLAGS: '' } });
+  const out = execFileSync('go', ['mod', 'download', '-json', `${module}@${version}`], {
+    encoding: 'utf8',
+    env: { ...process.env, GOFLAGS: '' },
+  });
   return JSON.parse(out).GoMod;
 }
 
 function versionLdflags() {
   const pkgs = ['k8s.io/component-base/version', 'k8s.io/client-go/pkg/version'];
-  const vars = { gitVersion: versions.kubernetes, gitMajor: '1', gitMinor: k8sMinor, gitTreeState: 'clean', buildDate: '2025-01-01T00:00:00Z' };
+  const vars = {
+    gitVersion: versions.kubernetes,
+    gitMajor: '1',
+    gitMinor: k8sMinor,
+    gitTreeState: 'clean',
+    buildDate: '2025-01-01T00:00:00Z',
+  };
   const flags = ['-s', '-w'];
   for (const p of pkgs) for (const [k, v] of Object.entries(vars)) flags.push(`-X ${p}.${k}=${v}`);
   return flags.join(' ');
@@ -110,8 +122,21 @@ function buildKubernetes() {
   log(`building kube-apiserver, kube-controller-manager, kubectl ${versions.kubernetes} (several minutes on 2 cores)`);
   const out = join(dir, 'out');
   mkdirSync(out, { recursive: true });
-  run('go', ['build', '-trimpath', '-ldflags', versionLdflags(), '-o', out + '/',
-    'k8s.io/kubernetes/cmd/kube-apiserver', 'k8s.io/kubernetes/cmd/kube-controller-manager', 'k8s.io/kubernetes/cmd/kubectl'], dir);
+  run(
+    'go',
+    [
+      'build',
+      '-trimpath',
+      '-ldflags',
+      versionLdflags(),
+      '-o',
+      out + '/',
+      'k8s.io/kubernetes/cmd/kube-apiserver',
+      'k8s.io/kubernetes/cmd/kube-controller-manager',
+      'k8s.io/kubernetes/cmd/kubectl',
+    ],
+    dir,
+  );
   for (const name of ['kube-apiserver', 'kube-controller-manager', 'kubectl']) install(join(out, name), name);
 }
 
@@ -119,7 +144,10 @@ function buildEtcd() {
   const dir = join(buildRoot, `etcd-${versions.etcd}`);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'go.mod'), `module sandbox-scale/etcd-build\n\ngo 1.24\n\nrequire go.etcd.io/etcd/server/v3 ${versions.etcd}\n`);
-  writeFileSync(join(dir, 'main.go'), 'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n');
+  writeFileSync(
+    join(dir, 'main.go'),
+    'package main\n\nimport (\n\t"os"\n\n\t"go.etcd.io/etcd/server/v3/etcdmain"\n)\n\nfunc main() { etcdmain.Main(os.Args) }\n',
+  );
   log(`building etcd ${versions.etcd}`);
   run('go', ['mod', 'tidy'], dir, { GOFLAGS: '' });
   run('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'etcd'), '.'], dir);
@@ -143,11 +171,19 @@ function buildNodeKubernetes(todo) {
   const upstream = readFileSync(goModPath('k8s.io/kubernetes', versions.kubernetes), 'utf8');
   const staging = [...upstream.matchAll(/^\s*(k8s\.io\/[\w.-]+)\s*=>\s*\.\/staging\//gm)].map((m) => m[1]);
   const goVersion = upstream.match(/^go (\S+)/m)?.[1] ?? '1.24.0';
-  writeFileSync(join(dir, 'go.mod'), [
-    'module sandbox-scale/kubernetes-node-build', '', `go ${goVersion}`, '',
-    `require k8s.io/kubernetes ${versions.kubernetes}`, '',
-    ...staging.map((m) => `replace ${m} => ${m} ${stagingVersion}`), '',
-  ].join('\n'));
+  writeFileSync(
+    join(dir, 'go.mod'),
+    [
+      'module sandbox-scale/kubernetes-node-build',
+      '',
+      `go ${goVersion}`,
+      '',
+      `require k8s.io/kubernetes ${versions.kubernetes}`,
+      '',
+      ...staging.map((m) => `replace ${m} => ${m} ${stagingVersion}`),
+      '',
+    ].join('\n'),
+  );
   const names = ['kubelet', 'kube-scheduler', 'kube-proxy'].filter((n) => todo.includes(n));
   log(`building ${names.join(', ')} ${versions.kubernetes} (about 10 minutes on 2 cores)`);
   const out = join(dir, 'out');
@@ -161,25 +197,44 @@ function buildPause() {
   const dir = join(buildRoot, `pause-${versions.pause}`);
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'go.mod'), 'module sandbox-scale/pause\n\ngo 1.22\n');
-  writeFileSync(join(dir, 'main.go'), [
-    'package main', '', 'import (', '\t"os"', '\t"os/signal"', '\t"syscall"', ')', '',
-    '// Holds the pod\'s namespaces until the kubelet stops the sandbox.',
-    'func main() {', '\tc := make(chan os.Signal, 1)', '\tsignal.Notify(c, syscall.SIGTERM, syscall.SIGINT)', '\t<-c', '}', '',
-  ].join('\n'));
+  writeFileSync(
+    join(dir, 'main.go'),
+    [
+      'package main',
+      '',
+      'import (',
+      '\t"os"',
+      '\t"os/signal"',
+      '\t"syscall"',
+      ')',
+      '',
+      "// Holds the pod's namespaces until the kubelet stops the sandbox.",
+      'func main() {',
+      '\tc := make(chan os.Signal, 1)',
+      '\tsignal.Notify(c, syscall.SIGTERM, syscall.SIGINT)',
+      '\t<-c',
+      '}',
+      '',
+    ].join('\n'),
+  );
   log('building pause');
   run('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'pause'), '.'], dir, { GOFLAGS: '' });
   install(join(dir, 'pause'), 'pause');
 }
 
 function missingPackages() {
-  return Object.entries(nodePackages).filter(([, file]) => !existsSync(file)).map(([p]) => p);
+  return Object.entries(nodePackages)
+    .filter(([, file]) => !existsSync(file))
+    .map(([p]) => p);
 }
 
 function installPackages() {
   const todo = missingPackages();
   if (todo.length === 0) return;
   if (process.getuid?.() !== 0) {
-    throw new Error(`the node needs the Debian packages ${todo.join(', ')}; installing them takes root (run as root, or: apt-get install -y ${todo.join(' ')})`);
+    throw new Error(
+      `the node needs the Debian packages ${todo.join(', ')}; installing them takes root (run as root, or: apt-get install -y ${todo.join(' ')})`,
+    );
   }
   log(`installing Debian packages ${todo.join(', ')} (apt-get update, then apt-get install)`);
   const env = { ...process.env, DEBIAN_FRONTEND: 'noninteractive' };
@@ -188,11 +243,14 @@ function installPackages() {
     try {
       execFileSync('apt-get', args, { stdio: ['ignore', 'inherit', 'inherit'], env });
     } catch (err) {
-      throw new Error(`apt-get ${args.join(' ')} failed (${err.status === undefined ? err.message : `exit ${err.status}`}); the node cannot run without ${todo.join(', ')}`);
+      throw new Error(
+        `apt-get ${args.join(' ')} failed (${err.status === undefined ? err.message : `exit ${err.status}`}); the node cannot run without ${todo.join(', ')}`,
+      );
     }
   }
   const still = missingPackages();
-  if (still.length) throw new Error(`apt-get installed, yet these are still missing: ${still.map((p) => `${p} (${nodePackages[p]})`).join(', ')}`);
+  if (still.length)
+    throw new Error(`apt-get installed, yet these are still missing: ${still.map((p) => `${p} (${nodePackages[p]})`).join(', ')}`);
 }
 
 function install(src, name) {
@@ -202,13 +260,19 @@ function install(src, name) {
   renameSync(tmp, dest);
   // a stable name beside the versioned one, so PATH=<binDir> works for humans and scripts.
   const link = join(binDir, name);
-  try { unlinkSync(link); } catch { /* absent */ }
+  try {
+    unlinkSync(link);
+  } catch {
+    /* absent */
+  }
   execFileSync('ln', ['-s', binaries[name] ?? nodeBinaries[name], link]);
   log(`installed ${dest}`);
 }
 
 function missing(set = binaries) {
-  return Object.entries(set).filter(([name, file]) => !existsSync(join(binDir, file)) || !existsSync(join(binDir, name))).map(([n]) => n);
+  return Object.entries(set)
+    .filter(([name, file]) => !existsSync(join(binDir, file)) || !existsSync(join(binDir, name)))
+    .map(([n]) => n);
 }
 
 function withLock(fn, lockName = 'build.lock') {
@@ -222,13 +286,31 @@ function withLock(fn, lockName = 'build.lock') {
     } catch {
       const holder = Number(readFileSync(lock, 'utf8') || '0');
       let alive = false;
-      try { if (holder) { process.kill(holder, 0); alive = true; } } catch { alive = false; }
-      if (!alive && Date.now() - statSync(lock).mtimeMs > 2000) { unlinkSync(lock); continue; }
+      try {
+        if (holder) {
+          process.kill(holder, 0);
+          alive = true;
+        }
+      } catch {
+        alive = false;
+      }
+      if (!alive && Date.now() - statSync(lock).mtimeMs > 2000) {
+        unlinkSync(lock);
+        continue;
+      }
       if (waited % 30 === 0) log(`another build holds ${lock} (pid ${holder}); waiting`);
       execFileSync('sleep', ['1']);
     }
   }
-  try { return fn(); } finally { try { unlinkSync(lock); } catch { /* gone */ } }
+  try {
+    return fn();
+  } finally {
+    try {
+      unlinkSync(lock);
+    } catch {
+      /* gone */
+    }
+  }
 }
 
 function ensure() {
@@ -262,7 +344,10 @@ if (cmd === 'path') {
   process.stdout.write(`${binDir}\n`);
 } else if (cmd === 'check') {
   const m = missing();
-  if (m.length) { log(`missing: ${m.join(', ')}`); process.exit(1); }
+  if (m.length) {
+    log(`missing: ${m.join(', ')}`);
+    process.exit(1);
+  }
   process.stdout.write(`${binDir}\n`);
 } else if (cmd === 'node') {
   try {
@@ -275,7 +360,10 @@ if (cmd === 'path') {
   process.stdout.write(`${binDir}\n`);
 } else if (cmd === 'check-node') {
   const m = [...missing(), ...missing(nodeBinaries), ...missingPackages()];
-  if (m.length) { log(`missing: ${m.join(', ')}`); process.exit(1); }
+  if (m.length) {
+    log(`missing: ${m.join(', ')}`);
+    process.exit(1);
+  }
   process.stdout.write(`${binDir}\n`);
 } else if (cmd === 'versions') {
   process.stdout.write(`${JSON.stringify(versions)}\n`);

@@ -105,17 +105,26 @@ function writeFiles(dir: string, pki: Pki): Record<string, string> {
   return paths;
 }
 
-export function kubeconfigYaml(server: string, caPem: string, user: { cert: string; key: string } | { token: string }, userName: string): string {
+export function kubeconfigYaml(
+  server: string,
+  caPem: string,
+  user: { cert: string; key: string } | { token: string },
+  userName: string,
+): string {
   const b64 = (s: string): string => Buffer.from(s).toString('base64');
   const creds = 'token' in user ? { token: user.token } : { 'client-certificate-data': b64(user.cert), 'client-key-data': b64(user.key) };
-  return JSON.stringify({
-    apiVersion: 'v1',
-    kind: 'Config',
-    clusters: [{ name: 'local', cluster: { server, 'certificate-authority-data': b64(caPem) } }],
-    users: [{ name: userName, user: creds }],
-    contexts: [{ name: userName, context: { cluster: 'local', user: userName } }],
-    'current-context': userName,
-  }, null, 2);
+  return JSON.stringify(
+    {
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'local', cluster: { server, 'certificate-authority-data': b64(caPem) } }],
+      users: [{ name: userName, user: creds }],
+      contexts: [{ name: userName, context: { cluster: 'local', user: userName } }],
+      'current-context': userName,
+    },
+    null,
+    2,
+  );
 }
 
 function httpsGet(url: string, pki: Pki): Promise<{ status: number; body: string }> {
@@ -180,7 +189,9 @@ function apiserverArgs(p: Record<string, string>, ports: { etcd: number; secure:
     '--profiling=false',
     '--endpoint-reconciler-type=none',
     '--disable-admission-plugins=ServiceAccount',
-  ].filter((flag) => !extra.some((e) => e.split('=')[0] === flag.split('=')[0])).concat(extra);
+  ]
+    .filter((flag) => !extra.some((e) => e.split('=')[0] === flag.split('=')[0]))
+    .concat(extra);
 }
 
 /** With a node: the API server on the host address, node authorization, ServiceAccount admission. */
@@ -201,7 +212,8 @@ function nodeApiserverArgs(p: Record<string, string>, hostIp: string): string[] 
 }
 
 /** Controllers a node's workloads need on top of the ones a cluster without nodes runs. */
-const NODE_CONTROLLERS = 'daemonset-controller,disruption-controller,endpoints-controller,endpointslice-controller,endpointslice-mirroring-controller,node-lifecycle-controller,pod-garbage-collector-controller,root-ca-certificate-publisher-controller,statefulset-controller,ttl-after-finished-controller,job-controller';
+const NODE_CONTROLLERS =
+  'daemonset-controller,disruption-controller,endpoints-controller,endpointslice-controller,endpointslice-mirroring-controller,node-lifecycle-controller,pod-garbage-collector-controller,root-ca-certificate-publisher-controller,statefulset-controller,ttl-after-finished-controller,job-controller';
 
 function kcmArgs(p: Record<string, string>, kubeconfig: string, node: boolean): string[] {
   return [
@@ -242,57 +254,107 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
     const pki = await makePki(hostIp ? [hostIp] : []);
     const p = writeFiles(dir, pki);
     if (hostIp) {
-      const kubeletClient = await createLeaf(pki.ca, { commonName: 'kube-apiserver-kubelet-client', organizations: ['system:masters'], client: true });
-      for (const [name, pem] of [['kubelet-client.crt', kubeletClient.cert], ['kubelet-client.key', kubeletClient.key]] as const) {
+      const kubeletClient = await createLeaf(pki.ca, {
+        commonName: 'kube-apiserver-kubelet-client',
+        organizations: ['system:masters'],
+        client: true,
+      });
+      for (const [name, pem] of [
+        ['kubelet-client.crt', kubeletClient.cert],
+        ['kubelet-client.key', kubeletClient.key],
+      ] as const) {
         p[name] = join(dir, name);
         writeFileSync(p[name], pem, { mode: 0o600 });
       }
     }
     const [etcdPort, peerPort, securePort] = [await freePort(), await freePort(), await freePort()];
     log(`starting etcd on 127.0.0.1:${etcdPort}`);
-    group.start('etcd', toolPath(binDir, 'etcd'), [
-      `--data-dir=${join(dir, 'etcd')}`,
-      `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
-      `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
-      `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
-      `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
-      `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
-      '--unsafe-no-fsync=true',
-      '--quota-backend-bytes=8589934592',
-      '--log-level=warn',
-    ], onEarlyExit('etcd'));
+    group.start(
+      'etcd',
+      toolPath(binDir, 'etcd'),
+      [
+        `--data-dir=${join(dir, 'etcd')}`,
+        `--listen-client-urls=http://127.0.0.1:${etcdPort}`,
+        `--advertise-client-urls=http://127.0.0.1:${etcdPort}`,
+        `--listen-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-advertise-peer-urls=http://127.0.0.1:${peerPort}`,
+        `--initial-cluster=default=http://127.0.0.1:${peerPort}`,
+        '--unsafe-no-fsync=true',
+        '--quota-backend-bytes=8589934592',
+        '--log-level=warn',
+      ],
+      onEarlyExit('etcd'),
+    );
     log(`starting kube-apiserver on https://127.0.0.1:${securePort}`);
-    group.start('kube-apiserver', toolPath(binDir, 'kube-apiserver'), apiserverArgs(p, { etcd: etcdPort, secure: securePort }, [...(hostIp ? nodeApiserverArgs(p, hostIp) : []), ...(opts.apiserverArgs ?? [])]), onEarlyExit('kube-apiserver'));
+    group.start(
+      'kube-apiserver',
+      toolPath(binDir, 'kube-apiserver'),
+      apiserverArgs(p, { etcd: etcdPort, secure: securePort }, [
+        ...(hostIp ? nodeApiserverArgs(p, hostIp) : []),
+        ...(opts.apiserverArgs ?? []),
+      ]),
+      onEarlyExit('kube-apiserver'),
+    );
     const server = `https://127.0.0.1:${securePort}`;
-    await waitFor(async () => (await httpsGet(`${server}/readyz`, pki)).status === 200, 90_000, 'kube-apiserver', () => earlyExit);
+    await waitFor(
+      async () => (await httpsGet(`${server}/readyz`, pki)).status === 200,
+      90_000,
+      'kube-apiserver',
+      () => earlyExit,
+    );
     const kubeconfigPath = join(dir, 'admin.kubeconfig');
     writeFileSync(kubeconfigPath, kubeconfigYaml(server, pki.ca.cert, pki.admin, 'admin'), { mode: 0o600 });
     if (opts.controllerManager !== false) {
       const kcmKubeconfig = join(dir, 'kcm.kubeconfig');
       writeFileSync(kcmKubeconfig, kubeconfigYaml(server, pki.ca.cert, pki.kcm, 'kube-controller-manager'), { mode: 0o600 });
       log('starting kube-controller-manager');
-      group.start('kube-controller-manager', toolPath(binDir, 'kube-controller-manager'), kcmArgs(p, kcmKubeconfig, !!hostIp), onEarlyExit('kube-controller-manager'));
+      group.start(
+        'kube-controller-manager',
+        toolPath(binDir, 'kube-controller-manager'),
+        kcmArgs(p, kcmKubeconfig, !!hostIp),
+        onEarlyExit('kube-controller-manager'),
+      );
     }
     if (hostIp) {
       const nodeServer = `https://${hostIp}:${securePort}`;
       const schedulerCert = await createLeaf(pki.ca, { commonName: 'system:kube-scheduler', client: true });
       const schedulerKubeconfig = kubeconfigFile(join(dir, 'scheduler.kubeconfig'), server, pki.ca.cert, schedulerCert, 'kube-scheduler');
       log('starting kube-scheduler');
-      group.start('kube-scheduler', join(binDir, 'kube-scheduler'), [
-        `--kubeconfig=${schedulerKubeconfig}`,
-        `--authentication-kubeconfig=${schedulerKubeconfig}`,
-        `--authorization-kubeconfig=${schedulerKubeconfig}`,
-        '--leader-elect=false',
-        '--bind-address=127.0.0.1',
-        '--secure-port=0',
-      ], onEarlyExit('kube-scheduler'));
-      node = await startNode({
-        dir, binDir, server: nodeServer, ca: pki.ca, hostIp, serviceCidr: SERVICE_CIDR, group, sandboxImage: pauseImage(binDir), onEarlyExit, log,
-      }, () => earlyExit);
+      group.start(
+        'kube-scheduler',
+        join(binDir, 'kube-scheduler'),
+        [
+          `--kubeconfig=${schedulerKubeconfig}`,
+          `--authentication-kubeconfig=${schedulerKubeconfig}`,
+          `--authorization-kubeconfig=${schedulerKubeconfig}`,
+          '--leader-elect=false',
+          '--bind-address=127.0.0.1',
+          '--secure-port=0',
+        ],
+        onEarlyExit('kube-scheduler'),
+      );
+      node = await startNode(
+        {
+          dir,
+          binDir,
+          server: nodeServer,
+          ca: pki.ca,
+          hostIp,
+          serviceCidr: SERVICE_CIDR,
+          group,
+          sandboxImage: pauseImage(binDir),
+          onEarlyExit,
+          log,
+        },
+        () => earlyExit,
+      );
       const nodeReady = async (): Promise<boolean> => {
         const res = await httpsGet(`${server}/api/v1/nodes/${NODE_NAME}`, pki);
         if (res.status !== 200) return false;
-        const n = JSON.parse(res.body) as { spec?: { taints?: { key: string }[] }; status?: { conditions?: { type: string; status: string }[] } };
+        const n = JSON.parse(res.body) as {
+          spec?: { taints?: { key: string }[] };
+          status?: { conditions?: { type: string; status: string }[] };
+        };
         const ready = n.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True') ?? false;
         return ready && !(n.spec?.taints ?? []).some((t) => t.key.startsWith('node.kubernetes.io/not-ready'));
       };

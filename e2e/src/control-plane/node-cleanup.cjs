@@ -27,7 +27,9 @@ function procs() {
       const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
       const ppid = Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
       out.push({ pid: Number(name), ppid, cmdline });
-    } catch { /* exited */ }
+    } catch {
+      /* exited */
+    }
   }
   return out;
 }
@@ -40,29 +42,46 @@ function ownedPids() {
   const owned = new Set(roots);
   for (let grew = true; grew;) {
     grew = false;
-    for (const p of all) if (owned.has(p.ppid) && !owned.has(p.pid)) { owned.add(p.pid); grew = true; }
+    for (const p of all)
+      if (owned.has(p.ppid) && !owned.has(p.pid)) {
+        owned.add(p.pid);
+        grew = true;
+      }
   }
   return [...owned];
 }
 
-function sleep(ms) { Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms); }
+function sleep(ms) {
+  Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
+}
 
 for (let i = 0; i < 50; i++) {
   const pids = ownedPids();
   if (pids.length === 0) break;
-  for (const pid of pids) { try { process.kill(pid, 'SIGKILL'); } catch { /* gone */ } }
+  for (const pid of pids) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* gone */
+    }
+  }
   sleep(100);
 }
 const left = ownedPids();
 if (left.length) problems.push(`processes still running: ${left.join(' ')}`);
 
 // deepest first, so a mount inside another comes off before its parent
-const mounts = readFileSync('/proc/self/mountinfo', 'utf8').split('\n')
-  .map((l) => l.split(' ')[4]).filter((m) => m && m.startsWith(state.dir + '/'))
-  .map((m) => m.replace(/\\040/g, ' ')).sort((a, b) => b.length - a.length);
+const mounts = readFileSync('/proc/self/mountinfo', 'utf8')
+  .split('\n')
+  .map((l) => l.split(' ')[4])
+  .filter((m) => m && m.startsWith(state.dir + '/'))
+  .map((m) => m.replace(/\\040/g, ' '))
+  .sort((a, b) => b.length - a.length);
 for (const m of mounts) sh('umount', ['-l', m]);
 
-const links = sh('ip', ['-o', 'link', 'show']).split('\n').map((l) => l.split(': ')[1]?.split('@')[0]);
+const links = sh('ip', ['-o', 'link', 'show'])
+  .split('\n')
+  .map((l) => l.split(': ')[1]?.split('@')[0]);
 for (const link of [state.bridge, state.serviceLink]) if (link && links.includes(link)) sh('ip', ['link', 'delete', link]);
 
 // iptables: rules jumping to chains of this node (the bridge plugin's CNI-<hash> chains carry the
@@ -91,7 +110,9 @@ for (const ipt of ['iptables', 'ip6tables']) {
 
 try {
   if (readFileSync(state.lockFile, 'utf8').trim() === String(state.ownerPid)) rmSync(state.lockFile, { force: true });
-} catch { /* no lock */ }
+} catch {
+  /* no lock */
+}
 
 if (problems.length) {
   process.stderr.write(`[node-cleanup] ${problems.join('\n[node-cleanup] ')}\n`);

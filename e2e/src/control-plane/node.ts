@@ -101,13 +101,18 @@ function sysctl(path: string, value: string): void {
 
 export function kubeconfigFile(path: string, server: string, ca: string, user: CertPair, name: string): string {
   const b64 = (s: string): string => Buffer.from(s).toString('base64');
-  writeFileSync(path, JSON.stringify({
-    apiVersion: 'v1', kind: 'Config',
-    clusters: [{ name: 'local', cluster: { server, 'certificate-authority-data': b64(ca) } }],
-    users: [{ name, user: { 'client-certificate-data': b64(user.cert), 'client-key-data': b64(user.key) } }],
-    contexts: [{ name, context: { cluster: 'local', user: name } }],
-    'current-context': name,
-  }), { mode: 0o600 });
+  writeFileSync(
+    path,
+    JSON.stringify({
+      apiVersion: 'v1',
+      kind: 'Config',
+      clusters: [{ name: 'local', cluster: { server, 'certificate-authority-data': b64(ca) } }],
+      users: [{ name, user: { 'client-certificate-data': b64(user.cert), 'client-key-data': b64(user.key) } }],
+      contexts: [{ name, context: { cluster: 'local', user: name } }],
+      'current-context': name,
+    }),
+    { mode: 0o600 },
+  );
   return path;
 }
 
@@ -190,7 +195,9 @@ export async function startNode(opts: StartNodeOptions, earlyExit: () => string 
     containerdAddress: address,
     importImage(archive: string): void {
       try {
-        execFileSync('ctr', ['--address', address, '-n', 'k8s.io', 'images', 'import', '--no-unpack', archive], { stdio: ['ignore', 'pipe', 'pipe'] });
+        execFileSync('ctr', ['--address', address, '-n', 'k8s.io', 'images', 'import', '--no-unpack', archive], {
+          stdio: ['ignore', 'pipe', 'pipe'],
+        });
       } catch (err) {
         throw new NodeStartError(`ctr images import ${archive} failed: ${String((err as { stderr?: Buffer }).stderr ?? err)}`);
       }
@@ -206,30 +213,51 @@ export async function startNode(opts: StartNodeOptions, earlyExit: () => string 
     execFileSync('ip', ['link', 'set', serviceLink, 'up'], { stdio: ['ignore', 'ignore', 'pipe'] });
     execFileSync('ip', ['route', 'add', opts.serviceCidr, 'dev', serviceLink], { stdio: ['ignore', 'ignore', 'pipe'] });
   } catch (err) {
-    throw new NodeStartError(`cannot route ${opts.serviceCidr} to a link of its own: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`);
+    throw new NodeStartError(
+      `cannot route ${opts.serviceCidr} to a link of its own: ${String((err as { stderr?: Buffer }).stderr ?? err).trim()}`,
+    );
   }
   if (existsSync('/proc/sys/net/bridge/bridge-nf-call-iptables')) sysctl('/proc/sys/net/bridge/bridge-nf-call-iptables', '1');
 
-  writeFileSync(join(cniConfDir, '10-bridge.conflist'), JSON.stringify({
-    cniVersion: '0.4.0',
-    name: network,
-    plugins: [{
-      type: 'bridge', bridge, isGateway: true, ipMasq: true, hairpinMode: true,
-      ipam: { type: 'host-local', ranges: [[{ subnet: POD_CIDR }]], routes: [{ dst: '0.0.0.0/0' }], dataDir: join(nodeDir, 'cni', 'ipam') },
-    }],
-  }));
+  writeFileSync(
+    join(cniConfDir, '10-bridge.conflist'),
+    JSON.stringify({
+      cniVersion: '0.4.0',
+      name: network,
+      plugins: [
+        {
+          type: 'bridge',
+          bridge,
+          isGateway: true,
+          ipMasq: true,
+          hairpinMode: true,
+          ipam: {
+            type: 'host-local',
+            ranges: [[{ subnet: POD_CIDR }]],
+            routes: [{ dst: '0.0.0.0/0' }],
+            dataDir: join(nodeDir, 'cni', 'ipam'),
+          },
+        },
+      ],
+    }),
+  );
   const configPath = join(containerdDir, 'config.toml');
   writeFileSync(configPath, containerdConfig(containerdDir, address, opts.sandboxImage.name, cniConfDir));
   log('starting containerd');
   group.start('containerd', 'containerd', ['--config', configPath, '--log-level', 'warn'], opts.onEarlyExit('containerd'));
-  await waitUntil(() => {
-    try {
-      execFileSync('ctr', ['--address', address, 'version'], { stdio: 'ignore', timeout: 5000 });
-      return true;
-    } catch {
-      return false;
-    }
-  }, 30_000, 'containerd', earlyExit);
+  await waitUntil(
+    () => {
+      try {
+        execFileSync('ctr', ['--address', address, 'version'], { stdio: 'ignore', timeout: 5000 });
+        return true;
+      } catch {
+        return false;
+      }
+    },
+    30_000,
+    'containerd',
+    earlyExit,
+  );
   node.importImage(opts.sandboxImage.archive);
 
   const [kubeletCert, proxyCert] = await Promise.all([
@@ -237,57 +265,73 @@ export async function startNode(opts: StartNodeOptions, earlyExit: () => string 
     createLeaf(ca, { commonName: 'system:kube-proxy', client: true }),
   ]);
   const kubeletDir = join(nodeDir, 'kubelet');
-  const [kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics] = [await freePort(), await freePort(), await freePort(), await freePort()];
+  const [kubeletPort, kubeletHealthz, proxyHealthz, proxyMetrics] = [
+    await freePort(),
+    await freePort(),
+    await freePort(),
+    await freePort(),
+  ];
   const kubeletConfig = join(nodeDir, 'kubelet-config.json');
-  writeFileSync(kubeletConfig, JSON.stringify({
-    apiVersion: 'kubelet.config.k8s.io/v1beta1',
-    kind: 'KubeletConfiguration',
-    cgroupDriver: 'cgroupfs', // this machine mounts cgroup v1 and has no systemd
-    failCgroupV1: false,
-    failSwapOn: false,
-    cgroupsPerQOS: false,
-    enforceNodeAllocatable: [],
-    containerRuntimeEndpoint: `unix://${address}`,
-    port: kubeletPort,
-    readOnlyPort: 0,
-    healthzBindAddress: '127.0.0.1',
-    healthzPort: kubeletHealthz,
-    authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: join(dir, 'ca.crt') } },
-    authorization: { mode: 'Webhook' },
-    clusterDomain: 'cluster.local',
-    resolvConf: '/etc/resolv.conf',
-    // a shared test machine: never evict the suite's pods for the host's memory or disk
-    evictionHard: { 'memory.available': '1Mi', 'nodefs.available': '1%', 'imagefs.available': '1%', 'nodefs.inodesFree': '1%' },
-    imageGCHighThresholdPercent: 100,
-    imageGCLowThresholdPercent: 99,
-    nodeStatusUpdateFrequency: '5s',
-    serializeImagePulls: false,
-    localStorageCapacityIsolation: false,
-  }));
+  writeFileSync(
+    kubeletConfig,
+    JSON.stringify({
+      apiVersion: 'kubelet.config.k8s.io/v1beta1',
+      kind: 'KubeletConfiguration',
+      cgroupDriver: 'cgroupfs', // this machine mounts cgroup v1 and has no systemd
+      failCgroupV1: false,
+      failSwapOn: false,
+      cgroupsPerQOS: false,
+      enforceNodeAllocatable: [],
+      containerRuntimeEndpoint: `unix://${address}`,
+      port: kubeletPort,
+      readOnlyPort: 0,
+      healthzBindAddress: '127.0.0.1',
+      healthzPort: kubeletHealthz,
+      authentication: { anonymous: { enabled: false }, webhook: { enabled: true }, x509: { clientCAFile: join(dir, 'ca.crt') } },
+      authorization: { mode: 'Webhook' },
+      clusterDomain: 'cluster.local',
+      resolvConf: '/etc/resolv.conf',
+      // a shared test machine: never evict the suite's pods for the host's memory or disk
+      evictionHard: { 'memory.available': '1Mi', 'nodefs.available': '1%', 'imagefs.available': '1%', 'nodefs.inodesFree': '1%' },
+      imageGCHighThresholdPercent: 100,
+      imageGCLowThresholdPercent: 99,
+      nodeStatusUpdateFrequency: '5s',
+      serializeImagePulls: false,
+      localStorageCapacityIsolation: false,
+    }),
+  );
   log('starting kubelet');
-  group.start('kubelet', join(binDir, 'kubelet'), [
-    `--config=${kubeletConfig}`,
-    `--kubeconfig=${kubeconfigFile(join(nodeDir, 'kubelet.kubeconfig'), server, ca.cert, kubeletCert, 'kubelet')}`,
-    `--root-dir=${kubeletDir}`,
-    `--cert-dir=${join(kubeletDir, 'pki')}`,
-    `--hostname-override=${NODE_NAME}`,
-    `--node-ip=${hostIp}`,
-    '--v=1',
-  ], opts.onEarlyExit('kubelet'));
+  group.start(
+    'kubelet',
+    join(binDir, 'kubelet'),
+    [
+      `--config=${kubeletConfig}`,
+      `--kubeconfig=${kubeconfigFile(join(nodeDir, 'kubelet.kubeconfig'), server, ca.cert, kubeletCert, 'kubelet')}`,
+      `--root-dir=${kubeletDir}`,
+      `--cert-dir=${join(kubeletDir, 'pki')}`,
+      `--hostname-override=${NODE_NAME}`,
+      `--node-ip=${hostIp}`,
+      '--v=1',
+    ],
+    opts.onEarlyExit('kubelet'),
+  );
 
   const proxyConfig = join(nodeDir, 'kube-proxy-config.json');
-  writeFileSync(proxyConfig, JSON.stringify({
-    apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
-    kind: 'KubeProxyConfiguration',
-    clientConnection: { kubeconfig: kubeconfigFile(join(nodeDir, 'kube-proxy.kubeconfig'), server, ca.cert, proxyCert, 'kube-proxy') },
-    mode: 'iptables',
-    clusterCIDR: POD_CIDR,
-    hostnameOverride: NODE_NAME,
-    healthzBindAddress: `127.0.0.1:${proxyHealthz}`,
-    metricsBindAddress: `127.0.0.1:${proxyMetrics}`,
-    // leave the host's conntrack sysctls alone
-    conntrack: { maxPerCore: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
-  }));
+  writeFileSync(
+    proxyConfig,
+    JSON.stringify({
+      apiVersion: 'kubeproxy.config.k8s.io/v1alpha1',
+      kind: 'KubeProxyConfiguration',
+      clientConnection: { kubeconfig: kubeconfigFile(join(nodeDir, 'kube-proxy.kubeconfig'), server, ca.cert, proxyCert, 'kube-proxy') },
+      mode: 'iptables',
+      clusterCIDR: POD_CIDR,
+      hostnameOverride: NODE_NAME,
+      healthzBindAddress: `127.0.0.1:${proxyHealthz}`,
+      metricsBindAddress: `127.0.0.1:${proxyMetrics}`,
+      // leave the host's conntrack sysctls alone
+      conntrack: { maxPerCore: 0, tcpEstablishedTimeout: '0s', tcpCloseWaitTimeout: '0s' },
+    }),
+  );
   log('starting kube-proxy');
   group.start('kube-proxy', join(binDir, 'kube-proxy'), [`--config=${proxyConfig}`, '--v=1'], opts.onEarlyExit('kube-proxy'));
   return node;

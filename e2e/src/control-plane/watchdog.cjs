@@ -18,7 +18,10 @@ function alive(pid) {
 
 function children() {
   try {
-    return readFileSync(pidFile, 'utf8').split('\n').map(Number).filter((n) => n > 0);
+    return readFileSync(pidFile, 'utf8')
+      .split('\n')
+      .map(Number)
+      .filter((n) => n > 0);
   } catch {
     return [];
   }
@@ -37,7 +40,9 @@ const timer = setInterval(() => {
     if (existsSync(nodeState)) {
       try {
         execFileSync(process.execPath, [join(__dirname, 'node-cleanup.cjs'), nodeState], { stdio: 'ignore', timeout: 60000 });
-      } catch { /* best effort */ }
+      } catch {
+        /* best effort */
+      }
     }
     rmSync(dir, { recursive: true, force: true });
     process.exit(0);

@@ -48,7 +48,11 @@ function assemble(name: string, from: string, fill: (container: string) => void,
     run('buildah', ['config', ...config, container]);
     run('buildah', ['commit', '--quiet', '--rm', container, name]);
   } catch (err) {
-    try { run('buildah', ['rm', container]); } catch { /* already removed by commit */ }
+    try {
+      run('buildah', ['rm', container]);
+    } catch {
+      /* already removed by commit */
+    }
     throw err;
   }
 }
@@ -60,7 +64,10 @@ function exportArchive(name: string, path: string): void {
 }
 
 function sharedLibraries(bin: string): string[] {
-  return run('ldd', [bin]).split('\n').map((l) => l.match(/(\/\S+)\s+\(0x/)?.[1]).filter((p): p is string => !!p);
+  return run('ldd', [bin])
+    .split('\n')
+    .map((l) => l.match(/(\/\S+)\s+\(0x/)?.[1])
+    .filter((p): p is string => !!p);
 }
 
 /** The pod sandbox image: the pause binary from `npm run tools -- node`, nothing else. */
@@ -94,21 +101,29 @@ function copyBinary(container: string, bin: string, to: string): void {
 export function nodeRuntimeImage(): string {
   const name = `${LOCAL_REGISTRY}/node-runtime:${process.version.slice(1)}`;
   if (imagePresent(name)) return name;
-  assemble(name, 'scratch', (c) => {
-    copyBinary(c, process.execPath, NODE_PATH);
-    const etc = mkdtempSync(join(tmpdir(), 'sandbox-scale-base-'));
-    try {
-      // a passwd entry for the numeric user, so os.userInfo() and friends do not throw
-      writeFileSync(join(etc, 'passwd'), 'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n');
-      writeFileSync(join(etc, 'group'), 'root:x:0:\nnonroot:x:65532:\n');
-      run('buildah', ['copy', c, join(etc, 'passwd'), '/etc/passwd']);
-      run('buildah', ['copy', c, join(etc, 'group'), '/etc/group']);
-      mkdirSync(join(etc, 'tmp'), { mode: 0o1777 });
-      run('buildah', ['copy', '--chmod', '1777', c, join(etc, 'tmp'), '/tmp']);
-    } finally {
-      rmSync(etc, { recursive: true, force: true });
-    }
-  }, ['--entrypoint', `["${NODE_PATH}"]`, '--user', '65532:65532', '--workingdir', '/app', '--env', 'NODE_ENV=production']);
+  assemble(
+    name,
+    'scratch',
+    (c) => {
+      copyBinary(c, process.execPath, NODE_PATH);
+      const etc = mkdtempSync(join(tmpdir(), 'sandbox-scale-base-'));
+      try {
+        // a passwd entry for the numeric user, so os.userInfo() and friends do not throw
+        writeFileSync(
+          join(etc, 'passwd'),
+          'root:x:0:0:root:/root:/sbin/nologin\nnonroot:x:65532:65532:nonroot:/home/nonroot:/sbin/nologin\n',
+        );
+        writeFileSync(join(etc, 'group'), 'root:x:0:\nnonroot:x:65532:\n');
+        run('buildah', ['copy', c, join(etc, 'passwd'), '/etc/passwd']);
+        run('buildah', ['copy', c, join(etc, 'group'), '/etc/group']);
+        mkdirSync(join(etc, 'tmp'), { mode: 0o1777 });
+        run('buildah', ['copy', '--chmod', '1777', c, join(etc, 'tmp'), '/tmp']);
+      } finally {
+        rmSync(etc, { recursive: true, force: true });
+      }
+    },
+    ['--entrypoint', `["${NODE_PATH}"]`, '--user', '65532:65532', '--workingdir', '/app', '--env', 'NODE_ENV=production'],
+  );
   return name;
 }
 
@@ -131,33 +146,57 @@ export function nodeBuildImage(): string {
   const npm = hostNpmDir();
   const shell = existsSync('/bin/dash') ? '/bin/dash' : '/bin/sh';
   const caBundle = '/etc/ssl/certs/ca-certificates.crt';
-  assemble(name, runtime, (c) => {
-    copyBinary(c, shell, '/bin/sh');
-    copyBinary(c, '/usr/bin/env', '/usr/bin/env');
-    run('buildah', ['copy', c, npm, '/usr/local/lib/node_modules/npm']);
-    const bin = mkdtempSync(join(tmpdir(), 'sandbox-scale-build-'));
-    try {
-      for (const cmd of ['npm', 'npx']) {
-        writeFileSync(join(bin, cmd), `#!/bin/sh\nexec ${NODE_PATH} /usr/local/lib/node_modules/npm/bin/${cmd}-cli.js "$@"\n`, { mode: 0o755 });
-        run('buildah', ['copy', '--chmod', '755', c, join(bin, cmd), `/usr/local/bin/${cmd}`]);
+  assemble(
+    name,
+    runtime,
+    (c) => {
+      copyBinary(c, shell, '/bin/sh');
+      copyBinary(c, '/usr/bin/env', '/usr/bin/env');
+      run('buildah', ['copy', c, npm, '/usr/local/lib/node_modules/npm']);
+      const bin = mkdtempSync(join(tmpdir(), 'sandbox-scale-build-'));
+      try {
+        for (const cmd of ['npm', 'npx']) {
+          writeFileSync(join(bin, cmd), `#!/bin/sh\nexec ${NODE_PATH} /usr/local/lib/node_modules/npm/bin/${cmd}-cli.js "$@"\n`, {
+            mode: 0o755,
+          });
+          run('buildah', ['copy', '--chmod', '755', c, join(bin, cmd), `/usr/local/bin/${cmd}`]);
+        }
+      } finally {
+        rmSync(bin, { recursive: true, force: true });
       }
-    } finally {
-      rmSync(bin, { recursive: true, force: true });
-    }
-    if (existsSync(caBundle)) run('buildah', ['copy', c, caBundle, caBundle]);
-  }, [
-    '--user', '0:0', '--workingdir', '/',
-    '--env', `PATH=${NODE_PATH.replace(/\/node$/, '')}:/usr/local/bin:/usr/bin:/bin`,
-    ...(existsSync(caBundle) ? ['--env', `NODE_EXTRA_CA_CERTS=${caBundle}`] : []),
-  ]);
+      if (existsSync(caBundle)) run('buildah', ['copy', c, caBundle, caBundle]);
+    },
+    [
+      '--user',
+      '0:0',
+      '--workingdir',
+      '/',
+      '--env',
+      `PATH=${NODE_PATH.replace(/\/node$/, '')}:/usr/local/bin:/usr/bin:/bin`,
+      ...(existsSync(caBundle) ? ['--env', `NODE_EXTRA_CA_CERTS=${caBundle}`] : []),
+    ],
+  );
   return name;
 }
 
 /** The esbuild flags of the Dockerfile, for an entry file that is not an app (a test fixture), on the runtime this machine provides. */
 function bundle(entry: string, outDir: string): void {
   const esbuild = join(REPO_ROOT, 'node_modules/.bin/esbuild');
-  run(esbuild, [entry, '--bundle', '--platform=node', `--target=node${process.versions.node.split('.')[0]}`, '--format=cjs',
-    '--sourcemap', '--legal-comments=external', `--outfile=${join(outDir, 'main.js')}`, '--log-level=warning'], { cwd: REPO_ROOT });
+  run(
+    esbuild,
+    [
+      entry,
+      '--bundle',
+      '--platform=node',
+      `--target=node${process.versions.node.split('.')[0]}`,
+      '--format=cjs',
+      '--sourcemap',
+      '--legal-comments=external',
+      `--outfile=${join(outDir, 'main.js')}`,
+      '--log-level=warning',
+    ],
+    { cwd: REPO_ROOT },
+  );
 }
 
 export interface BuiltImage {
@@ -177,12 +216,25 @@ export interface AppImageOptions {
  */
 export function appImage(app: AppName, outDir: string, opts: AppImageOptions = {}): BuiltImage {
   const name = `${LOCAL_REGISTRY}/${app}:${opts.tag ?? LOCAL_TAG}`;
-  run('buildah', ['bud', '--layers', '--pull=never', '--quiet',
-    '--build-arg', `APP=${app}`,
-    '--build-arg', `BUILD_IMAGE=${nodeBuildImage()}`,
-    '--build-arg', `RUNTIME_IMAGE=${nodeRuntimeImage()}`,
-    '--build-arg', `NODE_MAJOR=${process.versions.node.split('.')[0]}`,
-    '-f', join(REPO_ROOT, 'Dockerfile'), '-t', name, REPO_ROOT]);
+  run('buildah', [
+    'bud',
+    '--layers',
+    '--pull=never',
+    '--quiet',
+    '--build-arg',
+    `APP=${app}`,
+    '--build-arg',
+    `BUILD_IMAGE=${nodeBuildImage()}`,
+    '--build-arg',
+    `RUNTIME_IMAGE=${nodeRuntimeImage()}`,
+    '--build-arg',
+    `NODE_MAJOR=${process.versions.node.split('.')[0]}`,
+    '-f',
+    join(REPO_ROOT, 'Dockerfile'),
+    '-t',
+    name,
+    REPO_ROOT,
+  ]);
   const archive = join(outDir, `${app}.tar`);
   exportArchive(name, archive);
   return { name, archive };
@@ -195,7 +247,10 @@ export function scriptImage(imageName: string, entry: string, outDir: string): B
   mkdirSync(dist, { recursive: true });
   bundle(entry, dist);
   const name = `${LOCAL_REGISTRY}/${imageName}:${LOCAL_TAG}`;
-  assemble(name, base, (c) => run('buildah', ['copy', c, `${dist}/.`, '/app/']), ['--entrypoint', `["${NODE_PATH}", "--enable-source-maps", "/app/main.js"]`]);
+  assemble(name, base, (c) => run('buildah', ['copy', c, `${dist}/.`, '/app/']), [
+    '--entrypoint',
+    `["${NODE_PATH}", "--enable-source-maps", "/app/main.js"]`,
+  ]);
   const archive = join(outDir, `${imageName}.tar`);
   exportArchive(name, archive);
   return { name, archive };

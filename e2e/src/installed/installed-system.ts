@@ -57,19 +57,21 @@ function sandboxdSimDaemonSet(image: string, speed: number): object {
           hostNetwork: true,
           automountServiceAccountToken: false,
           securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
-          containers: [{
-            name: 'sandboxd-sim',
-            image,
-            imagePullPolicy: 'Never',
-            args: ['--nodes=1', `--base-port=${SANDBOXD_PORT}`, '--host=$(NODE_IP)', `--speed=${speed}`, '--name-prefix=$(NODE_NAME)-'],
-            env: [
-              { name: 'NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
-              { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
-              { name: 'SANDBOX_SCALE_TOKEN', valueFrom: { secretKeyRef: { name: 'sandbox-scale-fleet-token', key: 'token' } } },
-            ],
-            readinessProbe: { tcpSocket: { port: SANDBOXD_PORT }, periodSeconds: 1 },
-            securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
-          }],
+          containers: [
+            {
+              name: 'sandboxd-sim',
+              image,
+              imagePullPolicy: 'Never',
+              args: ['--nodes=1', `--base-port=${SANDBOXD_PORT}`, '--host=$(NODE_IP)', `--speed=${speed}`, '--name-prefix=$(NODE_NAME)-'],
+              env: [
+                { name: 'NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
+                { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
+                { name: 'SANDBOX_SCALE_TOKEN', valueFrom: { secretKeyRef: { name: 'sandbox-scale-fleet-token', key: 'token' } } },
+              ],
+              readinessProbe: { tcpSocket: { port: SANDBOXD_PORT }, periodSeconds: 1 },
+              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+            },
+          ],
         },
       },
     },
@@ -77,7 +79,10 @@ function sandboxdSimDaemonSet(image: string, speed: number): object {
 }
 
 interface PodList {
-  items: { metadata: { name: string }; status?: { phase?: string; conditions?: { type: string; status: string }[]; containerStatuses?: unknown[] } }[];
+  items: {
+    metadata: { name: string };
+    status?: { phase?: string; conditions?: { type: string; status: string }[]; containerStatuses?: unknown[] };
+  }[];
 }
 
 export interface InstallOptions {
@@ -86,12 +91,14 @@ export interface InstallOptions {
   speed?: number;
   /** Extra `helm install` arguments (the suite's own, e.g. a shorter publish interval). */
   helmArgs?: string[];
+  /** Extra kube-apiserver flags (e.g. an audit log). */
+  apiserverArgs?: string[];
 }
 
 export async function startInstalledSystem(opts: InstallOptions = {}): Promise<InstalledSystem> {
   const log = opts.log ?? (() => undefined);
   const t0 = Date.now();
-  const cp = await startControlPlane({ node: true, log });
+  const cp = await startControlPlane({ node: true, log, apiserverArgs: opts.apiserverArgs });
   const node = cp.node;
   const work = mkdtempSync(join(tmpdir(), 'sandbox-scale-installed-'));
   const stop = async (): Promise<void> => {
@@ -121,20 +128,47 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
     const tokenFile = join(work, 'fleet-token');
     writeFileSync(tokenFile, fleetToken, { mode: 0o600 });
     await kubectl(['create', 'namespace', INSTALLED_NAMESPACE]);
-    await kubectl(['-n', INSTALLED_NAMESPACE, 'create', 'secret', 'generic', 'sandbox-scale-fleet-token', `--from-file=token=${tokenFile}`]);
-    await kubectl(['apply', '-f', '-'], JSON.stringify(sandboxdSimDaemonSet(images.get('sandboxd-sim')?.name as string, opts.speed ?? 0.02)));
+    await kubectl([
+      '-n',
+      INSTALLED_NAMESPACE,
+      'create',
+      'secret',
+      'generic',
+      'sandbox-scale-fleet-token',
+      `--from-file=token=${tokenFile}`,
+    ]);
+    await kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify(sandboxdSimDaemonSet(images.get('sandboxd-sim')?.name as string, opts.speed ?? 0.02)),
+    );
 
     const t2 = Date.now();
     log('helm install');
-    await helm(['install', INSTALLED_RELEASE, join(REPO_ROOT, 'charts/sandbox-scale'), '-n', INSTALLED_NAMESPACE,
-      '--set', `image.registry=${LOCAL_REGISTRY}`, '--set', `image.tag=${LOCAL_TAG}`, '--set', 'image.pullPolicy=Never',
-      ...(opts.helmArgs ?? [])]);
+    await helm([
+      'install',
+      INSTALLED_RELEASE,
+      join(REPO_ROOT, 'charts/sandbox-scale'),
+      '-n',
+      INSTALLED_NAMESPACE,
+      '--set',
+      `image.registry=${LOCAL_REGISTRY}`,
+      '--set',
+      `image.tag=${LOCAL_TAG}`,
+      '--set',
+      'image.pullPolicy=Never',
+      ...(opts.helmArgs ?? []),
+    ]);
     await waitInstalled(kubectl);
     const installToReadyMs = Date.now() - t2;
     log(`every pod Ready and the APIService Available ${installToReadyMs} ms after helm install`);
     return {
-      cp, kubeconfigPath: cp.kubeconfigPath, fleetToken, sandboxdUrl: `http://${node.hostIp}:${SANDBOXD_PORT}`,
-      figures: { controlPlaneMs, imagesMs, installToReadyMs }, kubectl, stop,
+      cp,
+      kubeconfigPath: cp.kubeconfigPath,
+      fleetToken,
+      sandboxdUrl: `http://${node.hostIp}:${SANDBOXD_PORT}`,
+      figures: { controlPlaneMs, imagesMs, installToReadyMs },
+      kubectl,
+      stop,
     };
   } catch (err) {
     await stop();
@@ -150,10 +184,14 @@ async function keepPodLogs(cp: ControlPlane): Promise<void> {
   mkdirSync(to, { recursive: true });
   const kubectl = (args: string[]): Promise<string> => runCommand(toolPath(cp.binDir, 'kubectl'), args, { KUBECONFIG: cp.kubeconfigPath });
   try {
-    const pods = JSON.parse(await kubectl(['get', 'pods', '-A', '-o', 'json'])) as { items: { metadata: { name: string; namespace: string } }[] };
+    const pods = JSON.parse(await kubectl(['get', 'pods', '-A', '-o', 'json'])) as {
+      items: { metadata: { name: string; namespace: string } }[];
+    };
     for (const { metadata: m } of pods.items) {
       for (const previous of [false, true]) {
-        const text = await kubectl(['-n', m.namespace, 'logs', m.name, '--all-containers', ...(previous ? ['--previous'] : [])]).catch(() => '');
+        const text = await kubectl(['-n', m.namespace, 'logs', m.name, '--all-containers', ...(previous ? ['--previous'] : [])]).catch(
+          () => '',
+        );
         if (text) writeFileSync(join(to, `${m.namespace}_${m.name}${previous ? '.previous' : ''}.log`), text);
       }
     }
@@ -164,14 +202,21 @@ async function keepPodLogs(cp: ControlPlane): Promise<void> {
 
 /** Every pod of the namespace Ready and the APIService Available (kube-apiserver reached it through the Service). */
 export async function waitInstalled(kubectl: (args: string[]) => Promise<string>, timeoutMs = 300_000): Promise<void> {
-  await eventually(async () => {
-    const pods = JSON.parse(await kubectl(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-o', 'json'])) as PodList;
-    const notReady = pods.items.filter((p) => !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
-    if (pods.items.length === 0 || notReady.length) {
-      throw new InstallError(`pods not Ready: ${notReady.map((p) => `${p.metadata.name} ${JSON.stringify(p.status?.containerStatuses ?? p.status?.phase)}`).join('; ')}`);
-    }
-    const api = JSON.parse(await kubectl(['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'json'])) as { status?: { conditions?: { type: string; status: string; message?: string }[] } };
-    const available = api.status?.conditions?.find((c) => c.type === 'Available');
-    if (available?.status !== 'True') throw new InstallError(`APIService not Available: ${available?.message ?? 'no condition'}`);
-  }, { timeoutMs, intervalMs: 1000 });
+  await eventually(
+    async () => {
+      const pods = JSON.parse(await kubectl(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-o', 'json'])) as PodList;
+      const notReady = pods.items.filter((p) => !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
+      if (pods.items.length === 0 || notReady.length) {
+        throw new InstallError(
+          `pods not Ready: ${notReady.map((p) => `${p.metadata.name} ${JSON.stringify(p.status?.containerStatuses ?? p.status?.phase)}`).join('; ')}`,
+        );
+      }
+      const api = JSON.parse(await kubectl(['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'json'])) as {
+        status?: { conditions?: { type: string; status: string; message?: string }[] };
+      };
+      const available = api.status?.conditions?.find((c) => c.type === 'Available');
+      if (available?.status !== 'True') throw new InstallError(`APIService not Available: ${available?.message ?? 'no condition'}`);
+    },
+    { timeoutMs, intervalMs: 1000 },
+  );
 }

@@ -16,18 +16,22 @@ async function main(): Promise<void> {
     }),
   ]);
   const kubeconfig = stableKubeconfigPath(system.kubeconfigPath);
-  log(`ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${system.nodes.length} nodes (${system.nodes.map((n) => n.name).join(', ')}), app logs in ${system.logDir}`);
+  log(
+    `ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${system.nodes.length} nodes (${system.nodes.map((n) => n.name).join(', ')}), app logs in ${system.logDir}`,
+  );
   process.stdout.write(`export KUBECONFIG=${kubeconfig}\n`);
-  process.stderr.write([
-    '',
-    'Next, in another shell (after the export line above):',
-    '  kubectl get sandboxwarmpools,sandboxclaims,sandboxes -A',
-    '  kubectl describe sandboxclaim agent-1',
-    '  kubectl scale sandboxwarmpool/python-agent --replicas=20',
-    '  kubectl get nodeinventories',
-    'Ctrl-C stops everything.',
-    '',
-  ].join('\n'));
+  process.stderr.write(
+    [
+      '',
+      'Next, in another shell (after the export line above):',
+      '  kubectl get sandboxwarmpools,sandboxclaims,sandboxes -A',
+      '  kubectl describe sandboxclaim agent-1',
+      '  kubectl scale sandboxwarmpool/python-agent --replicas=20',
+      '  kubectl get nodeinventories',
+      'Ctrl-C stops everything.',
+      '',
+    ].join('\n'),
+  );
   await stopping;
   log('stopping');
   await system.stop();

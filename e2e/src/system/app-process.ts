@@ -47,10 +47,12 @@ export class AppProcess {
     // never outlive the runner, even when it exits without calling stop()
     const onExit = (): void => this.kill('SIGKILL');
     process.once('exit', onExit);
-    this.exited = new Promise((res) => this.child.once('exit', (code) => {
-      process.removeListener('exit', onExit);
-      res(code);
-    }));
+    this.exited = new Promise((res) =>
+      this.child.once('exit', (code) => {
+        process.removeListener('exit', onExit);
+        res(code);
+      }),
+    );
     // 'close' follows 'exit' once the output pipes are drained: the tail is complete by then
     this.closed = new Promise((res) => this.child.once('close', () => res()));
   }

@@ -114,17 +114,33 @@ async function installChart(ctx: Ctx, apiserverPort: number, caPem: string, secr
   if (secretNamespaces?.length) {
     // the restricted namespaces hold Roles of the chart, so they must exist first
     const namespaces = secretNamespaces.map((name) => ({ apiVersion: 'v1', kind: 'Namespace', metadata: { name } }));
-    await runCommand(toolPath(ctx.cp.binDir, 'kubectl'), ['apply', '-f', '-'], { KUBECONFIG: ctx.cp.kubeconfigPath },
-      JSON.stringify({ apiVersion: 'v1', kind: 'List', items: namespaces }));
+    await runCommand(
+      toolPath(ctx.cp.binDir, 'kubectl'),
+      ['apply', '-f', '-'],
+      { KUBECONFIG: ctx.cp.kubeconfigPath },
+      JSON.stringify({ apiVersion: 'v1', kind: 'List', items: namespaces }),
+    );
   }
   // Without a restriction the chart's default applies: claims work in every namespace, also in
   // those created after the install.
-  await helm(ctx.cp, ['upgrade', '--install', RELEASE, join(REPO_ROOT, 'charts/sandbox-scale'), '-n', SYSTEM_NAMESPACE, '--create-namespace',
-    '--set', 'workloads=false',
-    '--set', 'apiService.external.host=localhost',
-    '--set', `apiService.service.port=${apiserverPort}`,
-    '--set', `apiService.caBundle=${Buffer.from(caPem).toString('base64')}`,
-    ...(secretNamespaces?.length ? ['--set-json', `claimController.secretNamespaces=${JSON.stringify(secretNamespaces)}`] : [])]);
+  await helm(ctx.cp, [
+    'upgrade',
+    '--install',
+    RELEASE,
+    join(REPO_ROOT, 'charts/sandbox-scale'),
+    '-n',
+    SYSTEM_NAMESPACE,
+    '--create-namespace',
+    '--set',
+    'workloads=false',
+    '--set',
+    'apiService.external.host=localhost',
+    '--set',
+    `apiService.service.port=${apiserverPort}`,
+    '--set',
+    `apiService.caBundle=${Buffer.from(caPem).toString('base64')}`,
+    ...(secretNamespaces?.length ? ['--set-json', `claimController.secretNamespaces=${JSON.stringify(secretNamespaces)}`] : []),
+  ]);
 }
 
 interface StartAppOptions {
@@ -135,7 +151,9 @@ interface StartAppOptions {
 
 /** Says on the runner's stderr (which a CI log keeps) which app ended unasked, and how its log ends. */
 function reportExit(ctx: Ctx, e: { name: string; code: number | null; restarts: number; tail: string }): void {
-  process.stderr.write(`[local-system] ${e.name} exited unasked (code ${e.code}, exit ${e.restarts}); the end of ${join(ctx.logDir, `${e.name}.log`)}:\n${e.tail}\n`);
+  process.stderr.write(
+    `[local-system] ${e.name} exited unasked (code ${e.code}, exit ${e.restarts}); the end of ${join(ctx.logDir, `${e.name}.log`)}:\n${e.tail}\n`,
+  );
 }
 
 /** The address an app's probe and metrics server reports in its log line (pino JSON on stdout). */
@@ -158,8 +176,14 @@ function startApp(ctx: Ctx, name: string, entry: string, args: string[], opts: S
     opts.onStdoutLine?.(line);
   };
   const p = new SupervisedApp({
-    name, entry, args, env, logPath: join(ctx.logDir, `${name}.log`), onStdoutLine,
-    restartPolicy: opts.restartPolicy, onUnexpectedExit: (e) => reportExit(ctx, e),
+    name,
+    entry,
+    args,
+    env,
+    logPath: join(ctx.logDir, `${name}.log`),
+    onStdoutLine,
+    restartPolicy: opts.restartPolicy,
+    onUnexpectedExit: (e) => reportExit(ctx, e),
   });
   ctx.apps.set(name, p);
   return p;
@@ -170,14 +194,29 @@ async function startSimNodes(ctx: Ctx, nodes: number, speed: number): Promise<Si
   let resolveNodes: (n: SimNode[]) => void = () => undefined;
   const ready = new Promise<SimNode[]>((res) => (resolveNodes = res));
   // the fleet token goes by env, not argv, so it never shows in a process listing
-  const sim = startApp(ctx, 'sandboxd-sim', 'apps/sandboxd-sim/src/main.ts',
-    ['--nodes', String(nodes), '--base-port', '0', '--speed', String(speed), '--name-prefix', 'sim-node-', ...(ctx.extraArgs['sandboxd-sim'] ?? [])], {
+  const sim = startApp(
+    ctx,
+    'sandboxd-sim',
+    'apps/sandboxd-sim/src/main.ts',
+    [
+      '--nodes',
+      String(nodes),
+      '--base-port',
+      '0',
+      '--speed',
+      String(speed),
+      '--name-prefix',
+      'sim-node-',
+      ...(ctx.extraArgs['sandboxd-sim'] ?? []),
+    ],
+    {
       env: { SANDBOX_SCALE_TOKEN: ctx.fleetToken },
       restartPolicy: 'Never',
       onStdoutLine: (line) => {
         if (line.startsWith('{"nodes"')) resolveNodes((JSON.parse(line) as { nodes: SimNode[] }).nodes);
       },
-    });
+    },
+  );
   const exited = sim.exited.then((code): SimNode[] => {
     throw new Error(`sandboxd-sim exited with ${code} before listening (see ${join(ctx.logDir, 'sandboxd-sim.log')})`);
   });
@@ -212,7 +251,9 @@ const PEER_SLICE_MANAGER = 'sandbox-scale-local-system';
 
 /** This machine's first non-loopback IPv4 address: what an EndpointSlice may list for a local replica. */
 function hostAddress(): string | undefined {
-  return Object.values(networkInterfaces()).flat().find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address;
+  return Object.values(networkInterfaces())
+    .flat()
+    .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address;
 }
 
 /**
@@ -224,11 +265,28 @@ function hostAddress(): string | undefined {
  * refuse loopback addresses).
  */
 async function publishPeerSlices(ctx: Ctx, address: string, ports: number[]): Promise<void> {
-  const kubectl = (args: string[], input?: string): Promise<string> => runCommand(toolPath(ctx.cp.binDir, 'kubectl'), args, { KUBECONFIG: ctx.cp.kubeconfigPath }, input);
-  await kubectl(['delete', 'endpointslices', '-n', SYSTEM_NAMESPACE, '-l', `endpointslice.kubernetes.io/managed-by=${PEER_SLICE_MANAGER}`, '--ignore-not-found']);
+  const kubectl = (args: string[], input?: string): Promise<string> =>
+    runCommand(toolPath(ctx.cp.binDir, 'kubectl'), args, { KUBECONFIG: ctx.cp.kubeconfigPath }, input);
+  await kubectl([
+    'delete',
+    'endpointslices',
+    '-n',
+    SYSTEM_NAMESPACE,
+    '-l',
+    `endpointslice.kubernetes.io/managed-by=${PEER_SLICE_MANAGER}`,
+    '--ignore-not-found',
+  ]);
   const items = ports.map((port, i) => ({
-    apiVersion: 'discovery.k8s.io/v1', kind: 'EndpointSlice',
-    metadata: { name: `${RELEASE}-sandbox-apiserver-local-${i}`, namespace: SYSTEM_NAMESPACE, labels: { 'kubernetes.io/service-name': `${RELEASE}-sandbox-apiserver`, 'endpointslice.kubernetes.io/managed-by': PEER_SLICE_MANAGER } },
+    apiVersion: 'discovery.k8s.io/v1',
+    kind: 'EndpointSlice',
+    metadata: {
+      name: `${RELEASE}-sandbox-apiserver-local-${i}`,
+      namespace: SYSTEM_NAMESPACE,
+      labels: {
+        'kubernetes.io/service-name': `${RELEASE}-sandbox-apiserver`,
+        'endpointslice.kubernetes.io/managed-by': PEER_SLICE_MANAGER,
+      },
+    },
     addressType: 'IPv4',
     endpoints: [{ addresses: [address], conditions: { ready: true } }],
     ports: [{ name: 'https', port, protocol: 'TCP' }],
@@ -236,12 +294,21 @@ async function publishPeerSlices(ctx: Ctx, address: string, ports: number[]): Pr
   await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
 }
 
-async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number[]; fastPath: number }, certs: { cert: string; key: string; ca: string }, publishInterval: string): Promise<void> {
+async function startApps(
+  ctx: Ctx,
+  nodes: SimNode[],
+  ports: { apiserver: number[]; fastPath: number },
+  certs: { cert: string; key: string; ca: string },
+  publishInterval: string,
+): Promise<void> {
   const common = (kubeconfig: string): string[] => ['--kubeconfig', kubeconfig, '--fleet-token-file', ctx.tokenFile];
   const leader = ['--leader-elect', '--leader-election-namespace', SYSTEM_NAMESPACE];
   ctx.log('starting sandbox-apiserver, claim-controller, warmpool-driver and one inventory-publisher per node');
   const address = hostAddress();
-  if (address === undefined && ports.apiserver.length > 1) throw new Error('sandbox-apiserver replicas are listed in EndpointSlices, which refuse loopback addresses: this machine has no other IPv4 address');
+  if (address === undefined && ports.apiserver.length > 1)
+    throw new Error(
+      'sandbox-apiserver replicas are listed in EndpointSlices, which refuse loopback addresses: this machine has no other IPv4 address',
+    );
   // without one, a lone replica runs without peers (it owns every name either way)
   if (address !== undefined) await publishPeerSlices(ctx, address, ports.apiserver);
   const apiserverKubeconfig = await saKubeconfig(ctx, 'sandbox-apiserver');
@@ -251,9 +318,21 @@ async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number[
   ports.apiserver.forEach((port, i) => {
     startApp(ctx, i === 0 ? 'sandbox-apiserver' : `sandbox-apiserver-${i}`, 'apps/sandbox-apiserver/src/main.ts', [
       ...common(apiserverKubeconfig),
-      '--secure-port', String(port), '--bind-address', bind, ...(address !== undefined ? ['--advertise-address', address] : []),
-      '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key, '--peer-ca-file', certs.ca,
-      '--service-name', `${RELEASE}-sandbox-apiserver`, '--service-namespace', SYSTEM_NAMESPACE,
+      '--secure-port',
+      String(port),
+      '--bind-address',
+      bind,
+      ...(address !== undefined ? ['--advertise-address', address] : []),
+      '--tls-cert-file',
+      certs.cert,
+      '--tls-private-key-file',
+      certs.key,
+      '--peer-ca-file',
+      certs.ca,
+      '--service-name',
+      `${RELEASE}-sandbox-apiserver`,
+      '--service-namespace',
+      SYSTEM_NAMESPACE,
       ...(ctx.extraArgs['sandbox-apiserver'] ?? []),
     ]);
   });
@@ -261,21 +340,42 @@ async function startApps(ctx: Ctx, nodes: SimNode[], ports: { apiserver: number[
   for (let i = 0; i < ctx.claimControllerReplicas; i++) {
     const name = i === 0 ? 'claim-controller' : `claim-controller-${i}`;
     const fastPath = i === 0 ? ports.fastPath : await freePort();
-    startApp(ctx, name, 'apps/claim-controller/src/main.ts', [
-      ...common(claimControllerKubeconfig), ...leader, ...probeArgs(ctx),
-      '--fast-path-bind-address', `127.0.0.1:${fastPath}`, '--tls-cert-file', certs.cert, '--tls-private-key-file', certs.key,
-      ...(ctx.extraArgs['claim-controller'] ?? []),
-    ], { env: { POD_NAME: name } });
+    startApp(
+      ctx,
+      name,
+      'apps/claim-controller/src/main.ts',
+      [
+        ...common(claimControllerKubeconfig),
+        ...leader,
+        ...probeArgs(ctx),
+        '--fast-path-bind-address',
+        `127.0.0.1:${fastPath}`,
+        '--tls-cert-file',
+        certs.cert,
+        '--tls-private-key-file',
+        certs.key,
+        ...(ctx.extraArgs['claim-controller'] ?? []),
+      ],
+      { env: { POD_NAME: name } },
+    );
   }
   startApp(ctx, 'warmpool-driver', 'apps/warmpool-driver/src/main.ts', [
-    ...common(await saKubeconfig(ctx, 'warmpool-driver')), ...leader, ...probeArgs(ctx),
+    ...common(await saKubeconfig(ctx, 'warmpool-driver')),
+    ...leader,
+    ...probeArgs(ctx),
     ...(ctx.extraArgs['warmpool-driver'] ?? []),
   ]);
   const publisherKubeconfig = await saKubeconfig(ctx, 'inventory-publisher');
   for (const n of nodes) {
     startApp(ctx, `inventory-publisher-${n.name}`, 'apps/inventory-publisher/src/main.ts', [
-      ...common(publisherKubeconfig), ...probeArgs(ctx),
-      '--node-name', n.name, '--sandboxd-url', n.url, '--publish-interval', publishInterval,
+      ...common(publisherKubeconfig),
+      ...probeArgs(ctx),
+      '--node-name',
+      n.name,
+      '--sandboxd-url',
+      n.url,
+      '--publish-interval',
+      publishInterval,
       ...(ctx.extraArgs['inventory-publisher'] ?? []),
     ]);
   }
@@ -299,19 +399,31 @@ function accepting(port: number): Promise<boolean> {
 }
 
 async function waitUntilServing(ctx: Ctx, nodes: SimNode[], fastPathPort: number): Promise<void> {
-  const kubectl = (args: string[]): Promise<string> => runCommand(toolPath(ctx.cp.binDir, 'kubectl'), args, { KUBECONFIG: ctx.cp.kubeconfigPath });
+  const kubectl = (args: string[]): Promise<string> =>
+    runCommand(toolPath(ctx.cp.binDir, 'kubectl'), args, { KUBECONFIG: ctx.cp.kubeconfigPath });
   ctx.log('waiting for the APIService to be Available and every node to publish its inventory');
-  await eventually(async () => {
-    for (const [name, app] of ctx.apps) {
-      // an app that cannot even start is a bug to show, not one to restart through
-      if (app.restarts > 0) throw new AppCrashedError(`${name} exited while starting; the end of its log:\n${logTail(join(ctx.logDir, `${name}.log`))}`);
-    }
-    const available = await kubectl(['get', 'apiservice', 'v1beta1.agents.x-k8s.io', '-o', 'jsonpath={.status.conditions[?(@.type=="Available")].status}']);
-    if (available.trim() !== 'True') throw new Error('APIService v1beta1.agents.x-k8s.io is not Available yet');
-    const inventories = (await kubectl(['get', 'nodeinventories', '-o', 'name'])).trim().split('\n').filter(Boolean);
-    if (inventories.length < nodes.length) throw new Error(`${inventories.length}/${nodes.length} NodeInventories published`);
-    if (!(await accepting(fastPathPort))) throw new Error(`claim-controller's fast path is not listening on 127.0.0.1:${fastPathPort} yet`);
-  }, { timeoutMs: 120_000, intervalMs: 500, retryOn: (err) => !(err instanceof AppCrashedError) });
+  await eventually(
+    async () => {
+      for (const [name, app] of ctx.apps) {
+        // an app that cannot even start is a bug to show, not one to restart through
+        if (app.restarts > 0)
+          throw new AppCrashedError(`${name} exited while starting; the end of its log:\n${logTail(join(ctx.logDir, `${name}.log`))}`);
+      }
+      const available = await kubectl([
+        'get',
+        'apiservice',
+        'v1beta1.agents.x-k8s.io',
+        '-o',
+        'jsonpath={.status.conditions[?(@.type=="Available")].status}',
+      ]);
+      if (available.trim() !== 'True') throw new Error('APIService v1beta1.agents.x-k8s.io is not Available yet');
+      const inventories = (await kubectl(['get', 'nodeinventories', '-o', 'name'])).trim().split('\n').filter(Boolean);
+      if (inventories.length < nodes.length) throw new Error(`${inventories.length}/${nodes.length} NodeInventories published`);
+      if (!(await accepting(fastPathPort)))
+        throw new Error(`claim-controller's fast path is not listening on 127.0.0.1:${fastPathPort} yet`);
+    },
+    { timeoutMs: 120_000, intervalMs: 500, retryOn: (err) => !(err instanceof AppCrashedError) },
+  );
 }
 
 /**
@@ -329,7 +441,20 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
   const fleetToken = randomBytes(24).toString('hex');
   const tokenFile = join(dir, 'fleet-token');
   writeFileSync(tokenFile, fleetToken, { mode: 0o600 });
-  const ctx: Ctx = { cp, dir, logDir, log, fleetToken, tokenFile, apps: new Map(), specs: new Map(), extraArgs: opts.extraArgs ?? {}, claimControllerReplicas: opts.claimControllerReplicas ?? 1, metrics: opts.metrics ?? false, metricsUrls: new Map() };
+  const ctx: Ctx = {
+    cp,
+    dir,
+    logDir,
+    log,
+    fleetToken,
+    tokenFile,
+    apps: new Map(),
+    specs: new Map(),
+    extraArgs: opts.extraArgs ?? {},
+    claimControllerReplicas: opts.claimControllerReplicas ?? 1,
+    metrics: opts.metrics ?? false,
+    metricsUrls: new Map(),
+  };
   const stopAll = async (): Promise<void> => {
     for (const app of [...ctx.apps.values()].reverse()) await app.stop();
     if (ownsControlPlane) await cp.stop();
@@ -341,7 +466,11 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     const ca = await createCA('sandbox-scale-local-serving-ca');
     const serving = await createLeaf(ca, {
       commonName: `${RELEASE}-sandbox-apiserver`,
-      dnsNames: [`${RELEASE}-sandbox-apiserver.${SYSTEM_NAMESPACE}.svc`, `${RELEASE}-claim-controller.${SYSTEM_NAMESPACE}.svc`, 'localhost'],
+      dnsNames: [
+        `${RELEASE}-sandbox-apiserver.${SYSTEM_NAMESPACE}.svc`,
+        `${RELEASE}-claim-controller.${SYSTEM_NAMESPACE}.svc`,
+        'localhost',
+      ],
       ips: ['127.0.0.1'],
       server: true,
     });
@@ -351,7 +480,10 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     writeFileSync(certs.ca, ca.cert, { mode: 0o600 });
     await opts.beforeInstall?.(cp.kubeConfig);
     await installChart(ctx, apiserverPorts[0] ?? 0, ca.cert, opts.secretNamespaces);
-    await kubeApiClient(cp.kubeConfig, CoreV1Api).createNamespacedSecret({ namespace: SYSTEM_NAMESPACE, body: { metadata: { name: `${RELEASE}-fleet-token` }, stringData: { token: fleetToken } } });
+    await kubeApiClient(cp.kubeConfig, CoreV1Api).createNamespacedSecret({
+      namespace: SYSTEM_NAMESPACE,
+      body: { metadata: { name: `${RELEASE}-fleet-token` }, stringData: { token: fleetToken } },
+    });
     const nodes = await startSimNodes(ctx, opts.nodes ?? 3, opts.speed ?? 0.05);
     await startApps(ctx, nodes, ports, certs, opts.publishInterval ?? '2s');
     await waitUntilServing(ctx, nodes, ports.fastPath);
@@ -383,7 +515,10 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
       },
       async leaderOf(component) {
         try {
-          const lease = await kubeApiClient(cp.kubeConfig, CoordinationV1Api).readNamespacedLease({ namespace: SYSTEM_NAMESPACE, name: LEASE_NAMES[component] });
+          const lease = await kubeApiClient(cp.kubeConfig, CoordinationV1Api).readNamespacedLease({
+            namespace: SYSTEM_NAMESPACE,
+            name: LEASE_NAMES[component],
+          });
           const holder = lease.spec?.holderIdentity ?? '';
           const app = holder.slice(0, holder.lastIndexOf('_'));
           return ctx.apps.has(app) ? app : undefined;

@@ -2,7 +2,11 @@ import { execFile } from 'node:child_process';
 
 export class CommandError extends Error {
   override readonly name = 'CommandError';
-  constructor(message: string, readonly code: number, readonly stderr: string) {
+  constructor(
+    message: string,
+    readonly code: number,
+    readonly stderr: string,
+  ) {
     super(message);
   }
 }
@@ -27,6 +31,11 @@ export function runProcess(bin: string, args: string[], env: Record<string, stri
 /** Runs a command to completion; rejects with its stderr when it exits non-zero. */
 export async function runCommand(bin: string, args: string[], env: Record<string, string> = {}, input?: string): Promise<string> {
   const r = await runProcess(bin, args, env, input);
-  if (r.code !== 0) throw new CommandError(`${bin.split('/').pop()} ${args.slice(0, 3).join(' ')} failed: ${r.stderr.trim() || `exit code ${r.code}`}`, r.code, r.stderr);
+  if (r.code !== 0)
+    throw new CommandError(
+      `${bin.split('/').pop()} ${args.slice(0, 3).join(' ')} failed: ${r.stderr.trim() || `exit code ${r.code}`}`,
+      r.code,
+      r.stderr,
+    );
   return r.stdout;
 }

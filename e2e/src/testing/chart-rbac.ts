@@ -20,10 +20,25 @@ export interface ChartAppIdentity {
  * in-process app in a test runs with the permissions it has when deployed, never as admin.
  * The release name keeps the cluster-scoped objects of parallel suites apart.
  */
-export async function installChartAppRbac(kc: KubeConfig, app: ChartApp, opts: { release: string; namespace: string; set?: string[] }): Promise<ChartAppIdentity> {
-  const args = ['template', opts.release, join(REPO_ROOT, 'charts/sandbox-scale'), '--namespace', opts.namespace,
-    '--show-only', 'templates/serviceaccounts.yaml', '--show-only', `templates/rbac-${app}.yaml`,
-    '--set', 'workloads=false', ...(opts.set ?? []).flatMap((s) => ['--set', s])];
+export async function installChartAppRbac(
+  kc: KubeConfig,
+  app: ChartApp,
+  opts: { release: string; namespace: string; set?: string[] },
+): Promise<ChartAppIdentity> {
+  const args = [
+    'template',
+    opts.release,
+    join(REPO_ROOT, 'charts/sandbox-scale'),
+    '--namespace',
+    opts.namespace,
+    '--show-only',
+    'templates/serviceaccounts.yaml',
+    '--show-only',
+    `templates/rbac-${app}.yaml`,
+    '--set',
+    'workloads=false',
+    ...(opts.set ?? []).flatMap((s) => ['--set', s]),
+  ];
   const rendered = await runTool('helm', args);
   if (rendered.code !== 0) throw new Error(`helm template: ${rendered.stderr}`);
   const applied = await runTool('kubectl', ['apply', '-f', '-'], {}, rendered.stdout);

@@ -62,14 +62,26 @@ export async function deleteNamespace(kc: KubeConfig, name: string): Promise<voi
   }
 }
 
-const CRD_RESOURCE = { group: 'apiextensions.k8s.io', version: 'v1', plural: 'customresourcedefinitions', namespaced: false, kind: 'CustomResourceDefinition' };
+const CRD_RESOURCE = {
+  group: 'apiextensions.k8s.io',
+  version: 'v1',
+  plural: 'customresourcedefinitions',
+  namespaced: false,
+  kind: 'CustomResourceDefinition',
+};
 
 /** Applies every CRD in `dir` (or the given objects) and waits until each is Established. */
 export async function applyCrds(kc: KubeConfig, dirOrCrds: string | V1CustomResourceDefinition[]): Promise<string[]> {
-  const crds: V1CustomResourceDefinition[] = typeof dirOrCrds === 'string'
-    ? readdirSync(dirOrCrds).filter((f) => /\.ya?ml$/.test(f)).flatMap((f) =>
-        parseAllDocuments(readFileSync(join(dirOrCrds, f), 'utf8')).map((d) => d.toJSON() as V1CustomResourceDefinition).filter(Boolean))
-    : dirOrCrds;
+  const crds: V1CustomResourceDefinition[] =
+    typeof dirOrCrds === 'string'
+      ? readdirSync(dirOrCrds)
+          .filter((f) => /\.ya?ml$/.test(f))
+          .flatMap((f) =>
+            parseAllDocuments(readFileSync(join(dirOrCrds, f), 'utf8'))
+              .map((d) => d.toJSON() as V1CustomResourceDefinition)
+              .filter(Boolean),
+          )
+      : dirOrCrds;
   // raw JSON, not client-node's typed serializer: that one drops wire-named keys such as
   // x-kubernetes-preserve-unknown-fields, and the server would then prune those fields.
   for (const crd of crds) {
@@ -77,11 +89,18 @@ export async function applyCrds(kc: KubeConfig, dirOrCrds: string | V1CustomReso
   }
   const ext = kubeApiClient(kc, ApiextensionsV1Api);
   const names = crds.map((c) => c.metadata?.name as string);
-  await Promise.all(names.map((name) => eventually(async () => {
-    const crd = await ext.readCustomResourceDefinition({ name });
-    const established = crd.status?.conditions?.find((c) => c.type === 'Established');
-    if (established?.status !== 'True') throw new Error(`CRD ${name} not Established yet`);
-  }, { timeoutMs: 30_000 })));
+  await Promise.all(
+    names.map((name) =>
+      eventually(
+        async () => {
+          const crd = await ext.readCustomResourceDefinition({ name });
+          const established = crd.status?.conditions?.find((c) => c.type === 'Established');
+          if (established?.status !== 'True') throw new Error(`CRD ${name} not Established yet`);
+        },
+        { timeoutMs: 30_000 },
+      ),
+    ),
+  );
   return names;
 }
 
@@ -89,7 +108,12 @@ export async function applyCrds(kc: KubeConfig, dirOrCrds: string | V1CustomReso
  * A kubeconfig with exactly a ServiceAccount's permissions: a TokenRequest token on the same
  * server and CA as `kc`.
  */
-export async function kubeconfigForServiceAccount(kc: KubeConfig, namespace: string, name: string, expirationSeconds = 3600): Promise<KubeConfig> {
+export async function kubeconfigForServiceAccount(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  expirationSeconds = 3600,
+): Promise<KubeConfig> {
   const core = kubeApiClient(kc, CoreV1Api);
   try {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
@@ -116,7 +140,13 @@ export async function kubeconfigForServiceAccount(kc: KubeConfig, namespace: str
  * A TokenRequest token of a ServiceAccount (created when missing) for the given audiences;
  * [] means the API server's own audience.
  */
-export async function serviceAccountToken(kc: KubeConfig, namespace: string, name: string, audiences: string[], expirationSeconds = 3600): Promise<string> {
+export async function serviceAccountToken(
+  kc: KubeConfig,
+  namespace: string,
+  name: string,
+  audiences: string[],
+  expirationSeconds = 3600,
+): Promise<string> {
   const core = kubeApiClient(kc, CoreV1Api);
   try {
     await core.createNamespacedServiceAccount({ namespace, body: { metadata: { name } } });
@@ -135,7 +165,9 @@ export function kubeconfigText(kc: KubeConfig): string {
 }
 
 export function whoAmI(kc: KubeConfig): Promise<string | undefined> {
-  return kubeApiClient(kc, AuthenticationV1Api).createSelfSubjectReview({ body: {} }).then((r) => r.status?.userInfo?.username);
+  return kubeApiClient(kc, AuthenticationV1Api)
+    .createSelfSubjectReview({ body: {} })
+    .then((r) => r.status?.userInfo?.username);
 }
 
 export type { RunResult };

@@ -25,7 +25,9 @@ export function countingKubeConfig(kc: KubeConfig): KubeRequestCount {
       count(ctx.getHttpMethod(), ctx.getUrl());
       return super.applySecurityAuthentication(ctx);
     }
-    override async applyToFetchOptions(...args: Parameters<KubeConfig['applyToFetchOptions']>): ReturnType<KubeConfig['applyToFetchOptions']> {
+    override async applyToFetchOptions(
+      ...args: Parameters<KubeConfig['applyToFetchOptions']>
+    ): ReturnType<KubeConfig['applyToFetchOptions']> {
       count('WATCH', 'https://watch/');
       return super.applyToFetchOptions(...args);
     }

@@ -1,0 +1,34 @@
+/**
+ * The one configuration the installed suites share: `helm install` with the chart's defaults
+ * (2 replicas of each Deployment, leader election, the DaemonSet publisher, the APIService
+ * through its Service) plus the few values the e2e suites need that a local system gives each
+ * suite on its own. Each is also what the local suites pass, so both targets test the same thing.
+ */
+
+/** Live fast-path claims per namespace (security-tenancy fills the cap and is refused past it). */
+export const FAST_PATH_CAP = 3;
+/** Open watches per user on sandbox-apiserver (security-hostile opens one more). */
+export const MAX_WATCHES_PER_USER = 3;
+/** Publish interval of the publishers: suites wait on inventories, a short one keeps them quick. */
+export const PUBLISH_INTERVAL = '1s';
+/**
+ * claim-controller: a short orphan pass and records that give up after two tries, so a record a
+ * ResourceQuota refuses is left to that pass and recorded soon after it may be (security-tenancy,
+ * faults).
+ */
+export const CLAIM_CONTROLLER_ARGS = ['--orphan-interval=2s', '--record-attempts=2'];
+export const SANDBOX_APISERVER_ARGS = [`--max-watches-per-user=${MAX_WATCHES_PER_USER}`];
+
+/** The `helm install` arguments beyond image registry, tag and pull policy. */
+export function installedSuiteHelmArgs(): string[] {
+  return [
+    '--set',
+    `inventoryPublisher.publishInterval=${PUBLISH_INTERVAL}`,
+    '--set',
+    `claimController.fastPath.maxClaimsPerNamespace=${FAST_PATH_CAP}`,
+    '--set-json',
+    `claimController.extraArgs=${JSON.stringify(CLAIM_CONTROLLER_ARGS)}`,
+    '--set-json',
+    `sandboxApiserver.extraArgs=${JSON.stringify(SANDBOX_APISERVER_ARGS)}`,
+  ];
+}

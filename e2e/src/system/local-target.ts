@@ -1,0 +1,82 @@
+import { CoreV1Api } from '@kubernetes/client-node';
+import { kubeApiClient } from '@sandbox-scale/kube-runtime';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { kubeconfigForServiceAccount } from '../testing/cluster';
+import type { LocalSystem } from './local-system';
+import type { SystemUnderTest, TenantCredentials } from './system-under-test';
+
+/** Creates a namespace; one that exists already is fine. */
+export async function ensureNamespace(sys: Pick<SystemUnderTest, 'kubeConfig'>, name: string): Promise<void> {
+  try {
+    await kubeApiClient(sys.kubeConfig, CoreV1Api).createNamespace({ body: { metadata: { name } } });
+  } catch (err) {
+    if ((err as { code?: number }).code !== 409) throw err;
+  }
+}
+
+/** A ServiceAccount's kubeconfig written under `dir`, with its token. */
+export async function tenantCredentials(
+  sys: Pick<SystemUnderTest, 'kubeConfig'>,
+  dir: string,
+  namespace: string,
+  name: string,
+): Promise<TenantCredentials> {
+  const kubeConfig = await kubeconfigForServiceAccount(sys.kubeConfig, namespace, name);
+  const path = join(dir, `${namespace}.${name}.kubeconfig`);
+  writeFileSync(path, kubeConfig.exportConfig(), { mode: 0o600 });
+  return { kubeConfig, path, token: kubeConfig.getCurrentUser()?.token ?? '' };
+}
+
+/** The local system (apps as processes) seen through the suites' one interface. */
+export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onStop?: () => Promise<void> } = {}): SystemUnderTest {
+  const cp = sys.controlPlane;
+  const frontProxyClient = {
+    cert: readFileSync(join(cp.dir, 'front-proxy-client.crt'), 'utf8'),
+    key: readFileSync(join(cp.dir, 'front-proxy-client.key'), 'utf8'),
+  };
+  const target: SystemUnderTest = {
+    target: 'local',
+    kubeconfigPath: sys.kubeconfigPath,
+    kubeConfig: sys.kubeConfig,
+    binDir: cp.binDir,
+    fleetToken: sys.fleetToken,
+    nodes: sys.nodes,
+    apiserverUrls: sys.apiserverUrls,
+    apiserverUrl: sys.apiserverUrl,
+    fastPathUrl: sys.fastPathUrl,
+    servingCa: readFileSync(sys.servingCaPath, 'utf8'),
+    clusterCa: { cert: readFileSync(cp.files.caCert, 'utf8'), key: readFileSync(cp.files.caKey, 'utf8') },
+    frontProxyClient,
+    auditLogPath: opts.auditLogPath,
+    // the local serving certificate names localhost (and 127.0.0.1), where the local servers listen
+    servernameOf: (url) => ([...sys.apiserverUrls, sys.fastPathUrl].some((u) => url.startsWith(u)) ? 'localhost' : undefined),
+    createNamespace: (name) => ensureNamespace(target, name),
+    tenant: (namespace, name) => tenantCredentials(target, sys.logDir, namespace, name),
+    leaderOf: (component) => sys.leaderOf(component),
+    async killLeader(component) {
+      const leader = await sys.leaderOf(component);
+      if (leader === undefined) throw new Error(`no ${component} process holds its Lease`);
+      // the Deployment's part: a SIGKILLed replica comes back with the same flags
+      await sys.restartApp(leader as Parameters<LocalSystem['restartApp']>[0], { kill: true });
+      return leader;
+    },
+    async restartApiserverReplica(o = {}) {
+      await sys.restartApp('sandbox-apiserver', { beforeStart: o.whileDown });
+    },
+    metricsUrls: async () => new Map(sys.metricsUrls),
+    // probes and metrics share the one address an app logs when started with both on one port
+    probeUrls: async () => new Map([...sys.metricsUrls].map(([app, url]) => [app, url.replace(/\/metrics$/, '')])),
+    async appLogs() {
+      const logs = new Map<string, string>();
+      for (const f of readdirSync(sys.logDir)) logs.set(f.replace(/\.log$/, ''), readFileSync(join(sys.logDir, f), 'utf8'));
+      return logs;
+    },
+    appsThatExited: async () => [...sys.apps].filter(([, a]) => a.restarts > 0 || !a.running).map(([n]) => n),
+    async stop() {
+      await sys.stop();
+      await opts.onStop?.();
+    },
+  };
+  return target;
+}

@@ -1,0 +1,101 @@
+import type { KubeConfig } from '@kubernetes/client-node';
+import type { LEASE_NAMES } from '@sandbox-scale/scale-core';
+import type { CertPair } from '../control-plane/pki';
+import type { SandboxdNode } from '../testing/sandboxd';
+
+/**
+ * What an e2e suite drives, whichever way the system runs: the apps as local processes next to a
+ * control plane without a node (`local`, the default), or the chart installed by helm on a real
+ * node (`installed`, `npm run e2e:installed`). The suites take the target from one place, the
+ * SANDBOX_SCALE_E2E_TARGET environment variable that the jest config of each run sets.
+ */
+
+export const TARGET_ENV = 'SANDBOX_SCALE_E2E_TARGET';
+export type TargetName = 'local' | 'installed';
+
+export class UnknownTargetError extends Error {
+  override readonly name = 'UnknownTargetError';
+}
+export const isUnknownTargetError = (e: unknown): e is UnknownTargetError => e instanceof UnknownTargetError;
+
+export function e2eTarget(): TargetName {
+  const target = process.env[TARGET_ENV] ?? 'local';
+  if (target !== 'local' && target !== 'installed') throw new UnknownTargetError(`${TARGET_ENV}=${target}: expected local or installed`);
+  return target;
+}
+
+/** A component that runs with leader election, named as its Lease is in LEASE_NAMES. */
+export type LeaderComponent = keyof typeof LEASE_NAMES;
+
+export interface TenantCredentials {
+  kubeConfig: KubeConfig;
+  /** A kubeconfig file of the ServiceAccount (mode 0600). */
+  path: string;
+  /** Its bearer token for kube-apiserver's own audience. */
+  token: string;
+}
+
+export interface RestartOptions {
+  /** Runs once the replica is down (local: the process stopped; installed: the pod deleted). */
+  whileDown?: () => Promise<void>;
+}
+
+export interface SystemUnderTest {
+  readonly target: TargetName;
+  /** The admin's kubeconfig (file and loaded). */
+  readonly kubeconfigPath: string;
+  readonly kubeConfig: KubeConfig;
+  /** kubectl and helm live here. */
+  readonly binDir: string;
+  /** The fleet token sandboxd and the apps share. */
+  readonly fleetToken: string;
+  /** The sandboxd node(s), reachable over HTTP from the test runner, with the simulator's fault control. */
+  readonly nodes: readonly SandboxdNode[];
+  /** Every sandbox-apiserver replica, reached directly rather than through kube-apiserver. Refreshed after a restart. */
+  readonly apiserverUrls: readonly string[];
+  /** The first of apiserverUrls. */
+  readonly apiserverUrl: string;
+  /** The claim fast path (installed: its Service). */
+  readonly fastPathUrl: string;
+  /** PEM of the CA that signed the serving certificates of sandbox-apiserver and the fast path. */
+  readonly servingCa: string;
+  /** The cluster CA (PEM certificate and key): kube-apiserver's serving certificate and client certificates. */
+  readonly clusterCa: CertPair;
+  /** The client certificate kube-apiserver presents to aggregated servers (front proxy). */
+  readonly frontProxyClient: CertPair;
+  /** kube-apiserver's audit log (SubjectAccessReviews at level Request), if this control plane writes one. */
+  readonly auditLogPath: string | undefined;
+  /**
+   * The DNS name the serving certificate of sandbox-apiserver (apiserverUrls) or the fast path
+   * (fastPathUrl) is checked against, as a TLS servername; undefined for any other URL (its host is).
+   */
+  servernameOf(url: string): string | undefined;
+  /** Creates a namespace (an existing one is fine). */
+  createNamespace(name: string): Promise<void>;
+  /** A ServiceAccount of the namespace (created when missing) as a test tenant: its kubeconfig and token. */
+  tenant(namespace: string, name: string): Promise<TenantCredentials>;
+  /** Who holds a component's leader Lease (local: the app's name; installed: the pod's), if anyone. */
+  leaderOf(component: LeaderComponent): Promise<string | undefined>;
+  /**
+   * Kills the leader of a component and resolves once it is gone and its replacement is on its
+   * way (local: SIGKILL of the process, started again with the same flags; installed: the leader's
+   * pod deleted with grace period 0, its Deployment makes a new one). Returns who was killed.
+   */
+  killLeader(component: LeaderComponent): Promise<string>;
+  /**
+   * Restarts one sandbox-apiserver replica and resolves once it serves again (local: the process
+   * stopped and started; installed: the oldest pod deleted, the Service routing to the other
+   * meanwhile, until its replacement is Ready and the APIService Available). As many restarts as
+   * there are replicas restart each of them once.
+   */
+  restartApiserverReplica(opts?: RestartOptions): Promise<void>;
+  /** Plain-HTTP /metrics URL of each controller and publisher, by app (`<app>`, `<app>-<i>` for more replicas, `inventory-publisher-<node>`). */
+  metricsUrls(): Promise<Map<string, string>>;
+  /** Base URL of each controller's and publisher's probe server (/healthz, /readyz), keyed as metricsUrls. */
+  probeUrls(): Promise<Map<string, string>>;
+  /** Every app's log text so far, by app (installed: by pod, previous containers included). */
+  appLogs(): Promise<Map<string, string>>;
+  /** Apps that exited without being asked to since the suite connected (local: processes; installed: container restarts). */
+  appsThatExited(): Promise<string[]>;
+  stop(): Promise<void>;
+}

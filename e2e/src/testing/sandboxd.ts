@@ -1,0 +1,76 @@
+/**
+ * A sandboxd node as the suites reach it over HTTP: the simulator's own rows, counters and
+ * fault control (`/_sim/faults`), authenticated with the fleet token. Local processes and the
+ * host-network DaemonSet of the installed chart answer the same API.
+ */
+export interface SandboxdNode {
+  /** The node name claims and NodeInventories carry. */
+  name: string;
+  /** http://host:port of its sandboxd (the simulator). */
+  url: string;
+}
+
+/** One row of `GET /v1/sandboxes`. */
+export interface SandboxdRow {
+  id: string;
+  claim_ref?: string;
+  deadline?: string;
+}
+
+export interface SandboxdInit {
+  method?: string;
+  body?: unknown;
+}
+
+export function sandboxdCall(node: SandboxdNode, fleetToken: string, path: string, init: SandboxdInit = {}): Promise<Response> {
+  return fetch(`${node.url}${path}`, {
+    method: init.method ?? 'GET',
+    headers: { authorization: `Bearer ${fleetToken}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
+  });
+}
+
+/** Every sandbox the node holds, as the node itself lists it. */
+export async function sandboxdRows(node: SandboxdNode, fleetToken: string): Promise<SandboxdRow[]> {
+  const res = await sandboxdCall(node, fleetToken, '/v1/sandboxes');
+  if (res.status !== 200) throw new Error(`GET ${node.url}/v1/sandboxes: ${res.status} ${await res.text()}`);
+  return ((await res.json()) as { sandboxes: SandboxdRow[] }).sandboxes;
+}
+
+/** The node's own row of a sandbox, or undefined once the node no longer has it. */
+export async function sandboxdRow(node: SandboxdNode, fleetToken: string, id: string): Promise<SandboxdRow | undefined> {
+  return (await sandboxdRows(node, fleetToken)).find((r) => r.id === id);
+}
+
+/** The ids of every sandbox on the given nodes. */
+export async function sandboxdIds(nodes: readonly SandboxdNode[], fleetToken: string): Promise<string[]> {
+  const ids: string[] = [];
+  for (const n of nodes) ids.push(...(await sandboxdRows(n, fleetToken)).map((r) => r.id));
+  return ids;
+}
+
+/** Counters summed over the nodes: sandboxd_claims_total (every tier) and sandboxd_releases_total. */
+export async function sandboxdCounters(nodes: readonly SandboxdNode[], fleetToken: string): Promise<{ claims: number; releases: number }> {
+  let claims = 0;
+  let releases = 0;
+  for (const n of nodes) {
+    const text = await (await sandboxdCall(n, fleetToken, '/metrics')).text();
+    for (const line of text.split('\n')) {
+      const m = /^(sandboxd_claims_total|sandboxd_releases_total)(\{[^}]*\})? (\d+(?:\.\d+)?)$/.exec(line);
+      if (!m) continue;
+      if (m[1] === 'sandboxd_claims_total') claims += Number(m[3]);
+      else releases += Number(m[3]);
+    }
+  }
+  return { claims, releases };
+}
+
+/** Turns the simulator's faults on (`POST /_sim/faults`); throws unless it accepted them. */
+export async function setSimFaults(node: SandboxdNode, fleetToken: string, faults: Record<string, unknown>): Promise<void> {
+  const res = await sandboxdCall(node, fleetToken, '/_sim/faults', { method: 'POST', body: faults });
+  if (res.status !== 200) throw new Error(`faults on ${node.name}: ${res.status} ${await res.text()}`);
+}
+
+export async function clearSimFaults(node: SandboxdNode, fleetToken: string): Promise<void> {
+  await sandboxdCall(node, fleetToken, '/_sim/faults', { method: 'DELETE' });
+}

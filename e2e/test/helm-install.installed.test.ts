@@ -1,0 +1,382 @@
+import type { KubernetesObject } from '@kubernetes/client-node';
+import { request as httpsRequest } from 'node:https';
+import { waitInstalled, INSTALLED_NAMESPACE } from '../src/installed/installed-system';
+import { connectInstalled, readInstalledState } from '../src/installed/installed-target';
+import type { SystemUnderTest } from '../src/system/system-under-test';
+import { toolPath } from '../src/control-plane/tools';
+import { runCommand } from '../src/system/run-command';
+import { eventually } from '../src/testing/eventually';
+import { sandboxdIds } from '../src/testing/sandboxd';
+
+// The chart as installed (by the installed run's global setup, shared with the e2e suites): every
+// app runs as the chart's pods on a real node (images built here, in-cluster ServiceAccount
+// credentials, probes, read-only root filesystems), the APIService is served through its Service,
+// and sandboxd-sim runs as a DaemonSet on the node's address.
+
+const state = readInstalledState();
+const system = {
+  fleetToken: state.fleetToken,
+  sandboxdUrl: state.sandboxdUrl,
+  kubectl: (args: string[], input?: string): Promise<string> =>
+    runCommand(toolPath(state.binDir, 'kubectl'), args, { KUBECONFIG: state.kubeconfigPath }, input),
+};
+/** A sandbox token the suite saw; no log line of any pod may carry it. */
+let sandboxToken = '';
+const ns = 'installed-e2e';
+const IMAGE = 'ghcr.io/example/installed-agent:1.0';
+
+interface Listed<T> {
+  items: T[];
+}
+type Cond = { type: string; status: string; reason?: string };
+type Claim = KubernetesObject & {
+  status?: { conditions?: Cond[]; sandbox?: { name?: string; claimID?: string; tokenSecretName?: string } };
+};
+type Pool = KubernetesObject & { status?: { readyReplicas?: number } };
+type Pod = KubernetesObject & {
+  metadata: { name: string };
+  status?: { conditions?: Cond[]; containerStatuses?: { restartCount: number }[] };
+};
+type Inventory = KubernetesObject & { pools?: { template: string; warm: number; target: number }[] };
+type Lease = KubernetesObject & { spec?: { holderIdentity?: string } };
+
+const isTrue = (conds: Cond[] | undefined, type: string): boolean => conds?.some((c) => c.type === type && c.status === 'True') ?? false;
+
+async function kJson<T>(args: string[]): Promise<T> {
+  return JSON.parse(await system.kubectl([...args, '-o', 'json'])) as T;
+}
+
+function manifests(replicas: number, claims: string[]): string {
+  const template = {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxTemplate',
+    metadata: { name: 'agent', namespace: ns },
+    spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE }] } } },
+  };
+  const pool = {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxWarmPool',
+    metadata: { name: 'agent', namespace: ns },
+    spec: { replicas, sandboxTemplateRef: { name: 'agent' } },
+  };
+  const claimObjs = claims.map((name) => ({
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'SandboxClaim',
+    metadata: { name, namespace: ns },
+    spec: { warmPoolRef: { name: 'agent' } },
+  }));
+  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool, ...claimObjs] });
+}
+
+const nodeSandboxIds = (): Promise<string[]> => sandboxdIds([{ name: 'node', url: system.sandboxdUrl }], system.fleetToken);
+
+async function bound(names: string[]): Promise<Claim[]> {
+  return eventually(
+    async () => {
+      const list = await kJson<Listed<Claim>>(['-n', ns, 'get', 'sandboxclaims']);
+      const claims = list.items.filter((c) => names.includes(c.metadata?.name as string));
+      expect(claims).toHaveLength(names.length);
+      for (const c of claims) expect(isTrue(c.status?.conditions, 'Bound')).toBe(true);
+      return claims;
+    },
+    { timeoutMs: 120_000, intervalMs: 1000 },
+  );
+}
+
+let sut: SystemUnderTest;
+
+beforeAll(async () => {
+  sut = await connectInstalled();
+  await sut.createNamespace(ns);
+}, 60_000);
+
+afterAll(async () => {
+  await sut?.stop();
+});
+
+describe('sandbox-scale installed by helm on a real node', () => {
+  it('runs every app as the chart deploys it, under its ServiceAccount, with the APIService Available', async () => {
+    const deployments = await kJson<
+      Listed<
+        KubernetesObject & {
+          spec: { replicas: number; template: { spec: { serviceAccountName: string } } };
+          status?: { readyReplicas?: number };
+        }
+      >
+    >(['-n', INSTALLED_NAMESPACE, 'get', 'deployments']);
+    const byName = Object.fromEntries(deployments.items.map((d) => [d.metadata?.name, d]));
+    expect(byName['sandbox-scale-claim-controller']?.status?.readyReplicas).toBe(2);
+    expect(byName['sandbox-scale-sandbox-apiserver']?.status?.readyReplicas).toBe(2);
+    expect(byName['sandbox-scale-warmpool-driver']?.status?.readyReplicas).toBe(2);
+    for (const d of deployments.items) expect(d.spec.template.spec.serviceAccountName).toBe(d.metadata?.name);
+    // no app exited on its way to Ready (a crash on start shows as a restart)
+    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods']);
+    expect(pods.items.map((p) => `${p.metadata.name} ${p.status?.containerStatuses?.[0]?.restartCount}`)).toEqual(
+      pods.items.map((p) => `${p.metadata.name} 0`),
+    );
+    const ds = await kJson<KubernetesObject & { status: { numberReady: number } }>([
+      '-n',
+      INSTALLED_NAMESPACE,
+      'get',
+      'daemonset',
+      'sandbox-scale-inventory-publisher',
+    ]);
+    expect(ds.status.numberReady).toBe(1);
+    // discovery through the aggregated API: kube-apiserver reaches sandbox-apiserver through its Service
+    expect(await system.kubectl(['api-resources', '--api-group=agents.x-k8s.io', '-o', 'name'])).toContain('sandboxes.agents.x-k8s.io');
+  });
+
+  it('warms the pool, binds claims, lists them as sandboxes and releases a deleted claim', async () => {
+    await system.kubectl(['apply', '-f', '-'], manifests(3, []));
+    await eventually(
+      async () => {
+        const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
+        expect(pool.status?.readyReplicas).toBe(3);
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+
+    await system.kubectl(['apply', '-f', '-'], manifests(3, ['c1', 'c2']));
+    const claims = await bound(['c1', 'c2']);
+    const ids = claims.map((c) => c.status?.sandbox?.claimID as string);
+    expect(await nodeSandboxIds()).toEqual(expect.arrayContaining(ids));
+
+    await eventually(
+      async () => {
+        const out = await system.kubectl(['-n', ns, 'get', 'sandboxes']);
+        for (const name of ['c1', 'c2']) expect(out).toMatch(new RegExp(`^${name}\\s+True`, 'm'));
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+
+    // the sandbox token is in the claim Secret (written by claim-controller's in-cluster identity) and nowhere else
+    const secret = await kJson<{ data: Record<string, string> }>([
+      '-n',
+      ns,
+      'get',
+      'secret',
+      claims[0]?.status?.sandbox?.tokenSecretName as string,
+    ]);
+    const token = Buffer.from(secret.data.token as string, 'base64').toString();
+    expect(token.length).toBeGreaterThan(8);
+    sandboxToken = token;
+    expect(await system.kubectl(['-n', ns, 'get', 'sandboxclaims', '-o', 'json'])).not.toContain(token);
+    expect(await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'json'])).not.toContain(token);
+
+    const released = claims.find((c) => c.metadata?.name === 'c2')?.status?.sandbox?.claimID as string;
+    await system.kubectl(['-n', ns, 'delete', 'sandboxclaim', 'c2', '--wait=true', '--timeout=120s']);
+    await eventually(async () => expect(await nodeSandboxIds()).not.toContain(released), { timeoutMs: 60_000, intervalMs: 1000 });
+    await eventually(
+      async () => {
+        expect(await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'name'])).not.toContain('sandbox.agents.x-k8s.io/c2');
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+    await eventually(
+      async () => {
+        const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
+        expect(pool.status?.readyReplicas).toBe(3);
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+  });
+
+  it('moves the node target when the pool is scaled with kubectl scale', async () => {
+    await system.kubectl(['-n', ns, 'scale', 'sandboxwarmpool/agent', '--replicas=5']);
+    await eventually(
+      async () => {
+        const inv = await kJson<Listed<Inventory>>(['get', 'nodeinventories']);
+        const pools = inv.items.flatMap((i) => i.pools ?? []).filter((p) => p.template === IMAGE);
+        expect(pools.map((p) => p.target)).toEqual([5]);
+        const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
+        expect(pool.status?.readyReplicas).toBe(5);
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+    await system.kubectl(['-n', ns, 'scale', 'sandboxwarmpool/agent', '--replicas=3']);
+  });
+
+  it('explains sandboxes and prints them as a table through kube-apiserver', async () => {
+    expect(await system.kubectl(['explain', 'sandboxes.spec'])).toContain('podTemplate');
+    const wide = await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'wide']);
+    expect(wide.split('\n')[0]).toMatch(/NAME\s+READY\s+REASON\s+NODE/);
+  });
+
+  it('refuses a request sent straight to the sandbox-apiserver Service without the front-proxy certificate', async () => {
+    const svc = await kJson<KubernetesObject & { spec: { clusterIP: string } }>([
+      '-n',
+      INSTALLED_NAMESPACE,
+      'get',
+      'service',
+      'sandbox-scale-sandbox-apiserver',
+    ]);
+    const url = `https://${svc.spec.clusterIP}/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
+    for (const headers of [{}, { 'X-Remote-User': 'admin', 'X-Remote-Group': 'system:masters' }]) {
+      const status = await new Promise<number>((resolve, reject) => {
+        const req = httpsRequest(url, { headers, rejectUnauthorized: false, timeout: 10_000 }, (res) => {
+          res.resume();
+          resolve(res.statusCode ?? 0);
+        });
+        req.on('timeout', () => req.destroy(new Error('timeout')));
+        req.on('error', reject);
+        req.end();
+      });
+      expect(status).toBe(401);
+    }
+  });
+
+  it('claims through the fast path: the claim-controller Service, its chart-issued certificate, a token for its audience', async () => {
+    await system.kubectl(['-n', ns, 'create', 'serviceaccount', 'fast-user']);
+    await system.kubectl([
+      '-n',
+      ns,
+      'create',
+      'role',
+      'claims-create',
+      '--verb=create',
+      '--resource=sandboxclaims.extensions.agents.x-k8s.io',
+    ]);
+    await system.kubectl(['-n', ns, 'create', 'rolebinding', 'fast-user', '--role=claims-create', `--serviceaccount=${ns}:fast-user`]);
+    const token = (await system.kubectl(['-n', ns, 'create', 'token', 'fast-user', '--audience', 'sandbox-scale-fast-path'])).trim();
+    const ca = await kJson<{ data: Record<string, string> }>(['-n', INSTALLED_NAMESPACE, 'get', 'secret', 'sandbox-scale-ca']);
+    const svc = await kJson<KubernetesObject & { spec: { clusterIP: string } }>([
+      '-n',
+      INSTALLED_NAMESPACE,
+      'get',
+      'service',
+      'sandbox-scale-claim-controller',
+    ]);
+    const body = JSON.stringify({ namespace: ns, name: 'fast1', warmPool: 'agent' });
+    const answer = await new Promise<string>((resolve, reject) => {
+      const req = httpsRequest(
+        `https://${svc.spec.clusterIP}/v1/claims`,
+        {
+          method: 'POST',
+          ca: Buffer.from(ca.data['tls.crt'] as string, 'base64'),
+          servername: 'sandbox-scale-claim-controller.sandbox-system.svc',
+          headers: { 'content-type': 'application/json', authorization: `Bearer ${token}` },
+          timeout: 30_000,
+        },
+        (res) => {
+          let text = '';
+          res.on('data', (c: Buffer) => (text += c.toString()));
+          res.on('end', () => resolve(`${res.statusCode} ${text}`));
+        },
+      );
+      req.on('timeout', () => req.destroy(new Error('timeout')));
+      req.on('error', reject);
+      req.end(body);
+    });
+    expect(answer).toMatch(/^20[01] /);
+    await bound(['fast1']);
+  });
+
+  it('binds claims after the claim-controller leader pod is killed', async () => {
+    const lease = await kJson<Lease>(['-n', INSTALLED_NAMESPACE, 'get', 'lease', 'sandbox-scale-claim-controller']);
+    const holder = lease.spec?.holderIdentity ?? '';
+    // the pod named in the Lease, deleted with grace period 0
+    const killed = await sut.killLeader('claimController');
+    expect(holder.startsWith(`${killed}_`)).toBe(true);
+
+    await system.kubectl(['apply', '-f', '-'], manifests(3, ['c1', 'c3']));
+    await bound(['c1', 'c3']);
+    const next = await eventually(
+      async () => {
+        const l = await kJson<Lease>(['-n', INSTALLED_NAMESPACE, 'get', 'lease', 'sandbox-scale-claim-controller']);
+        expect(l.spec?.holderIdentity).toBeTruthy();
+        expect(l.spec?.holderIdentity?.startsWith(`${killed}_`)).toBe(false);
+        return l.spec?.holderIdentity;
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+    expect(next).not.toBe(holder);
+    // the Deployment replaces the killed pod and every pod is Ready again
+    await waitInstalled((args) => system.kubectl(args), 180_000);
+  });
+
+  it('moves the node target after the leading warmpool-driver pod is deleted: the standby takes the Lease', async () => {
+    const old = await sut.killLeader('warmpoolDriver');
+    await system.kubectl(['-n', ns, 'scale', 'sandboxwarmpool/agent', '--replicas=4']);
+    await eventually(
+      async () => {
+        const inv = await kJson<Listed<Inventory>>(['get', 'nodeinventories']);
+        expect(
+          inv.items
+            .flatMap((i) => i.pools ?? [])
+            .filter((p) => p.template === IMAGE)
+            .map((p) => p.target),
+        ).toEqual([4]);
+        const lease = await kJson<Lease>(['-n', INSTALLED_NAMESPACE, 'get', 'lease', 'sandbox-scale-warmpool-driver']);
+        expect(lease.spec?.holderIdentity?.startsWith(old)).toBe(false);
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+    await system.kubectl(['-n', ns, 'scale', 'sandboxwarmpool/agent', '--replicas=3']);
+  });
+
+  it('pauses and resumes a sandbox through the APIService and its Service', async () => {
+    const base = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/c1`;
+    await system.kubectl(['create', '--raw', `${base}/pause`, '-f', '-'], '{}');
+    await eventually(
+      async () => {
+        const s = await kJson<KubernetesObject & { status?: { conditions?: Cond[] } }>(['-n', ns, 'get', 'sandbox', 'c1']);
+        expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Hibernated' });
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+    await system.kubectl(['create', '--raw', `${base}/resume`, '-f', '-'], '{}');
+    await eventually(
+      async () => {
+        const s = await kJson<KubernetesObject & { status?: { conditions?: Cond[] } }>(['-n', ns, 'get', 'sandbox', 'c1']);
+        expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'Running' });
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+  });
+
+  it('keeps serving sandboxes while a sandbox-apiserver pod is deleted: the Service routes to the other', async () => {
+    const pods = await kJson<Listed<Pod>>([
+      '-n',
+      INSTALLED_NAMESPACE,
+      'get',
+      'pods',
+      '-l',
+      'app.kubernetes.io/component=sandbox-apiserver',
+    ]);
+    expect(pods.items).toHaveLength(2);
+    const victim = pods.items[0]?.metadata.name as string;
+    await system.kubectl(['-n', INSTALLED_NAMESPACE, 'delete', 'pod', victim, '--wait=false']);
+    // reads through the aggregated API answer once the pod is gone, from the replica left and its replacement
+    await eventually(
+      async () => {
+        const out = await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'name']);
+        expect(out).toContain('sandbox.agents.x-k8s.io/c1');
+        const now = await kJson<Listed<Pod>>([
+          '-n',
+          INSTALLED_NAMESPACE,
+          'get',
+          'pods',
+          '-l',
+          'app.kubernetes.io/component=sandbox-apiserver',
+        ]);
+        expect(now.items.map((p) => p.metadata.name)).not.toContain(victim);
+      },
+      { timeoutMs: 120_000, intervalMs: 1000 },
+    );
+    await waitInstalled((args) => system.kubectl(args), 180_000);
+    expect(await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'name'])).toContain('sandbox.agents.x-k8s.io/c3');
+  });
+
+  it('keeps sandbox tokens and the fleet token out of every pod log', async () => {
+    expect(sandboxToken).not.toBe('');
+    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods']);
+    let lines = 0;
+    for (const p of pods.items) {
+      const text = await system.kubectl(['-n', INSTALLED_NAMESPACE, 'logs', p.metadata.name]);
+      lines += text.split('\n').length;
+      expect(text).not.toContain(sandboxToken);
+      expect(text).not.toContain(system.fleetToken);
+    }
+    expect(lines).toBeGreaterThan(pods.items.length);
+  });
+});
