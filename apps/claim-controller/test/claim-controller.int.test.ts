@@ -31,6 +31,8 @@ import {
   publishInventories,
   releases,
   ROOT_TOKEN,
+  waitForBound,
+  waitForWarmPools,
 } from './fixtures';
 
 const suffix = runSuffix();
@@ -52,12 +54,7 @@ beforeAll(async () => {
   // speed 0.01: a cold boot takes a few ms, but it is a real blocking provision, not an instant one
   sim = await startSim({ nodes: 2, speed: 0.01, token: ROOT_TOKEN, pools: [{ template: IMAGE, warm: 4 }] });
   // at speed > 0 the warm pools fill after their golden build: publish the filled snapshot
-  await eventually(async () => {
-    for (const n of sim.nodes) {
-      const info = await new SandboxdClient({ baseUrl: n.url, token: ROOT_TOKEN }).info();
-      if (!info.pools.some((p) => p.key.template === IMAGE && p.warm >= 4)) throw new Error(`${n.name} not warm yet`);
-    }
-  });
+  await waitForWarmPools(sim, ROOT_TOKEN, IMAGE, 4);
   await publishInventories(kc, sim, suffix);
   await createPool(kc, ns, 'base', IMAGE);
   // the deployed shape: the chart's ServiceAccount and RBAC, never the admin kubeconfig
@@ -80,14 +77,7 @@ afterAll(async () => {
 });
 
 async function waitBound(name: string) {
-  return eventually(
-    async () => {
-      const c = await getClaim(kc, ns, name);
-      if (boundCondition(c)?.status !== 'True') throw new Error(`${name} not Bound: ${JSON.stringify(c.status)}`);
-      return c;
-    },
-    { timeoutMs: 30_000 },
-  );
+  return waitForBound(kc, ns, name, 30_000);
 }
 
 describe('SandboxClaim path', () => {

@@ -123,6 +123,47 @@ export async function liveDeliveries(sim: Sim, ns: string, token = ROOT_TOKEN): 
   return out;
 }
 
+/** The delivery in `delivered` made for the SandboxClaim `name` with `uid`, if any. */
+export function deliveryOf<D extends { claimRef: string }>(delivered: readonly D[], name: string, uid: string | undefined): D | undefined {
+  return delivered.find((d) => {
+    const o = parseOwnerRef(d.claimRef);
+    return o?.kind === 'SandboxClaim' && o.name === name && o.uid === uid;
+  });
+}
+
+/** Waits until the sim's nodes hold at least `count` live deliveries for claims of `ns`. */
+export async function waitForDeliveries(sim: Sim, ns: string, token: string, count: number): Promise<void> {
+  await eventually(
+    async () => {
+      const live = await liveDeliveries(sim, ns, token);
+      if (live.length < count) throw new Error(`${live.length} deliveries so far`);
+    },
+    { timeoutMs: 90_000 },
+  );
+}
+
+/** The claim once its Bound condition is True. */
+export async function waitForBound(kc: KubeConfig, ns: string, name: string, timeoutMs: number): Promise<SandboxClaim> {
+  return eventually(
+    async () => {
+      const claim = await getClaim(kc, ns, name);
+      if (boundCondition(claim)?.status !== 'True') throw new Error(`${ns}/${name} not Bound: ${JSON.stringify(claim.status?.conditions)}`);
+      return claim;
+    },
+    { timeoutMs },
+  );
+}
+
+/** Waits until every node of the sim holds at least `warm` VMs of `template` (at speed > 0 the pools fill after their golden build). */
+export async function waitForWarmPools(sim: Sim, token: string, template: string, warm: number): Promise<void> {
+  await eventually(async () => {
+    for (const n of sim.nodes) {
+      const info = await new SandboxdClient({ baseUrl: n.url, token }).info();
+      if (!info.pools.some((p) => p.key.template === template && p.warm >= warm)) throw new Error(`${n.name} not warm yet`);
+    }
+  });
+}
+
 /** Notes of the events recorded for one object, by reason. */
 export async function eventsOf(ns: string, name: string): Promise<{ reason: string; note: string }[]> {
   const r = await kubectl(['get', 'events', '-n', ns, '--field-selector', `involvedObject.name=${name}`, '-o', 'json']);
