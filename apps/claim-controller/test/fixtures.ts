@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { CoordinationV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { eventually, kubeconfigForServiceAccount, kubeconfigText, kubectl } from '@sandbox-scale/e2e';
 import { applyObject, ResourceClient } from '@sandbox-scale/kube-runtime';
+import { leaderElectionArgs } from '@sandbox-scale/kube-runtime/testing';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Sim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, LEASE_NAMES, parseOwnerRef, type SandboxClaim } from '@sandbox-scale/scale-core';
@@ -331,17 +332,7 @@ export async function countingProxies(sim: Sim, token: string): Promise<Counting
 
 /** Flags of a claim-controller process that leads through the Lease in `ns` (short durations, so a takeover is quick). */
 export function leaderArgs(ns: string): string[] {
-  return [
-    '--leader-elect=true',
-    '--leader-election-namespace',
-    ns,
-    '--leader-elect-lease-duration',
-    '4s',
-    '--leader-elect-renew-deadline',
-    '3s',
-    '--leader-elect-retry-period',
-    '500ms',
-  ];
+  return leaderElectionArgs(ns);
 }
 
 /** The same, for an in-process controller. */
