@@ -1,4 +1,4 @@
-import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import {
   applyCrds,
   createTestNamespace,
@@ -12,6 +12,7 @@ import {
   type ChartAppIdentity,
 } from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
+import { grantRole } from '@sandbox-scale/kube-runtime/testing';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { FAST_PATH_AUDIENCE, formatOwnerRef, parseOwnerRef, poolKeyFor } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
@@ -280,21 +281,9 @@ describe('fast path POST /v1/claims', () => {
     expect(denied.body).toMatchObject({ kind: 'Status', reason: 'Forbidden' });
     expect(String(denied.body.message)).toContain(`system:serviceaccount:${ns}:claimer`);
 
-    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({
+    await grantRole(kc, ns, 'claimer', [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }], {
+      name: 'claimer',
       namespace: ns,
-      body: {
-        metadata: { name: 'claimer' },
-        rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }],
-      },
-    });
-    await rbac.createNamespacedRoleBinding({
-      namespace: ns,
-      body: {
-        metadata: { name: 'claimer' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'claimer' },
-        subjects: [{ kind: 'ServiceAccount', name: 'claimer', namespace: ns }],
-      },
     });
     const ok = await eventually(async () => {
       const r = await post({ namespace: ns, name: 'fast-1', warmPool: 'base' }, token);

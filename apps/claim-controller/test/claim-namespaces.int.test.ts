@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import {
   applyCrds,
   createTestNamespace,
@@ -13,6 +13,7 @@ import {
   testKubeConfig,
 } from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
+import { grantRole } from '@sandbox-scale/kube-runtime/testing';
 import { FAST_PATH_AUDIENCE, servedNameOf } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
@@ -208,22 +209,13 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     const callerNs = await createTestNamespace(kc, 'cns-fast');
     namespaces.push(callerNs);
     await createPool(kc, callerNs, 'base', IMAGE);
-    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({
-      namespace: callerNs,
-      body: {
-        metadata: { name: 'claimer' },
-        rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }],
-      },
-    });
-    await rbac.createNamespacedRoleBinding({
-      namespace: callerNs,
-      body: {
-        metadata: { name: 'claimer' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'claimer' },
-        subjects: [{ kind: 'ServiceAccount', name: 'claimer', namespace: callerNs }],
-      },
-    });
+    await grantRole(
+      kc,
+      callerNs,
+      'claimer',
+      [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }],
+      { name: 'claimer', namespace: callerNs },
+    );
     // the fast path accepts only tokens minted for its own audience
     const callerToken = await serviceAccountToken(kc, callerNs, 'claimer', [FAST_PATH_AUDIENCE]);
     const fast = await eventually(async () => {

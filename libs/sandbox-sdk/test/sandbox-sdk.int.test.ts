@@ -1,4 +1,5 @@
-import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { bindServiceAccount } from '@sandbox-scale/kube-runtime/testing';
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -117,7 +118,6 @@ beforeAll(async () => {
       }),
     );
   }
-  const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   for (const [name, role] of [
     ['dev', 'edit'],
     ['dev2', 'edit'],
@@ -130,24 +130,10 @@ beforeAll(async () => {
       kc.loadFromOptions({ clusters: kc.clusters, users: kc.users, contexts: [{ ...ctx, namespace: ns }], currentContext: ctx.name });
     kubeconfigs[name] = join(dir, `${name}.kubeconfig`);
     writeFileSync(kubeconfigs[name], kc.exportConfig(), { mode: 0o600 });
-    await rbac.createNamespacedRoleBinding({
-      namespace: ns,
-      body: {
-        metadata: { name },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-        subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
-      },
-    });
+    await bindServiceAccount(sys.kubeConfig, ns, name, { kind: 'ClusterRole', name: role }, { name, namespace: ns });
   }
   for (const other of [capNs, offNs]) {
-    await rbac.createNamespacedRoleBinding({
-      namespace: other,
-      body: {
-        metadata: { name: 'dev' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-        subjects: [{ kind: 'ServiceAccount', name: 'dev', namespace: ns }],
-      },
-    });
+    await bindServiceAccount(sys.kubeConfig, other, 'dev', { kind: 'ClusterRole', name: 'edit' }, { name: 'dev', namespace: ns });
   }
   // The fast path exposed as a cluster exposes it to clients outside: a Service with an address
   // they can dial (here an ExternalName for this machine, where the process listens), which the
