@@ -21,9 +21,8 @@ import {
   ClaimRecorder,
   ClaimClient,
   createCaches,
+  createOrphanPass,
   FastPathRecorder,
-  OrphanReconciler,
-  poolOfKey,
 } from '@sandbox-scale/claim-controller';
 import { applyCrds, countingKubeConfig, startControlPlane } from '@sandbox-scale/e2e';
 import { applyStatus, createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
@@ -160,17 +159,8 @@ async function main(): Promise<void> {
     const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories, log, callTimeoutMs: 60_000 });
     const recorder = new ClaimRecorder({ kubeConfig: counted.kubeConfig });
     const writes = new ClaimClient(counted.kubeConfig);
-    const orphans = new OrphanReconciler({
-      gateway,
-      recorder,
-      fastPath: new FastPathRecorder(counted.kubeConfig, recorder),
-      poolFor: poolOfKey(caches),
-      inventories,
-      cachedClaim: (ns, name) => caches.claims.get(ns, name),
-      getClaim: (ns, name, signal) => writes.get(ns, name, signal),
-      intervalMs: 3_600_000,
-      log,
-    });
+    const fastPath = new FastPathRecorder(counted.kubeConfig, recorder);
+    const orphans = createOrphanPass(caches, { gateway, recorder, fastPath, inventories, claims: writes, intervalMs: 3_600_000, log });
 
     const measure = async (run: () => Promise<number>): Promise<PassCost> => {
       counted.reset();
