@@ -34,6 +34,11 @@ async function admin(args: string[], input?: string): Promise<RunResult> {
   return r;
 }
 
+/** `kubectl apply` of `items` as one List, as admin. */
+async function applyList(items: unknown[]): Promise<void> {
+  await admin(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
+}
+
 /** `kubectl sandbox ARGS` as a user: kubectl resolves the plugin from PATH. */
 function plugin(args: string[], as: keyof typeof kubeconfigs = 'dev'): Promise<RunResult> {
   return runProcess(join(testBinDir(), 'kubectl'), ['sandbox', ...args], {
@@ -104,19 +109,12 @@ beforeAll(async () => {
     metadata: { name, namespace: ns },
     spec: { replicas, sandboxTemplateRef: { name: POOL } },
   });
-  await admin(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool(POOL, 6)] }));
+  await applyList([template, pool(POOL, 6)]);
   for (const other of [capNs, offNs]) {
-    await admin(
-      ['apply', '-f', '-'],
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'List',
-        items: [
-          { ...template, metadata: { name: POOL, namespace: other } },
-          { ...pool(POOL, 3), metadata: { name: POOL, namespace: other } },
-        ],
-      }),
-    );
+    await applyList([
+      { ...template, metadata: { name: POOL, namespace: other } },
+      { ...pool(POOL, 3), metadata: { name: POOL, namespace: other } },
+    ]);
   }
   for (const [name, role] of [
     ['dev', 'edit'],
@@ -139,34 +137,27 @@ beforeAll(async () => {
   // they can dial (here an ExternalName for this machine, where the process listens), which the
   // operator lets `dev` read so the SDK can find it.
   const port = new URL(sys.fastPathUrl).port;
-  await admin(
-    ['apply', '-f', '-'],
-    JSON.stringify({
+  await applyList([
+    {
       apiVersion: 'v1',
-      kind: 'List',
-      items: [
-        {
-          apiVersion: 'v1',
-          kind: 'Service',
-          metadata: { name: FAST_PATH_SERVICE, namespace: SYSTEM_NAMESPACE },
-          spec: { type: 'ExternalName', externalName: 'localhost', ports: [{ name: 'https', port: Number(port) }] },
-        },
-        {
-          apiVersion: 'rbac.authorization.k8s.io/v1',
-          kind: 'Role',
-          metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE },
-          rules: [{ apiGroups: [''], resources: ['services'], resourceNames: [FAST_PATH_SERVICE], verbs: ['get'] }],
-        },
-        {
-          apiVersion: 'rbac.authorization.k8s.io/v1',
-          kind: 'RoleBinding',
-          metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `fast-path-reader-${suffix}` },
-          subjects: [{ kind: 'ServiceAccount', name: 'dev', namespace: ns }],
-        },
-      ],
-    }),
-  );
+      kind: 'Service',
+      metadata: { name: FAST_PATH_SERVICE, namespace: SYSTEM_NAMESPACE },
+      spec: { type: 'ExternalName', externalName: 'localhost', ports: [{ name: 'https', port: Number(port) }] },
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE },
+      rules: [{ apiGroups: [''], resources: ['services'], resourceNames: [FAST_PATH_SERVICE], verbs: ['get'] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `fast-path-reader-${suffix}` },
+      subjects: [{ kind: 'ServiceAccount', name: 'dev', namespace: ns }],
+    },
+  ]);
   await eventually(
     async () => {
       const r = await admin(['get', 'sandboxwarmpool', POOL, '-n', ns, '-o', 'jsonpath={.status.readyReplicas}']);
