@@ -19,6 +19,7 @@ import {
   createClaim,
   createPool,
   deleteInventories,
+  deliveryOf,
   getClaim,
   kubeconfigWithoutStatusWrites,
   LEADER_FLAGS,
@@ -30,11 +31,10 @@ import {
   releases,
   selectorOf,
   spawnClaimController,
-  type CountingProxies,
-  deliveryOf,
   waitForBound,
   waitForDeliveries,
   waitForWarmPools,
+  type CountingProxies,
 } from './fixtures';
 
 /**
