@@ -31,6 +31,7 @@ import {
 } from '@sandbox-scale/kube-runtime';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, RESOURCES, SandboxClaimSchema, parseObject, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { createBasePool } from './base-pool';
 import { runBench } from './run-bench';
 
 const N = Number(process.env.CLAIM_PATH_N ?? 1_000);
@@ -129,18 +130,7 @@ async function main(): Promise<void> {
         { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory },
       );
     }
-    await new ResourceClient(kc, RESOURCES.sandboxTemplate).create(NS, {
-      apiVersion: EXTENSIONS_API_VERSION,
-      kind: 'SandboxTemplate',
-      metadata: { name: 'base' },
-      spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } },
-    });
-    await new ResourceClient(kc, RESOURCES.sandboxWarmPool).create(NS, {
-      apiVersion: EXTENSIONS_API_VERSION,
-      kind: 'SandboxWarmPool',
-      metadata: { name: 'base' },
-      spec: { replicas: 1, sandboxTemplateRef: { name: 'base' } },
-    });
+    await createBasePool(kc, NS, IMAGE, 1);
     const cc = await startClaimController({
       kubeConfig: kc,
       fleetToken: TOKEN,

@@ -1,20 +1,17 @@
 // bench:get — one sandbox's GET through the APIService at a small and a large fleet (O(1)
 // get: the ratio should stay near 1), then create → get → pause sequences against simulated
 // nodes (read-after-create, k8s-api.md §4.11). Prints a table, then JSON.
-import { Agent, request, type RequestOptions } from 'node:https';
-import { writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { applyObject, createLogger } from '@sandbox-scale/kube-runtime';
-import { applyCrds, createCA, createLeaf, eventually, freePort, startControlPlane } from '@sandbox-scale/e2e';
-import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
+import { applyObject } from '@sandbox-scale/kube-runtime';
+import { applyCrds, eventually, freePort, startControlPlane } from '@sandbox-scale/e2e';
 import { buildInventory } from '@sandbox-scale/inventory-publisher';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, RESOURCES } from '@sandbox-scale/scale-core';
+import { httpsClient, p50, registerApiService, startBenchApiserver, writeServingCert, type Client, type Reply } from './aggregated-server';
 import { runBench } from './run-bench';
 
 const run = promisify(execFile);
@@ -27,42 +24,6 @@ const SIM_NODES = 4;
 const TOKEN = 'bench-fleet-token';
 const IMAGE = 'registry.local/bench-get:1';
 const BASE = '/apis/agents.x-k8s.io/v1beta1';
-
-const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
-
-interface Reply {
-  readonly status: number;
-  readonly body: string;
-}
-
-/** Raw HTTPS to kube-apiserver with the admin kubeconfig's client cert, one kept-alive connection. */
-async function apiClient(kc: KubeConfig): Promise<(method: string, path: string, body?: unknown) => Promise<Reply>> {
-  const base: RequestOptions = {};
-  await kc.applyToHTTPSOptions(base);
-  const server = new URL(kc.getCurrentCluster()?.server ?? '');
-  const agent = new Agent({ keepAlive: true, maxSockets: 1 });
-  return (method, path, body) =>
-    new Promise((resolve, reject) => {
-      const req = request(
-        {
-          ...base,
-          agent,
-          hostname: server.hostname,
-          port: server.port,
-          path,
-          method,
-          headers: { Accept: 'application/json', 'Content-Type': 'application/json' },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-        },
-      );
-      req.on('error', reject);
-      req.end(body === undefined ? undefined : JSON.stringify(body));
-    });
-}
 
 /** `total` synthetic sandboxes spread over NODES inventories (the list bench's shape). */
 async function writeFleet(kc: KubeConfig, total: number): Promise<string[]> {
@@ -124,7 +85,7 @@ async function publishSim(kc: KubeConfig, sim: Sim): Promise<void> {
 }
 
 /** p50 of sequential GETs of names picked evenly from the fleet, after a short warm-up. */
-async function timeGets(api: Awaited<ReturnType<typeof apiClient>>, names: readonly string[]): Promise<{ p50: number; failed: number }> {
+async function timeGets(api: Client, names: readonly string[]): Promise<{ p50: number; failed: number }> {
   const path = (i: number): string => {
     const [ns = '', name = ''] = (names[(i * 7919) % names.length] ?? '').split('/');
     return `${BASE}/namespaces/${ns}/sandboxes/${name}`;
@@ -162,56 +123,11 @@ async function main(): Promise<void> {
     await eventually(() => warmPoolsFull(started), { timeoutMs: 60_000 });
     await publishSim(cp.kubeConfig, sim);
 
-    const ca = await createCA('bench-get-ca');
-    const leaf = await createLeaf(ca, {
-      commonName: 'sandbox-apiserver',
-      dnsNames: ['sandbox-apiserver.default.svc', 'localhost'],
-      server: true,
-    });
-    const cert = join(tmpdir(), 'bench-get.crt');
-    const key = join(tmpdir(), 'bench-get.key');
-    writeFileSync(cert, leaf.cert);
-    writeFileSync(key, leaf.key);
+    const cert = await writeServingCert('bench-get');
     const port = await freePort();
-    const server = await startSandboxApiserver({
-      kubeConfig: cp.kubeConfig,
-      securePort: port,
-      bindAddress: '127.0.0.1',
-      tlsCertFile: cert,
-      tlsPrivateKeyFile: key,
-      fleetToken: TOKEN,
-      log: createLogger({ name: 'bench', level: 'silent' }),
-    });
-    await server.synced;
-    const svc = {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'sandbox-apiserver', namespace: 'default' },
-      spec: { type: 'ExternalName', externalName: 'localhost' },
-    };
-    const apisvc = {
-      apiVersion: 'apiregistration.k8s.io/v1',
-      kind: 'APIService',
-      metadata: { name: 'v1beta1.agents.x-k8s.io' },
-      spec: {
-        group: 'agents.x-k8s.io',
-        version: 'v1beta1',
-        groupPriorityMinimum: 1000,
-        versionPriority: 15,
-        service: { namespace: 'default', name: 'sandbox-apiserver', port },
-        caBundle: Buffer.from(ca.cert).toString('base64'),
-      },
-    };
-    const manifest = join(tmpdir(), 'bench-get-apiservice.json');
-    writeFileSync(manifest, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apisvc] }));
-    await kubectl(['apply', '-f', manifest]);
-    const api = await apiClient(cp.kubeConfig);
-    await eventually(
-      async () => {
-        if ((await api('GET', BASE)).status !== 200) throw new Error('APIService never became available');
-      },
-      { timeoutMs: 60_000, intervalMs: 500 },
-    );
+    const server = await startBenchApiserver(cp.kubeConfig, cert, port, TOKEN);
+    const api = await httpsClient(cp.kubeConfig, 1);
+    await registerApiService(kubectl, api, { name: 'bench-get', port, caCert: cert.caCert });
 
     const atSmall = await timeGets(api, small);
     const large = await writeFleet(cp.kubeConfig, LARGE);

@@ -4,16 +4,12 @@
 // a kept-alive HTTPS client. Also splits our page time into the aggregator's proxy, the JSON
 // encoding and the rest of our handler. Prints a table, then JSON.
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
-import { Agent, request, type RequestOptions } from 'node:https';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { applyObject, createLogger, CrdResource } from '@sandbox-scale/kube-runtime';
-import { applyCrds, createCA, createLeaf, eventually, freePort, startControlPlane } from '@sandbox-scale/e2e';
-import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
+import { applyObject, CrdResource } from '@sandbox-scale/kube-runtime';
+import { applyCrds, eventually, freePort, startControlPlane } from '@sandbox-scale/e2e';
 import { RESOURCES, synthesizeSandbox, type InventoryEntry } from '@sandbox-scale/scale-core';
+import { httpsClient, p50, registerApiService, startBenchApiserver, writeServingCert, type Client } from './aggregated-server';
 import { runBench } from './run-bench';
 
 const run = promisify(execFile);
@@ -30,51 +26,8 @@ const OURS = '/apis/agents.x-k8s.io/v1beta1/sandboxes';
 const THEIRS = `/apis/${CRD_GROUP}/v1/${CRD_PLURAL}`;
 const TABLE_ACCEPT = 'application/json;as=Table;v=v1;g=meta.k8s.io,application/json';
 
-const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
 const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
-
-interface Reply {
-  readonly status: number;
-  readonly body: string;
-}
-type Client = (method: string, path: string, body?: unknown, accept?: string) => Promise<Reply>;
-
-/** Raw HTTPS with the admin client cert over kept-alive connections, to kube-apiserver or straight to our server. */
-async function httpsClient(kc: KubeConfig, maxSockets: number, direct?: { url: string; ca: string }): Promise<Client> {
-  const base: RequestOptions = {};
-  await kc.applyToHTTPSOptions(base);
-  let server = new URL(kc.getCurrentCluster()?.server ?? '');
-  if (direct !== undefined) {
-    // our server verifies the admin client cert itself (the cluster's client CA)
-    base.ca = direct.ca;
-    // the serving cert names localhost; the listener is bound to 127.0.0.1
-    base.servername = 'localhost';
-    server = new URL(direct.url);
-  }
-  const agent = new Agent({ keepAlive: true, maxSockets });
-  return (method, path, body, accept = 'application/json') =>
-    new Promise((resolve, reject) => {
-      const req = request(
-        {
-          ...base,
-          agent,
-          hostname: server.hostname,
-          port: server.port,
-          path,
-          method,
-          headers: { Accept: accept, 'Content-Type': 'application/json' },
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          res.on('data', (c: Buffer) => chunks.push(c));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, body: Buffer.concat(chunks).toString('utf8') }));
-        },
-      );
-      req.on('error', reject);
-      req.end(body === undefined ? undefined : JSON.stringify(body));
-    });
-}
 
 interface Paged {
   readonly ms: number;
@@ -194,60 +147,16 @@ async function main(): Promise<void> {
     }
     const createMs = performance.now() - c0;
 
-    const ca = await createCA('bench-ca');
-    const leaf = await createLeaf(ca, {
-      commonName: 'sandbox-apiserver',
-      dnsNames: ['sandbox-apiserver.default.svc', 'localhost'],
-      server: true,
-    });
-    const cert = join(tmpdir(), 'bench-list.crt');
-    const key = join(tmpdir(), 'bench-list.key');
-    writeFileSync(cert, leaf.cert);
-    writeFileSync(key, leaf.key);
+    const cert = await writeServingCert('bench-list');
     const port = await freePort();
     gc();
     const heapBefore = process.memoryUsage().heapUsed;
-    const server = await startSandboxApiserver({
-      kubeConfig: cp.kubeConfig,
-      securePort: port,
-      bindAddress: '127.0.0.1',
-      tlsCertFile: cert,
-      tlsPrivateKeyFile: key,
-      log: createLogger({ name: 'bench', level: 'silent' }),
-    });
-    await server.synced;
+    const server = await startBenchApiserver(cp.kubeConfig, cert, port);
     gc();
     const heapAfter = process.memoryUsage().heapUsed;
-    const svc = {
-      apiVersion: 'v1',
-      kind: 'Service',
-      metadata: { name: 'sandbox-apiserver', namespace: 'default' },
-      spec: { type: 'ExternalName', externalName: 'localhost' },
-    };
-    const apisvc = {
-      apiVersion: 'apiregistration.k8s.io/v1',
-      kind: 'APIService',
-      metadata: { name: 'v1beta1.agents.x-k8s.io' },
-      spec: {
-        group: 'agents.x-k8s.io',
-        version: 'v1beta1',
-        groupPriorityMinimum: 1000,
-        versionPriority: 15,
-        service: { namespace: 'default', name: 'sandbox-apiserver', port },
-        caBundle: Buffer.from(ca.cert).toString('base64'),
-      },
-    };
-    const manifest = join(tmpdir(), 'bench-list-apiservice.json');
-    writeFileSync(manifest, JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [svc, apisvc] }));
-    await kubectl(['apply', '-f', manifest]);
-    await eventually(
-      async () => {
-        if ((await api('GET', '/apis/agents.x-k8s.io/v1beta1')).status !== 200) throw new Error('APIService never became available');
-      },
-      { timeoutMs: 60_000, intervalMs: 500 },
-    );
+    await registerApiService(kubectl, api, { name: 'bench-list', port, caCert: cert.caCert });
     // the same server without the aggregator in front: its answer alone
-    const direct = await httpsClient(cp.kubeConfig, 1, { url: server.url, ca: ca.cert });
+    const direct = await httpsClient(cp.kubeConfig, 1, { url: server.url, ca: cert.caCert });
     // warm both paths (TLS handshakes, the authorization cache) before anything is timed
     for (const path of [OURS, THEIRS]) await pagedList(api, path, 5000);
     await pagedList(direct, OURS, 5000);

@@ -21,9 +21,8 @@ import {
   ClaimRecorder,
   ClaimClient,
   createCaches,
+  createOrphanPass,
   FastPathRecorder,
-  OrphanReconciler,
-  poolOfKey,
 } from '@sandbox-scale/claim-controller';
 import { applyCrds, countingKubeConfig, startControlPlane } from '@sandbox-scale/e2e';
 import { applyStatus, createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
@@ -41,6 +40,7 @@ import {
 import { applyObject } from '@sandbox-scale/kube-runtime';
 import { randomUUID } from 'node:crypto';
 import { Registry } from 'prom-client';
+import { createBasePool } from './base-pool';
 import { runBench } from './run-bench';
 
 const SANDBOXES = Number(process.env.ORPHAN_SANDBOXES ?? 50_000);
@@ -98,19 +98,15 @@ async function main(): Promise<void> {
         { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory },
       );
     }
-    await new ResourceClient(kc, RESOURCES.sandboxTemplate).create(NS, {
-      apiVersion: EXTENSIONS_API_VERSION,
-      kind: 'SandboxTemplate',
-      metadata: { name: 'base' },
-      spec: { podTemplate: { spec: { containers: [{ name: 'main', image: IMAGE }] } } },
-    });
-    await new ResourceClient(kc, RESOURCES.sandboxWarmPool).create(NS, {
-      apiVersion: EXTENSIONS_API_VERSION,
-      kind: 'SandboxWarmPool',
-      metadata: { name: 'base' },
-      spec: { replicas: 0, sandboxTemplateRef: { name: 'base' } },
-    });
+    await createBasePool(kc, NS, IMAGE, 0);
     const claims = new ResourceClient(kc, Claims);
+    const createClaim = async (name: string): Promise<{ metadata: { uid: string } }> =>
+      (await claims.create(NS, {
+        apiVersion: EXTENSIONS_API_VERSION,
+        kind: 'SandboxClaim',
+        metadata: { name },
+        spec: { warmPoolRef: { name: 'base' } },
+      })) as { metadata: { uid: string } };
     const nodeOf = (i: number) => sim.node(sim.nodes[i % NODES]?.name ?? '');
     const deliver = async (i: number, claimRef: string): Promise<string> => {
       const out = await nodeOf(i).claimLocal({ template: IMAGE, ttl_seconds: TTL, claim_ref: claimRef, no_redirect: true });
@@ -122,12 +118,7 @@ async function main(): Promise<void> {
     const tFleet = performance.now();
     await pool(CLAIMS, async (i) => {
       const name = `c-${i}`;
-      const created = (await claims.create(NS, {
-        apiVersion: EXTENSIONS_API_VERSION,
-        kind: 'SandboxClaim',
-        metadata: { name },
-        spec: { warmPoolRef: { name: 'base' } },
-      })) as { metadata: { uid: string } };
+      const created = await createClaim(name);
       const id = await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.claim, uid: created.metadata.uid, namespace: NS, name }));
       const node = nodeOf(i);
       const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -168,17 +159,8 @@ async function main(): Promise<void> {
     const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories, log, callTimeoutMs: 60_000 });
     const recorder = new ClaimRecorder({ kubeConfig: counted.kubeConfig });
     const writes = new ClaimClient(counted.kubeConfig);
-    const orphans = new OrphanReconciler({
-      gateway,
-      recorder,
-      fastPath: new FastPathRecorder(counted.kubeConfig, recorder),
-      poolFor: poolOfKey(caches),
-      inventories,
-      cachedClaim: (ns, name) => caches.claims.get(ns, name),
-      getClaim: (ns, name, signal) => writes.get(ns, name, signal),
-      intervalMs: 3_600_000,
-      log,
-    });
+    const fastPath = new FastPathRecorder(counted.kubeConfig, recorder);
+    const orphans = createOrphanPass(caches, { gateway, recorder, fastPath, inventories, claims: writes, intervalMs: 3_600_000, log });
 
     const measure = async (run: () => Promise<number>): Promise<PassCost> => {
       counted.reset();
@@ -213,12 +195,7 @@ async function main(): Promise<void> {
     const lost = Math.ceil(CHANGES / 2);
     for (let i = 0; i < lost; i++) {
       const name = `lost-${i}`;
-      const created = (await claims.create(NS, {
-        apiVersion: EXTENSIONS_API_VERSION,
-        kind: 'SandboxClaim',
-        metadata: { name },
-        spec: { warmPoolRef: { name: 'base' } },
-      })) as { metadata: { uid: string } };
+      const created = await createClaim(name);
       await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.claim, uid: created.metadata.uid, namespace: NS, name }));
     }
     for (let i = lost; i < CHANGES; i++)

@@ -13,4 +13,4 @@ export type { OrphanPassResult } from './controllers/orphan-reconciler';
 export { ClaimRecorder } from './record/claim-recorder';
 export { FastPathRecorder } from './record/fast-path-recorder';
 export { ClaimClient } from './record/claim-client';
-export { createCaches, poolOfKey } from './wiring';
+export { createCaches, createOrphanPass, poolOfKey } from './wiring';

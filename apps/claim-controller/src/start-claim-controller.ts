@@ -32,7 +32,7 @@ import { SecretAccess, selfSubjectReviewer } from './record/secret-access';
 import { startFastPathServer } from './http/fast-path-server';
 import { ReviewAuthorizer } from './http/review-client';
 import { claimControllerMetrics } from './metrics';
-import { claimsOfPool, claimsWaitingForCapacity, createCaches, fastPathClaimNames, poolOfKey, poolResolver } from './wiring';
+import { claimsOfPool, claimsWaitingForCapacity, createCaches, createOrphanPass, fastPathClaimNames, poolResolver } from './wiring';
 
 export interface ClaimControllerOptions {
   kubeConfig: KubeConfig;
@@ -155,14 +155,12 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     .watches(caches.inventories, claimsWaitingForCapacity(caches.claims))
     .watches(caches.pools, claimsOfPool(caches.claims))
     .build();
-  const orphans = new OrphanReconciler({
+  const orphans = createOrphanPass(caches, {
     gateway,
     recorder,
     fastPath: fastRecorder,
-    poolFor: poolOfKey(caches),
     inventories,
-    cachedClaim: (ns, name) => caches.claims.get(ns, name),
-    getClaim: (ns, name, signal) => claimClient.get(ns, name, signal),
+    claims: claimClient,
     intervalMs: flags.orphanInterval,
     log,
     onItem: metrics.onOrphan,

@@ -14,6 +14,8 @@ import {
   type SandboxWarmPool,
 } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
+import { OrphanReconciler, type OrphanReconcilerOptions } from './controllers/orphan-reconciler';
+import type { ClaimClient } from './record/claim-client';
 import { recordsSandbox } from './record/claim-status';
 import {
   NodeInventoryResource,
@@ -117,4 +119,21 @@ export function fastPathClaimNames(claims: Informer<SandboxClaim>): (namespace: 
       .list(namespace)
       .filter((c) => !c.metadata.deletionTimestamp && c.metadata.annotations?.[ANNOTATIONS.deliveryUid] !== undefined)
       .map((c) => c.metadata.name ?? '');
+}
+
+/**
+ * The orphan pass over the caches: a delivery's pool and claim are looked up there, and a claim
+ * the cache has not seen yet is read live through `claims`.
+ */
+export function createOrphanPass(
+  c: Caches,
+  o: Omit<OrphanReconcilerOptions, 'poolFor' | 'cachedClaim' | 'getClaim'> & { readonly claims: ClaimClient },
+): OrphanReconciler {
+  const { claims, ...rest } = o;
+  return new OrphanReconciler({
+    ...rest,
+    poolFor: poolOfKey(c),
+    cachedClaim: (namespace, name) => c.claims.get(namespace, name),
+    getClaim: (namespace, name, signal) => claims.get(namespace, name, signal),
+  });
 }

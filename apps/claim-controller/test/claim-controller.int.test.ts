@@ -1,4 +1,4 @@
-import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import {
   applyCrds,
   createTestNamespace,
@@ -12,6 +12,7 @@ import {
   type ChartAppIdentity,
 } from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
+import { grantRole } from '@sandbox-scale/kube-runtime/testing';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { FAST_PATH_AUDIENCE, formatOwnerRef, parseOwnerRef, poolKeyFor } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
@@ -31,6 +32,8 @@ import {
   publishInventories,
   releases,
   ROOT_TOKEN,
+  waitForBound,
+  waitForWarmPools,
 } from './fixtures';
 
 const suffix = runSuffix();
@@ -52,12 +55,7 @@ beforeAll(async () => {
   // speed 0.01: a cold boot takes a few ms, but it is a real blocking provision, not an instant one
   sim = await startSim({ nodes: 2, speed: 0.01, token: ROOT_TOKEN, pools: [{ template: IMAGE, warm: 4 }] });
   // at speed > 0 the warm pools fill after their golden build: publish the filled snapshot
-  await eventually(async () => {
-    for (const n of sim.nodes) {
-      const info = await new SandboxdClient({ baseUrl: n.url, token: ROOT_TOKEN }).info();
-      if (!info.pools.some((p) => p.key.template === IMAGE && p.warm >= 4)) throw new Error(`${n.name} not warm yet`);
-    }
-  });
+  await waitForWarmPools(sim, ROOT_TOKEN, IMAGE, 4);
   await publishInventories(kc, sim, suffix);
   await createPool(kc, ns, 'base', IMAGE);
   // the deployed shape: the chart's ServiceAccount and RBAC, never the admin kubeconfig
@@ -80,14 +78,7 @@ afterAll(async () => {
 });
 
 async function waitBound(name: string) {
-  return eventually(
-    async () => {
-      const c = await getClaim(kc, ns, name);
-      if (boundCondition(c)?.status !== 'True') throw new Error(`${name} not Bound: ${JSON.stringify(c.status)}`);
-      return c;
-    },
-    { timeoutMs: 30_000 },
-  );
+  return waitForBound(kc, ns, name, 30_000);
 }
 
 describe('SandboxClaim path', () => {
@@ -290,21 +281,9 @@ describe('fast path POST /v1/claims', () => {
     expect(denied.body).toMatchObject({ kind: 'Status', reason: 'Forbidden' });
     expect(String(denied.body.message)).toContain(`system:serviceaccount:${ns}:claimer`);
 
-    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({
+    await grantRole(kc, ns, 'claimer', [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }], {
+      name: 'claimer',
       namespace: ns,
-      body: {
-        metadata: { name: 'claimer' },
-        rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }],
-      },
-    });
-    await rbac.createNamespacedRoleBinding({
-      namespace: ns,
-      body: {
-        metadata: { name: 'claimer' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'claimer' },
-        subjects: [{ kind: 'ServiceAccount', name: 'claimer', namespace: ns }],
-      },
     });
     const ok = await eventually(async () => {
       const r = await post({ namespace: ns, name: 'fast-1', warmPool: 'base' }, token);

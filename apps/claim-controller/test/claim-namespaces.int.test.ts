@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
-import { AuthorizationV1Api, CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { AuthorizationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import {
   applyCrds,
   createTestNamespace,
@@ -13,14 +13,27 @@ import {
   testKubeConfig,
 } from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
-import { EXTENSIONS_API_VERSION, FAST_PATH_AUDIENCE, servedNameOf } from '@sandbox-scale/scale-core';
+import { grantRole } from '@sandbox-scale/kube-runtime/testing';
+import { FAST_PATH_AUDIENCE, servedNameOf } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
 import { startClaimController, type ClaimControllerHandle } from '../src';
 import { SecretAccess, selfSubjectReviewer } from '../src/record/secret-access';
 import { SandboxClaimResource } from '../src/resources';
-import { boundCondition, createPool, deleteInventories, eventsOf, getClaim, publishInventories, releases } from './fixtures';
+import {
+  boundCondition,
+  createClaim as createClaimOf,
+  createPool,
+  deleteInventories,
+  eventsOf,
+  getClaim,
+  publishInventories,
+  releases,
+  selectorOf,
+  waitForBound,
+  waitForWarmPools,
+} from './fixtures';
 
 // Claim namespaces as the chart grants them: claim-controller runs under the chart's own
 // ServiceAccount with the chart's RBAC (helm install / upgrade of this release), so what it may
@@ -96,14 +109,7 @@ async function deliveriesFor(ns: string, name: string): Promise<string[]> {
 }
 
 async function waitBound(ns: string, name: string) {
-  return eventually(
-    async () => {
-      const c = await getClaim(kc, ns, name);
-      if (boundCondition(c)?.status !== 'True') throw new Error(`${ns}/${name} not Bound: ${JSON.stringify(c.status?.conditions)}`);
-      return c;
-    },
-    { timeoutMs: 60_000 },
-  );
+  return waitForBound(kc, ns, name, 60_000);
 }
 
 async function waitReason(ns: string, name: string, reason: string) {
@@ -119,12 +125,7 @@ async function waitReason(ns: string, name: string, reason: string) {
 
 /** A claim of the pool `base`, carrying the label this file's controller selects. */
 async function createClaim(ns: string, name: string): Promise<void> {
-  await new ResourceClient(kc, SandboxClaimResource).create(ns, {
-    apiVersion: EXTENSIONS_API_VERSION,
-    kind: 'SandboxClaim',
-    metadata: { name, labels: LABELS },
-    spec: { warmPoolRef: { name: 'base' } },
-  });
+  await createClaimOf(kc, ns, name, 'base', { labels: LABELS });
 }
 
 const readyCondition = (c: Awaited<ReturnType<typeof getClaim>>) => c.status?.conditions?.find((k) => k.type === 'Ready');
@@ -135,20 +136,13 @@ beforeAll(async () => {
   releaseNs = await createTestNamespace(kc, 'cns-release');
   await helm('install', []);
   sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: 6 }] });
-  await eventually(async () => {
-    for (const n of sim.nodes) {
-      const info = await new SandboxdClient({ baseUrl: n.url, token: TOKEN }).info();
-      if (!info.pools.some((p) => p.key.template === IMAGE && p.warm >= 6)) throw new Error(`${n.name} not warm yet`);
-    }
-  });
+  await waitForWarmPools(sim, TOKEN, IMAGE, 6);
   await publishInventories(kc, sim, suffix, { token: TOKEN });
   saKc = await kubeconfigForServiceAccount(kc, releaseNs, saName);
   cc = await startClaimController({
     kubeConfig: saKc,
     fleetToken: TOKEN,
-    claimSelector: Object.entries(LABELS)
-      .map(([k, v]) => `${k}=${v}`)
-      .join(','),
+    claimSelector: selectorOf(LABELS),
     // An allowed namespace is trusted for the whole file, so RBAC taken away after the check is
     // seen only by the Secret write itself (the window a shorter cache time narrows, never closes).
     secretAccess: new SecretAccess({ review: selfSubjectReviewer(saKc), allowedTtlMs: 3_600_000, deniedTtlMs: 1_000 }),
@@ -215,22 +209,13 @@ describe('claims and the namespaces claim-controller may write Secrets in', () =
     const callerNs = await createTestNamespace(kc, 'cns-fast');
     namespaces.push(callerNs);
     await createPool(kc, callerNs, 'base', IMAGE);
-    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-    await rbac.createNamespacedRole({
-      namespace: callerNs,
-      body: {
-        metadata: { name: 'claimer' },
-        rules: [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }],
-      },
-    });
-    await rbac.createNamespacedRoleBinding({
-      namespace: callerNs,
-      body: {
-        metadata: { name: 'claimer' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'claimer' },
-        subjects: [{ kind: 'ServiceAccount', name: 'claimer', namespace: callerNs }],
-      },
-    });
+    await grantRole(
+      kc,
+      callerNs,
+      'claimer',
+      [{ apiGroups: ['extensions.agents.x-k8s.io'], resources: ['sandboxclaims'], verbs: ['create'] }],
+      { name: 'claimer', namespace: callerNs },
+    );
     // the fast path accepts only tokens minted for its own audience
     const callerToken = await serviceAccountToken(kc, callerNs, 'claimer', [FAST_PATH_AUDIENCE]);
     const fast = await eventually(async () => {

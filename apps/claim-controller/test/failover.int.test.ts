@@ -4,15 +4,13 @@ import {
   applyCrds,
   createTestNamespace,
   deleteNamespace,
-  eventually,
   installChartAppRbac,
   runSuffix,
   testKubeConfig,
   type ChartAppIdentity,
 } from '@sandbox-scale/e2e';
 import { createLogger } from '@sandbox-scale/kube-runtime';
-import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
-import { ANNOTATIONS, parseOwnerRef, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { ANNOTATIONS, type SandboxClaim } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { startClaimController, type ClaimControllerHandle } from '../src';
 import {
@@ -21,6 +19,7 @@ import {
   createClaim,
   createPool,
   deleteInventories,
+  deliveryOf,
   getClaim,
   kubeconfigWithoutStatusWrites,
   LEADER_FLAGS,
@@ -32,6 +31,9 @@ import {
   releases,
   selectorOf,
   spawnClaimController,
+  waitForBound,
+  waitForDeliveries,
+  waitForWarmPools,
   type CountingProxies,
 } from './fixtures';
 
@@ -77,12 +79,7 @@ beforeAll(async () => {
   await applyCrds(kc, 'charts/sandbox-scale/crds');
   ns = await createTestNamespace(kc, 'claimfailover');
   sim = await startSim({ nodes: NODES, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: 6 }] });
-  await eventually(async () => {
-    for (const n of sim.nodes) {
-      const info = await new SandboxdClient({ baseUrl: n.url, token: TOKEN }).info();
-      if ((info.pools[0]?.warm ?? 0) < 6) throw new Error(`${n.name}: pool not warm yet`);
-    }
-  });
+  await waitForWarmPools(sim, TOKEN, IMAGE, 6);
   // the nodes are published behind counting proxies: what this suite's controllers ask them is counted there
   proxies = await countingProxies(sim, TOKEN);
   await publishInventories(kc, sim, suffix, { token: TOKEN, labels: LABELS, addressOf: (node) => proxies?.addressOf(node) });
@@ -108,13 +105,7 @@ it('after the leader is killed mid-burst, the new leader finds every earlier del
   const oldLeader = await newerThanLeadership(kc, ns);
   for (const name of DELIVERED) await createClaim(kc, ns, name, 'base', { labels: LABELS });
   for (const name of WAITING) await createClaim(kc, ns, name, 'later', { labels: LABELS });
-  await eventually(
-    async () => {
-      const live = await liveDeliveries(sim, ns, TOKEN);
-      if (live.length < DELIVERED.length) throw new Error(`${live.length} deliveries so far`);
-    },
-    { timeoutMs: 90_000 },
-  );
+  await waitForDeliveries(sim, ns, TOKEN, DELIVERED.length);
 
   // the standby runs as deployed: the chart's ServiceAccount and RBAC, waiting on the same Lease
   identity = await installChartAppRbac(kc, 'claim-controller', { release: `ccf-${suffix}`, namespace: ns });
@@ -147,17 +138,7 @@ it('after the leader is killed mid-burst, the new leader finds every earlier del
   await createPool(kc, ns, 'later', IMAGE);
   const claimed = new Map<string, SandboxClaim>();
   for (const name of [...DELIVERED, ...WAITING]) {
-    claimed.set(
-      name,
-      await eventually(
-        async () => {
-          const claim = await getClaim(kc, ns, name);
-          if (boundCondition(claim)?.status !== 'True') throw new Error(`${name} not Bound`);
-          return claim;
-        },
-        { timeoutMs: 60_000 },
-      ),
-    );
+    claimed.set(name, await waitForBound(kc, ns, name, 60_000));
   }
   const after = countsOf([LIST, TOKEN_READ, CLAIM]);
   const lists = (after[LIST] ?? 0) - (before[LIST] ?? 0);
@@ -167,10 +148,7 @@ it('after the leader is killed mid-burst, the new leader finds every earlier del
     `failover: ${DELIVERED.length} delivered-unrecorded + ${WAITING.length} waiting claims over ${NODES} nodes: node lists ${lists} (per-claim checks would be ≥ ${(DELIVERED.length + WAITING.length) * NODES}), token reads ${tokenReads}, claims ${claims}`,
   );
   for (const [name, c] of claimed) {
-    const mine = delivered.find((d) => {
-      const o = parseOwnerRef(d.claimRef);
-      return o?.kind === 'SandboxClaim' && o.name === name && o.uid === c.metadata.uid;
-    });
+    const mine = deliveryOf(delivered, name, c.metadata.uid);
     if (DELIVERED.includes(name)) {
       // the delivery the old leader made, adopted; the hint it wrote with the finalizer names a node of the fleet
       expect(c.status?.sandbox?.claimID).toBe(mine?.id);

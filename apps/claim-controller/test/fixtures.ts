@@ -7,6 +7,7 @@ import { join } from 'node:path';
 import { CoordinationV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { eventually, kubeconfigForServiceAccount, kubeconfigText, kubectl } from '@sandbox-scale/e2e';
 import { applyObject, ResourceClient } from '@sandbox-scale/kube-runtime';
+import { leaderElectionArgs } from '@sandbox-scale/kube-runtime/testing';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Sim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, LEASE_NAMES, parseOwnerRef, type SandboxClaim } from '@sandbox-scale/scale-core';
@@ -121,6 +122,47 @@ export async function liveDeliveries(sim: Sim, ns: string, token = ROOT_TOKEN): 
       if (r.claimRef && parseOwnerRef(r.claimRef)?.namespace === ns) out.push({ node: n.name, id: r.id, claimRef: r.claimRef });
   }
   return out;
+}
+
+/** The delivery in `delivered` made for the SandboxClaim `name` with `uid`, if any. */
+export function deliveryOf<D extends { claimRef: string }>(delivered: readonly D[], name: string, uid: string | undefined): D | undefined {
+  return delivered.find((d) => {
+    const o = parseOwnerRef(d.claimRef);
+    return o?.kind === 'SandboxClaim' && o.name === name && o.uid === uid;
+  });
+}
+
+/** Waits until the sim's nodes hold at least `count` live deliveries for claims of `ns`. */
+export async function waitForDeliveries(sim: Sim, ns: string, token: string, count: number): Promise<void> {
+  await eventually(
+    async () => {
+      const live = await liveDeliveries(sim, ns, token);
+      if (live.length < count) throw new Error(`${live.length} deliveries so far`);
+    },
+    { timeoutMs: 90_000 },
+  );
+}
+
+/** The claim once its Bound condition is True. */
+export async function waitForBound(kc: KubeConfig, ns: string, name: string, timeoutMs: number): Promise<SandboxClaim> {
+  return eventually(
+    async () => {
+      const claim = await getClaim(kc, ns, name);
+      if (boundCondition(claim)?.status !== 'True') throw new Error(`${ns}/${name} not Bound: ${JSON.stringify(claim.status?.conditions)}`);
+      return claim;
+    },
+    { timeoutMs },
+  );
+}
+
+/** Waits until every node of the sim holds at least `warm` VMs of `template` (at speed > 0 the pools fill after their golden build). */
+export async function waitForWarmPools(sim: Sim, token: string, template: string, warm: number): Promise<void> {
+  await eventually(async () => {
+    for (const n of sim.nodes) {
+      const info = await new SandboxdClient({ baseUrl: n.url, token }).info();
+      if (!info.pools.some((p) => p.key.template === template && p.warm >= warm)) throw new Error(`${n.name} not warm yet`);
+    }
+  });
 }
 
 /** Notes of the events recorded for one object, by reason. */
@@ -290,17 +332,7 @@ export async function countingProxies(sim: Sim, token: string): Promise<Counting
 
 /** Flags of a claim-controller process that leads through the Lease in `ns` (short durations, so a takeover is quick). */
 export function leaderArgs(ns: string): string[] {
-  return [
-    '--leader-elect=true',
-    '--leader-election-namespace',
-    ns,
-    '--leader-elect-lease-duration',
-    '4s',
-    '--leader-elect-renew-deadline',
-    '3s',
-    '--leader-elect-retry-period',
-    '500ms',
-  ];
+  return leaderElectionArgs(ns);
 }
 
 /** The same, for an in-process controller. */

@@ -17,11 +17,11 @@ import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { formatOwnerRef, poolKeyFor } from '@sandbox-scale/scale-core';
 import { Registry } from 'prom-client';
 import { ClaimClient } from '../src/record/claim-client';
-import { OrphanReconciler, type OrphanOutcome } from '../src/controllers/orphan-reconciler';
+import type { OrphanOutcome, OrphanReconciler } from '../src/controllers/orphan-reconciler';
 import { ClaimGateway } from '../src/gateway/claim-gateway';
 import { ClaimRecorder } from '../src/record/claim-recorder';
 import { FastPathRecorder } from '../src/record/fast-path-recorder';
-import { createCaches, poolOfKey, type Caches } from '../src/wiring';
+import { createCaches, createOrphanPass, type Caches } from '../src/wiring';
 import {
   boundCondition,
   countingProxies,
@@ -99,18 +99,9 @@ beforeAll(async () => {
   const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories, log });
   const recorder = new ClaimRecorder({ kubeConfig: counted.kubeConfig });
   const writes = new ClaimClient(counted.kubeConfig);
-  pass = new OrphanReconciler({
-    gateway,
-    recorder,
-    fastPath: new FastPathRecorder(counted.kubeConfig, recorder),
-    poolFor: poolOfKey(caches),
-    inventories,
-    cachedClaim: (namespace, name) => caches.claims.get(namespace, name),
-    getClaim: (namespace, name, signal) => writes.get(namespace, name, signal),
-    intervalMs: 3_600_000,
-    log,
-    onItem: (o) => outcomes.push(o),
-  });
+  const fastPath = new FastPathRecorder(counted.kubeConfig, recorder);
+  const onItem = (o: OrphanOutcome): number => outcomes.push(o);
+  pass = createOrphanPass(caches, { gateway, recorder, fastPath, inventories, claims: writes, intervalMs: 3_600_000, log, onItem });
 
   // The steady fleet: claims Bound to their deliveries, and deliveries of owners that have no SandboxClaim.
   const admin = new ClaimRecorder({ kubeConfig: kc });

@@ -4,15 +4,12 @@ import {
   applyCrds,
   createTestNamespace,
   deleteNamespace,
-  eventually,
   installChartAppRbac,
   runSuffix,
   testKubeConfig,
   type ChartAppIdentity,
 } from '@sandbox-scale/e2e';
 import { createLogger } from '@sandbox-scale/kube-runtime';
-import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
-import { parseOwnerRef } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { startClaimController, type ClaimControllerHandle } from '../src';
 import {
@@ -20,6 +17,7 @@ import {
   createClaim,
   createPool,
   deleteInventories,
+  deliveryOf,
   getClaim,
   kubeconfigWithoutStatusWrites,
   leaderArgs,
@@ -29,6 +27,9 @@ import {
   releases,
   selectorOf,
   spawnClaimController,
+  waitForBound,
+  waitForDeliveries,
+  waitForWarmPools,
 } from './fixtures';
 
 const suffix = runSuffix();
@@ -55,10 +56,7 @@ beforeAll(async () => {
   await applyCrds(kc, 'charts/sandbox-scale/crds');
   ns = await createTestNamespace(kc, 'claimrestart');
   sim = await startSim({ nodes: 1, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: 8 }] });
-  await eventually(async () => {
-    const info = await new SandboxdClient({ baseUrl: sim.nodes[0]?.url ?? '', token: TOKEN }).info();
-    if ((info.pools[0]?.warm ?? 0) < 8) throw new Error('pool not warm yet');
-  });
+  await waitForWarmPools(sim, TOKEN, IMAGE, 8);
   await publishInventories(kc, sim, suffix, { token: TOKEN, labels: LABELS });
   await createPool(kc, ns, 'base', IMAGE);
 });
@@ -81,13 +79,7 @@ it('binds every delivery after a SIGKILL between delivery and record, claiming n
   // created once the process leads: it claims them without looking for earlier deliveries on other suites' nodes
   await newerThanLeadership(kc, ns);
   for (const name of CLAIMS) await createClaim(kc, ns, name, 'base', { labels: LABELS });
-  await eventually(
-    async () => {
-      const live = await liveDeliveries(sim, ns, TOKEN);
-      if (live.length < CLAIMS.length) throw new Error(`${live.length} deliveries so far`);
-    },
-    { timeoutMs: 90_000 },
-  );
+  await waitForDeliveries(sim, ns, TOKEN, CLAIMS.length);
   for (const name of CLAIMS) expect(boundCondition(await getClaim(kc, ns, name))?.status).not.toBe('True');
   child.kill('SIGKILL');
   await exited;
@@ -105,18 +97,8 @@ it('binds every delivery after a SIGKILL between delivery and record, claiming n
     log: createLogger({ name: 'claim-controller-restart', level: 'warn' }),
   });
   for (const name of CLAIMS) {
-    const c = await eventually(
-      async () => {
-        const claim = await getClaim(kc, ns, name);
-        if (boundCondition(claim)?.status !== 'True') throw new Error(`${name} not Bound`);
-        return claim;
-      },
-      { timeoutMs: 30_000 },
-    );
-    const mine = delivered.find((d) => {
-      const o = parseOwnerRef(d.claimRef);
-      return o?.kind === 'SandboxClaim' && o.name === name && o.uid === c.metadata.uid;
-    });
+    const c = await waitForBound(kc, ns, name, 30_000);
+    const mine = deliveryOf(delivered, name, c.metadata.uid);
     expect(c.status?.sandbox?.claimID).toBe(mine?.id);
   }
   expect(await liveDeliveries(sim, ns, TOKEN)).toHaveLength(CLAIMS.length);

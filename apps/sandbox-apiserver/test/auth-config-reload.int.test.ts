@@ -11,6 +11,7 @@ import {
   testKubeConfig,
   type CertPair,
 } from '@sandbox-scale/e2e';
+import { grantRole } from '@sandbox-scale/kube-runtime/testing';
 import { request } from 'node:https';
 import { startSandboxApiserver, type RunningSandboxApiserver } from '../src';
 import { quietLog } from './fleet-fixture';
@@ -80,21 +81,16 @@ beforeAll(async () => {
       subjects: [{ kind: 'ServiceAccount', name: 'sbapi', namespace: ns }],
     },
   });
-  await rbac.createNamespacedRole({
-    namespace: ns,
-    body: {
-      metadata: { name: 'auth-reader' },
-      rules: [{ apiGroups: [''], resources: ['configmaps'], resourceNames: [CM], verbs: ['get', 'list', 'watch'] }],
+  await grantRole(
+    admin,
+    ns,
+    'auth-reader',
+    [{ apiGroups: [''], resources: ['configmaps'], resourceNames: [CM], verbs: ['get', 'list', 'watch'] }],
+    {
+      name: 'sbapi',
+      namespace: ns,
     },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace: ns,
-    body: {
-      metadata: { name: 'auth-reader' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'auth-reader' },
-      subjects: [{ kind: 'ServiceAccount', name: 'sbapi', namespace: ns }],
-    },
-  });
+  );
   await admin.makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: CM }, data: data(caA) } });
   server = await startSandboxApiserver({
     kubeConfig: sa,

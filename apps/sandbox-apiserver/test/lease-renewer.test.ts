@@ -5,7 +5,7 @@ import { ManualClock, startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { PeerSet } from '../src/peers/peer-set';
 import { renewalScope } from '../src/peers/renewal-scope';
 import { LeasePolicy } from '../src/storage/lease-policy';
-import { LeaseRenewer } from '../src/storage/lease-renewer';
+import { LeaseRenewer, type LeaseRenewerOptions } from '../src/storage/lease-renewer';
 import { NodeRouter } from '../src/storage/node-router';
 import { Revisions } from '../src/storage/revisions';
 import { SandboxStorage } from '../src/storage/sandbox-storage';
@@ -41,6 +41,41 @@ afterAll(async () => {
   await sim?.stop();
 });
 
+/** One server's cache, storage and renewer over the sim's node, renewing on virtual time (on every name, or those `renewsHere` picks). */
+function replica(renewsHere?: LeaseRenewerOptions['renewsHere']): { view: SandboxCache; renewer: LeaseRenewer } {
+  const revisions = new Revisions();
+  const view = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
+  const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
+  const renewer = new LeaseRenewer({
+    cache: view,
+    router: storage.router,
+    leaseTtlSeconds: LEASE_S,
+    ratePerSecond: 100,
+    log: createLogger({ name: 'renewer-test', level: 'silent' }),
+    now: () => clock.now(),
+    ...(renewsHere === undefined ? {} : { renewsHere }),
+  });
+  return { view, renewer };
+}
+
+/** The publisher's view of the node: `rows` with their current deadlines, at resourceVersion `rv`. */
+function inventoryOf(rows: Awaited<ReturnType<SandboxdClient['sandboxes']>>, rv: number): NodeInventory {
+  return {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'NodeInventory',
+    metadata: { name: node, resourceVersion: String(rv) },
+    node,
+    address: sim.nodes[0]?.addr ?? '',
+    entries: rows.map((r) => ({
+      name: `${NS}/${r.claimRef?.split('/')[1] ?? r.id}`,
+      id: r.id,
+      phase: 'Running',
+      ...(r.claimRef ? { claimRef: r.claimRef } : {}),
+      ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}),
+    })),
+  };
+}
+
 it('keeps a sandbox that lives until deleted over ten leases, lets one with its own TTL end, and renews each lease once', async () => {
   const policy = new LeasePolicy(LEASE_S);
   const forever = policy.forRequested(0);
@@ -52,37 +87,12 @@ it('keeps a sandbox that lives until deleted over ten leases, lets one with its 
   const a = await direct.claim({ template: TEMPLATE, ttlSeconds: forever.ttlSeconds, claimRef: refOf('forever', true) });
   const b = await direct.claim({ template: TEMPLATE, ttlSeconds: bounded.ttlSeconds, claimRef: refOf('bounded', false) });
 
-  const revisions = new Revisions();
-  const view = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
-  const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
+  const { view, renewer } = replica();
   let rv = 1;
   // the publisher's view of the node: every live row with its current deadline
   const publish = async (): Promise<void> => {
-    const rows = await direct.sandboxes();
-    const inv: NodeInventory = {
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'NodeInventory',
-      metadata: { name: node, resourceVersion: String(rv++) },
-      node,
-      address: sim.nodes[0]?.addr ?? '',
-      entries: rows.map((r) => ({
-        name: `${NS}/${r.claimRef?.split('/')[1] ?? r.id}`,
-        id: r.id,
-        phase: 'Running',
-        ...(r.claimRef ? { claimRef: r.claimRef } : {}),
-        ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}),
-      })),
-    };
-    view.upsertInventory(inv);
+    view.upsertInventory(inventoryOf(await direct.sandboxes(), rv++));
   };
-  const renewer = new LeaseRenewer({
-    cache: view,
-    router: storage.router,
-    leaseTtlSeconds: LEASE_S,
-    ratePerSecond: 100,
-    log: createLogger({ name: 'renewer-test', level: 'silent' }),
-    now: () => clock.now(),
-  });
   expect(renewer.intervalMs).toBe(7500);
 
   let renewals = 0;
@@ -134,40 +144,15 @@ it('with two replicas renews each lease once in all, by the replica that owns th
       ).id,
     );
   const replicas = [A, B].map((self) => {
-    const revisions = new Revisions();
-    const view = new SandboxCache({ graceMs: 50, hub: new WatchHub(10), revisions });
-    const storage = new SandboxStorage(view, new ClaimIndex({ maxBytes: 1 << 20 }), new NodeRouter(view, clients), revisions);
     const peers = new PeerSet(self, () => clock.now());
     peers.update([A, B]);
-    const renewsHere = renewalScope({ peers, peered: true, peersKnown: () => true, settleMs: 60_000 });
-    const renewer = new LeaseRenewer({
-      cache: view,
-      router: storage.router,
-      leaseTtlSeconds: LEASE_S,
-      ratePerSecond: 100,
-      log: createLogger({ name: 'renewer-test', level: 'silent' }),
-      now: () => clock.now(),
-      renewsHere,
-    });
+    const { view, renewer } = replica(renewalScope({ peers, peered: true, peersKnown: () => true, settleMs: 60_000 }));
     return { self, view, peers, renewer, renewed: 0, elsewhere: 0 };
   });
   let rv = 1;
   const publish = async (): Promise<void> => {
     const rows = (await direct.sandboxes()).filter((r) => [...ids.values()].includes(r.id));
-    const inv: NodeInventory = {
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'NodeInventory',
-      metadata: { name: node, resourceVersion: String(rv++) },
-      node,
-      address: sim.nodes[0]?.addr ?? '',
-      entries: rows.map((r) => ({
-        name: `${NS}/${r.claimRef?.split('/')[1] ?? r.id}`,
-        id: r.id,
-        phase: 'Running',
-        ...(r.claimRef ? { claimRef: r.claimRef } : {}),
-        ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}),
-      })),
-    };
+    const inv = inventoryOf(rows, rv++);
     for (const r of replicas) r.view.upsertInventory(inv);
   };
   const interval = replicas[0]?.renewer.intervalMs ?? 0;

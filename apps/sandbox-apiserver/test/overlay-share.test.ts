@@ -1,6 +1,4 @@
 import { ANNOTATIONS, type ServedSandbox } from '@sandbox-scale/scale-core';
-import { SandboxdClientSet, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
-import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { OverlayShare } from '../src/peers/overlay-share';
 import { PeerCallSchema, type PeerCall } from '../src/peers/peer-protocol';
 import { PeerSet } from '../src/peers/peer-set';
@@ -9,7 +7,7 @@ import { installStorages } from '../src/storage/install';
 import type { SandboxesREST } from '../src/storage/sandboxes-rest';
 import { parseListQuery } from '../src/http/list-query';
 import type { SandboxEvent } from '../src/resource/events';
-import { publishedInventory, quietLog } from './fleet-fixture';
+import { publishedInventory, quietLog, startStorageFleet, type StorageFleet } from './fleet-fixture';
 
 // Two replicas' storages over one real sandboxd-sim node, their peer calls carried in-process
 // (through the wire schema): what one replica creates or releases shows in the other's lists
@@ -21,22 +19,14 @@ const TEMPLATE = 'registry.local/share:1';
 const A = '10.0.0.1:6443';
 const B = '10.0.0.2:6443';
 
-let sim: Sim;
-let clients: SandboxdClientSet;
-let direct: SandboxdClient;
-let node = '';
+let fleet: StorageFleet;
 
 beforeAll(async () => {
-  sim = await startSim({ nodes: 1, speed: 0, token: TOKEN, pools: [{ template: TEMPLATE, warm: 8 }] });
-  node = sim.nodes[0]?.name ?? '';
-  sim.node(node).tick();
-  clients = new SandboxdClientSet({ token: TOKEN });
-  direct = clients.forNode(sim.nodes[0]?.url ?? '');
+  fleet = await startStorageFleet({ token: TOKEN, template: TEMPLATE, warm: 8 });
 });
 
 afterAll(async () => {
-  await clients?.close();
-  await sim?.stop();
+  await fleet?.stop();
 });
 
 interface Replica {
@@ -47,12 +37,12 @@ interface Replica {
 
 /** Two replicas fed the same published inventory; `reachable` says which of them take peer calls. */
 async function pair(reachable: (peer: string) => boolean = () => true): Promise<{ a: Replica; b: Replica; told: string[] }> {
-  const inv = await publishedInventory(direct, node, sim.nodes[0]?.addr ?? '', new Set());
+  const inv = await publishedInventory(fleet.direct, fleet.node, fleet.sim.nodes[0]?.addr ?? '', new Set());
   const told: string[] = [];
   const replicas = new Map<string, Replica>();
   for (const self of [A, B]) {
     const storage = installStorages({
-      clients,
+      clients: fleet.clients,
       graceMs: 50,
       overlayTtlMs: 60_000,
       claimIndexMaxBytes: 1 << 20,
@@ -107,7 +97,7 @@ describe('list notices between replicas', () => {
     const onB = await b.local.get(NS, 'made-on-a');
     expect(onB.metadata.annotations?.[ANNOTATIONS.claimId]).toBe(made.metadata.annotations?.[ANNOTATIONS.claimId]);
     expect(onB.metadata.annotations?.[ANNOTATIONS.token]).toBeUndefined();
-    expect(onB.status.nodeName).toBe(node);
+    expect(onB.status.nodeName).toBe(fleet.node);
 
     const forked = (await a.local.act(NS, 'made-on-a', 'fork', { count: 2 }, false)) as { children: { name: string }[] };
     expect(listed(b).sort()).toEqual(['made-on-a', ...forked.children.map((c) => c.name)].sort());
@@ -124,7 +114,7 @@ describe('list notices between replicas', () => {
     expect(told.filter((t) => t.startsWith(`${A}->${B}`)).map((t) => t.split(' ')[1])).toEqual(['listed', 'listed', 'listed', 'released']);
 
     // the node's publish then agrees with both, and the notice left nothing behind to expire
-    const inv = await publishedInventory(direct, node, sim.nodes[0]?.addr ?? '');
+    const inv = await publishedInventory(fleet.direct, fleet.node, fleet.sim.nodes[0]?.addr ?? '');
     for (const r of [a, b]) r.storage.cache.upsertInventory(inv);
     expect(listed(b).sort()).toEqual(listed(a).sort());
     expect(eventsFor(b, 'made-on-a')).toEqual(['ADDED', 'DELETED']);
@@ -136,7 +126,7 @@ describe('list notices between replicas', () => {
     await a.local.create(NS, sandbox('told-nobody'), { dryRun: false });
     expect(listed(a)).toContain('told-nobody');
     expect(listed(b)).not.toContain('told-nobody');
-    b.storage.cache.upsertInventory(await publishedInventory(direct, node, sim.nodes[0]?.addr ?? ''));
+    b.storage.cache.upsertInventory(await publishedInventory(fleet.direct, fleet.node, fleet.sim.nodes[0]?.addr ?? ''));
     expect(listed(b)).toContain('told-nobody');
     for (const r of [a, b]) r.storage.cache.stop();
   });
@@ -151,7 +141,7 @@ describe('list notices between replicas', () => {
       op: 'listed',
       namespace: NS,
       name: 'late-notice',
-      node,
+      node: fleet.node,
       entry: row?.entry ?? { name: `${NS}/late-notice`, id: made.metadata.annotations?.[ANNOTATIONS.claimId] ?? '', phase: 'Running' },
     });
     expect(listed(b)).not.toContain('late-notice');

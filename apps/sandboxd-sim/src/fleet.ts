@@ -127,41 +127,28 @@ function every(clock: Clock, ms: number, fn: () => void): () => void {
   };
 }
 
+/** What each node takes from the sim's options; the rest (seed, latency, speed…) the sim applies itself. */
+const NODE_CONFIG_KEYS = [
+  'token',
+  'tenants',
+  'maxClaims',
+  'maxForkCount',
+  'refillConcurrency',
+  'egress',
+  'idleHibernateSeconds',
+  'archiveAfterSeconds',
+  'archiveDeleteAfterSeconds',
+  'checkpointTtlHours',
+  'defaultTtlSeconds',
+  'releaseDelaySeconds',
+  'pools',
+  'vmCapacity',
+  'images',
+  'peers',
+] as const satisfies readonly (keyof SimOptions & keyof NodeConfigInput)[];
+
 function nodeConfig(opts: SimOptions, override: Partial<NodeConfigInput>) {
-  const {
-    token,
-    tenants,
-    maxClaims,
-    maxForkCount,
-    refillConcurrency,
-    egress,
-    idleHibernateSeconds,
-    archiveAfterSeconds,
-    archiveDeleteAfterSeconds,
-  } = opts;
-  const { checkpointTtlHours, defaultTtlSeconds, releaseDelaySeconds, pools, vmCapacity, images, peers } = opts;
-  const base = {
-    token,
-    tenants,
-    maxClaims,
-    maxForkCount,
-    refillConcurrency,
-    egress,
-    idleHibernateSeconds,
-    archiveAfterSeconds,
-    archiveDeleteAfterSeconds,
-  };
-  return NodeConfigSchema.parse({
-    ...base,
-    checkpointTtlHours,
-    defaultTtlSeconds,
-    releaseDelaySeconds,
-    pools,
-    vmCapacity,
-    images,
-    peers,
-    ...override,
-  });
+  return NodeConfigSchema.parse({ ...Object.fromEntries(NODE_CONFIG_KEYS.map((k) => [k, opts[k]])), ...override });
 }
 
 interface Shared {

@@ -2,12 +2,25 @@ import { nodeCaller, rootCaller, visibleTo } from './auth';
 import { jsonReply, noContent, type Reply } from './http-io';
 import { deleteCheckpoint, deleteTemplate } from './lifecycle-ops';
 import { decodePoolsBody, drain, setPools, undrain } from './pools-ops';
-import type { Route } from './route';
+import type { Verb } from './faults';
+import type { Route, RouteCtx } from './route';
 import { checkpointWire, infoReply, metricsText, sandboxRow } from './views';
 
 /** Node-level routes: listings, info, pools, drain, metrics, health. Handlers translate only. */
 
 const info = (c: { node: Parameters<typeof infoReply>[0] }): Reply => jsonReply(infoReply(c.node));
+
+/** A root-only route that changes the node's pools or drain state and answers the node's info after. */
+const rootChange = (method: string, path: string, verb: Verb, change: (c: RouteCtx) => void): Route => ({
+  method,
+  path,
+  verb,
+  handle: (c) => {
+    rootCaller(c.node, c.bearer);
+    change(c);
+    return info(c);
+  },
+});
 
 export const nodeRoutes: Route[] = [
   {
@@ -92,36 +105,9 @@ export const nodeRoutes: Route[] = [
       return jsonReply({ peers: peers.length > 0 ? peers : null });
     },
   },
-  {
-    method: 'PUT',
-    path: '/v1/pools',
-    verb: 'pools',
-    handle: (c) => {
-      rootCaller(c.node, c.bearer);
-      setPools(c.node, decodePoolsBody(c.text()));
-      return info(c);
-    },
-  },
-  {
-    method: 'POST',
-    path: '/v1/drain',
-    verb: 'drain',
-    handle: (c) => {
-      rootCaller(c.node, c.bearer);
-      drain(c.node);
-      return info(c);
-    },
-  },
-  {
-    method: 'DELETE',
-    path: '/v1/drain',
-    verb: 'drain',
-    handle: (c) => {
-      rootCaller(c.node, c.bearer);
-      undrain(c.node);
-      return info(c);
-    },
-  },
+  rootChange('PUT', '/v1/pools', 'pools', (c) => setPools(c.node, decodePoolsBody(c.text()))),
+  rootChange('POST', '/v1/drain', 'drain', (c) => drain(c.node)),
+  rootChange('DELETE', '/v1/drain', 'drain', (c) => undrain(c.node)),
   {
     method: 'GET',
     path: '/metrics',

@@ -6,6 +6,8 @@ import {
   createInformer,
   defaultIdentity,
   generationChanged,
+  type InformerOptions,
+  type KubeObject,
   type Logger,
   type ManagerOptions,
 } from '@sandbox-scale/kube-runtime';
@@ -52,26 +54,22 @@ export interface RunningDriver {
 /** The whole driver in-process: three informers, one controller (leader only), events, sandboxd clients. */
 export function startDriver(opts: StartDriverOptions): RunningDriver {
   const { kubeConfig: kc, log, registry } = opts;
-  const pools = createInformer<SandboxWarmPool>(kc, {
+  const informer = <T extends KubeObject>(o: Omit<InformerOptions<T>, 'log' | 'registry'>) =>
+    createInformer<T>(kc, { ...o, log, registry });
+  const pools = informer<SandboxWarmPool>({
     resource: SandboxWarmPoolResource,
     namespace: opts.namespace || undefined,
     parse: parseWarmPool,
-    log,
-    registry,
   });
-  const templates = createInformer<SandboxTemplate>(kc, {
+  const templates = informer<SandboxTemplate>({
     resource: SandboxTemplateResource,
     namespace: opts.namespace || undefined,
     parse: (o) => parseObject(SandboxTemplateSchema, o),
-    log,
-    registry,
   });
-  const inventories = createInformer<NodeInventory>(kc, {
+  const inventories = informer<NodeInventory>({
     resource: NodeInventoryResource,
     labelSelector: opts.nodeInventorySelector || undefined,
     parse: (o) => parseObject(NodeInventorySchema, o),
-    log,
-    registry,
   });
   const clients = opts.fleetToken === '' ? undefined : new SandboxdClientSet({ token: opts.fleetToken });
   const pusher = clients && new TargetPusher({ clients, log, registry });

@@ -16,10 +16,22 @@ import {
   runSuffix,
   runTool,
 } from '@sandbox-scale/e2e';
-import { captureLog } from '@sandbox-scale/kube-runtime/testing';
+import { captureLog, leaderElectionArgs } from '@sandbox-scale/kube-runtime/testing';
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
 import { startDriver, type RunningDriver } from '../src/index';
-import { TOKEN, kc, pool, poolsApi, readPool, startFleet, targetsOf, template, templatesApi, type Fleet } from './driver-fixture';
+import {
+  TOKEN,
+  condition,
+  kc,
+  pool,
+  poolsApi,
+  readPool,
+  startFleet,
+  targetsOf,
+  template,
+  templatesApi,
+  type Fleet,
+} from './driver-fixture';
 
 // The driver as the chart deploys it: its own process, the chart's ServiceAccount and RBAC,
 // two replicas behind one leader Lease. Pools are namespace-scoped (--namespace) because other
@@ -73,15 +85,7 @@ function startDriverProcess(name: string, metricsPort: number): AppProcess {
       fleet.selector,
       '--warm-pool-sync-interval',
       '500ms',
-      '--leader-elect=true',
-      '--leader-election-namespace',
-      ns,
-      '--leader-elect-lease-duration',
-      '4s',
-      '--leader-elect-renew-deadline',
-      '3s',
-      '--leader-elect-retry-period',
-      '500ms',
+      ...leaderElectionArgs(ns),
       '--metrics-bind-address',
       `127.0.0.1:${metricsPort}`,
       '--health-probe-bind-address',
@@ -118,11 +122,6 @@ async function warmOf(image: string): Promise<number[]> {
   const infos = await Promise.all(fleet.sim.nodes.map((_, i) => fleet.info(i)));
   return infos.map((info) => info.pools.filter((p) => p.key.template === image).reduce((a, p) => a + p.warm, 0));
 }
-
-const condition = (
-  p: { status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } },
-  type: string,
-) => p.status?.conditions?.find((c) => c.type === type);
 
 beforeAll(async () => {
   await applyCrds(kc, 'charts/sandbox-scale/crds');

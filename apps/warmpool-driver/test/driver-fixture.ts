@@ -83,6 +83,12 @@ export function pool(ns: string, name: string, templateName: string, replicas: n
   };
 }
 
+/** The pool's condition of `type`, if it has one. */
+export const condition = (
+  p: { status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } },
+  type: string,
+) => p.status?.conditions?.find((c) => c.type === type);
+
 export async function readPool(ns: string, name: string): Promise<SandboxWarmPool> {
   return parseObject(SandboxWarmPoolSchema, await poolsApi.get(ns, name));
 }

@@ -8,6 +8,7 @@ import {
   inventoriesApi,
   kc,
   keysOf,
+  condition,
   pool,
   poolsApi,
   readPool,
@@ -25,10 +26,6 @@ const registry = new Registry();
 const REPUSHES = 'sandbox_scale_warmpool_driver_repushes_total';
 const repushes = async (): Promise<number> => (await registry.getSingleMetric(REPUSHES)?.get())?.values[0]?.value ?? 0;
 const sum = (xs: number[]): number => xs.reduce((a, b) => a + b, 0);
-const condition = (
-  p: { status?: { conditions?: Array<{ type: string; status: string; reason: string; message: string }> } },
-  type: string,
-) => p.status?.conditions?.find((c) => c.type === type);
 
 beforeAll(async () => {
   await applyCrds(kc, 'charts/sandbox-scale/crds');

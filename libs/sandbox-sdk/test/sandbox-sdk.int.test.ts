@@ -1,4 +1,5 @@
-import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { bindServiceAccount } from '@sandbox-scale/kube-runtime/testing';
 import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
@@ -31,6 +32,11 @@ async function admin(args: string[], input?: string): Promise<RunResult> {
   const r = await kubectl(args, { kubeconfig: sys.kubeconfigPath, ...(input ? { input } : {}) });
   if (r.code !== 0) throw new Error(`kubectl ${args.join(' ')}: ${r.stderr}`);
   return r;
+}
+
+/** `kubectl apply` of `items` as one List, as admin. */
+async function applyList(items: unknown[]): Promise<void> {
+  await admin(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
 }
 
 /** `kubectl sandbox ARGS` as a user: kubectl resolves the plugin from PATH. */
@@ -103,21 +109,13 @@ beforeAll(async () => {
     metadata: { name, namespace: ns },
     spec: { replicas, sandboxTemplateRef: { name: POOL } },
   });
-  await admin(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool(POOL, 6)] }));
+  await applyList([template, pool(POOL, 6)]);
   for (const other of [capNs, offNs]) {
-    await admin(
-      ['apply', '-f', '-'],
-      JSON.stringify({
-        apiVersion: 'v1',
-        kind: 'List',
-        items: [
-          { ...template, metadata: { name: POOL, namespace: other } },
-          { ...pool(POOL, 3), metadata: { name: POOL, namespace: other } },
-        ],
-      }),
-    );
+    await applyList([
+      { ...template, metadata: { name: POOL, namespace: other } },
+      { ...pool(POOL, 3), metadata: { name: POOL, namespace: other } },
+    ]);
   }
-  const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   for (const [name, role] of [
     ['dev', 'edit'],
     ['dev2', 'edit'],
@@ -130,57 +128,36 @@ beforeAll(async () => {
       kc.loadFromOptions({ clusters: kc.clusters, users: kc.users, contexts: [{ ...ctx, namespace: ns }], currentContext: ctx.name });
     kubeconfigs[name] = join(dir, `${name}.kubeconfig`);
     writeFileSync(kubeconfigs[name], kc.exportConfig(), { mode: 0o600 });
-    await rbac.createNamespacedRoleBinding({
-      namespace: ns,
-      body: {
-        metadata: { name },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: role },
-        subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
-      },
-    });
+    await bindServiceAccount(sys.kubeConfig, ns, name, { kind: 'ClusterRole', name: role }, { name, namespace: ns });
   }
   for (const other of [capNs, offNs]) {
-    await rbac.createNamespacedRoleBinding({
-      namespace: other,
-      body: {
-        metadata: { name: 'dev' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-        subjects: [{ kind: 'ServiceAccount', name: 'dev', namespace: ns }],
-      },
-    });
+    await bindServiceAccount(sys.kubeConfig, other, 'dev', { kind: 'ClusterRole', name: 'edit' }, { name: 'dev', namespace: ns });
   }
   // The fast path exposed as a cluster exposes it to clients outside: a Service with an address
   // they can dial (here an ExternalName for this machine, where the process listens), which the
   // operator lets `dev` read so the SDK can find it.
   const port = new URL(sys.fastPathUrl).port;
-  await admin(
-    ['apply', '-f', '-'],
-    JSON.stringify({
+  await applyList([
+    {
       apiVersion: 'v1',
-      kind: 'List',
-      items: [
-        {
-          apiVersion: 'v1',
-          kind: 'Service',
-          metadata: { name: FAST_PATH_SERVICE, namespace: SYSTEM_NAMESPACE },
-          spec: { type: 'ExternalName', externalName: 'localhost', ports: [{ name: 'https', port: Number(port) }] },
-        },
-        {
-          apiVersion: 'rbac.authorization.k8s.io/v1',
-          kind: 'Role',
-          metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE },
-          rules: [{ apiGroups: [''], resources: ['services'], resourceNames: [FAST_PATH_SERVICE], verbs: ['get'] }],
-        },
-        {
-          apiVersion: 'rbac.authorization.k8s.io/v1',
-          kind: 'RoleBinding',
-          metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE },
-          roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `fast-path-reader-${suffix}` },
-          subjects: [{ kind: 'ServiceAccount', name: 'dev', namespace: ns }],
-        },
-      ],
-    }),
-  );
+      kind: 'Service',
+      metadata: { name: FAST_PATH_SERVICE, namespace: SYSTEM_NAMESPACE },
+      spec: { type: 'ExternalName', externalName: 'localhost', ports: [{ name: 'https', port: Number(port) }] },
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'Role',
+      metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE },
+      rules: [{ apiGroups: [''], resources: ['services'], resourceNames: [FAST_PATH_SERVICE], verbs: ['get'] }],
+    },
+    {
+      apiVersion: 'rbac.authorization.k8s.io/v1',
+      kind: 'RoleBinding',
+      metadata: { name: `fast-path-reader-${suffix}`, namespace: SYSTEM_NAMESPACE },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: `fast-path-reader-${suffix}` },
+      subjects: [{ kind: 'ServiceAccount', name: 'dev', namespace: ns }],
+    },
+  ]);
   await eventually(
     async () => {
       const r = await admin(['get', 'sandboxwarmpool', POOL, '-n', ns, '-o', 'jsonpath={.status.readyReplicas}']);

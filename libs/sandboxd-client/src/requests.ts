@@ -119,62 +119,62 @@ export interface TemplateKey {
   size?: string;
 }
 
-function setIf<T extends object, K extends keyof T>(obj: T, key: K, value: T[K] | undefined | null | '' | 0 | false): void {
-  if (value !== undefined && value !== null && value !== '' && value !== 0 && value !== false) obj[key] = value as T[K];
+/** `body` with each of `fields` that is not a zero value (the server's default) added, in order. */
+function withSet<T extends object>(body: T, fields: { [K in keyof T]?: T[K] | undefined | null | '' | 0 | false }): T {
+  for (const [key, value] of Object.entries(fields))
+    if (value !== undefined && value !== null && value !== '' && value !== 0 && value !== false)
+      (body as Record<string, unknown>)[key] = value;
+  return body;
 }
 
 export function encodeClaim(req: ClaimRequest): ClaimBody {
-  const body: ClaimBody = { template: req.template };
-  setIf(body, 'net', req.net);
-  setIf(body, 'size', req.size);
-  setIf(body, 'ttl_seconds', req.ttlSeconds);
-  setIf(body, 'claim_ref', req.claimRef);
-  setIf(body, 'no_redirect', req.noRedirect);
-  setIf(body, 'require_promoted', req.requirePromoted);
-  return body;
+  return withSet<ClaimBody>(
+    { template: req.template },
+    {
+      net: req.net,
+      size: req.size,
+      ttl_seconds: req.ttlSeconds,
+      claim_ref: req.claimRef,
+      no_redirect: req.noRedirect,
+      require_promoted: req.requirePromoted,
+    },
+  );
 }
 
 export function encodeFork(req: ForkRequest): ForkBody {
-  const body: ForkBody = { count: req.count };
-  setIf(body, 'token', req.sandboxToken);
-  setIf(body, 'ttl_seconds', req.ttlSeconds);
-  setIf(body, 'claim_ref_prefix', req.claimRefPrefix);
-  return body;
+  return withSet<ForkBody>(
+    { count: req.count },
+    { token: req.sandboxToken, ttl_seconds: req.ttlSeconds, claim_ref_prefix: req.claimRefPrefix },
+  );
 }
 
 export function encodePromote(req: PromoteRequest): PromoteBody {
-  const body: PromoteBody = { template: req.template };
-  setIf(body, 'token', req.sandboxToken);
-  return body;
+  return withSet<PromoteBody>({ template: req.template }, { token: req.sandboxToken });
 }
 
 export function encodeCheckpoint(req: CheckpointRequest): CheckpointBody {
-  const body: CheckpointBody = {};
-  setIf(body, 'token', req.sandboxToken);
-  setIf(body, 'name', req.name);
-  return body;
+  return withSet<CheckpointBody>({}, { token: req.sandboxToken, name: req.name });
 }
 
 export function encodeCheckpointClaim(req: CheckpointClaimRequest): CheckpointClaimBody {
-  const body: CheckpointClaimBody = {};
-  setIf(body, 'ttl_seconds', req.ttlSeconds);
-  setIf(body, 'claim_ref', req.claimRef);
-  setIf(body, 'no_redirect', req.noRedirect);
-  return body;
+  return withSet<CheckpointClaimBody>({}, { ttl_seconds: req.ttlSeconds, claim_ref: req.claimRef, no_redirect: req.noRedirect });
 }
 
 /** `warm` is always sent (0 is meaningful); the other zero values are the server's defaults. */
 export function encodePools(pools: readonly PoolSpec[]): { pools: PoolSpecBody[] } {
   return {
-    pools: pools.map((p) => {
-      const body: PoolSpecBody = { template: p.template, warm: p.warm };
-      setIf(body, 'net', p.net);
-      setIf(body, 'size', p.size);
-      setIf(body, 'warm_max', p.warmMax);
-      setIf(body, 'idle_hibernate_seconds', p.idleHibernateSeconds);
-      setIf(body, 'archive_after_seconds', p.archiveAfterSeconds);
-      setIf(body, 'archive_delete_after_seconds', p.archiveDeleteAfterSeconds);
-      return body;
-    }),
+    pools: pools.map((p) =>
+      withSet<PoolSpecBody>(
+        { template: p.template, warm: p.warm },
+        {
+          net: p.net,
+          size: p.size,
+          warm_max: p.warmMax,
+          idle_hibernate_seconds: p.idleHibernateSeconds,
+          archive_after_seconds: p.archiveAfterSeconds,
+          archive_delete_after_seconds: p.archiveDeleteAfterSeconds,
+        },
+      ),
+    ),
   };
 }

@@ -165,14 +165,7 @@ export class OrphanReconciler implements Runnable {
     if (decision !== 'adopt') return decision;
     // 'adopt' is decided only on a claim that exists
     if (live === undefined) return 'missing';
-    const withToken = await this.o.gateway.withToken(d, signal);
-    await this.o.recorder.recordBoundOn(
-      live,
-      { namespace: owner.namespace, name: owner.name, uid: live.metadata.uid ?? '' },
-      withToken.assignment,
-      signal,
-      { adopted: true },
-    );
+    await this.#recordAdopted(live, owner, d, signal);
     this.o.log.info(logFields(owner, d), 'adopted an orphaned delivery');
     return 'adopted';
   }
@@ -187,6 +180,13 @@ export class OrphanReconciler implements Runnable {
       signal,
     );
     if (orphanDecision(owner, d.assignment.claimId, claim) === 'bound') return 'bound';
+    await this.#recordAdopted(claim, owner, d, signal);
+    this.o.log.info(logFields(owner, d), 'created the missing SandboxClaim of a fast-path delivery');
+    return 'created';
+  }
+
+  /** Records `claim` Bound to the delivery it owns, with the token read back from the node (the record carries it to the claim's Secret). */
+  async #recordAdopted(claim: SandboxClaim, owner: SandboxOwner, d: NodeDelivery, signal?: AbortSignal): Promise<void> {
     const withToken = await this.o.gateway.withToken(d, signal);
     await this.o.recorder.recordBoundOn(
       claim,
@@ -195,8 +195,6 @@ export class OrphanReconciler implements Runnable {
       signal,
       { adopted: true },
     );
-    this.o.log.info(logFields(owner, d), 'created the missing SandboxClaim of a fast-path delivery');
-    return 'created';
   }
 }
 

@@ -3,10 +3,25 @@ import type { AddressInfo } from 'node:net';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { isNoWarmCapacity, poolKeyFor } from '@sandbox-scale/scale-core';
-import { ClaimGateway } from './claim-gateway';
+import { ClaimGateway, type ClaimGatewayOptions } from './claim-gateway';
 
 const TEMPLATE = 'base:24.04';
 const owner = { kind: 'SandboxClaim' as const, uid: '7c9e6679-7425-40de-944b-e07fc1f90ae7' };
+
+/** A gateway over `inventory` with the root fleet token and a silent log; `more` sets the rest. */
+function gatewayOver(
+  clients: SandboxdClientSet,
+  inventory: ReturnType<ClaimGatewayOptions['inventories']>,
+  more: Partial<ClaimGatewayOptions> = {},
+): ClaimGateway {
+  return new ClaimGateway({
+    clients,
+    fleetToken: 'root',
+    inventories: () => inventory,
+    log: createLogger({ name: 'test', level: 'silent' }),
+    ...more,
+  });
+}
 
 describe('ClaimGateway against a node that stops answering', () => {
   let server: Server;
@@ -27,13 +42,7 @@ describe('ClaimGateway against a node that stops answering', () => {
 
   it('fails the claim after the call timeout instead of waiting forever', async () => {
     const inventory = [{ metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [{ template: TEMPLATE, warm: 5 }] }];
-    const gateway = new ClaimGateway({
-      clients,
-      fleetToken: 'root',
-      inventories: () => inventory,
-      log: createLogger({ name: 'test', level: 'silent' }),
-      callTimeoutMs: 200,
-    });
+    const gateway = gatewayOver(clients, inventory, { callTimeoutMs: 200 });
     const t0 = Date.now();
     await expect(
       gateway.deliver({ namespace: 'ns', name: 'c1', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) }),
@@ -54,14 +63,7 @@ describe('ClaimGateway against a node that stops answering', () => {
         { metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [{ template: TEMPLATE, warm: 1000 }] },
         { metadata: { name: 'good' }, node: 'good', address: goodAddr, pools: [{ template: TEMPLATE, warm: 1 }] },
       ];
-      const gateway = new ClaimGateway({
-        clients,
-        fleetToken: 'root',
-        inventories: () => inventory,
-        log: createLogger({ name: 'test', level: 'silent' }),
-        callTimeoutMs: 200,
-        rng: () => 0,
-      });
+      const gateway = gatewayOver(clients, inventory, { callTimeoutMs: 200, rng: () => 0 });
       const key = poolKeyFor([{ image: TEMPLATE }], undefined);
       const first: string[] = [];
       await expect(gateway.deliver({ namespace: 'ns', name: 'c2', owner, key, onFirstNode: (n) => first.push(n) })).rejects.toThrow();
@@ -79,13 +81,7 @@ describe('ClaimGateway against a node that stops answering', () => {
 
   it('bounds the listing of deliveries on that node too', async () => {
     const inventory = [{ metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [] }];
-    const gateway = new ClaimGateway({
-      clients,
-      fleetToken: 'root',
-      inventories: () => inventory,
-      log: createLogger({ name: 'test', level: 'silent' }),
-      callTimeoutMs: 200,
-    });
+    const gateway = gatewayOver(clients, inventory, { callTimeoutMs: 200 });
     await expect(gateway.listDeliveries(inventory[0] ?? { node: 'hung' })).rejects.toThrow();
   });
 });
@@ -135,12 +131,7 @@ describe('ClaimGateway cold claims', () => {
         conditions: [{ type: 'Draining', status: 'True' }],
       },
     ];
-    const gateway = new ClaimGateway({
-      clients,
-      fleetToken: 'root',
-      inventories: () => inventory,
-      log: createLogger({ name: 'test', level: 'silent' }),
-    });
+    const gateway = gatewayOver(clients, inventory);
     const a = await gateway.coldDeliver({ namespace: 'ns', name: 'cold-1', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) });
     expect(a).toMatchObject({ node: 'busy', claimId: 'sb_busy' });
     expect(seen.map((s) => s.node)).toEqual(['full', 'busy']);
@@ -150,12 +141,7 @@ describe('ClaimGateway cold claims', () => {
 
   it('is NoWarmCapacity when every routable node answers 429', async () => {
     const inventory = [{ metadata: { name: 'full2' }, node: 'full2', address: await node('full2', 429), pools: [] }];
-    const gateway = new ClaimGateway({
-      clients,
-      fleetToken: 'root',
-      inventories: () => inventory,
-      log: createLogger({ name: 'test', level: 'silent' }),
-    });
+    const gateway = gatewayOver(clients, inventory);
     const err: unknown = await gateway
       .coldDeliver({ namespace: 'ns', name: 'cold-2', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) })
       .catch((e: unknown) => e);

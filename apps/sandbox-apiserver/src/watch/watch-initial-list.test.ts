@@ -1,11 +1,8 @@
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createLogger } from '@sandbox-scale/kube-runtime';
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import { SANDBOX_PHASES, type InventoryEntry, type NodeInventory } from '@sandbox-scale/scale-core';
-import { parseListQuery } from '../http/list-query';
 import type { SandboxCache } from '../storage/sandbox-cache';
-import { SandboxesREST } from '../storage/sandboxes-rest';
-import { INITIAL_EVENTS_END, serveWatch } from './watch-stream';
+import { INITIAL_EVENTS_END } from './watch-stream';
+import { cacheOnlySandboxes, startWatchServer, type WatchServer } from './watch-fixture';
 
 const NODES = 20;
 const PER_NODE = 5_000;
@@ -53,41 +50,23 @@ interface Line {
  * reads in bursts — with the server holding no more than a socket's worth of encoded events.
  */
 describe('watch-list of 100,000 sandboxes', () => {
-  let server: Server;
+  let watchServer: WatchServer;
   let port = 0;
   let cache: SandboxCache;
   const responses: ServerResponse[] = [];
 
   beforeAll(async () => {
-    const sandboxes = new SandboxesREST({
-      clients: undefined,
-      graceMs: 60_000,
-      overlayTtlMs: 300_000,
-      claimIndexMaxBytes: 1 << 20,
-      watchHistory: 10_000,
-      rng: Math.random,
-      log: createLogger({ name: 'test', level: 'silent' }),
-    });
+    const sandboxes = cacheOnlySandboxes({ watchHistory: 10_000, graceMs: 60_000 });
     cache = sandboxes.cache;
     for (let n = 0; n < NODES; n++) cache.upsertInventory(inventory(n, 10 + n));
     sandboxes.markSynced(undefined);
-    server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      responses.push(res);
-      serveWatch(req, res, sandboxes, parseListQuery('', url.searchParams), {
-        params: url.searchParams,
-        transform: (s) => s,
-        bookmarkIntervalMs: 60_000,
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
+    watchServer = await startWatchServer(sandboxes, '', (res) => responses.push(res));
+    port = watchServer.port;
   }, 60_000);
 
   afterAll(async () => {
     cache.stop();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await watchServer.close();
   });
 
   it('streams every ADDED and the initial-events-end bookmark, then the changes made meanwhile', async () => {

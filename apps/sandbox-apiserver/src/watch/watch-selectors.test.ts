@@ -1,12 +1,9 @@
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createLogger } from '@sandbox-scale/kube-runtime';
+import { request, type IncomingMessage } from 'node:http';
 import { SANDBOX_PHASES, synthesizeSandbox, type InventoryEntry, type NodeInventory } from '@sandbox-scale/scale-core';
 import { eventually } from '@sandbox-scale/e2e';
-import { parseListQuery } from '../http/list-query';
 import type { SandboxCache } from '../storage/sandbox-cache';
-import { SandboxesREST } from '../storage/sandboxes-rest';
-import { serveWatch } from './watch-stream';
+import type { SandboxesREST } from '../storage/sandboxes-rest';
+import { cacheOnlySandboxes, startWatchServer, type WatchServer } from './watch-fixture';
 
 const NS = 'team-a';
 const PHASE = 'sandbox.cocoonstack.io/phase';
@@ -38,7 +35,7 @@ const inventory = (node: string, entries: InventoryEntry[]): NodeInventory => ({
 });
 
 describe('watches with selectors and resume points', () => {
-  let server: Server;
+  let watchServer: WatchServer;
   let port = 0;
   let cache: SandboxCache;
   let sandboxes: SandboxesREST;
@@ -83,37 +80,20 @@ describe('watches with selectors and resume points', () => {
   }
 
   beforeAll(async () => {
-    sandboxes = new SandboxesREST({
-      clients: undefined,
-      graceMs: 50,
-      overlayTtlMs: 300_000,
-      claimIndexMaxBytes: 1 << 20,
-      watchHistory: 1_000,
-      rng: Math.random,
-      log: createLogger({ name: 'test', level: 'silent' }),
-    });
+    sandboxes = cacheOnlySandboxes({ watchHistory: 1_000, graceMs: 50 });
     cache = sandboxes.cache;
     cache.upsertInventory(inventory('n1', [entry('a', SANDBOX_PHASES.running), entry('b', SANDBOX_PHASES.running)]));
     cache.upsertInventory(inventory('n2', []));
     sandboxes.markSynced(undefined);
     startRev = sandboxes.revision;
-    server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      serveWatch(req, res, sandboxes, parseListQuery(NS, url.searchParams), {
-        params: url.searchParams,
-        transform: (s) => s,
-        bookmarkIntervalMs: 60_000,
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
+    watchServer = await startWatchServer(sandboxes, NS);
+    port = watchServer.port;
   });
 
   afterAll(async () => {
     for (const r of open) r.destroy();
     cache.stop();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await watchServer.close();
   });
 
   it('sends DELETED with the last matching state when a sandbox leaves a label selector, and ADDED when it comes back', async () => {

@@ -1,11 +1,10 @@
-import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { createLogger } from '@sandbox-scale/kube-runtime';
+import { request, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { NodeInventory } from '@sandbox-scale/scale-core';
 import { parseListQuery } from '../http/list-query';
 import type { SandboxCache } from '../storage/sandbox-cache';
-import { SandboxesREST } from '../storage/sandboxes-rest';
-import { MAX_PENDING_EVENTS, serveWatch } from './watch-stream';
+import type { SandboxesREST } from '../storage/sandboxes-rest';
+import { MAX_PENDING_EVENTS } from './watch-stream';
+import { cacheOnlySandboxes, startWatchServer, type WatchServer } from './watch-fixture';
 
 const NS = 'team-a';
 // ~350 bytes per event: an initial list of several MiB, far more than a socket holds
@@ -29,7 +28,7 @@ function inventory(count: number, node = 'n1'): NodeInventory {
 }
 
 describe('serveWatch backpressure', () => {
-  let server: Server;
+  let watchServer: WatchServer;
   let port = 0;
   let sandboxes: SandboxesREST;
   let cache: SandboxCache;
@@ -49,36 +48,17 @@ describe('serveWatch backpressure', () => {
   }
 
   beforeAll(async () => {
-    // no node is ever called: watches only read the cache
-    sandboxes = new SandboxesREST({
-      clients: undefined,
-      graceMs: 50,
-      overlayTtlMs: 300_000,
-      claimIndexMaxBytes: 1 << 20,
-      watchHistory: 100_000,
-      rng: Math.random,
-      log: createLogger({ name: 'test', level: 'silent' }),
-    });
+    sandboxes = cacheOnlySandboxes({ watchHistory: 100_000, graceMs: 50 });
     cache = sandboxes.cache;
     cache.upsertInventory(inventory(SANDBOXES));
     sandboxes.markSynced(undefined);
-    server = createServer((req: IncomingMessage, res: ServerResponse) => {
-      const url = new URL(req.url ?? '/', 'http://localhost');
-      responses.push(res);
-      serveWatch(req, res, sandboxes, parseListQuery(NS, url.searchParams), {
-        params: url.searchParams,
-        transform: (s) => s,
-        bookmarkIntervalMs: 60_000,
-      });
-    });
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    port = (server.address() as AddressInfo).port;
+    watchServer = await startWatchServer(sandboxes, NS, (res) => responses.push(res));
+    port = watchServer.port;
   });
 
   afterAll(async () => {
     cache.stop();
-    server.closeAllConnections();
-    await new Promise<void>((resolve) => server.close(() => resolve()));
+    await watchServer.close();
   });
 
   it('streams the whole initial list to a client that reads slowly, buffering only what the socket holds', async () => {
