@@ -1,4 +1,5 @@
 import type { ServerResponse } from 'node:http';
+import { renderChecks, type CheckResult } from '@sandbox-scale/kube-runtime';
 
 /** /healthz, /livez, /readyz (k8s-api.md §4.14): anonymous, text/plain, `?verbose` lists checks. */
 export class HealthChecks {
@@ -7,19 +8,22 @@ export class HealthChecks {
 
   serve(url: URL, res: ServerResponse): void {
     const [, kind = '', sub = ''] = url.pathname.split('/');
-    const checks: Array<[string, boolean]> = [['ping', true]];
-    if (kind === 'readyz') checks.push(['inventory-synced', this.inventorySynced()], ['shutdown', !this.shuttingDown]);
+    const checks: CheckResult[] = [{ name: 'ping', ok: true }];
+    if (kind === 'readyz')
+      checks.push(
+        { name: 'inventory-synced', ok: this.inventorySynced(), reason: 'no NodeInventory list has completed yet' },
+        { name: 'shutdown', ok: !this.shuttingDown, reason: 'the server is shutting down' },
+      );
     const excluded = new Set(url.searchParams.getAll('exclude'));
-    const selected = checks.filter(([name]) => !excluded.has(name) && (sub === '' || sub === name));
+    const selected = checks.filter(({ name }) => !excluded.has(name) && (sub === '' || sub === name));
     if (selected.length === 0) {
       res.writeHead(404, { 'Content-Type': 'text/plain' });
       res.end('not found');
       return;
     }
-    const ok = selected.every(([, pass]) => pass);
-    const verbose = url.searchParams.has('verbose') || !ok;
-    const lines = selected.map(([name, pass]) => `[${pass ? '+' : '-'}]${name} ${pass ? 'ok' : 'failed'}`);
-    res.writeHead(ok ? 200 : 500, { 'Content-Type': 'text/plain; charset=utf-8' });
-    res.end(verbose ? `${lines.join('\n')}\n${kind} check ${ok ? 'passed' : 'failed'}\n` : 'ok');
+    // kube-apiserver answers a failed probe with 500; the aggregator and kubelet read it the same way
+    const r = renderChecks(kind, selected, url.searchParams.has('verbose'), { failedStatus: 500 });
+    res.writeHead(r.status, { 'Content-Type': 'text/plain; charset=utf-8' });
+    res.end(r.body);
   }
 }

@@ -37,12 +37,21 @@ export class CheckSet {
   }
 }
 
-/** The body kube-apiserver style probes answer with: `[+]name ok` / `[-]name failed: reason`. */
-export function renderChecks(endpoint: string, results: CheckResult[], verbose: boolean): { status: number; body: string } {
+/**
+ * The body kube-apiserver style probes answer with: `[+]name ok` / `[-]name failed: reason`.
+ * A failure answers `failedStatus`: 503 for a controller's probe port, 500 where the server
+ * mirrors kube-apiserver's own /healthz, /livez and /readyz.
+ */
+export function renderChecks(
+  endpoint: string,
+  results: CheckResult[],
+  verbose: boolean,
+  opts: { failedStatus?: number } = {},
+): { status: number; body: string } {
   const failed = results.filter((r) => !r.ok);
   const lines = results
     .filter((r) => verbose || !r.ok)
     .map((r) => (r.ok ? `[+]${r.name} ok` : `[-]${r.name} failed: ${r.reason ?? 'unknown'}`));
   if (failed.length === 0) return { status: 200, body: verbose ? `${lines.join('\n')}\n${endpoint} check passed\n` : 'ok' };
-  return { status: 503, body: `${lines.join('\n')}\n${endpoint} check failed\n` };
+  return { status: opts.failedStatus ?? 503, body: `${lines.join('\n')}\n${endpoint} check failed\n` };
 }
