@@ -32,7 +32,16 @@ import { SecretAccess, selfSubjectReviewer } from './record/secret-access';
 import { startFastPathServer } from './http/fast-path-server';
 import { ReviewAuthorizer } from './http/review-client';
 import { claimControllerMetrics } from './metrics';
-import { claimsOfPool, claimsWaitingForCapacity, createCaches, createOrphanPass, fastPathClaimNames, poolResolver } from './wiring';
+import { BoundClaimsByNode } from './controllers/inventory-presence';
+import {
+  claimsMissingFromInventory,
+  claimsOfPool,
+  claimsWaitingForCapacity,
+  createCaches,
+  createOrphanPass,
+  fastPathClaimNames,
+  poolResolver,
+} from './wiring';
 
 export interface ClaimControllerOptions {
   kubeConfig: KubeConfig;
@@ -136,6 +145,13 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     withToken: (d, signal) => gateway.withToken(d, signal),
     ...(o.earlierListingMaxAgeMs !== undefined ? { maxAgeMs: o.earlierListingMaxAgeMs } : {}),
   });
+  // Bound claims by node, from the claim cache: a node's inventory is compared with its own claims only
+  const boundByNode = new BoundClaimsByNode();
+  caches.claims.on({
+    add: (c) => boundByNode.observe(c),
+    update: (c) => boundByNode.observe(c),
+    delete: (c) => boundByNode.forget(c),
+  });
   const reconciler = new ClaimReconciler({
     ...caches,
     gateway,
@@ -149,10 +165,12 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     leaseTtlSeconds,
     renewals: new TokenBucket({ ratePerSecond: flags.leaseRenewalsPerSecond }),
     onRenewal: metrics.onRenewal,
+    presence: boundByNode,
   });
   const claimController = controller({ name: 'sandboxclaim', reconciler, log, registry, concurrency: flags.maxConcurrentReconciles })
     .for(caches.claims, { predicates: [ownWrites.predicate()] })
     .watches(caches.inventories, claimsWaitingForCapacity(caches.claims))
+    .watches(caches.inventories, claimsMissingFromInventory(caches.inventories, boundByNode))
     .watches(caches.pools, claimsOfPool(caches.claims))
     .build();
   const orphans = createOrphanPass(caches, {

@@ -6,6 +6,7 @@ import {
   CONDITION_TYPES,
   EXTENSIONS_GROUP,
   InvalidError,
+  inventoryObjectName,
   poolKeyForTemplate,
   type NodeInventory,
   type PoolKey,
@@ -14,6 +15,7 @@ import {
   type SandboxWarmPool,
 } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
+import type { BoundClaimsByNode } from './controllers/inventory-presence';
 import { OrphanReconciler, type OrphanReconcilerOptions } from './controllers/orphan-reconciler';
 import type { ClaimClient } from './record/claim-client';
 import { recordsSandbox } from './record/claim-status';
@@ -136,4 +138,25 @@ export function createOrphanPass(
     cachedClaim: (namespace, name) => c.claims.get(namespace, name),
     getClaim: (namespace, name, signal) => claims.get(namespace, name, signal),
   });
+}
+
+/**
+ * A node's inventory changed: its Bound claims whose sandbox it no longer lists are reconciled
+ * (each then asks its node once), so a VM gone from its node is seen within a publish, not at the
+ * next lease renewal. Only that node's claims are compared, over every object of the node.
+ */
+export function claimsMissingFromInventory(
+  inventories: Pick<Informer<NodeInventory>, 'get'>,
+  bound: Pick<BoundClaimsByNode, 'missingFrom'>,
+): (inv: NodeInventory) => ReconcileRequest[] {
+  return (inv) => {
+    const own = inventories.get('', inventoryObjectName(inv.node));
+    if (own === undefined) return []; // the node is gone from the inventories: nothing to compare with
+    const objects = [own];
+    for (let part = 1; part < (own.parts ?? 1); part++) {
+      const o = inventories.get('', inventoryObjectName(inv.node, part));
+      if (o !== undefined) objects.push(o);
+    }
+    return bound.missingFrom(inv.node, objects);
+  };
 }

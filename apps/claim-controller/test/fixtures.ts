@@ -36,12 +36,23 @@ export async function publishInventories(
   kc: KubeConfig,
   sim: Sim,
   suffix: string,
-  opts: { token?: string; addressOf?: (node: string) => string | undefined; labels?: Record<string, string> } = {},
+  opts: {
+    token?: string;
+    addressOf?: (node: string) => string | undefined;
+    labels?: Record<string, string>;
+    /** Also publish the node's live sandboxes as entries (as the publisher does), leaving out these ids (a snapshot older than them). */
+    entries?: { without?: readonly string[] };
+  } = {},
 ): Promise<void> {
   const token = opts.token ?? ROOT_TOKEN;
   for (const n of sim.nodes) {
-    const info = await new SandboxdClient({ baseUrl: n.url, token }).info();
+    const client = new SandboxdClient({ baseUrl: n.url, token });
+    const info = await client.info();
     const name = `${n.name}-${suffix}`;
+    const without = new Set(opts.entries?.without ?? []);
+    const entries = opts.entries
+      ? (await client.sandboxes()).filter((r) => !without.has(r.id)).map((r) => ({ name: `default/${r.id}`, id: r.id, phase: 'Running' }))
+      : undefined;
     await applyObject(
       kc,
       {
@@ -50,6 +61,7 @@ export async function publishInventories(
         metadata: { name, ...(opts.labels ? { labels: opts.labels } : {}) },
         node: name,
         address: opts.addressOf?.(n.name) ?? n.addr,
+        ...(entries && entries.length > 0 ? { entries } : {}),
         pools: info.pools.map((p) => ({
           template: p.key.template,
           net: p.key.net || 'none',

@@ -60,6 +60,10 @@ function harness(
     finalizer?: () => Promise<void>;
     record?: () => Promise<void>;
     noCapacity?: boolean;
+    /** What the node answers when asked for a sandbox: true = it has it, false = 404, an Error = no answer. */
+    holds?: boolean | Error;
+    /** Claims an inventory showed missing (ns/name -> id). */
+    suspects?: Map<string, string>;
   } = {},
 ) {
   const steps: string[] = [];
@@ -83,6 +87,18 @@ function harness(
         steps.push(`release ${t.claimId}`);
       },
       renew: async () => undefined,
+      holds: async (t) => {
+        steps.push(`holds ${t.claimId} on ${t.node}`);
+        if (o.holds instanceof Error) throw o.holds;
+        return o.holds ?? true;
+      },
+    },
+    presence: {
+      takeSuspect: (key, id) => {
+        const marked = o.suspects?.get(key);
+        o.suspects?.delete(key);
+        return marked === id;
+      },
     },
     earlier: {
       find: async (q) => {
@@ -232,5 +248,46 @@ describe('ClaimReconciler: a delivery whose record has not landed', () => {
     await h.reconcile();
     expect(h.steps.slice(-2)).toEqual(['get', 'release sb_1']);
     expect(h.steps.filter((s) => s.startsWith('record'))).toEqual([]);
+  });
+});
+
+/** A claim Bound to sb_1 on n1 at 12:00 with a node lease until 12:15 (its renewal is minutes away at 12:05). */
+function boundClaim(): SandboxClaim {
+  const c = claimOf({ created: BEFORE, finalizer: true });
+  return {
+    ...c,
+    status: {
+      sandbox: { name: 'c1', claimID: 'sb_1', nodeName: 'n1', address: '10.0.0.1:7000', deadline: '2026-01-01T12:15:00Z' },
+      conditions: [{ type: 'Bound', status: 'True', reason: 'NodeLocalClaim', message: '', lastTransitionTime: '2026-01-01T12:00:00Z' }],
+    },
+  } as SandboxClaim;
+}
+
+describe('ClaimReconciler: a Bound claim its node inventory no longer lists', () => {
+  it('asks the node once and marks the claim SandboxLost when the node answers 404', async () => {
+    const h = harness(boundClaim(), { holds: false, suspects: new Map([[`${NS}/c1`, 'sb_1']]) });
+    await h.reconcile();
+    expect(h.steps).toEqual(['holds sb_1 on n1', 'condition Bound=False SandboxLost']);
+  });
+
+  it('keeps the claim Bound when the node still has the sandbox (an inventory published before the bind)', async () => {
+    const h = harness(boundClaim(), { holds: true, suspects: new Map([[`${NS}/c1`, 'sb_1']]) });
+    const r = await h.reconcile();
+    expect(h.steps).toEqual(['holds sb_1 on n1']);
+    expect(r).toMatchObject({ requeueAfterMs: expect.any(Number) });
+  });
+
+  it('keeps the claim Bound when the node does not answer', async () => {
+    const h = harness(boundClaim(), { holds: new Error('connect ECONNREFUSED'), suspects: new Map([[`${NS}/c1`, 'sb_1']]) });
+    await h.reconcile();
+    expect(h.steps).toEqual(['holds sb_1 on n1']);
+  });
+
+  it('asks nothing of the node for a claim no inventory showed missing, nor for a mark left by another sandbox of the name', async () => {
+    const unmarked = harness(boundClaim(), { holds: false });
+    await unmarked.reconcile();
+    const other = harness(boundClaim(), { holds: false, suspects: new Map([[`${NS}/c1`, 'sb_old']]) });
+    await other.reconcile();
+    expect([...unmarked.steps, ...other.steps]).toEqual([]);
   });
 });

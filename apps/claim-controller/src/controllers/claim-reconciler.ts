@@ -38,6 +38,7 @@ import { boundClaimId, recordsSandbox } from '../record/claim-status';
 import { namespaceNotEnabledMessage, type SecretAccess, type SecretAccessDecision } from '../record/secret-access';
 import { currentLease, nextLeaseStep, parseTime, renewAtMs, type NodeLease } from './claim-lease';
 import { claimTtl, createdBefore, type FieldProblem } from './claim-lifecycle';
+import type { BoundClaimsByNode } from './inventory-presence';
 import { recordFailure } from './record-failure';
 import type { EarlierDeliveries } from './earlier-deliveries';
 
@@ -77,7 +78,7 @@ export interface ClaimReconcilerOptions {
   claims: Pick<Informer<SandboxClaim>, 'get' | 'on'>;
   pools: Pick<Informer<SandboxWarmPool>, 'get'>;
   templates: Pick<Informer<SandboxTemplate>, 'get'>;
-  gateway: Pick<ClaimGateway, 'deliver' | 'coldDeliver' | 'release' | 'renew'>;
+  gateway: Pick<ClaimGateway, 'deliver' | 'coldDeliver' | 'release' | 'renew' | 'holds'>;
   /** Deliveries made before this leadership (claims older than it are looked up there before claiming). */
   earlier: Pick<EarlierDeliveries, 'find'>;
   recorder: Pick<ClaimRecorder, 'recordBoundOn'>;
@@ -96,6 +97,8 @@ export interface ClaimReconcilerOptions {
   /** Bounds node lease renewals over all claims; a renewal refused a token is requeued until one is free. */
   renewals?: TokenBucket;
   onRenewal?: (outcome: 'renewed' | 'lost' | 'deferred' | 'error') => void;
+  /** Claims a node's inventory showed without their sandbox: their node is asked whether it still has it. */
+  presence?: Pick<BoundClaimsByNode, 'takeSuspect'>;
   /** Whether claim Secrets may be written in a namespace; asked before any VM is claimed. */
   secretAccess: Pick<SecretAccess, 'check' | 'forget'>;
   /** Requeue of a claim refused for its namespace. Default DEFAULT_NAMESPACE_RECHECK_MS. */
@@ -472,6 +475,9 @@ export class ClaimReconciler implements Reconciler {
       leaseTtlSeconds: this.o.leaseTtlSeconds ?? 0,
       ...(this.o.rng ? { rng: this.o.rng } : {}),
     });
+    // A renewal asks the node anyway; otherwise one read settles what the inventory suggested.
+    const suspect = this.o.presence?.takeSuspect(key, boundClaimId(claim)) ?? false;
+    if (suspect && (step.kind === 'wait' || step.kind === 'none') && !(await this.#stillOnNode(claim, ctx))) return this.#lost(claim, key);
     switch (step.kind) {
       case 'none':
         return;
@@ -513,6 +519,25 @@ export class ClaimReconciler implements Reconciler {
     const lease = { claimId: target.claimId, deadlineMs: deadline.getTime(), renewAtMs: renewAtMs(now, deadline.getTime(), this.o.rng) };
     this.#leases.set(key, lease);
     return this.#whileBoundAfterRenew(claim, lease);
+  }
+
+  /**
+   * Whether the claim's node still has its sandbox. Only the node's 404 says no: a node that does
+   * not answer leaves the claim as it is (the lease renewal asks again before the lease runs out).
+   */
+  async #stillOnNode(claim: SandboxClaim, ctx: ReconcileContext): Promise<boolean> {
+    const sb = claim.status?.sandbox ?? {};
+    const target = { node: sb.nodeName ?? '', claimId: boundClaimId(claim), ...(sb.address ? { address: sb.address } : {}) };
+    try {
+      return await this.o.gateway.holds(target, ctx.signal);
+    } catch (err) {
+      const why = err instanceof Error ? err.message : String(err);
+      ctx.log.info(
+        { node: target.node, sandboxId: target.claimId, err: why },
+        'could not ask the node for a sandbox its inventory no longer lists',
+      );
+      return true;
+    }
   }
 
   #whileBoundAfterRenew(claim: SandboxClaim, lease: NodeLease | undefined): ReconcileResult | void {

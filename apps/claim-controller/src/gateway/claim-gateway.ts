@@ -4,6 +4,7 @@ import {
   asSandboxdHttpError,
   isMalformedReply,
   isNodeAtCapacity as isSandboxdAtCapacity,
+  isNotFound as isSandboxNotFound,
   type SandboxdClientSet,
   type ClaimResult,
 } from '@sandbox-scale/sandboxd-client';
@@ -299,6 +300,25 @@ export class ClaimGateway {
     if (!addr) throw new ReleaseTargetUnknownError(`cannot renew ${target.claimId}: node ${target.node} has no known address`);
     const { deadline } = await this.#call(signal, (s) => this.#o.clients.forNode(addr).renew(target.claimId, ttlSeconds, { signal: s }));
     return deadline ?? undefined;
+  }
+
+  /**
+   * Whether the node still has the delivered sandbox `claimId`: one read with the fleet token.
+   * False only when the node answers that it does not (sandboxd-client's NotFound); a node that
+   * does not answer throws, so an unreachable node never reads as a lost sandbox.
+   */
+  async holds(target: { node: string; claimId: string; address?: string }, signal?: AbortSignal): Promise<boolean> {
+    this.#requireToken();
+    const inv = this.#o.inventories().find((i) => inventoryName(i) === target.node);
+    const addr = inv?.address || target.address;
+    if (!addr) throw new ReleaseTargetUnknownError(`cannot look up ${target.claimId}: node ${target.node} has no known address`);
+    try {
+      await this.#call(signal, (s) => this.#o.clients.forNode(addr).sandbox(target.claimId, { signal: s }));
+      return true;
+    } catch (err) {
+      if (isSandboxNotFound(err)) return false;
+      throw err;
+    }
   }
 
   /**
