@@ -6,7 +6,8 @@ import { kubeconfigForServiceAccount } from '../src/testing/cluster';
 import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
 import { itWhere } from '../src/system/suite-system';
 import { e2eTarget } from '../src/system/system-under-test';
-import { awaitPoolAndReplicas, grantSandboxUser, replicaClient } from '../src/testing/replica-client';
+import { awaitPoolAndReplicas, replicaClient } from '../src/testing/replica-client';
+import { grantTenantRole } from '../src/testing/tenant-role';
 import { sandboxdRow } from '../src/testing/sandboxd';
 
 // sandbox-apiserver as the chart deploys it (2 replicas under the chart's ServiceAccount), with
@@ -91,7 +92,9 @@ beforeAll(async () => {
   });
   agent = new Agent({ keepAlive: true, maxSockets: 32, ca: readFileSync(sys.servingCaPath, 'utf8') });
   const subresources = ['snapshot', 'snapshots', 'claimsnapshot', 'deletesnapshot'].map((s) => `sandboxes/${s}`);
-  await grantSandboxUser(sys.kubeConfig, ns, ['sandboxes', ...subresources], ['create', 'get', 'list', 'watch', 'delete']);
+  await grantTenantRole(sys.kubeConfig, ns, 'user', [
+    { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', ...subresources], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
+  ]);
   token = (await kubeconfigForServiceAccount(sys.kubeConfig, ns, 'user')).getCurrentUser()?.token ?? '';
   const template = {
     apiVersion: `${GROUP}/${VERSION}`,

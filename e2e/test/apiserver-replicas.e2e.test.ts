@@ -3,7 +3,8 @@ import { OWNER_KINDS, parseOwnerRef } from '@sandbox-scale/scale-core';
 import { runSuffix } from '../src/index';
 import { applyWarmPool, startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
-import { awaitPoolAndReplicas, grantSandboxUser, replicaClient } from '../src/testing/replica-client';
+import { awaitPoolAndReplicas, replicaClient } from '../src/testing/replica-client';
+import { grantTenantRole } from '../src/testing/tenant-role';
 import { sandboxdCall, sandboxdRows, type SandboxdNode } from '../src/testing/sandboxd';
 
 // sandbox-apiserver as the chart deploys it: 2 replicas under the chart's ServiceAccount (local
@@ -57,7 +58,9 @@ async function inBatches<T>(items: T[], width: number, fn: (item: T) => Promise<
 beforeAll(async () => {
   sys = await startSuiteSystem({ namespaces: [ns], local: { nodes: 2, speed: 0, publishInterval: '1s', apiserverReplicas: 2 } });
   agent = new Agent({ keepAlive: true, maxSockets: 32, ca: sys.servingCa });
-  await grantSandboxUser(sys.kubeConfig, ns, ['sandboxes', 'sandboxes/pause'], ['create', 'get', 'list', 'delete']);
+  await grantTenantRole(sys.kubeConfig, ns, 'user', [
+    { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/pause'], verbs: ['create', 'get', 'list', 'delete'] },
+  ]);
   token = (await sys.tenant(ns, 'user')).token;
   await applyWarmPool(sys, ns, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS });
   await awaitPoolAndReplicas(

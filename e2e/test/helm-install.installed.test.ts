@@ -8,7 +8,7 @@ import { runCommand } from '../src/system/run-command';
 import { eventually } from '../src/testing/eventually';
 import { claimSecretToken } from '../src/testing/claim-secret';
 import { sandboxdIds } from '../src/testing/sandboxd';
-import { warmPoolList } from '../src/testing/warm-pool-manifests';
+import { warmPoolList } from '../src/testing/sandbox-manifests';
 
 // The chart as installed (by the installed run's global setup, shared with the e2e suites): every
 // app runs as the chart's pods on a real node (images built here, in-cluster ServiceAccount

@@ -4,7 +4,7 @@ import { startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { claimSecretToken } from '../src/testing/claim-secret';
 import { sandboxdIds } from '../src/testing/sandboxd';
-import { warmPoolList } from '../src/testing/warm-pool-manifests';
+import { warmPoolList } from '../src/testing/sandbox-manifests';
 
 // The whole system as a user meets it: the chart's CRDs, RBAC and APIService on a real
 // kube-apiserver, the simulated node(s), the four apps under their own ServiceAccounts (local

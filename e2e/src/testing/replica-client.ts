@@ -1,12 +1,13 @@
 import { Agent, request } from 'node:https';
-import { RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
+import type { KubeConfig } from '@kubernetes/client-node';
 import { waitPoolReady } from '../system/suite-system';
 import { eventually } from './eventually';
+import { sandboxManifest } from './sandbox-manifests';
 
 /**
  * The end user's view of sandbox-apiserver replicas, each called at its own address rather than
  * through kube-apiserver: the Sandboxes of one namespace, a request to one replica, a create as a
- * client makes it, and the set-up that grants the user and waits for the warm pool. Works with any
+ * client makes it, and the wait for the warm pool and the replicas. Works with any
  * SystemUnderTest (or a LocalSystem): what differs is passed in.
  */
 
@@ -48,14 +49,7 @@ export interface ReplicaClient<B extends ReplicaBody> {
 
 export function replicaClient<B extends ReplicaBody>(opts: ReplicaClientOptions): ReplicaClient<B> {
   const sandboxes = `/apis/agents.x-k8s.io/v1beta1/namespaces/${opts.namespace}/sandboxes`;
-  const sandbox = (name: string): Record<string, unknown> => ({
-    apiVersion: 'agents.x-k8s.io/v1beta1',
-    kind: 'Sandbox',
-    metadata: { name },
-    spec: {
-      podTemplate: { spec: { containers: [{ name: 'agent', image: opts.image, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } },
-    },
-  });
+  const sandbox = (name: string): Record<string, unknown> => sandboxManifest(name, opts.image);
 
   function call(base: string, method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<ReplicaReply<B>> {
     const text = body === undefined ? undefined : JSON.stringify(body);
@@ -109,23 +103,6 @@ export function replicaClient<B extends ReplicaBody>(opts: ReplicaClientOptions)
   }
 
   return { sandboxes, sandbox, call, create };
-}
-
-/** A Role `user` with these verbs on these agents.x-k8s.io resources, bound to the namespace's ServiceAccount `user`. */
-export async function grantSandboxUser(kc: KubeConfig, namespace: string, resources: string[], verbs: string[]): Promise<void> {
-  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({
-    namespace,
-    body: { metadata: { name: 'user' }, rules: [{ apiGroups: ['agents.x-k8s.io'], resources, verbs }] },
-  });
-  await rbac.createNamespacedRoleBinding({
-    namespace,
-    body: {
-      metadata: { name: 'user' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'user' },
-      subjects: [{ kind: 'ServiceAccount', name: 'user', namespace }],
-    },
-  });
 }
 
 /** Waits until the warm pool reports all its replicas ready and every replica URL serves the Sandboxes list (200). */

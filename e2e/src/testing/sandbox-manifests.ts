@@ -1,3 +1,15 @@
+/** A Sandbox of one agent container of `image` (1 CPU, 1 GiB), as a user creates it through the aggregated API. */
+export function sandboxManifest(name: string, image: string, namespace?: string): Record<string, unknown> {
+  return {
+    apiVersion: 'agents.x-k8s.io/v1beta1',
+    kind: 'Sandbox',
+    metadata: namespace === undefined ? { name } : { name, namespace },
+    spec: {
+      podTemplate: { spec: { containers: [{ name: 'agent', image, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } },
+    },
+  };
+}
+
 /**
  * What a user applies with kubectl to get sandboxes: a SandboxTemplate and a SandboxWarmPool, both
  * named `agent`, and SandboxClaims of that pool, as one List for `kubectl apply -f -`.
