@@ -15,6 +15,7 @@ import {
   type SandboxdNode,
   type SandboxdRow,
 } from '../src/testing/sandboxd';
+import type { Claim } from '../src/testing/claim-types';
 import { sandboxManifest } from '../src/testing/sandbox-manifests';
 import { grantTenantRole } from '../src/testing/tenant-role';
 
@@ -39,17 +40,6 @@ let clientToken: string;
 let fastPathToken: string;
 let ca: string;
 const agent = new Agent({ keepAlive: true, maxSockets: 16 });
-
-interface Cond {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-}
-interface Claim {
-  metadata: { name: string; namespace?: string };
-  status?: { conditions?: Cond[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; tokenSecretName?: string } };
-}
 
 function figures(fig: Record<string, unknown>): void {
   console.log(JSON.stringify(fig));

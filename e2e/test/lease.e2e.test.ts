@@ -2,6 +2,7 @@ import { eventually, kubectl, runSuffix, type RunResult, kubectlOk } from '../sr
 import { applyWarmPool, itWhere, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import { e2eTarget, type SystemUnderTest } from '../src/system/system-under-test';
 import { sandboxdCall, sandboxdRow, type SandboxdNode, type SandboxdRow } from '../src/testing/sandboxd';
+import type { Claim, Cond } from '../src/testing/claim-types';
 import { sandboxManifest } from '../src/testing/sandbox-manifests';
 
 // Claims live as long as asked, on nodes whose default lease is short (2 s): claim-controller,
@@ -15,17 +16,6 @@ const IMAGE = 'ghcr.io/example/lease-agent:1.0';
 const LEASE_S = 2;
 const API_LEASE_S = 4;
 let sys: SystemUnderTest;
-
-interface Cond {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-}
-interface Claim {
-  metadata: { name: string; uid?: string };
-  status?: { conditions?: Cond[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; deadline?: string } };
-}
 
 function k(args: string[], input?: string): Promise<RunResult> {
   return kubectlOk(args, { kubeconfig: sys.kubeconfigPath, input });
