@@ -1,10 +1,10 @@
 import { Agent, request } from 'node:https';
 import { readFileSync } from 'node:fs';
 import { CoreV1Api } from '@kubernetes/client-node';
-import { eventually, kubectl, runSuffix } from '../src/index';
+import { eventually, runSuffix } from '../src/index';
 import { kubeconfigForServiceAccount } from '../src/testing/cluster';
 import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
-import { itWhere } from '../src/system/suite-system';
+import { applyWarmPool, itWhere } from '../src/system/suite-system';
 import { e2eTarget } from '../src/system/system-under-test';
 import { awaitPoolAndReplicas, replicaClient } from '../src/testing/replica-client';
 import { grantTenantRole } from '../src/testing/tenant-role';
@@ -14,8 +14,6 @@ import { sandboxdRow } from '../src/testing/sandboxd';
 // nodes that publish their inventory only every 20 s: what one replica lists, watches, renews
 // and finds of snapshots must not wait for that publish to agree with the other replica.
 
-const GROUP = 'extensions.agents.x-k8s.io';
-const VERSION = 'v1beta1';
 const ns = `views-${runSuffix()}`;
 const POOL = 'agent';
 const POOL_REPLICAS = 24;
@@ -96,25 +94,7 @@ beforeAll(async () => {
     { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', ...subresources], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
   ]);
   token = (await kubeconfigForServiceAccount(sys.kubeConfig, ns, 'user')).getCurrentUser()?.token ?? '';
-  const template = {
-    apiVersion: `${GROUP}/${VERSION}`,
-    kind: 'SandboxTemplate',
-    metadata: { name: POOL, namespace: ns },
-    spec: {
-      podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } },
-    },
-  };
-  const pool = {
-    apiVersion: `${GROUP}/${VERSION}`,
-    kind: 'SandboxWarmPool',
-    metadata: { name: POOL, namespace: ns },
-    spec: { replicas: POOL_REPLICAS, sandboxTemplateRef: { name: POOL } },
-  };
-  const r = await kubectl(['apply', '-f', '-'], {
-    kubeconfig: sys.kubeconfigPath,
-    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool] }),
-  });
-  if (r.code !== 0) throw new Error(r.stderr);
+  await applyWarmPool(sys, ns, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS });
   await awaitPoolAndReplicas(
     sys.kubeConfig,
     { sandboxes, call },
