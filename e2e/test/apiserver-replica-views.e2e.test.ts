@@ -4,9 +4,9 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { eventually, runSuffix } from '../src/index';
 import { kubeconfigForServiceAccount } from '../src/testing/cluster';
 import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
-import { applyWarmPool, itWhere } from '../src/system/suite-system';
+import { itWhere } from '../src/system/suite-system';
 import { e2eTarget } from '../src/system/system-under-test';
-import { awaitPoolAndReplicas, replicaClient } from '../src/testing/replica-client';
+import { replicaClient, serveWarmPool } from '../src/testing/replica-client';
 import { grantTenantRole } from '../src/testing/tenant-role';
 import { sandboxdRow } from '../src/testing/sandboxd';
 
@@ -40,7 +40,8 @@ interface Body {
   snapshotID?: string;
 }
 
-const { sandboxes, call, create } = replicaClient<Body>({ namespace: ns, image: IMAGE, agent: () => agent, token: () => token });
+const api = replicaClient<Body>({ namespace: ns, image: IMAGE, agent: () => agent, token: () => token });
+const { sandboxes, call, create } = api;
 
 /** A watch on one replica from `resourceVersion`, collecting `TYPE name` per event until stopped. */
 function watch(base: string, resourceVersion: string): { events: string[]; stop: () => void } {
@@ -94,14 +95,7 @@ beforeAll(async () => {
     { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', ...subresources], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
   ]);
   token = (await kubeconfigForServiceAccount(sys.kubeConfig, ns, 'user')).getCurrentUser()?.token ?? '';
-  await applyWarmPool(sys, ns, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS });
-  await awaitPoolAndReplicas(
-    sys.kubeConfig,
-    { sandboxes, call },
-    { namespace: ns, name: POOL, replicas: POOL_REPLICAS },
-    () => sys.apiserverUrls,
-    180_000,
-  );
+  await serveWarmPool(sys, api, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS }, 180_000);
 }, 400_000);
 
 afterAll(async () => {

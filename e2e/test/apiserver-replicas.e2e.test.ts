@@ -1,9 +1,9 @@
 import { Agent } from 'node:https';
 import { OWNER_KINDS, parseOwnerRef } from '@sandbox-scale/scale-core';
 import { runSuffix } from '../src/index';
-import { applyWarmPool, startSuiteSystem } from '../src/system/suite-system';
+import { startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
-import { awaitPoolAndReplicas, replicaClient } from '../src/testing/replica-client';
+import { replicaClient, serveWarmPool } from '../src/testing/replica-client';
 import { grantTenantRole } from '../src/testing/tenant-role';
 import { sandboxdCall, sandboxdRows, type SandboxdNode } from '../src/testing/sandboxd';
 
@@ -27,13 +27,14 @@ interface Body {
   message?: string;
 }
 
-const { sandboxes, sandbox, call, create } = replicaClient<Body>({
+const api = replicaClient<Body>({
   namespace: ns,
   image: IMAGE,
   agent: () => agent,
   token: () => token,
   servernameOf: (url) => sys.servernameOf(url),
 });
+const { sandboxes, sandbox, call, create } = api;
 
 const sim = (node: SandboxdNode, path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> =>
   sandboxdCall(node, sys.fleetToken, path, init);
@@ -62,14 +63,7 @@ beforeAll(async () => {
     { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/pause'], verbs: ['create', 'get', 'list', 'delete'] },
   ]);
   token = (await sys.tenant(ns, 'user')).token;
-  await applyWarmPool(sys, ns, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS });
-  await awaitPoolAndReplicas(
-    sys.kubeConfig,
-    { sandboxes, call },
-    { namespace: ns, name: POOL, replicas: POOL_REPLICAS },
-    () => sys.apiserverUrls,
-    120_000,
-  );
+  await serveWarmPool(sys, api, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS }, 120_000);
 }, 300_000);
 
 afterAll(async () => {

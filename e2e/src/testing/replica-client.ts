@@ -1,13 +1,13 @@
 import { Agent, request } from 'node:https';
-import type { KubeConfig } from '@kubernetes/client-node';
-import { waitPoolReady } from '../system/suite-system';
+import { applyWarmPool, waitPoolReady } from '../system/suite-system';
+import type { SystemUnderTest } from '../system/system-under-test';
 import { eventually } from './eventually';
 import { sandboxManifest } from './sandbox-manifests';
 
 /**
  * The end user's view of sandbox-apiserver replicas, each called at its own address rather than
  * through kube-apiserver: the Sandboxes of one namespace, a request to one replica, a create as a
- * client makes it, and the wait for the warm pool and the replicas. Works with any
+ * client makes it, and a warm pool that every replica serves. Works with any
  * SystemUnderTest (or a LocalSystem): what differs is passed in.
  */
 
@@ -33,6 +33,7 @@ export interface ReplicaClientOptions {
 }
 
 export interface ReplicaClient<B extends ReplicaBody> {
+  readonly namespace: string;
   /** The Sandboxes collection of the namespace. */
   readonly sandboxes: string;
   /** A Sandbox manifest of that name. */
@@ -102,22 +103,25 @@ export function replicaClient<B extends ReplicaBody>(opts: ReplicaClientOptions)
     }
   }
 
-  return { sandboxes, sandbox, call, create };
+  return { namespace: opts.namespace, sandboxes, sandbox, call, create };
 }
 
-/** Waits until the warm pool reports all its replicas ready and every replica URL serves the Sandboxes list (200). */
-export async function awaitPoolAndReplicas<B extends ReplicaBody>(
-  kc: KubeConfig,
-  client: Pick<ReplicaClient<B>, 'sandboxes' | 'call'>,
-  pool: { namespace: string; name: string; replicas: number },
-  urls: () => readonly string[],
+/**
+ * Creates the warm pool of `image`, then waits until it reports all its replicas ready and every
+ * replica URL serves the Sandboxes list (200).
+ */
+export async function serveWarmPool<B extends ReplicaBody>(
+  sys: Pick<SystemUnderTest, 'kubeConfig' | 'apiserverUrls'>,
+  client: Pick<ReplicaClient<B>, 'namespace' | 'sandboxes' | 'call'>,
+  pool: { name: string; image: string; replicas: number },
   timeoutMs: number,
 ): Promise<void> {
-  await waitPoolReady({ kubeConfig: kc }, pool.namespace, pool.replicas, { name: pool.name, timeoutMs });
+  await applyWarmPool(sys, client.namespace, pool);
+  await waitPoolReady(sys, client.namespace, pool.replicas, { name: pool.name, timeoutMs });
   // every replica serves, and each sees the pool's warm capacity
   await eventually(
     async () => {
-      for (const url of urls()) {
+      for (const url of sys.apiserverUrls) {
         const list = await client.call(url, 'GET', client.sandboxes);
         if (list.code !== 200) throw new Error(`${url} answers ${list.code}`);
       }
