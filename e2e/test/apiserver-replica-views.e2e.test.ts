@@ -1,18 +1,19 @@
 import { Agent, request } from 'node:https';
 import { readFileSync } from 'node:fs';
-import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
-import { eventually, kubectl, runSuffix } from '../src/index';
+import { CoreV1Api } from '@kubernetes/client-node';
+import { eventually, runSuffix } from '../src/index';
 import { kubeconfigForServiceAccount } from '../src/testing/cluster';
 import { startLocalSystem, type LocalSystem, type SimNode } from '../src/system/local-system';
 import { itWhere } from '../src/system/suite-system';
 import { e2eTarget } from '../src/system/system-under-test';
+import { replicaClient, serveWarmPool } from '../src/testing/replica-client';
+import { grantTenantRole } from '../src/testing/tenant-role';
+import { sandboxdRow } from '../src/testing/sandboxd';
 
 // sandbox-apiserver as the chart deploys it (2 replicas under the chart's ServiceAccount), with
 // nodes that publish their inventory only every 20 s: what one replica lists, watches, renews
 // and finds of snapshots must not wait for that publish to agree with the other replica.
 
-const GROUP = 'extensions.agents.x-k8s.io';
-const VERSION = 'v1beta1';
 const ns = `views-${runSuffix()}`;
 const POOL = 'agent';
 const POOL_REPLICAS = 24;
@@ -38,44 +39,9 @@ interface Body {
   message?: string;
   snapshotID?: string;
 }
-interface Reply {
-  code: number;
-  body: Body;
-}
 
-/** One request to one replica, as the end user (a namespace ServiceAccount), not through kube-apiserver. */
-function call(base: string, method: string, path: string, body?: unknown): Promise<Reply> {
-  const text = body === undefined ? undefined : JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${base}${path}`,
-      {
-        method,
-        agent,
-        headers: {
-          Authorization: `Bearer ${token}`,
-          Accept: 'application/json',
-          ...(text ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const raw = Buffer.concat(chunks).toString('utf8');
-          try {
-            resolve({ code: res.statusCode ?? 0, body: raw ? (JSON.parse(raw) as Body) : {} });
-          } catch {
-            resolve({ code: res.statusCode ?? 0, body: { message: raw } });
-          }
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(text);
-  });
-}
+const api = replicaClient<Body>({ namespace: ns, image: IMAGE, agent: () => agent, token: () => token });
+const { sandboxes, call, create } = api;
 
 /** A watch on one replica from `resourceVersion`, collecting `TYPE name` per event until stopped. */
 function watch(base: string, resourceVersion: string): { events: string[]; stop: () => void } {
@@ -104,37 +70,11 @@ function watch(base: string, resourceVersion: string): { events: string[]; stop:
   return { events, stop: () => req.destroy() };
 }
 
-/** A create, retried only on a 503 for warm capacity (the pool refills within seconds); any other answer is final. */
-async function create(base: string, name: string): Promise<Reply> {
-  let last: Reply | undefined;
-  try {
-    return await eventually(
-      async () => {
-        last = await call(base, 'POST', sandboxes, sandbox(name));
-        if (last.code === 503 && /no warm capacity/.test(last.body.message ?? '')) throw new Error(`${name}: no warm capacity yet`);
-        return last;
-      },
-      { timeoutMs: 60_000, intervalMs: 1000 },
-    );
-  } catch {
-    return last as Reply;
-  }
-}
-
-const sandboxes = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
-const sandbox = (name: string): Record<string, unknown> => ({
-  apiVersion: 'agents.x-k8s.io/v1beta1',
-  kind: 'Sandbox',
-  metadata: { name },
-  spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } },
-});
 const names = async (base: string): Promise<string[]> =>
   ((await call(base, 'GET', sandboxes)).body.items ?? []).map((i) => i.metadata?.name ?? '');
 
-async function nodeRow(node: SimNode, id: string): Promise<{ id: string; deadline?: string } | undefined> {
-  const res = await fetch(`${node.url}/v1/sandboxes`, { headers: { authorization: `Bearer ${sys.fleetToken}` } });
-  return ((await res.json()) as { sandboxes: { id: string; deadline?: string }[] }).sandboxes.find((r) => r.id === id);
-}
+const nodeRow = (node: SimNode, id: string): Promise<{ id: string; deadline?: string } | undefined> =>
+  sandboxdRow(node, sys.fleetToken, id);
 
 beforeAll(async () => {
   if (!LOCAL_ONLY) return;
@@ -150,62 +90,12 @@ beforeAll(async () => {
     },
   });
   agent = new Agent({ keepAlive: true, maxSockets: 32, ca: readFileSync(sys.servingCaPath, 'utf8') });
-  const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   const subresources = ['snapshot', 'snapshots', 'claimsnapshot', 'deletesnapshot'].map((s) => `sandboxes/${s}`);
-  await rbac.createNamespacedRole({
-    namespace: ns,
-    body: {
-      metadata: { name: 'user' },
-      rules: [
-        { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', ...subresources], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
-      ],
-    },
-  });
-  const userKc = await kubeconfigForServiceAccount(sys.kubeConfig, ns, 'user');
-  await rbac.createNamespacedRoleBinding({
-    namespace: ns,
-    body: {
-      metadata: { name: 'user' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'user' },
-      subjects: [{ kind: 'ServiceAccount', name: 'user', namespace: ns }],
-    },
-  });
-  token = userKc.getCurrentUser()?.token ?? '';
-  const template = {
-    apiVersion: `${GROUP}/${VERSION}`,
-    kind: 'SandboxTemplate',
-    metadata: { name: POOL, namespace: ns },
-    spec: {
-      podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } },
-    },
-  };
-  const pool = {
-    apiVersion: `${GROUP}/${VERSION}`,
-    kind: 'SandboxWarmPool',
-    metadata: { name: POOL, namespace: ns },
-    spec: { replicas: POOL_REPLICAS, sandboxTemplateRef: { name: POOL } },
-  };
-  const r = await kubectl(['apply', '-f', '-'], {
-    kubeconfig: sys.kubeconfigPath,
-    input: JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool] }),
-  });
-  if (r.code !== 0) throw new Error(r.stderr);
-  const custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
-  await eventually(
-    async () => {
-      const p = (await custom.getNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace: ns,
-        plural: 'sandboxwarmpools',
-        name: POOL,
-      })) as { status?: { readyReplicas?: number } };
-      if (p.status?.readyReplicas !== POOL_REPLICAS) throw new Error(`pool ready ${p.status?.readyReplicas ?? 0}/${POOL_REPLICAS}`);
-      for (const url of sys.apiserverUrls)
-        if ((await call(url, 'GET', sandboxes)).code !== 200) throw new Error(`${url} does not serve yet`);
-    },
-    { timeoutMs: 180_000, intervalMs: 500 },
-  );
+  await grantTenantRole(sys.kubeConfig, ns, 'user', [
+    { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', ...subresources], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
+  ]);
+  token = (await kubeconfigForServiceAccount(sys.kubeConfig, ns, 'user')).getCurrentUser()?.token ?? '';
+  await serveWarmPool(sys, api, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS }, 180_000);
 }, 400_000);
 
 afterAll(async () => {

@@ -1,9 +1,10 @@
-import { Agent, request } from 'node:https';
-import { CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { Agent } from 'node:https';
 import { OWNER_KINDS, parseOwnerRef } from '@sandbox-scale/scale-core';
-import { eventually, runSuffix } from '../src/index';
-import { applyWarmPool, startSuiteSystem } from '../src/system/suite-system';
+import { runSuffix } from '../src/index';
+import { startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
+import { replicaClient, serveWarmPool } from '../src/testing/replica-client';
+import { grantTenantRole } from '../src/testing/tenant-role';
 import { sandboxdCall, sandboxdRows, type SandboxdNode } from '../src/testing/sandboxd';
 
 // sandbox-apiserver as the chart deploys it: 2 replicas under the chart's ServiceAccount (local
@@ -11,8 +12,6 @@ import { sandboxdCall, sandboxdRows, type SandboxdNode } from '../src/testing/sa
 // other through the Service's EndpointSlices. A client that talks to one replica and then the
 // other must see one server.
 
-const GROUP = 'extensions.agents.x-k8s.io';
-const VERSION = 'v1beta1';
 const ns = `replicas-${runSuffix()}`;
 const POOL = 'agent';
 const POOL_REPLICAS = 40;
@@ -22,81 +21,20 @@ let sys: SystemUnderTest;
 let token = '';
 let agent: Agent;
 
-interface Reply {
-  code: number;
-  body: { metadata?: { name?: string; annotations?: Record<string, string> }; reason?: string; message?: string };
+interface Body {
+  metadata?: { name?: string; annotations?: Record<string, string> };
+  reason?: string;
+  message?: string;
 }
 
-/** One request to one replica, as the end user (a namespace ServiceAccount), not through kube-apiserver. */
-function call(
-  base: string,
-  method: string,
-  path: string,
-  body?: unknown,
-  headers: Record<string, string> = { Authorization: `Bearer ${token}` },
-): Promise<Reply> {
-  const text = body === undefined ? undefined : JSON.stringify(body);
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${base}${path}`,
-      {
-        method,
-        agent,
-        servername: sys.servernameOf(base),
-        headers: {
-          ...headers,
-          Accept: 'application/json',
-          ...(text ? { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) } : {}),
-        },
-      },
-      (res) => {
-        const chunks: Buffer[] = [];
-        res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => {
-          const raw = Buffer.concat(chunks).toString('utf8');
-          try {
-            resolve({ code: res.statusCode ?? 0, body: raw ? (JSON.parse(raw) as Reply['body']) : {} });
-          } catch {
-            resolve({ code: res.statusCode ?? 0, body: { message: raw } });
-          }
-        });
-        res.on('error', reject);
-      },
-    );
-    req.on('error', reject);
-    req.end(text);
-  });
-}
-
-/**
- * A create as a client makes it: a 503 for warm capacity (the pool refills within seconds, and
- * the Status says to retry after a second) is retried after its Retry-After, for up to a minute.
- * Any other answer is final: the replica behaviour under test is never retried away.
- */
-async function create(base: string, name: string): Promise<Reply> {
-  let last: Reply | undefined;
-  try {
-    return await eventually(
-      async () => {
-        last = await call(base, 'POST', sandboxes, sandbox(name));
-        if (last.code === 503 && /no warm capacity/.test(last.body.message ?? '')) throw new Error(`${name}: no warm capacity yet`);
-        return last;
-      },
-      { timeoutMs: 60_000, intervalMs: 1000 },
-    );
-  } catch {
-    // still no capacity after a minute: the 503 itself is the answer under test
-    return last as Reply;
-  }
-}
-
-const sandboxes = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes`;
-const sandbox = (name: string): Record<string, unknown> => ({
-  apiVersion: 'agents.x-k8s.io/v1beta1',
-  kind: 'Sandbox',
-  metadata: { name },
-  spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } } },
+const api = replicaClient<Body>({
+  namespace: ns,
+  image: IMAGE,
+  agent: () => agent,
+  token: () => token,
+  servernameOf: (url) => sys.servernameOf(url),
 });
+const { sandboxes, sandbox, call, create } = api;
 
 const sim = (node: SandboxdNode, path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> =>
   sandboxdCall(node, sys.fleetToken, path, init);
@@ -121,43 +59,11 @@ async function inBatches<T>(items: T[], width: number, fn: (item: T) => Promise<
 beforeAll(async () => {
   sys = await startSuiteSystem({ namespaces: [ns], local: { nodes: 2, speed: 0, publishInterval: '1s', apiserverReplicas: 2 } });
   agent = new Agent({ keepAlive: true, maxSockets: 32, ca: sys.servingCa });
-  const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({
-    namespace: ns,
-    body: {
-      metadata: { name: 'user' },
-      rules: [{ apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/pause'], verbs: ['create', 'get', 'list', 'delete'] }],
-    },
-  });
+  await grantTenantRole(sys.kubeConfig, ns, 'user', [
+    { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/pause'], verbs: ['create', 'get', 'list', 'delete'] },
+  ]);
   token = (await sys.tenant(ns, 'user')).token;
-  await rbac.createNamespacedRoleBinding({
-    namespace: ns,
-    body: {
-      metadata: { name: 'user' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'user' },
-      subjects: [{ kind: 'ServiceAccount', name: 'user', namespace: ns }],
-    },
-  });
-  await applyWarmPool(sys, ns, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS });
-  const custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
-  await eventually(
-    async () => {
-      const p = (await custom.getNamespacedCustomObject({
-        group: GROUP,
-        version: VERSION,
-        namespace: ns,
-        plural: 'sandboxwarmpools',
-        name: POOL,
-      })) as { status?: { readyReplicas?: number } };
-      if (p.status?.readyReplicas !== POOL_REPLICAS) throw new Error(`pool ready ${p.status?.readyReplicas ?? 0}/${POOL_REPLICAS}`);
-      // both replicas serve, and each sees the pool's warm capacity
-      for (const url of sys.apiserverUrls) {
-        const list = await call(url, 'GET', sandboxes);
-        if (list.code !== 200) throw new Error(`${url} answers ${list.code}`);
-      }
-    },
-    { timeoutMs: 120_000, intervalMs: 500 },
-  );
+  await serveWarmPool(sys, api, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS }, 120_000);
 }, 300_000);
 
 afterAll(async () => {

@@ -1,4 +1,4 @@
-import { CoreV1Api, CustomObjectsApi, RbacAuthorizationV1Api, Watch, type KubeConfig } from '@kubernetes/client-node';
+import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes/client-node';
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
@@ -15,6 +15,9 @@ import {
   type SandboxdNode,
   type SandboxdRow,
 } from '../src/testing/sandboxd';
+import type { Claim } from '../src/testing/claim-types';
+import { sandboxManifest } from '../src/testing/sandbox-manifests';
+import { grantTenantRole } from '../src/testing/tenant-role';
 
 // Faults of the whole system, each printing its figures as one JSON line and asserting each of
 // them: the claim-controller leader killed mid-burst, a partitioned node, a deleted NodeInventory,
@@ -37,17 +40,6 @@ let clientToken: string;
 let fastPathToken: string;
 let ca: string;
 const agent = new Agent({ keepAlive: true, maxSockets: 16 });
-
-interface Cond {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-}
-interface Claim {
-  metadata: { name: string; namespace?: string };
-  status?: { conditions?: Cond[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; tokenSecretName?: string } };
-}
 
 function figures(fig: Record<string, unknown>): void {
   console.log(JSON.stringify(fig));
@@ -225,26 +217,11 @@ beforeAll(async () => {
   });
   custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
   ca = sys.servingCa;
-  const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({
-    namespace: ns,
-    body: {
-      metadata: { name: 'client' },
-      rules: [
-        { apiGroups: [GROUP], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list'] },
-        { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['create', 'get', 'list', 'watch'] },
-      ],
-    },
-  });
+  await grantTenantRole(sys.kubeConfig, ns, 'client', [
+    { apiGroups: [GROUP], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list'] },
+    { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes'], verbs: ['create', 'get', 'list', 'watch'] },
+  ]);
   clientToken = (await sys.tenant(ns, 'client')).token;
-  await rbac.createNamespacedRoleBinding({
-    namespace: ns,
-    body: {
-      metadata: { name: 'client' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' },
-      subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: ns }],
-    },
-  });
   fastPathToken = await serviceAccountToken(sys.kubeConfig, ns, 'client', [FAST_PATH_AUDIENCE]);
   await applyWarmPool(sys, ns, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS });
   await waitPoolReady(sys, ns, POOL_REPLICAS, { name: POOL });
@@ -832,21 +809,7 @@ describe('sandbox-scale under faults', () => {
 
   it('keeps sandbox tokens out of every list, get, watch, event and log line', async () => {
     const created = JSON.parse(
-      (
-        await k(
-          ['create', '-f', '-', '-o', 'json'],
-          JSON.stringify({
-            apiVersion: 'agents.x-k8s.io/v1beta1',
-            kind: 'Sandbox',
-            metadata: { name: 'direct-1', namespace: ns },
-            spec: {
-              podTemplate: {
-                spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] },
-              },
-            },
-          }),
-        )
-      ).stdout,
+      (await k(['create', '-f', '-', '-o', 'json'], JSON.stringify(sandboxManifest('direct-1', IMAGE, ns)))).stdout,
     ) as { metadata: { annotations?: Record<string, string> } };
     const tokens = new Set<string>();
     // the create response is the one place a Sandbox's token is shown

@@ -6,7 +6,9 @@ import type { SystemUnderTest } from '../src/system/system-under-test';
 import { toolPath } from '../src/control-plane/tools';
 import { runCommand } from '../src/system/run-command';
 import { eventually } from '../src/testing/eventually';
+import { claimSecretToken } from '../src/testing/claim-secret';
 import { sandboxdIds } from '../src/testing/sandboxd';
+import { warmPoolList } from '../src/testing/sandbox-manifests';
 
 // The chart as installed (by the installed run's global setup, shared with the e2e suites): every
 // app runs as the chart's pods on a real node (images built here, in-cluster ServiceAccount
@@ -46,27 +48,21 @@ async function kJson<T>(args: string[]): Promise<T> {
   return JSON.parse(await system.kubectl([...args, '-o', 'json'])) as T;
 }
 
-function manifests(replicas: number, claims: string[]): string {
-  const template = {
-    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-    kind: 'SandboxTemplate',
-    metadata: { name: 'agent', namespace: ns },
-    spec: { podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE }] } } },
-  };
-  const pool = {
-    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-    kind: 'SandboxWarmPool',
-    metadata: { name: 'agent', namespace: ns },
-    spec: { replicas, sandboxTemplateRef: { name: 'agent' } },
-  };
-  const claimObjs = claims.map((name) => ({
-    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-    kind: 'SandboxClaim',
-    metadata: { name, namespace: ns },
-    spec: { warmPoolRef: { name: 'agent' } },
-  }));
-  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool, ...claimObjs] });
+const manifests = (replicas: number, claims: string[]): string => warmPoolList(ns, { image: IMAGE, replicas, claims });
+
+/** Waits until the sandbox's Ready condition has this status and reason. */
+async function sandboxReady(name: string, ready: { status: string; reason: string }): Promise<void> {
+  await eventually(
+    async () => {
+      const s = await kJson<KubernetesObject & { status?: { conditions?: Cond[] } }>(['-n', ns, 'get', 'sandbox', name]);
+      expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject(ready);
+    },
+    { timeoutMs: 60_000, intervalMs: 1000 },
+  );
 }
+
+const apiserverPods = (): Promise<Listed<Pod>> =>
+  kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=sandbox-apiserver']);
 
 const nodeSandboxIds = (): Promise<string[]> => sandboxdIds([{ name: 'node', url: system.sandboxdUrl }], system.fleetToken);
 
@@ -150,14 +146,7 @@ describe('sandbox-scale installed by helm on a real node', () => {
     );
 
     // the sandbox token is in the claim Secret (written by claim-controller's in-cluster identity) and nowhere else
-    const secret = await kJson<{ data: Record<string, string> }>([
-      '-n',
-      ns,
-      'get',
-      'secret',
-      claims[0]?.status?.sandbox?.tokenSecretName as string,
-    ]);
-    const token = Buffer.from(secret.data.token as string, 'base64').toString();
+    const token = await claimSecretToken(kJson, ns, claims[0]?.status?.sandbox?.tokenSecretName as string);
     expect(token.length).toBeGreaterThan(8);
     sandboxToken = token;
     expect(await system.kubectl(['-n', ns, 'get', 'sandboxclaims', '-o', 'json'])).not.toContain(token);
@@ -317,32 +306,13 @@ describe('sandbox-scale installed by helm on a real node', () => {
   it('pauses and resumes a sandbox through the APIService and its Service', async () => {
     const base = `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/c1`;
     await system.kubectl(['create', '--raw', `${base}/pause`, '-f', '-'], '{}');
-    await eventually(
-      async () => {
-        const s = await kJson<KubernetesObject & { status?: { conditions?: Cond[] } }>(['-n', ns, 'get', 'sandbox', 'c1']);
-        expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'False', reason: 'Hibernated' });
-      },
-      { timeoutMs: 60_000, intervalMs: 1000 },
-    );
+    await sandboxReady('c1', { status: 'False', reason: 'Hibernated' });
     await system.kubectl(['create', '--raw', `${base}/resume`, '-f', '-'], '{}');
-    await eventually(
-      async () => {
-        const s = await kJson<KubernetesObject & { status?: { conditions?: Cond[] } }>(['-n', ns, 'get', 'sandbox', 'c1']);
-        expect(s.status?.conditions?.find((c) => c.type === 'Ready')).toMatchObject({ status: 'True', reason: 'Running' });
-      },
-      { timeoutMs: 60_000, intervalMs: 1000 },
-    );
+    await sandboxReady('c1', { status: 'True', reason: 'Running' });
   });
 
   it('keeps serving sandboxes while a sandbox-apiserver pod is deleted: the Service routes to the other', async () => {
-    const pods = await kJson<Listed<Pod>>([
-      '-n',
-      INSTALLED_NAMESPACE,
-      'get',
-      'pods',
-      '-l',
-      'app.kubernetes.io/component=sandbox-apiserver',
-    ]);
+    const pods = await apiserverPods();
     expect(pods.items).toHaveLength(2);
     const victim = pods.items[0]?.metadata.name as string;
     await system.kubectl(['-n', INSTALLED_NAMESPACE, 'delete', 'pod', victim, '--wait=false']);
@@ -351,14 +321,7 @@ describe('sandbox-scale installed by helm on a real node', () => {
       async () => {
         const out = await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'name']);
         expect(out).toContain('sandbox.agents.x-k8s.io/c1');
-        const now = await kJson<Listed<Pod>>([
-          '-n',
-          INSTALLED_NAMESPACE,
-          'get',
-          'pods',
-          '-l',
-          'app.kubernetes.io/component=sandbox-apiserver',
-        ]);
+        const now = await apiserverPods();
         expect(now.items.map((p) => p.metadata.name)).not.toContain(victim);
       },
       { timeoutMs: 120_000, intervalMs: 1000 },

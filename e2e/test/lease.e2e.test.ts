@@ -2,6 +2,8 @@ import { eventually, kubectl, runSuffix, type RunResult, kubectlOk } from '../sr
 import { applyWarmPool, itWhere, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import { e2eTarget, type SystemUnderTest } from '../src/system/system-under-test';
 import { sandboxdCall, sandboxdRow, type SandboxdNode, type SandboxdRow } from '../src/testing/sandboxd';
+import type { Claim, Cond } from '../src/testing/claim-types';
+import { sandboxManifest } from '../src/testing/sandbox-manifests';
 
 // Claims live as long as asked, on nodes whose default lease is short (2 s): claim-controller,
 // under its chart ServiceAccount, renews the node lease of a claim without shutdownTime for as
@@ -14,17 +16,6 @@ const IMAGE = 'ghcr.io/example/lease-agent:1.0';
 const LEASE_S = 2;
 const API_LEASE_S = 4;
 let sys: SystemUnderTest;
-
-interface Cond {
-  type: string;
-  status: string;
-  reason?: string;
-  message?: string;
-}
-interface Claim {
-  metadata: { name: string; uid?: string };
-  status?: { conditions?: Cond[]; sandbox?: { name?: string; claimID?: string; nodeName?: string; deadline?: string } };
-}
 
 function k(args: string[], input?: string): Promise<RunResult> {
   return kubectlOk(args, { kubeconfig: sys.kubeconfigPath, input });
@@ -111,21 +102,7 @@ describe('node leases of claims', () => {
     async () => {
       // and a Sandbox created through the aggregated API without a TTL, on its own 4 s leases
       const created = JSON.parse(
-        (
-          await k(
-            ['create', '-o', 'json', '-f', '-'],
-            JSON.stringify({
-              apiVersion: 'agents.x-k8s.io/v1beta1',
-              kind: 'Sandbox',
-              metadata: { name: 'api-forever', namespace: ns },
-              spec: {
-                podTemplate: {
-                  spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] },
-                },
-              },
-            }),
-          )
-        ).stdout,
+        (await k(['create', '-o', 'json', '-f', '-'], JSON.stringify(sandboxManifest('api-forever', IMAGE, ns)))).stdout,
       ) as { metadata: { annotations?: Record<string, string> }; status?: { nodeName?: string } };
       const apiId = created.metadata.annotations?.['sandbox.cocoonstack.io/claim-id'] ?? '';
       const apiNode = sys.nodes.find((n) => n.name === created.status?.nodeName);

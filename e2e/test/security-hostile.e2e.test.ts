@@ -1,4 +1,4 @@
-import { CustomObjectsApi, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { CustomObjectsApi } from '@kubernetes/client-node';
 import { request as httpRequest, type OutgoingHttpHeaders } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { connect as netConnect, type Socket } from 'node:net';
@@ -8,6 +8,7 @@ import { MAX_WATCHES_PER_USER } from '../src/installed/installed-values';
 import { startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { sandboxdCounters } from '../src/testing/sandboxd';
+import { grantTenantRole } from '../src/testing/tenant-role';
 
 // Hostile requests against every HTTP server of the system — sandbox-apiserver directly and
 // through kube-apiserver, the fast path, the probe/metrics listeners and the simulated nodes:
@@ -313,26 +314,11 @@ beforeAll(async () => {
     },
   });
   ca = sys.servingCa;
-  const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
-  await rbac.createNamespacedRole({
-    namespace: ns,
-    body: {
-      metadata: { name: 'client' },
-      rules: [
-        { apiGroups: [GROUP], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list'] },
-        { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/fork'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
-      ],
-    },
-  });
+  await grantTenantRole(sys.kubeConfig, ns, 'client', [
+    { apiGroups: [GROUP], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list'] },
+    { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/fork'], verbs: ['create', 'get', 'list', 'watch', 'delete'] },
+  ]);
   const client = await sys.tenant(ns, 'client');
-  await rbac.createNamespacedRoleBinding({
-    namespace: ns,
-    body: {
-      metadata: { name: 'client' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'Role', name: 'client' },
-      subjects: [{ kind: 'ServiceAccount', name: 'client', namespace: ns }],
-    },
-  });
   clientToken = client.token;
   const custom = sys.kubeConfig.makeApiClient(CustomObjectsApi);
   await custom.createNamespacedCustomObject({

@@ -1,8 +1,10 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { eventually, runSuffix, type RunResult, kubectlOk, kubectlJson } from '../src/index';
-import { startSuiteSystem } from '../src/system/suite-system';
+import { startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
+import { claimSecretToken } from '../src/testing/claim-secret';
 import { sandboxdIds } from '../src/testing/sandboxd';
+import { warmPoolList } from '../src/testing/sandbox-manifests';
 
 // The whole system as a user meets it: the chart's CRDs, RBAC and APIService on a real
 // kube-apiserver, the simulated node(s), the four apps under their own ServiceAccounts (local
@@ -37,29 +39,8 @@ type Inventory = KubernetesObject & {
 
 const IMAGE = 'ghcr.io/example/e2e-agent:1.0';
 
-function manifests(replicas: number, claims: string[]): string {
-  const template = {
-    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-    kind: 'SandboxTemplate',
-    metadata: { name: 'agent', namespace: ns },
-    spec: {
-      podTemplate: { spec: { containers: [{ name: 'agent', image: IMAGE, resources: { requests: { cpu: '1', memory: '1Gi' } } }] } },
-    },
-  };
-  const pool = {
-    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-    kind: 'SandboxWarmPool',
-    metadata: { name: 'agent', namespace: ns },
-    spec: { replicas, sandboxTemplateRef: { name: 'agent' } },
-  };
-  const claimObjs = claims.map((name) => ({
-    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-    kind: 'SandboxClaim',
-    metadata: { name, namespace: ns },
-    spec: { warmPoolRef: { name: 'agent' } },
-  }));
-  return JSON.stringify({ apiVersion: 'v1', kind: 'List', items: [template, pool, ...claimObjs] });
-}
+const manifests = (replicas: number, claims: string[]): string =>
+  warmPoolList(ns, { image: IMAGE, replicas, claims, requests: { cpu: '1', memory: '1Gi' } });
 
 function isTrue(conds: { type: string; status: string }[] | undefined, type: string): boolean {
   return conds?.some((c) => c.type === type && c.status === 'True') ?? false;
@@ -112,14 +93,7 @@ describe('sandbox-scale on a real control plane', () => {
     expect(new Set(ids).size).toBe(3);
     expect(await nodeSandboxIds()).toEqual(expect.arrayContaining(ids));
 
-    const secret = await kJson<{ data: Record<string, string> }>([
-      '-n',
-      ns,
-      'get',
-      'secret',
-      claims[0]?.status?.sandbox?.tokenSecretName as string,
-    ]);
-    const token = Buffer.from(secret.data.token as string, 'base64').toString();
+    const token = await claimSecretToken(kJson, ns, claims[0]?.status?.sandbox?.tokenSecretName as string);
     expect(token.length).toBeGreaterThan(8);
     expect((await k(['-n', ns, 'get', 'sandboxclaims', '-o', 'json'])).stdout).not.toContain(token);
 
@@ -165,13 +139,7 @@ describe('sandbox-scale on a real control plane', () => {
       },
       { timeoutMs: 30_000, intervalMs: 500 },
     );
-    await eventually(
-      async () => {
-        const pool = await kJson<Pool>(['-n', ns, 'get', 'sandboxwarmpool', 'agent']);
-        expect(pool.status?.readyReplicas).toBe(6);
-      },
-      { timeoutMs: 60_000, intervalMs: 500 },
-    );
+    await waitPoolReady(system, ns, 6, { timeoutMs: 60_000 });
   });
 
   it('moves the node targets when the pool is scaled with kubectl scale', async () => {

@@ -100,16 +100,14 @@ function versionLdflags() {
   return flags.join(' ');
 }
 
-function buildKubernetes() {
-  const dir = join(buildRoot, `kubernetes-${versions.kubernetes}`);
-  mkdirSync(dir, { recursive: true });
-  // k8s.io/kubernetes replaces its staging modules with local paths, which `go install` refuses;
-  // pin each to the published module of the same release instead, reading the list from its go.mod.
+// k8s.io/kubernetes replaces its staging modules with local paths, which `go install` refuses;
+// pin each to the published module of the same release instead, reading the list from its go.mod.
+function writeKubernetesGoMod(dir, moduleName) {
   const upstream = readFileSync(goModPath('k8s.io/kubernetes', versions.kubernetes), 'utf8');
   const staging = [...upstream.matchAll(/^\s*(k8s\.io\/[\w.-]+)\s*=>\s*\.\/staging\//gm)].map((m) => m[1]);
   const goVersion = upstream.match(/^go (\S+)/m)?.[1] ?? '1.24.0';
   const lines = [
-    'module sandbox-scale/kubernetes-build',
+    `module ${moduleName}`,
     '',
     `go ${goVersion}`,
     '',
@@ -119,6 +117,12 @@ function buildKubernetes() {
     '',
   ];
   writeFileSync(join(dir, 'go.mod'), lines.join('\n'));
+}
+
+function buildKubernetes() {
+  const dir = join(buildRoot, `kubernetes-${versions.kubernetes}`);
+  mkdirSync(dir, { recursive: true });
+  writeKubernetesGoMod(dir, 'sandbox-scale/kubernetes-build');
   log(`building kube-apiserver, kube-controller-manager, kubectl ${versions.kubernetes} (several minutes on 2 cores)`);
   const out = join(dir, 'out');
   mkdirSync(out, { recursive: true });
@@ -168,22 +172,7 @@ function buildNodeKubernetes(todo) {
   // change the go.sum the control-plane build reads while another build may be running.
   const dir = join(buildRoot, `kubernetes-node-${versions.kubernetes}`);
   mkdirSync(dir, { recursive: true });
-  const upstream = readFileSync(goModPath('k8s.io/kubernetes', versions.kubernetes), 'utf8');
-  const staging = [...upstream.matchAll(/^\s*(k8s\.io\/[\w.-]+)\s*=>\s*\.\/staging\//gm)].map((m) => m[1]);
-  const goVersion = upstream.match(/^go (\S+)/m)?.[1] ?? '1.24.0';
-  writeFileSync(
-    join(dir, 'go.mod'),
-    [
-      'module sandbox-scale/kubernetes-node-build',
-      '',
-      `go ${goVersion}`,
-      '',
-      `require k8s.io/kubernetes ${versions.kubernetes}`,
-      '',
-      ...staging.map((m) => `replace ${m} => ${m} ${stagingVersion}`),
-      '',
-    ].join('\n'),
-  );
+  writeKubernetesGoMod(dir, 'sandbox-scale/kubernetes-node-build');
   const names = ['kubelet', 'kube-scheduler', 'kube-proxy'].filter((n) => todo.includes(n));
   log(`building ${names.join(', ')} ${versions.kubernetes} (about 10 minutes on 2 cores)`);
   const out = join(dir, 'out');

@@ -67,6 +67,15 @@ export function hostAddress(): string {
 }
 
 /** Takes the machine's node lock, or names the process that holds it. */
+/** Whether a process of this id runs: signal 0 checks without signalling. */
+function isRunning(pid: number): boolean {
+  try {
+    return process.kill(pid, 0);
+  } catch {
+    return false;
+  }
+}
+
 export function takeNodeLock(): void {
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
@@ -75,16 +84,8 @@ export function takeNodeLock(): void {
       return;
     } catch {
       const holder = Number(readFileSync(LOCK_FILE, 'utf8').trim() || '0');
-      let alive = false;
-      try {
-        if (holder) {
-          process.kill(holder, 0);
-          alive = true;
-        }
-      } catch {
-        alive = false;
-      }
-      if (alive) throw new NodeStartError(`another local node runs on this machine (pid ${holder}, ${LOCK_FILE}); one node at a time`);
+      if (holder && isRunning(holder))
+        throw new NodeStartError(`another local node runs on this machine (pid ${holder}, ${LOCK_FILE}); one node at a time`);
       rmSync(LOCK_FILE, { force: true });
     }
   }
