@@ -8,7 +8,8 @@ import {
   kubectl,
   runSuffix,
   serviceAccountToken,
-  testKubeConfig,
+  startControlPlane,
+  type ControlPlane,
   type ChartAppIdentity,
 } from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
@@ -41,6 +42,7 @@ const IMAGE = `registry.local/cc-${suffix}:1`;
 const EMPTY_IMAGE = `registry.local/cc-empty-${suffix}:1`;
 const COLD_IMAGE = `registry.local/cc-cold-${suffix}:1`;
 const NEVER_IMAGE = `registry.local/cc-never-${suffix}:1`;
+let cp: ControlPlane;
 let kc: KubeConfig;
 let ns: string;
 let sim: Sim;
@@ -49,7 +51,10 @@ let identity: ChartAppIdentity;
 const insecure = new Agent({ connect: { rejectUnauthorized: false } });
 
 beforeAll(async () => {
-  kc = testKubeConfig();
+  // A control plane of its own: this controller runs as the chart does, unscoped, so on the shared
+  // one it would also reconcile the claims, and read the NodeInventories, of the suites beside it.
+  cp = await startControlPlane();
+  kc = cp.kubeConfig;
   await applyCrds(kc, 'charts/sandbox-scale/crds');
   ns = await createTestNamespace(kc, 'claimctl');
   // speed 0.01: a cold boot takes a few ms, but it is a real blocking provision, not an instant one
@@ -75,6 +80,7 @@ afterAll(async () => {
   await sim?.stop();
   await deleteNamespace(kc, ns);
   await insecure.close();
+  await cp?.stop();
 });
 
 async function waitBound(name: string) {
@@ -106,11 +112,11 @@ describe('SandboxClaim path', () => {
     expect(Buffer.from(secret.data?.token ?? '', 'base64').toString()).toBe(token);
     expect(secret.metadata?.ownerReferences?.[0]).toMatchObject({ kind: 'SandboxClaim', name: 'c1', uid: c.metadata.uid });
 
-    const claimJson = await kubectl(['get', 'sandboxclaim', 'c1', '-n', ns, '-o', 'json']);
+    const claimJson = await kubectl(['get', 'sandboxclaim', 'c1', '-n', ns, '-o', 'json'], { kubeconfig: cp.kubeconfigPath });
     expect(claimJson.code).toBe(0);
     expect(claimJson.stdout).not.toContain(token);
     const events = await eventually(async () => {
-      const r = await kubectl(['get', 'events', '-n', ns, '-o', 'json']);
+      const r = await kubectl(['get', 'events', '-n', ns, '-o', 'json'], { kubeconfig: cp.kubeconfigPath });
       if (!r.stdout.includes('NodeLocalClaim')) throw new Error('no Bound event yet');
       return r.stdout;
     });
@@ -123,7 +129,7 @@ describe('SandboxClaim path', () => {
     const before = releases(sim);
     await new ResourceClient(kc, SandboxClaimResource).delete(ns, 'c-del');
     await eventually(async () => {
-      const r = await kubectl(['get', 'sandboxclaim', 'c-del', '-n', ns]);
+      const r = await kubectl(['get', 'sandboxclaim', 'c-del', '-n', ns], { kubeconfig: cp.kubeconfigPath });
       if (r.code === 0) throw new Error('claim still there');
     });
     expect(releases(sim)).toBe(before + 1);
@@ -190,7 +196,7 @@ describe('SandboxClaim path', () => {
     // exactly one delivery for the claim
     expect((await liveDeliveries(sim, ns)).filter((d) => parseOwnerRef(d.claimRef)?.name === 'c-cold')).toHaveLength(1);
     const events = await eventually(async () => {
-      const evs = await eventsOf(ns, 'c-cold');
+      const evs = await eventsOf(ns, 'c-cold', cp.kubeconfigPath);
       if (!evs.some((e) => e.reason === 'ColdStart' && e.note.includes('cold-started sandbox')))
         throw new Error(`no cold-start bind event yet: ${JSON.stringify(evs)}`);
       return evs;
@@ -208,7 +214,7 @@ describe('SandboxClaim path', () => {
       expect(b.status).toBe('False');
     });
     expect((await liveDeliveries(sim, ns)).filter((d) => parseOwnerRef(d.claimRef)?.name === 'c-never')).toHaveLength(0);
-    expect((await eventsOf(ns, 'c-never')).map((e) => e.reason)).not.toContain('ColdStart');
+    expect((await eventsOf(ns, 'c-never', cp.kubeconfigPath)).map((e) => e.reason)).not.toContain('ColdStart');
   });
 
   it('adopts a delivery whose record was lost, once, and never releases it (OrphanBindingConverges)', async () => {
@@ -296,7 +302,7 @@ describe('fast path POST /v1/claims', () => {
 
     const c = await waitBound('fast-1');
     expect(c.status?.sandbox?.claimID).toBe(ok.claimId);
-    const listed = await kubectl(['get', 'sandboxclaims', '-n', ns]);
+    const listed = await kubectl(['get', 'sandboxclaims', '-n', ns], { kubeconfig: cp.kubeconfigPath });
     expect(listed.stdout).toContain('fast-1');
     expect(listed.stdout).not.toContain(String(ok.token));
     // one delivery only: the reconciler did not claim the fast-path claim again

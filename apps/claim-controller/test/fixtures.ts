@@ -178,8 +178,12 @@ export async function waitForWarmPools(sim: Sim, token: string, template: string
 }
 
 /** Notes of the events recorded for one object, by reason. */
-export async function eventsOf(ns: string, name: string): Promise<{ reason: string; note: string }[]> {
-  const r = await kubectl(['get', 'events', '-n', ns, '--field-selector', `involvedObject.name=${name}`, '-o', 'json']);
+/** `kubeconfig`: the file of a suite's own control plane; default the run's shared one. */
+export async function eventsOf(ns: string, name: string, kubeconfig?: string): Promise<{ reason: string; note: string }[]> {
+  const r = await kubectl(
+    ['get', 'events', '-n', ns, '--field-selector', `involvedObject.name=${name}`, '-o', 'json'],
+    kubeconfig === undefined ? {} : { kubeconfig },
+  );
   if (r.code !== 0) throw new Error(`kubectl get events: ${r.stderr}`);
   const list = JSON.parse(r.stdout) as { items: { reason?: string; note?: string; message?: string }[] };
   return list.items.map((e) => ({ reason: e.reason ?? '', note: e.note ?? e.message ?? '' }));

@@ -6,7 +6,8 @@ import {
   eventually,
   installChartAppRbac,
   runSuffix,
-  testKubeConfig,
+  startControlPlane,
+  type ControlPlane,
   type ChartAppIdentity,
 } from '@sandbox-scale/e2e';
 import { createLogger } from '@sandbox-scale/kube-runtime';
@@ -35,6 +36,7 @@ import {
 const suffix = runSuffix();
 const IMAGE = `registry.local/cc-inv-${suffix}:1`;
 const SANDBOX_READ = 'GET /v1/sandboxes/:id';
+let cp: ControlPlane;
 let kc: KubeConfig;
 let ns: string;
 let sim: Sim;
@@ -42,7 +44,10 @@ let cc: ClaimControllerHandle;
 let identity: ChartAppIdentity;
 
 beforeAll(async () => {
-  kc = testKubeConfig();
+  // A control plane of its own: this controller runs as the chart does, unscoped, so on the shared
+  // one it would also reconcile the claims, and read the NodeInventories, of the suites beside it.
+  cp = await startControlPlane();
+  kc = cp.kubeConfig;
   await applyCrds(kc, 'charts/sandbox-scale/crds');
   ns = await createTestNamespace(kc, 'claiminv');
   sim = await startSim({ nodes: 2, speed: 0.01, token: ROOT_TOKEN, pools: [{ template: IMAGE, warm: 2 }] });
@@ -71,6 +76,7 @@ afterAll(async () => {
   await deleteInventories(kc, sim, suffix);
   await sim?.stop();
   await deleteNamespace(kc, ns);
+  await cp?.stop();
 });
 
 function nodeOf(c: SandboxClaim) {
@@ -120,7 +126,7 @@ describe('a Bound claim its node inventory no longer lists', () => {
     expect(after.status?.conditions?.find((k) => k.type === 'Ready')).toMatchObject({ status: 'False', reason: 'SandboxLost' });
     expect(after.status?.conditions?.find((k) => k.type === 'Finished')).toMatchObject({ status: 'True', reason: 'SandboxLost' });
     const events = await eventually(async () => {
-      const evs = await eventsOf(ns, 'lost');
+      const evs = await eventsOf(ns, 'lost', cp.kubeconfigPath);
       if (!evs.some((e) => e.reason === 'SandboxLost')) throw new Error('no SandboxLost event yet');
       return evs;
     });

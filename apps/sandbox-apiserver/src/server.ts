@@ -76,6 +76,12 @@ export interface SandboxApiserverConfig {
   readonly leaseRenewalsPerSecond?: number;
   readonly watchHistory?: number;
   readonly bookmarkIntervalMs?: number;
+  /**
+   * Serve only the NodeInventories this label selector matches (what the publishers' `--inventory-labels`
+   * set), as claim-controller's option of the same name: a fleet sharing a control plane with
+   * another sees none of the other's nodes. Default: every NodeInventory.
+   */
+  readonly inventorySelector?: string;
   /** Concurrency caps (429 past them); defaults in DEFAULT_INFLIGHT_CAPS. */
   readonly inflight?: Partial<InflightCaps>;
   readonly log?: Logger;
@@ -133,7 +139,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   });
   sandboxes.useMetadata(metadata);
   metadata.start();
-  const informer = startInventoryInformer(kc, sandboxes.cache, log, registry);
+  const informer = startInventoryInformer(kc, sandboxes.cache, log, registry, config.inventorySelector);
   inventoryMetrics(registry, () => informer.list());
   const bookmarkIntervalMs = config.bookmarkIntervalMs ?? 60_000;
   // the peers must be known before this replica decides who owns a name

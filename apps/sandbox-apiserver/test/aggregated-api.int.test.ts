@@ -18,7 +18,7 @@ import {
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { createInformer } from '@sandbox-scale/kube-runtime';
-import { parseObject, parseOwnerRef } from '@sandbox-scale/scale-core';
+import { EXTENSIONS_API_VERSION, parseObject, parseOwnerRef } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -26,7 +26,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startSandboxApiserver, type RunningSandboxApiserver } from '../src';
 import { registerApiService } from './aggregator-fixture';
-import { direct, publishInventories, quietLog } from './fleet-fixture';
+import { direct, publishInventories, quietLog, suiteSelector } from './fleet-fixture';
 
 const TOKEN = 'fleet-secret';
 const BASE = '/apis/agents.x-k8s.io/v1beta1';
@@ -85,6 +85,7 @@ async function startServer(): Promise<void> {
     fleetToken: TOKEN,
     log: quietLog,
     bookmarkIntervalMs: 1000,
+    inventorySelector: suiteSelector(suffix),
   });
   await server.synced;
 }
@@ -273,6 +274,41 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
     expect((await raw(ns, 'deletesnapshot', { snapshot: snapshotID })).code).toBe(0);
     // neither a sandbox nor a snapshot is left under the name
     expect((await raw(ns, 'snapshots', {})).stderr).toMatch(/404 Not Found/);
+  });
+
+  it('serves only the NodeInventories its selector matches: a node of another fleet is neither listed nor asked', async () => {
+    // another fleet's node on the same control plane, at an address nothing answers on
+    const foreign = `foreign-${suffix}`;
+    const applied = await kubectl(['apply', '--server-side', '-f', '-'], {
+      input: JSON.stringify({
+        apiVersion: EXTENSIONS_API_VERSION,
+        kind: 'NodeInventory',
+        metadata: { name: foreign },
+        node: foreign,
+        address: '127.0.0.1:9',
+      }),
+    });
+    expect(applied.stderr).toBe('');
+    try {
+      // our own nodes' next publish comes after it in the watch, so once that is served the foreign one was seen too
+      await publish();
+      await kubectl(['create', '-f', '-'], { input: sandboxYaml('sb-scoped') });
+      const gone = await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-scoped/deletesnapshot`, '-f', '-', '-v=6'], {
+        input: JSON.stringify({ snapshot: 'ck_0000000000000000' }),
+      });
+      // with the foreign node asked, this would be 503 "node ... did not answer"
+      expect(gone.stderr).toMatch(/404 Not Found/);
+      const listed = JSON.parse(
+        (await kubectl(['create', '--raw', `${BASE}/namespaces/${ns}/sandboxes/sb-scoped/snapshots`, '-f', '-'], { input: '{}' })).stdout,
+      ) as {
+        items: unknown[];
+        unreachableNodes?: string[];
+      };
+      expect(listed).toEqual(expect.objectContaining({ items: [] }));
+      expect(listed.unreachableNodes).toBeUndefined();
+    } finally {
+      await kubectl(['delete', 'nodeinventory', foreign, '--ignore-not-found']);
+    }
   });
 
   it('refuses a duplicate name with 409 AlreadyExists', async () => {

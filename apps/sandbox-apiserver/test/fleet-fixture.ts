@@ -26,12 +26,22 @@ export interface SimNodeRef {
  * GET /v1/info), built by the inventory publisher's own buildInventory: the objects are the
  * publisher's output, phases and all, not a copy of it written for the test.
  */
+/**
+ * Suites that share one control plane see each other's NodeInventories; a sandbox-apiserver
+ * started with `inventorySelector: suiteSelector(suffix)` serves only its own suite's nodes
+ * (a verb that asks every node, such as snapshots, would otherwise reach a node of another
+ * suite that refuses this suite's fleet token).
+ */
+const SUITE_LABEL = 'sandbox-scale.test/suite';
+export const suiteLabels = (suffix: string): Record<string, string> => ({ [SUITE_LABEL]: suffix });
+export const suiteSelector = (suffix: string): string => `${SUITE_LABEL}=${suffix}`;
+
 export async function publishInventories(kc: KubeConfig, nodes: readonly SimNodeRef[], token: string, suffix: string): Promise<void> {
   for (const n of nodes) {
     const client = new SandboxdClient({ baseUrl: n.url, token });
     const [rows, info] = await Promise.all([client.sandboxes(), client.info()]);
     await client.close();
-    const body = buildInventory({ node: `${n.name}-${suffix}`, address: n.addr, rows, info, now: new Date() });
+    const body = buildInventory({ node: `${n.name}-${suffix}`, address: n.addr, rows, info, now: new Date(), labels: suiteLabels(suffix) });
     await applyObject(kc, body, { fieldManager: 'sandbox-scale/test-publisher', force: true, resource: NODE_INVENTORY_RESOURCE });
   }
 }

@@ -1,7 +1,9 @@
 import type { KubeConfig } from '@kubernetes/client-node';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { REPO_ROOT } from '../system/app-process';
-import { kubeconfigForServiceAccount, runTool } from './cluster';
+import { kubeconfigForServiceAccount, kubeconfigText, runTool } from './cluster';
 
 export type ChartApp = 'claim-controller' | 'warmpool-driver' | 'inventory-publisher' | 'sandbox-apiserver';
 
@@ -41,7 +43,12 @@ export async function installChartAppRbac(
   ];
   const rendered = await runTool('helm', args);
   if (rendered.code !== 0) throw new Error(`helm template: ${rendered.stderr}`);
-  const applied = await runTool('kubectl', ['apply', '-f', '-'], {}, rendered.stdout);
+  // kubectl talks to the cluster of `kc`, which need not be the run's shared one
+  const dir = mkdtempSync(join(tmpdir(), 'chart-rbac-'));
+  const kubeconfig = join(dir, 'kubeconfig');
+  writeFileSync(kubeconfig, kubeconfigText(kc), { mode: 0o600 });
+  const env = { KUBECONFIG: kubeconfig };
+  const applied = await runTool('kubectl', ['apply', '-f', '-'], env, rendered.stdout);
   if (applied.code !== 0) throw new Error(`kubectl apply of the chart RBAC of ${app}: ${applied.stderr}`);
   const fullname = opts.release.includes('sandbox-scale') ? opts.release : `${opts.release}-sandbox-scale`;
   const sa = `${fullname}-${app}`.slice(0, 63).replace(/-+$/, '');
@@ -49,7 +56,8 @@ export async function installChartAppRbac(
     kubeConfig: await kubeconfigForServiceAccount(kc, opts.namespace, sa),
     username: `system:serviceaccount:${opts.namespace}:${sa}`,
     remove: async () => {
-      await runTool('kubectl', ['delete', '--ignore-not-found', '--wait=false', '-f', '-'], {}, rendered.stdout);
+      await runTool('kubectl', ['delete', '--ignore-not-found', '--wait=false', '-f', '-'], env, rendered.stdout);
+      rmSync(dir, { recursive: true, force: true });
     },
   };
 }

@@ -11,9 +11,16 @@ export const NODE_INVENTORY_RESOURCE: KubeResource = RESOURCES.nodeInventory;
  * resourceVersion 0, then watch). A malformed inventory keeps its last good copy; a deleted
  * one is kept for the cache's grace period.
  */
-export function startInventoryInformer(kc: KubeConfig, cache: SandboxCache, log: Logger, registry?: Registry): Informer<NodeInventory> {
+export function startInventoryInformer(
+  kc: KubeConfig,
+  cache: SandboxCache,
+  log: Logger,
+  registry?: Registry,
+  labelSelector?: string,
+): Informer<NodeInventory> {
   const informer = createInformer<NodeInventory>(kc, {
     resource: NODE_INVENTORY_RESOURCE,
+    ...(labelSelector ? { labelSelector } : {}),
     parse: (obj) => parseObject(NodeInventorySchema, obj),
     log,
     ...(registry ? { registry } : {}),
