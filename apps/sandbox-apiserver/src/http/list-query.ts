@@ -8,6 +8,7 @@ import {
   StatusError,
 } from '@sandbox-scale/scale-core';
 import { decodeContinue, type ListQuery } from '../resource/list-query';
+import { isWatchQuery } from './query-params';
 
 /**
  * The list/watch query of a request: selectors (400 on bad syntax or a field the resource does
@@ -27,7 +28,7 @@ export function parseListQuery(
   if (!Number.isInteger(limit) || limit < 0)
     throw new BadRequestError(`limit must be a non-negative integer, got ${JSON.stringify(limitText)}`);
   const cont = q.get('continue') ?? '';
-  if (q.get('resourceVersionMatch') && !q.get('resourceVersion') && q.get('watch') !== 'true') {
+  if (q.get('resourceVersionMatch') && !q.get('resourceVersion') && !isWatchQuery(q)) {
     throw new StatusError('Invalid', 'resourceVersionMatch is forbidden unless resourceVersion is provided', {
       causes: [{ reason: 'FieldValueForbidden', field: 'resourceVersionMatch', message: 'Forbidden' }],
     });

@@ -2,6 +2,7 @@ import type { IncomingMessage } from 'node:http';
 import { statusForError } from '@sandbox-scale/scale-core';
 import { Registry } from 'prom-client';
 import { requestMetrics } from '../metrics';
+import { parseListQuery } from './list-query';
 import { requestInfoOf } from './request-info';
 
 const G = '/apis/agents.x-k8s.io/v1beta1';
@@ -41,6 +42,9 @@ describe('requestInfoOf', () => {
     expect(verb('HEAD', `${G}/namespaces/a/sandboxes`)).toBe('list');
     expect(verb('GET', `${G}/namespaces/a/sandboxes?watch=true`)).toBe('watch');
     expect(verb('GET', `${G}/namespaces/a/sandboxes?watch=1`)).toBe('watch');
+    expect(verb('GET', `${G}/namespaces/a/sandboxes?watch=True`)).toBe('watch');
+    expect(verb('GET', `${G}/namespaces/a/sandboxes?watch=false`)).toBe('list');
+    expect(verb('GET', `${G}/namespaces/a/sandboxes?watch=yes`)).toBe('list');
     expect(verb('GET', `${G}/namespaces/a/sandboxes/s1`)).toBe('get');
     expect(verb('POST', `${G}/namespaces/a/sandboxes`)).toBe('create');
     expect(verb('PUT', `${G}/namespaces/a/sandboxes/s1`)).toBe('update');
@@ -87,5 +91,13 @@ describe('requestMetrics', () => {
     const text = await registry.metrics();
     expect(text).toContain('sandbox_scale_apiserver_requests_total{verb="invalid",resource="invalid",code="400"} 3');
     expect(text).toContain('verb="other",resource="sandboxes",code="405"');
+  });
+});
+
+describe('the list query of a watch', () => {
+  it('accepts resourceVersionMatch without a resourceVersion for a watch in any spelling kube accepts, and refuses it for a list', () => {
+    const q = (watch: string) => new URLSearchParams({ watch, resourceVersionMatch: 'NotOlderThan', sendInitialEvents: 'true' });
+    for (const w of ['true', '1', 't']) expect(() => parseListQuery('', q(w))).not.toThrow();
+    expect(() => parseListQuery('', q('false'))).toThrow(/resourceVersionMatch is forbidden unless resourceVersion is provided/);
   });
 });

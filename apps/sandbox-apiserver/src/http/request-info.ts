@@ -1,5 +1,6 @@
 import { decodeSegment } from '@sandbox-scale/kube-runtime';
 import { API_VERSION, BadRequestError, RESOURCES, SANDBOX_GROUP } from '@sandbox-scale/scale-core';
+import { isWatchQuery } from './query-params';
 
 /** What a request is about, in the terms authorization and storage speak (k8s-api.md §4.5). */
 export type RequestInfo =
@@ -23,7 +24,7 @@ function verbOf(method: string, hasName: boolean, query: URLSearchParams): strin
   switch (method) {
     case 'GET':
     case 'HEAD':
-      if (query.get('watch') === 'true' || query.get('watch') === '1') return 'watch';
+      if (isWatchQuery(query)) return 'watch';
       return hasName ? 'get' : 'list';
     case 'POST':
       return 'create';

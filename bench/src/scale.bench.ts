@@ -1,0 +1,343 @@
+// bench:scale — a million sandboxes on 400 nodes, served from 400 NodeInventories: what etcd
+// holds (objects, bytes), what our server holds (heap per sandbox), and what a user gets
+// through kube-apiserver: paged lists at limit 500 and 5,000, a list filtered by node and one
+// by label, a get, a watch with its initial events up to the initial-events-end bookmark, and
+// how long an inventory change takes to reach that watch. Prints a table, then JSON.
+import { execFile } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { request, type RequestOptions } from 'node:https';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { applyObject } from '@sandbox-scale/kube-runtime';
+import { applyCrds, freePort, startControlPlane, type ControlPlane } from '@sandbox-scale/e2e';
+import { EXTENSIONS_API_VERSION, RESOURCES, SANDBOX_LABELS, type InventoryEntry } from '@sandbox-scale/scale-core';
+import { httpsClient, p50, registerApiService, startBenchApiserver, writeServingCert, type Client } from './aggregated-server';
+import { runBench } from './run-bench';
+
+const run = promisify(execFile);
+const NODES = Number(process.env.BENCH_NODES ?? 400);
+const SANDBOXES = Number(process.env.BENCH_SANDBOXES ?? 1_000_000);
+const NAMESPACES = 50;
+/** One entry in this many is Paused: the label-filtered list's match set. */
+const PAUSED_EVERY = 100;
+const CHANGES = Number(process.env.BENCH_CHANGES ?? 60);
+const IDLE_WINDOW_MS = Number(process.env.BENCH_IDLE_MS ?? 10_000);
+const OURS = '/apis/agents.x-k8s.io/v1beta1/sandboxes';
+/** Every kind of ours that etcd stores; the sandboxes themselves are none of them. */
+const STORED_KINDS = ['nodeinventories', 'sandboxwarmpools', 'sandboxtemplates', 'sandboxclaims'];
+
+const gc = (): void => (globalThis as { gc?: () => void }).gc?.();
+const pct = (xs: number[], q: number): number => [...xs].sort((a, b) => a - b)[Math.min(xs.length - 1, Math.floor(xs.length * q))] ?? 0;
+
+function entry(n: number, i: number, phase = i % PAUSED_EVERY === 0 ? 'Paused' : 'Running'): InventoryEntry {
+  const ns = `team-${(n * 7 + i) % NAMESPACES}`;
+  return {
+    name: `${ns}/sb-${n}-${i}`,
+    id: `sb_${n.toString(16).padStart(4, '0')}${i.toString(16).padStart(8, '0')}`,
+    phase,
+    claimRef: `${ns}/sb-${n}-${i}`,
+    addr: `10.${(n >> 8) & 255}.${n & 255}.${i & 255}:7777`,
+    deadline: '2030-01-01T00:00:00Z',
+    claimedAt: '2026-01-01T00:00:00Z',
+  };
+}
+
+function inventory(n: number, perNode: number, override?: { index: number; phase: string }) {
+  const node = `scale-node-${n}`;
+  const entries = Array.from({ length: perNode }, (_, i) => (override?.index === i ? entry(n, i, override.phase) : entry(n, i)));
+  return { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name: node }, node, address: '127.0.0.1:1', entries };
+}
+
+interface Paged {
+  readonly ms: number;
+  readonly items: number;
+}
+
+async function pagedList(api: Client, query: string, limit: number): Promise<Paged> {
+  const t0 = performance.now();
+  let items = 0;
+  let cont = '';
+  do {
+    const q = `${query ? `${query}&` : ''}limit=${limit}${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`;
+    const r = await api('GET', `${OURS}?${q}`);
+    if (r.status !== 200) throw new Error(`GET ${OURS}?${q} answered ${r.status}: ${r.body.slice(0, 300)}`);
+    const page = JSON.parse(r.body) as { items: unknown[]; metadata: { continue?: string } };
+    items += page.items.length;
+    cont = page.metadata.continue ?? '';
+  } while (cont !== '');
+  return { ms: performance.now() - t0, items };
+}
+
+/** kube-apiserver's own Prometheus text, one metric's samples summed (optionally those whose labels contain `match`). */
+async function metric(api: Client, name: string, match = ''): Promise<number> {
+  const r = await api('GET', '/metrics', undefined, 'text/plain');
+  let total = 0;
+  for (const line of r.body.split('\n')) {
+    if (!line.startsWith(`${name}{`) && !line.startsWith(`${name} `)) continue;
+    if (match !== '' && !line.includes(match)) continue;
+    total += Number(line.slice(line.lastIndexOf(' ') + 1));
+  }
+  return total;
+}
+
+/** How many objects of our kinds etcd holds, each counted by a one-item list and its remainingItemCount. */
+async function storedObjects(api: Client): Promise<number> {
+  let total = 0;
+  for (const kind of STORED_KINDS) {
+    const r = await api('GET', `/apis/${EXTENSIONS_API_VERSION}/${kind}?limit=1`);
+    if (r.status !== 200) throw new Error(`GET ${kind} answered ${r.status}`);
+    const list = JSON.parse(r.body) as { items: unknown[]; metadata: { remainingItemCount?: number } };
+    total += list.items.length + (list.metadata.remainingItemCount ?? 0);
+  }
+  return total;
+}
+
+function dirBytes(dir: string): number {
+  let total = 0;
+  for (const name of readdirSync(dir)) {
+    const p = join(dir, name);
+    const st = statSync(p);
+    total += st.isDirectory() ? dirBytes(p) : st.size;
+  }
+  return total;
+}
+
+/** Resident memory of the control plane's kube-apiserver (found by its data directory in its command line). */
+function apiserverRssBytes(cp: ControlPlane): number {
+  for (const pid of readdirSync('/proc').filter((p) => /^[0-9]+$/.test(p))) {
+    try {
+      const cmd = readFileSync(`/proc/${pid}/cmdline`, 'utf8');
+      if (!cmd.includes('kube-apiserver') || !cmd.includes(cp.dir)) continue;
+      const rss = /VmRSS:\s+([0-9]+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
+      return rss ? Number(rss[1]) * 1024 : 0;
+    } catch {
+      // a process that ended while the table was read
+    }
+  }
+  return 0;
+}
+
+interface WatchEvent {
+  type: string;
+  object: { metadata?: { name?: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> } };
+}
+
+/**
+ * A streaming watch through kube-apiserver, the way client-go's WatchList asks for it: initial
+ * events, then the initial-events-end bookmark, then changes. Events are handed to `onEvent` as
+ * their lines complete.
+ */
+function openWatch(base: RequestOptions, path: string, onEvent: (e: WatchEvent) => void): { close: () => void; done: Promise<void> } {
+  let close = (): void => undefined;
+  const done = new Promise<void>((resolve, reject) => {
+    const req = request({ ...base, path, method: 'GET', headers: { Accept: 'application/json' } }, (res) => {
+      if (res.statusCode !== 200) {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString('utf8')));
+        res.on('end', () => reject(new Error(`watch answered ${res.statusCode}: ${body.slice(0, 400)}`)));
+        return;
+      }
+      let rest = '';
+      res.setEncoding('utf8');
+      res.on('data', (chunk: string) => {
+        const lines = (rest + chunk).split('\n');
+        rest = lines.pop() ?? '';
+        for (const line of lines) if (line.trim() !== '') onEvent(JSON.parse(line) as WatchEvent);
+      });
+      res.on('end', resolve);
+      res.on('error', resolve);
+    });
+    req.on('error', (err) => (req.destroyed ? resolve() : reject(err)));
+    req.end();
+    close = () => req.destroy();
+  });
+  return { close, done };
+}
+
+async function main(): Promise<void> {
+  const cp = await startControlPlane({ controllerManager: false });
+  const kubectl = (args: string[]) =>
+    run(join(cp.binDir, 'kubectl'), args, { env: { ...process.env, KUBECONFIG: cp.kubeconfigPath }, maxBuffer: 1 << 30 });
+  try {
+    await applyCrds(cp.kubeConfig, 'charts/sandbox-scale/crds');
+    const api = await httpsClient(cp.kubeConfig, 16);
+    const perNode = Math.ceil(SANDBOXES / NODES);
+    const total = perNode * NODES;
+
+    const p0 = performance.now();
+    let inventoryBytes = 0;
+    let largest = 0;
+    const publishOne = async (n: number): Promise<void> => {
+      const body = inventory(n, perNode);
+      const bytes = JSON.stringify(body).length;
+      inventoryBytes += bytes;
+      largest = Math.max(largest, bytes);
+      await applyObject(cp.kubeConfig, body, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
+    };
+    const nodesLeft = Array.from({ length: NODES }, (_, n) => n);
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let n = nodesLeft.shift(); n !== undefined; n = nodesLeft.shift()) await publishOne(n);
+      }),
+    );
+    const publishMs = performance.now() - p0;
+    const etcdObjects = await storedObjects(api);
+    const etcdBytes = dirBytes(join(cp.dir, 'etcd'));
+    const kubeRssBefore = apiserverRssBytes(cp);
+
+    const cert = await writeServingCert('bench-scale');
+    const port = await freePort();
+    gc();
+    const heapBefore = process.memoryUsage().heapUsed;
+    const s0 = performance.now();
+    const server = await startBenchApiserver(cp.kubeConfig, cert, port);
+    const syncMs = performance.now() - s0;
+    gc();
+    const heapAfter = process.memoryUsage().heapUsed;
+    const heapPer = Math.round((heapAfter - heapBefore) / total);
+    await registerApiService(kubectl, api, { name: 'bench-scale', port, caCert: cert.caCert });
+
+    const list500 = await pagedList(api, '', 500);
+    const list5000 = await pagedList(api, '', 5000);
+    const node7 = await pagedList(api, `fieldSelector=${encodeURIComponent('status.nodeName=scale-node-7')}`, 500);
+    const paused = await pagedList(api, `labelSelector=${encodeURIComponent(`${SANDBOX_LABELS.phase}=Paused`)}`, 500);
+    const expectedPaused = NODES * Math.ceil(perNode / PAUSED_EVERY);
+    const getTimes: number[] = [];
+    let getOk = true;
+    for (let i = 0; i < 20; i++) {
+      const n = (i * 37) % NODES;
+      const e = entry(n, (i * 101) % perNode);
+      const [ns, name] = e.name.split('/');
+      const g0 = performance.now();
+      const r = await api('GET', `/apis/agents.x-k8s.io/v1beta1/namespaces/${ns}/sandboxes/${name}`);
+      getTimes.push(performance.now() - g0);
+      getOk &&= r.status === 200;
+    }
+    const kubeRssAfterLists = apiserverRssBytes(cp);
+
+    // a watch with its initial events (WatchList), then changes made on nodes
+    const base: RequestOptions = {};
+    await cp.kubeConfig.applyToHTTPSOptions(base);
+    const server0 = new URL(cp.server);
+    Object.assign(base, { hostname: server0.hostname, port: server0.port });
+    let initial = 0;
+    let initialEnd = -1;
+    const w0 = performance.now();
+    const seen = new Map<string, number>();
+    let initialDone = (): void => undefined;
+    const initialPromise = new Promise<void>((resolve) => (initialDone = resolve));
+    const watch = openWatch(
+      base,
+      `${OURS}?watch=true&sendInitialEvents=true&resourceVersionMatch=NotOlderThan&allowWatchBookmarks=true&timeoutSeconds=3600`,
+      (e) => {
+        if (initialEnd < 0) {
+          if (e.type === 'ADDED') initial++;
+          if (e.type === 'BOOKMARK' && e.object.metadata?.annotations?.['k8s.io/initial-events-end'] === 'true') {
+            initialEnd = performance.now() - w0;
+            initialDone();
+          }
+          return;
+        }
+        const m = e.object.metadata;
+        if (e.type === 'MODIFIED') seen.set(`${m?.namespace}/${m?.name}/${m?.labels?.[SANDBOX_LABELS.phase]}`, performance.now());
+      },
+    );
+    await Promise.race([initialPromise, watch.done.then(() => Promise.reject(new Error('the watch ended before its initial events did')))]);
+
+    // staleness: one sandbox's phase changes in its node's inventory; from the write to the watch event
+    const staleness: number[] = [];
+    for (let c = 0; c < CHANGES; c++) {
+      const n = (c * 13) % NODES;
+      const index = 1 + ((c * 29) % (perNode - 1));
+      const phase = index % PAUSED_EVERY === 0 ? 'Running' : 'Paused';
+      const key = `${entry(n, index).name}/${phase}`;
+      const body = inventory(n, perNode, { index, phase });
+      seen.clear();
+      const t0 = performance.now();
+      await applyObject(cp.kubeConfig, body, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
+      const deadline = t0 + 30_000;
+      while (!seen.has(key) && performance.now() < deadline) await new Promise((r) => setTimeout(r, 1));
+      const at = seen.get(key);
+      if (at === undefined) throw new Error(`no MODIFIED event for ${key} within 30 s`);
+      staleness.push(at - t0);
+      // back to what the node had, so every change is one entry's
+      await applyObject(cp.kubeConfig, inventory(n, perNode), { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
+    }
+
+    // idle: nothing changes on the nodes; who writes to etcd meanwhile (our server must not)
+    const writes = async (): Promise<number> =>
+      (await metric(api, 'apiserver_request_total', 'verb="POST"')) +
+      (await metric(api, 'apiserver_request_total', 'verb="PUT"')) +
+      (await metric(api, 'apiserver_request_total', 'verb="PATCH"')) +
+      (await metric(api, 'apiserver_request_total', 'verb="APPLY"')) +
+      (await metric(api, 'apiserver_request_total', 'verb="DELETE"'));
+    const w1 = await writes();
+    const i0 = performance.now();
+    await new Promise((r) => setTimeout(r, IDLE_WINDOW_MS));
+    const idleWritesPerS = ((await writes()) - w1) / ((performance.now() - i0) / 1000);
+    watch.close();
+    const kubeRssEnd = apiserverRssBytes(cp);
+    await server.stop();
+
+    const stalenessP50 = p50(staleness);
+    const stalenessP99 = pct(staleness, 0.99);
+    const mb = (b: number): string => (b / 1e6).toFixed(0);
+    console.log(
+      `${total} sandboxes on ${NODES} nodes x ${perNode}; inventories ${mb(inventoryBytes)} MB (largest ${(largest / 1e6).toFixed(2)} MB of the 1.5 MiB request limit), published in ${(publishMs / 1000).toFixed(0)} s`,
+    );
+    console.log(`${'measure'.padEnd(44)}${'value'.padStart(14)}`);
+    const line = (k: string, v: string): void => console.log(`${k.padEnd(44)}${v.padStart(14)}`);
+    line('etcd objects of ours (inventories; no pools)', String(etcdObjects));
+    line('etcd data directory (MB)', mb(etcdBytes));
+    line('kube-apiserver RSS: after publish (MB)', mb(kubeRssBefore));
+    line('kube-apiserver RSS: after the lists (MB)', mb(kubeRssAfterLists));
+    line('kube-apiserver RSS: at the end (MB)', mb(kubeRssEnd));
+    line('sandbox-apiserver sync from start (ms)', syncMs.toFixed(0));
+    line('sandbox-apiserver heap per sandbox (B)', String(heapPer));
+    line('paged list, limit 500 (ms)', list500.ms.toFixed(0));
+    line('paged list, limit 5000 (ms)', list5000.ms.toFixed(0));
+    line(`list by node, ${node7.items} items (ms)`, node7.ms.toFixed(0));
+    line(`list by label phase=Paused, ${paused.items} items (ms)`, paused.ms.toFixed(0));
+    line('get, p50 of 20 (ms)', p50(getTimes).toFixed(1));
+    line(`watch: ${initial} initial events to the bookmark (ms)`, initialEnd.toFixed(0));
+    line(`staleness inventory write -> event, p50 (ms)`, stalenessP50.toFixed(0));
+    line(`staleness inventory write -> event, p99 (ms)`, stalenessP99.toFixed(0));
+    line(`etcd writes/s idle, all writers (${IDLE_WINDOW_MS / 1000} s)`, idleWritesPerS.toFixed(2));
+    const ok =
+      list500.items === total &&
+      list5000.items === total &&
+      node7.items === perNode &&
+      paused.items === expectedPaused &&
+      getOk &&
+      initial === total &&
+      etcdObjects === NODES;
+    console.log(
+      `every list returned what it should: ${ok} (limit 500 ${list500.items}, limit 5000 ${list5000.items}, node ${node7.items}/${perNode}, label ${paused.items}/${expectedPaused}, watch ${initial}/${total}, gets ${getOk})`,
+    );
+    console.log(
+      JSON.stringify({
+        sandboxes: total,
+        nodes: NODES,
+        list_ms: Math.round(list500.ms),
+        list_5000_ms: Math.round(list5000.ms),
+        list_by_node_ms: Math.round(node7.ms),
+        list_by_label_ms: Math.round(paused.ms),
+        get_p50_ms: Number(p50(getTimes).toFixed(2)),
+        heap_bytes_per_sandbox: heapPer,
+        etcd_objects: etcdObjects,
+        etcd_bytes: etcdBytes,
+        kube_apiserver_rss_bytes: kubeRssEnd,
+        watch_initial_events: initial,
+        watch_initial_ms: Math.round(initialEnd),
+        staleness_p50_ms: Math.round(stalenessP50),
+        staleness_p99_ms: Math.round(stalenessP99),
+        idle_etcd_writes_per_s: Number(idleWritesPerS.toFixed(2)),
+      }),
+    );
+    if (!ok) process.exitCode = 1;
+  } finally {
+    await cp.stop();
+  }
+}
+
+runBench(main);
