@@ -37,8 +37,9 @@ describe('writeList', () => {
   beforeAll(async () => {
     server = createServer((_req, res) => {
       handler(res).catch((err: unknown) => {
+        // as sendKubeStatus does: a response under way is ended as it is
         if (!res.headersSent) res.writeHead(500).end(String(err));
-        else res.destroy();
+        else res.end();
       });
     });
     await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -55,6 +56,8 @@ describe('writeList', () => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
         res.on('end', () => resolve({ code: res.statusCode ?? 0, headers: res.headers, text: Buffer.concat(chunks).toString('utf8') }));
+        // a transfer the server broke off
+        res.on('error', reject);
       });
       req.on('error', reject);
       req.end();
@@ -90,6 +93,18 @@ describe('writeList', () => {
         })(),
       );
     expect(await get()).toMatchObject({ code: 500, text: 'Error: continue key is not valid' });
+  });
+
+  it('aborts the transfer when a later part fails, so no client reads a complete list', async () => {
+    handler = (res) =>
+      writeList(
+        res,
+        (function* (): Generator<ListBody> {
+          yield* partsOf([2, 2, 2]);
+          throw new Error('the snapshot is gone');
+        })(),
+      );
+    await expect(get()).rejects.toThrow();
   });
 
   it('stops pulling parts once the client is gone', async () => {

@@ -15,9 +15,9 @@ export interface ListBody {
  * socket to drain between parts, so memory stays one part whatever the list's length, the
  * event loop serves other requests in between, and no string grows past V8's limit (a
  * million table rows are over 500 MB). The envelope of the first part is the one written.
- * Parts are pulled lazily: an error thrown by the first one is the caller's to answer with a
- * Status; a later one can only end the response early (headers are out), which the client
- * sees as a truncated body, never as a complete wrong list.
+ * Parts are pulled lazily: an error thrown by the first two is the caller's to answer with a
+ * Status; a later one aborts the response (headers are out), which the client sees as a broken
+ * transfer, never as a complete but wrong list.
  */
 export async function writeList(res: ServerResponse, parts: Iterator<ListBody>): Promise<void> {
   const first = parts.next();
@@ -39,12 +39,17 @@ export async function writeList(res: ServerResponse, parts: Iterator<ListBody>):
     return !res.destroyed;
   };
   if (!(await write(head.slice(0, -2)))) return;
-  for (let part: IteratorResult<ListBody> = first; !part.done; part = part === first ? second : parts.next()) {
-    const elements = part.value.body[part.value.key];
-    if (!Array.isArray(elements) || elements.length === 0) continue;
-    const text = JSON.stringify(elements);
-    if (!(await write(`${written ? ',' : ''}${text.slice(1, -1)}`))) return;
-    written = true;
+  try {
+    for (let part: IteratorResult<ListBody> = first; !part.done; part = part === first ? second : parts.next()) {
+      const elements = part.value.body[part.value.key];
+      if (!Array.isArray(elements) || elements.length === 0) continue;
+      const text = JSON.stringify(elements);
+      if (!(await write(`${written ? ',' : ''}${text.slice(1, -1)}`))) return;
+      written = true;
+    }
+  } catch (err) {
+    res.destroy(err instanceof Error ? err : new Error(String(err)));
+    return;
   }
   res.end(']}');
 }
