@@ -6,12 +6,31 @@ import { LocalVerbs } from '../peers/sandbox-verbs';
 import { installStorages } from '../storage/install';
 import { negotiate } from './negotiate';
 import { requestInfoOf } from './request-info';
-import { handleResource } from './resource-handler';
+import { handleResource, WHOLE_LIST_PART } from './resource-handler';
 import { sendStatus } from './status';
 
 const G = '/apis/agents.x-k8s.io/v1beta1';
 const TABLE = 'application/json;as=Table;g=meta.k8s.io;v=v1';
 const METADATA = 'application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1';
+
+/** Team-b's sandboxes, more than one part of a list served whole. */
+const MANY = WHOLE_LIST_PART * 2 + 345;
+
+function crowded(): NodeInventory {
+  const entries = Array.from({ length: MANY }, (_, i) => ({
+    name: `team-b/m${String(i).padStart(5, '0')}`,
+    id: `sb_m${i}`,
+    phase: 'Running',
+  }));
+  return {
+    apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+    kind: 'NodeInventory',
+    metadata: { name: 'n2', resourceVersion: '6' },
+    node: 'n2',
+    address: '10.0.0.2:7777',
+    entries,
+  };
+}
 
 function inventory(): NodeInventory {
   const entries = ['s1', 's2'].map((n, i) => ({ name: `team-a/${n}`, id: `sb_${i}`, phase: 'Running', claimRef: `team-a/${n}` }));
@@ -28,7 +47,14 @@ function inventory(): NodeInventory {
 interface Reply {
   code: number;
   headers: IncomingMessage['headers'];
-  body: { kind?: string; message?: string; items?: unknown[]; rows?: unknown[]; metadata?: { name?: string } };
+  body: {
+    kind?: string;
+    message?: string;
+    items?: { metadata: { name: string } }[];
+    rows?: { cells: unknown[]; object?: { kind: string; metadata: { name: string } } }[];
+    metadata?: { name?: string; continue?: string; resourceVersion?: string; remainingItemCount?: number };
+  };
+  text: string;
 }
 
 // The handler over a real HTTP server and a real storage whose cache holds one node's inventory;
@@ -48,7 +74,8 @@ describe('handleResource', () => {
   beforeAll(async () => {
     sandboxes.routeThrough(new LocalVerbs(sandboxes));
     sandboxes.cache.upsertInventory(inventory());
-    sandboxes.markSynced('5');
+    sandboxes.cache.upsertInventory(crowded());
+    sandboxes.markSynced('6');
     server = createServer((req: IncomingMessage, res: ServerResponse) => {
       const url = new URL(req.url ?? '/', 'http://localhost');
       const info = requestInfoOf(req.method ?? 'GET', url);
@@ -78,7 +105,7 @@ describe('handleResource', () => {
         let text = '';
         res.on('data', (c: Buffer) => (text += c.toString()));
         res.on('end', () =>
-          resolve({ code: res.statusCode ?? 0, headers: res.headers, body: text === '' ? {} : (JSON.parse(text) as Reply['body']) }),
+          resolve({ code: res.statusCode ?? 0, headers: res.headers, text, body: text === '' ? {} : (JSON.parse(text) as Reply['body']) }),
         );
       });
       req.on('error', reject);
@@ -144,5 +171,48 @@ describe('handleResource', () => {
       body: { kind: 'Sandbox', metadata: { name: 's1' } },
     });
     expect((await call('GET', `${G}/namespaces/team-a/sandboxes/s1`)).code).toBe(200);
+  });
+
+  it('serves a Table list whole whatever its limit, and pages lists of objects at the limit the client asks', async () => {
+    const table = await call('GET', `${G}/namespaces/team-b/sandboxes?limit=500`, { accept: TABLE });
+    expect(table.code).toBe(200);
+    expect(table.body.metadata).toEqual({ resourceVersion: String(sandboxes.revision) });
+    expect(table.body.rows?.map((r) => r.cells[0])).toEqual(Array.from({ length: MANY }, (_, i) => `m${String(i).padStart(5, '0')}`));
+    expect(table.body.rows?.[MANY - 1]?.object).toMatchObject({
+      kind: 'PartialObjectMetadata',
+      metadata: { name: `m${String(MANY - 1).padStart(5, '0')}` },
+    });
+    // every part shares one clock: the same Age on every row
+    expect(new Set(table.body.rows?.map((r) => r.cells[4])).size).toBe(1);
+
+    const page = await call('GET', `${G}/namespaces/team-b/sandboxes?limit=500`);
+    expect(page.body.items).toHaveLength(500);
+    expect(page.body.metadata).toMatchObject({ resourceVersion: String(sandboxes.revision), remainingItemCount: MANY - 500 });
+    expect(page.body.metadata?.continue).toEqual(expect.any(String));
+    const meta = await call('GET', `${G}/namespaces/team-b/sandboxes?limit=500`, { accept: METADATA });
+    expect(meta.body.items).toHaveLength(500);
+    expect(meta.body.metadata?.continue).toEqual(expect.any(String));
+  });
+
+  it('streams a list without a limit in parts, byte for byte the list its pages make, from a continue token on', async () => {
+    const whole = await call('GET', `${G}/sandboxes`);
+    expect(whole.headers['content-length']).toBeUndefined();
+    const names: string[] = [];
+    let cont = '';
+    do {
+      const page = await call('GET', `${G}/sandboxes?limit=700${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`);
+      names.push(...(page.body.items ?? []).map((s) => s.metadata.name));
+      cont = page.body.metadata?.continue ?? '';
+    } while (cont !== '');
+    expect(names).toHaveLength(MANY + 2);
+    expect(whole.body.items?.map((s) => s.metadata.name)).toEqual(names);
+    expect(whole.text).toBe(JSON.stringify(whole.body));
+    expect(whole.body.metadata).toEqual({ resourceVersion: String(sandboxes.revision) });
+
+    // a whole Table from the second page of a paged list holds the rest of it
+    const first = await call('GET', `${G}/sandboxes?limit=700`);
+    const rest = await call('GET', `${G}/sandboxes?continue=${encodeURIComponent(first.body.metadata?.continue ?? '')}`, { accept: TABLE });
+    expect(rest.body.rows?.map((r) => r.cells[0])).toEqual(names.slice(700));
+    expect(await call('GET', `${G}/sandboxes?continue=bogus`, { accept: TABLE })).toMatchObject({ code: 400, body: { kind: 'Status' } });
   });
 });

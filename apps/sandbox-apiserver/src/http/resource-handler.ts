@@ -6,7 +6,9 @@ import { serveWatch } from '../watch/watch-stream';
 import { readBody } from './body';
 import { checkUnknownFields, fieldValidationOf } from './field-validation';
 import { parseListQuery } from './list-query';
+import { decodeContinue, type ListQuery } from '../resource/list-query';
 import type { ResponseShape } from './negotiate';
+import { writeList, type ListBody } from './list-writer';
 import { patchTypeOf, readPatch } from './patch-request';
 import { dryRunParam, includeObjectOf } from './query-params';
 import type { RequestInfo } from './request-info';
@@ -44,30 +46,68 @@ function sendObject(c: HandlerContext, code: number, obj: ServedSandbox | Record
   }
 }
 
-function sendList(c: HandlerContext, list: ObjectList): void {
+/** Items per part of a list served whole: what is held at once while the response is written. */
+export const WHOLE_LIST_PART = 1000;
+
+/**
+ * Whether a list is served whole rather than one page at the client's `limit`. A list without a
+ * limit is. So is a Table, whatever its limit (servers may ignore `limit`, k8s-api.md §4.9):
+ * its reader is a person at kubectl, which sends `limit=500` but holds every page before it
+ * prints any, and whose client allows 5 requests a second after a burst of 10 — so 100,000
+ * sandboxes in pages of 500 would spend 38 s of the client's own throttling between pages.
+ * Lists of objects (informers, controllers) keep their pages: a client that pages them means it.
+ */
+export function servedWhole(shape: ResponseShape, q: ListQuery): boolean {
+  return q.limit === 0 || shape.kind === 'table';
+}
+
+/** A list (one page of it) as the response shape asks: objects, their metadata, or a Table. */
+function bodyOf(c: HandlerContext, list: ObjectList, now: Date): ListBody {
   const { shape } = c;
   if (shape.kind === 'table') {
     const include = includeObjectOf(c.url.searchParams.get('includeObject'));
-    sendJson(
-      c.res,
-      200,
-      c.storage.convertToTable(list.items, {
-        resourceVersion: list.metadata.resourceVersion,
-        ...(list.metadata.continue ? { continue: list.metadata.continue } : {}),
-        include,
-        version: shape.version,
-      }),
-    );
-  } else if (shape.kind === 'metadata') {
-    sendJson(c.res, 200, {
+    const body = c.storage.convertToTable(list.items, {
+      resourceVersion: list.metadata.resourceVersion,
+      ...(list.metadata.continue ? { continue: list.metadata.continue } : {}),
+      include,
+      version: shape.version,
+      now,
+    });
+    return { body, key: 'rows' };
+  }
+  if (shape.kind === 'metadata') {
+    const body = {
       kind: 'PartialObjectMetadataList',
       apiVersion: `meta.k8s.io/${shape.version}`,
       metadata: list.metadata,
       items: list.items.map((s) => metadataOnly(s, shape.version)),
-    });
-  } else {
-    sendJson(c.res, 200, list);
+    };
+    return { body, key: 'items' };
   }
+  return { body: list as unknown as Record<string, unknown>, key: 'items' };
+}
+
+/**
+ * The pages of a list served whole, pulled one at a time: the storage's own pages of
+ * WHOLE_LIST_PART, every one cut from the snapshot the first page took (a continue token
+ * each, O(log n + part) apiece), under the first page's resourceVersion and no continue.
+ */
+function* wholeList(c: HandlerContext, q: ListQuery, now: Date): Generator<ListBody> {
+  let page = c.storage.list({ ...q, limit: WHOLE_LIST_PART });
+  const metadata = { resourceVersion: page.metadata.resourceVersion };
+  for (;;) {
+    const next = page.metadata.continue;
+    yield bodyOf(c, { ...page, metadata }, now);
+    if (next === undefined || next === '') return;
+    page = c.storage.list({ ...q, limit: WHOLE_LIST_PART, continue: decodeContinue(next) });
+  }
+}
+
+function sendList(c: HandlerContext, q: ListQuery): Promise<void> {
+  const now = new Date();
+  if (servedWhole(c.shape, q)) return writeList(c.res, wholeList(c, q, now));
+  sendJson(c.res, 200, bodyOf(c, c.storage.list(q), now).body);
+  return Promise.resolve();
 }
 
 /** Each watch event's object as the response shape asks; a Table's columns come with the first event only. */
@@ -106,7 +146,7 @@ export async function handleResource(c: HandlerContext): Promise<void> {
         transform: watchTransform(c),
         bookmarkIntervalMs: c.bookmarkIntervalMs,
       });
-    return sendList(c, storage.list(q));
+    return sendList(c, q);
   }
   if (method === 'GET') return sendObject(c, 200, await storage.get(info.namespace, name));
   if (method === 'POST' && name === '') {
