@@ -6,7 +6,7 @@ import { LocalVerbs } from '../peers/sandbox-verbs';
 import { installStorages } from '../storage/install';
 import { negotiate } from './negotiate';
 import { requestInfoOf } from './request-info';
-import { handleResource, WHOLE_LIST_PART } from './resource-handler';
+import { handleResource, TABLE_PAGE_ROWS, WHOLE_LIST_PART } from './resource-handler';
 import { sendStatus } from './status';
 
 const G = '/apis/agents.x-k8s.io/v1beta1';
@@ -173,7 +173,7 @@ describe('handleResource', () => {
     expect((await call('GET', `${G}/namespaces/team-a/sandboxes/s1`)).code).toBe(200);
   });
 
-  it('serves a Table list whole whatever its limit, and pages lists of objects at the limit the client asks', async () => {
+  it('serves a Table page of at least TABLE_PAGE_ROWS rows whatever its limit, and pages lists of objects at the limit the client asks', async () => {
     const table = await call('GET', `${G}/namespaces/team-b/sandboxes?limit=500`, { accept: TABLE });
     expect(table.code).toBe(200);
     expect(table.body.metadata).toEqual({ resourceVersion: String(sandboxes.revision) });
@@ -214,5 +214,36 @@ describe('handleResource', () => {
     const rest = await call('GET', `${G}/sandboxes?continue=${encodeURIComponent(first.body.metadata?.continue ?? '')}`, { accept: TABLE });
     expect(rest.body.rows?.map((r) => r.cells[0])).toEqual(names.slice(700));
     expect(await call('GET', `${G}/sandboxes?continue=bogus`, { accept: TABLE })).toMatchObject({ code: 400, body: { kind: 'Status' } });
+  });
+
+  // last: its namespace stays in the cache for the rest of the file
+  it('pages a Table of more than TABLE_PAGE_ROWS rows at that size, every row exactly once', async () => {
+    const total = TABLE_PAGE_ROWS + 1500;
+    sandboxes.cache.upsertInventory({
+      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
+      kind: 'NodeInventory',
+      metadata: { name: 'n3', resourceVersion: '7' },
+      node: 'n3',
+      address: '10.0.0.3:7777',
+      entries: Array.from({ length: total }, (_, i) => ({
+        name: `team-z/z${String(i).padStart(6, '0')}`,
+        id: `sb_z${i}`,
+        phase: 'Running',
+      })),
+    });
+    const first = await call('GET', `${G}/namespaces/team-z/sandboxes?limit=500`, { accept: TABLE });
+    expect(first.body.rows).toHaveLength(TABLE_PAGE_ROWS);
+    expect(first.body.metadata?.continue).toEqual(expect.any(String));
+    const rest = await call(
+      'GET',
+      `${G}/namespaces/team-z/sandboxes?limit=500&continue=${encodeURIComponent(first.body.metadata?.continue ?? '')}`,
+      {
+        accept: TABLE,
+      },
+    );
+    expect(rest.body.rows).toHaveLength(1500);
+    expect(rest.body.metadata?.continue).toBeUndefined();
+    const names = [...(first.body.rows ?? []), ...(rest.body.rows ?? [])].map((r) => r.cells[0]);
+    expect(names).toEqual(Array.from({ length: total }, (_, i) => `z${String(i).padStart(6, '0')}`));
   });
 });
