@@ -20,7 +20,7 @@ import {
 export interface InventoryBody {
   apiVersion: typeof EXTENSIONS_API_VERSION;
   kind: 'NodeInventory';
-  metadata: { name: string; labels?: Record<string, string> };
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   node: string;
   /** Absent only on a part object (see splitInventory). */
   address?: string;
