@@ -29,6 +29,8 @@ export interface RunningPublisher {
   manager: Manager;
   /** Present when notices are on. */
   notifier?: NodeNotifier;
+  /** The replicas notices go to now (host:port); empty when notices are off. */
+  noticeTargets(): readonly string[];
   /** Settles when the manager stops; rejects with the fatal error if it failed. */
   done: Promise<void>;
   stop(): Promise<void>;
@@ -77,6 +79,7 @@ export function startPublisher(opts: StartPublisherOptions): RunningPublisher {
     publisher,
     manager,
     ...(notifier === undefined ? {} : { notifier }),
+    noticeTargets: () => noticeClient?.targets() ?? [],
     done,
     async stop() {
       stopper.abort();
