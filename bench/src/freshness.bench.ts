@@ -9,16 +9,25 @@
  *   npx nx run bench:freshness            (BENCH_NODES=40 while iterating)
  */
 import { networkInterfaces } from 'node:os';
+import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
-import { applyCrds, createCA, createLeaf, eventually, freePort, installChartAppRbac, startControlPlane } from '@sandbox-scale/e2e';
+import {
+  AppProcess,
+  applyCrds,
+  createCA,
+  createLeaf,
+  eventually,
+  freePort,
+  installChartAppRbac,
+  startControlPlane,
+} from '@sandbox-scale/e2e';
 import { createInformer, createLogger, kubeRequest } from '@sandbox-scale/kube-runtime';
 import { startPublisher, type RunningPublisher } from '@sandbox-scale/inventory-publisher';
 import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
 import { RESOURCES } from '@sandbox-scale/scale-core';
 import { createSandboxdAgent, SandboxdClient } from '@sandbox-scale/sandboxd-client';
-import { startSim } from '@sandbox-scale/sandboxd-sim';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -59,6 +68,49 @@ function hostAddress(): string {
   return a;
 }
 
+interface SimNode {
+  readonly name: string;
+  readonly url: string;
+  readonly addr: string;
+}
+
+/**
+ * The nodes' sandboxd in a process of their own (as sandboxd is on a node), so the reads the
+ * publishers make are served off this process's event loop.
+ */
+async function startSimProcess(): Promise<{ nodes: SimNode[]; stop: () => Promise<void> }> {
+  let resolveNodes: (n: SimNode[]) => void = () => undefined;
+  const ready = new Promise<SimNode[]>((res) => (resolveNodes = res));
+  const sim = new AppProcess({
+    name: 'sandboxd-sim',
+    entry: 'apps/sandboxd-sim/src/main.ts',
+    args: [
+      '--nodes',
+      String(NODES),
+      '--base-port',
+      '0',
+      '--speed',
+      '0',
+      '--name-prefix',
+      'node-',
+      '--mesh=false',
+      '--log-level',
+      'warn',
+      '--pools',
+      JSON.stringify([{ template: IMAGE, warm: PER_NODE + 1 }]),
+    ],
+    env: { SANDBOX_SCALE_TOKEN: TOKEN },
+    logPath: join(tmpdir(), 'bench-freshness-sim.log'),
+    onStdoutLine: (line) => {
+      if (line.startsWith('{"nodes"')) resolveNodes((JSON.parse(line) as { nodes: SimNode[] }).nodes);
+    },
+  });
+  const exited = sim.exited.then((code): SimNode[] => {
+    throw new Error(`sandboxd-sim exited with ${code} before listening (see ${join(tmpdir(), 'bench-freshness-sim.log')})`);
+  });
+  return { nodes: await Promise.race([ready, exited]), stop: () => sim.stop() };
+}
+
 function tokenKubeConfig(kc: KubeConfig, token: string): KubeConfig {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('no current cluster');
@@ -87,7 +139,7 @@ async function main(): Promise<void> {
   // installChartAppRbac renders the chart with the helm of the tools dir the e2e helpers read from here
   process.env.SANDBOX_SCALE_TEST_BIN_DIR ??= cp.binDir;
   process.env.SANDBOX_SCALE_TEST_KUBECONFIG ??= cp.kubeconfigPath;
-  const sim = await startSim({ nodes: NODES, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: PER_NODE + 1 }] });
+  const sim = await startSimProcess();
   const dispatcher = createSandboxdAgent();
   const publishers: RunningPublisher[] = [];
   try {
@@ -147,10 +199,12 @@ async function main(): Promise<void> {
 
     // sandboxes: PER_NODE claimed on every node, served as team-<n>/sb-<node>-<i>
     const clients = sim.nodes.map((n) => new SandboxdClient({ baseUrl: n.url, token: TOKEN, dispatcher }));
-    for (const n of sim.nodes) sim.node(n.name).tick();
     const ids: string[][] = [];
     for (let i = 0; i < NODES; i++) {
       const c = clients[i] as SandboxdClient;
+      await eventually(async () => {
+        if (((await c.info()).pools[0]?.warm ?? 0) < PER_NODE) throw new Error(`node ${i} has not booted its warm pool`);
+      });
       const row: string[] = [];
       for (let s = 0; s < PER_NODE; s++) row.push((await c.claim({ template: IMAGE, claimRef: `team-${s}/sb-${i}-${s}` })).id);
       ids.push(row);
@@ -255,6 +309,8 @@ async function main(): Promise<void> {
     // a sandbox is changed again only once its last change was seen: two changes within one read
     // of its node would show as none (the node's state is read, not its history)
     const busy = new Set<string>();
+    const lag = monitorEventLoopDelay({ resolution: 10 });
+    lag.enable();
     for (let k = 0; k < CHANGES; k++) {
       const i = Math.floor(Math.random() * NODES);
       const s = Math.floor(Math.random() * PER_NODE);
@@ -291,6 +347,7 @@ async function main(): Promise<void> {
       await new Promise((r) => setTimeout(r, CHANGE_EVERY_MS));
     }
     await Promise.all(pending);
+    lag.disable();
     const activeS = (performance.now() - active0) / 1000;
     const activeWrites = publishers.reduce((a, p) => a + p.publisher.writes, 0) - writesBefore;
 
@@ -313,6 +370,7 @@ async function main(): Promise<void> {
       staleness_p50_ms: round(quantile(staleness, 0.5)),
       staleness_p99_ms: round(quantile(staleness, 0.99)),
       staleness_max_ms: round(Math.max(0, ...staleness)),
+      bench_event_loop_delay_p99_ms: round(lag.percentile(99) / 1e6),
       active_inventory_writes_per_s: round(activeWrites / activeS, 2),
       idle_etcd_writes_per_s: round(idleEtcdWrites / idleS, 2),
       idle_inventory_writes_per_s: round(idlePublishes / idleS, 2),
@@ -329,6 +387,10 @@ async function main(): Promise<void> {
       { figure: 'staleness p50 (ms, node change -> watch event)', value: result.staleness_p50_ms },
       { figure: 'staleness p99 (ms)', value: result.staleness_p99_ms },
       { figure: 'staleness max (ms)', value: result.staleness_max_ms },
+      {
+        figure: 'event-loop delay p99 of this process (ms: publishers + apiserver + watcher)',
+        value: result.bench_event_loop_delay_p99_ms,
+      },
       { figure: 'NodeInventory writes/s while changing', value: result.active_inventory_writes_per_s },
       { figure: 'etcd writes/s while idle (all of etcd)', value: result.idle_etcd_writes_per_s },
       { figure: 'NodeInventory writes/s while idle', value: result.idle_inventory_writes_per_s },

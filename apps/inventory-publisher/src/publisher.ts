@@ -19,7 +19,7 @@ import {
 } from '@sandbox-scale/scale-core';
 import type { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Registry } from 'prom-client';
-import { buildInventory, keepTransitionTimes, markStale, sameInventory, type InventoryBody } from './build-inventory';
+import { buildEntries, buildInventory, keepTransitionTimes, markStale, sameInventory, type InventoryBody } from './build-inventory';
 import type { PublisherConfig } from './config';
 import { publisherMetrics, type PublishResult, type PublisherMetrics } from './publisher-metrics';
 import { INVENTORY_SEQ_ANNOTATION, type NodeNotifier } from './node-notifier';
@@ -74,7 +74,8 @@ export class InventoryPublisher implements Runnable {
   /** Reads of sandboxd run one at a time, so a later sequence number never carries an older state. */
   private reading: Promise<unknown> = Promise.resolve();
   private seq = 0;
-  private lastSeq = 0;
+  /** The read lastApplied was built from: a Stale body keeps those entries, so it keeps that number. */
+  private appliedSeq = 0;
 
   constructor(private readonly opts: InventoryPublisherOptions) {
     this.metrics = publisherMetrics(opts.registry);
@@ -112,7 +113,7 @@ export class InventoryPublisher implements Runnable {
 
   private async poll(intervalMs: number, signal: AbortSignal): Promise<void> {
     while (!signal.aborted) {
-      await this.observeInOrder(signal);
+      await this.inOrder(() => this.observeEntries(signal));
       await this.waitNext(signal, intervalMs, false);
     }
   }
@@ -153,6 +154,7 @@ export class InventoryPublisher implements Runnable {
     }
     if (gone && this.lastApplied !== undefined) this.log.info('NodeInventory was deleted; rebuilt it from sandboxd');
     this.lastApplied = next;
+    this.appliedSeq = observed.seq;
     this.metrics.entries(next.entries?.length ?? 0);
     const result: PublishResult = this.staleSince ? 'stale' : 'applied';
     this.metrics.publish(result);
@@ -196,9 +198,27 @@ export class InventoryPublisher implements Runnable {
 
   /** One read at a time, each with the next sequence number (see `reading`). */
   private observeInOrder(signal?: AbortSignal): Promise<Observation | undefined> {
-    const run = this.reading.then(() => this.observe(signal));
+    return this.inOrder(() => this.observe(signal));
+  }
+
+  private inOrder<T>(read: () => Promise<T>): Promise<T> {
+    const run = this.reading.then(read);
     this.reading = run.catch(() => undefined);
     return run;
+  }
+
+  /**
+   * A read between publishes, for notices only: the sandboxes alone (pools and drain state wait
+   * for the publish). A failure is left to the publish tick, which marks the inventory Stale.
+   */
+  private async observeEntries(signal: AbortSignal): Promise<void> {
+    const timeout = AbortSignal.timeout(LIMITS.sandboxdTimeoutMs);
+    try {
+      const rows = await this.opts.sandboxd.sandboxes(undefined, { signal: AbortSignal.any([signal, timeout]) });
+      this.opts.notifier?.observed(this.nextSeq(), buildEntries(rows, this.opts.config.advertiseAddress));
+    } catch {
+      // reported by the next publish tick
+    }
   }
 
   /**
@@ -235,7 +255,6 @@ export class InventoryPublisher implements Runnable {
         this.lastApplied,
         buildInventory({ node: config.nodeName, address: config.advertiseAddress, labels: config.labels, rows, info, now: this.now() }),
       );
-      this.lastSeq = seq;
       this.opts.notifier?.observed(seq, body.entries ?? []);
       return { body, seq };
     } catch (err) {
@@ -245,7 +264,7 @@ export class InventoryPublisher implements Runnable {
       if (this.lastApplied === undefined) return undefined;
       const message = `sandboxd at ${config.sandboxdUrl} did not answer: ${err instanceof Error ? err.message : String(err)}`;
       // the entries are those of the last read, so they keep its sequence number
-      return { body: keepTransitionTimes(this.lastApplied, markStale(this.lastApplied, message, this.staleSince)), seq: this.lastSeq };
+      return { body: keepTransitionTimes(this.lastApplied, markStale(this.lastApplied, message, this.staleSince)), seq: this.appliedSeq };
     }
   }
 }
