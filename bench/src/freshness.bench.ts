@@ -132,6 +132,24 @@ async function etcdRevision(kc: KubeConfig): Promise<number> {
   return Number(list.metadata?.resourceVersion ?? NaN);
 }
 
+/** Mean and p99 bucket of sandbox-apiserver's notice age histogram (node read -> applied). */
+async function noticeAge(registry: Registry): Promise<{ meanMs: number; p99LeMs: number }> {
+  const m = registry.getSingleMetric('sandbox_scale_apiserver_node_notice_age_seconds');
+  // a histogram's values name their series (_bucket, _sum, _count); the MetricValue type leaves it out
+  const values = (m === undefined ? [] : (await m.get()).values).map((v) => ({
+    ...v,
+    metricName: 'metricName' in v && typeof v.metricName === 'string' ? v.metricName : '',
+  }));
+  const count = values.find((v) => v.metricName.endsWith('_count'))?.value ?? 0;
+  const sum = values.find((v) => v.metricName.endsWith('_sum'))?.value ?? 0;
+  const buckets = values
+    .filter((v) => v.metricName.endsWith('_bucket'))
+    .map((v) => ({ le: Number(v.labels.le), n: v.value }))
+    .sort((a, b) => a.le - b.le);
+  const p99 = buckets.find((b) => b.n >= 0.99 * count)?.le ?? 0;
+  return { meanMs: count === 0 ? 0 : round((sum / count) * 1000), p99LeMs: Number.isFinite(p99) ? p99 * 1000 : -1 };
+}
+
 async function main(): Promise<void> {
   const log = createLogger({ name: 'bench-freshness', level: process.env.LOG_LEVEL ?? 'silent' });
   const cp = await startControlPlane({ controllerManager: false });
@@ -222,6 +240,7 @@ async function main(): Promise<void> {
     writeFileSync(certFile, leaf.cert);
     writeFileSync(keyFile, leaf.key);
     const port = await freePort();
+    const serverRegistry = new Registry();
     const server = await startSandboxApiserver({
       kubeConfig: kc,
       securePort: port,
@@ -232,6 +251,7 @@ async function main(): Promise<void> {
       serviceNamespace: NS,
       fleetToken: TOKEN,
       log,
+      registry: serverRegistry,
       ...(NOTICES ? { noticePublisher: identity.username } : {}),
     });
     await server.synced;
@@ -349,6 +369,7 @@ async function main(): Promise<void> {
     await Promise.all(pending);
     lag.disable();
     const activeS = (performance.now() - active0) / 1000;
+    const age = await noticeAge(serverRegistry);
     const activeWrites = publishers.reduce((a, p) => a + p.publisher.writes, 0) - writesBefore;
 
     // idle: the last changes published, then nothing changes for a window
@@ -370,6 +391,8 @@ async function main(): Promise<void> {
       staleness_p50_ms: round(quantile(staleness, 0.5)),
       staleness_p99_ms: round(quantile(staleness, 0.99)),
       staleness_max_ms: round(Math.max(0, ...staleness)),
+      notice_read_to_applied_mean_ms: age.meanMs,
+      notice_read_to_applied_p99_le_ms: age.p99LeMs,
       bench_event_loop_delay_p99_ms: round(lag.percentile(99) / 1e6),
       active_inventory_writes_per_s: round(activeWrites / activeS, 2),
       idle_etcd_writes_per_s: round(idleEtcdWrites / idleS, 2),

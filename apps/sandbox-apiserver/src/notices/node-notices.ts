@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { counter, readRequestBody, sendJson, type DelegatedAuth, type Logger } from '@sandbox-scale/kube-runtime';
+import { counter, histogram, readRequestBody, sendJson, type DelegatedAuth, type Logger } from '@sandbox-scale/kube-runtime';
 import { ConflictError, InvalidError, StatusError, type NodeInventory } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import { authenticatePublisher, decideNotice } from './notice-auth';
@@ -30,6 +30,7 @@ export interface NodeNoticesOptions {
  */
 export class NodeNotices {
   readonly #count: ((result: string) => void) | undefined;
+  readonly #age: ((seconds: number) => void) | undefined;
 
   constructor(private readonly o: NodeNoticesOptions) {
     // a publish older than a notice must not take the notice's entries back
@@ -42,6 +43,15 @@ export class NodeNotices {
         ['result'],
       );
       this.#count = (result) => c.inc({ result });
+      // the node's read time is its wall clock: across hosts this includes their clock skew
+      const h = histogram(
+        o.registry,
+        'sandbox_scale_apiserver_node_notice_age_seconds',
+        "From the node's read of sandboxd to its notice applied here (watch events sent).",
+        [],
+        [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5],
+      );
+      this.#age = (seconds) => h.observe(Math.max(0, seconds));
     }
   }
 
@@ -65,7 +75,10 @@ export class NodeNotices {
       throw new ConflictError(
         `the view of node "${notice.node}" held here (read ${merged.viewSeq}) predates the notice's base; send the whole set`,
       );
-    if (merged.kind === 'applied') this.o.cache.upsertInventory(merged.view);
+    if (merged.kind === 'applied') {
+      this.o.cache.upsertInventory(merged.view);
+      this.#age?.((Date.now() - notice.seq) / 1000);
+    }
     this.o.log.debug({ node: notice.node, seq: notice.seq, result: merged.kind }, 'node notice');
     sendJson(res, 200, { applied: merged.kind === 'applied' });
   }
