@@ -15,7 +15,7 @@ export interface NodeViewCache {
 
 export interface NodeNoticesOptions {
   readonly cache: NodeViewCache;
-  readonly auth: DelegatedAuth;
+  readonly auth: Pick<DelegatedAuth, 'authenticateToken'>;
   /** `system:serviceaccount:<namespace>:<name>` of the chart's inventory-publisher; the only caller accepted. */
   readonly publisher: string;
   readonly log: Logger;

@@ -32,7 +32,11 @@ export function decideNotice(user: UserInfo, publisher: string, node: string): N
  * authenticator; Unauthorized without a valid bearer token, Forbidden when it is not the
  * publisher ServiceAccount on some node. The node itself is checked against the body later.
  */
-export async function authenticatePublisher(req: IncomingMessage, auth: DelegatedAuth, publisher: string): Promise<UserInfo> {
+export async function authenticatePublisher(
+  req: IncomingMessage,
+  auth: Pick<DelegatedAuth, 'authenticateToken'>,
+  publisher: string,
+): Promise<UserInfo> {
   const header = req.headers.authorization ?? '';
   if (!header.startsWith('Bearer ')) throw new StatusError('Unauthorized', 'Unauthorized');
   const user = await auth.authenticateToken(header.slice('Bearer '.length));
