@@ -20,7 +20,7 @@ import {
 export interface InventoryBody {
   apiVersion: typeof EXTENSIONS_API_VERSION;
   kind: 'NodeInventory';
-  metadata: { name: string; labels?: Record<string, string> };
+  metadata: { name: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   node: string;
   /** Absent only on a part object (see splitInventory). */
   address?: string;
@@ -57,6 +57,11 @@ function entryOf(row: SandboxRow, address: string): InventoryEntry {
 const byNameThenId = (a: InventoryEntry, b: InventoryEntry): number =>
   a.name < b.name ? -1 : a.name > b.name ? 1 : (a.id ?? '') < (b.id ?? '') ? -1 : (a.id ?? '') > (b.id ?? '') ? 1 : 0;
 
+/** The node's entries as its NodeInventory lists them (sorted by name, then id). */
+export function buildEntries(rows: readonly SandboxRow[], address: string): InventoryEntry[] {
+  return rows.map((r) => entryOf(r, address)).sort(byNameThenId);
+}
+
 function poolOf(p: NodeInfo['pools'][number]): PoolCapacity {
   const key = normalizePoolKey(p.key);
   return { template: key.template, net: key.net, size: key.size, warm: Math.max(0, p.warm), target: Math.max(0, p.target) };
@@ -69,7 +74,7 @@ function poolOf(p: NodeInfo['pools'][number]): PoolCapacity {
  * claim candidates, §13.9), with net and size normalised so counts match claim-side keys.
  */
 export function buildInventory(s: NodeSnapshot): InventoryBody {
-  const entries = s.rows.map((r) => entryOf(r, s.address)).sort(byNameThenId);
+  const entries = buildEntries(s.rows, s.address);
   const pools = s.info.pools.map(poolOf).sort(comparePoolKeys);
   const body: InventoryBody = {
     apiVersion: EXTENSIONS_API_VERSION,

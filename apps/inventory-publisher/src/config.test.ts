@@ -1,5 +1,5 @@
 import { parseFlags } from '@sandbox-scale/kube-runtime';
-import { advertiseAddressOf, InventoryPublisherFlagsSchema, publisherConfigFromFlags } from './config';
+import { advertiseAddressOf, InventoryPublisherFlagsSchema, noticeTargetOfFlags, publisherConfigFromFlags } from './config';
 import { readFleetToken } from '@sandbox-scale/kube-runtime';
 
 const parse = (argv: string[]) => {
@@ -32,7 +32,28 @@ describe('publisher configuration', () => {
       publishIntervalMs: 5000,
       labels: { fleet: 'a', zone: 'z1' },
       fleetToken: 'tok',
+      noticeIntervalMs: 250,
     });
+  });
+
+  it('reads the notice target: off without --notice-service, a CA required with it', () => {
+    const read = (path: string): string => `pem of ${path}`;
+    expect(noticeTargetOfFlags(parse(['--node-name=n1']), read)).toBeUndefined();
+    expect(() => noticeTargetOfFlags(parse(['--node-name=n1', '--notice-service=sandbox-system/sandbox-apiserver']), read)).toThrow(
+      /required with --notice-service/,
+    );
+    const flags = parse([
+      '--node-name=n1',
+      '--notice-service=sandbox-system/sandbox-apiserver',
+      '--notice-ca-file=/ca.crt',
+      '--notice-interval=100ms',
+    ]);
+    expect(noticeTargetOfFlags(flags, read)).toEqual({
+      service: { namespace: 'sandbox-system', name: 'sandbox-apiserver' },
+      caPem: 'pem of /ca.crt',
+    });
+    expect(publisherConfigFromFlags(flags, '').noticeIntervalMs).toBe(100);
+    expect(() => parse(['--node-name=n1', '--notice-service=just-a-name'])).toThrow(/--notice-service: must be <namespace>\/<name>/);
   });
 
   it('names the flag when node name is missing or labels are malformed', () => {

@@ -1,4 +1,4 @@
-import { durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
+import { ConfigError, durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
 import { LIMITS } from '@sandbox-scale/scale-core';
 import { normalizeBaseUrl } from '@sandbox-scale/sandboxd-client';
 import { z } from 'zod';
@@ -38,6 +38,18 @@ export const InventoryPublisherFlagsSchema = z.object({
     .string()
     .default('')
     .describe('File holding the sandboxd fleet token (a mounted Secret); env SANDBOX_SCALE_FLEET_TOKEN otherwise'),
+  noticeService: z
+    .string()
+    .default('')
+    .refine((v) => v === '' || /^[a-z0-9]([-a-z0-9]*[a-z0-9])?\/[a-z0-9]([-a-z0-9]*[a-z0-9])?$/.test(v), 'must be <namespace>/<name>')
+    .describe(
+      '<namespace>/<name> of the sandbox-apiserver Service: each change on the node is told to every replica its EndpointSlices list, between publishes. Empty = off (changes show at the next publish)',
+    ),
+  noticeCaFile: z
+    .string()
+    .default('')
+    .describe("CA (PEM) the sandbox-apiserver replicas' serving certificate chains to; required with --notice-service"),
+  noticeInterval: durationFlag('250ms').describe('With --notice-service: how often sandboxd is read for changes to tell (no etcd write)'),
 });
 export type InventoryPublisherFlags = z.infer<typeof InventoryPublisherFlagsSchema>;
 
@@ -51,6 +63,14 @@ export interface PublisherConfig {
   labels?: Record<string, string>;
   /** '' when none was configured: sandboxd then answers 401 and the inventory goes stale. */
   fleetToken: string;
+  /** How often sandboxd is read for changes to tell sandbox-apiserver (with a notifier only); 0 = at publishes only. */
+  noticeIntervalMs?: number;
+}
+
+/** Where node notices go (docs/adr/0007), from --notice-service and --notice-ca-file. */
+export interface NoticeTarget {
+  service: { namespace: string; name: string };
+  caPem: string;
 }
 
 /** The default advertise address: host:port of the sandboxd URL, with the scheme's port when none is given. */
@@ -70,5 +90,14 @@ export function publisherConfigFromFlags(flags: InventoryPublisherFlags, fleetTo
     publishIntervalMs: flags.publishInterval,
     labels: flags.inventoryLabels,
     fleetToken,
+    noticeIntervalMs: flags.noticeInterval,
   };
+}
+
+/** The notice target of the flags; undefined when --notice-service is empty. Reads --notice-ca-file. */
+export function noticeTargetOfFlags(flags: InventoryPublisherFlags, readFile: (path: string) => string): NoticeTarget | undefined {
+  if (flags.noticeService === '') return undefined;
+  if (flags.noticeCaFile === '') throw new ConfigError('is required with --notice-service', 'noticeCaFile');
+  const [namespace = '', name = ''] = flags.noticeService.split('/');
+  return { service: { namespace, name }, caPem: readFile(flags.noticeCaFile) };
 }

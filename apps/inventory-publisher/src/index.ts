@@ -2,8 +2,11 @@
 export { buildInventory, keepTransitionTimes, markStale, sameInventory } from './build-inventory';
 export type { InventoryBody, NodeSnapshot } from './build-inventory';
 export { bodyBytes, InventoryTooLargeError, isInventoryTooLarge, MAX_INVENTORY_PARTS, splitInventory } from './split-inventory';
-export { advertiseAddressOf, InventoryPublisherFlagsSchema, publisherConfigFromFlags } from './config';
-export type { PublisherConfig, InventoryPublisherFlags } from './config';
+export { advertiseAddressOf, InventoryPublisherFlagsSchema, noticeTargetOfFlags, publisherConfigFromFlags } from './config';
+export type { NoticeTarget, PublisherConfig, InventoryPublisherFlags } from './config';
+export { diffEntries, entryKey, INVENTORY_SEQ_ANNOTATION, NODE_NOTICE_PATH, NodeNotifier } from './node-notifier';
+export type { NodeNotice, NoticeOutcome, NoticeResult, NoticeSender } from './node-notifier';
+export { isNoticeRefused, NoticeClient, NoticeRefusedError, replicasOfSlice } from './notice-client';
 export { InventoryPublisher, NodeInventoryResource } from './publisher';
 export type { InventoryPublisherOptions } from './publisher';
 export type { PublishResult } from './publisher-metrics';

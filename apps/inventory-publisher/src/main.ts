@@ -1,5 +1,6 @@
 import { fleetTokenInput, kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
-import { InventoryPublisherFlagsSchema, publisherConfigFromFlags } from './config';
+import { readFileSync } from 'node:fs';
+import { InventoryPublisherFlagsSchema, noticeTargetOfFlags, publisherConfigFromFlags } from './config';
 import { startPublisher } from './start-publisher';
 
 void runApp({
@@ -9,8 +10,9 @@ void runApp({
   inputs: {
     kubeConfig: kubeConfigInput,
     fleetToken: fleetTokenInput,
+    notices: { flag: '--notice-ca-file', read: (config) => noticeTargetOfFlags(config, (f) => readFileSync(f, 'utf8')) },
   },
-  start: ({ config, inputs: { kubeConfig, fleetToken }, log, registry }) => {
+  start: ({ config, inputs: { kubeConfig, fleetToken, notices }, log, registry }) => {
     if (fleetToken === '')
       log.warn(
         'no fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): sandboxd will refuse the reads and the inventory stays Stale',
@@ -20,6 +22,7 @@ void runApp({
       kubeConfig,
       log,
       registry,
+      ...(notices === undefined ? {} : { notices }),
       manager: {
         metricsBindAddress: config.metricsBindAddress,
         healthProbeBindAddress: config.healthProbeBindAddress,

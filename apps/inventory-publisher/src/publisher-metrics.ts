@@ -1,5 +1,6 @@
 import { counter, gauge } from '@sandbox-scale/kube-runtime';
 import type { Registry } from 'prom-client';
+import type { NoticeResult } from './node-notifier';
 
 export type PublishResult = 'applied' | 'unchanged' | 'stale' | 'failed';
 
@@ -41,4 +42,15 @@ export function publisherMetrics(registry: Registry): PublisherMetrics {
     entries: (n) => entries.set(n),
     fresh: (atMs) => freshAt.set(atMs / 1000),
   };
+}
+
+/** Node notices to sandbox-apiserver replicas, by how each ended (applied, ignored, full, conflict, failed). */
+export function noticeMetrics(registry: Registry): (result: NoticeResult) => void {
+  const notices = counter(
+    registry,
+    'sandbox_scale_inventory_publisher_notices_total',
+    'Change notices sent to sandbox-apiserver replicas between publishes, by result (applied, ignored, full, conflict, failed).',
+    ['result'],
+  );
+  return (result) => notices.inc({ result });
 }

@@ -4,7 +4,10 @@ import { NodeInventorySchema, parseObject, type NodeInventory } from '@sandbox-s
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Dispatcher } from 'undici';
 import type { Registry } from 'prom-client';
-import type { PublisherConfig } from './config';
+import type { NoticeTarget, PublisherConfig } from './config';
+import { NodeNotifier } from './node-notifier';
+import { NoticeClient } from './notice-client';
+import { noticeMetrics } from './publisher-metrics';
 import { InventoryPublisher, NodeInventoryResource } from './publisher';
 
 export interface StartPublisherOptions extends PublisherConfig {
@@ -17,11 +20,17 @@ export interface StartPublisherOptions extends PublisherConfig {
   dispatcher?: Dispatcher;
   /** Largest body of one NodeInventory object before the node's entries are split (tests lower it). */
   maxObjectBytes?: number;
+  /** Tell the sandbox-apiserver replicas of each change between publishes (docs/adr/0007); off when absent. */
+  notices?: NoticeTarget;
 }
 
 export interface RunningPublisher {
   publisher: InventoryPublisher;
   manager: Manager;
+  /** Present when notices are on. */
+  notifier?: NodeNotifier;
+  /** The replicas notices go to now (host:port); empty when notices are off. */
+  noticeTargets(): readonly string[];
   /** Settles when the manager stops; rejects with the fatal error if it failed. */
   done: Promise<void>;
   stop(): Promise<void>;
@@ -40,6 +49,13 @@ export function startPublisher(opts: StartPublisherOptions): RunningPublisher {
     registry: opts.registry,
   });
   const sandboxd = new SandboxdClient({ baseUrl: opts.sandboxdUrl, token: opts.fleetToken, dispatcher: opts.dispatcher });
+  const noticeClient =
+    opts.notices === undefined ? undefined : new NoticeClient({ kubeConfig: opts.kubeConfig, ...opts.notices, log: opts.log });
+  const counted = noticeClient === undefined ? undefined : noticeMetrics(opts.registry);
+  const notifier =
+    noticeClient === undefined
+      ? undefined
+      : new NodeNotifier({ node: opts.nodeName, sender: noticeClient, log: opts.log.child({ node: opts.nodeName }), onResult: counted });
   const publisher = new InventoryPublisher({
     config: opts,
     kubeConfig: opts.kubeConfig,
@@ -48,15 +64,22 @@ export function startPublisher(opts: StartPublisherOptions): RunningPublisher {
     log: opts.log,
     registry: opts.registry,
     ...(opts.maxObjectBytes === undefined ? {} : { maxObjectBytes: opts.maxObjectBytes }),
+    ...(notifier === undefined ? {} : { notifier }),
   });
   const manager = new Manager({ log: opts.log, registry: opts.registry, kubeConfig: opts.kubeConfig, ...opts.manager })
     .addInformer(inventories)
     .add(publisher);
+  if (noticeClient !== undefined) manager.addInformer(noticeClient.informer);
   const stopper = new AbortController();
-  const done = manager.start(stopper.signal).finally(() => sandboxd.close());
+  const done = manager.start(stopper.signal).finally(() => {
+    noticeClient?.close();
+    return sandboxd.close();
+  });
   return {
     publisher,
     manager,
+    ...(notifier === undefined ? {} : { notifier }),
+    noticeTargets: () => noticeClient?.targets() ?? [],
     done,
     async stop() {
       stopper.abort();

@@ -57,6 +57,13 @@ export const SandboxApiserverFlagsSchema = z.object({
     "Node lease of a sandbox that lives until deleted (created, forked or claimed from a snapshot without a TTL), asked at claim and renewed at 40-60 % of it while it is served (0s = the node's default); bounds how long its VM outlives a control plane that is gone",
   ),
   leaseRenewalsPerSecond: z.coerce.number().int().min(1).default(500).describe('Most node lease renewals per second, over every node'),
+  noticePublisher: z
+    .string()
+    .default('')
+    .refine((v) => v === '' || /^system:serviceaccount:[a-z0-9-]+:[a-z0-9.-]+$/.test(v), 'must be system:serviceaccount:<namespace>:<name>')
+    .describe(
+      'ServiceAccount username of the inventory-publishers; with it they tell each replica of changes on their own node between publishes (token bound to a pod on that node, checked by TokenReview). Empty = off',
+    ),
   maxWatches: z.coerce
     .number()
     .int()
@@ -109,6 +116,7 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     claimIndexMaxBytes: flags.claimIndexMaxBytes,
     leaseTtlSeconds: Math.ceil(flags.sandboxLeaseTtl / 1000),
     leaseRenewalsPerSecond: flags.leaseRenewalsPerSecond,
+    noticePublisher: flags.noticePublisher,
     inflight: { maxWatches: flags.maxWatches, maxWatchesPerUser: flags.maxWatchesPerUser, maxRequestsPerUser: flags.maxRequestsPerUser },
   };
 }

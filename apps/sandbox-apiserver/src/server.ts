@@ -35,6 +35,8 @@ import { PEER_PATH } from './peers/peer-protocol';
 import { renewalScope } from './peers/renewal-scope';
 import { peerId, PeerSet, startPeerInformer } from './peers/peer-set';
 import { LocalVerbs } from './peers/sandbox-verbs';
+import { NodeNotices } from './notices/node-notices';
+import { NODE_NOTICE_PATH } from './notices/notice-protocol';
 import { installStorages } from './storage/install';
 import { startInventoryInformer } from './storage/inventory-informer';
 import { ClaimFollower, startClaimFollower, type FollowedClaim } from './storage/claim-follower';
@@ -82,6 +84,12 @@ export interface SandboxApiserverConfig {
    * another sees none of the other's nodes. Default: every NodeInventory.
    */
   readonly inventorySelector?: string;
+  /**
+   * `system:serviceaccount:<namespace>:<name>` of the inventory-publishers: with it (and delegated
+   * auth), they tell this replica of changes on their own node between publishes (docs/adr/0007).
+   * Empty = off: changes show at the next publish.
+   */
+  readonly noticePublisher?: string;
   /** Concurrency caps (429 past them); defaults in DEFAULT_INFLIGHT_CAPS. */
   readonly inflight?: Partial<InflightCaps>;
   readonly log?: Logger;
@@ -165,6 +173,10 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const serviceName = config.serviceName ?? 'sandbox-apiserver';
   const serviceNamespace = config.serviceNamespace ?? 'sandbox-system';
   const inflight = new InflightLimits({ ...DEFAULT_INFLIGHT_CAPS, ...config.inflight });
+  const notices =
+    delegatedAuth !== undefined && config.noticePublisher
+      ? new NodeNotices({ cache: sandboxes.cache, auth: delegatedAuth, publisher: config.noticePublisher, log, registry })
+      : undefined;
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     const url = requestUrl(req.url, 'https://localhost');
@@ -176,6 +188,11 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       if (!informer.hasSynced())
         throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
       return servePeerCall(req, res, local, log);
+    }
+    if (url.pathname === NODE_NOTICE_PATH && notices !== undefined) {
+      if (!informer.hasSynced())
+        throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
+      return notices.serve(req, res);
     }
     const user =
       authenticator === undefined

@@ -63,6 +63,9 @@ export class SandboxCache {
   /** Off during the initial sync: the first state is a snapshot, not a stream of changes. */
   live = false;
 
+  /** What an inventory replaces the current view of its object with; node notices keep a newer view (notices/node-view.ts). */
+  admit: (next: NodeInventory, current: NodeInventory | undefined) => NodeInventory = (next) => next;
+
   /** Adds what users set (labels, annotations) to a served object; set once storage is built. */
   decorate: (obj: ServedSandbox) => ServedSandbox = (obj) => obj;
 
@@ -125,8 +128,9 @@ export class SandboxCache {
   }
 
   /** A NodeInventory (a node's own object or one of its parts) was added or changed. */
-  upsertInventory(inv: NodeInventory): void {
-    const object = inv.metadata.name ?? inv.node;
+  upsertInventory(incoming: NodeInventory): void {
+    const object = incoming.metadata.name ?? incoming.node;
+    const inv = this.admit(incoming, this.#nodes.get(object)?.inv);
     // rows name the node, which routing resolves; a part's rows belong to the node it is part of
     const node = inv.part === undefined ? object : inv.node;
     const state = this.#nodes.get(object) ?? { inv, rows: new Map<string, Row>() };
