@@ -22,6 +22,10 @@ const NAMESPACES = 50;
 const PAUSED_EVERY = 100;
 const CHANGES = Number(process.env.BENCH_CHANGES ?? 60);
 const IDLE_WINDOW_MS = Number(process.env.BENCH_IDLE_MS ?? 10_000);
+const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 100);
+const CHANGE_ROUNDS = Number(process.env.BENCH_CHANGE_ROUNDS ?? 2);
+/** The entries a change round touches on every node: 1 % of them. */
+const CHANGED = (i: number): boolean => i % 100 === 1;
 const OURS = '/apis/agents.x-k8s.io/v1beta1/sandboxes';
 /** Every kind of ours that etcd stores; the sandboxes themselves are none of them. */
 const STORED_KINDS = ['nodeinventories', 'sandboxwarmpools', 'sandboxtemplates', 'sandboxclaims'];
@@ -42,9 +46,13 @@ function entry(n: number, i: number, phase = i % PAUSED_EVERY === 0 ? 'Paused' :
   };
 }
 
-function inventory(n: number, perNode: number, override?: { index: number; phase: string }) {
+/** Node `n`'s inventory; `phaseOf` names the entries whose phase differs from the usual one. */
+function inventory(n: number, perNode: number, phaseOf: (i: number) => string | undefined = () => undefined) {
   const node = `scale-node-${n}`;
-  const entries = Array.from({ length: perNode }, (_, i) => (override?.index === i ? entry(n, i, override.phase) : entry(n, i)));
+  const entries = Array.from({ length: perNode }, (_, i) => {
+    const phase = phaseOf(i);
+    return phase === undefined ? entry(n, i) : entry(n, i, phase);
+  });
   return { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name: node }, node, address: '127.0.0.1:1', entries };
 }
 
@@ -251,7 +259,7 @@ async function main(): Promise<void> {
       const index = 1 + ((c * 29) % (perNode - 1));
       const phase = index % PAUSED_EVERY === 0 ? 'Running' : 'Paused';
       const key = `${entry(n, index).name}/${phase}`;
-      const body = inventory(n, perNode, { index, phase });
+      const body = inventory(n, perNode, (i) => (i === index ? phase : undefined));
       seen.clear();
       const t0 = performance.now();
       await applyObject(cp.kubeConfig, body, { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
@@ -263,6 +271,66 @@ async function main(): Promise<void> {
       // back to what the node had, so every change is one entry's
       await applyObject(cp.kubeConfig, inventory(n, perNode), { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory });
     }
+
+    // many watchers at once, from the current revision; every node changes 1 % of its sandboxes per round
+    const publishAll = async (phaseOf: (i: number) => string | undefined): Promise<void> => {
+      const left = Array.from({ length: NODES }, (_, n) => n);
+      await Promise.all(
+        Array.from({ length: 4 }, async () => {
+          for (let n = left.shift(); n !== undefined; n = left.shift())
+            await applyObject(cp.kubeConfig, inventory(n, perNode, phaseOf), {
+              fieldManager: 'bench',
+              force: true,
+              resource: RESOURCES.nodeInventory,
+            });
+        }),
+      );
+    };
+    const waitFor = async (done: () => boolean, what: string): Promise<void> => {
+      const deadline = performance.now() + 600_000;
+      while (!done()) {
+        if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    const rvNow = (JSON.parse((await api('GET', `${OURS}?limit=1`)).body) as { metadata: { resourceVersion: string } }).metadata
+      .resourceVersion;
+    gc();
+    const heapW0 = process.memoryUsage().heapUsed;
+    const got = new Array<number>(WATCHERS).fill(0);
+    const watchers = Array.from({ length: WATCHERS }, (_, w) =>
+      openWatch(base, `${OURS}?watch=true&allowWatchBookmarks=true&resourceVersion=${rvNow}&timeoutSeconds=3600`, (e) => {
+        if (e.type === 'MODIFIED') got[w] = (got[w] ?? 0) + 1;
+      }),
+    );
+    // every watcher is open once each has seen one change
+    const probe = entry(0, 2).name;
+    await applyObject(
+      cp.kubeConfig,
+      inventory(0, perNode, (i) => (i === 2 ? 'Probe' : undefined)),
+      {
+        fieldManager: 'bench',
+        force: true,
+        resource: RESOURCES.nodeInventory,
+      },
+    );
+    await waitFor(() => got.every((g) => g >= 1), `every watcher to see ${probe} change`);
+    gc();
+    const heapWatchers = process.memoryUsage().heapUsed;
+    const perRound = NODES * Array.from({ length: perNode }, (_, i) => i).filter(CHANGED).length;
+    const roundMs: number[] = [];
+    for (let r = 0; r < CHANGE_ROUNDS; r++) {
+      got.fill(0);
+      const t0 = performance.now();
+      // the probe entry goes back as part of the first round: one more event on node 0
+      await publishAll((i) => (CHANGED(i) ? `Round${r}` : undefined));
+      const expected = perRound + (r === 0 ? 1 : 0);
+      await waitFor(() => got.every((g) => g >= expected), `round ${r}: ${expected} events on every watcher`);
+      roundMs.push(performance.now() - t0);
+    }
+    for (const w of watchers) w.close();
+    const watcherHeapPer = Math.round((heapWatchers - heapW0) / WATCHERS);
+    const eventsPerS = (WATCHERS * perRound) / (p50(roundMs) / 1000);
 
     // idle: nothing changes on the nodes; who writes to etcd meanwhile (our server must not)
     const writes = async (): Promise<number> =>
@@ -302,6 +370,9 @@ async function main(): Promise<void> {
     line(`watch: ${initial} initial events to the bookmark (ms)`, initialEnd.toFixed(0));
     line(`staleness inventory write -> event, p50 (ms)`, stalenessP50.toFixed(0));
     line(`staleness inventory write -> event, p99 (ms)`, stalenessP99.toFixed(0));
+    line(`${WATCHERS} watchers: heap per watcher (B)`, String(watcherHeapPer));
+    line(`${WATCHERS} watchers: 1 % changed per round (ms)`, p50(roundMs).toFixed(0));
+    line(`${WATCHERS} watchers: events delivered/s`, eventsPerS.toFixed(0));
     line(`etcd writes/s idle, all writers (${IDLE_WINDOW_MS / 1000} s)`, idleWritesPerS.toFixed(2));
     const ok =
       list500.items === total &&
@@ -332,6 +403,10 @@ async function main(): Promise<void> {
         staleness_p50_ms: Math.round(stalenessP50),
         staleness_p99_ms: Math.round(stalenessP99),
         idle_etcd_writes_per_s: Number(idleWritesPerS.toFixed(2)),
+        watchers: WATCHERS,
+        watcher_heap_bytes: watcherHeapPer,
+        watch_events_per_s: Math.round(eventsPerS),
+        change_round_ms: Math.round(p50(roundMs)),
       }),
     );
     if (!ok) process.exitCode = 1;
