@@ -92,6 +92,18 @@ describe('SandboxStorage.list paging', () => {
     expect(storage.list(q('', { limit: '1', fieldSelector: 'status.nodeName=n1' })).metadata.remainingItemCount).toBeUndefined();
   });
 
+  it('lists one node by status.nodeName, page by page, building no object of another node', () => {
+    const { cache, storage } = setup();
+    cache.upsertInventory(inv('n1', 5, ['a/x1', 'a/x2', 'b/y1']));
+    cache.upsertInventory(inv('n2', 6, ['a/z1', 'a/z2', 'a/z3', 'b/z4']));
+    const built = jest.spyOn(cache, 'objectOf');
+    expect(pageAll(storage, '', { limit: '1', fieldSelector: 'status.nodeName=n1' }).keys).toEqual(['a/x1', 'a/x2', 'b/y1']);
+    expect(built.mock.calls.every(([row]) => row.node === 'n1')).toBe(true);
+    expect(storage.list(q('a', { fieldSelector: 'status.nodeName==n2' })).items.map(keyOf)).toEqual(['a/z1', 'a/z2', 'a/z3']);
+    expect(storage.list(q('', { fieldSelector: 'status.nodeName!=n2' })).items.map(keyOf)).toEqual(['a/x1', 'a/x2', 'b/y1']);
+    built.mockRestore();
+  });
+
   it('finds metadata.name=X in a namespace without scanning past it', () => {
     const { cache, storage } = setup();
     cache.upsertInventory(inv('n1', 5, ['a/x', 'a/xy', 'a-b/x', 'b/x']));
