@@ -101,6 +101,23 @@ describe('SandboxStorage.list paging', () => {
     expect(built.mock.calls.every(([row]) => row.node === 'n1')).toBe(true);
     expect(storage.list(q('a', { fieldSelector: 'status.nodeName==n2' })).items.map(keyOf)).toEqual(['a/z1', 'a/z2', 'a/z3']);
     expect(storage.list(q('', { fieldSelector: 'status.nodeName!=n2' })).items.map(keyOf)).toEqual(['a/x1', 'a/x2', 'b/y1']);
+    // the node's own labels decide before an object is built, and agree with the built objects
+    built.mockClear();
+    expect(storage.list(q('', { labelSelector: 'sandbox.cocoonstack.io/node=n2' })).items.map(keyOf)).toEqual([
+      'a/z1',
+      'a/z2',
+      'a/z3',
+      'b/z4',
+    ]);
+    expect(built.mock.calls.every(([row]) => row.node === 'n2')).toBe(true);
+    expect(
+      storage.list(q('', { labelSelector: 'sandbox.cocoonstack.io/node in (n1),sandbox.cocoonstack.io/phase=Pending' })).items.map(keyOf),
+    ).toEqual(
+      storage
+        .list(q('', { fieldSelector: 'status.nodeName=n1' }))
+        .items.filter((s) => s.metadata.labels['sandbox.cocoonstack.io/phase'] === 'Pending')
+        .map(keyOf),
+    );
     built.mockRestore();
   });
 

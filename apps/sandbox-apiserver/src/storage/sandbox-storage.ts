@@ -11,7 +11,7 @@ import {
 } from '@sandbox-scale/scale-core';
 import { isNotFound as isSandboxdMissing } from '@sandbox-scale/sandboxd-client';
 import { ContinueExpiredError, encodeContinue, type ListQuery } from '../resource/list-query';
-import { exactName, exactNode, matches } from '../resource/selection';
+import { exactName, matches, rowPrefilter } from '../resource/selection';
 import { ListSnapshots, type ListSnapshot } from './list-snapshots';
 import type { NodeRouter } from './node-router';
 import type { Revisions } from './revisions';
@@ -75,15 +75,15 @@ export class SandboxStorage {
     }
     if (q.continue !== undefined && q.continue.after !== '') i = Math.max(i, upperBound(keys, sortKeyOfViewKey(q.continue.after)));
     const filtered = q.labels.requirements.length > 0 || q.fields.requirements.length > 0;
-    const node = exactNode(q);
+    const mayMatch = rowPrefilter(q);
     const items: ServedSandbox[] = [];
     let last = '';
     let more = false;
     let remaining = 0;
     for (; i < end; i++) {
       const row = rows[i] as Row;
-      // a published row serves status.nodeName = its node; one created here carries its own object
-      if (node !== undefined && row.created === undefined && row.node !== node) continue;
+      // a published row is judged by its node and entry first; one created here carries its own object
+      if (mayMatch !== undefined && row.created === undefined && !mayMatch(row.node, row.entry)) continue;
       const obj = this.cache.objectOf(row);
       if (filtered && !matches(q, obj)) continue;
       if (q.limit > 0 && items.length >= q.limit) {
