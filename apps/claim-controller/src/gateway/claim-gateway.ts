@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import {
   asNodeAtCapacity,
   asSandboxdHttpError,
+  DeadlineSignals,
   isMalformedReply,
   isNodeAtCapacity as isSandboxdAtCapacity,
   isNotFound as isSandboxNotFound,
@@ -99,6 +100,7 @@ export const DEFAULT_COLD_CLAIM_TIMEOUT_MS = 120_000;
 export class ClaimGateway {
   readonly #ledger = new CapacityLedger();
   readonly #failedUntil = new Map<string, number>();
+  readonly #deadlines = new DeadlineSignals();
   readonly #o: ClaimGatewayOptions;
 
   constructor(opts: ClaimGatewayOptions) {
@@ -133,12 +135,7 @@ export class ClaimGateway {
     try {
       for (;;) {
         const inventories = this.#o.inventories();
-        const untried = inventories.filter((i) => !tried.has(inventoryName(i)));
-        // route around nodes whose last claim call failed, unless no other node can serve
-        const now = Date.now();
-        const healthy = untried.filter((i) => (this.#failedUntil.get(inventoryName(i)) ?? 0) <= now);
-        const rng = this.#o.rng ?? Math.random;
-        const cand = this.#ledger.choose(healthy, req.key, rng) ?? this.#ledger.choose(untried, req.key, rng);
+        const cand = this.#choose(inventories, req.key, tried);
         if (cand === undefined) throw new NoWarmCapacityError(req.key);
         if (tried.size === 0) req.onFirstNode?.(cand.node);
         tried.add(cand.node);
@@ -155,6 +152,20 @@ export class ClaimGateway {
       done(err instanceof NoWarmCapacityError ? 'no_capacity' : 'error');
       throw err;
     }
+  }
+
+  /**
+   * The next node to claim at: untried, and not among nodes whose last claim call failed unless
+   * no other node can serve. The first attempt of a claim on a fleet without recent failures
+   * (the usual case) hands the ledger the list as it is, without filtered copies.
+   */
+  #choose(inventories: readonly InventoryLike[], key: PoolKey, tried: ReadonlySet<string>): WarmCandidate | undefined {
+    const rng = this.#o.rng ?? Math.random;
+    const untried = tried.size === 0 ? inventories : inventories.filter((i) => !tried.has(inventoryName(i)));
+    if (this.#failedUntil.size === 0) return this.#ledger.choose(untried, key, rng);
+    const now = Date.now();
+    const healthy = untried.filter((i) => (this.#failedUntil.get(inventoryName(i)) ?? 0) <= now);
+    return this.#ledger.choose(healthy, key, rng) ?? this.#ledger.choose(untried, key, rng);
   }
 
   /**
@@ -362,12 +373,16 @@ export class ClaimGateway {
     return { ...d, assignment: { ...d.assignment, token: detail.token ?? '' } };
   }
 
-  /** One node call under the caller's signal, if any, bounded by the per-call timeout. */
+  /**
+   * One node call under the caller's signal, if any, bounded by the per-call timeout. Without a
+   * caller's signal (the fast path) the bound is a shared deadline signal, not a timer per call.
+   */
   #call<T>(
     signal: AbortSignal | undefined,
     fn: (signal: AbortSignal) => Promise<T>,
     timeoutMs = this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS,
   ): Promise<T> {
+    if (signal === undefined) return fn(this.#deadlines.signal(timeoutMs));
     return withDeadline(signal, timeoutMs, fn);
   }
 

@@ -1,6 +1,6 @@
-import { poolKeyId, type PoolKeyLike } from '../pool-key/pool-key';
+import { normalizePoolKey, poolKeyId, type PoolKeyLike } from '../pool-key/pool-key';
 import type { Rng } from './random';
-import { inventoryName, pickPowerOfTwo, warmCandidates, type InventoryLike, type WarmCandidate } from './warm-candidates';
+import { forEachWarmNode, inventoryName, pickPowerOfTwo, type InventoryLike, type WarmCandidate } from './warm-candidates';
 
 interface NodeLedger {
   /** The inventory version the local counts were taken against. */
@@ -9,6 +9,8 @@ interface NodeLedger {
   seenAtMs: number;
   /** poolKeyId -> sandboxes handed out (or known gone) since that version was published. */
   taken: Map<string, number>;
+  /** The sync pass that last listed the node (nodes of an older pass are forgotten). */
+  pass: number;
 }
 
 /** What identifies one published inventory: its resourceVersion, else its advertised pools. */
@@ -23,6 +25,8 @@ const DECIMAL = /^[0-9]+$/;
  * lagging copy of an older inventory cannot wipe the counts; other versions just differ.
  */
 function isNewer(next: string, cur: string): boolean {
+  // the common case on every claim: the node has not republished since the last one
+  if (next === cur) return false;
   if (DECIMAL.test(next) && DECIMAL.test(cur)) return BigInt(next) > BigInt(cur);
   return next !== cur;
 }
@@ -49,6 +53,7 @@ export interface CapacityLedgerOptions {
 
 export class CapacityLedger {
   readonly #nodes = new Map<string, NodeLedger>();
+  #pass = 0;
   readonly #maxAgeMs: number;
   readonly #now: () => number;
 
@@ -65,10 +70,13 @@ export class CapacityLedger {
     this.#sync(inventories);
     const id = poolKeyId(key);
     const out: WarmCandidate[] = [];
-    for (const c of warmCandidates(inventories, key)) {
-      const warm = c.warm - (this.#nodes.get(c.node)?.taken.get(id) ?? 0);
-      if (warm > 0) out.push({ ...c, warm });
-    }
+    // one pass, one object per candidate: this runs on every claim
+    forEachWarmNode(inventories, normalizePoolKey(key), (node, addr, advertised) => {
+      const ledger = this.#nodes.get(node);
+      const taken = ledger === undefined || ledger.taken.size === 0 ? 0 : (ledger.taken.get(id) ?? 0);
+      const warm = advertised - taken;
+      if (warm > 0) out.push({ node, addr, warm });
+    });
     return out;
   }
 
@@ -104,20 +112,31 @@ export class CapacityLedger {
   }
 
   #sync(inventories: readonly InventoryLike[]): void {
-    const seen = new Set<string>();
+    const pass = ++this.#pass;
     const now = this.#now();
+    let listed = 0;
     for (const inv of inventories) {
       const name = inventoryName(inv);
-      seen.add(name);
       const version = versionOf(inv);
       const cur = this.#nodes.get(name);
-      if (cur === undefined || isNewer(version, cur.version)) this.#nodes.set(name, { version, seenAtMs: now, taken: new Map() });
-      else if (now - cur.seenAtMs > this.#maxAgeMs) {
+      if (cur === undefined || isNewer(version, cur.version)) {
+        // a name listed twice in one pass is counted once
+        if (cur === undefined || cur.pass !== pass) listed++;
+        this.#nodes.set(name, { version, seenAtMs: now, taken: new Map(), pass });
+        continue;
+      }
+      if (cur.pass !== pass) {
+        cur.pass = pass;
+        listed++;
+      }
+      if (now - cur.seenAtMs > this.#maxAgeMs) {
         // the node's own report has not moved: stop trusting what was counted against it
         cur.taken.clear();
         cur.seenAtMs = now;
       }
     }
-    for (const name of this.#nodes.keys()) if (!seen.has(name)) this.#nodes.delete(name);
+    // every tracked node was listed (the usual case): nothing to forget, no second pass
+    if (listed === this.#nodes.size) return;
+    for (const [name, ledger] of this.#nodes) if (ledger.pass !== pass) this.#nodes.delete(name);
   }
 }
