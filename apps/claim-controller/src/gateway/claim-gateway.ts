@@ -7,6 +7,7 @@ import {
   isNodeAtCapacity as isSandboxdAtCapacity,
   isNotFound as isSandboxNotFound,
   type SandboxdClientSet,
+  type ClaimRequest,
   type ClaimResult,
 } from '@sandbox-scale/sandboxd-client';
 import {
@@ -83,6 +84,9 @@ export interface ClaimHow {
   start: 'warm' | 'cold';
 }
 
+/** What a warm delivery reads of its request; the owner is passed beside it. */
+type WarmRequest = Omit<GatewayClaimRequest, 'owner'>;
+
 const pathOf = (req: GatewayClaimRequest): ClaimHow['path'] => (req.owner.kind === OWNER_KINDS.fastclaim ? 'fast' : 'claim');
 
 /** A delivered sandbox's node is in no NodeInventory and no address was recorded for it: it cannot be reached to release or renew. */
@@ -117,7 +121,7 @@ export class ClaimGateway {
    */
   async deliverFastPath(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
     const deliveryUid = randomUUID();
-    const a = await this.deliver({ ...req, owner: { kind: OWNER_KINDS.fastclaim, uid: deliveryUid } });
+    const a = await this.#deliverWarm(req, { kind: OWNER_KINDS.fastclaim, uid: deliveryUid }, 'fast');
     this.#o.records?.enqueue(
       { namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) },
       a,
@@ -127,10 +131,12 @@ export class ClaimGateway {
 
   /** Delivers only (the SandboxClaim path): the caller writes the record before its reconcile ends. */
   async deliver(req: GatewayClaimRequest): Promise<Assignment> {
+    return this.#deliverWarm(req, req.owner, pathOf(req));
+  }
+
+  async #deliverWarm(req: WarmRequest, owner: GatewayClaimRequest['owner'], path: ClaimHow['path']): Promise<Assignment> {
     this.#requireToken();
     const t0 = performance.now();
-    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void =>
-      this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path: pathOf(req), start: 'warm' });
     const tried = new Set<string>();
     try {
       for (;;) {
@@ -139,19 +145,23 @@ export class ClaimGateway {
         if (cand === undefined) throw new NoWarmCapacityError(req.key);
         if (tried.size === 0) req.onFirstNode?.(cand.node);
         tried.add(cand.node);
-        const a = await this.#claimAt(cand, req, inventories, tried, {
+        const a = await this.#claimAt(cand, req, owner, inventories, tried, {
           timeoutMs: this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS,
           warm: true,
         });
         if (a !== undefined) {
-          done('delivered');
+          this.#done('delivered', t0, path, 'warm');
           return a;
         }
       }
     } catch (err) {
-      done(err instanceof NoWarmCapacityError ? 'no_capacity' : 'error');
+      this.#done(err instanceof NoWarmCapacityError ? 'no_capacity' : 'error', t0, path, 'warm');
       throw err;
     }
+  }
+
+  #done(outcome: 'delivered' | 'no_capacity' | 'error', t0: number, path: ClaimHow['path'], start: ClaimHow['start']): void {
+    this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path, start });
   }
 
   /**
@@ -164,6 +174,8 @@ export class ClaimGateway {
     const untried = tried.size === 0 ? inventories : inventories.filter((i) => !tried.has(inventoryName(i)));
     if (this.#failedUntil.size === 0) return this.#ledger.choose(untried, key, rng);
     const now = Date.now();
+    // a cooldown that has run out routes nothing: dropping it brings claims back to the list as it is
+    for (const [node, until] of this.#failedUntil) if (until <= now) this.#failedUntil.delete(node);
     const healthy = untried.filter((i) => (this.#failedUntil.get(inventoryName(i)) ?? 0) <= now);
     return this.#ledger.choose(healthy, key, rng) ?? this.#ledger.choose(untried, key, rng);
   }
@@ -179,8 +191,7 @@ export class ClaimGateway {
   async coldDeliver(req: GatewayClaimRequest): Promise<Assignment> {
     this.#requireToken();
     const t0 = performance.now();
-    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void =>
-      this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path: pathOf(req), start: 'cold' });
+    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void => this.#done(outcome, t0, pathOf(req), 'cold');
     const tried = new Set<string>();
     const opts = { timeoutMs: this.#o.coldClaimTimeoutMs ?? DEFAULT_COLD_CLAIM_TIMEOUT_MS, warm: false };
     try {
@@ -189,7 +200,7 @@ export class ClaimGateway {
       for (const cand of coldCandidates(inventories, (node) => (this.#failedUntil.get(node) ?? 0) > now)) {
         if (tried.has(cand.node)) continue;
         tried.add(cand.node);
-        const a = await this.#claimAt({ node: cand.node, addr: cand.addr, warm: 0 }, req, inventories, tried, opts);
+        const a = await this.#claimAt({ node: cand.node, addr: cand.addr, warm: 0 }, req, req.owner, inventories, tried, opts);
         if (a !== undefined) {
           done('delivered');
           return a;
@@ -208,19 +219,15 @@ export class ClaimGateway {
    */
   async #claimAt(
     cand: WarmCandidate,
-    req: GatewayClaimRequest,
+    req: WarmRequest,
+    owner: GatewayClaimRequest['owner'],
     inventories: readonly InventoryLike[],
     tried: Set<string>,
     o: { timeoutMs: number; warm: boolean },
   ): Promise<Assignment | undefined> {
-    const claimRef = formatOwnerRef({ ...req.owner, namespace: req.namespace, name: req.name });
-    const body = {
-      template: req.key.template,
-      net: req.key.net,
-      size: req.key.size,
-      claimRef,
-      ...(req.ttlSeconds ? { ttlSeconds: req.ttlSeconds } : {}),
-    };
+    const claimRef = formatOwnerRef({ kind: owner.kind, uid: owner.uid, namespace: req.namespace, name: req.name });
+    const body: ClaimRequest = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef };
+    if (req.ttlSeconds) body.ttlSeconds = req.ttlSeconds;
     try {
       const a = toAssignment(
         cand.node,
@@ -399,11 +406,19 @@ export interface NodeDelivery {
 }
 
 function toAssignment(node: string, r: ClaimResult): Assignment {
-  return {
-    claimId: r.id,
-    node,
-    address: r.ownerAddr,
-    token: r.token,
-    ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}),
-  };
+  const a: Assignment = { claimId: r.id, node, address: r.ownerAddr, token: r.token };
+  if (r.deadline) a.deadline = deadlineText(r.deadline);
+  return a;
+}
+
+let lastDeadline = { second: NaN, text: '' };
+
+/**
+ * formatRfc3339Seconds of a claim's deadline. Claims made within one second with one TTL end
+ * in the same second, so the text of the last one is kept and reused.
+ */
+export function deadlineText(d: Date): string {
+  const second = Math.floor(d.getTime() / 1000);
+  if (second !== lastDeadline.second) lastDeadline = { second, text: formatRfc3339Seconds(d) };
+  return lastDeadline.text;
 }
