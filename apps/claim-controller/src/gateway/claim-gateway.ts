@@ -145,7 +145,8 @@ export class ClaimGateway {
         if (cand === undefined) throw new NoWarmCapacityError(req.key);
         if (tried.size === 0) req.onFirstNode?.(cand.node);
         tried.add(cand.node);
-        const a = await this.#claimAt(cand, req, owner, inventories, tried, {
+        const a = await this.#claimAt(cand, req, inventories, tried, {
+          owner,
           timeoutMs: this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS,
           warm: true,
         });
@@ -193,14 +194,14 @@ export class ClaimGateway {
     const t0 = performance.now();
     const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void => this.#done(outcome, t0, pathOf(req), 'cold');
     const tried = new Set<string>();
-    const opts = { timeoutMs: this.#o.coldClaimTimeoutMs ?? DEFAULT_COLD_CLAIM_TIMEOUT_MS, warm: false };
+    const opts = { owner: req.owner, timeoutMs: this.#o.coldClaimTimeoutMs ?? DEFAULT_COLD_CLAIM_TIMEOUT_MS, warm: false };
     try {
       const inventories = this.#o.inventories();
       const now = Date.now();
       for (const cand of coldCandidates(inventories, (node) => (this.#failedUntil.get(node) ?? 0) > now)) {
         if (tried.has(cand.node)) continue;
         tried.add(cand.node);
-        const a = await this.#claimAt({ node: cand.node, addr: cand.addr, warm: 0 }, req, req.owner, inventories, tried, opts);
+        const a = await this.#claimAt({ node: cand.node, addr: cand.addr, warm: 0 }, req, inventories, tried, opts);
         if (a !== undefined) {
           done('delivered');
           return a;
@@ -215,17 +216,16 @@ export class ClaimGateway {
 
   /**
    * One node, then the peers it redirects to; undefined when all of them are at capacity.
-   * `warm`: the node was chosen from the ledger, whose count is put back or exhausted.
+   * `o.owner` is who the VM is for; `o.warm`: the node was chosen from the ledger, whose count is put back or exhausted.
    */
   async #claimAt(
     cand: WarmCandidate,
     req: WarmRequest,
-    owner: GatewayClaimRequest['owner'],
     inventories: readonly InventoryLike[],
     tried: Set<string>,
-    o: { timeoutMs: number; warm: boolean },
+    o: { owner: GatewayClaimRequest['owner']; timeoutMs: number; warm: boolean },
   ): Promise<Assignment | undefined> {
-    const claimRef = formatOwnerRef({ kind: owner.kind, uid: owner.uid, namespace: req.namespace, name: req.name });
+    const claimRef = formatOwnerRef({ kind: o.owner.kind, uid: o.owner.uid, namespace: req.namespace, name: req.name });
     const body: ClaimRequest = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef };
     if (req.ttlSeconds) body.ttlSeconds = req.ttlSeconds;
     try {
