@@ -119,22 +119,34 @@ export class ClaimGateway {
    * The fast path: delivers under a fresh delivery uid and queues the Bound record (when a queue
    * is set); never waits for the record, which is written after the caller has its answer.
    */
-  async deliverFastPath(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
+  deliverFastPath(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
     const deliveryUid = randomUUID();
-    const a = await this.#deliverWarm(req, { kind: OWNER_KINDS.fastclaim, uid: deliveryUid }, 'fast');
-    this.#o.records?.enqueue(
-      { namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) },
-      a,
-    );
-    return a;
+    const records = this.#o.records;
+    // the record is queued by the delivery itself rather than by another async layer around it:
+    // each layer is one more promise and turn between the node's answer and the caller
+    const onDelivered =
+      records === undefined
+        ? undefined
+        : (a: Assignment): void => {
+            records.enqueue(
+              { namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) },
+              a,
+            );
+          };
+    return this.#deliverWarm(req, { kind: OWNER_KINDS.fastclaim, uid: deliveryUid }, 'fast', onDelivered);
   }
 
   /** Delivers only (the SandboxClaim path): the caller writes the record before its reconcile ends. */
-  async deliver(req: GatewayClaimRequest): Promise<Assignment> {
+  deliver(req: GatewayClaimRequest): Promise<Assignment> {
     return this.#deliverWarm(req, req.owner, pathOf(req));
   }
 
-  async #deliverWarm(req: WarmRequest, owner: GatewayClaimRequest['owner'], path: ClaimHow['path']): Promise<Assignment> {
+  async #deliverWarm(
+    req: WarmRequest,
+    owner: GatewayClaimRequest['owner'],
+    path: ClaimHow['path'],
+    onDelivered?: (a: Assignment) => void,
+  ): Promise<Assignment> {
     this.#requireToken();
     const t0 = performance.now();
     const tried = new Set<string>();
@@ -152,6 +164,7 @@ export class ClaimGateway {
         });
         if (a !== undefined) {
           this.#done('delivered', t0, path, 'warm');
+          onDelivered?.(a);
           return a;
         }
       }
