@@ -1,4 +1,4 @@
-import { normalizePoolKey, poolKeyId, type PoolKeyLike } from '../pool-key/pool-key';
+import { normalizePoolKey, poolKeyId, type PoolKey, type PoolKeyLike } from '../pool-key/pool-key';
 import type { Rng } from './random';
 import { forEachWarmNode, inventoryName, pickPowerOfTwo, type InventoryLike, type WarmCandidate } from './warm-candidates';
 
@@ -67,33 +67,42 @@ export class CapacityLedger {
    * missing from the list are forgotten.
    */
   candidates(inventories: readonly InventoryLike[], key: PoolKeyLike): WarmCandidate[] {
+    const k = normalizePoolKey(key);
+    return this.#candidates(inventories, k, poolKeyId(k));
+  }
+
+  /** Power-of-two choice over `candidates()`, taking one from the chosen node; undefined when none is left. */
+  choose(inventories: readonly InventoryLike[], key: PoolKeyLike, rng: Rng): WarmCandidate | undefined {
+    // the key is normalised and named once for the whole choice: this runs on every claim
+    const k = normalizePoolKey(key);
+    const id = poolKeyId(k);
+    const list = this.#candidates(inventories, k, id);
+    const chosen = list[pickPowerOfTwo(list, rng)];
+    if (chosen !== undefined) this.#take(chosen.node, id, 1);
+    return chosen;
+  }
+
+  /** Records `n` sandboxes of `key` as handed out by `node`. */
+  take(node: string, key: PoolKeyLike, n: number): void {
+    this.#take(node, poolKeyId(key), n);
+  }
+
+  #take(node: string, id: string, n: number): void {
+    const ledger = this.#nodes.get(node);
+    if (ledger === undefined) return;
+    ledger.taken.set(id, Math.max(0, (ledger.taken.get(id) ?? 0) + n));
+  }
+
+  #candidates(inventories: readonly InventoryLike[], key: PoolKey, id: string): WarmCandidate[] {
     this.#sync(inventories);
-    const id = poolKeyId(key);
     const out: WarmCandidate[] = [];
-    // one pass, one object per candidate: this runs on every claim
-    forEachWarmNode(inventories, normalizePoolKey(key), (node, addr, advertised) => {
+    forEachWarmNode(inventories, key, (node, addr, advertised) => {
       const ledger = this.#nodes.get(node);
       const taken = ledger === undefined || ledger.taken.size === 0 ? 0 : (ledger.taken.get(id) ?? 0);
       const warm = advertised - taken;
       if (warm > 0) out.push({ node, addr, warm });
     });
     return out;
-  }
-
-  /** Power-of-two choice over `candidates()`, taking one from the chosen node; undefined when none is left. */
-  choose(inventories: readonly InventoryLike[], key: PoolKeyLike, rng: Rng): WarmCandidate | undefined {
-    const list = this.candidates(inventories, key);
-    const chosen = list[pickPowerOfTwo(list, rng)];
-    if (chosen !== undefined) this.take(chosen.node, key, 1);
-    return chosen;
-  }
-
-  /** Records `n` sandboxes of `key` as handed out by `node`. */
-  take(node: string, key: PoolKeyLike, n: number): void {
-    const ledger = this.#nodes.get(node);
-    if (ledger === undefined) return;
-    const id = poolKeyId(key);
-    ledger.taken.set(id, Math.max(0, (ledger.taken.get(id) ?? 0) + n));
   }
 
   /** The claim did not happen (a non-capacity failure): give the one taken by `choose` back. */
