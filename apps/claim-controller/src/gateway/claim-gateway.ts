@@ -87,6 +87,13 @@ export interface ClaimHow {
 /** What a warm delivery reads of its request; the owner is passed beside it. */
 type WarmRequest = Omit<GatewayClaimRequest, 'owner'>;
 
+/** One claim attempt: who the VM is for, the call's bound, and whether the node came from the ledger (its count is put back or exhausted). */
+interface ClaimAttempt {
+  owner: GatewayClaimRequest['owner'];
+  timeoutMs: number;
+  warm: boolean;
+}
+
 const pathOf = (req: GatewayClaimRequest): ClaimHow['path'] => (req.owner.kind === OWNER_KINDS.fastclaim ? 'fast' : 'claim');
 
 /** A delivered sandbox's node is in no NodeInventory and no address was recorded for it: it cannot be reached to release or renew. */
@@ -231,54 +238,79 @@ export class ClaimGateway {
    * One node, then the peers it redirects to; undefined when all of them are at capacity.
    * `o.owner` is who the VM is for; `o.warm`: the node was chosen from the ledger, whose count is put back or exhausted.
    */
-  async #claimAt(
+  #claimAt(
     cand: WarmCandidate,
     req: WarmRequest,
     inventories: readonly InventoryLike[],
     tried: Set<string>,
-    o: { owner: GatewayClaimRequest['owner']; timeoutMs: number; warm: boolean },
+    o: ClaimAttempt,
   ): Promise<Assignment | undefined> {
     const claimRef = formatOwnerRef({ kind: o.owner.kind, uid: o.owner.uid, namespace: req.namespace, name: req.name });
     const body: ClaimRequest = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef };
     if (req.ttlSeconds) body.ttlSeconds = req.ttlSeconds;
+    const failed = (err: unknown): Promise<Assignment | undefined> =>
+      this.#afterFailedClaim(err, cand, req, { claimRef, body, inventories, tried, o });
+    // a plain continuation rather than an async frame: the delivered case is the common one and
+    // pays one promise between the node's answer and the caller, not two
+    let call: Promise<ClaimResult>;
     try {
-      const a = toAssignment(
-        cand.node,
-        await this.#call(req.signal, (signal) => this.#o.clients.forNode(cand.addr).claim(body, { signal }), o.timeoutMs),
-      );
+      call = this.#call(req.signal, (signal) => this.#o.clients.forNode(cand.addr).claim(body, { signal }), o.timeoutMs);
+    } catch (err) {
+      // an address the client refuses fails this node like any other failed call
+      return failed(err);
+    }
+    return call.then((r) => {
+      let a: Assignment;
+      try {
+        a = toAssignment(cand.node, r);
+      } catch (err) {
+        return failed(err);
+      }
       this.#failedUntil.delete(cand.node);
       return a;
-    } catch (err) {
-      if (!isSandboxdAtCapacity(err)) {
-        const adopted = await this.#adoptUnknownOutcome(cand, claimRef, err, req.signal);
-        if (adopted) return adopted;
-        if (o.warm) this.#ledger.putBack(cand.node, req.key);
-        if (!req.signal?.aborted) this.#failedUntil.set(cand.node, Date.now() + (this.#o.failedNodeCooldownMs ?? 15_000));
-        throw err;
-      }
-      if (o.warm) this.#ledger.exhaust(cand.node, req.key);
-      const redirect = asNodeAtCapacity(err)?.candidates ?? [];
-      for (const url of redirect) {
-        const peer = inventories.find((i) => i.address !== undefined && url.endsWith(`//${i.address}`));
-        const node = peer ? inventoryName(peer) : url;
-        if (tried.has(node)) continue;
-        tried.add(node);
-        try {
-          return toAssignment(
-            node,
-            await this.#call(
-              req.signal,
-              (signal) => this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, { signal }),
-              o.timeoutMs,
-            ),
-          );
-        } catch (peerErr) {
-          if (!isSandboxdAtCapacity(peerErr)) throw peerErr;
-          if (peer && o.warm) this.#ledger.exhaust(node, req.key);
-        }
-      }
-      return undefined;
+    }, failed);
+  }
+
+  /**
+   * The claim at `cand` failed: adopt a delivery whose reply was lost, or follow the node's
+   * redirect candidates when it was at capacity; undefined when all of them are.
+   */
+  async #afterFailedClaim(
+    err: unknown,
+    cand: WarmCandidate,
+    req: WarmRequest,
+    c: { claimRef: string; body: ClaimRequest; inventories: readonly InventoryLike[]; tried: Set<string>; o: ClaimAttempt },
+  ): Promise<Assignment | undefined> {
+    const { claimRef, body, inventories, tried, o } = c;
+    if (!isSandboxdAtCapacity(err)) {
+      const adopted = await this.#adoptUnknownOutcome(cand, claimRef, err, req.signal);
+      if (adopted) return adopted;
+      if (o.warm) this.#ledger.putBack(cand.node, req.key);
+      if (!req.signal?.aborted) this.#failedUntil.set(cand.node, Date.now() + (this.#o.failedNodeCooldownMs ?? 15_000));
+      throw err;
     }
+    if (o.warm) this.#ledger.exhaust(cand.node, req.key);
+    const redirect = asNodeAtCapacity(err)?.candidates ?? [];
+    for (const url of redirect) {
+      const peer = inventories.find((i) => i.address !== undefined && url.endsWith(`//${i.address}`));
+      const node = peer ? inventoryName(peer) : url;
+      if (tried.has(node)) continue;
+      tried.add(node);
+      try {
+        return toAssignment(
+          node,
+          await this.#call(
+            req.signal,
+            (signal) => this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, { signal }),
+            o.timeoutMs,
+          ),
+        );
+      } catch (peerErr) {
+        if (!isSandboxdAtCapacity(peerErr)) throw peerErr;
+        if (peer && o.warm) this.#ledger.exhaust(node, req.key);
+      }
+    }
+    return undefined;
   }
 
   /**
