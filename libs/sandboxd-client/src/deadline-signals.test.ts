@@ -10,21 +10,21 @@ describe('DeadlineSignals', () => {
   });
   afterEach(() => jest.useRealTimers());
 
-  it('shares one signal between calls started within a slice, and opens a new one after it', () => {
+  it('shares one deadline between calls started within a slice, and opens a new one after it', () => {
     const d = new DeadlineSignals({ now: clock });
-    const a = d.signal(10_000);
+    const a = d.deadline(10_000);
     now = sliceOf(10_000) - 1;
-    expect(d.signal(10_000)).toBe(a);
+    expect(d.deadline(10_000)).toBe(a);
     now = sliceOf(10_000);
-    const b = d.signal(10_000);
+    const b = d.deadline(10_000);
     expect(b).not.toBe(a);
-    // another bound is another signal
-    expect(d.signal(500)).not.toBe(b);
+    // another bound is another deadline
+    expect(d.deadline(500)).not.toBe(b);
   });
 
   it('aborts with a TimeoutError no sooner than the bound and at most one slice later', () => {
     const d = new DeadlineSignals({ now: clock });
-    const s = d.signal(10_000);
+    const s = d.deadline(10_000);
     jest.advanceTimersByTime(10_000 - 1);
     expect(s.aborted).toBe(false);
     jest.advanceTimersByTime(sliceOf(10_000) + 1);
@@ -34,13 +34,13 @@ describe('DeadlineSignals', () => {
     expect((s.reason as DOMException).message).toContain('10000 ms');
   });
 
-  it('never hands out a signal that already fired', () => {
+  it('never hands out a deadline that already fired', () => {
     const d = new DeadlineSignals({ now: clock });
-    const s = d.signal(100);
+    const s = d.deadline(100);
     // the clock the slots are opened by stands still while the timer fires
     jest.advanceTimersByTime(100 + sliceOf(100));
     expect(s.aborted).toBe(true);
-    const next = d.signal(100);
+    const next = d.deadline(100);
     expect(next).not.toBe(s);
     expect(next.aborted).toBe(false);
   });

@@ -7,6 +7,7 @@ import {
   isNodeAtCapacity as isSandboxdAtCapacity,
   isNotFound as isSandboxNotFound,
   type SandboxdClientSet,
+  type CallOptions,
   type ClaimRequest,
   type ClaimResult,
 } from '@sandbox-scale/sandboxd-client';
@@ -254,7 +255,7 @@ export class ClaimGateway {
     // pays one promise between the node's answer and the caller, not two
     let call: Promise<ClaimResult>;
     try {
-      call = this.#call(req.signal, (signal) => this.#o.clients.forNode(cand.addr).claim(body, { signal }), o.timeoutMs);
+      call = this.#call(req.signal, (bound) => this.#o.clients.forNode(cand.addr).claim(body, bound), o.timeoutMs);
     } catch (err) {
       // an address the client refuses fails this node like any other failed call
       return failed(err);
@@ -299,11 +300,7 @@ export class ClaimGateway {
       try {
         return toAssignment(
           node,
-          await this.#call(
-            req.signal,
-            (signal) => this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, { signal }),
-            o.timeoutMs,
-          ),
+          await this.#call(req.signal, (bound) => this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, bound), o.timeoutMs),
         );
       } catch (peerErr) {
         if (!isSandboxdAtCapacity(peerErr)) throw peerErr;
@@ -361,7 +358,7 @@ export class ClaimGateway {
     const inv = this.#o.inventories().find((i) => inventoryName(i) === target.node);
     const addr = inv?.address || target.address;
     if (!addr) throw new ReleaseTargetUnknownError(`cannot renew ${target.claimId}: node ${target.node} has no known address`);
-    const { deadline } = await this.#call(signal, (s) => this.#o.clients.forNode(addr).renew(target.claimId, ttlSeconds, { signal: s }));
+    const { deadline } = await this.#call(signal, (bound) => this.#o.clients.forNode(addr).renew(target.claimId, ttlSeconds, bound));
     return deadline ?? undefined;
   }
 
@@ -376,7 +373,7 @@ export class ClaimGateway {
     const addr = inv?.address || target.address;
     if (!addr) throw new ReleaseTargetUnknownError(`cannot look up ${target.claimId}: node ${target.node} has no known address`);
     try {
-      await this.#call(signal, (s) => this.#o.clients.forNode(addr).sandbox(target.claimId, { signal: s }));
+      await this.#call(signal, (bound) => this.#o.clients.forNode(addr).sandbox(target.claimId, bound));
       return true;
     } catch (err) {
       if (isSandboxNotFound(err)) return false;
@@ -401,7 +398,7 @@ export class ClaimGateway {
    */
   async listDeliveries(inv: InventoryLike, claimRef?: string, signal?: AbortSignal): Promise<NodeDelivery[]> {
     this.#requireToken();
-    const rows = await this.#call(signal, (s) => this.#o.clients.forNode(inv.address ?? '').sandboxes(claimRef, { signal: s }));
+    const rows = await this.#call(signal, (bound) => this.#o.clients.forNode(inv.address ?? '').sandboxes(claimRef, bound));
     const node = inventoryName(inv);
     const out: NodeDelivery[] = [];
     for (const r of rows) {
@@ -419,23 +416,21 @@ export class ClaimGateway {
   /** `d` with its token read back from its node (GET /v1/sandboxes/{id}, root only): one request. */
   async withToken(d: NodeDelivery, signal?: AbortSignal): Promise<NodeDelivery> {
     this.#requireToken();
-    const detail = await this.#call(signal, (s) =>
-      this.#o.clients.forNode(d.assignment.address).sandbox(d.assignment.claimId, { signal: s }),
-    );
+    const detail = await this.#call(signal, (bound) => this.#o.clients.forNode(d.assignment.address).sandbox(d.assignment.claimId, bound));
     return { ...d, assignment: { ...d.assignment, token: detail.token ?? '' } };
   }
 
   /**
    * One node call under the caller's signal, if any, bounded by the per-call timeout. Without a
-   * caller's signal (the fast path) the bound is a shared deadline signal, not a timer per call.
+   * caller's signal (the fast path) the bound is a shared CallDeadline, not a timer per call.
    */
   #call<T>(
     signal: AbortSignal | undefined,
-    fn: (signal: AbortSignal) => Promise<T>,
+    fn: (bound: CallOptions) => Promise<T>,
     timeoutMs = this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS,
   ): Promise<T> {
-    if (signal === undefined) return fn(this.#deadlines.signal(timeoutMs));
-    return withDeadline(signal, timeoutMs, fn);
+    if (signal === undefined) return fn({ deadline: this.#deadlines.deadline(timeoutMs) });
+    return withDeadline(signal, timeoutMs, (s) => fn({ signal: s }));
   }
 
   #requireToken(): void {
