@@ -158,6 +158,7 @@ export class ClaimGateway {
     this.#requireToken();
     const t0 = performance.now();
     const tried = new Set<string>();
+    let delivered: Assignment;
     try {
       for (;;) {
         const inventories = this.#o.inventories();
@@ -171,15 +172,17 @@ export class ClaimGateway {
           warm: true,
         });
         if (a !== undefined) {
-          this.#done('delivered', t0, path, 'warm');
-          onDelivered?.(a);
-          return a;
+          delivered = a;
+          break;
         }
       }
     } catch (err) {
       this.#done(err instanceof NoWarmCapacityError ? 'no_capacity' : 'error', t0, path, 'warm');
       throw err;
     }
+    this.#done('delivered', t0, path, 'warm');
+    onDelivered?.(delivered);
+    return delivered;
   }
 
   #done(outcome: 'delivered' | 'no_capacity' | 'error', t0: number, path: ClaimHow['path'], start: ClaimHow['start']): void {
