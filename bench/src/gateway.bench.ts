@@ -4,13 +4,20 @@
  * sandboxd-client, against one sandboxd-sim node, in one run, alternated ABBA. Prints a table, then ONE JSON
  * line (the last line). Figures only: nothing passes or fails on time.
  *
+ * The baseline is the same client (one SandboxdClientSet, one keep-alive dispatcher) claiming at
+ * the same node with the same body: template, net, size, TTL and a claim_ref of the fast path's
+ * own form and length (formatOwnerRef of a FastPathClaim), so the node does the same work for both
+ * and the difference is the gateway's. Work either path leaves behind (the gateway's queued
+ * Bound record, the releases) is finished between timed calls, never inside the other's window.
+ *
  *   npx nx run bench:gateway
  */
 import { ClaimGateway, RecordQueue, type BoundRecorder } from '@sandbox-scale/claim-controller';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
-import { poolKeyFor } from '@sandbox-scale/scale-core';
+import { formatOwnerRef, OWNER_KINDS, poolKeyFor } from '@sandbox-scale/scale-core';
+import { randomUUID } from 'node:crypto';
 import { runBench } from './run-bench';
 
 const TEMPLATE = 'base:24.04';
@@ -56,15 +63,22 @@ async function main(): Promise<void> {
     return { ms: performance.now() - t0, id: a.claimId };
   };
   const viaDirect = async (i: number): Promise<{ ms: number; id: string }> => {
+    // the caller's reference, made before the clock starts: a direct caller already has its own
+    const claimRef = formatOwnerRef({ kind: OWNER_KINDS.fastclaim, uid: randomUUID(), namespace: 'bench', name: `d-${i}` });
     const t0 = performance.now();
-    const d = await direct.claim({ template: TEMPLATE, net: 'none', size: 'small', ttlSeconds: 3600, claimRef: `bench/d-${i}` });
+    const d = await direct.claim({ template: TEMPLATE, net: key.net, size: key.size, ttlSeconds: 3600, claimRef });
     return { ms: performance.now() - t0, id: d.id };
   };
+  // the gateway's Bound record is written after its caller has the answer; let it finish
+  // before the next timed call so it lands in neither path's window
+  const settle = (): Promise<void> => records.drain();
   for (let i = 0; i < ITERS + WARMUP; i++) {
     // ABBA: the order flips every iteration, so neither path always runs right after the
     // other's garbage or the node's refill
     const first = i % 2 === 0 ? await viaGateway(i) : await viaDirect(i);
+    await settle();
     const second = i % 2 === 0 ? await viaDirect(i) : await viaGateway(i);
+    await settle();
     const [g, d] = i % 2 === 0 ? [first, second] : [second, first];
     if (i >= WARMUP) {
       gw.push(g.ms);

@@ -35,6 +35,10 @@ export class SandboxdClientSet {
 
   /** The client of the node at `baseUrl` (`http://host:port` or `host:port`). */
   forNode(baseUrl: string): SandboxdClient {
+    // looked up as given first: callers pass the same address on every claim, and normalising
+    // it (two regular expressions) each time is work the claim path need not repeat
+    const known = this.#clients.get(baseUrl);
+    if (known !== undefined) return known;
     const key = normalizeBaseUrl(baseUrl);
     let client = this.#clients.get(key);
     if (client === undefined) {
@@ -47,6 +51,7 @@ export class SandboxdClientSet {
       });
       this.#clients.set(key, client);
     }
+    this.#clients.set(baseUrl, client);
     return client;
   }
 

@@ -9,6 +9,7 @@ export {
 export { SandboxdClientSet, type SandboxdClientSetOptions } from './client-set';
 export { createSandboxdAgent, SUCCESS_BODY_LIMIT_BYTES, ERROR_BODY_LIMIT_BYTES, type SandboxdAgentOptions } from './transport';
 export { normalizeBaseUrl, resolveNodeAddr } from './addresses';
+export { CallDeadline, DeadlineSignals, type DeadlineSignalsOptions } from './deadline-signals';
 export {
   NodeAtCapacityError,
   SandboxdHttpError,

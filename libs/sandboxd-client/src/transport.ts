@@ -1,4 +1,5 @@
 import { Agent, type Dispatcher } from 'undici';
+import type { CallDeadline } from './deadline-signals';
 import { ReplyTooLargeError, SandboxdTransportError } from './errors';
 
 /** Success replies are read up to 1 MiB; past that the connection is closed, not drained. */
@@ -42,6 +43,8 @@ export interface SendSpec {
   body?: unknown;
   token: string;
   signal: AbortSignal | undefined;
+  /** A shared call bound (DeadlineSignals); the call ends at whichever of it and `signal` fires first. */
+  deadline?: CallDeadline | undefined;
   keepAlive: boolean;
   /** Statuses read with the success cap (and turned into ReplyTooLargeError past it). */
   isSuccess: (status: number) => boolean;
@@ -71,12 +74,32 @@ function buildHeaders(spec: SendSpec): Record<string, string> {
   return headers;
 }
 
-function rethrowIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw signal.reason;
+function rethrowIfAborted(spec: SendSpec): void {
+  if (spec.signal?.aborted) throw spec.signal.reason;
+  if (spec.deadline?.aborted) throw spec.deadline.reason;
 }
 
 /** One request, its reply body read within the cap; every path consumes or destroys the body. */
 export async function send(ep: Endpoint, spec: SendSpec): Promise<RawReply> {
+  if (spec.signal === undefined || spec.deadline === undefined) return sendOnce(ep, spec, spec.signal ?? spec.deadline ?? null);
+  // both: one signal that fires with whichever comes first, let go of both when the call ends
+  const { signal, deadline } = spec;
+  const either = new AbortController();
+  const onSignal = (): void => either.abort(signal.reason);
+  const onDeadline = (): void => either.abort(deadline.reason);
+  if (signal.aborted) onSignal();
+  else if (deadline.aborted) onDeadline();
+  signal.addEventListener('abort', onSignal, { once: true });
+  deadline.once('abort', onDeadline);
+  try {
+    return await sendOnce(ep, spec, either.signal);
+  } finally {
+    signal.removeEventListener('abort', onSignal);
+    deadline.removeListener('abort', onDeadline);
+  }
+}
+
+async function sendOnce(ep: Endpoint, spec: SendSpec, abortOn: AbortSignal | CallDeadline | null): Promise<RawReply> {
   let res: Dispatcher.ResponseData;
   try {
     res = await ep.dispatcher.request({
@@ -85,10 +108,10 @@ export async function send(ep: Endpoint, spec: SendSpec): Promise<RawReply> {
       method: spec.method,
       headers: buildHeaders(spec),
       body: spec.body === undefined ? null : JSON.stringify(spec.body),
-      signal: spec.signal ?? null,
+      signal: abortOn,
     });
   } catch (err) {
-    rethrowIfAborted(spec.signal);
+    rethrowIfAborted(spec);
     throw new SandboxdTransportError({ operation: spec.operation, url: ep.origin + ep.prefix + spec.path, cause: err });
   }
   const success = spec.isSuccess(res.statusCode);
@@ -97,7 +120,7 @@ export async function send(ep: Endpoint, spec: SendSpec): Promise<RawReply> {
   try {
     body = await readBounded(res.body, limit, res.headers['content-length']);
   } catch (err) {
-    rethrowIfAborted(spec.signal);
+    rethrowIfAborted(spec);
     throw new SandboxdTransportError({ operation: spec.operation, url: ep.origin + ep.prefix + spec.path, cause: err });
   }
   if (body === undefined && success) throw new ReplyTooLargeError({ operation: spec.operation, limitBytes: limit });

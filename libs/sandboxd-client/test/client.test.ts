@@ -4,6 +4,7 @@ import {
   asNodeAtCapacity,
   asSandboxdHttpError,
   createSandboxdAgent,
+  DeadlineSignals,
   isAbortError,
   isMalformedReply,
   isNodeAtCapacity,
@@ -173,6 +174,46 @@ describe('SandboxdClient against a stub node', () => {
     // With one socket per node, this only succeeds if the aborted request let go of it.
     await expect(one.claim({ template: 'ok' }, { signal: AbortSignal.timeout(5000) })).resolves.toMatchObject({ id: 'sb_abc' });
     await agent.close();
+  });
+
+  it('ends a blocked call at its shared deadline with the TimeoutError and frees the socket', async () => {
+    const agent = createSandboxdAgent({ connectionsPerNode: 1 });
+    const one = new SandboxdClient({ baseUrl: stub.url, dispatcher: agent });
+    stub.setHandler((call, res) => {
+      if (JSON.parse(call.body).template === 'hang') return; // never answers
+      replyJson(res, 200, claimBody);
+    });
+    const deadlines = new DeadlineSignals();
+    const err = await caught(one.claim({ template: 'hang' }, { deadline: deadlines.deadline(100) }));
+    expect(isAbortError(err)).toBe(true);
+    expect((err as Error).name).toBe('TimeoutError');
+    // the next call in the same slice shares the deadline, which has fired: it starts a new one
+    await expect(one.claim({ template: 'ok' }, { deadline: deadlines.deadline(100) })).resolves.toMatchObject({ id: 'sb_abc' });
+    await agent.close();
+  });
+
+  it('with a caller signal and a deadline, ends at whichever fires first and leaves no listener behind', async () => {
+    stub.setHandler((call, res) => {
+      if (JSON.parse(call.body).template === 'hang') return;
+      replyJson(res, 200, claimBody);
+    });
+    const deadlines = new DeadlineSignals();
+    // the deadline first
+    const caller = new AbortController();
+    const late = deadlines.deadline(100);
+    expect(((await caught(client.claim({ template: 'hang' }, { signal: caller.signal, deadline: late }))) as Error).name).toBe(
+      'TimeoutError',
+    );
+    expect(caller.signal.aborted).toBe(false);
+    // the caller first, under a deadline far away
+    const far = deadlines.deadline(60_000);
+    const ac = new AbortController();
+    const pending = client.claim({ template: 'hang' }, { signal: ac.signal, deadline: far });
+    ac.abort(new Error('caller went away'));
+    expect(((await caught(pending)) as Error).message).toBe('caller went away');
+    // an answered call lets go of both
+    await expect(client.claim({ template: 'ok' }, { signal: caller.signal, deadline: far })).resolves.toMatchObject({ id: 'sb_abc' });
+    expect(far.listenerCount('abort')).toBe(0);
   });
 
   it('refuses a success reply over 1 MiB and keeps working afterwards', async () => {

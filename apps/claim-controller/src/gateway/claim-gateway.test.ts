@@ -3,7 +3,8 @@ import type { AddressInfo } from 'node:net';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { isNoWarmCapacity, poolKeyFor } from '@sandbox-scale/scale-core';
-import { ClaimGateway, type ClaimGatewayOptions } from './claim-gateway';
+import { RecordQueue } from '../record/record-queue';
+import { ClaimGateway, deadlineText, type ClaimGatewayOptions } from './claim-gateway';
 
 const TEMPLATE = 'base:24.04';
 const owner = { kind: 'SandboxClaim' as const, uid: '7c9e6679-7425-40de-944b-e07fc1f90ae7' };
@@ -79,6 +80,28 @@ describe('ClaimGateway against a node that stops answering', () => {
     }
   });
 
+  it('tries a node again once its cooldown has run out', async () => {
+    const inventory = [{ metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [{ template: TEMPLATE, warm: 5 }] }];
+    const gateway = gatewayOver(clients, inventory, { callTimeoutMs: 100, failedNodeCooldownMs: 0 });
+    const key = poolKeyFor([{ image: TEMPLATE }], undefined);
+    const first: string[] = [];
+    for (const name of ['c3', 'c4']) {
+      await expect(gateway.deliver({ namespace: 'ns', name, owner, key, onFirstNode: (n) => first.push(n) })).rejects.toThrow();
+    }
+    expect(first).toEqual(['hung', 'hung']);
+  });
+
+  it('bounds a call made under a caller signal by the call timeout as well', async () => {
+    const inventory = [{ metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [{ template: TEMPLATE, warm: 5 }] }];
+    const gateway = gatewayOver(clients, inventory, { callTimeoutMs: 200 });
+    const caller = new AbortController();
+    const err: unknown = await gateway
+      .deliver({ namespace: 'ns', name: 'c5', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined), signal: caller.signal })
+      .catch((e: unknown) => e);
+    expect((err as Error).name).toBe('TimeoutError');
+    expect(caller.signal.aborted).toBe(false);
+  });
+
   it('bounds the listing of deliveries on that node too', async () => {
     const inventory = [{ metadata: { name: 'hung' }, node: 'hung', address: addr, pools: [] }];
     const gateway = gatewayOver(clients, inventory, { callTimeoutMs: 200 });
@@ -146,5 +169,74 @@ describe('ClaimGateway cold claims', () => {
       .coldDeliver({ namespace: 'ns', name: 'cold-2', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) })
       .catch((e: unknown) => e);
     expect(isNoWarmCapacity(err)).toBe(true);
+  });
+});
+
+describe('ClaimGateway fast path', () => {
+  it('claims under a fresh FastPathClaim owner and queues the Bound record with its delivery uid', async () => {
+    const bodies: Record<string, unknown>[] = [];
+    const server = createServer((req, res) => {
+      let raw = '';
+      req.on('data', (c: Buffer) => (raw += c.toString()));
+      req.on('end', () => {
+        bodies.push(JSON.parse(raw) as Record<string, unknown>);
+        res.writeHead(200, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ id: `sb_${bodies.length}`, token: 't', deadline: '2099-01-01T00:00:00.750Z', owner_addr: '' }));
+      });
+    });
+    await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+    const addr = `127.0.0.1:${(server.address() as AddressInfo).port}`;
+    const clients = new SandboxdClientSet({ token: 'root' });
+    const recorded: { target: Record<string, unknown>; claimId: string }[] = [];
+    const records = new RecordQueue({
+      recorder: {
+        recordBound: async (target: object, a: { claimId: string }): Promise<void> => {
+          recorded.push({ target: { ...target }, claimId: a.claimId });
+        },
+      },
+      log: createLogger({ name: 'test', level: 'silent' }),
+    });
+    try {
+      const inventory = [{ metadata: { name: 'n1' }, node: 'n1', address: addr, pools: [{ template: TEMPLATE, warm: 5 }] }];
+      const gateway = gatewayOver(clients, inventory, { records });
+      const key = poolKeyFor([{ image: TEMPLATE }], undefined);
+      const a = await gateway.deliverFastPath({ namespace: 'ns', name: 'f1', warmPool: 'wp', key, ttlSeconds: 60 });
+      const b = await gateway.deliverFastPath({ namespace: 'ns', name: 'f2', warmPool: 'wp', key });
+      expect(a).toEqual({ claimId: 'sb_1', node: 'n1', address: '', token: 't', deadline: '2099-01-01T00:00:00Z' });
+      expect(b.claimId).toBe('sb_2');
+      await records.drain();
+      expect(recorded.map((r) => r.claimId)).toEqual(['sb_1', 'sb_2']);
+      const [r1, r2] = recorded.map((r) => r.target);
+      expect(r1).toMatchObject({ namespace: 'ns', name: 'f1', warmPool: 'wp' });
+      expect(r1?.deliveryUid).not.toBe(r2?.deliveryUid);
+      // the node records the owner the Bound record will name; a TTL only when one was asked for
+      expect(bodies[0]).toEqual({
+        template: TEMPLATE,
+        net: 'none',
+        size: 'small',
+        ttl_seconds: 60,
+        claim_ref: `fastclaim:${String(r1?.deliveryUid)}:ns/f1`,
+      });
+      expect(bodies[1]).toEqual({
+        template: TEMPLATE,
+        net: 'none',
+        size: 'small',
+        claim_ref: `fastclaim:${String(r2?.deliveryUid)}:ns/f2`,
+      });
+    } finally {
+      await records.close();
+      await clients.close();
+      server.closeAllConnections();
+      await new Promise<void>((res) => server.close(() => res()));
+    }
+  });
+});
+
+describe('deadlineText', () => {
+  it('is the RFC3339 second of the deadline, sub-seconds truncated, for deadlines in one second and across seconds', () => {
+    expect(deadlineText(new Date('2026-08-17T12:00:00.900Z'))).toBe('2026-08-17T12:00:00Z');
+    expect(deadlineText(new Date('2026-08-17T12:00:00.100Z'))).toBe('2026-08-17T12:00:00Z');
+    expect(deadlineText(new Date('2026-08-17T12:00:01.000Z'))).toBe('2026-08-17T12:00:01Z');
+    expect(deadlineText(new Date('1969-12-31T23:59:59.500Z'))).toBe('1969-12-31T23:59:59Z');
   });
 });

@@ -2,10 +2,13 @@ import { randomUUID } from 'node:crypto';
 import {
   asNodeAtCapacity,
   asSandboxdHttpError,
+  DeadlineSignals,
   isMalformedReply,
   isNodeAtCapacity as isSandboxdAtCapacity,
   isNotFound as isSandboxNotFound,
   type SandboxdClientSet,
+  type CallOptions,
+  type ClaimRequest,
   type ClaimResult,
 } from '@sandbox-scale/sandboxd-client';
 import {
@@ -82,6 +85,16 @@ export interface ClaimHow {
   start: 'warm' | 'cold';
 }
 
+/** What a warm delivery reads of its request; the owner is passed beside it. */
+type WarmRequest = Omit<GatewayClaimRequest, 'owner'>;
+
+/** One claim attempt: who the VM is for, the call's bound, and whether the node came from the ledger (its count is put back or exhausted). */
+interface ClaimAttempt {
+  owner: GatewayClaimRequest['owner'];
+  timeoutMs: number;
+  warm: boolean;
+}
+
 const pathOf = (req: GatewayClaimRequest): ClaimHow['path'] => (req.owner.kind === OWNER_KINDS.fastclaim ? 'fast' : 'claim');
 
 /** A delivered sandbox's node is in no NodeInventory and no address was recorded for it: it cannot be reached to release or renew. */
@@ -99,6 +112,7 @@ export const DEFAULT_COLD_CLAIM_TIMEOUT_MS = 120_000;
 export class ClaimGateway {
   readonly #ledger = new CapacityLedger();
   readonly #failedUntil = new Map<string, number>();
+  readonly #deadlines = new DeadlineSignals();
   readonly #o: ClaimGatewayOptions;
 
   constructor(opts: ClaimGatewayOptions) {
@@ -113,48 +127,82 @@ export class ClaimGateway {
    * The fast path: delivers under a fresh delivery uid and queues the Bound record (when a queue
    * is set); never waits for the record, which is written after the caller has its answer.
    */
-  async deliverFastPath(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
+  deliverFastPath(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
     const deliveryUid = randomUUID();
-    const a = await this.deliver({ ...req, owner: { kind: OWNER_KINDS.fastclaim, uid: deliveryUid } });
-    this.#o.records?.enqueue(
-      { namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) },
-      a,
-    );
-    return a;
+    const records = this.#o.records;
+    // the record is queued by the delivery itself rather than by another async layer around it:
+    // each layer is one more promise and turn between the node's answer and the caller
+    const onDelivered =
+      records === undefined
+        ? undefined
+        : (a: Assignment): void => {
+            records.enqueue(
+              { namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) },
+              a,
+            );
+          };
+    return this.#deliverWarm(req, { kind: OWNER_KINDS.fastclaim, uid: deliveryUid }, 'fast', onDelivered);
   }
 
   /** Delivers only (the SandboxClaim path): the caller writes the record before its reconcile ends. */
-  async deliver(req: GatewayClaimRequest): Promise<Assignment> {
+  deliver(req: GatewayClaimRequest): Promise<Assignment> {
+    return this.#deliverWarm(req, req.owner, pathOf(req));
+  }
+
+  async #deliverWarm(
+    req: WarmRequest,
+    owner: GatewayClaimRequest['owner'],
+    path: ClaimHow['path'],
+    onDelivered?: (a: Assignment) => void,
+  ): Promise<Assignment> {
     this.#requireToken();
     const t0 = performance.now();
-    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void =>
-      this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path: pathOf(req), start: 'warm' });
     const tried = new Set<string>();
+    let delivered: Assignment;
     try {
       for (;;) {
         const inventories = this.#o.inventories();
-        const untried = inventories.filter((i) => !tried.has(inventoryName(i)));
-        // route around nodes whose last claim call failed, unless no other node can serve
-        const now = Date.now();
-        const healthy = untried.filter((i) => (this.#failedUntil.get(inventoryName(i)) ?? 0) <= now);
-        const rng = this.#o.rng ?? Math.random;
-        const cand = this.#ledger.choose(healthy, req.key, rng) ?? this.#ledger.choose(untried, req.key, rng);
+        const cand = this.#choose(inventories, req.key, tried);
         if (cand === undefined) throw new NoWarmCapacityError(req.key);
         if (tried.size === 0) req.onFirstNode?.(cand.node);
         tried.add(cand.node);
         const a = await this.#claimAt(cand, req, inventories, tried, {
+          owner,
           timeoutMs: this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS,
           warm: true,
         });
         if (a !== undefined) {
-          done('delivered');
-          return a;
+          delivered = a;
+          break;
         }
       }
     } catch (err) {
-      done(err instanceof NoWarmCapacityError ? 'no_capacity' : 'error');
+      this.#done(err instanceof NoWarmCapacityError ? 'no_capacity' : 'error', t0, path, 'warm');
       throw err;
     }
+    this.#done('delivered', t0, path, 'warm');
+    onDelivered?.(delivered);
+    return delivered;
+  }
+
+  #done(outcome: 'delivered' | 'no_capacity' | 'error', t0: number, path: ClaimHow['path'], start: ClaimHow['start']): void {
+    this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path, start });
+  }
+
+  /**
+   * The next node to claim at: untried, and not among nodes whose last claim call failed unless
+   * no other node can serve. The first attempt of a claim on a fleet without recent failures
+   * (the usual case) hands the ledger the list as it is, without filtered copies.
+   */
+  #choose(inventories: readonly InventoryLike[], key: PoolKey, tried: ReadonlySet<string>): WarmCandidate | undefined {
+    const rng = this.#o.rng ?? Math.random;
+    const untried = tried.size === 0 ? inventories : inventories.filter((i) => !tried.has(inventoryName(i)));
+    if (this.#failedUntil.size === 0) return this.#ledger.choose(untried, key, rng);
+    const now = Date.now();
+    // a cooldown that has run out routes nothing: dropping it brings claims back to the list as it is
+    for (const [node, until] of this.#failedUntil) if (until <= now) this.#failedUntil.delete(node);
+    const healthy = untried.filter((i) => (this.#failedUntil.get(inventoryName(i)) ?? 0) <= now);
+    return this.#ledger.choose(healthy, key, rng) ?? this.#ledger.choose(untried, key, rng);
   }
 
   /**
@@ -168,10 +216,9 @@ export class ClaimGateway {
   async coldDeliver(req: GatewayClaimRequest): Promise<Assignment> {
     this.#requireToken();
     const t0 = performance.now();
-    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void =>
-      this.#o.onClaim?.(outcome, (performance.now() - t0) / 1000, { path: pathOf(req), start: 'cold' });
+    const done = (outcome: 'delivered' | 'no_capacity' | 'error'): void => this.#done(outcome, t0, pathOf(req), 'cold');
     const tried = new Set<string>();
-    const opts = { timeoutMs: this.#o.coldClaimTimeoutMs ?? DEFAULT_COLD_CLAIM_TIMEOUT_MS, warm: false };
+    const opts = { owner: req.owner, timeoutMs: this.#o.coldClaimTimeoutMs ?? DEFAULT_COLD_CLAIM_TIMEOUT_MS, warm: false };
     try {
       const inventories = this.#o.inventories();
       const now = Date.now();
@@ -193,61 +240,77 @@ export class ClaimGateway {
 
   /**
    * One node, then the peers it redirects to; undefined when all of them are at capacity.
-   * `warm`: the node was chosen from the ledger, whose count is put back or exhausted.
+   * `o.owner` is who the VM is for; `o.warm`: the node was chosen from the ledger, whose count is put back or exhausted.
    */
-  async #claimAt(
+  #claimAt(
     cand: WarmCandidate,
-    req: GatewayClaimRequest,
+    req: WarmRequest,
     inventories: readonly InventoryLike[],
     tried: Set<string>,
-    o: { timeoutMs: number; warm: boolean },
+    o: ClaimAttempt,
   ): Promise<Assignment | undefined> {
-    const claimRef = formatOwnerRef({ ...req.owner, namespace: req.namespace, name: req.name });
-    const body = {
-      template: req.key.template,
-      net: req.key.net,
-      size: req.key.size,
-      claimRef,
-      ...(req.ttlSeconds ? { ttlSeconds: req.ttlSeconds } : {}),
-    };
+    const claimRef = formatOwnerRef({ kind: o.owner.kind, uid: o.owner.uid, namespace: req.namespace, name: req.name });
+    const body: ClaimRequest = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef };
+    if (req.ttlSeconds) body.ttlSeconds = req.ttlSeconds;
+    const failed = (err: unknown): Promise<Assignment | undefined> =>
+      this.#afterFailedClaim(err, cand, req, { claimRef, body, inventories, tried, o });
+    // a plain continuation rather than an async frame: the delivered case is the common one and
+    // pays one promise between the node's answer and the caller, not two
+    let call: Promise<ClaimResult>;
     try {
-      const a = toAssignment(
-        cand.node,
-        await this.#call(req.signal, (signal) => this.#o.clients.forNode(cand.addr).claim(body, { signal }), o.timeoutMs),
-      );
+      call = this.#call(req.signal, (bound) => this.#o.clients.forNode(cand.addr).claim(body, bound), o.timeoutMs);
+    } catch (err) {
+      // an address the client refuses fails this node like any other failed call
+      return failed(err);
+    }
+    return call.then((r) => {
+      let a: Assignment;
+      try {
+        a = toAssignment(cand.node, r);
+      } catch (err) {
+        return failed(err);
+      }
       this.#failedUntil.delete(cand.node);
       return a;
-    } catch (err) {
-      if (!isSandboxdAtCapacity(err)) {
-        const adopted = await this.#adoptUnknownOutcome(cand, claimRef, err, req.signal);
-        if (adopted) return adopted;
-        if (o.warm) this.#ledger.putBack(cand.node, req.key);
-        if (!req.signal?.aborted) this.#failedUntil.set(cand.node, Date.now() + (this.#o.failedNodeCooldownMs ?? 15_000));
-        throw err;
-      }
-      if (o.warm) this.#ledger.exhaust(cand.node, req.key);
-      const redirect = asNodeAtCapacity(err)?.candidates ?? [];
-      for (const url of redirect) {
-        const peer = inventories.find((i) => i.address !== undefined && url.endsWith(`//${i.address}`));
-        const node = peer ? inventoryName(peer) : url;
-        if (tried.has(node)) continue;
-        tried.add(node);
-        try {
-          return toAssignment(
-            node,
-            await this.#call(
-              req.signal,
-              (signal) => this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, { signal }),
-              o.timeoutMs,
-            ),
-          );
-        } catch (peerErr) {
-          if (!isSandboxdAtCapacity(peerErr)) throw peerErr;
-          if (peer && o.warm) this.#ledger.exhaust(node, req.key);
-        }
-      }
-      return undefined;
+    }, failed);
+  }
+
+  /**
+   * The claim at `cand` failed: adopt a delivery whose reply was lost, or follow the node's
+   * redirect candidates when it was at capacity; undefined when all of them are.
+   */
+  async #afterFailedClaim(
+    err: unknown,
+    cand: WarmCandidate,
+    req: WarmRequest,
+    c: { claimRef: string; body: ClaimRequest; inventories: readonly InventoryLike[]; tried: Set<string>; o: ClaimAttempt },
+  ): Promise<Assignment | undefined> {
+    const { claimRef, body, inventories, tried, o } = c;
+    if (!isSandboxdAtCapacity(err)) {
+      const adopted = await this.#adoptUnknownOutcome(cand, claimRef, err, req.signal);
+      if (adopted) return adopted;
+      if (o.warm) this.#ledger.putBack(cand.node, req.key);
+      if (!req.signal?.aborted) this.#failedUntil.set(cand.node, Date.now() + (this.#o.failedNodeCooldownMs ?? 15_000));
+      throw err;
     }
+    if (o.warm) this.#ledger.exhaust(cand.node, req.key);
+    const redirect = asNodeAtCapacity(err)?.candidates ?? [];
+    for (const url of redirect) {
+      const peer = inventories.find((i) => i.address !== undefined && url.endsWith(`//${i.address}`));
+      const node = peer ? inventoryName(peer) : url;
+      if (tried.has(node)) continue;
+      tried.add(node);
+      try {
+        return toAssignment(
+          node,
+          await this.#call(req.signal, (bound) => this.#o.clients.forNode(url).claim({ ...body, noRedirect: true }, bound), o.timeoutMs),
+        );
+      } catch (peerErr) {
+        if (!isSandboxdAtCapacity(peerErr)) throw peerErr;
+        if (peer && o.warm) this.#ledger.exhaust(node, req.key);
+      }
+    }
+    return undefined;
   }
 
   /**
@@ -298,7 +361,7 @@ export class ClaimGateway {
     const inv = this.#o.inventories().find((i) => inventoryName(i) === target.node);
     const addr = inv?.address || target.address;
     if (!addr) throw new ReleaseTargetUnknownError(`cannot renew ${target.claimId}: node ${target.node} has no known address`);
-    const { deadline } = await this.#call(signal, (s) => this.#o.clients.forNode(addr).renew(target.claimId, ttlSeconds, { signal: s }));
+    const { deadline } = await this.#call(signal, (bound) => this.#o.clients.forNode(addr).renew(target.claimId, ttlSeconds, bound));
     return deadline ?? undefined;
   }
 
@@ -313,7 +376,7 @@ export class ClaimGateway {
     const addr = inv?.address || target.address;
     if (!addr) throw new ReleaseTargetUnknownError(`cannot look up ${target.claimId}: node ${target.node} has no known address`);
     try {
-      await this.#call(signal, (s) => this.#o.clients.forNode(addr).sandbox(target.claimId, { signal: s }));
+      await this.#call(signal, (bound) => this.#o.clients.forNode(addr).sandbox(target.claimId, bound));
       return true;
     } catch (err) {
       if (isSandboxNotFound(err)) return false;
@@ -338,7 +401,7 @@ export class ClaimGateway {
    */
   async listDeliveries(inv: InventoryLike, claimRef?: string, signal?: AbortSignal): Promise<NodeDelivery[]> {
     this.#requireToken();
-    const rows = await this.#call(signal, (s) => this.#o.clients.forNode(inv.address ?? '').sandboxes(claimRef, { signal: s }));
+    const rows = await this.#call(signal, (bound) => this.#o.clients.forNode(inv.address ?? '').sandboxes(claimRef, bound));
     const node = inventoryName(inv);
     const out: NodeDelivery[] = [];
     for (const r of rows) {
@@ -356,19 +419,21 @@ export class ClaimGateway {
   /** `d` with its token read back from its node (GET /v1/sandboxes/{id}, root only): one request. */
   async withToken(d: NodeDelivery, signal?: AbortSignal): Promise<NodeDelivery> {
     this.#requireToken();
-    const detail = await this.#call(signal, (s) =>
-      this.#o.clients.forNode(d.assignment.address).sandbox(d.assignment.claimId, { signal: s }),
-    );
+    const detail = await this.#call(signal, (bound) => this.#o.clients.forNode(d.assignment.address).sandbox(d.assignment.claimId, bound));
     return { ...d, assignment: { ...d.assignment, token: detail.token ?? '' } };
   }
 
-  /** One node call under the caller's signal, if any, bounded by the per-call timeout. */
+  /**
+   * One node call under the caller's signal, if any, bounded by the per-call timeout. Without a
+   * caller's signal (the fast path) the bound is a shared CallDeadline, not a timer per call.
+   */
   #call<T>(
     signal: AbortSignal | undefined,
-    fn: (signal: AbortSignal) => Promise<T>,
+    fn: (bound: CallOptions) => Promise<T>,
     timeoutMs = this.#o.callTimeoutMs ?? DEFAULT_SANDBOXD_CALL_TIMEOUT_MS,
   ): Promise<T> {
-    return withDeadline(signal, timeoutMs, fn);
+    if (signal === undefined) return fn({ deadline: this.#deadlines.deadline(timeoutMs) });
+    return withDeadline(signal, timeoutMs, (s) => fn({ signal: s }));
   }
 
   #requireToken(): void {
@@ -384,11 +449,19 @@ export interface NodeDelivery {
 }
 
 function toAssignment(node: string, r: ClaimResult): Assignment {
-  return {
-    claimId: r.id,
-    node,
-    address: r.ownerAddr,
-    token: r.token,
-    ...(r.deadline ? { deadline: formatRfc3339Seconds(r.deadline) } : {}),
-  };
+  const a: Assignment = { claimId: r.id, node, address: r.ownerAddr, token: r.token };
+  if (r.deadline) a.deadline = deadlineText(r.deadline);
+  return a;
+}
+
+let lastDeadline = { second: NaN, text: '' };
+
+/**
+ * formatRfc3339Seconds of a claim's deadline. Claims made within one second with one TTL end
+ * in the same second, so the text of the last one is kept and reused.
+ */
+export function deadlineText(d: Date): string {
+  const second = Math.floor(d.getTime() / 1000);
+  if (second !== lastDeadline.second) lastDeadline = { second, text: formatRfc3339Seconds(d) };
+  return lastDeadline.text;
 }

@@ -1,6 +1,6 @@
-import { poolKeyId, type PoolKeyLike } from '../pool-key/pool-key';
+import { normalizePoolKey, poolKeyId, type PoolKey, type PoolKeyLike } from '../pool-key/pool-key';
 import type { Rng } from './random';
-import { inventoryName, pickPowerOfTwo, warmCandidates, type InventoryLike, type WarmCandidate } from './warm-candidates';
+import { forEachWarmNode, inventoryName, pickPowerOfTwo, type InventoryLike, type WarmCandidate } from './warm-candidates';
 
 interface NodeLedger {
   /** The inventory version the local counts were taken against. */
@@ -9,6 +9,8 @@ interface NodeLedger {
   seenAtMs: number;
   /** poolKeyId -> sandboxes handed out (or known gone) since that version was published. */
   taken: Map<string, number>;
+  /** The sync pass that last listed the node (nodes of an older pass are forgotten). */
+  pass: number;
 }
 
 /** What identifies one published inventory: its resourceVersion, else its advertised pools. */
@@ -23,6 +25,8 @@ const DECIMAL = /^[0-9]+$/;
  * lagging copy of an older inventory cannot wipe the counts; other versions just differ.
  */
 function isNewer(next: string, cur: string): boolean {
+  // the common case on every claim: the node has not republished since the last one
+  if (next === cur) return false;
   if (DECIMAL.test(next) && DECIMAL.test(cur)) return BigInt(next) > BigInt(cur);
   return next !== cur;
 }
@@ -49,6 +53,7 @@ export interface CapacityLedgerOptions {
 
 export class CapacityLedger {
   readonly #nodes = new Map<string, NodeLedger>();
+  #pass = 0;
   readonly #maxAgeMs: number;
   readonly #now: () => number;
 
@@ -62,30 +67,42 @@ export class CapacityLedger {
    * missing from the list are forgotten.
    */
   candidates(inventories: readonly InventoryLike[], key: PoolKeyLike): WarmCandidate[] {
-    this.#sync(inventories);
-    const id = poolKeyId(key);
-    const out: WarmCandidate[] = [];
-    for (const c of warmCandidates(inventories, key)) {
-      const warm = c.warm - (this.#nodes.get(c.node)?.taken.get(id) ?? 0);
-      if (warm > 0) out.push({ ...c, warm });
-    }
-    return out;
+    const k = normalizePoolKey(key);
+    return this.#candidates(inventories, k, poolKeyId(k));
   }
 
   /** Power-of-two choice over `candidates()`, taking one from the chosen node; undefined when none is left. */
   choose(inventories: readonly InventoryLike[], key: PoolKeyLike, rng: Rng): WarmCandidate | undefined {
-    const list = this.candidates(inventories, key);
+    // the key is normalised and named once for the whole choice: this runs on every claim
+    const k = normalizePoolKey(key);
+    const id = poolKeyId(k);
+    const list = this.#candidates(inventories, k, id);
     const chosen = list[pickPowerOfTwo(list, rng)];
-    if (chosen !== undefined) this.take(chosen.node, key, 1);
+    if (chosen !== undefined) this.#take(chosen.node, id, 1);
     return chosen;
   }
 
   /** Records `n` sandboxes of `key` as handed out by `node`. */
   take(node: string, key: PoolKeyLike, n: number): void {
+    this.#take(node, poolKeyId(key), n);
+  }
+
+  #take(node: string, id: string, n: number): void {
     const ledger = this.#nodes.get(node);
     if (ledger === undefined) return;
-    const id = poolKeyId(key);
     ledger.taken.set(id, Math.max(0, (ledger.taken.get(id) ?? 0) + n));
+  }
+
+  #candidates(inventories: readonly InventoryLike[], key: PoolKey, id: string): WarmCandidate[] {
+    this.#sync(inventories);
+    const out: WarmCandidate[] = [];
+    forEachWarmNode(inventories, key, (node, addr, advertised) => {
+      const ledger = this.#nodes.get(node);
+      const taken = ledger === undefined || ledger.taken.size === 0 ? 0 : (ledger.taken.get(id) ?? 0);
+      const warm = advertised - taken;
+      if (warm > 0) out.push({ node, addr, warm });
+    });
+    return out;
   }
 
   /** The claim did not happen (a non-capacity failure): give the one taken by `choose` back. */
@@ -104,20 +121,31 @@ export class CapacityLedger {
   }
 
   #sync(inventories: readonly InventoryLike[]): void {
-    const seen = new Set<string>();
+    const pass = ++this.#pass;
     const now = this.#now();
+    let listed = 0;
     for (const inv of inventories) {
       const name = inventoryName(inv);
-      seen.add(name);
       const version = versionOf(inv);
       const cur = this.#nodes.get(name);
-      if (cur === undefined || isNewer(version, cur.version)) this.#nodes.set(name, { version, seenAtMs: now, taken: new Map() });
-      else if (now - cur.seenAtMs > this.#maxAgeMs) {
+      if (cur === undefined || isNewer(version, cur.version)) {
+        // a name listed twice in one pass is counted once
+        if (cur === undefined || cur.pass !== pass) listed++;
+        this.#nodes.set(name, { version, seenAtMs: now, taken: new Map(), pass });
+        continue;
+      }
+      if (cur.pass !== pass) {
+        cur.pass = pass;
+        listed++;
+      }
+      if (now - cur.seenAtMs > this.#maxAgeMs) {
         // the node's own report has not moved: stop trusting what was counted against it
         cur.taken.clear();
         cur.seenAtMs = now;
       }
     }
-    for (const name of this.#nodes.keys()) if (!seen.has(name)) this.#nodes.delete(name);
+    // every tracked node was listed (the usual case): nothing to forget, no second pass
+    if (listed === this.#nodes.size) return;
+    for (const [name, ledger] of this.#nodes) if (ledger.pass !== pass) this.#nodes.delete(name);
   }
 }

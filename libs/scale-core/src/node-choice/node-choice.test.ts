@@ -1,5 +1,6 @@
 import { CapacityLedger } from './capacity-ledger';
 import { seededRng, type Rng } from './random';
+import { poolKeyMatches } from '../pool-key/pool-key';
 import { pickPowerOfTwo, warmCandidates, type InventoryLike } from './warm-candidates';
 
 const inv = (node: string, pools: InventoryLike['pools'], extra: Partial<InventoryLike> = {}): InventoryLike => ({
@@ -204,5 +205,40 @@ describe('CapacityLedger (§13.4)', () => {
     expect(ledger.size).toBe(2);
     ledger.candidates([fleet[0] as InventoryLike], key);
     expect(ledger.size).toBe(1);
+  });
+
+  it('forgets a node absent from one list even when another name is listed twice', () => {
+    const ledger = new CapacityLedger();
+    const n1 = (rv: string): InventoryLike => inv('n1', [{ template: 'img', warm: 2 }], { metadata: { name: 'n1', resourceVersion: rv } });
+    const n2 = inv('n2', [{ template: 'img', warm: 2 }]);
+    ledger.candidates([n1('1'), n2], key);
+    expect(ledger.size).toBe(2);
+    // two copies of n1 (the second newer) and no n2: n2 must go, n1 is tracked once
+    ledger.candidates([n1('1'), n1('2')], key);
+    expect(ledger.size).toBe(1);
+    expect(ledger.candidates([n1('2'), n2], key).map((c) => c.node)).toEqual(['n1', 'n2']);
+  });
+
+  it('keeps counts across claims against an unchanged list, and resets them at a newer version of the same object list', () => {
+    const ledger = new CapacityLedger();
+    const fleet = [inv('n1', [{ template: 'img', warm: 3 }], { metadata: { name: 'n1', resourceVersion: '7' } })];
+    ledger.choose(fleet, key, seededRng(8));
+    ledger.choose(fleet, key, seededRng(8));
+    expect(ledger.candidates(fleet, key)).toEqual([expect.objectContaining({ warm: 1 })]);
+    fleet[0] = inv('n1', [{ template: 'img', warm: 3 }], { metadata: { name: 'n1', resourceVersion: '8' } });
+    expect(ledger.candidates(fleet, key)).toEqual([expect.objectContaining({ warm: 3 })]);
+  });
+});
+
+describe('warmCandidates matches pools as poolKeyMatches does', () => {
+  it.each([
+    [{ template: 'img' }, { template: 'img', net: 'none', size: 'small' }, true],
+    [{ template: 'img', net: '', size: '' }, { template: 'img' }, true],
+    [{ template: 'img', size: 'large' }, { template: 'img' }, false],
+    [{ template: 'img', net: 'egress' }, { template: 'img', net: 'egress', size: 'small' }, true],
+    [{ template: 'Img' }, { template: 'img' }, false],
+  ])('pool %j serves %j: %s', (pool, requested, serves) => {
+    expect(warmCandidates([inv('n1', [{ ...pool, warm: 1 }])], requested)).toHaveLength(serves ? 1 : 0);
+    expect(poolKeyMatches(pool, requested)).toBe(serves);
   });
 });

@@ -1,4 +1,5 @@
-import { poolKeyMatches, type PoolKeyLike } from '../pool-key/pool-key';
+import { DEFAULT_NET, DEFAULT_SIZE } from '../constants';
+import { normalizePoolKey, type PoolKey, type PoolKeyLike } from '../pool-key/pool-key';
 import type { PoolCapacity } from '../schemas/node-inventory';
 import { randomIndex, type Rng } from './random';
 
@@ -31,16 +32,38 @@ export function inventoryName(inv: InventoryLike): string {
  */
 export function warmCandidates(inventories: readonly InventoryLike[], key: PoolKeyLike): WarmCandidate[] {
   const out: WarmCandidate[] = [];
+  forEachWarmNode(inventories, normalizePoolKey(key), (node, addr, warm) => out.push({ node, addr, warm }));
+  return out;
+}
+
+/**
+ * The walk behind warmCandidates, for callers that adjust the counts before keeping a
+ * candidate: `visit` gets each node that can serve `key` (already normalised) with its summed
+ * warm count. Pools are matched field by field, without normalising a copy of each one.
+ */
+export function forEachWarmNode(
+  inventories: readonly InventoryLike[],
+  key: PoolKey,
+  visit: (node: string, addr: string, warm: number) => void,
+): void {
   for (const inv of inventories) {
     const addr = inv.address ?? '';
-    if (addr === '') continue;
+    if (addr === '' || inv.pools === undefined) continue;
     let warm = 0;
-    for (const pool of inv.pools ?? []) {
-      if (pool.warm > 0 && poolKeyMatches(pool, key)) warm += pool.warm;
+    for (const pool of inv.pools) {
+      if (pool.warm > 0 && servesKey(pool, key)) warm += pool.warm;
     }
-    if (warm > 0) out.push({ node: inventoryName(inv), addr, warm });
+    if (warm > 0) visit(inventoryName(inv), addr, warm);
   }
-  return out;
+}
+
+/** poolKeyMatches(pool, key) for a key that is already normalised. */
+function servesKey(pool: PoolKeyLike, key: PoolKey): boolean {
+  if (pool.template !== key.template) return false;
+  const net = pool.net === undefined || pool.net === '' ? DEFAULT_NET : pool.net;
+  if (net !== key.net) return false;
+  const size = pool.size === undefined || pool.size === '' ? DEFAULT_SIZE : pool.size;
+  return size === key.size;
 }
 
 /**
