@@ -1,7 +1,7 @@
-import { Agent, request } from 'node:https';
+import { Agent } from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { createInformer, kubeAuthorization, type Informer, type KubeResource, type Logger } from '@sandbox-scale/kube-runtime';
+import { createInformer, kubeAuthorization, postJson, type Informer, type KubeResource, type Logger } from '@sandbox-scale/kube-runtime';
 import { findInCauseChain, parseObject, SandboxScaleError } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { NODE_NOTICE_PATH, type NodeNotice, type NoticeOutcome, type NoticeSender } from './node-notifier';
@@ -100,37 +100,17 @@ export class NoticeClient implements NoticeSender {
   async send(target: string, notice: NodeNotice): Promise<NoticeOutcome> {
     const authorization = await kubeAuthorization(this.o.kubeConfig);
     if (!authorization.startsWith('Bearer ')) throw new NoticeRefusedError('no ServiceAccount token to authenticate node notices with', 0);
-    const text = JSON.stringify(notice);
-    const reply = await new Promise<{ code: number; text: string }>((resolve, reject) => {
-      const req = request(
-        `https://${target}${NODE_NOTICE_PATH}`,
-        {
-          method: 'POST',
-          agent: this.#agent,
-          headers: {
-            Authorization: authorization,
-            'Content-Type': 'application/json',
-            Accept: 'application/json',
-            'Content-Length': Buffer.byteLength(text),
-          },
-          timeout: this.#timeoutMs,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (c: Buffer) => {
-            size += c.length;
-            if (size <= MAX_REPLY_BYTES) chunks.push(c);
-          });
-          res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-          res.on('error', reject);
-        },
-      );
-      req.on('timeout', () => req.destroy(new NoticeRefusedError(`replica ${target} did not answer within ${this.#timeoutMs} ms`, 0)));
-      req.on('error', (err) =>
-        reject(err instanceof NoticeRefusedError ? err : new NoticeRefusedError(`notice to ${target}: ${err.message}`, 0, { cause: err })),
-      );
-      req.end(text);
+    const reply = await postJson(`https://${target}${NODE_NOTICE_PATH}`, notice, {
+      agent: this.#agent,
+      authorization,
+      timeoutMs: this.#timeoutMs,
+      maxReplyBytes: MAX_REPLY_BYTES,
+      fail: (why, cause) =>
+        why === 'timeout'
+          ? new NoticeRefusedError(`replica ${target} did not answer within ${this.#timeoutMs} ms`, 0)
+          : why === 'too-large'
+            ? new NoticeRefusedError(`replica ${target} answered more than ${MAX_REPLY_BYTES} bytes`, 0)
+            : new NoticeRefusedError(`notice to ${target}: ${cause?.message ?? 'failed'}`, 0, { cause }),
     });
     if (reply.code === 409) return 'conflict';
     const parsed = parseReply(reply.text);

@@ -1,7 +1,7 @@
-import { Agent, request } from 'node:https';
+import { Agent } from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { kubeAuthorization } from '@sandbox-scale/kube-runtime';
+import { kubeAuthorization, postJson } from '@sandbox-scale/kube-runtime';
 import { findInCauseChain, SandboxScaleError } from '@sandbox-scale/scale-core';
 import { PEER_PATH, PeerReplySchema, statusErrorOfReply, type PeerCall } from './peer-protocol';
 
@@ -47,38 +47,17 @@ export class PeerClient {
 
   async call(peer: string, body: PeerCall): Promise<Record<string, unknown>> {
     const authorization = await this.#authorization();
-    const text = JSON.stringify(body);
-    const reply = await new Promise<{ code: number; text: string }>((resolve, reject) => {
-      const req = request(
-        `https://${peer}${PEER_PATH}`,
-        {
-          method: 'POST',
-          agent: this.#agent,
-          headers: {
-            Authorization: authorization,
-            'Content-Type': 'application/json',
-            Accept: 'application/json',
-            'Content-Length': Buffer.byteLength(text),
-          },
-          timeout: this.#timeoutMs,
-        },
-        (res) => {
-          const chunks: Buffer[] = [];
-          let size = 0;
-          res.on('data', (c: Buffer) => {
-            size += c.length;
-            if (size > MAX_REPLY_BYTES) req.destroy(new PeerUnreachableError(`peer ${peer} answered more than ${MAX_REPLY_BYTES} bytes`));
-            else chunks.push(c);
-          });
-          res.on('end', () => resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
-          res.on('error', reject);
-        },
-      );
-      req.on('timeout', () => req.destroy(new PeerUnreachableError(`peer ${peer} did not answer within ${this.#timeoutMs} ms`)));
-      req.on('error', (err) =>
-        reject(err instanceof PeerUnreachableError ? err : new PeerUnreachableError(`call peer ${peer}: ${err.message}`, { cause: err })),
-      );
-      req.end(text);
+    const reply = await postJson(`https://${peer}${PEER_PATH}`, body, {
+      agent: this.#agent,
+      authorization,
+      timeoutMs: this.#timeoutMs,
+      maxReplyBytes: MAX_REPLY_BYTES,
+      fail: (why, cause) =>
+        why === 'timeout'
+          ? new PeerUnreachableError(`peer ${peer} did not answer within ${this.#timeoutMs} ms`)
+          : why === 'too-large'
+            ? new PeerUnreachableError(`peer ${peer} answered more than ${MAX_REPLY_BYTES} bytes`)
+            : new PeerUnreachableError(`call peer ${peer}: ${cause?.message ?? 'failed'}`, { cause }),
     });
     let parsed: unknown;
     try {
