@@ -16,6 +16,14 @@ export interface FastPathDelivery extends ClaimTarget {
   bounded?: boolean;
 }
 
+export interface FastPathRecorderOptions {
+  /**
+   * Waited on before a record's writes (AnswersInFlight.quiet): the fast path's answers are served
+   * first and the records of a burst are written once it pauses. Resolves, never rejects.
+   */
+  yieldTo?: (signal?: AbortSignal) => Promise<void>;
+}
+
 /**
  * The record of a fast-path claim: the SandboxClaim object does not exist yet, so it is created
  * (carrying the claim id, which tells the reconciler a delivery is on its way and must not be
@@ -28,11 +36,16 @@ export class FastPathRecorder {
   constructor(
     kc: KubeConfig,
     private readonly recorder: ClaimRecorder,
+    private readonly opts: FastPathRecorderOptions = {},
   ) {
     this.#claims = new ResourceClient(kc, SandboxClaimResource);
   }
 
   async recordBound(d: FastPathDelivery, a: Assignment, signal?: AbortSignal, adopted = false): Promise<void> {
+    if (this.opts.yieldTo) {
+      await this.opts.yieldTo(signal);
+      signal?.throwIfAborted();
+    }
     // the created (or re-read) object is live: recorded onto directly, without reading it again
     const claim = await this.ensureClaim(d, a.claimId, signal, a.deadline);
     await this.recorder.recordBoundOn(claim, { namespace: d.namespace, name: d.name, uid: claim.metadata.uid ?? '' }, a, signal, {
