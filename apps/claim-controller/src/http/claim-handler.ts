@@ -82,10 +82,6 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
       d.names.release(target);
       throw err;
     }
-    d.log.info(
-      { namespace: target.namespace, name: target.name, node: a.node, sandboxId: a.claimId, user: who.username },
-      'fast-path claim delivered',
-    );
     send(
       res,
       200,
@@ -101,6 +97,11 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
         ...(a.deadline ? { deadline: a.deadline } : {}),
       },
       d,
+    );
+    // logged once the answer is on its way: the caller does not wait on the log write
+    d.log.info(
+      { namespace: target.namespace, name: target.name, node: a.node, sandboxId: a.claimId, user: who.username },
+      'fast-path claim delivered',
     );
   } catch (err) {
     const status = statusForError(err);
