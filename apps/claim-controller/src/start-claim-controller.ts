@@ -105,9 +105,9 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
         note: `node ${a.node} handed over sandbox ${a.claimId}${adopted ? ' (record adopted from the node)' : ''}`,
       }),
   });
-  // the fast path's answers in flight: the async records of a burst wait until it pauses (at most 2 s)
+  // the fast path's answers in flight: while they are served only a few async records run at once
   const answers = new AnswersInFlight();
-  const fastRecorder = new FastPathRecorder(kc, recorder, { yieldTo: (signal) => answers.quiet(signal) });
+  const fastRecorder = new FastPathRecorder(kc, recorder, { yieldTo: (signal) => answers.turn(signal) });
   const cap = new FastPathCap({
     maxPerNamespace: flags.fastPathMaxClaimsPerNamespace,
     recorded: fastPathClaimNames(caches.claims),

@@ -1,76 +1,84 @@
 import { FakeClock, settle } from '@sandbox-scale/kube-runtime/testing';
-import { AnswersInFlight } from './answers-in-flight';
+import { AnswersInFlight, type EndTurn } from './answers-in-flight';
 
-function tracked(p: Promise<void>): { done: boolean } {
-  const t = { done: false };
-  void p.then(() => (t.done = true));
+/** A turn asked for, and the function that ends it once granted. */
+function ask(answers: AnswersInFlight, signal?: AbortSignal): { end?: EndTurn } {
+  const t: { end?: EndTurn } = {};
+  void answers.turn(signal).then((end) => (t.end = end));
   return t;
 }
 
 describe('AnswersInFlight', () => {
-  it('lets deferred work go at once when no answer is being served', async () => {
+  it('lets deferred work run at once, however much of it, when no answer is being served', async () => {
     const clock = new FakeClock();
-    const answers = new AnswersInFlight({ quietMs: 5, maxWaitMs: 2_000, timers: clock });
-    const w = tracked(answers.quiet());
+    const answers = new AnswersInFlight({ quietMs: 5, busySlots: 2, timers: clock });
+    const jobs = Array.from({ length: 10 }, () => ask(answers));
     await settle();
-    expect(w.done).toBe(true);
+    expect(jobs.every((j) => j.end !== undefined)).toBe(true);
     expect(answers.waiting).toBe(0);
   });
 
-  it('holds deferred work while answers are in flight, until they have been over for quietMs', async () => {
+  it('runs only busySlots jobs at once while answers are in flight, each freed slot going to the longest waiting', async () => {
     const clock = new FakeClock();
-    const answers = new AnswersInFlight({ quietMs: 5, maxWaitMs: 2_000, timers: clock });
+    const answers = new AnswersInFlight({ quietMs: 5, busySlots: 2, timers: clock });
+    answers.begin();
+    const jobs = Array.from({ length: 4 }, () => ask(answers));
+    await clock.advance(1_000);
+    expect(jobs.map((j) => j.end !== undefined)).toEqual([true, true, false, false]);
+    expect(answers.waiting).toBe(2);
+    jobs[1]?.end?.();
+    jobs[1]?.end?.(); // idempotent: frees one slot only
+    await settle();
+    expect(jobs.map((j) => j.end !== undefined)).toEqual([true, true, true, false]);
+    expect(answers.waiting).toBe(1);
+  });
+
+  it('lets every waiting job go once the answers have been over for quietMs', async () => {
+    const clock = new FakeClock();
+    const answers = new AnswersInFlight({ quietMs: 5, busySlots: 1, timers: clock });
     const end1 = answers.begin();
     const end2 = answers.begin();
-    const w = tracked(answers.quiet());
+    const jobs = Array.from({ length: 5 }, () => ask(answers));
     await clock.advance(100);
-    expect(w.done).toBe(false);
+    expect(jobs.filter((j) => j.end !== undefined)).toHaveLength(1);
     end1();
     end1(); // idempotent: the other answer still counts
     expect(answers.inFlight).toBe(1);
     await clock.advance(100);
-    expect(w.done).toBe(false);
+    expect(answers.waiting).toBe(4);
     end2();
     await clock.advance(4);
-    expect(w.done).toBe(false);
+    expect(answers.waiting).toBe(4);
     // another answer starts and ends in the quiet window: the window starts again from its end
     answers.begin()();
     await clock.advance(4);
-    expect(w.done).toBe(false);
+    expect(answers.waiting).toBe(4);
     await clock.advance(1);
-    expect(w.done).toBe(true);
     expect(answers.waiting).toBe(0);
+    expect(jobs.every((j) => j.end !== undefined)).toBe(true);
     expect(clock.timersPending).toBe(0);
-  });
-
-  it('never holds work longer than maxWaitMs however busy the fast path stays', async () => {
-    const clock = new FakeClock();
-    const answers = new AnswersInFlight({ quietMs: 5, maxWaitMs: 2_000, timers: clock });
-    answers.begin();
-    const waits = [tracked(answers.quiet()), tracked(answers.quiet())];
-    await clock.advance(1_999);
-    expect(waits.map((w) => w.done)).toEqual([false, false]);
-    await clock.advance(1);
-    expect(waits.map((w) => w.done)).toEqual([true, true]);
-    expect(answers.waiting).toBe(0);
   });
 
   it("ends a wait when the waiter's signal aborts, and forgets it", async () => {
     const clock = new FakeClock();
-    const answers = new AnswersInFlight({ quietMs: 5, maxWaitMs: 2_000, timers: clock });
+    const answers = new AnswersInFlight({ quietMs: 5, busySlots: 1, timers: clock });
     answers.begin();
+    const first = ask(answers);
     const ac = new AbortController();
-    const w = tracked(answers.quiet(ac.signal));
+    const waiting = ask(answers, ac.signal);
     await settle();
+    expect(first.end).toBeDefined();
     expect(answers.waiting).toBe(1);
     ac.abort();
     await settle();
-    expect(w.done).toBe(true);
+    expect(waiting.end).toBeDefined();
     expect(answers.waiting).toBe(0);
-    expect(clock.timersPending).toBe(0);
-    // an already aborted signal does not wait at all
-    const again = tracked(answers.quiet(ac.signal));
+    // an aborted turn holds no slot: the busy one is still the first job's alone
+    const third = ask(answers);
     await settle();
-    expect(again.done).toBe(true);
+    expect(third.end).toBeUndefined();
+    first.end?.();
+    await settle();
+    expect(third.end).toBeDefined();
   });
 });

@@ -18,10 +18,11 @@ export interface FastPathDelivery extends ClaimTarget {
 
 export interface FastPathRecorderOptions {
   /**
-   * Waited on before a record's writes (AnswersInFlight.quiet): the fast path's answers are served
-   * first and the records of a burst are written once it pauses. Resolves, never rejects.
+   * Waited on before a record's writes (AnswersInFlight.turn): the fast path's answers are served
+   * first and the records of a burst are written as it pauses. Resolves, never rejects; the
+   * returned function is called when the record's writes are over.
    */
-  yieldTo?: (signal?: AbortSignal) => Promise<void>;
+  yieldTo?: (signal?: AbortSignal) => Promise<() => void>;
 }
 
 /**
@@ -42,15 +43,17 @@ export class FastPathRecorder {
   }
 
   async recordBound(d: FastPathDelivery, a: Assignment, signal?: AbortSignal, adopted = false): Promise<void> {
-    if (this.opts.yieldTo) {
-      await this.opts.yieldTo(signal);
+    const endTurn = this.opts.yieldTo ? await this.opts.yieldTo(signal) : undefined;
+    try {
       signal?.throwIfAborted();
+      // the created (or re-read) object is live: recorded onto directly, without reading it again
+      const claim = await this.ensureClaim(d, a.claimId, signal, a.deadline);
+      await this.recorder.recordBoundOn(claim, { namespace: d.namespace, name: d.name, uid: claim.metadata.uid ?? '' }, a, signal, {
+        adopted,
+      });
+    } finally {
+      endTurn?.();
     }
-    // the created (or re-read) object is live: recorded onto directly, without reading it again
-    const claim = await this.ensureClaim(d, a.claimId, signal, a.deadline);
-    await this.recorder.recordBoundOn(claim, { namespace: d.namespace, name: d.name, uid: claim.metadata.uid ?? '' }, a, signal, {
-      adopted,
-    });
   }
 
   /**
