@@ -4,8 +4,12 @@
  * process, under the chart's ServiceAccount), against a direct claim on a sandboxd-sim node in
  * the same run, the two alternated ABBA so neither gets the other's GC or refill. Then 64
  * concurrent callers for throughput, and every fast-path claim's SandboxClaim record counted.
- * The first call (identity and authorization not cached yet) is reported on its own. Prints a
- * table, then ONE JSON line (the last line). Figures only: nothing passes or fails on time.
+ * The first call (identity and authorization not cached yet) is reported on its own, with the
+ * second, and the TokenReviews and SubjectAccessReviews kube-apiserver served (its
+ * apiserver_request_total) for those two and during the timed claims: a repeat caller's claims
+ * make none but the background renewals. The machine is shared: the 1-minute load average is
+ * printed with the figures. Prints a table, then ONE JSON line (the last line). Figures only:
+ * nothing passes or fails on time.
  *
  *   npx nx run bench:fast-path            (FAST_PATH_N=100 FAST_PATH_BURST=500 for a shorter run)
  */
