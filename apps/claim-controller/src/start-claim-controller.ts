@@ -6,7 +6,6 @@ import {
   createLogger,
   DEFAULT_INFLIGHT_CAPS,
   defaultIdentity,
-  DelegatedAuth,
   InflightLimits,
   involvedObjectOf,
   Manager,
@@ -30,7 +29,8 @@ import { FastPathCap } from './http/fast-path-cap';
 import { RecordQueue } from './record/record-queue';
 import { SecretAccess, selfSubjectReviewer } from './record/secret-access';
 import { startFastPathServer } from './http/fast-path-server';
-import { ReviewAuthorizer } from './http/review-client';
+import { fastPathAuth, ReviewAuthorizer } from './http/review-client';
+import { AnswersInFlight } from './http/answers-in-flight';
 import { claimControllerMetrics } from './metrics';
 import { BoundClaimsByNode } from './controllers/inventory-presence';
 import {
@@ -105,7 +105,9 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
         note: `node ${a.node} handed over sandbox ${a.claimId}${adopted ? ' (record adopted from the node)' : ''}`,
       }),
   });
-  const fastRecorder = new FastPathRecorder(kc, recorder);
+  // the fast path's answers in flight: while they are served only a few async records run at once
+  const answers = new AnswersInFlight();
+  const fastRecorder = new FastPathRecorder(kc, recorder, { yieldTo: (signal) => answers.turn(signal) });
   const cap = new FastPathCap({
     maxPerNamespace: flags.fastPathMaxClaimsPerNamespace,
     recorded: fastPathClaimNames(caches.claims),
@@ -224,7 +226,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
         keyFile: flags.tlsPrivateKeyFile,
         log,
         deps: {
-          authorizer: new ReviewAuthorizer(new DelegatedAuth(kc, { audiences: flags.fastPathAudiences })),
+          authorizer: new ReviewAuthorizer(fastPathAuth(kc, flags.fastPathAudiences)),
           resolvePool: poolResolver(caches),
           names,
           cap,
@@ -233,6 +235,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
           log,
           inflight: new InflightLimits({ ...DEFAULT_INFLIGHT_CAPS, maxRequestsPerUser: flags.fastPathMaxInflightPerUser }),
           onResponse: metrics.onFastPath,
+          answers,
         },
       })
     : undefined;

@@ -6,6 +6,7 @@ import type { Assignment, ClaimTarget } from '../gateway/assignment';
 import { namespaceNotEnabledMessage, type SecretAccessDecision } from '../record/secret-access';
 import type { Authorizer } from './review-client';
 import { parseFastClaimRequest } from './fast-path-request';
+import type { AnswersInFlight } from './answers-in-flight';
 
 export interface ClaimHandlerDeps {
   authorizer: Authorizer;
@@ -22,6 +23,8 @@ export interface ClaimHandlerDeps {
   log: Logger;
   /** Caps the claims one identity has in flight at once (429 past it). */
   inflight?: InflightLimits;
+  /** Told of every answer from its start to its end, so the async records yield to answers. */
+  answers?: AnswersInFlight;
   onResponse?: (code: number) => void;
 }
 
@@ -29,6 +32,8 @@ const MAX_BODY_BYTES = 64 * 1024;
 
 /** `POST /v1/claims`: decode, authenticate, authorize, call the gateway, encode. No claim logic here. */
 export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: ClaimHandlerDeps): Promise<void> {
+  // 'close' follows the last byte written (or the client going away): the answer is over
+  if (d.answers) res.once('close', d.answers.begin());
   try {
     if (req.method !== 'POST' || req.url?.split('?')[0] !== '/v1/claims')
       throw new StatusError('NotFound', `no route ${req.method} ${req.url}`);
@@ -77,10 +82,6 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
       d.names.release(target);
       throw err;
     }
-    d.log.info(
-      { namespace: target.namespace, name: target.name, node: a.node, sandboxId: a.claimId, user: who.username },
-      'fast-path claim delivered',
-    );
     send(
       res,
       200,
@@ -96,6 +97,11 @@ export async function handleClaim(req: IncomingMessage, res: ServerResponse, d: 
         ...(a.deadline ? { deadline: a.deadline } : {}),
       },
       d,
+    );
+    // logged once the answer is on its way: the caller does not wait on the log write
+    d.log.info(
+      { namespace: target.namespace, name: target.name, node: a.node, sandboxId: a.claimId, user: who.username },
+      'fast-path claim delivered',
     );
   } catch (err) {
     const status = statusForError(err);

@@ -1,5 +1,6 @@
+import type { KubeConfig } from '@kubernetes/client-node';
 import { EXTENSIONS_GROUP, RESOURCES } from '@sandbox-scale/scale-core';
-import type { Decision, DelegatedAuth, UserInfo } from '@sandbox-scale/kube-runtime';
+import { DelegatedAuth, type Decision, type UserInfo } from '@sandbox-scale/kube-runtime';
 
 /** Who the caller is, as the API server's TokenReview says (never a field the caller sets, §13.11). */
 export type CallerIdentity = UserInfo;
@@ -9,6 +10,30 @@ export interface Authorizer {
   authenticate(token: string, signal?: AbortSignal): Promise<CallerIdentity | undefined>;
   /** Whether `who` may create sandboxclaims in the namespace; denied carries the reason. */
   mayCreateClaim(who: CallerIdentity, namespace: string, signal?: AbortSignal): Promise<Decision>;
+}
+
+/**
+ * How long the fast path trusts a review answer (docs/operations.md, "Who may call"). A revoked
+ * token or RoleBinding is refused at most REVIEW_TTL_MS after kube-apiserver says so; a caller
+ * refused is let in at most REVIEW_TTL_MS after the grant. Positive answers older than half of
+ * it are renewed in the background while still served, so a repeat caller's claims pay no
+ * Kubernetes round trip. kube's delegated authn/authz defaults are the same 10 s.
+ */
+export const REVIEW_TTL_MS = 10_000;
+/** Answers of each kind (authenticated, not, allowed, denied) held at once; the least recently used go first. */
+export const REVIEW_CACHE_ENTRIES = 10_000;
+
+/** The DelegatedAuth of the fast path: our audiences only, the TTLs above. */
+export function fastPathAuth(kc: KubeConfig, audiences: readonly string[]): DelegatedAuth {
+  return new DelegatedAuth(kc, {
+    audiences,
+    authenticatedTtlMs: REVIEW_TTL_MS,
+    unauthenticatedTtlMs: REVIEW_TTL_MS,
+    allowedTtlMs: REVIEW_TTL_MS,
+    deniedTtlMs: REVIEW_TTL_MS,
+    refreshAfter: 0.5,
+    maxEntries: REVIEW_CACHE_ENTRIES,
+  });
 }
 
 /**

@@ -16,6 +16,15 @@ export interface FastPathDelivery extends ClaimTarget {
   bounded?: boolean;
 }
 
+export interface FastPathRecorderOptions {
+  /**
+   * Waited on before a record's writes (AnswersInFlight.turn): the fast path's answers are served
+   * first and the records of a burst are written as it pauses. Resolves, never rejects; the
+   * returned function is called when the record's writes are over.
+   */
+  yieldTo?: (signal?: AbortSignal) => Promise<() => void>;
+}
+
 /**
  * The record of a fast-path claim: the SandboxClaim object does not exist yet, so it is created
  * (carrying the claim id, which tells the reconciler a delivery is on its way and must not be
@@ -28,16 +37,23 @@ export class FastPathRecorder {
   constructor(
     kc: KubeConfig,
     private readonly recorder: ClaimRecorder,
+    private readonly opts: FastPathRecorderOptions = {},
   ) {
     this.#claims = new ResourceClient(kc, SandboxClaimResource);
   }
 
   async recordBound(d: FastPathDelivery, a: Assignment, signal?: AbortSignal, adopted = false): Promise<void> {
-    // the created (or re-read) object is live: recorded onto directly, without reading it again
-    const claim = await this.ensureClaim(d, a.claimId, signal, a.deadline);
-    await this.recorder.recordBoundOn(claim, { namespace: d.namespace, name: d.name, uid: claim.metadata.uid ?? '' }, a, signal, {
-      adopted,
-    });
+    const endTurn = this.opts.yieldTo ? await this.opts.yieldTo(signal) : undefined;
+    try {
+      signal?.throwIfAborted();
+      // the created (or re-read) object is live: recorded onto directly, without reading it again
+      const claim = await this.ensureClaim(d, a.claimId, signal, a.deadline);
+      await this.recorder.recordBoundOn(claim, { namespace: d.namespace, name: d.name, uid: claim.metadata.uid ?? '' }, a, signal, {
+        adopted,
+      });
+    } finally {
+      endTurn?.();
+    }
   }
 
   /**

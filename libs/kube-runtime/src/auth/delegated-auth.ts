@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { findInCauseChain, StatusError, withDeadline } from '@sandbox-scale/scale-core';
+import { findInCauseChain, StatusError } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { kubeRequest } from '../client/kube-request';
 import { TtlLru } from './ttl-lru';
@@ -46,14 +46,30 @@ export interface DelegatedAuthOptions {
   readonly alwaysAllowGroups?: readonly string[];
   /** Per-call bound on a review; the caller's signal can end it sooner. Default 10 s. */
   readonly timeoutMs?: number;
-  /** TTLs of the four caches (kube's delegated defaults: 10 s each). */
+  /**
+   * TTLs of the four caches (kube's delegated defaults: 10 s each). A positive answer is never
+   * used past its TTL, so a revoked token or RoleBinding is refused at most that long after the
+   * API server says so; a negative one makes a newly granted caller wait at most its TTL.
+   */
   readonly authenticatedTtlMs?: number;
   readonly unauthenticatedTtlMs?: number;
   readonly allowedTtlMs?: number;
   readonly deniedTtlMs?: number;
+  /**
+   * Part of a positive answer's TTL after which a hit is still served but asked again in the
+   * background (one review per key at a time), so a steady caller never waits on a review
+   * after its first call. Default 0.5; 1 turns it off.
+   */
+  readonly refreshAfter?: number;
   /** Bound of each cache. Default 10 000. */
   readonly maxEntries?: number;
   readonly now?: () => number;
+}
+
+/** A cached review answer and when it was fetched (the age that decides a background refresh). */
+interface Cached<V> {
+  readonly value: V;
+  readonly fetched: number;
 }
 
 /**
@@ -126,15 +142,25 @@ function digest(s: string): string {
  * TokenReview, decisions through SubjectAccessReview. Each outcome has its own bounded LRU,
  * so a flood of bad tokens or denied questions evicts only other bad tokens and denials,
  * never a good caller's entry. Any failure refuses and is never cached.
+ *
+ * Concurrent misses of one key share one review (a burst of a new caller's first claims costs
+ * one TokenReview and one SubjectAccessReview, not one each), and a positive answer past
+ * `refreshAfter` of its TTL is renewed in the background while it is still served.
  */
 export class DelegatedAuth {
   readonly #audiences: readonly string[];
   readonly #alwaysAllow: readonly string[];
   readonly #timeoutMs: number;
-  readonly #authenticated: TtlLru<string, UserInfo>;
+  readonly #now: () => number;
+  readonly #authenticated: TtlLru<string, Cached<UserInfo>>;
   readonly #unauthenticated: TtlLru<string, true>;
-  readonly #allowed: TtlLru<string, Decision>;
+  readonly #allowed: TtlLru<string, Cached<Decision>>;
   readonly #denied: TtlLru<string, Decision>;
+  readonly #authenticatedRefreshMs: number;
+  readonly #allowedRefreshMs: number;
+  // reviews under way, by cache key: bounded by the requests in flight, each gone when it settles
+  readonly #tokenReviews = new Map<string, Promise<UserInfo | undefined>>();
+  readonly #accessReviews = new Map<string, Promise<Decision>>();
 
   constructor(
     private readonly kc: KubeConfig,
@@ -145,9 +171,15 @@ export class DelegatedAuth {
     this.#audiences = [...(o.audiences ?? [])];
     this.#alwaysAllow = [...(o.alwaysAllowGroups ?? [])];
     this.#timeoutMs = o.timeoutMs ?? 10_000;
-    this.#authenticated = new TtlLru(max, o.authenticatedTtlMs ?? 10_000, now);
+    this.#now = now;
+    const authenticatedTtl = o.authenticatedTtlMs ?? 10_000;
+    const allowedTtl = o.allowedTtlMs ?? 10_000;
+    const refreshAfter = Math.min(1, Math.max(0, o.refreshAfter ?? 0.5));
+    this.#authenticatedRefreshMs = authenticatedTtl * refreshAfter;
+    this.#allowedRefreshMs = allowedTtl * refreshAfter;
+    this.#authenticated = new TtlLru(max, authenticatedTtl, now);
     this.#unauthenticated = new TtlLru(max, o.unauthenticatedTtlMs ?? 10_000, now);
-    this.#allowed = new TtlLru(max, o.allowedTtlMs ?? 10_000, now);
+    this.#allowed = new TtlLru(max, allowedTtl, now);
     this.#denied = new TtlLru(max, o.deniedTtlMs ?? 10_000, now);
   }
 
@@ -160,44 +192,101 @@ export class DelegatedAuth {
     if (token === '') return undefined;
     const key = digest(token);
     const hit = this.#authenticated.get(key);
-    if (hit !== undefined) return hit;
+    if (hit !== undefined) {
+      if (this.#now() - hit.fetched >= this.#authenticatedRefreshMs) this.#refresh(this.#tokenReviews, key, () => this.#reviewToken(key, token));
+      return hit.value;
+    }
     if (this.#unauthenticated.get(key) !== undefined) return undefined;
-    const raw = await this.#post(
-      'authentication',
-      '/apis/authentication.k8s.io/v1/tokenreviews',
-      {
-        apiVersion: 'authentication.k8s.io/v1',
-        kind: 'TokenReview',
-        spec: { token, ...(this.#audiences.length > 0 ? { audiences: this.#audiences } : {}) },
-      },
-      signal,
-    );
-    const user = this.#read('authentication', () => userOfTokenReview(raw, this.#audiences));
-    if (user === undefined) this.#unauthenticated.set(key, true);
-    else this.#authenticated.set(key, user);
-    return user;
+    return this.#shared('authentication', this.#tokenReviews, key, () => this.#reviewToken(key, token), signal);
   }
 
   async authorize(user: UserInfo, attrs: AccessAttributes, signal?: AbortSignal): Promise<Decision> {
     if (user.groups.some((g) => this.#alwaysAllow.includes(g))) return { allowed: true, reason: '' };
     const spec = sarSpecOf(user, attrs);
     const key = JSON.stringify(spec);
-    const hit = this.#allowed.get(key) ?? this.#denied.get(key);
-    if (hit !== undefined) return hit;
-    const raw = await this.#post(
-      'authorization',
-      '/apis/authorization.k8s.io/v1/subjectaccessreviews',
-      { apiVersion: 'authorization.k8s.io/v1', kind: 'SubjectAccessReview', spec },
-      signal,
-    );
+    const allowed = this.#allowed.get(key);
+    if (allowed !== undefined) {
+      if (this.#now() - allowed.fetched >= this.#allowedRefreshMs) this.#refresh(this.#accessReviews, key, () => this.#reviewAccess(key, spec));
+      return allowed.value;
+    }
+    const denied = this.#denied.get(key);
+    if (denied !== undefined) return denied;
+    return this.#shared('authorization', this.#accessReviews, key, () => this.#reviewAccess(key, spec), signal);
+  }
+
+  /** Review requests under way (tests: concurrent misses of one key share one). */
+  get reviewsInFlight(): number {
+    return this.#tokenReviews.size + this.#accessReviews.size;
+  }
+
+  async #reviewToken(key: string, token: string): Promise<UserInfo | undefined> {
+    const raw = await this.#post('authentication', '/apis/authentication.k8s.io/v1/tokenreviews', {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenReview',
+      spec: { token, ...(this.#audiences.length > 0 ? { audiences: this.#audiences } : {}) },
+    });
+    const user = this.#read('authentication', () => userOfTokenReview(raw, this.#audiences));
+    if (user === undefined) {
+      // an answer that changed to no ends the positive one at once, and the other way round
+      this.#authenticated.delete(key);
+      this.#unauthenticated.set(key, true);
+    } else {
+      this.#unauthenticated.delete(key);
+      this.#authenticated.set(key, { value: user, fetched: this.#now() });
+    }
+    return user;
+  }
+
+  async #reviewAccess(key: string, spec: Record<string, unknown>): Promise<Decision> {
+    const raw = await this.#post('authorization', '/apis/authorization.k8s.io/v1/subjectaccessreviews', {
+      apiVersion: 'authorization.k8s.io/v1',
+      kind: 'SubjectAccessReview',
+      spec,
+    });
     const decision = this.#read('authorization', () => decisionOfSar(raw));
-    (decision.allowed ? this.#allowed : this.#denied).set(key, decision);
+    if (decision.allowed) {
+      this.#denied.delete(key);
+      this.#allowed.set(key, { value: decision, fetched: this.#now() });
+    } else {
+      this.#allowed.delete(key);
+      this.#denied.set(key, decision);
+    }
     return decision;
   }
 
-  async #post(what: 'authentication' | 'authorization', path: string, body: unknown, signal?: AbortSignal): Promise<unknown> {
+  /**
+   * The review of `key`, shared by every caller that misses it while it runs. The review itself
+   * is bounded by the timeout only, so one caller going away does not fail the others; each
+   * caller's own signal ends its wait (refused, as any review that did not complete).
+   */
+  #shared<V>(
+    what: 'authentication' | 'authorization',
+    running: Map<string, Promise<V>>,
+    key: string,
+    review: () => Promise<V>,
+    signal: AbortSignal | undefined,
+  ): Promise<V> {
+    let p = running.get(key);
+    if (p === undefined) {
+      p = review().finally(() => running.delete(key));
+      // a caller that stopped waiting leaves nobody to see the outcome: not an unhandled rejection
+      p.catch(() => undefined);
+      running.set(key, p);
+    }
+    return signal === undefined ? p : untilAborted(p, signal, (reason) => new AuthUnavailableError(what, reason));
+  }
+
+  /** A background review of a key still served from the cache; its failure leaves the entry to expire. */
+  #refresh<V>(running: Map<string, Promise<V>>, key: string, review: () => Promise<V>): void {
+    if (running.has(key)) return;
+    const p = review().finally(() => running.delete(key));
+    p.catch(() => undefined);
+    running.set(key, p);
+  }
+
+  async #post(what: 'authentication' | 'authorization', path: string, body: unknown): Promise<unknown> {
     try {
-      return await withDeadline(signal, this.#timeoutMs, (s) => kubeRequest(this.kc, { method: 'POST', path, body, signal: s }));
+      return await kubeRequest(this.kc, { method: 'POST', path, body, signal: AbortSignal.timeout(this.#timeoutMs) });
     } catch (err) {
       throw new AuthUnavailableError(what, err);
     }
@@ -210,4 +299,23 @@ export class DelegatedAuth {
       throw new AuthUnavailableError(what, err);
     }
   }
+}
+
+/** `p`, or a rejection with `abortError(reason)` as soon as `signal` aborts; the listener goes when either happens. */
+function untilAborted<T>(p: Promise<T>, signal: AbortSignal, abortError: (reason: unknown) => Error): Promise<T> {
+  if (signal.aborted) return Promise.reject(abortError(signal.reason));
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(abortError(signal.reason));
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(
+      (v) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(v);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(err);
+      },
+    );
+  });
 }
