@@ -28,7 +28,9 @@ describe('DelegatedAuth caches', () => {
         if (req.url?.includes('tokenreviews')) {
           tokenReviews++;
           const ok = goodTokens.has(spec.token ?? '');
-          status = ok ? { authenticated: true, audiences: ['fast'], user: { username: 'alice', groups: ['dev'] } } : { authenticated: false };
+          status = ok
+            ? { authenticated: true, audiences: ['fast'], user: { username: 'alice', groups: ['dev'] } }
+            : { authenticated: false };
         } else {
           accessReviews++;
           status = allowed ? { allowed: true } : { allowed: false, reason: 'no RoleBinding' };

@@ -193,7 +193,8 @@ export class DelegatedAuth {
     const key = digest(token);
     const hit = this.#authenticated.get(key);
     if (hit !== undefined) {
-      if (this.#now() - hit.fetched >= this.#authenticatedRefreshMs) this.#refresh(this.#tokenReviews, key, () => this.#reviewToken(key, token));
+      if (this.#now() - hit.fetched >= this.#authenticatedRefreshMs)
+        this.#refresh(this.#tokenReviews, key, () => this.#reviewToken(key, token));
       return hit.value;
     }
     if (this.#unauthenticated.get(key) !== undefined) return undefined;
@@ -206,7 +207,8 @@ export class DelegatedAuth {
     const key = JSON.stringify(spec);
     const allowed = this.#allowed.get(key);
     if (allowed !== undefined) {
-      if (this.#now() - allowed.fetched >= this.#allowedRefreshMs) this.#refresh(this.#accessReviews, key, () => this.#reviewAccess(key, spec));
+      if (this.#now() - allowed.fetched >= this.#allowedRefreshMs)
+        this.#refresh(this.#accessReviews, key, () => this.#reviewAccess(key, spec));
       return allowed.value;
     }
     const denied = this.#denied.get(key);
