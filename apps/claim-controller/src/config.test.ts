@@ -15,6 +15,7 @@ describe('claim-controller flags', () => {
       recordAttempts: 5,
       fleetTokenFile: '',
       coldClaimTimeout: 120_000,
+      failedNodeCooldown: 15_000,
     });
   });
   it('names the bad flag', () => {

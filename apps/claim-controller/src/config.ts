@@ -37,6 +37,9 @@ export const ClaimControllerFlagsSchema = z.object({
   coldClaimTimeout: durationFlag('120s').describe(
     "Bound on a cold claim, where the node boots a VM and blocks (pools with coldStart WhenNoWarmCapacity); above sandboxd's own 90 s cold readiness limit so a booting node always answers first",
   ),
+  failedNodeCooldown: durationFlag('15s').describe(
+    'How long a node whose claim call failed (5xx, timeout, unusable reply) is passed over while other nodes can serve the pool',
+  ),
   orphanInterval: durationFlag('30s').describe('Cadence of the orphan pass that adopts deliveries whose Bound record was lost'),
   sandboxLeaseTtl: durationFlag('15m').describe(
     "Node lease asked for a claim without spec.lifecycle.shutdownTime, at claim and at each renewal (0s = the node's default, 5m on sandboxd); renewed at 40-60 % of it while the claim lives, so it only bounds how long a VM outlives a control plane that is gone",

@@ -133,6 +133,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     records: recordQueue,
     log,
     coldClaimTimeoutMs: flags.coldClaimTimeout,
+    failedNodeCooldownMs: flags.failedNodeCooldown,
     onClaim: metrics.onClaim,
   });
   const claimClient = new ClaimClient(kc, (c) => ownWrites.note(c));

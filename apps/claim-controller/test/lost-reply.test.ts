@@ -19,7 +19,7 @@ describe('ClaimGateway when a node hands over a VM but its reply is lost', () =>
     await sim.stop();
   });
 
-  it.each(['invalid-json', 'wrong-shape'] as const)(
+  it.each(['invalid-json', 'wrong-shape', 'oversized'] as const)(
     'adopts the delivery on that node instead of claiming twice (%s reply)',
     async (mode) => {
       const [a, b] = sim.nodes;

@@ -62,6 +62,8 @@ export type MalformedMode = (typeof MALFORMED_MODES)[number];
  * - errorRate: probability of `500 <verb> failed` (no side effect).
  * - unavailable: forced `503` with `Retry-After: <seconds>`.
  * - latencyMs: added before every API request is handled.
+ * - slow: added before a request of that verb is handled (ms), e.g. a claim that outlives the
+ *   caller's timeout and still hands the VM over.
  * - partition: `hang` accepts the request and never answers; `close` drops the connection.
  * - malformed: the verb's success reply replaced by invalid JSON, a wrong shape or > 1 MiB.
  * - failProvision: provisions (claims, refill, golden builds) of these keys fail.
@@ -70,6 +72,7 @@ export const FaultsSchema = z.object({
   errorRate: z.partialRecord(VerbSchema, z.number().min(0).max(1)).default({}),
   unavailable: z.partialRecord(VerbSchema, z.number().int().min(0)).default({}),
   latencyMs: z.number().min(0).default(0),
+  slow: z.partialRecord(VerbSchema, z.number().min(0)).default({}),
   partition: z.enum(['none', 'hang', 'close']).default('none'),
   malformed: z.partialRecord(VerbSchema, z.enum(MALFORMED_MODES)).default({}),
   failProvision: z.array(z.object({ template: z.string().min(1), net: z.string().optional(), size: z.string().optional() })).default([]),

@@ -89,7 +89,8 @@ async function serve(deps: NodeServerDeps, route: Route, ctx: RouteCtx): Promise
   const faults = deps.faults.current;
   const verb = route.verb;
   if (verb !== undefined) {
-    if (faults.latencyMs > 0) await sleep(deps.node.clock, faults.latencyMs);
+    const delayMs = faults.latencyMs + (faults.slow[verb] ?? 0);
+    if (delayMs > 0) await sleep(deps.node.clock, delayMs);
     const retryAfter = faults.unavailable[verb];
     if (retryAfter !== undefined) return errorReply(503, 'temporarily unavailable', { 'retry-after': String(retryAfter) });
     if (deps.faults.shouldFail(verb)) return errorReply(500, FAILURE_TEXT[verb]);

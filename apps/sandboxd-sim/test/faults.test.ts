@@ -70,6 +70,18 @@ describe('fault injection', () => {
     expect(done).toBe(true);
   });
 
+  it('slows one verb only: a claim outlives its caller and still hands the VM over, while lists answer at once', async () => {
+    const clock = new ManualClock();
+    t = await startTestSim({ clock, faults: { slow: { claim: 1000 } } });
+    const ref = 'ns/slow';
+    const err = await caught(t.root().claim({ template: BASE, claimRef: ref }, { signal: AbortSignal.timeout(50) }));
+    expect(isAbortError(err)).toBe(true);
+    // the list is not slowed; the claim is still waiting on the node clock
+    expect(await t.root().sandboxes(ref)).toEqual([]);
+    await clock.advance(1100);
+    await eventually(async () => (await t.root().sandboxes(ref)).length === 1);
+  });
+
   it('partition (hang): the request is accepted but never answered; the caller aborts', async () => {
     t = await startTestSim();
     t.sim.node('node-0').setFaults({ partition: 'hang' });

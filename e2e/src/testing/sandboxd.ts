@@ -49,20 +49,30 @@ export async function sandboxdIds(nodes: readonly SandboxdNode[], fleetToken: st
   return ids;
 }
 
-/** Counters summed over the nodes: sandboxd_claims_total (every tier) and sandboxd_releases_total. */
-export async function sandboxdCounters(nodes: readonly SandboxdNode[], fleetToken: string): Promise<{ claims: number; releases: number }> {
-  let claims = 0;
-  let releases = 0;
+/** Counters summed over the nodes. */
+export interface SandboxdCounters {
+  /** sandboxd_claims_total, every tier: VMs handed over. */
+  claims: number;
+  /** sandboxd_releases_total. */
+  releases: number;
+  /** POST /v1/claim requests received (the simulator's sandboxd_sim_requests_total): with `claims`, claims still being served. */
+  claimRequests: number;
+}
+
+export async function sandboxdCounters(nodes: readonly SandboxdNode[], fleetToken: string): Promise<SandboxdCounters> {
+  const out: SandboxdCounters = { claims: 0, releases: 0, claimRequests: 0 };
   for (const n of nodes) {
     const text = await (await sandboxdCall(n, fleetToken, '/metrics')).text();
     for (const line of text.split('\n')) {
-      const m = /^(sandboxd_claims_total|sandboxd_releases_total)(\{[^}]*\})? (\d+(?:\.\d+)?)$/.exec(line);
+      const m = /^(sandboxd_claims_total|sandboxd_releases_total|sandboxd_sim_requests_total)(\{[^}]*\})? (\d+(?:\.\d+)?)$/.exec(line);
       if (!m) continue;
-      if (m[1] === 'sandboxd_claims_total') claims += Number(m[3]);
-      else releases += Number(m[3]);
+      const value = Number(m[3]);
+      if (m[1] === 'sandboxd_claims_total') out.claims += value;
+      else if (m[1] === 'sandboxd_releases_total') out.releases += value;
+      else if (m[2] === '{method="POST",route="/v1/claim"}') out.claimRequests += value;
     }
   }
-  return { claims, releases };
+  return out;
 }
 
 /** Turns the simulator's faults on (`POST /_sim/faults`); throws unless it accepted them. */

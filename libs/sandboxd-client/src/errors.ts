@@ -121,6 +121,16 @@ export function isReplyTooLarge(err: unknown): boolean {
   return findInCauseChain(err, 'ReplyTooLargeError') !== undefined;
 }
 
+/**
+ * The node answered, but not with a reply that can be used: a 5xx, a malformed body or one past
+ * the read cap. A claim that ends this way may still have handed the VM over, so the caller asks
+ * the node (by claim_ref) before claiming anywhere else.
+ */
+export function isUnusableReply(err: unknown): boolean {
+  const status = asSandboxdHttpError(err)?.statusCode;
+  return isMalformedReply(err) || isReplyTooLarge(err) || (status !== undefined && status >= 500);
+}
+
 export function isTransportError(err: unknown): boolean {
   return findInCauseChain(err, 'SandboxdTransportError') !== undefined;
 }

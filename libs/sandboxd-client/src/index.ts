@@ -24,6 +24,7 @@ export {
   isNotFound,
   isMalformedReply,
   isReplyTooLarge,
+  isUnusableReply,
   isTransportError,
   isAbortError,
 } from './errors';

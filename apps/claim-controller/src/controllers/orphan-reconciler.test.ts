@@ -47,9 +47,12 @@ describe('orphanDecision', () => {
     expect(orphanDecision(fastOwner, 'sb_1', claim('f1', { uid: OTHER, deliveryUid: UID }))).toBe('adopt');
   });
 
-  it('leaves a claim that records a sandbox alone: this one Bound, or another one', () => {
+  it('leaves a claim that records this sandbox alone; a second delivery of a SandboxClaim that holds another is a duplicate', () => {
     expect(orphanDecision(claimOwner, 'sb_1', claim('c1', { sandbox: 'sb_1', bound: 'True' }))).toBe('bound');
-    expect(orphanDecision(claimOwner, 'sb_1', claim('c1', { sandbox: 'sb_2' }))).toBe('bound');
+    expect(orphanDecision(claimOwner, 'sb_1', claim('c1', { sandbox: 'sb_2' }))).toBe('duplicate');
+    expect(orphanDecision(claimOwner, 'sb_1', claim('c1', { sandbox: 'sb_2', bound: 'True' }))).toBe('duplicate');
+    // a fast-path claim is written for one delivery uid: another sandbox under it is left alone
+    expect(orphanDecision(fastOwner, 'sb_1', claim('f1', { uid: OTHER, deliveryUid: UID, sandbox: 'sb_2', bound: 'True' }))).toBe('bound');
     // the sandbox is recorded without a Bound condition yet: the record is finished, not skipped
     expect(orphanDecision(claimOwner, 'sb_1', claim('c1', { sandbox: 'sb_1' }))).toBe('adopt');
   });
@@ -83,7 +86,7 @@ function harness(o: {
   ensure?: (name: string) => SandboxClaim;
   unreachable?: string;
 }) {
-  const calls = { lists: 0, tokens: 0, gets: 0, records: [] as string[], creates: [] as string[] };
+  const calls = { lists: 0, tokens: 0, gets: 0, records: [] as string[], creates: [] as string[], releases: [] as string[] };
   const live = o.live ?? o.cache;
   const inventories: InventoryLike[] = Object.keys(o.deliveries).map((node) => ({
     metadata: { name: node },
@@ -102,6 +105,9 @@ function harness(o: {
       withToken: async (d) => {
         calls.tokens++;
         return { ...d, assignment: { ...d.assignment, token: `token-of-${d.assignment.claimId}` } };
+      },
+      release: async (t) => {
+        calls.releases.push(`${t.node}/${t.claimId}`);
       },
     },
     recorder: {
@@ -163,7 +169,7 @@ describe('OrphanReconciler pass', () => {
       cache: bound,
     });
     expect(await pass.reconcileAll()).toEqual({ adopted: 0, errors: 0 });
-    expect(calls).toEqual({ lists: 2, tokens: 0, gets: 0, records: [], creates: [] });
+    expect(calls).toEqual({ lists: 2, tokens: 0, gets: 0, records: [], creates: [], releases: [] });
     expect(outcomes.filter((x) => x === 'bound')).toHaveLength(50);
     expect(outcomes.filter((x) => x === 'foreign')).toHaveLength(4);
     expect(outcomes.filter((x) => x === 'missing')).toHaveLength(1);
@@ -172,7 +178,7 @@ describe('OrphanReconciler pass', () => {
   it('adopts a delivery the cache shows unrecorded after confirming it live: one Get, one token read', async () => {
     const { pass, calls, outcomes } = harness({ deliveries: { n1: [delivery(claimOwner, 'sb_1')] }, cache: [claim('c1')] });
     expect(await pass.reconcileAll()).toEqual({ adopted: 1, errors: 0 });
-    expect(calls).toEqual({ lists: 1, tokens: 1, gets: 1, records: ['c1=sb_1'], creates: [] });
+    expect(calls).toEqual({ lists: 1, tokens: 1, gets: 1, records: ['c1=sb_1'], creates: [], releases: [] });
     expect(outcomes).toEqual(['adopted']);
   });
 
@@ -183,7 +189,7 @@ describe('OrphanReconciler pass', () => {
       live: [claim('c1', { sandbox: 'sb_1', bound: 'True' })],
     });
     expect(await pass.reconcileAll()).toEqual({ adopted: 0, errors: 0 });
-    expect(calls).toEqual({ lists: 1, tokens: 0, gets: 1, records: [], creates: [] });
+    expect(calls).toEqual({ lists: 1, tokens: 0, gets: 1, records: [], creates: [], releases: [] });
     expect(outcomes).toEqual(['bound']);
   });
 
@@ -199,11 +205,36 @@ describe('OrphanReconciler pass', () => {
     expect(outcomes).toEqual(['foreign']);
   });
 
+  it('releases a second delivery of a claim that holds another sandbox, after the live claim confirms it', async () => {
+    const { pass, calls, outcomes } = harness({
+      deliveries: { n1: [delivery(claimOwner, 'sb_1')] },
+      cache: [claim('c1', { sandbox: 'sb_2', bound: 'True' })],
+    });
+    expect(await pass.reconcileAll()).toEqual({ adopted: 0, errors: 0 });
+    expect(calls).toEqual({ lists: 1, tokens: 0, gets: 1, records: [], creates: [], releases: ['n1/sb_1'] });
+    expect(outcomes).toEqual(['released']);
+  });
+
+  it('releases nothing when the live claim does not confirm the cache: it records this sandbox, or is gone', async () => {
+    const stale = harness({
+      deliveries: { n1: [delivery(claimOwner, 'sb_1')] },
+      cache: [claim('c1', { sandbox: 'sb_2', bound: 'True' })],
+      live: [claim('c1', { sandbox: 'sb_1', bound: 'True' })],
+    });
+    await stale.pass.reconcileAll();
+    expect(stale.calls.releases).toEqual([]);
+    expect(stale.outcomes).toEqual(['bound']);
+    const gone = harness({ deliveries: { n1: [delivery(claimOwner, 'sb_1')] }, cache: [claim('c1', { sandbox: 'sb_2' })], live: [] });
+    await gone.pass.reconcileAll();
+    expect(gone.calls.releases).toEqual([]);
+    expect(gone.outcomes).toEqual(['missing']);
+  });
+
   it('creates the missing claim of a fast-path delivery and records it, without a Get', async () => {
     const created = claim('f1', { uid: OTHER, deliveryUid: UID });
     const { pass, calls, outcomes } = harness({ deliveries: { n1: [delivery(fastOwner, 'sb_9')] }, cache: [], ensure: () => created });
     expect(await pass.reconcileAll()).toEqual({ adopted: 1, errors: 0 });
-    expect(calls).toEqual({ lists: 1, tokens: 1, gets: 0, records: ['f1=sb_9'], creates: ['f1'] });
+    expect(calls).toEqual({ lists: 1, tokens: 1, gets: 0, records: ['f1=sb_9'], creates: ['f1'], releases: [] });
     expect(outcomes).toEqual(['created']);
   });
 

@@ -15,10 +15,10 @@ import { boundClaimId } from '../record/claim-status';
 import { isClaimOfDelivery, type FastPathRecorder } from '../record/fast-path-recorder';
 import { isClaimOwnerMismatch } from '../record/record-errors';
 
-export type OrphanOutcome = 'adopted' | 'created' | 'bound' | 'missing' | 'foreign' | 'error';
+export type OrphanOutcome = 'adopted' | 'created' | 'bound' | 'released' | 'missing' | 'foreign' | 'error';
 
 export interface OrphanReconcilerOptions {
-  gateway: Pick<ClaimGateway, 'listDeliveries' | 'withToken'>;
+  gateway: Pick<ClaimGateway, 'listDeliveries' | 'withToken' | 'release'>;
   recorder: Pick<ClaimRecorder, 'recordBoundOn'>;
   /** Creates the missing SandboxClaim of a fast-path delivery whose record was never written. */
   fastPath: Pick<FastPathRecorder, 'ensureClaim'>;
@@ -44,11 +44,14 @@ export interface OrphanPassResult {
  * - `foreign`: another owner (aggregated-API Sandbox, fork child, snapshot claim, legacy or
  *   unparseable reference), or a claim of the name that is another object; left alone.
  * - `missing`: a SandboxClaim delivery whose claim is gone; the VM is left intact for its owner.
- * - `bound`: the claim already records a sandbox (this one, or another that it keeps).
+ * - `bound`: the claim already records this sandbox (or, for a fast-path claim, another it keeps).
+ * - `duplicate`: the exact SandboxClaim records another sandbox: this VM was handed over under a
+ *   reply that never arrived (a timed-out claim) and the claim was bound elsewhere since. Nobody
+ *   holds its token, so it is released.
  * - `adopt`: the exact owner exists and records no sandbox: write its Bound record.
  * - `create`: a fast-path delivery whose claim was never written: create it, then record.
  */
-export type OrphanDecision = 'foreign' | 'missing' | 'bound' | 'adopt' | 'create';
+export type OrphanDecision = 'foreign' | 'missing' | 'bound' | 'duplicate' | 'adopt' | 'create';
 
 /** Only SandboxClaim and fast-path deliveries have a SandboxClaim to record onto. */
 export function claimOwnerOf(claimRef: string): SandboxOwner | undefined {
@@ -63,15 +66,19 @@ export function orphanDecision(owner: SandboxOwner, sandboxId: string, claim: Sa
   if (!ownedBy(claim, owner)) return 'foreign';
   const current = boundClaimId(claim);
   const hasBound = claim.status?.conditions?.some((c) => c.type === CONDITION_TYPES.bound) ?? false;
-  if (current !== '' && (current !== sandboxId || hasBound)) return 'bound';
-  return 'adopt';
+  if (current === '') return 'adopt';
+  // a fast-path claim is written for one delivery uid, so another sandbox under it is not a lost reply
+  if (current !== sandboxId) return owner.kind === OWNER_KINDS.claim ? 'duplicate' : 'bound';
+  return hasBound ? 'bound' : 'adopt';
 }
 
 /**
  * Audit and adopt (scale-contracts §5.6): every live delivery on a node whose claim has no
  * Bound record gets one. A failed item is logged and counted and the pass goes on (the
- * reference aborts, §13.14). It never releases or destroys a VM: a delivery whose claim is
- * gone is left intact for its owner to tear down.
+ * reference aborts, §13.14). A lost record never costs a VM: a delivery whose claim is gone is
+ * left intact for its owner to tear down. The one VM it releases is a second delivery for a
+ * SandboxClaim that records another (confirmed on the live claim): handed over under a reply
+ * that never arrived, its token reached nobody.
  *
  * It acts only on the exact owner a delivery's claim_ref names: a SandboxClaim with that uid,
  * or the claim a fast-path delivery created (its delivery uid). A fast-path delivery whose
@@ -139,19 +146,23 @@ export class OrphanReconciler implements Runnable {
       return 'missing';
     }
     try {
-      return cached === 'create' ? await this.#createFastPathClaim(owner, d, signal) : await this.#adopt(owner, d, signal);
+      return cached === 'create' ? await this.#createFastPathClaim(owner, d, signal) : await this.#actOnLive(owner, d, signal);
     } catch (err) {
       if (isClaimOwnerMismatch(err)) {
         this.o.log.warn(logFields(owner, d), 'delivery names a claim that is another object of the same name; not adopted');
         return 'foreign';
       }
-      this.o.log.warn({ ...logFields(owner, d), err }, 'orphan adoption failed; continuing the pass');
+      this.o.log.warn({ ...logFields(owner, d), err }, 'orphan pass could not settle a delivery; continuing the pass');
       return 'error';
     }
   }
 
-  /** The cache says the claim records no sandbox: confirm on the live object, then record. */
-  async #adopt(owner: SandboxOwner, d: NodeDelivery, signal?: AbortSignal): Promise<OrphanOutcome> {
+  /**
+   * The cache says the claim records no sandbox, or another one: the cache may lag (a claim
+   * Bound a moment ago must not be written twice, a VM must not be released on a stale read),
+   * so the decision is taken again on the live object before anything is written or released.
+   */
+  async #actOnLive(owner: SandboxOwner, d: NodeDelivery, signal?: AbortSignal): Promise<OrphanOutcome> {
     let live: SandboxClaim | undefined;
     try {
       live = await this.o.getClaim(owner.namespace, owner.name, signal);
@@ -162,9 +173,17 @@ export class OrphanReconciler implements Runnable {
     if (decision === 'create') return this.#createFastPathClaim(owner, d, signal);
     if (decision === 'foreign')
       this.o.log.warn(logFields(owner, d), 'delivery names a claim that is another object of the same name; not adopted');
-    if (decision !== 'adopt') return decision;
-    // 'adopt' is decided only on a claim that exists
+    if (decision !== 'adopt' && decision !== 'duplicate') return decision;
+    // 'adopt' and 'duplicate' are decided only on a claim that exists
     if (live === undefined) return 'missing';
+    if (decision === 'duplicate') {
+      await this.o.gateway.release({ node: d.assignment.node, claimId: d.assignment.claimId, address: d.assignment.address }, signal);
+      this.o.log.warn(
+        { ...logFields(owner, d), holds: boundClaimId(live) },
+        'released a second delivery of a claim that holds another sandbox',
+      );
+      return 'released';
+    }
     await this.#recordAdopted(live, owner, d, signal);
     this.o.log.info(logFields(owner, d), 'adopted an orphaned delivery');
     return 'adopted';

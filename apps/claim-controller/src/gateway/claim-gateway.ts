@@ -1,11 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import {
   asNodeAtCapacity,
-  asSandboxdHttpError,
   DeadlineSignals,
-  isMalformedReply,
   isNodeAtCapacity as isSandboxdAtCapacity,
   isNotFound as isSandboxNotFound,
+  isUnusableReply,
   type SandboxdClientSet,
   type CallOptions,
   type ClaimRequest,
@@ -314,14 +313,15 @@ export class ClaimGateway {
   }
 
   /**
-   * A node that answered the claim with a malformed body or a 5xx may still have handed the VM
-   * over: claiming elsewhere would deliver twice and leave this VM to its TTL. Ask the node for
-   * deliveries carrying this claim_ref and adopt one when it is there. A node that did not answer
-   * at all is not asked again (it would only time out once more); the orphan pass adopts later.
+   * A node that answered the claim with a reply that cannot be used (a 5xx, a malformed body,
+   * one past the read cap) may still have handed the VM over: claiming elsewhere would deliver
+   * twice. Ask the node for deliveries carrying this claim_ref and adopt one when it is there. A
+   * node that did not answer at all is not asked again (it would only time out once more): a VM
+   * it hands over late is found by the orphan pass, which adopts it or, once the claim holds
+   * another, releases it.
    */
   async #adoptUnknownOutcome(cand: WarmCandidate, claimRef: string, err: unknown, signal?: AbortSignal): Promise<Assignment | undefined> {
-    const status = asSandboxdHttpError(err)?.statusCode;
-    if (!isMalformedReply(err) && !(status !== undefined && status >= 500)) return undefined;
+    if (!isUnusableReply(err) || signal?.aborted) return undefined;
     const inv = this.#o.inventories().find((i) => inventoryName(i) === cand.node);
     if (!inv) return undefined;
     try {

@@ -28,14 +28,7 @@ import {
   type Sandbox,
 } from '@sandbox-scale/scale-core';
 import type { Logger } from '@sandbox-scale/kube-runtime';
-import {
-  asSandboxdHttpError,
-  isAbortError,
-  isMalformedReply,
-  isNodeAtCapacity,
-  isTransportError,
-  type SandboxdClient,
-} from '@sandbox-scale/sandboxd-client';
+import { isAbortError, isNodeAtCapacity, isTransportError, isUnusableReply, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { deriveTtlSeconds } from './ttl';
 import { SANDBOX_RESOURCE, type SandboxStorage } from './sandbox-storage';
 
@@ -87,8 +80,7 @@ export interface CreateOptions {
 
 /** A claim error after which the node may or may not have delivered. */
 function isUnknownOutcome(err: unknown): boolean {
-  const status = asSandboxdHttpError(err)?.statusCode;
-  return isMalformedReply(err) || isAbortError(err) || isTransportError(err) || (status !== undefined && status >= 500);
+  return isUnusableReply(err) || isAbortError(err) || isTransportError(err);
 }
 
 /**
