@@ -1,6 +1,6 @@
 import { captureLog } from '@sandbox-scale/kube-runtime/testing';
-import type { InventoryEntry } from '@sandbox-scale/scale-core';
-import { diffEntries, NodeNotifier, type NodeNotice, type NoticeOutcome, type NoticeResult, type NoticeSender } from './node-notifier';
+import type { InventoryEntry, NodeNotice, NoticeOutcome } from '@sandbox-scale/scale-core';
+import { diffEntries, NodeNotifier, type NoticeResult, type NoticeSender } from './node-notifier';
 
 const e = (id: string, phase = 'Running'): InventoryEntry => ({ name: `a/${id}`, id, phase });
 

@@ -1,31 +1,5 @@
 import type { Logger } from '@sandbox-scale/kube-runtime';
-import type { InventoryEntry } from '@sandbox-scale/scale-core';
-
-/** Where sandbox-apiserver takes a node's notices (docs/adr/0007). Never proxied by kube-apiserver (not under /apis). */
-export const NODE_NOTICE_PATH = '/internal/notices/v1/node';
-
-/**
- * On the node's own NodeInventory: the sequence of the sandboxd read it was built from, in the
- * same sequence as the node's notices, so a replica can tell which of the two is newer.
- */
-export const INVENTORY_SEQ_ANNOTATION = 'sandbox.cocoonstack.io/inventory-seq';
-
-/**
- * A node's change between two publishes, as sandbox-apiserver reads it (notices/notice-protocol.ts
- * there). `seq` is the node's read sequence (milliseconds, strictly increasing per node). With
- * `base`, `entries` are the entries added or changed and `removed` the ids gone since the node's
- * last change at `base`; without it, `entries` is the node's whole set.
- */
-export interface NodeNotice {
-  node: string;
-  seq: number;
-  base?: number;
-  entries: InventoryEntry[];
-  removed?: string[];
-}
-
-/** What a replica did with a notice: took it, had a newer view already, or holds a view too old for the delta. */
-export type NoticeOutcome = 'applied' | 'ignored' | 'conflict';
+import type { InventoryEntry, NodeNotice, NoticeOutcome } from '@sandbox-scale/scale-core';
 
 export interface NoticeSender {
   /** The replicas to tell (host:port), as the Service's EndpointSlices list them now. */

@@ -2,9 +2,16 @@ import { Agent } from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { createInformer, kubeAuthorization, postJson, type Informer, type KubeResource, type Logger } from '@sandbox-scale/kube-runtime';
-import { findInCauseChain, parseObject, SandboxScaleError } from '@sandbox-scale/scale-core';
+import {
+  findInCauseChain,
+  NODE_NOTICE_PATH,
+  parseObject,
+  SandboxScaleError,
+  type NodeNotice,
+  type NoticeOutcome,
+} from '@sandbox-scale/scale-core';
 import { z } from 'zod';
-import { NODE_NOTICE_PATH, type NodeNotice, type NoticeOutcome, type NoticeSender } from './node-notifier';
+import type { NoticeSender } from './node-notifier';
 
 /** A replica refused a notice or could not be reached; the message never holds a credential. */
 export class NoticeRefusedError extends SandboxScaleError {

@@ -12,6 +12,7 @@ import {
 import {
   FIELD_MANAGERS,
   INVENTORY_OBJECT_MAX_BYTES,
+  INVENTORY_SEQ_ANNOTATION,
   inventoryObjectName,
   LIMITS,
   RESOURCES,
@@ -22,7 +23,7 @@ import type { Registry } from 'prom-client';
 import { buildEntries, buildInventory, keepTransitionTimes, markStale, sameInventory, type InventoryBody } from './build-inventory';
 import type { PublisherConfig } from './config';
 import { publisherMetrics, type PublishResult, type PublisherMetrics } from './publisher-metrics';
-import { INVENTORY_SEQ_ANNOTATION, type NodeNotifier } from './node-notifier';
+import type { NodeNotifier } from './node-notifier';
 import { splitInventory } from './split-inventory';
 
 /** scale-core's NodeInventory descriptor, under the name this app's code reads. */

@@ -14,7 +14,7 @@ import {
   type Informer,
   type Logger,
 } from '@sandbox-scale/kube-runtime';
-import { BadRequestError, StatusError, type Rng } from '@sandbox-scale/scale-core';
+import { BadRequestError, NODE_NOTICE_PATH, StatusError, type Rng } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
 import { startAuthenticationConfigWatch, type ConfigMapRef } from './authn/auth-config';
@@ -36,7 +36,6 @@ import { renewalScope } from './peers/renewal-scope';
 import { peerId, PeerSet, startPeerInformer } from './peers/peer-set';
 import { LocalVerbs } from './peers/sandbox-verbs';
 import { NodeNotices } from './notices/node-notices';
-import { NODE_NOTICE_PATH } from './notices/notice-protocol';
 import { installStorages } from './storage/install';
 import { startInventoryInformer } from './storage/inventory-informer';
 import { ClaimFollower, startClaimFollower, type FollowedClaim } from './storage/claim-follower';

@@ -21,13 +21,12 @@ import {
 } from '@sandbox-scale/e2e';
 import { createInformer, type Informer } from '@sandbox-scale/kube-runtime';
 import { startPublisher, type RunningPublisher } from '@sandbox-scale/inventory-publisher';
-import { RESOURCES } from '@sandbox-scale/scale-core';
+import { NODE_NOTICE_PATH, RESOURCES } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Registry } from 'prom-client';
 import { z } from 'zod';
 import { startSandboxApiserver, type RunningSandboxApiserver } from '../src';
-import { NODE_NOTICE_PATH } from '../src/notices/notice-protocol';
 import { quietLog, suiteLabels, suiteSelector } from './fleet-fixture';
 
 /**

@@ -87,6 +87,8 @@ export { SANDBOX_UID_NAMESPACE, sandboxUid, uuidV5 } from './hash/stable-uid';
 
 export { ConditionSchema, ObjectMetaSchema, QUANTITY_PATTERN, QuantitySchema } from './schemas/meta';
 export type { Condition, ObjectMeta } from './schemas/meta';
+export { INVENTORY_SEQ_ANNOTATION, MAX_NOTICE_BYTES, NODE_NOTICE_PATH, NodeNoticeSchema } from './schemas/node-notice';
+export type { NodeNotice, NoticeOutcome } from './schemas/node-notice';
 export { ContainerSchema, PodTemplateSchema } from './schemas/pod-template';
 export type { Container, PodTemplate } from './schemas/pod-template';
 export { SandboxSchema, SandboxSpecSchema, SandboxStatusSchema } from './schemas/sandbox';

@@ -2,12 +2,11 @@ import { createServer, request, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { UserInfo } from '@sandbox-scale/kube-runtime';
 import { captureLog } from '@sandbox-scale/kube-runtime/testing';
-import type { NodeInventory } from '@sandbox-scale/scale-core';
+import { INVENTORY_SEQ_ANNOTATION, MAX_NOTICE_BYTES, NODE_NOTICE_PATH, type NodeInventory } from '@sandbox-scale/scale-core';
 import { sendStatus } from '../http/status';
 import { NodeNotices } from './node-notices';
 import { NODE_NAME_EXTRA } from './notice-auth';
 import { seqOf, supersede } from './node-view';
-import { INVENTORY_SEQ_ANNOTATION, MAX_NOTICE_BYTES, NODE_NOTICE_PATH } from './notice-protocol';
 
 const PUBLISHER = 'system:serviceaccount:sandbox-system:publisher';
 /** Token -> user, as TokenReview would answer (a fake of the one call the endpoint makes). */

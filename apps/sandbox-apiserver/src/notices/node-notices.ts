@@ -1,10 +1,16 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { counter, histogram, readRequestBody, sendJson, type DelegatedAuth, type Logger } from '@sandbox-scale/kube-runtime';
-import { ConflictError, InvalidError, StatusError, type NodeInventory } from '@sandbox-scale/scale-core';
+import {
+  ConflictError,
+  InvalidError,
+  MAX_NOTICE_BYTES,
+  NodeNoticeSchema,
+  StatusError,
+  type NodeInventory,
+} from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import { authenticatePublisher, decideNotice } from './notice-auth';
 import { mergeNotice, supersede } from './node-view';
-import { MAX_NOTICE_BYTES, NodeNoticeSchema } from './notice-protocol';
 
 /** The part of the sandbox cache notices act on. */
 export interface NodeViewCache {

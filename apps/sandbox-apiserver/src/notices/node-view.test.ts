@@ -1,10 +1,9 @@
-import type { InventoryEntry, NodeInventory } from '@sandbox-scale/scale-core';
+import { INVENTORY_SEQ_ANNOTATION, type InventoryEntry, type NodeInventory } from '@sandbox-scale/scale-core';
 import type { SandboxEvent } from '../resource/events';
 import { Revisions } from '../storage/revisions';
 import { SandboxCache } from '../storage/sandbox-cache';
 import { WatchHub } from '../storage/watch-hub';
 import { mergeNotice, seqOf, supersede } from './node-view';
-import { INVENTORY_SEQ_ANNOTATION } from './notice-protocol';
 
 const e = (name: string, id: string, phase = 'Running'): InventoryEntry => ({ name, id, phase });
 

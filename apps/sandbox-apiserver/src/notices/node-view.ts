@@ -1,5 +1,4 @@
-import type { InventoryEntry, NodeInventory } from '@sandbox-scale/scale-core';
-import { INVENTORY_SEQ_ANNOTATION, type NodeNotice } from './notice-protocol';
+import { INVENTORY_SEQ_ANNOTATION, type InventoryEntry, type NodeInventory, type NodeNotice } from '@sandbox-scale/scale-core';
 
 /** The publisher's read sequence of an inventory view; 0 when it carries none (an older publisher). */
 export function seqOf(inv: NodeInventory | undefined): number {

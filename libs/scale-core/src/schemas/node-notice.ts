@@ -1,13 +1,17 @@
-import { InventoryEntrySchema } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
+import { InventoryEntrySchema } from './node-inventory';
 
 /**
- * Where inventory-publishers tell this replica of a change on their node between publishes
- * (docs/adr/0007). Not under /apis: kube-apiserver never proxies it, only a publisher calls it.
+ * The node notice contract between inventory-publisher (sender) and sandbox-apiserver (receiver),
+ * docs/adr/0007: where publishers tell each replica of a change on their node between publishes.
+ * Not under /apis: kube-apiserver never proxies it, only a publisher calls it.
  */
 export const NODE_NOTICE_PATH = '/internal/notices/v1/node';
 
-/** On a node's own NodeInventory: the publisher's read sequence it was built from (same sequence as its notices). */
+/**
+ * On a node's own NodeInventory: the sequence of the sandboxd read it was built from, in the same
+ * sequence as the node's notices, so a replica can tell which of the two is newer.
+ */
 export const INVENTORY_SEQ_ANNOTATION = 'sandbox.cocoonstack.io/inventory-seq';
 
 /** Largest notice body: a whole set fits one NodeInventory object (1.5 MiB), with room for JSON spacing. */
@@ -30,3 +34,6 @@ export const NodeNoticeSchema = z.strictObject({
   removed: z.array(z.string().min(1).max(253)).max(MAX_ENTRIES).optional(),
 });
 export type NodeNotice = z.infer<typeof NodeNoticeSchema>;
+
+/** What a replica did with a notice: took it, had a newer view already, or holds a view too old for the delta. */
+export type NoticeOutcome = 'applied' | 'ignored' | 'conflict';
