@@ -8,7 +8,6 @@
  *
  *   npx nx run bench:freshness            (BENCH_NODES=40 while iterating)
  */
-import { networkInterfaces } from 'node:os';
 import { monitorEventLoopDelay } from 'node:perf_hooks';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
@@ -21,7 +20,9 @@ import {
   eventually,
   freePort,
   installChartAppRbac,
+  requireHostAddress,
   startControlPlane,
+  tokenKubeConfig,
 } from '@sandbox-scale/e2e';
 import { createInformer, createLogger, kubeRequest } from '@sandbox-scale/kube-runtime';
 import { startPublisher, type RunningPublisher } from '@sandbox-scale/inventory-publisher';
@@ -59,14 +60,6 @@ const ServedSchema = z.looseObject({
 });
 type Served = z.infer<typeof ServedSchema>;
 const reasonOf = (s: Served): string => s.status?.conditions?.find((c) => c.type === 'Ready')?.reason ?? '';
-
-function hostAddress(): string {
-  const a = Object.values(networkInterfaces())
-    .flat()
-    .find((x) => x !== undefined && x.family === 'IPv4' && !x.internal)?.address;
-  if (a === undefined) throw new Error('an EndpointSlice needs a non-loopback IPv4 address and this machine has none');
-  return a;
-}
 
 interface SimNode {
   readonly name: string;
@@ -109,19 +102,6 @@ async function startSimProcess(): Promise<{ nodes: SimNode[]; stop: () => Promis
     throw new Error(`sandboxd-sim exited with ${code} before listening (see ${join(tmpdir(), 'bench-freshness-sim.log')})`);
   });
   return { nodes: await Promise.race([ready, exited]), stop: () => sim.stop() };
-}
-
-function tokenKubeConfig(kc: KubeConfig, token: string): KubeConfig {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('no current cluster');
-  const out = new KubeConfig();
-  out.loadFromOptions({
-    clusters: [{ ...cluster, name: 'local' }],
-    users: [{ name: 'publisher', token }],
-    contexts: [{ name: 'publisher', cluster: 'local', user: 'publisher' }],
-    currentContext: 'publisher',
-  });
-  return out;
 }
 
 /** etcd's revision now: every write to etcd moves it by one (read as a list's resourceVersion). */
@@ -263,7 +243,7 @@ async function main(): Promise<void> {
         kind: 'EndpointSlice',
         metadata: { name: `${SERVICE}-bench`, labels: { 'kubernetes.io/service-name': SERVICE } },
         addressType: 'IPv4',
-        endpoints: [{ addresses: [hostAddress()], conditions: { ready: true } }],
+        endpoints: [{ addresses: [requireHostAddress()], conditions: { ready: true } }],
         ports: [{ name: 'https', port, protocol: 'TCP' }],
       },
     });

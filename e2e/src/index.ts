@@ -10,6 +10,7 @@ export { freePort } from './control-plane/ports';
 export { toolsDir } from './control-plane/tools';
 export { AppProcess, REPO_ROOT, SupervisedApp, type AppProcessOptions, type SupervisedAppOptions } from './system/app-process';
 export { eventually, type EventuallyOptions } from './testing/eventually';
+export { hostAddress, requireHostAddress } from './testing/host-address';
 export { countingKubeConfig, type KubeRequestCount } from './testing/request-counter';
 export { installChartAppRbac, type ChartApp, type ChartAppIdentity } from './testing/chart-rbac';
 export {
@@ -28,6 +29,7 @@ export {
   testControlPlaneInfo,
   testKubeConfig,
   testKubeconfigPath,
+  tokenKubeConfig,
   whoAmI,
   type ControlPlaneInfo,
   type RunResult,

@@ -1,6 +1,6 @@
 import { request } from 'node:https';
 import { writeFileSync } from 'node:fs';
-import { networkInterfaces, tmpdir } from 'node:os';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import {
@@ -14,9 +14,11 @@ import {
   installChartAppRbac,
   kubectl,
   kubectlOk,
+  requireHostAddress,
   runSuffix,
   serviceAccountToken,
   testKubeConfig,
+  tokenKubeConfig,
   type ChartAppIdentity,
 } from '@sandbox-scale/e2e';
 import { createInformer, type Informer } from '@sandbox-scale/kube-runtime';
@@ -63,29 +65,6 @@ const ServedSchema = z.looseObject({
 });
 type Served = z.infer<typeof ServedSchema>;
 const reasonOf = (s: Served): string => s.status?.conditions?.find((c) => c.type === 'Ready')?.reason ?? '';
-
-/** This machine's first non-loopback IPv4 address: EndpointSlices refuse loopback ones. */
-function hostAddress(): string {
-  const a = Object.values(networkInterfaces())
-    .flat()
-    .find((x) => x !== undefined && x.family === 'IPv4' && !x.internal)?.address;
-  if (a === undefined) throw new Error('an EndpointSlice needs a non-loopback IPv4 address and this machine has none');
-  return a;
-}
-
-/** A kubeconfig on the same cluster as kc with only a bearer token. */
-function tokenKubeConfig(token: string): KubeConfig {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('no current cluster');
-  const out = new KubeConfig();
-  out.loadFromOptions({
-    clusters: [{ ...cluster, name: 'local' }],
-    users: [{ name: 'publisher', token }],
-    contexts: [{ name: 'publisher', cluster: 'local', user: 'publisher' }],
-    currentContext: 'publisher',
-  });
-  return out;
-}
 
 /** A kubeconfig that talks to the sandbox-apiserver directly, as the admin (client certificate). */
 function directKubeConfig(): KubeConfig {
@@ -206,7 +185,7 @@ beforeAll(async () => {
       kind: 'EndpointSlice',
       metadata: { name: `${SERVICE}-test`, namespace: ns, labels: { 'kubernetes.io/service-name': SERVICE } },
       addressType: 'IPv4',
-      endpoints: [{ addresses: [hostAddress()], conditions: { ready: true } }],
+      endpoints: [{ addresses: [requireHostAddress()], conditions: { ready: true } }],
       ports: [{ name: 'https', port, protocol: 'TCP' }],
     }),
   });
@@ -249,14 +228,14 @@ describe('node notices', () => {
       noticeIntervalMs: 100,
       labels: suiteLabels(suffix),
       fleetToken: TOKEN,
-      kubeConfig: tokenKubeConfig(boundToken),
+      kubeConfig: tokenKubeConfig(kc, boundToken),
       log: quietLog,
       registry: new Registry(),
       notices: { service: { namespace: ns, name: SERVICE }, caPem },
     });
     // the first publish, seen through the informer and the watch
     await eventually(() => expect(events).toContain('ADDED sb-before Running'), { timeoutMs: 30_000 });
-    await eventually(() => expect(publisher.noticeTargets()).toEqual([`${hostAddress()}:${port}`]), { timeoutMs: 30_000 });
+    await eventually(() => expect(publisher.noticeTargets()).toEqual([`${requireHostAddress()}:${port}`]), { timeoutMs: 30_000 });
     const writes = publisher.publisher.writes;
     expect(writes).toBeGreaterThan(0);
 

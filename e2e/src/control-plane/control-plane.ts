@@ -4,7 +4,7 @@ import { request } from 'node:https';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { pauseImage } from '../images/images';
-import { cleanupNode, hostAddress, kubeconfigFile, NODE_NAME, startNode, takeNodeLock, type LocalNode } from './node';
+import { cleanupNode, kubeconfigFile, nodeHostAddress, NODE_NAME, startNode, takeNodeLock, type LocalNode } from './node';
 import { createCA, createLeaf, createSigningKey, type CertPair } from './pki';
 import { freePort } from './ports';
 import { ProcessGroup } from './process-group';
@@ -250,7 +250,7 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
   };
   try {
     const started = Date.now();
-    const hostIp = opts.node ? hostAddress() : undefined;
+    const hostIp = opts.node ? nodeHostAddress() : undefined;
     const pki = await makePki(hostIp ? [hostIp] : []);
     const p = writeFiles(dir, pki);
     if (hostIp) {

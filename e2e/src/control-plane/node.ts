@@ -1,10 +1,10 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { networkInterfaces } from 'node:os';
 import { join } from 'node:path';
 import { createLeaf, type CertPair } from './pki';
 import { freePort } from './ports';
 import type { ProcessGroup } from './process-group';
+import { hostAddress } from '../testing/host-address';
 
 /**
  * One real node for the local control plane: containerd (own config, root, state and socket under
@@ -57,13 +57,11 @@ export function cleanupNode(dir: string): void {
 }
 
 /** The first non-loopback IPv4 address of the machine: pods route to it through the bridge. */
-export function hostAddress(): string {
-  for (const [name, addrs] of Object.entries(networkInterfaces())) {
-    if (name === 'lo' || name.startsWith('ssn') || name.startsWith('cni') || name.startsWith('veth')) continue;
-    const v4 = addrs?.find((a) => a.family === 'IPv4' && !a.internal);
-    if (v4) return v4.address;
-  }
-  throw new NodeStartError('a node needs a non-loopback IPv4 address for pods to reach the API server; this machine has none');
+export function nodeHostAddress(): string {
+  const a = hostAddress();
+  if (a === undefined)
+    throw new NodeStartError('a node needs a non-loopback IPv4 address for pods to reach the API server; this machine has none');
+  return a;
 }
 
 /** Takes the machine's node lock, or names the process that holds it. */

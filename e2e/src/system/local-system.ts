@@ -4,7 +4,7 @@ import { LEASE_NAMES } from '@sandbox-scale/scale-core';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
-import { networkInterfaces } from 'node:os';
+import { hostAddress } from '../testing/host-address';
 import { join } from 'node:path';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
 import { createCA, createLeaf } from '../control-plane/pki';
@@ -248,13 +248,6 @@ function logTail(path: string, lines = 15): string {
 }
 
 const PEER_SLICE_MANAGER = 'sandbox-scale-local-system';
-
-/** This machine's first non-loopback IPv4 address: what an EndpointSlice may list for a local replica. */
-function hostAddress(): string | undefined {
-  return Object.values(networkInterfaces())
-    .flat()
-    .find((a) => a !== undefined && a.family === 'IPv4' && !a.internal)?.address;
-}
 
 /**
  * The EndpointSlices kube-controller-manager would keep for the chart's Service: one per

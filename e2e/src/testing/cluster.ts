@@ -123,10 +123,14 @@ export async function kubeconfigForServiceAccount(
   const tr = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds } } });
   const token = tr.status?.token;
   if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
+  return tokenKubeConfig(kc, token, `system:serviceaccount:${namespace}:${name}`);
+}
+
+/** A kubeconfig on the same server and CA as `kc` whose only credential is a bearer token. */
+export function tokenKubeConfig(kc: KubeConfig, token: string, user = 'token'): KubeConfig {
   const cluster = kc.getCurrentCluster();
   if (!cluster) throw new Error('kubeconfig has no current cluster');
   const out = new KubeConfig();
-  const user = `system:serviceaccount:${namespace}:${name}`;
   out.loadFromOptions({
     clusters: [{ ...cluster, name: 'local' }],
     users: [{ name: user, token }],
