@@ -31,6 +31,9 @@ export interface SeriesEntry {
 
 export type Decision = { kind: 'create'; entry: SeriesEntry } | { kind: 'repeat'; entry: SeriesEntry } | { kind: 'drop' };
 
+/** How often at most every series and bucket is swept for expired ones. */
+const PRUNE_INTERVAL_MS = 1000;
+
 export class EventAggregator {
   private readonly entries = new Map<string, SeriesEntry>();
   private readonly buckets = new Map<string, TokenBucket>();
@@ -38,12 +41,15 @@ export class EventAggregator {
   private readonly refillMs: number;
   private readonly windowMs: number;
   readonly flushIntervalMs: number;
+  private readonly pruneIntervalMs: number;
+  private prunedAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(opts: AggregatorOptions = {}) {
     this.burst = opts.burst ?? 25;
     this.refillMs = opts.refillIntervalMs ?? 300_000;
     this.windowMs = opts.windowMs ?? 360_000;
     this.flushIntervalMs = opts.flushIntervalMs ?? 30_000;
+    this.pruneIntervalMs = Math.min(PRUNE_INTERVAL_MS, this.windowMs);
   }
 
   get size(): number {
@@ -51,8 +57,15 @@ export class EventAggregator {
   }
 
   observe(key: string, objectKey: string, nowMs: number): Decision {
-    this.prune(nowMs);
-    const entry = this.entries.get(key);
+    // A sweep of every series is O(n); once per interval keeps a recorder that holds thousands
+    // of series (one per claim) at O(1) per event. The series and bucket this event touches are
+    // judged exactly below, so the sweep only bounds memory and decides nothing.
+    if (nowMs - this.prunedAtMs >= this.pruneIntervalMs || nowMs < this.prunedAtMs) this.prune(nowMs);
+    let entry = this.entries.get(key);
+    if (entry && this.expired(entry, nowMs)) {
+      this.entries.delete(key);
+      entry = undefined;
+    }
     if (entry) {
       entry.count++;
       entry.lastMs = nowMs;
@@ -94,11 +107,14 @@ export class EventAggregator {
     return b.take(nowMs) === 0;
   }
 
+  /** Quiet for longer than the window, with every repeat written (unwritten ones are kept until flushed, so their count is not lost). */
+  private expired(e: SeriesEntry, nowMs: number): boolean {
+    return nowMs - e.lastMs > this.windowMs && e.count <= e.writtenCount;
+  }
+
   private prune(nowMs: number): void {
-    for (const [k, e] of this.entries) {
-      // Unwritten repeats are kept until flushed, so their count is not lost.
-      if (nowMs - e.lastMs > this.windowMs && e.count <= e.writtenCount) this.entries.delete(k);
-    }
+    this.prunedAtMs = nowMs;
+    for (const [k, e] of this.entries) if (this.expired(e, nowMs)) this.entries.delete(k);
     for (const [k, b] of this.buckets) if (b.isFull(nowMs)) this.buckets.delete(k);
   }
 }
