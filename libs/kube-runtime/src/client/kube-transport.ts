@@ -93,13 +93,11 @@ const API_AGENT: https.AgentOptions = {
 };
 const WATCH_AGENT: https.AgentOptions = { keepAlive: true, scheduling: 'lifo', maxFreeSockets: 16 };
 
-/** The TLS identity an agent built by client-node stands for, or undefined when it is not a plain agent (a proxy). */
-function identityOf(agent: unknown): string | undefined {
-  if (!(agent instanceof http.Agent) || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return undefined;
+/** What makes up an agent's TLS identity, in a fixed order. */
+function identityParts(agent: http.Agent): unknown[] {
   const o = (agent as http.Agent & { options: https.AgentOptions }).options;
-  const h = createHash('sha256');
-  h.update(agent.constructor === https.Agent ? 'https' : 'http');
-  for (const v of [
+  return [
+    agent.constructor === https.Agent ? 'https' : 'http',
     o.ca,
     o.cert,
     o.key,
@@ -107,7 +105,19 @@ function identityOf(agent: unknown): string | undefined {
     o.passphrase,
     o.servername,
     o.rejectUnauthorized === undefined ? undefined : String(o.rejectUnauthorized),
-  ]) {
+  ];
+}
+
+function samePart(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => samePart(v, b[i]));
+  return false;
+}
+
+function digestOf(parts: readonly unknown[]): string {
+  const h = createHash('sha256');
+  for (const v of parts) {
     h.update('\0');
     for (const part of [v].flat())
       if (part !== undefined && part !== null)
@@ -116,9 +126,30 @@ function identityOf(agent: unknown): string | undefined {
   return h.digest('base64url');
 }
 
+/**
+ * The TLS identity of the agents client-node builds, one per request. The identity rarely
+ * changes, so the last one is kept with its parts: a request whose parts equal them (client-node
+ * decodes the same CA and key into new buffers each time) costs a byte compare, not a hash.
+ */
+class Identities {
+  #last: { parts: unknown[]; id: string } | undefined;
+
+  /** The identity `agent` stands for, or undefined when it is not a plain agent (a proxy). */
+  of(agent: unknown): string | undefined {
+    if (!(agent instanceof http.Agent) || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return undefined;
+    const parts = identityParts(agent);
+    const last = this.#last;
+    if (last !== undefined && last.parts.length === parts.length && last.parts.every((p, i) => samePart(p, parts[i]))) return last.id;
+    const id = digestOf(parts);
+    this.#last = { parts, id };
+    return id;
+  }
+}
+
 /** Kept-alive agents keyed by TLS identity; only the newest identity keeps its connections. */
 class AgentPool {
   readonly #agents = new Map<string, AnyAgent>();
+  readonly #identities = new Identities();
   readonly #opts: https.AgentOptions;
   readonly counters = newCounters();
 
@@ -129,7 +160,7 @@ class AgentPool {
   /** The kept-alive agent for the identity `built` stands for; `built` itself when it cannot be shared. */
   agentFor(built: unknown): unknown {
     this.counters.requests++;
-    const id = identityOf(built);
+    const id = this.#identities.of(built);
     if (id === undefined) return built;
     const hit = this.#agents.get(id);
     if (hit) return hit;
