@@ -3,6 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { Socket } from 'node:net';
+import * as tls from 'node:tls';
 import type { TLSSocket } from 'node:tls';
 import {
   type ApiConstructor,
@@ -146,6 +147,25 @@ class Identities {
   }
 }
 
+/**
+ * The options of a kept-alive https agent for client-node's `built` options: the CA, client
+ * certificate and key go into one SecureContext made here, not into the agent's options. With
+ * them in the options, Node builds a new SecureContext (parsing the key and every CA) for each
+ * connection, and turns the CA, certificate and key buffers into strings for the pool key of
+ * each request (https.Agent#getName); with a secureContext it does neither.
+ */
+function sharedContextOptions(built: https.AgentOptions, pool: https.AgentOptions): https.AgentOptions {
+  const { ca, cert, key, pfx, passphrase, ...rest } = built;
+  const secureContext = tls.createSecureContext({
+    ...(ca !== undefined ? { ca } : {}),
+    ...(cert !== undefined ? { cert } : {}),
+    ...(key !== undefined ? { key } : {}),
+    ...(pfx !== undefined ? { pfx } : {}),
+    ...(passphrase !== undefined ? { passphrase } : {}),
+  });
+  return { ...rest, ...pool, secureContext };
+}
+
 /** Kept-alive agents keyed by TLS identity; only the newest identity keeps its connections. */
 class AgentPool {
   readonly #agents = new Map<string, AnyAgent>();
@@ -166,7 +186,9 @@ class AgentPool {
     if (hit) return hit;
     const b = built as AnyAgent & { options: https.AgentOptions };
     const agent =
-      b instanceof https.Agent ? new https.Agent({ ...b.options, ...this.#opts }) : new http.Agent({ ...b.options, ...this.#opts });
+      b instanceof https.Agent
+        ? new https.Agent(sharedContextOptions(b.options, this.#opts))
+        : new http.Agent({ ...b.options, ...this.#opts });
     countConnections(agent, this.counters);
     for (const old of this.#agents.values()) retire(old);
     this.#agents.clear();
