@@ -61,3 +61,13 @@ describe('EventAggregator with many series', () => {
     expect(a.size).toBe(3);
   });
 });
+
+describe('EventAggregator bound', () => {
+  it('holds at most maxSeries series, the oldest going first', () => {
+    const a = new EventAggregator({ maxSeries: 100 });
+    for (let i = 0; i < 10_000; i++) expect(a.observe(`k${i}`, `obj${i}`, 0).kind).toBe('create');
+    expect(a.size).toBe(100);
+    expect(a.observe('k9999', 'obj9999', 1).kind).toBe('repeat');
+    expect(a.observe('k0', 'obj0', 1).kind).toBe('create');
+  });
+});

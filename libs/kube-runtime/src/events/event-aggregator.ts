@@ -14,6 +14,12 @@ export interface AggregatorOptions {
   windowMs?: number;
   /** Repeats are written at most this often per event; default 30 s. */
   flushIntervalMs?: number;
+  /**
+   * Series (and per-object buckets) held at once; past it the oldest goes. Default 4096, as
+   * client-go's event cache: a controller that records for a stream of short-lived objects
+   * (one claim after another) holds a bounded cache, not one series per object of the window.
+   */
+  maxSeries?: number;
 }
 
 export interface SeriesEntry {
@@ -42,6 +48,7 @@ export class EventAggregator {
   private readonly windowMs: number;
   readonly flushIntervalMs: number;
   private readonly pruneIntervalMs: number;
+  private readonly maxSeries: number;
   private prunedAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(opts: AggregatorOptions = {}) {
@@ -50,6 +57,7 @@ export class EventAggregator {
     this.windowMs = opts.windowMs ?? 360_000;
     this.flushIntervalMs = opts.flushIntervalMs ?? 30_000;
     this.pruneIntervalMs = Math.min(PRUNE_INTERVAL_MS, this.windowMs);
+    this.maxSeries = opts.maxSeries ?? 4096;
   }
 
   get size(): number {
@@ -73,6 +81,7 @@ export class EventAggregator {
     }
     if (!this.take(objectKey, nowMs)) return { kind: 'drop' };
     const created: SeriesEntry = { key, objectKey, count: 1, writtenCount: 0, firstMs: nowMs, lastMs: nowMs, writtenAtMs: nowMs };
+    dropOldest(this.entries, this.maxSeries);
     this.entries.set(key, created);
     return { kind: 'create', entry: created };
   }
@@ -101,6 +110,7 @@ export class EventAggregator {
   private take(objectKey: string, nowMs: number): boolean {
     let b = this.buckets.get(objectKey);
     if (!b) {
+      dropOldest(this.buckets, this.maxSeries);
       b = new TokenBucket({ ratePerSecond: 1000 / this.refillMs, burst: this.burst, now: () => nowMs });
       this.buckets.set(objectKey, b);
     }
@@ -116,5 +126,13 @@ export class EventAggregator {
     this.prunedAtMs = nowMs;
     for (const [k, e] of this.entries) if (this.expired(e, nowMs)) this.entries.delete(k);
     for (const [k, b] of this.buckets) if (b.isFull(nowMs)) this.buckets.delete(k);
+  }
+}
+
+/** Makes room for one more entry in `m` (insertion order: the oldest goes first). */
+function dropOldest<K, V>(m: Map<K, V>, max: number): void {
+  for (const k of m.keys()) {
+    if (m.size < max) return;
+    m.delete(k);
   }
 }
