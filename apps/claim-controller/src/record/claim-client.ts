@@ -58,10 +58,11 @@ export class ClaimClient {
   }
 
   async removeFinalizer(claim: SandboxClaim): Promise<void> {
-    await this.#patchFinalizers(
-      claim,
-      (claim.metadata.finalizers ?? []).filter((f) => f !== CLAIM_RELEASE_FINALIZER),
-    );
+    const finalizers = (claim.metadata.finalizers ?? []).filter((f) => f !== CLAIM_RELEASE_FINALIZER);
+    // the last finalizer of a deleted claim: the write deletes it, and its watch event is the
+    // delete, never an update the own-write filter would meet, so it is not noted
+    const gone = finalizers.length === 0 && claim.metadata.deletionTimestamp !== undefined;
+    await this.#patchFinalizers(claim, finalizers, undefined, undefined, !gone);
   }
 
   async delete(claim: SandboxClaim): Promise<void> {
@@ -73,6 +74,7 @@ export class ClaimClient {
     finalizers: string[],
     signal?: AbortSignal,
     annotations?: Record<string, string>,
+    note = true,
   ): Promise<SandboxClaim> {
     const patch = { metadata: { finalizers, resourceVersion: claim.metadata.resourceVersion, ...(annotations ? { annotations } : {}) } };
     const out = parseClaim(
@@ -81,7 +83,7 @@ export class ClaimClient {
         ...(signal ? { signal } : {}),
       }),
     );
-    this.onWrite(out);
+    if (note) this.onWrite(out);
     return out;
   }
 }
