@@ -5,8 +5,8 @@
  * control plane started here, 1,000 of each at concurrency 1 and at 50 after a warm-up. Then
  * every claim is deleted (released through the finalizer), and every timed ConfigMap and probe,
  * and the heap of this process, which hosts the claim-controller, is measured against where it
- * started. Also counted: reconciles per claim (1 when no own write wakes the claim again) and
- * MaxListenersExceededWarnings. Prints a table, then ONE JSON line (the last line). Figures
+ * started. Also counted: reconciles per claim (1 when no own write wakes the claim again), the
+ * CPU this process spends per claim and per ConfigMap, and MaxListenersExceededWarnings. Prints a table, then ONE JSON line (the last line). Figures
  * only: nothing passes or fails on time.
  *
  * With CLAIM_PATH_ADMISSION=1 the control plane serves MutatingAdmissionPolicy (a feature gate
@@ -216,15 +216,24 @@ async function main(): Promise<void> {
     await timed(WARMUP, 8, (i) => createProbe(`probe-warm-${i}`));
     await timed(WARMUP, 8, (i) => createClaim(`claim-warm-${i}`));
     const heapStartMb = heapMb();
-    const rows: { c: number; claim: number[]; cm: number[]; crd: number[]; reconciles: number }[] = [];
+    const rows: { c: number; claim: number[]; cm: number[]; crd: number[]; reconciles: number; cmCpu: number; claimCpu: number }[] = [];
+    // CPU of this process (controller, sandboxd-sim and the bench's own informers) per operation
+    const cpuMs = (since: NodeJS.CpuUsage): number => {
+      const u = process.cpuUsage(since);
+      return (u.user + u.system) / 1000 / N;
+    };
     for (const c of CONCURRENCIES) {
+      const cmStart = process.cpuUsage();
       const cm = await timed(N, c, (i) => createCm(`cm-${c}-${i}`));
+      const cmCpu = cpuMs(cmStart);
       const crd = await timed(N, c, (i) => createProbe(`probe-${c}-${i}`));
       const before = await reconcilesSoFar(cc.registry);
+      const claimStart = process.cpuUsage();
       const claim = await timed(N, c, (i) => createClaim(`claim-${c}-${i}`));
+      const claimCpu = cpuMs(claimStart);
       // the watch events of the last claims' own writes come in after they were seen Bound
       await new Promise((r) => setTimeout(r, 500));
-      rows.push({ c, claim, cm, crd, reconciles: (await reconcilesSoFar(cc.registry)) - before });
+      rows.push({ c, claim, cm, crd, reconciles: (await reconcilesSoFar(cc.registry)) - before, cmCpu, claimCpu });
     }
     // every timed claim is deleted (released on its node, finalizer removed), and so are the
     // timed ConfigMaps and probes, whose caches here would otherwise hold them; the heap then
@@ -249,7 +258,9 @@ async function main(): Promise<void> {
       console.log(
         `${String(r.c).padStart(11)}  bare CR    ${pct(r.crd, 50).toFixed(2).padStart(7)}  ${pct(r.crd, 99).toFixed(2).padStart(7)}`,
       );
-      console.log(`${String(r.c).padStart(11)}  reconciles per claim ${(r.reconciles / N).toFixed(2)}`);
+      console.log(
+        `${String(r.c).padStart(11)}  reconciles per claim ${(r.reconciles / N).toFixed(2)}; CPU of this process per claim ${r.claimCpu.toFixed(2)} ms, per ConfigMap ${r.cmCpu.toFixed(2)} ms`,
+      );
       console.log(
         `${String(r.c).padStart(11)}  ratios     claim/configmap p50 ${(pct(r.claim, 50) / pct(r.cm, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.cm, 99)).toFixed(2)}; claim/bare CR p50 ${(pct(r.claim, 50) / pct(r.crd, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.crd, 99)).toFixed(2)}`,
       );
@@ -280,6 +291,8 @@ async function main(): Promise<void> {
           crd_ratio_p50: r3(pct(r.claim, 50) / pct(r.crd, 50)),
           crd_ratio_p99: r3(pct(r.claim, 99) / pct(r.crd, 99)),
           reconciles_per_claim: r3(r.reconciles / N),
+          cpu_ms_per_claim: r3(r.claimCpu),
+          cpu_ms_per_configmap: r3(r.cmCpu),
         },
       ]),
     );
