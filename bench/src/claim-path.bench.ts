@@ -123,7 +123,11 @@ async function main(): Promise<void> {
   });
   const kc = cp.kubeConfig;
   const log = createLogger({ name: 'bench-claim-path', level: 'error' });
-  const sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: 1100 }] });
+  // every claim of the run is alive until the end, and any node may get all of them: each node
+  // holds that many warm sandboxes, so no claim waits on a node's refill (a 429 then costs a
+  // NoWarmCapacity backoff of seconds, which is the sim's pace, not the claim path's)
+  const warmPerNode = WARMUP + CONCURRENCIES.length * N;
+  const sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: warmPerNode }] });
   try {
     await applyCrds(kc, 'charts/sandbox-scale/crds');
     await applyCrds(kc, [PROBE_CRD as unknown as V1CustomResourceDefinition]);
@@ -139,7 +143,7 @@ async function main(): Promise<void> {
           metadata: { name: n.name },
           node: n.name,
           address: n.addr,
-          pools: [{ template: IMAGE, warm: 100_000, target: 1100 }],
+          pools: [{ template: IMAGE, warm: 100_000, target: warmPerNode }],
         },
         { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory },
       );
