@@ -3,9 +3,11 @@
  * two floors measured in the same run: ConfigMap create -> seen by a watch (any round trip) and
  * a bare custom resource create -> seen (the CRD machinery without any controller), on one
  * control plane started here, 1,000 of each at concurrency 1 and at 50 after a warm-up. Then
- * every claim is deleted (released through the finalizer) and the heap of this process, which
- * hosts the claim-controller, is measured against where it started. Prints a table, then ONE
- * JSON line (the last line). Figures only: nothing passes or fails on time.
+ * every claim is deleted (released through the finalizer), and every timed ConfigMap and probe,
+ * and the heap of this process, which hosts the claim-controller, is measured against where it
+ * started. Also counted: reconciles per claim (1 when no own write wakes the claim again), the
+ * CPU this process spends per claim and per ConfigMap, and MaxListenersExceededWarnings. Prints a table, then ONE JSON line (the last line). Figures
+ * only: nothing passes or fails on time.
  *
  * With CLAIM_PATH_ADMISSION=1 the control plane serves MutatingAdmissionPolicy (a feature gate
  * and admissionregistration.k8s.io/v1beta1, off by default in Kubernetes 1.34) and the chart's
@@ -15,6 +17,7 @@
  *   npx nx run bench:claim-path            (CLAIM_PATH_N=200 for a shorter run)
  */
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
+import type { Registry } from 'prom-client';
 import { startClaimController } from '@sandbox-scale/claim-controller';
 import { applyCrds, startControlPlane } from '@sandbox-scale/e2e';
 import { toolPath } from '../../e2e/src/control-plane/tools';
@@ -99,7 +102,18 @@ async function installFinalizerPolicy(binDir: string, kubeconfigPath: string): P
   await runCommand(toolPath(binDir, 'kubectl'), ['apply', '-f', '-'], { KUBECONFIG: kubeconfigPath }, yaml);
 }
 
+/** Reconciles the claim controller has run so far (all results). */
+async function reconcilesSoFar(registry: Registry): Promise<number> {
+  const m = await registry.getSingleMetric('sandbox_scale_reconcile_total')?.get();
+  return (m?.values ?? []).filter((v) => v.labels.controller === 'sandboxclaim').reduce((a, v) => a + v.value, 0);
+}
+
 async function main(): Promise<void> {
+  // a per-call signal chained onto a long-lived one and never let go shows up as this warning
+  let listenerWarnings = 0;
+  process.on('warning', (w) => {
+    if (w.name === 'MaxListenersExceededWarning') listenerWarnings++;
+  });
   const admission = process.env.CLAIM_PATH_ADMISSION === '1';
   const cp = await startControlPlane({
     controllerManager: false,
@@ -109,7 +123,11 @@ async function main(): Promise<void> {
   });
   const kc = cp.kubeConfig;
   const log = createLogger({ name: 'bench-claim-path', level: 'error' });
-  const sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: 1100 }] });
+  // every claim of the run is alive until the end, and any node may get all of them: each node
+  // holds that many warm sandboxes, so no claim waits on a node's refill (a 429 then costs a
+  // NoWarmCapacity backoff of seconds, which is the sim's pace, not the claim path's)
+  const warmPerNode = WARMUP + CONCURRENCIES.length * N;
+  const sim = await startSim({ nodes: 2, speed: 0, token: TOKEN, pools: [{ template: IMAGE, warm: warmPerNode }] });
   try {
     await applyCrds(kc, 'charts/sandbox-scale/crds');
     await applyCrds(kc, [PROBE_CRD as unknown as V1CustomResourceDefinition]);
@@ -125,7 +143,7 @@ async function main(): Promise<void> {
           metadata: { name: n.name },
           node: n.name,
           address: n.addr,
-          pools: [{ template: IMAGE, warm: 100_000, target: 1100 }],
+          pools: [{ template: IMAGE, warm: 100_000, target: warmPerNode }],
         },
         { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory },
       );
@@ -202,19 +220,36 @@ async function main(): Promise<void> {
     await timed(WARMUP, 8, (i) => createProbe(`probe-warm-${i}`));
     await timed(WARMUP, 8, (i) => createClaim(`claim-warm-${i}`));
     const heapStartMb = heapMb();
-    const rows: { c: number; claim: number[]; cm: number[]; crd: number[] }[] = [];
+    const rows: { c: number; claim: number[]; cm: number[]; crd: number[]; reconciles: number; cmCpu: number; claimCpu: number }[] = [];
+    // CPU of this process (controller, sandboxd-sim and the bench's own informers) per operation
+    const cpuMs = (since: NodeJS.CpuUsage): number => {
+      const u = process.cpuUsage(since);
+      return (u.user + u.system) / 1000 / N;
+    };
     for (const c of CONCURRENCIES) {
+      const cmStart = process.cpuUsage();
       const cm = await timed(N, c, (i) => createCm(`cm-${c}-${i}`));
+      const cmCpu = cpuMs(cmStart);
       const crd = await timed(N, c, (i) => createProbe(`probe-${c}-${i}`));
+      const before = await reconcilesSoFar(cc.registry);
+      const claimStart = process.cpuUsage();
       const claim = await timed(N, c, (i) => createClaim(`claim-${c}-${i}`));
-      rows.push({ c, claim, cm, crd });
+      const claimCpu = cpuMs(claimStart);
+      // the watch events of the last claims' own writes come in after they were seen Bound
+      await new Promise((r) => setTimeout(r, 500));
+      rows.push({ c, claim, cm, crd, reconciles: (await reconcilesSoFar(cc.registry)) - before, cmCpu, claimCpu });
     }
-    // every timed claim is deleted (released on its node, finalizer removed); the heap then
+    // every timed claim is deleted (released on its node, finalizer removed), and so are the
+    // timed ConfigMaps and probes, whose caches here would otherwise hold them; the heap then
     // returns to where it started unless something per claim is kept
     const names = rows.flatMap((r) => Array.from({ length: N }, (_, i) => `claim-${r.c}-${i}`));
     await timed(names.length, 50, (i) => claims.delete(NS, names[i] ?? '').then(() => undefined));
+    await timed(names.length, 50, (i) => cms.delete(NS, (names[i] ?? '').replace(/^claim-/, 'cm-')).then(() => undefined));
+    await timed(names.length, 50, (i) => probes.delete(NS, (names[i] ?? '').replace(/^claim-/, 'probe-')).then(() => undefined));
     const gone = Date.now();
-    while (claimWatch.list().length > WARMUP && Date.now() - gone < 300_000) await new Promise((r) => setTimeout(r, 200));
+    const settled = (): boolean =>
+      claimWatch.list().length <= WARMUP && cmWatch.list().length <= WARMUP && probeWatch.list().length <= WARMUP;
+    while (!settled() && Date.now() - gone < 300_000) await new Promise((r) => setTimeout(r, 200));
     const heapEndMb = heapMb();
     console.log('concurrency  path        p50 ms   p99 ms');
     for (const r of rows) {
@@ -228,10 +263,14 @@ async function main(): Promise<void> {
         `${String(r.c).padStart(11)}  bare CR    ${pct(r.crd, 50).toFixed(2).padStart(7)}  ${pct(r.crd, 99).toFixed(2).padStart(7)}`,
       );
       console.log(
+        `${String(r.c).padStart(11)}  reconciles per claim ${(r.reconciles / N).toFixed(2)}; CPU of this process per claim ${r.claimCpu.toFixed(2)} ms, per ConfigMap ${r.cmCpu.toFixed(2)} ms`,
+      );
+      console.log(
         `${String(r.c).padStart(11)}  ratios     claim/configmap p50 ${(pct(r.claim, 50) / pct(r.cm, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.cm, 99)).toFixed(2)}; claim/bare CR p50 ${(pct(r.claim, 50) / pct(r.crd, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.crd, 99)).toFixed(2)}`,
       );
     }
     console.log(`claims that arrived with the finalizer (admission): ${admittedWithFinalizer}`);
+    console.log(`MaxListenersExceededWarning: ${listenerWarnings}`);
     console.log(
       `heap: ${heapStartMb.toFixed(1)} MB after the warm-up, ${heapEndMb.toFixed(1)} MB after ${names.length} claims bound and deleted (${claimWatch.list().length} claims left)`,
     );
@@ -255,6 +294,9 @@ async function main(): Promise<void> {
           ratio_p99: r3(pct(r.claim, 99) / pct(r.cm, 99)),
           crd_ratio_p50: r3(pct(r.claim, 50) / pct(r.crd, 50)),
           crd_ratio_p99: r3(pct(r.claim, 99) / pct(r.crd, 99)),
+          reconciles_per_claim: r3(r.reconciles / N),
+          cpu_ms_per_claim: r3(r.claimCpu),
+          cpu_ms_per_configmap: r3(r.cmCpu),
         },
       ]),
     );
@@ -274,6 +316,7 @@ async function main(): Promise<void> {
         claims_per_concurrency: N,
         heap_start_mb: +heapStartMb.toFixed(1),
         heap_end_mb: +heapEndMb.toFixed(1),
+        max_listener_warnings: listenerWarnings,
         ...per,
       }),
     );

@@ -96,7 +96,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const ownWrites = new OwnWrites();
   const recorder = new ClaimRecorder({
     kubeConfig: kc,
-    onWrite: (c) => ownWrites.note(c),
+    writes: ownWrites,
     onBound: (claim, a, adopted) =>
       events.record(involvedObjectOf(claim), {
         type: 'Normal',
@@ -136,7 +136,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     failedNodeCooldownMs: flags.failedNodeCooldown,
     onClaim: metrics.onClaim,
   });
-  const claimClient = new ClaimClient(kc, (c) => ownWrites.note(c));
+  const claimClient = new ClaimClient(kc, ownWrites);
   // Whether claim Secrets may be written in a namespace: asked of RBAC before a VM is claimed there.
   const secretAccess = o.secretAccess ?? new SecretAccess({ review: selfSubjectReviewer(kc) });
   // set when this process wins the Lease (before the claim controller starts), cleared when it stops leading
@@ -176,6 +176,8 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     .watches(caches.inventories, claimsMissingFromInventory(caches.inventories, boundByNode))
     .watches(caches.pools, claimsOfPool(caches.claims))
     .build();
+  // an update that came in while a write of its claim was in flight, and was not that write
+  ownWrites.releaseTo((c) => claimController.enqueue({ namespace: c.metadata?.namespace ?? '', name: c.metadata?.name ?? '' }));
   const orphans = createOrphanPass(caches, {
     gateway,
     recorder,

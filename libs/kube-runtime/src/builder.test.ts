@@ -6,7 +6,7 @@ import { FakeListWatcher, cm } from './testing/fake-list-watcher';
 import { generationChanged } from './predicate/predicate';
 import type { ReconcileRequest } from './reconcile/reconciler';
 import { captureLog } from './testing/capture-log';
-import { settle } from './testing/fake-clock';
+import { FakeClock, settle } from './testing/fake-clock';
 
 const Schema = z.object({
   metadata: z.object({ name: z.string(), namespace: z.string(), resourceVersion: z.string(), generation: z.number().optional() }),
@@ -75,6 +75,42 @@ describe('controller builder', () => {
     w.req.onEvent('MODIFIED', withGen('a', '3', 2));
     await settle();
     expect(seen).toEqual(['a', 'a']);
+    stop.abort();
+    await running;
+    await src.informer.stop();
+  });
+
+  it('drops the delayed requeue of a primary object that is deleted, and only its own', async () => {
+    const src = informerWith([cm('a', '1'), cm('b', '1')]);
+    src.informer.start();
+    await src.informer.waitForSync();
+    const clock = new FakeClock();
+    const seen: string[] = [];
+    const { log } = captureLog();
+    const ctrl = controller({
+      name: 'requeue',
+      log,
+      timers: clock,
+      // a live object asks to be looked at again in a minute; a deleted one asks for nothing
+      reconciler: {
+        reconcile: async (req) => {
+          seen.push(req.name);
+          return src.informer.get(req.namespace, req.name) ? { requeueAfterMs: 60_000 } : undefined;
+        },
+      },
+    })
+      .for(src.informer)
+      .build();
+    const stop = new AbortController();
+    const running = ctrl.start(stop.signal);
+    await settle();
+    expect(clock.timersPending).toBe(2);
+    (await src.lw.watching()).req.onEvent('DELETED', cm('a', '2'));
+    await settle();
+    expect(seen).toEqual(['a', 'b', 'a']);
+    expect(clock.timersPending).toBe(1);
+    await clock.advance(60_000);
+    expect(seen).toEqual(['a', 'b', 'a', 'b']);
     stop.abort();
     await running;
     await src.informer.stop();

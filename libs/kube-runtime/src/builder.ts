@@ -24,7 +24,14 @@ export class ControllerBuilder {
   /** The primary resource: each object is its own request; malformed ones are enqueued too. */
   for<T extends KubeObject>(informer: Informer<T>, opts: { predicates?: Predicate<T>[] } = {}): this {
     this.hasPrimary = true;
-    this.ctrl.watch(informerSource(informer, { map: enqueueObject<T>(), predicates: opts.predicates, enqueueMalformed: true }));
+    this.ctrl.watch(
+      informerSource(informer, {
+        map: enqueueObject<T>(),
+        predicates: opts.predicates,
+        enqueueMalformed: true,
+        cancelDelayedOnDelete: true,
+      }),
+    );
     return this;
   }
 

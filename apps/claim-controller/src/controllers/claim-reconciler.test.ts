@@ -60,6 +60,8 @@ function harness(
     finalizer?: () => Promise<void>;
     record?: () => Promise<void>;
     noCapacity?: boolean;
+    /** The pool allows cold starts, and the cold claim finds no routable node either. */
+    coldFails?: boolean;
     /** What the node answers when asked for a sandbox: true = it has it, false = 404, an Error = no answer. */
     holds?: boolean | Error;
     /** Claims an inventory showed missing (ns/name -> id). */
@@ -70,7 +72,7 @@ function harness(
   const cache = { claim };
   const reconciler = new ClaimReconciler({
     claims: { get: () => cache.claim, on: () => () => undefined },
-    pools: { get: () => pool },
+    pools: { get: () => (o.coldFails ? ({ ...pool, spec: { ...pool.spec, coldStart: 'WhenNoWarmCapacity' } } as SandboxWarmPool) : pool) },
     templates: { get: () => template },
     gateway: {
       deliver: async (req: GatewayClaimRequest) => {
@@ -82,7 +84,11 @@ function harness(
         steps.push('deliver: n1 answered');
         return delivered;
       },
-      coldDeliver: async () => delivered,
+      coldDeliver: async (req: GatewayClaimRequest) => {
+        steps.push('cold deliver');
+        if (o.coldFails) throw new NoWarmCapacityError(req.key);
+        return delivered;
+      },
       release: async (t) => {
         steps.push(`release ${t.claimId}`);
       },
@@ -125,7 +131,10 @@ function harness(
       },
       setCondition: async (c, cond) => {
         steps.push(`condition ${cond.type}=${cond.status} ${cond.reason}`);
-        return c;
+        // the object as written: the condition set on it
+        const others = (c.status?.conditions ?? []).filter((k) => k.type !== cond.type);
+        const conditions = [...others, { ...cond, lastTransitionTime: '2026-01-01T12:05:00Z' }];
+        return { ...c, status: { ...c.status, conditions } } as SandboxClaim;
       },
       addFinalizer: async (c, _signal, node) => {
         steps.push(`finalizer patch hint=${node ?? '-'}`);
@@ -187,6 +196,19 @@ describe('ClaimReconciler: binding a claim', () => {
     const h = harness(claimOf({ created: AFTER }), { noCapacity: true });
     const r = await h.reconcile();
     expect(h.steps).toEqual(['deliver: choose node', 'finalizer patch hint=-', 'condition Bound=False NoWarmCapacity']);
+    expect(r).toMatchObject({ requeueAfterMs: expect.any(Number) });
+  });
+
+  it('decides after a failed cold start on the ColdStart it wrote, without reading the claim again', async () => {
+    const h = harness(claimOf({ created: AFTER }), { noCapacity: true, coldFails: true });
+    const r = await h.reconcile();
+    expect(h.steps).toEqual([
+      'deliver: choose node',
+      'finalizer patch hint=-',
+      'condition Bound=False ColdStart',
+      'cold deliver',
+      'condition Bound=False NoWarmCapacity',
+    ]);
     expect(r).toMatchObject({ requeueAfterMs: expect.any(Number) });
   });
 

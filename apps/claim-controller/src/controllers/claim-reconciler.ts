@@ -265,9 +265,9 @@ export class ClaimReconciler implements Reconciler {
     try {
       a = await this.o.gateway.coldDeliver(req);
     } catch (err) {
-      // Decide the next condition against what is stored now (ColdStart), not the stale read.
-      const current = await this.o.claimClient.get(req.namespace, req.name, ctx.signal).catch(() => claim);
-      return this.#claimFailed(current, err);
+      // Decide the next condition against the ColdStart this pass wrote (the object the write
+      // returned, newer than the cache), not the read before it: no live read is needed.
+      return this.#claimFailed(started, err);
     }
     this.#delivered(key, a, ctx, 'node cold-started a sandbox');
     const ms = Math.round(performance.now() - t0);

@@ -251,27 +251,34 @@ export class ClaimGateway {
     const claimRef = formatOwnerRef({ kind: o.owner.kind, uid: o.owner.uid, namespace: req.namespace, name: req.name });
     const body: ClaimRequest = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef };
     if (req.ttlSeconds) body.ttlSeconds = req.ttlSeconds;
-    const failed = (err: unknown): Promise<Assignment | undefined> =>
-      this.#afterFailedClaim(err, cand, req, { claimRef, body, inventories, tried, o });
     // a plain continuation rather than an async frame: the delivered case is the common one and
-    // pays one promise between the node's answer and the caller, not two
+    // pays one promise between the node's answer and the caller, not two; the failure handler's
+    // context is only gathered when a claim fails
     let call: Promise<ClaimResult>;
     try {
-      call = this.#call(req.signal, (bound) => this.#o.clients.forNode(cand.addr).claim(body, bound), o.timeoutMs);
+      const client = this.#o.clients.forNode(cand.addr);
+      // without a caller's signal the call is bounded by a shared deadline, with no closure per claim
+      call =
+        req.signal === undefined
+          ? client.claim(body, { deadline: this.#deadlines.deadline(o.timeoutMs) })
+          : this.#call(req.signal, (bound) => client.claim(body, bound), o.timeoutMs);
     } catch (err) {
       // an address the client refuses fails this node like any other failed call
-      return failed(err);
+      return this.#afterFailedClaim(err, cand, req, { claimRef, body, inventories, tried, o });
     }
-    return call.then((r) => {
-      let a: Assignment;
-      try {
-        a = toAssignment(cand.node, r);
-      } catch (err) {
-        return failed(err);
-      }
-      this.#failedUntil.delete(cand.node);
-      return a;
-    }, failed);
+    return call.then(
+      (r) => {
+        let a: Assignment;
+        try {
+          a = toAssignment(cand.node, r);
+        } catch (err) {
+          return this.#afterFailedClaim(err, cand, req, { claimRef, body, inventories, tried, o });
+        }
+        if (this.#failedUntil.size > 0) this.#failedUntil.delete(cand.node);
+        return a;
+      },
+      (err: unknown) => this.#afterFailedClaim(err, cand, req, { claimRef, body, inventories, tried, o }),
+    );
   }
 
   /**

@@ -6,14 +6,15 @@ import type { Assignment, ClaimTarget } from '../gateway/assignment';
 import type { BoundRecorder } from './record-queue';
 import { boundClaimId, boundConditionTrue, boundStatus, statusApplyBody, tokenSecretName } from './claim-status';
 import { ClaimBoundElsewhereError, ClaimOwnerMismatchError, SecretNotOwnedError } from './record-errors';
+import { trackedWrite, UNTRACKED_WRITES, type ClaimWriteTracker } from './claim-client';
 
 export interface ClaimRecorderOptions {
   kubeConfig: KubeConfig;
   now?: () => Date;
   /** Told once per claim that moved to Bound (events, metrics). */
   onBound?: (claim: SandboxClaim, assignment: Assignment, adopted: boolean) => void;
-  /** Told the claim each status write returned (the claim controller's own-write filter). */
-  onWrite?: (claim: SandboxClaim) => void;
+  /** The claim controller's own-write filter, told of each status write (see ClaimWriteTracker). */
+  writes?: ClaimWriteTracker;
 }
 
 export interface RecordOptions {
@@ -84,22 +85,24 @@ export class ClaimRecorder implements BoundRecorder {
     const body = statusApplyBody(claim, status);
     // After a failed record the Secret goes first, so a status never names a Secret that cannot be written (one of that name not ours).
     if (opts.secretFirst && a.token !== '') await this.#writeSecret(claim, a, signal);
-    const applied = applyStatus(
-      this.opts.kubeConfig,
-      { ...body, metadata: { ...body.metadata, resourceVersion: claim.metadata.resourceVersion } },
-      {
-        fieldManager: FIELD_MANAGERS.claimController,
-        force: true,
-        resource: SandboxClaimResource,
-        parse: parseClaim,
-        ...(signal ? { signal } : {}),
-      },
+    const writes = this.opts.writes ?? UNTRACKED_WRITES;
+    const applied = trackedWrite(writes, claim.metadata.uid, () =>
+      applyStatus(
+        this.opts.kubeConfig,
+        { ...body, metadata: { ...body.metadata, resourceVersion: claim.metadata.resourceVersion } },
+        {
+          fieldManager: FIELD_MANAGERS.claimController,
+          force: true,
+          resource: SandboxClaimResource,
+          parse: parseClaim,
+          ...(signal ? { signal } : {}),
+        },
+      ),
     );
     const [secretOut, statusOut] = await Promise.allSettled([
       a.token !== '' && !opts.secretFirst ? this.#writeSecret(claim, a, signal) : Promise.resolve(),
       applied,
     ]);
-    if (statusOut.status === 'fulfilled') this.opts.onWrite?.(statusOut.value);
     // both settle before either failure is reported, so a retry never races a write still in flight
     if (statusOut.status === 'rejected') throw statusOut.reason;
     if (secretOut.status === 'rejected') {
@@ -121,18 +124,19 @@ export class ClaimRecorder implements BoundRecorder {
    */
   async #restoreStatus(claim: SandboxClaim, signal?: AbortSignal): Promise<void> {
     const body = statusApplyBody(claim, claim.status ?? {});
-    const out = await applyStatus(
-      this.opts.kubeConfig,
-      { ...body, metadata: { ...body.metadata, uid: claim.metadata.uid } },
-      {
-        fieldManager: FIELD_MANAGERS.claimController,
-        force: true,
-        resource: SandboxClaimResource,
-        parse: parseClaim,
-        ...(signal ? { signal } : {}),
-      },
+    await trackedWrite(this.opts.writes ?? UNTRACKED_WRITES, claim.metadata.uid, () =>
+      applyStatus(
+        this.opts.kubeConfig,
+        { ...body, metadata: { ...body.metadata, uid: claim.metadata.uid } },
+        {
+          fieldManager: FIELD_MANAGERS.claimController,
+          force: true,
+          resource: SandboxClaimResource,
+          parse: parseClaim,
+          ...(signal ? { signal } : {}),
+        },
+      ),
     );
-    this.opts.onWrite?.(out);
   }
 
   /**

@@ -25,6 +25,20 @@ describe('TtlLru', () => {
     expect(c.get('flood-9997')).toBeUndefined();
   });
 
+  it('lets go of expired entries nobody reads again as new ones arrive', () => {
+    let now = 0;
+    const c = new TtlLru<string, number>(100_000, 100, () => now);
+    for (let i = 0; i < 1000; i++) c.set(`old-${i}`, i);
+    now = 50;
+    c.set('young', 1);
+    expect(c.size).toBe(1001);
+    now = 100;
+    c.set('new', 2);
+    expect(c.size).toBe(2);
+    expect(c.get('young')).toBe(1);
+    expect(c.get('new')).toBe(2);
+  });
+
   it('caches nothing with a zero TTL and refuses a non-positive bound', () => {
     const c = new TtlLru<string, number>(3, 0, () => 0);
     c.set('a', 1);

@@ -31,12 +31,19 @@ export class TtlLru<K, V> {
   set(key: K, value: V): void {
     this.#entries.delete(key);
     if (this.ttlMs <= 0) return;
+    const now = this.now();
+    // expired entries at the old end go as new ones arrive, so entries nobody asks for again
+    // (a write whose watch event never came) are held for one TTL, not until the cache is full
+    for (const [k, e] of this.#entries) {
+      if (e.expires > now) break;
+      this.#entries.delete(k);
+    }
     while (this.#entries.size >= this.maxEntries) {
       const oldest = this.#entries.keys().next();
       if (oldest.done === true) break;
       this.#entries.delete(oldest.value);
     }
-    this.#entries.set(key, { value, expires: this.now() + this.ttlMs });
+    this.#entries.set(key, { value, expires: now + this.ttlMs });
   }
 
   delete(key: K): void {

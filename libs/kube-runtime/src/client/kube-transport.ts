@@ -3,6 +3,7 @@ import { readFile, stat } from 'node:fs/promises';
 import * as http from 'node:http';
 import * as https from 'node:https';
 import type { Socket } from 'node:net';
+import * as tls from 'node:tls';
 import type { TLSSocket } from 'node:tls';
 import {
   type ApiConstructor,
@@ -93,13 +94,11 @@ const API_AGENT: https.AgentOptions = {
 };
 const WATCH_AGENT: https.AgentOptions = { keepAlive: true, scheduling: 'lifo', maxFreeSockets: 16 };
 
-/** The TLS identity an agent built by client-node stands for, or undefined when it is not a plain agent (a proxy). */
-function identityOf(agent: unknown): string | undefined {
-  if (!(agent instanceof http.Agent) || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return undefined;
+/** What makes up an agent's TLS identity, in a fixed order. */
+function identityParts(agent: http.Agent): unknown[] {
   const o = (agent as http.Agent & { options: https.AgentOptions }).options;
-  const h = createHash('sha256');
-  h.update(agent.constructor === https.Agent ? 'https' : 'http');
-  for (const v of [
+  return [
+    agent.constructor === https.Agent ? 'https' : 'http',
     o.ca,
     o.cert,
     o.key,
@@ -107,7 +106,19 @@ function identityOf(agent: unknown): string | undefined {
     o.passphrase,
     o.servername,
     o.rejectUnauthorized === undefined ? undefined : String(o.rejectUnauthorized),
-  ]) {
+  ];
+}
+
+function samePart(a: unknown, b: unknown): boolean {
+  if (a === b) return true;
+  if (Buffer.isBuffer(a) && Buffer.isBuffer(b)) return a.equals(b);
+  if (Array.isArray(a) && Array.isArray(b)) return a.length === b.length && a.every((v, i) => samePart(v, b[i]));
+  return false;
+}
+
+function digestOf(parts: readonly unknown[]): string {
+  const h = createHash('sha256');
+  for (const v of parts) {
     h.update('\0');
     for (const part of [v].flat())
       if (part !== undefined && part !== null)
@@ -116,9 +127,49 @@ function identityOf(agent: unknown): string | undefined {
   return h.digest('base64url');
 }
 
+/**
+ * The TLS identity of the agents client-node builds, one per request. The identity rarely
+ * changes, so the last one is kept with its parts: a request whose parts equal them (client-node
+ * decodes the same CA and key into new buffers each time) costs a byte compare, not a hash.
+ */
+class Identities {
+  #last: { parts: unknown[]; id: string } | undefined;
+
+  /** The identity `agent` stands for, or undefined when it is not a plain agent (a proxy). */
+  of(agent: unknown): string | undefined {
+    if (!(agent instanceof http.Agent) || (agent.constructor !== https.Agent && agent.constructor !== http.Agent)) return undefined;
+    const parts = identityParts(agent);
+    const last = this.#last;
+    if (last !== undefined && last.parts.length === parts.length && last.parts.every((p, i) => samePart(p, parts[i]))) return last.id;
+    const id = digestOf(parts);
+    this.#last = { parts, id };
+    return id;
+  }
+}
+
+/**
+ * The options of a kept-alive https agent for client-node's `built` options: the CA, client
+ * certificate and key go into one SecureContext made here, not into the agent's options. With
+ * them in the options, Node builds a new SecureContext (parsing the key and every CA) for each
+ * connection, and turns the CA, certificate and key buffers into strings for the pool key of
+ * each request (https.Agent#getName); with a secureContext it does neither.
+ */
+function sharedContextOptions(built: https.AgentOptions, pool: https.AgentOptions): https.AgentOptions {
+  const { ca, cert, key, pfx, passphrase, ...rest } = built;
+  const secureContext = tls.createSecureContext({
+    ...(ca !== undefined ? { ca } : {}),
+    ...(cert !== undefined ? { cert } : {}),
+    ...(key !== undefined ? { key } : {}),
+    ...(pfx !== undefined ? { pfx } : {}),
+    ...(passphrase !== undefined ? { passphrase } : {}),
+  });
+  return { ...rest, ...pool, secureContext };
+}
+
 /** Kept-alive agents keyed by TLS identity; only the newest identity keeps its connections. */
 class AgentPool {
   readonly #agents = new Map<string, AnyAgent>();
+  readonly #identities = new Identities();
   readonly #opts: https.AgentOptions;
   readonly counters = newCounters();
 
@@ -129,13 +180,15 @@ class AgentPool {
   /** The kept-alive agent for the identity `built` stands for; `built` itself when it cannot be shared. */
   agentFor(built: unknown): unknown {
     this.counters.requests++;
-    const id = identityOf(built);
+    const id = this.#identities.of(built);
     if (id === undefined) return built;
     const hit = this.#agents.get(id);
     if (hit) return hit;
     const b = built as AnyAgent & { options: https.AgentOptions };
     const agent =
-      b instanceof https.Agent ? new https.Agent({ ...b.options, ...this.#opts }) : new http.Agent({ ...b.options, ...this.#opts });
+      b instanceof https.Agent
+        ? new https.Agent(sharedContextOptions(b.options, this.#opts))
+        : new http.Agent({ ...b.options, ...this.#opts });
     countConnections(agent, this.counters);
     for (const old of this.#agents.values()) retire(old);
     this.#agents.clear();

@@ -11,9 +11,13 @@ import { type ControllerMetrics, type ReconcileOutcome, controllerMetrics } from
 import { ItemBackoff, type ItemBackoffOptions } from './rate-limiter';
 import { WorkQueue } from './work-queue';
 
-/** Something that turns changes into requests: subscribes, and returns how to unsubscribe. */
+/**
+ * Something that turns changes into requests: subscribes, and returns how to unsubscribe.
+ * `cancelDelayed` drops a request's delayed requeue (the primary source calls it when its
+ * object is deleted, before the request for the delete).
+ */
 export interface Source {
-  start(enqueue: (req: ReconcileRequest) => void): () => void;
+  start(enqueue: (req: ReconcileRequest) => void, cancelDelayed?: (req: ReconcileRequest) => void): () => void;
 }
 
 export interface ControllerOptions {
@@ -79,7 +83,12 @@ export class Controller implements Runnable {
   async start(signal: AbortSignal): Promise<void> {
     if (this.started) throw new SandboxScaleError(`controller ${this.name} started twice`);
     this.started = true;
-    const unsubscribe = this.sources.map((s) => s.start((req) => this.enqueue(req)));
+    const unsubscribe = this.sources.map((s) =>
+      s.start(
+        (req) => this.enqueue(req),
+        (req) => this.queue.cancelDelayed(requestKey(req)),
+      ),
+    );
     this.queue.start((key) => this.reconcileKey(key));
     this.log.info({ concurrency: this.opts.concurrency ?? 1 }, 'controller started');
     await new Promise<void>((resolve) => {

@@ -92,6 +92,25 @@ describe('WorkQueue', () => {
     expect(seen).toEqual(['a', 'b']);
   });
 
+  it('cancelDelayed drops one key\'s delayed add and its timer, nothing else', async () => {
+    const clock = new FakeClock();
+    const q = new WorkQueue({ concurrency: 1, timers: clock });
+    const seen: string[] = [];
+    q.start(async (k) => {
+      seen.push(k);
+    });
+    q.addAfter('gone', 1000);
+    q.addAfter('kept', 1000);
+    q.cancelDelayed('gone');
+    q.cancelDelayed('never-added');
+    await clock.advance(5000);
+    expect(seen).toEqual(['kept']);
+    // a later delayed add of the same key is held again
+    q.addAfter('gone', 1000);
+    await clock.advance(1000);
+    expect(seen).toEqual(['kept', 'gone']);
+  });
+
   it('drops waiting and delayed keys on shutdown but lets the running one finish', async () => {
     const clock = new FakeClock();
     const q = new WorkQueue({ concurrency: 1, timers: clock });

@@ -70,6 +70,17 @@ export class WorkQueue {
     this.delayed.set(key, { due, handle });
   }
 
+  /**
+   * Drops the delayed add of `key`, if any (its object is gone: a timer held for it would only
+   * wake a reconcile with nothing to do, and holds memory per deleted object until then).
+   */
+  cancelDelayed(key: string): void {
+    const prev = this.delayed.get(key);
+    if (prev === undefined) return;
+    this.timers.clearTimeout(prev.handle);
+    this.delayed.delete(key);
+  }
+
   /** Accepts nothing more and drops what is waiting or delayed; running keys finish (see drain). */
   shutDown(): void {
     this.shut = true;

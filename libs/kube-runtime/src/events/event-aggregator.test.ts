@@ -44,3 +44,30 @@ describe('EventAggregator', () => {
     expect(a.observe('k10', 'hot', 1000).kind).toBe('drop');
   });
 });
+
+describe('EventAggregator with many series', () => {
+  it('expires a quiet series exactly at its window even between sweeps, and sweeps the others', () => {
+    const a = new EventAggregator({ windowMs: 5000 });
+    for (let i = 0; i < 1000; i++) {
+      const c = a.observe(`k${i}`, `obj${i}`, 0);
+      if (c.kind === 'create') a.markWritten(c.entry, 1, 0);
+    }
+    expect(a.size).toBe(1000);
+    // within the sweep interval of the last sweep at 5000: k0 is still judged on its own
+    expect(a.observe('k0', 'obj0', 5000).kind).toBe('repeat');
+    expect(a.observe('k1', 'obj1', 5001).kind).toBe('create');
+    // the next sweep drops every quiet, written series
+    a.observe('late', 'obj-late', 6001);
+    expect(a.size).toBe(3);
+  });
+});
+
+describe('EventAggregator bound', () => {
+  it('holds at most maxSeries series, the oldest going first', () => {
+    const a = new EventAggregator({ maxSeries: 100 });
+    for (let i = 0; i < 10_000; i++) expect(a.observe(`k${i}`, `obj${i}`, 0).kind).toBe('create');
+    expect(a.size).toBe(100);
+    expect(a.observe('k9999', 'obj9999', 1).kind).toBe('repeat');
+    expect(a.observe('k0', 'obj0', 1).kind).toBe('create');
+  });
+});

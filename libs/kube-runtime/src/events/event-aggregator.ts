@@ -14,6 +14,12 @@ export interface AggregatorOptions {
   windowMs?: number;
   /** Repeats are written at most this often per event; default 30 s. */
   flushIntervalMs?: number;
+  /**
+   * Series (and per-object buckets) held at once; past it the oldest goes. Default 4096, as
+   * client-go's event cache: a controller that records for a stream of short-lived objects
+   * (one claim after another) holds a bounded cache, not one series per object of the window.
+   */
+  maxSeries?: number;
 }
 
 export interface SeriesEntry {
@@ -31,6 +37,9 @@ export interface SeriesEntry {
 
 export type Decision = { kind: 'create'; entry: SeriesEntry } | { kind: 'repeat'; entry: SeriesEntry } | { kind: 'drop' };
 
+/** How often at most every series and bucket is swept for expired ones. */
+const PRUNE_INTERVAL_MS = 1000;
+
 export class EventAggregator {
   private readonly entries = new Map<string, SeriesEntry>();
   private readonly buckets = new Map<string, TokenBucket>();
@@ -38,12 +47,17 @@ export class EventAggregator {
   private readonly refillMs: number;
   private readonly windowMs: number;
   readonly flushIntervalMs: number;
+  private readonly pruneIntervalMs: number;
+  private readonly maxSeries: number;
+  private prunedAtMs = Number.NEGATIVE_INFINITY;
 
   constructor(opts: AggregatorOptions = {}) {
     this.burst = opts.burst ?? 25;
     this.refillMs = opts.refillIntervalMs ?? 300_000;
     this.windowMs = opts.windowMs ?? 360_000;
     this.flushIntervalMs = opts.flushIntervalMs ?? 30_000;
+    this.pruneIntervalMs = Math.min(PRUNE_INTERVAL_MS, this.windowMs);
+    this.maxSeries = opts.maxSeries ?? 4096;
   }
 
   get size(): number {
@@ -51,8 +65,15 @@ export class EventAggregator {
   }
 
   observe(key: string, objectKey: string, nowMs: number): Decision {
-    this.prune(nowMs);
-    const entry = this.entries.get(key);
+    // A sweep of every series is O(n); once per interval keeps a recorder that holds thousands
+    // of series (one per claim) at O(1) per event. The series and bucket this event touches are
+    // judged exactly below, so the sweep only bounds memory and decides nothing.
+    if (nowMs - this.prunedAtMs >= this.pruneIntervalMs || nowMs < this.prunedAtMs) this.prune(nowMs);
+    let entry = this.entries.get(key);
+    if (entry && this.expired(entry, nowMs)) {
+      this.entries.delete(key);
+      entry = undefined;
+    }
     if (entry) {
       entry.count++;
       entry.lastMs = nowMs;
@@ -60,6 +81,7 @@ export class EventAggregator {
     }
     if (!this.take(objectKey, nowMs)) return { kind: 'drop' };
     const created: SeriesEntry = { key, objectKey, count: 1, writtenCount: 0, firstMs: nowMs, lastMs: nowMs, writtenAtMs: nowMs };
+    dropOldest(this.entries, this.maxSeries);
     this.entries.set(key, created);
     return { kind: 'create', entry: created };
   }
@@ -88,17 +110,29 @@ export class EventAggregator {
   private take(objectKey: string, nowMs: number): boolean {
     let b = this.buckets.get(objectKey);
     if (!b) {
+      dropOldest(this.buckets, this.maxSeries);
       b = new TokenBucket({ ratePerSecond: 1000 / this.refillMs, burst: this.burst, now: () => nowMs });
       this.buckets.set(objectKey, b);
     }
     return b.take(nowMs) === 0;
   }
 
+  /** Quiet for longer than the window, with every repeat written (unwritten ones are kept until flushed, so their count is not lost). */
+  private expired(e: SeriesEntry, nowMs: number): boolean {
+    return nowMs - e.lastMs > this.windowMs && e.count <= e.writtenCount;
+  }
+
   private prune(nowMs: number): void {
-    for (const [k, e] of this.entries) {
-      // Unwritten repeats are kept until flushed, so their count is not lost.
-      if (nowMs - e.lastMs > this.windowMs && e.count <= e.writtenCount) this.entries.delete(k);
-    }
+    this.prunedAtMs = nowMs;
+    for (const [k, e] of this.entries) if (this.expired(e, nowMs)) this.entries.delete(k);
     for (const [k, b] of this.buckets) if (b.isFull(nowMs)) this.buckets.delete(k);
+  }
+}
+
+/** Makes room for one more entry in `m` (insertion order: the oldest goes first). */
+function dropOldest<K, V>(m: Map<K, V>, max: number): void {
+  for (const k of m.keys()) {
+    if (m.size < max) return;
+    m.delete(k);
   }
 }

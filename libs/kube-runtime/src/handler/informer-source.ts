@@ -9,6 +9,12 @@ export interface InformerSourceOptions<T> {
   predicates?: Predicate<T>[];
   /** Also enqueue objects that fail to parse, so the reconciler can report them (primary only). */
   enqueueMalformed?: boolean;
+  /**
+   * A deleted object's delayed requeue is dropped before its delete is enqueued (primary only):
+   * the reconcile of the delete decides anew, and a controller that saw thousands of objects
+   * come and go holds no timer for any of them.
+   */
+  cancelDelayedOnDelete?: boolean;
 }
 
 /**
@@ -19,10 +25,11 @@ export function informerSource<T extends KubeObject>(informer: Informer<T>, opts
   const ps = opts.predicates ?? [];
   const passes = (test: (p: Predicate<T>) => boolean | undefined): boolean => ps.every((p) => test(p) ?? true);
   return {
-    start(enqueue) {
+    start(enqueue, cancelDelayed) {
       const emit = (obj: T, pass: boolean): void => {
         if (pass) for (const r of opts.map(obj)) enqueue(r);
       };
+      const cancel = opts.cancelDelayedOnDelete ? cancelDelayed : undefined;
       const off = informer.on({
         add: (o) =>
           emit(
@@ -34,11 +41,13 @@ export function informerSource<T extends KubeObject>(informer: Informer<T>, opts
             o,
             passes((p) => p.update?.(o, old)),
           ),
-        delete: (o) =>
+        delete: (o) => {
+          if (cancel) for (const r of opts.map(o)) cancel(r);
           emit(
             o,
             passes((p) => p.delete?.(o)),
-          ),
+          );
+        },
         malformed: opts.enqueueMalformed ? (ref) => enqueue({ namespace: ref.namespace ?? '', name: ref.name }) : undefined,
       });
       for (const o of informer.list())

@@ -1,7 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger';
-import { type KubeObject, metaOf, objectKey } from '../client/object-meta';
+import { type KubeObject, metaOf, objectKey, type ObjectMeta } from '../client/object-meta';
 import { type KubeResource, resourceName } from '../client/resource';
 import { sleep as realSleep, type BackoffOptions, type Sleep } from '@sandbox-scale/scale-core';
 import { LOOP_WAIT } from '../time';
@@ -165,21 +165,20 @@ export class Informer<T extends KubeObject> {
   }
 
   private onWatchEvent(type: WatchEventType, raw: unknown): void {
-    const rv = metaOf(raw).resourceVersion;
-    if (rv) this.rv = rv;
+    // the metadata is read once per event: it is a schema parse, and every event needs it
+    const meta = metaOf(raw);
+    if (meta.resourceVersion) this.rv = meta.resourceVersion;
     if (type === 'BOOKMARK') return;
     if (type === 'DELETED') {
-      const m = metaOf(raw);
-      if (m.name) this.removeKey(objectKey(this.opts.resource.namespaced ? m.namespace : undefined, m.name));
+      if (meta.name) this.removeKey(objectKey(this.opts.resource.namespaced ? meta.namespace : undefined, meta.name));
     } else {
-      this.upsert(raw);
+      this.upsert(raw, meta);
     }
     this.metrics.objects(this.store.size);
   }
 
   /** Parses and stores one object; returns its key (also when malformed), undefined when nameless. */
-  private upsert(raw: unknown): string | undefined {
-    const meta = metaOf(raw);
+  private upsert(raw: unknown, meta: ObjectMeta = metaOf(raw)): string | undefined {
     if (!meta.name) return undefined;
     const ns = this.opts.resource.namespaced ? meta.namespace : undefined;
     const key = objectKey(ns, meta.name);

@@ -15,6 +15,9 @@ function deepFreeze<T>(value: T): T {
   return value;
 }
 
+/** The list() key of every namespace: no namespace is named with a NUL. */
+const ALL = '\0';
+
 /**
  * Cache keyed namespace -> name. Stored objects are frozen: readers get views they cannot
  * mutate, so one reconciler's edit never leaks into another's read.
@@ -22,6 +25,12 @@ function deepFreeze<T>(value: T): T {
 export class ObjectStore<T> {
   private readonly byNs = new Map<string, Map<string, Entry<T>>>();
   private count = 0;
+  /**
+   * The frozen arrays list() handed out, by namespace ('\0' for all), until the next change:
+   * callers that list on every operation (node choice on every claim) get the same array
+   * instead of a copy of the store each time.
+   */
+  private readonly lists = new Map<string, readonly T[]>();
 
   get size(): number {
     return this.count;
@@ -32,9 +41,15 @@ export class ObjectStore<T> {
   }
 
   list(namespace?: string): readonly T[] {
+    const key = namespace ?? ALL;
+    const cached = this.lists.get(key);
+    if (cached !== undefined) return cached;
     const pick = (m: Map<string, Entry<T>>): T[] => [...m.values()].map((e) => e.obj);
-    if (namespace !== undefined) return Object.freeze(pick(this.byNs.get(namespace) ?? new Map()));
-    return Object.freeze([...this.byNs.values()].flatMap(pick));
+    const out = Object.freeze(
+      namespace !== undefined ? pick(this.byNs.get(namespace) ?? new Map()) : [...this.byNs.values()].flatMap(pick),
+    );
+    this.lists.set(key, out);
+    return out;
   }
 
   keys(): string[] {
@@ -52,6 +67,7 @@ export class ObjectStore<T> {
     const prev = m.get(name);
     if (prev && prev.resourceVersion === resourceVersion) return undefined;
     m.set(name, { obj: deepFreeze(obj), resourceVersion });
+    this.lists.clear();
     if (!prev) {
       this.count++;
       return { type: 'add', obj };
@@ -65,6 +81,7 @@ export class ObjectStore<T> {
     const prev = m?.get(name);
     if (!m || !prev) return undefined;
     m.delete(name);
+    this.lists.clear();
     if (m.size === 0) this.byNs.delete(ns);
     this.count--;
     return { type: 'delete', obj: prev.obj };

@@ -15,10 +15,17 @@ export interface OwnWritesOptions {
  * another full reconcile: the reconcile that wrote already acted on what it wrote. Only the
  * exact object version a write returned is skipped; any later change by anyone (a new
  * resourceVersion) passes, and so does an event whose write was forgotten (expired or evicted),
- * so the filter can only ever cost a redundant reconcile, never a missed one.
+ * so the filter can only ever cost a redundant reconcile, never a missed one. An update that
+ * arrives while a write of its object is in flight (see `begin`) waits for the write's answer,
+ * then is dropped or released straight to `releaseTo` (past any other predicate).
  */
 export class OwnWrites {
   readonly #seen: TtlLru<string, true>;
+  /** Writes sent and not answered yet, by object uid. */
+  readonly #inFlight = new Map<string, number>();
+  /** Updates of an object with a write in flight that the filter did not know yet, by uid. */
+  readonly #held = new Map<string, KubeObject[]>();
+  #release: ((obj: KubeObject) => void) | undefined;
 
   constructor(o: OwnWritesOptions = {}) {
     this.#seen = new TtlLru(o.maxEntries ?? 100_000, o.ttlMs ?? 60_000, o.now ?? Date.now);
@@ -26,6 +33,48 @@ export class OwnWrites {
 
   get size(): number {
     return this.#seen.size;
+  }
+
+  /** Updates held while their object's writes are in flight (a figure for leak checks). */
+  get held(): number {
+    let n = 0;
+    for (const h of this.#held.values()) n += h.length;
+    return n;
+  }
+
+  /**
+   * Where an update held during a write goes once the write is answered and the update turns
+   * out not to be its version (normally the controller's enqueue). Without it nothing is held.
+   */
+  releaseTo(release: (obj: KubeObject) => void): void {
+    this.#release = release;
+  }
+
+  /**
+   * A write of the object `uid` is about to be sent. The watch event of a write often arrives
+   * before its answer: until the returned function is called (after `note` of what the write
+   * returned, or after it failed), an update of that object the filter does not know is held,
+   * not passed. Each held update is then dropped when it is a version a write returned, and
+   * released otherwise, so nothing is lost; it only waits for the answer.
+   */
+  begin(uid: string | undefined): () => void {
+    if (!uid || this.#release === undefined) return () => undefined;
+    this.#inFlight.set(uid, (this.#inFlight.get(uid) ?? 0) + 1);
+    let done = false;
+    return () => {
+      if (done) return;
+      done = true;
+      const left = (this.#inFlight.get(uid) ?? 1) - 1;
+      if (left > 0) {
+        this.#inFlight.set(uid, left);
+        return;
+      }
+      this.#inFlight.delete(uid);
+      const held = this.#held.get(uid);
+      if (held === undefined) return;
+      this.#held.delete(uid);
+      for (const obj of held) if (!this.take(obj)) this.#release?.(obj);
+    };
   }
 
   /** Remembers the object a write returned (no-op without uid and resourceVersion). */
@@ -48,7 +97,18 @@ export class OwnWrites {
    * returns the current version, which may be someone else's change not seen yet.
    */
   predicate<T extends KubeObject>(): Predicate<T> {
-    return { update: (obj, old) => !this.take(obj) || obj.metadata?.generation !== old.metadata?.generation };
+    return {
+      update: (obj, old) => {
+        const specChanged = obj.metadata?.generation !== old.metadata?.generation;
+        if (this.take(obj)) return specChanged;
+        const uid = obj.metadata?.uid;
+        if (specChanged || uid === undefined || !this.#inFlight.has(uid)) return true;
+        const held = this.#held.get(uid);
+        if (held === undefined) this.#held.set(uid, [obj]);
+        else held.push(obj);
+        return false;
+      },
+    };
   }
 }
 

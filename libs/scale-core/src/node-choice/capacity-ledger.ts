@@ -54,6 +54,8 @@ export interface CapacityLedgerOptions {
 export class CapacityLedger {
   readonly #nodes = new Map<string, NodeLedger>();
   #pass = 0;
+  /** The key `choose` was last asked for, as given, with its normalised form and id. */
+  #lastKey: { template: string; net: string | undefined; size: string | undefined; k: PoolKey; id: string } | undefined;
   readonly #maxAgeMs: number;
   readonly #now: () => number;
 
@@ -73,9 +75,15 @@ export class CapacityLedger {
 
   /** Power-of-two choice over `candidates()`, taking one from the chosen node; undefined when none is left. */
   choose(inventories: readonly InventoryLike[], key: PoolKeyLike, rng: Rng): WarmCandidate | undefined {
-    // the key is normalised and named once for the whole choice: this runs on every claim
-    const k = normalizePoolKey(key);
-    const id = poolKeyId(k);
+    // the key is normalised and named once for the whole choice, and claims of the key chosen
+    // last (most claims of a burst) reuse that: this runs on every claim
+    let last = this.#lastKey;
+    if (last === undefined || last.template !== key.template || last.net !== key.net || last.size !== key.size) {
+      const k = normalizePoolKey(key);
+      last = { template: key.template, net: key.net, size: key.size, k, id: poolKeyId(k) };
+      this.#lastKey = last;
+    }
+    const { k, id } = last;
     const list = this.#candidates(inventories, k, id);
     const chosen = list[pickPowerOfTwo(list, rng)];
     if (chosen !== undefined) this.#take(chosen.node, id, 1);

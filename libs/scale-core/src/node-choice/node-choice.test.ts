@@ -191,6 +191,17 @@ describe('CapacityLedger (§13.4)', () => {
     expect(ledger.candidates(fleet, key)).toEqual([expect.objectContaining({ warm: 1 })]);
   });
 
+  it('chooses for each key asked in turn, loose or normalised, never for the key asked before', () => {
+    const ledger = new CapacityLedger();
+    const fleet = [inv('n1', [{ template: 'img', warm: 1 }]), inv('n2', [{ template: 'img', size: 'large', warm: 1 }])];
+    const rng = seededRng(8);
+    expect(ledger.choose(fleet, { template: 'img', size: 'large' }, rng)?.node).toBe('n2');
+    // the same key in its normalised form, then a loose key normalising to another one
+    expect(ledger.choose(fleet, { template: 'img', net: 'none', size: 'large' }, rng)).toBeUndefined();
+    expect(ledger.choose(fleet, { template: 'img' }, rng)?.node).toBe('n1');
+    expect(ledger.choose(fleet, key, rng)).toBeUndefined();
+  });
+
   it('counts keys separately and forgets nodes that left the fleet', () => {
     const ledger = new CapacityLedger();
     const fleet = [
