@@ -92,7 +92,7 @@ describe('WorkQueue', () => {
     expect(seen).toEqual(['a', 'b']);
   });
 
-  it('cancelDelayed drops one key\'s delayed add and its timer, nothing else', async () => {
+  it("cancelDelayed drops one key's delayed add and its timer, nothing else", async () => {
     const clock = new FakeClock();
     const q = new WorkQueue({ concurrency: 1, timers: clock });
     const seen: string[] = [];
