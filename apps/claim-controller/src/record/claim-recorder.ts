@@ -10,8 +10,8 @@ import { ClaimBoundElsewhereError, ClaimOwnerMismatchError, SecretNotOwnedError 
 export interface ClaimRecorderOptions {
   kubeConfig: KubeConfig;
   now?: () => Date;
-  /** Told once per claim that moved to Bound (events, metrics). */
-  onBound?: (claim: SandboxClaim, assignment: Assignment, adopted: boolean) => void;
+  /** Told once per claim that moved to Bound (events, metrics); `fastPath`: the record of a fast-path answer. */
+  onBound?: (claim: SandboxClaim, assignment: Assignment, adopted: boolean, fastPath: boolean) => void;
   /** Told the claim each status write returned (the claim controller's own-write filter). */
   onWrite?: (claim: SandboxClaim) => void;
 }
@@ -21,6 +21,8 @@ export interface RecordOptions {
   adopted?: boolean;
   /** The Secret first, then the status: after a failed record, so a status never names a Secret that cannot be written. */
   secretFirst?: boolean;
+  /** The record of a fast-path answer, written by its async record job (onBound is told). */
+  fastPath?: boolean;
 }
 
 /**
@@ -110,7 +112,7 @@ export class ClaimRecorder implements BoundRecorder {
       await this.#restoreStatus(claim, signal).catch(() => undefined);
       throw secretOut.reason;
     }
-    this.opts.onBound?.(claim, a, opts.adopted ?? false);
+    this.opts.onBound?.(claim, a, opts.adopted ?? false, opts.fastPath ?? false);
     return statusOut.value;
   }
 
