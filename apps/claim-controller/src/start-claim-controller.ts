@@ -17,7 +17,7 @@ import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket } from '@sa
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
 import { ClaimControllerFlagsSchema, type ClaimControllerFlags } from './config';
-import { ClaimReconciler } from './controllers/claim-reconciler';
+import { CLAIM_REASONS, ClaimReconciler } from './controllers/claim-reconciler';
 import { ClaimClient } from './record/claim-client';
 import { EarlierDeliveries } from './controllers/earlier-deliveries';
 import { OrphanReconciler } from './controllers/orphan-reconciler';
@@ -42,6 +42,9 @@ import {
   fastPathClaimNames,
   poolResolver,
 } from './wiring';
+
+/** Reason of the series event on a pool whose fast-path claims were recorded Bound. */
+export const FAST_PATH_RECORDED = 'FastPathClaimsRecorded';
 
 export interface ClaimControllerOptions {
   kubeConfig: KubeConfig;
@@ -97,13 +100,28 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const recorder = new ClaimRecorder({
     kubeConfig: kc,
     writes: ownWrites,
-    onBound: (claim, a, adopted) =>
+    onBound: (claim, a, adopted, fastPath) => {
+      // A fast-path record is one of a burst, written after its answer: an Event per claim would
+      // be one more API write per claim, and the claim's own Bound condition already names its
+      // node and sandbox. Its pool's series event says that fast-path claims were recorded (one
+      // Event, its count written at most every flush interval); failures have events of their own.
+      const pool = fastPath && !adopted ? caches.pools.get(claim.metadata.namespace ?? '', claim.spec.warmPoolRef.name) : undefined;
+      if (pool) {
+        events.record(involvedObjectOf(pool), {
+          type: 'Normal',
+          reason: FAST_PATH_RECORDED,
+          action: 'Bind',
+          note: 'fast-path claims of this pool recorded Bound; the Bound condition of each names its node and sandbox',
+        });
+        return;
+      }
       events.record(involvedObjectOf(claim), {
         type: 'Normal',
         reason: adopted ? 'Adopted' : CONDITION_REASONS.nodeLocalClaim,
         action: 'Bind',
         note: `node ${a.node} handed over sandbox ${a.claimId}${adopted ? ' (record adopted from the node)' : ''}`,
-      }),
+      });
+    },
   });
   // the fast path's answers in flight: while they are served only a few async records run at once
   const answers = new AnswersInFlight();
@@ -121,6 +139,15 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     maxPending: flags.recordQueueMaxPending,
     onOutcome: (outcome, target) => {
       metrics.onRecord(outcome);
+      // the claim object of a record that gave up (if its create landed) says so to `kubectl describe`
+      const claim = outcome === 'failed' ? caches.claims.get(target.namespace, target.name) : undefined;
+      if (claim)
+        events.record(involvedObjectOf(claim), {
+          type: 'Warning',
+          reason: CLAIM_REASONS.recordFailed,
+          action: 'Bind',
+          note: 'the Bound record of this fast-path claim could not be written; the orphan pass records it from the node',
+        });
       // a delivery left unrecorded still counts against the cap until the orphan pass records it
       if (outcome === 'recorded' || outcome === 'refused') cap.release(target);
     },

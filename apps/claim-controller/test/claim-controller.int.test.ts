@@ -302,6 +302,16 @@ describe('fast path POST /v1/claims', () => {
 
     const c = await waitBound('fast-1');
     expect(c.status?.sandbox?.claimID).toBe(ok.claimId);
+    // a fast-path record is announced on its pool (one series event), not by an Event per claim;
+    // the claim's own Bound condition names its node and sandbox
+    const poolEvents = await eventually(async () => {
+      const evs = (await eventsOf(ns, 'base', cp.kubeconfigPath)).filter((e) => e.reason === 'FastPathClaimsRecorded');
+      if (evs.length === 0) throw new Error('no FastPathClaimsRecorded event on the pool yet');
+      return evs;
+    });
+    expect(poolEvents).toHaveLength(1);
+    expect((await eventsOf(ns, 'fast-1', cp.kubeconfigPath)).map((e) => e.reason)).not.toContain('NodeLocalClaim');
+    expect(boundCondition(c)?.message).toContain(String(ok.claimId));
     const listed = await kubectl(['get', 'sandboxclaims', '-n', ns], { kubeconfig: cp.kubeconfigPath });
     expect(listed.stdout).toContain('fast-1');
     expect(listed.stdout).not.toContain(String(ok.token));

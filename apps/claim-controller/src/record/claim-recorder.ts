@@ -11,8 +11,8 @@ import { trackedWrite, UNTRACKED_WRITES, type ClaimWriteTracker } from './claim-
 export interface ClaimRecorderOptions {
   kubeConfig: KubeConfig;
   now?: () => Date;
-  /** Told once per claim that moved to Bound (events, metrics). */
-  onBound?: (claim: SandboxClaim, assignment: Assignment, adopted: boolean) => void;
+  /** Told once per claim that moved to Bound (events, metrics); `fastPath`: the record of a fast-path answer. */
+  onBound?: (claim: SandboxClaim, assignment: Assignment, adopted: boolean, fastPath: boolean) => void;
   /** The claim controller's own-write filter, told of each status write (see ClaimWriteTracker). */
   writes?: ClaimWriteTracker;
 }
@@ -22,6 +22,8 @@ export interface RecordOptions {
   adopted?: boolean;
   /** The Secret first, then the status: after a failed record, so a status never names a Secret that cannot be written. */
   secretFirst?: boolean;
+  /** The record of a fast-path answer, written by its async record job (onBound is told). */
+  fastPath?: boolean;
 }
 
 /**
@@ -113,7 +115,7 @@ export class ClaimRecorder implements BoundRecorder {
       await this.#restoreStatus(claim, signal).catch(() => undefined);
       throw secretOut.reason;
     }
-    this.opts.onBound?.(claim, a, opts.adopted ?? false);
+    this.opts.onBound?.(claim, a, opts.adopted ?? false, opts.fastPath ?? false);
     return statusOut.value;
   }
 

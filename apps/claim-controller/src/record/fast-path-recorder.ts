@@ -50,6 +50,7 @@ export class FastPathRecorder {
       const claim = await this.ensureClaim(d, a.claimId, signal, a.deadline);
       await this.recorder.recordBoundOn(claim, { namespace: d.namespace, name: d.name, uid: claim.metadata.uid ?? '' }, a, signal, {
         adopted,
+        fastPath: true,
       });
     } finally {
       endTurn?.();

@@ -82,10 +82,11 @@ export function serverOf(kc: KubeConfig): string {
 
 /** Sends the request and returns the parsed JSON body (undefined when the body is empty). */
 export async function kubeRequest(kc: KubeConfig, req: KubeRequest): Promise<unknown> {
-  const ctx = new RequestContext(`${serverOf(kc)}${req.path}`, methods[req.method]);
-  for (const [k, v] of Object.entries(req.query ?? {})) {
-    if (v !== undefined) ctx.setQueryParam(k, String(v));
-  }
+  // the query is encoded once here: RequestContext.setQueryParam re-serializes the URL per parameter
+  const query = new URLSearchParams();
+  for (const [k, v] of Object.entries(req.query ?? {})) if (v !== undefined) query.set(k, String(v));
+  const search = query.size > 0 ? `${req.path.includes('?') ? '&' : '?'}${query.toString()}` : '';
+  const ctx = new RequestContext(`${serverOf(kc)}${req.path}${search}`, methods[req.method]);
   ctx.setHeaderParam('Accept', 'application/json');
   const body = req.body === undefined ? undefined : JSON.stringify(req.body);
   if (body !== undefined) ctx.setHeaderParam('Content-Type', req.contentType ?? 'application/json');
