@@ -67,6 +67,25 @@ describe('kubeTransport authentication', () => {
     }
   });
 
+  it('asks a KubeConfig subclass that authenticates its own way on every call', async () => {
+    let calls = 0;
+    class Custom extends KubeConfig {
+      override async applySecurityAuthentication(ctx: RequestContext): Promise<void> {
+        calls++;
+        return super.applySecurityAuthentication(ctx);
+      }
+    }
+    const kc = new Custom();
+    kc.loadFromString(kubeConfig({ name: 'u', token: 'static-token' }).exportConfig());
+    try {
+      for (let i = 0; i < 3; i++)
+        await kubeTransport(kc).auth.applySecurityAuthentication(new RequestContext('https://127.0.0.1:1/api', HttpMethod.GET));
+      expect(calls).toBe(3);
+    } finally {
+      closeKubeTransport(kc);
+    }
+  });
+
   it('leaves an exec plugin to client-node on every call (it caches and renews that credential itself)', async () => {
     const kc = kubeConfig({
       name: 'e',

@@ -12,7 +12,7 @@ import {
   type Configuration,
   createConfiguration,
   HttpMethod,
-  type KubeConfig,
+  KubeConfig,
   RequestContext,
   type SecurityAuthentication,
   ServerConfiguration,
@@ -237,6 +237,9 @@ function tokenFileOf(kc: KubeConfig): string | undefined {
  * credential client-node caches and renews itself).
  */
 function staticAuthKey(kc: KubeConfig): { cluster: unknown; user: unknown; files: string } | undefined {
+  // a KubeConfig subclass that authenticates in its own way is asked on every call, as client-node would
+  if ((Object.getPrototypeOf(kc) as KubeConfig).applySecurityAuthentication !== KubeConfig.prototype.applySecurityAuthentication)
+    return undefined;
   const cluster = kc.getCurrentCluster();
   const user = kc.getCurrentUser();
   if (user?.exec !== undefined) return undefined;
