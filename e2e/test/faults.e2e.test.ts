@@ -487,7 +487,16 @@ describe('sandbox-scale under faults', () => {
           }
         }
         reopened++;
-        await new Promise((r) => setTimeout(r, 300)); // reconnect backoff of the client, not a wait in the test
+        // reopened once the path answers again, rather than after a fixed back-off: a watch closed
+        // by a replica going away would otherwise fail at once and again until it is back
+        await eventually(
+          async () => {
+            if (stopped) return;
+            const r = await kubectl(['get', '--raw', `${path}?limit=1`], { kubeconfig: sys.kubeconfigPath });
+            if (r.code !== 0) throw new Error(r.stderr);
+          },
+          { timeoutMs: 60_000, intervalMs: 250 },
+        ).catch(() => undefined);
       }
     };
     const running = open();
