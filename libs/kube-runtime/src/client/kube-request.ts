@@ -4,6 +4,7 @@ import { HttpMethod, type KubeConfig, RequestContext } from '@kubernetes/client-
 import { KubeConfigError } from './kube-config';
 import { apiException } from './api-errors';
 import { kubeTransport } from './kube-transport';
+import { socketReleased } from '../http/socket-released';
 
 /**
  * One raw API call with client-node's authentication (TLS, exec and token auth) over the
@@ -59,10 +60,13 @@ function send(ctx: RequestContext, body: string | undefined, retryStale = true):
       res.on('end', () => {
         const flat: Record<string, string> = {};
         for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v;
-        resolve({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), headers: flat });
+        const reply = { code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), headers: flat };
+        // the next call should find this socket free, not open another
+        void released.then(() => resolve(reply));
       });
     };
     const req = url.startsWith('http:') ? http.request(url, options, onReply) : https.request(url, options, onReply);
+    const released = socketReleased(req);
     req.on('error', (err: NodeJS.ErrnoException) => {
       // A kept-alive socket the server closed as this request went out: a read is safe to send
       // again, on a fresh socket (Node's documented pattern for request.reusedSocket).

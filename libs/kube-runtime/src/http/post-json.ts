@@ -1,4 +1,5 @@
 import { request, type Agent } from 'node:https';
+import { socketReleased } from './socket-released';
 
 /** What a peer answered: its status and body text (bounded). */
 export interface JsonReply {
@@ -59,10 +60,15 @@ export function postJson(url: string, body: unknown, o: PostJsonOptions): Promis
           done(o.fail('too-large'));
           req.destroy();
         });
-        res.on('end', () => done({ code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') }));
+        res.on('end', () => {
+          const reply = { code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8') };
+          // the next call should find this socket free, not open another
+          void released.then(() => done(reply));
+        });
         res.on('error', (err) => done(o.fail('transport', err)));
       },
     );
+    const released = socketReleased(req);
     req.on('timeout', () => {
       done(o.fail('timeout'));
       req.destroy();
