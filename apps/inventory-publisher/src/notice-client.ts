@@ -112,12 +112,8 @@ export class NoticeClient implements NoticeSender {
       authorization,
       timeoutMs: this.#timeoutMs,
       maxReplyBytes: MAX_REPLY_BYTES,
-      fail: (why, cause) =>
-        why === 'timeout'
-          ? new NoticeRefusedError(`replica ${target} did not answer within ${this.#timeoutMs} ms`, 0)
-          : why === 'too-large'
-            ? new NoticeRefusedError(`replica ${target} answered more than ${MAX_REPLY_BYTES} bytes`, 0)
-            : new NoticeRefusedError(`notice to ${target}: ${cause?.message ?? 'failed'}`, 0, { cause }),
+      peer: `replica ${target}`,
+      fail: ({ message, cause }) => new NoticeRefusedError(message, 0, { cause }),
     });
     if (reply.code === 409) return 'conflict';
     const parsed = parseReply(reply.text);

@@ -117,7 +117,7 @@ export { readRequestBody } from './http/request-body';
 export type { RequestBodyOptions } from './http/request-body';
 export { sendJson, sendKubeStatus } from './http/json-reply';
 export { postJson } from './http/post-json';
-export type { JsonReply, PostJsonOptions } from './http/post-json';
+export type { JsonReply, PostFailure, PostJsonOptions } from './http/post-json';
 export { selfSignedCert } from './http/self-signed-cert';
 export type { SelfSignedCert, SelfSignedCertOptions } from './http/self-signed-cert';
 export type { StatusReplyOptions } from './http/json-reply';

@@ -52,12 +52,8 @@ export class PeerClient {
       authorization,
       timeoutMs: this.#timeoutMs,
       maxReplyBytes: MAX_REPLY_BYTES,
-      fail: (why, cause) =>
-        why === 'timeout'
-          ? new PeerUnreachableError(`peer ${peer} did not answer within ${this.#timeoutMs} ms`)
-          : why === 'too-large'
-            ? new PeerUnreachableError(`peer ${peer} answered more than ${MAX_REPLY_BYTES} bytes`)
-            : new PeerUnreachableError(`call peer ${peer}: ${cause?.message ?? 'failed'}`, { cause }),
+      peer: `peer ${peer}`,
+      fail: ({ message, cause }) => new PeerUnreachableError(message, { cause }),
     });
     let parsed: unknown;
     try {

@@ -1,11 +1,13 @@
 import { Agent, createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { postJson } from './post-json';
+import { postJson, type PostFailure } from './post-json';
 import { selfSignedCert } from './self-signed-cert';
 
 class CallFailed extends Error {
-  constructor(readonly why: string) {
-    super(why);
+  readonly why: string;
+  constructor(failure: PostFailure) {
+    super(failure.message, { cause: failure.cause });
+    this.why = failure.why;
   }
 }
 
@@ -43,7 +45,8 @@ describe('postJson', () => {
     authorization: 'Bearer t0ken',
     timeoutMs,
     maxReplyBytes: 1024,
-    fail: (why: string) => new CallFailed(why),
+    peer: 'peer test',
+    fail: (failure: PostFailure) => new CallFailed(failure),
   });
 
   it('sends the body and the credential, and answers the status and text', async () => {
@@ -52,8 +55,17 @@ describe('postJson', () => {
   });
 
   it('ends a reply past its cap, and a peer that never answers, with the caller error', async () => {
-    await expect(postJson(`${url}/big`, {}, opts())).rejects.toMatchObject({ why: 'too-large' });
-    await expect(postJson(`${url}/silent`, {}, opts(200))).rejects.toMatchObject({ why: 'timeout' });
-    await expect(postJson('https://127.0.0.1:1/x', {}, opts())).rejects.toMatchObject({ why: 'transport' });
+    await expect(postJson(`${url}/big`, {}, opts())).rejects.toMatchObject({
+      why: 'too-large',
+      message: 'peer test answered more than 1024 bytes',
+    });
+    await expect(postJson(`${url}/silent`, {}, opts(200))).rejects.toMatchObject({
+      why: 'timeout',
+      message: 'peer test did not answer within 200 ms',
+    });
+    await expect(postJson('https://127.0.0.1:1/x', {}, opts())).rejects.toMatchObject({
+      why: 'transport',
+      message: expect.stringMatching(/^peer test: .*ECONNREFUSED/) as unknown,
+    });
   });
 });

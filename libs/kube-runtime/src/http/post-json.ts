@@ -7,16 +7,26 @@ export interface JsonReply {
   readonly text: string;
 }
 
+/** Why a call ended without a reply, with the message that says so (naming the peer). */
+export interface PostFailure {
+  readonly why: 'timeout' | 'too-large' | 'transport';
+  /** e.g. "peer 10.0.0.7:8443 did not answer within 2000 ms" */
+  readonly message: string;
+  readonly cause?: Error;
+}
+
 export interface PostJsonOptions {
   /** The kept-alive agent that pins the peer's CA and name. */
   readonly agent: Agent;
   /** The `Authorization` header value (a bearer token); never logged. */
   readonly authorization: string;
   readonly timeoutMs: number;
-  /** A reply body past this many bytes ends the call with `fail('too-large')`. */
+  /** A reply body past this many bytes ends the call with a 'too-large' failure. */
   readonly maxReplyBytes: number;
-  /** The error a call ends with: no answer in time, a reply past the cap, or a transport failure. */
-  readonly fail: (why: 'timeout' | 'too-large' | 'transport', cause?: Error) => Error;
+  /** What the peer is called in failure messages, e.g. "peer 10.0.0.7:8443". */
+  readonly peer: string;
+  /** The caller's own error for a call that got no usable reply: no answer in time, a reply past the cap, a transport failure. */
+  readonly fail: (failure: PostFailure) => Error;
 }
 
 /**
@@ -29,6 +39,7 @@ export function postJson(url: string, body: unknown, o: PostJsonOptions): Promis
   return new Promise<JsonReply>((resolve, reject) => {
     // the first outcome wins; what the sockets report after it (a reset after a destroy) is moot
     let settled = false;
+    const transport = (cause: Error): Error => o.fail({ why: 'transport', message: `${o.peer}: ${cause.message}`, cause });
     const done = (outcome: JsonReply | Error): void => {
       if (settled) return;
       settled = true;
@@ -57,7 +68,7 @@ export function postJson(url: string, body: unknown, o: PostJsonOptions): Promis
             chunks.push(c);
             return;
           }
-          done(o.fail('too-large'));
+          done(o.fail({ why: 'too-large', message: `${o.peer} answered more than ${o.maxReplyBytes} bytes` }));
           req.destroy();
         });
         res.on('end', () => {
@@ -65,15 +76,15 @@ export function postJson(url: string, body: unknown, o: PostJsonOptions): Promis
           // the next call should find this socket free, not open another
           void released.then(() => done(reply));
         });
-        res.on('error', (err) => done(o.fail('transport', err)));
+        res.on('error', (err) => done(transport(err)));
       },
     );
     const released = socketReleased(req);
     req.on('timeout', () => {
-      done(o.fail('timeout'));
+      done(o.fail({ why: 'timeout', message: `${o.peer} did not answer within ${o.timeoutMs} ms` }));
       req.destroy();
     });
-    req.on('error', (err) => done(o.fail('transport', err)));
+    req.on('error', (err) => done(transport(err)));
     req.end(text);
   });
 }
