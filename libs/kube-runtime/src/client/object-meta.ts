@@ -62,6 +62,29 @@ export function metaOf(obj: unknown): ObjectMeta {
   return parsed.success ? parsed.data : {};
 }
 
+/** What an informer needs of every watch event's object: its key and version. */
+export interface KeyFields {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/**
+ * The key fields of an object's metadata, each only when it is a string; never throws. Read
+ * directly rather than through ObjectMetaSchema: an informer reads them once per watch event,
+ * and the schema copies the whole metadata (managedFields included) to answer four strings.
+ * Whether the rest is well formed is the typed parser's to judge.
+ */
+export function keyFieldsOf(obj: unknown): KeyFields {
+  const m = typeof obj === 'object' && obj !== null ? (obj as { metadata?: unknown }).metadata : undefined;
+  if (typeof m !== 'object' || m === null) return {};
+  const r = m as Record<string, unknown>;
+  return { name: str(r.name), namespace: str(r.namespace), uid: str(r.uid), resourceVersion: str(r.resourceVersion) };
+}
+
 export function objectKey(namespace: string | undefined, name: string): string {
   return namespace ? `${namespace}/${name}` : name;
 }
