@@ -1,4 +1,4 @@
-import { keyFieldsOf, metaOf } from './object-meta';
+import { keyFieldsOf, metaOf, withoutManagedFields } from './object-meta';
 
 describe('keyFieldsOf', () => {
   it('reads name, namespace, uid and resourceVersion as metaOf does for a well-formed object', () => {
@@ -25,5 +25,22 @@ describe('keyFieldsOf', () => {
     expect(keyFieldsOf(null)).toEqual({});
     expect(keyFieldsOf({ metadata: 'x' })).toEqual({});
     expect(keyFieldsOf('x')).toEqual({});
+  });
+});
+
+describe('withoutManagedFields', () => {
+  it('drops metadata.managedFields and keeps everything else, leaving the input as it was', () => {
+    const obj = { kind: 'K', metadata: { name: 'a', managedFields: [{ manager: 'm' }], labels: { k: 'v' } }, spec: { x: 1 } };
+    const out = withoutManagedFields(obj) as typeof obj;
+    expect(out).toEqual({ kind: 'K', metadata: { name: 'a', labels: { k: 'v' } }, spec: { x: 1 } });
+    expect(out.spec).toBe(obj.spec);
+    expect(obj.metadata.managedFields).toHaveLength(1);
+  });
+
+  it('returns an object without managedFields, or anything that is not an object, as it is', () => {
+    const obj = { metadata: { name: 'a' } };
+    expect(withoutManagedFields(obj)).toBe(obj);
+    expect(withoutManagedFields(null)).toBeNull();
+    expect(withoutManagedFields('x')).toBe('x');
   });
 });

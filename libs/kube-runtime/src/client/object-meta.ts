@@ -85,6 +85,20 @@ export function keyFieldsOf(obj: unknown): KeyFields {
   return { name: str(r.name), namespace: str(r.namespace), uid: str(r.uid), resourceVersion: str(r.resourceVersion) };
 }
 
+/**
+ * The object without metadata.managedFields (a shallow copy; the rest shared), for a cache that
+ * never reads them: they are most of a small object's metadata, and a cache of many objects
+ * parses, freezes and holds them for nothing (client-go's informers offer the same transform).
+ * A write built from a cached object leaves the server's managedFields as they are.
+ */
+export function withoutManagedFields(obj: unknown): unknown {
+  if (typeof obj !== 'object' || obj === null) return obj;
+  const meta = (obj as { metadata?: unknown }).metadata;
+  if (typeof meta !== 'object' || meta === null || !('managedFields' in meta)) return obj;
+  const { managedFields: _dropped, ...rest } = meta as Record<string, unknown>;
+  return { ...obj, metadata: rest };
+}
+
 export function objectKey(namespace: string | undefined, name: string): string {
   return namespace ? `${namespace}/${name}` : name;
 }
