@@ -14,8 +14,16 @@
  * finalizer policy is installed, so claims arrive with the release finalizer and the controller
  * skips its finalizer write: the figure of a cluster that supports it.
  *
+ * With CLAIM_PATH_PROFILE=<dir> the CPU of this process is profiled during the timed claims only
+ * (one .cpuprofile per concurrency, written to <dir>): what a claim costs here, without the
+ * start-up, the warm-up and the floors.
+ *
  *   npx nx run bench:claim-path            (CLAIM_PATH_N=200 for a shorter run)
  */
+import { readFileSync } from 'node:fs';
+import { mkdir, writeFile } from 'node:fs/promises';
+import { Session } from 'node:inspector/promises';
+import { join } from 'node:path';
 import type { V1CustomResourceDefinition } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { startClaimController } from '@sandbox-scale/claim-controller';
@@ -27,13 +35,14 @@ import {
   ConfigMapResource,
   createInformer,
   createLogger,
+  kubeTransportStats,
   NamespaceResource,
   parseUntyped,
   ResourceClient,
   type KubeResource,
 } from '@sandbox-scale/kube-runtime';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
-import { EXTENSIONS_API_VERSION, RESOURCES, SandboxClaimSchema, parseObject, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { EXTENSIONS_API_VERSION, RESOURCES } from '@sandbox-scale/scale-core';
 import { createBasePool } from './base-pool';
 import { runBench } from './run-bench';
 
@@ -43,6 +52,7 @@ const CONCURRENCIES = [1, 50];
 const TOKEN = 'bench-root-token';
 const IMAGE = 'registry.local/bench:1';
 const NS = 'bench';
+const PROFILE_DIR = process.env.CLAIM_PATH_PROFILE;
 const Claims = RESOURCES.sandboxClaim;
 /** A custom resource no controller watches: the CR floor. */
 const Probes: KubeResource = { group: 'bench.sandbox-scale.dev', version: 'v1', plural: 'probes', kind: 'Probe', namespaced: true };
@@ -100,6 +110,57 @@ async function installFinalizerPolicy(binDir: string, kubeconfigPath: string): P
     { KUBECONFIG: kubeconfigPath },
   );
   await runCommand(toolPath(binDir, 'kubectl'), ['apply', '-f', '-'], { KUBECONFIG: kubeconfigPath }, yaml);
+}
+
+/** Runs `work` under the V8 CPU profiler when a profile directory is set; writes `<dir>/<name>.cpuprofile`. */
+async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
+  if (!PROFILE_DIR) return work();
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  try {
+    return await work();
+  } finally {
+    const { profile } = await session.post('Profiler.stop');
+    session.disconnect();
+    await mkdir(PROFILE_DIR, { recursive: true });
+    await writeFile(join(PROFILE_DIR, `${name}.cpuprofile`), JSON.stringify(profile));
+  }
+}
+
+/**
+ * Whether a claim object (as the watch delivers it) is Bound. Read loosely, as the ConfigMaps
+ * and probes are (parseUntyped): the bench is the instrument, and a typed parse per event would
+ * be its own CPU, in this process, on the claim's side of the ratio only.
+ */
+function isBound(o: { status?: unknown }): boolean {
+  const conditions = (o.status as { conditions?: unknown } | undefined)?.conditions;
+  return Array.isArray(conditions) && conditions.some((k: { type?: unknown; status?: unknown }) => k.type === 'Bound' && k.status === 'True');
+}
+
+/**
+ * CPU milliseconds the control plane's processes (kube-apiserver, etcd) have used so far, from
+ * /proc (Linux; NaN elsewhere): what a claim costs the API server, beside what it costs here.
+ */
+function controlPlaneCpuMs(dir: string): number {
+  try {
+    const pids = readFileSync(join(dir, 'pids'), 'utf8').split('\n').filter(Boolean);
+    let ticks = 0;
+    for (const pid of pids) {
+      try {
+        // fields after the command name: utime and stime are the 12th and 13th
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        ticks += Number(f[11]) + Number(f[12]);
+      } catch {
+        // a process that is gone (the watchdog's, say) adds nothing
+      }
+    }
+    return ticks * 10; // USER_HZ is 100 on Linux
+  } catch {
+    return NaN;
+  }
 }
 
 /** Reconciles the claim controller has run so far (all results). */
@@ -164,20 +225,15 @@ async function main(): Promise<void> {
         w();
       }
     };
-    const claimWatch = createInformer(kc, {
-      resource: Claims,
-      parse: (o): SandboxClaim => parseObject(SandboxClaimSchema, o),
-      log,
-      namespace: NS,
-    });
-    const onClaim = (c: SandboxClaim): void => {
-      if (c.status?.conditions?.some((k) => k.type === 'Bound' && k.status === 'True')) seen(`claim/${c.metadata.name}`);
+    const claimWatch = createInformer(kc, { resource: Claims, parse: parseUntyped, log, namespace: NS });
+    const onClaim = (c: { metadata: { name?: string }; status?: unknown }): void => {
+      if (isBound(c)) seen(`claim/${c.metadata.name}`);
     };
     // claims whose first version seen already carries the release finalizer (set at admission)
     let admittedWithFinalizer = 0;
     claimWatch.on({
       add: (c) => {
-        if (c.metadata.finalizers?.length) admittedWithFinalizer++;
+        if (Array.isArray(c.metadata.finalizers) && c.metadata.finalizers.length > 0) admittedWithFinalizer++;
         onClaim(c);
       },
       update: onClaim,
@@ -220,7 +276,22 @@ async function main(): Promise<void> {
     await timed(WARMUP, 8, (i) => createProbe(`probe-warm-${i}`));
     await timed(WARMUP, 8, (i) => createClaim(`claim-warm-${i}`));
     const heapStartMb = heapMb();
-    const rows: { c: number; claim: number[]; cm: number[]; crd: number[]; reconciles: number; cmCpu: number; claimCpu: number }[] = [];
+    const rows: {
+      c: number;
+      claim: number[];
+      cm: number[];
+      crd: number[];
+      reconciles: number;
+      cmCpu: number;
+      claimCpu: number;
+      /** API requests (this process: the bench's creates, the controller's writes and events) and TLS handshakes per claim */
+      apiRequests: number;
+      handshakes: number;
+      /** CPU of kube-apiserver and etcd per claim and per ConfigMap (ms) */
+      claimCpCpu: number;
+      cmCpCpu: number;
+      crdCpCpu: number;
+    }[] = [];
     // CPU of this process (controller, sandboxd-sim and the bench's own informers) per operation
     const cpuMs = (since: NodeJS.CpuUsage): number => {
       const u = process.cpuUsage(since);
@@ -228,16 +299,38 @@ async function main(): Promise<void> {
     };
     for (const c of CONCURRENCIES) {
       const cmStart = process.cpuUsage();
+      const cmCpStart = controlPlaneCpuMs(cp.dir);
       const cm = await timed(N, c, (i) => createCm(`cm-${c}-${i}`));
       const cmCpu = cpuMs(cmStart);
+      const cmCpCpu = (controlPlaneCpuMs(cp.dir) - cmCpStart) / N;
+      const crdCpStart = controlPlaneCpuMs(cp.dir);
       const crd = await timed(N, c, (i) => createProbe(`probe-${c}-${i}`));
+      const crdCpCpu = (controlPlaneCpuMs(cp.dir) - crdCpStart) / N;
       const before = await reconcilesSoFar(cc.registry);
       const claimStart = process.cpuUsage();
-      const claim = await timed(N, c, (i) => createClaim(`claim-${c}-${i}`));
+      const apiStart = kubeTransportStats(kc).api;
+      const claimCpStart = controlPlaneCpuMs(cp.dir);
+      const claim = await profiled(`claims-c${c}`, () => timed(N, c, (i) => createClaim(`claim-${c}-${i}`)));
       const claimCpu = cpuMs(claimStart);
-      // the watch events of the last claims' own writes come in after they were seen Bound
-      await new Promise((r) => setTimeout(r, 500));
-      rows.push({ c, claim, cm, crd, reconciles: (await reconcilesSoFar(cc.registry)) - before, cmCpu, claimCpu });
+      // the watch events of the last claims' own writes come in after they were seen Bound, and
+      // the events recorder writes its series counts within a second
+      await new Promise((r) => setTimeout(r, 1500));
+      const apiEnd = kubeTransportStats(kc).api;
+      const claimCpCpu = (controlPlaneCpuMs(cp.dir) - claimCpStart) / N;
+      rows.push({
+        c,
+        claim,
+        cm,
+        crd,
+        reconciles: (await reconcilesSoFar(cc.registry)) - before,
+        cmCpu,
+        claimCpu,
+        apiRequests: (apiEnd.requests - apiStart.requests) / N,
+        handshakes: (apiEnd.handshakes - apiStart.handshakes) / N,
+        claimCpCpu,
+        cmCpCpu,
+        crdCpCpu,
+      });
     }
     // every timed claim is deleted (released on its node, finalizer removed), and so are the
     // timed ConfigMaps and probes, whose caches here would otherwise hold them; the heap then
@@ -264,6 +357,9 @@ async function main(): Promise<void> {
       );
       console.log(
         `${String(r.c).padStart(11)}  reconciles per claim ${(r.reconciles / N).toFixed(2)}; CPU of this process per claim ${r.claimCpu.toFixed(2)} ms, per ConfigMap ${r.cmCpu.toFixed(2)} ms`,
+      );
+      console.log(
+        `${String(r.c).padStart(11)}  API requests per claim ${r.apiRequests.toFixed(2)} (the create included), TLS handshakes per claim ${r.handshakes.toFixed(3)}; CPU of kube-apiserver and etcd per claim ${r.claimCpCpu.toFixed(2)} ms, per ConfigMap ${r.cmCpCpu.toFixed(2)} ms, per bare CR ${r.crdCpCpu.toFixed(2)} ms`,
       );
       console.log(
         `${String(r.c).padStart(11)}  ratios     claim/configmap p50 ${(pct(r.claim, 50) / pct(r.cm, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.cm, 99)).toFixed(2)}; claim/bare CR p50 ${(pct(r.claim, 50) / pct(r.crd, 50)).toFixed(2)} p99 ${(pct(r.claim, 99) / pct(r.crd, 99)).toFixed(2)}`,
@@ -297,6 +393,11 @@ async function main(): Promise<void> {
           reconciles_per_claim: r3(r.reconciles / N),
           cpu_ms_per_claim: r3(r.claimCpu),
           cpu_ms_per_configmap: r3(r.cmCpu),
+          api_requests_per_claim: r3(r.apiRequests),
+          tls_handshakes_per_claim: r3(r.handshakes),
+          control_plane_cpu_ms_per_claim: r3(r.claimCpCpu),
+          control_plane_cpu_ms_per_configmap: r3(r.cmCpCpu),
+          control_plane_cpu_ms_per_crd: r3(r.crdCpCpu),
         },
       ]),
     );

@@ -45,6 +45,8 @@ import {
 
 /** Reason of the series event on a pool whose fast-path claims were recorded Bound. */
 export const FAST_PATH_RECORDED = 'FastPathClaimsRecorded';
+/** Reason of the series event on a pool whose claims were bound by the claim controller (no Event per claim). */
+export const CLAIMS_BOUND = 'ClaimsBound';
 
 export interface ClaimControllerOptions {
   kubeConfig: KubeConfig;
@@ -101,18 +103,31 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     kubeConfig: kc,
     writes: ownWrites,
     onBound: (claim, a, adopted, fastPath) => {
-      // A fast-path record is one of a burst, written after its answer: an Event per claim would
-      // be one more API write per claim, and the claim's own Bound condition already names its
-      // node and sandbox. Its pool's series event says that fast-path claims were recorded (one
-      // Event, its count written at most every flush interval); failures have events of their own.
-      const pool = fastPath && !adopted ? caches.pools.get(claim.metadata.namespace ?? '', claim.spec.warmPoolRef.name) : undefined;
+      // A claim bound on the success path is one of a stream: an Event per claim would be one
+      // more API write per claim (the fifth, on the API server's CPU, which a burst of claims is
+      // bound by), telling what the claim's Bound condition already says (node, sandbox, and
+      // since when: its lastTransitionTime). Its pool's series event says that claims were bound
+      // (one Event per pool and kind, its count written at most every flush interval, as
+      // client-go's correlator aggregates similar events). What is worth a line of its own stays
+      // per claim: an adoption after a failover, a cold start (its own events), and every Warning.
+      const pool = adopted ? undefined : caches.pools.get(claim.metadata.namespace ?? '', claim.spec.warmPoolRef.name);
       if (pool) {
-        events.record(involvedObjectOf(pool), {
-          type: 'Normal',
-          reason: FAST_PATH_RECORDED,
-          action: 'Bind',
-          note: 'fast-path claims of this pool recorded Bound; the Bound condition of each names its node and sandbox',
-        });
+        events.record(
+          involvedObjectOf(pool),
+          fastPath
+            ? {
+                type: 'Normal',
+                reason: FAST_PATH_RECORDED,
+                action: 'Bind',
+                note: 'fast-path claims of this pool recorded Bound; the Bound condition of each names its node and sandbox',
+              }
+            : {
+                type: 'Normal',
+                reason: CLAIMS_BOUND,
+                action: 'Bind',
+                note: 'claims of this pool bound; the Bound condition of each names its node and sandbox, and its lastTransitionTime when',
+              },
+        );
         return;
       }
       events.record(involvedObjectOf(claim), {

@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { createInformer, type Informer, type Logger, type ReconcileRequest } from '@sandbox-scale/kube-runtime';
+import { createInformer, type Informer, type Logger, type ReconcileRequest, withoutManagedFields } from '@sandbox-scale/kube-runtime';
 import {
   ANNOTATIONS,
   CONDITION_REASONS,
@@ -45,7 +45,9 @@ export function createCaches(kc: KubeConfig, log: Logger, registry: Registry, cl
   return {
     claims: createInformer(kc, {
       resource: SandboxClaimResource,
-      parse: parseClaim,
+      // one object per claim, three watch events each: nothing here reads managedFields, and
+      // without them a claim parses and freezes in half the time and is held in less memory
+      parse: (o) => parseClaim(withoutManagedFields(o)),
       log,
       registry,
       ...(claimSelector ? { labelSelector: claimSelector } : {}),

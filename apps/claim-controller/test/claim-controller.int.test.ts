@@ -115,12 +115,21 @@ describe('SandboxClaim path', () => {
     const claimJson = await kubectl(['get', 'sandboxclaim', 'c1', '-n', ns, '-o', 'json'], { kubeconfig: cp.kubeconfigPath });
     expect(claimJson.code).toBe(0);
     expect(claimJson.stdout).not.toContain(token);
+    // a claim bound on the success path is announced on its pool (one series event), not by an
+    // Event per claim: its Bound condition says where (node, sandbox) and since when
     const events = await eventually(async () => {
       const r = await kubectl(['get', 'events', '-n', ns, '-o', 'json'], { kubeconfig: cp.kubeconfigPath });
-      if (!r.stdout.includes('NodeLocalClaim')) throw new Error('no Bound event yet');
+      if (!r.stdout.includes('ClaimsBound')) throw new Error('no ClaimsBound event on the pool yet');
       return r.stdout;
     });
     expect(events).not.toContain(token);
+    expect((await eventsOf(ns, 'base', cp.kubeconfigPath)).filter((e) => e.reason === 'ClaimsBound')).toHaveLength(1);
+    expect((await eventsOf(ns, 'c1', cp.kubeconfigPath)).map((e) => e.reason)).not.toContain('NodeLocalClaim');
+    const described = await kubectl(['describe', 'sandboxclaim', 'c1', '-n', ns], { kubeconfig: cp.kubeconfigPath });
+    expect(described.code).toBe(0);
+    expect(described.stdout).toContain(`handed over sandbox ${sb.claimID}`);
+    expect(described.stdout).toContain(String(boundCondition(c)?.lastTransitionTime));
+    expect(described.stdout).not.toContain(token);
   });
 
   it('releases the VM on the node when the claim is deleted, then lets the claim go', async () => {
@@ -202,7 +211,8 @@ describe('SandboxClaim path', () => {
       return evs;
     });
     expect(events.some((e) => e.reason === 'ColdStart' && e.note.includes('cold-starting'))).toBe(true);
-    expect(events.some((e) => e.reason === 'NodeLocalClaim')).toBe(true);
+    // the bind itself is on the pool's ClaimsBound series; the claim keeps its cold-start events
+    expect(events.map((e) => e.reason)).not.toContain('NodeLocalClaim');
   });
 
   it('never cold-starts for a pool with coldStart Never: the claim stays NoWarmCapacity', async () => {

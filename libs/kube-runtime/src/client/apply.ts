@@ -2,7 +2,7 @@ import { type KubeConfig, PatchStrategy } from '@kubernetes/client-node';
 import { SandboxScaleError, findInCauseChain } from '@sandbox-scale/scale-core';
 import { resolveResource } from './discovery';
 import { kubeRequest } from './kube-request';
-import { metaOf } from './object-meta';
+import { keyFieldsOf } from './object-meta';
 import { type KubeResource, resourcePath } from './resource';
 
 export class InvalidApplyObjectError extends SandboxScaleError {}
@@ -33,7 +33,7 @@ export interface ApplyOptions<T> {
 }
 
 async function apply<T>(kc: KubeConfig, obj: ApplyBody, opts: ApplyOptions<T>, subresource?: string): Promise<T> {
-  const { name, namespace } = metaOf(obj);
+  const { name, namespace } = keyFieldsOf(obj);
   if (!name) throw new InvalidApplyObjectError(`cannot apply ${obj.kind}: metadata.name is empty`);
   const res = opts.resource ?? (await resolveResource(kc, obj.apiVersion, obj.kind));
   if (res.namespaced && !namespace) throw new InvalidApplyObjectError(`cannot apply ${obj.kind}/${name}: metadata.namespace is empty`);

@@ -33,7 +33,14 @@ const methods: Record<KubeRequest['method'], HttpMethod> = {
 interface Reply {
   readonly code: number;
   readonly text: string;
-  readonly headers: Record<string, string>;
+  readonly res: http.IncomingMessage;
+}
+
+/** The reply's headers flattened for client-node's ApiException (read only for an error). */
+function headersOf(res: http.IncomingMessage): Record<string, string> {
+  const flat: Record<string, string> = {};
+  for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v;
+  return flat;
 }
 
 /**
@@ -58,9 +65,7 @@ function send(ctx: RequestContext, body: string | undefined, retryStale = true):
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('error', reject);
       res.on('end', () => {
-        const flat: Record<string, string> = {};
-        for (const [k, v] of Object.entries(res.headers)) if (v !== undefined) flat[k] = Array.isArray(v) ? v.join(', ') : v;
-        const reply = { code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), headers: flat };
+        const reply = { code: res.statusCode ?? 0, text: Buffer.concat(chunks).toString('utf8'), res };
         // the next call should find this socket free, not open another
         void released.then(() => resolve(reply));
       });
@@ -97,6 +102,6 @@ export async function kubeRequest(kc: KubeConfig, req: KubeRequest): Promise<unk
   if (req.signal) ctx.setSignal(req.signal);
   await kubeTransport(kc).auth.applySecurityAuthentication(ctx);
   const res = await send(ctx, body);
-  if (res.code < 200 || res.code > 299) throw apiException(res.code, res.text, res.headers);
+  if (res.code < 200 || res.code > 299) throw apiException(res.code, res.text, headersOf(res.res));
   return res.text.length === 0 ? undefined : (JSON.parse(res.text) as unknown);
 }

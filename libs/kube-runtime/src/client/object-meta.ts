@@ -62,6 +62,43 @@ export function metaOf(obj: unknown): ObjectMeta {
   return parsed.success ? parsed.data : {};
 }
 
+/** What an informer needs of every watch event's object: its key and version. */
+export interface KeyFields {
+  name?: string;
+  namespace?: string;
+  uid?: string;
+  resourceVersion?: string;
+}
+
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/**
+ * The key fields of an object's metadata, each only when it is a string; never throws. Read
+ * directly rather than through ObjectMetaSchema: an informer reads them once per watch event,
+ * and the schema copies the whole metadata (managedFields included) to answer four strings.
+ * Whether the rest is well formed is the typed parser's to judge.
+ */
+export function keyFieldsOf(obj: unknown): KeyFields {
+  const m = typeof obj === 'object' && obj !== null ? (obj as { metadata?: unknown }).metadata : undefined;
+  if (typeof m !== 'object' || m === null) return {};
+  const r = m as Record<string, unknown>;
+  return { name: str(r.name), namespace: str(r.namespace), uid: str(r.uid), resourceVersion: str(r.resourceVersion) };
+}
+
+/**
+ * The object without metadata.managedFields (a shallow copy; the rest shared), for a cache that
+ * never reads them: they are most of a small object's metadata, and a cache of many objects
+ * parses, freezes and holds them for nothing (client-go's informers offer the same transform).
+ * A write built from a cached object leaves the server's managedFields as they are.
+ */
+export function withoutManagedFields(obj: unknown): unknown {
+  if (typeof obj !== 'object' || obj === null) return obj;
+  const meta = (obj as { metadata?: unknown }).metadata;
+  if (typeof meta !== 'object' || meta === null || !('managedFields' in meta)) return obj;
+  const { managedFields: _dropped, ...rest } = meta as Record<string, unknown>;
+  return { ...obj, metadata: rest };
+}
+
 export function objectKey(namespace: string | undefined, name: string): string {
   return namespace ? `${namespace}/${name}` : name;
 }

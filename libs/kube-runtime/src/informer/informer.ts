@@ -1,7 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import type { Logger } from '../log/logger';
-import { type KubeObject, metaOf, objectKey, type ObjectMeta } from '../client/object-meta';
+import { type KubeObject, keyFieldsOf, objectKey, type KeyFields } from '../client/object-meta';
 import { type KubeResource, resourceName } from '../client/resource';
 import { sleep as realSleep, type BackoffOptions, type Sleep } from '@sandbox-scale/scale-core';
 import { LOOP_WAIT } from '../time';
@@ -165,8 +165,8 @@ export class Informer<T extends KubeObject> {
   }
 
   private onWatchEvent(type: WatchEventType, raw: unknown): void {
-    // the metadata is read once per event: it is a schema parse, and every event needs it
-    const meta = metaOf(raw);
+    // the key fields are read once per event, without a schema (the typed parse judges the rest)
+    const meta = keyFieldsOf(raw);
     if (meta.resourceVersion) this.rv = meta.resourceVersion;
     if (type === 'BOOKMARK') return;
     if (type === 'DELETED') {
@@ -178,7 +178,7 @@ export class Informer<T extends KubeObject> {
   }
 
   /** Parses and stores one object; returns its key (also when malformed), undefined when nameless. */
-  private upsert(raw: unknown, meta: ObjectMeta = metaOf(raw)): string | undefined {
+  private upsert(raw: unknown, meta: KeyFields = keyFieldsOf(raw)): string | undefined {
     if (!meta.name) return undefined;
     const ns = this.opts.resource.namespaced ? meta.namespace : undefined;
     const key = objectKey(ns, meta.name);
