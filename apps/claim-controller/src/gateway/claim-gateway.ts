@@ -126,7 +126,9 @@ export class ClaimGateway {
    * The fast path: delivers under a fresh delivery uid and queues the Bound record (when a queue
    * is set); never waits for the record, which is written after the caller has its answer.
    */
-  deliverFastPath(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
+  deliverFastPath(
+    req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean; requestedBy?: string },
+  ): Promise<Assignment> {
     const deliveryUid = randomUUID();
     const records = this.#o.records;
     // the record is queued by the delivery itself rather than by another async layer around it:
@@ -136,7 +138,14 @@ export class ClaimGateway {
         ? undefined
         : (a: Assignment): void => {
             records.enqueue(
-              { namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) },
+              {
+                namespace: req.namespace,
+                name: req.name,
+                warmPool: req.warmPool,
+                deliveryUid,
+                ...(req.bounded ? { bounded: true } : {}),
+                ...(req.requestedBy ? { requestedBy: req.requestedBy } : {}),
+              },
               a,
             );
           };
