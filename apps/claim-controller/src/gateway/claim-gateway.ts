@@ -137,17 +137,11 @@ export class ClaimGateway {
       records === undefined
         ? undefined
         : (a: Assignment): void => {
-            records.enqueue(
-              {
-                namespace: req.namespace,
-                name: req.name,
-                warmPool: req.warmPool,
-                deliveryUid,
-                ...(req.bounded ? { bounded: true } : {}),
-                ...(req.requestedBy ? { requestedBy: req.requestedBy } : {}),
-              },
-              a,
-            );
+            // optional fields set in place rather than spread: this runs before the caller's answer
+            const target: FastPathDelivery = { namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid };
+            if (req.bounded) target.bounded = true;
+            if (req.requestedBy) target.requestedBy = req.requestedBy;
+            records.enqueue(target, a);
           };
     return this.#deliverWarm(req, { kind: OWNER_KINDS.fastclaim, uid: deliveryUid }, 'fast', onDelivered);
   }
