@@ -312,6 +312,8 @@ describe('fast path POST /v1/claims', () => {
 
     const c = await waitBound('fast-1');
     expect(c.status?.sandbox?.claimID).toBe(ok.claimId);
+    // the record says who asked: the identity the token's review gave, not a field of the body
+    expect(c.metadata.annotations?.['sandbox.cocoonstack.io/requested-by']).toBe(`system:serviceaccount:${ns}:claimer`);
     // a fast-path record is announced on its pool (one series event), not by an Event per claim;
     // the claim's own Bound condition names its node and sandbox
     const poolEvents = await eventually(async () => {

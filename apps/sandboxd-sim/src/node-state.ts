@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { provisioningFailed } from './api-error';
 import type { AuthNode } from './auth';
 import { sleep, type Clock } from './clock';
@@ -11,6 +10,7 @@ import type { PoolSettings } from './pool';
 import { PoolSet, type RefillHost } from './pool-set';
 import type { Rng } from './rng';
 import { ARCHIVED, HIBERNATED, RUNNING, Sandbox, type VmState } from './sandbox';
+import { SecretTokens } from './secret-tokens';
 import type { KeyTable, SimKey } from './wire-key';
 
 /** The node's view of its peers (gossip); absent on a single node. */
@@ -67,6 +67,7 @@ export class NodeState implements RefillHost, AuthNode {
   readonly #tenantClaims = new Map<string, number>();
   #hibernated = 0;
   #archived = 0;
+  readonly #tokens = new SecretTokens();
 
   constructor(opts: NodeStateOptions) {
     this.name = opts.name;
@@ -183,7 +184,7 @@ export class NodeState implements RefillHost, AuthNode {
 
   /** Sandbox bearer tokens are real secrets, never from the seeded generator. */
   newToken(): string {
-    return randomBytes(16).toString('hex');
+    return this.#tokens.next();
   }
 
   // --- VMs ----------------------------------------------------------------------------------

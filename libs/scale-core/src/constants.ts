@@ -126,6 +126,12 @@ export const ANNOTATIONS = {
    * first after a failover; absent when admission added the finalizer.
    */
   deliveryNode: 'sandbox.cocoonstack.io/delivery-node',
+  /**
+   * On a SandboxClaim written for a fast-path delivery: the user the caller's token authenticated
+   * as (its TokenReview), so the record says who asked. Only claim-controller sets it, on claims
+   * it creates; absent on a record the orphan pass wrote from a node's list.
+   */
+  requestedBy: 'sandbox.cocoonstack.io/requested-by',
   /** RFC3339 UTC, second precision. */
   deadline: 'sandbox.cocoonstack.io/deadline',
   /** Delivered owner_addr (host:port), Create only. */

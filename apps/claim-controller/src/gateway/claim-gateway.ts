@@ -126,7 +126,9 @@ export class ClaimGateway {
    * The fast path: delivers under a fresh delivery uid and queues the Bound record (when a queue
    * is set); never waits for the record, which is written after the caller has its answer.
    */
-  deliverFastPath(req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean }): Promise<Assignment> {
+  deliverFastPath(
+    req: Omit<GatewayClaimRequest, 'owner'> & { warmPool: string; bounded?: boolean; requestedBy?: string },
+  ): Promise<Assignment> {
     const deliveryUid = randomUUID();
     const records = this.#o.records;
     // the record is queued by the delivery itself rather than by another async layer around it:
@@ -135,10 +137,11 @@ export class ClaimGateway {
       records === undefined
         ? undefined
         : (a: Assignment): void => {
-            records.enqueue(
-              { namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid, ...(req.bounded ? { bounded: true } : {}) },
-              a,
-            );
+            // optional fields set in place rather than spread: this runs before the caller's answer
+            const target: FastPathDelivery = { namespace: req.namespace, name: req.name, warmPool: req.warmPool, deliveryUid };
+            if (req.bounded) target.bounded = true;
+            if (req.requestedBy) target.requestedBy = req.requestedBy;
+            records.enqueue(target, a);
           };
     return this.#deliverWarm(req, { kind: OWNER_KINDS.fastclaim, uid: deliveryUid }, 'fast', onDelivered);
   }

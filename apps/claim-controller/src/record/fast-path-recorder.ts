@@ -14,6 +14,8 @@ export interface FastPathDelivery extends ClaimTarget {
   deliveryUid: string;
   /** The caller asked for a TTL: the claim ends at the node's deadline instead of living until deleted. */
   bounded?: boolean;
+  /** Who asked (the caller's authenticated username); unknown to a record made from a node's list. */
+  requestedBy?: string;
 }
 
 export interface FastPathRecorderOptions {
@@ -71,7 +73,11 @@ export class FastPathRecorder {
         name: d.name,
         namespace: d.namespace,
         finalizers: [CLAIM_RELEASE_FINALIZER],
-        annotations: { [ANNOTATIONS.claimId]: claimId, [ANNOTATIONS.deliveryUid]: d.deliveryUid },
+        annotations: {
+          [ANNOTATIONS.claimId]: claimId,
+          [ANNOTATIONS.deliveryUid]: d.deliveryUid,
+          ...(d.requestedBy ? { [ANNOTATIONS.requestedBy]: d.requestedBy } : {}),
+        },
       },
       spec: { warmPoolRef: { name: d.warmPool }, ...lifecycle },
     };
