@@ -136,7 +136,9 @@ async function profiled<T>(name: string, work: () => Promise<T>): Promise<T> {
  */
 function isBound(o: { status?: unknown }): boolean {
   const conditions = (o.status as { conditions?: unknown } | undefined)?.conditions;
-  return Array.isArray(conditions) && conditions.some((k: { type?: unknown; status?: unknown }) => k.type === 'Bound' && k.status === 'True');
+  return (
+    Array.isArray(conditions) && conditions.some((k: { type?: unknown; status?: unknown }) => k.type === 'Bound' && k.status === 'True')
+  );
 }
 
 /**

@@ -261,7 +261,7 @@ async function main(): Promise<void> {
     const recordS = (performance.now() - recordT0) / 1000;
     // the controller's CPU per fast-path claim, its record included: steadier than latency on a
     // shared machine (what the process did, not how long it waited for a core)
-    const cpuMsPerClaim = ((await controllerCpuSeconds(controllerMetrics)) - cpuTimed0) * 1000 / (N + BURST);
+    const cpuMsPerClaim = (((await controllerCpuSeconds(controllerMetrics)) - cpuTimed0) * 1000) / (N + BURST);
 
     const f50 = pct(fs, 50);
     const d50 = pct(ds, 50);

@@ -45,7 +45,16 @@ export {
   CrdResource,
 } from './client/resource';
 export type { KubeResource, PathOptions } from './client/resource';
-export { ObjectMetaSchema, OwnerReferenceSchema, KubeObjectSchema, parseUntyped, metaOf, keyFieldsOf, withoutManagedFields, objectKey } from './client/object-meta';
+export {
+  ObjectMetaSchema,
+  OwnerReferenceSchema,
+  KubeObjectSchema,
+  parseUntyped,
+  metaOf,
+  keyFieldsOf,
+  withoutManagedFields,
+  objectKey,
+} from './client/object-meta';
 export type { KubeObject, ObjectMeta, OwnerReference, UntypedObject } from './client/object-meta';
 
 // delegated authentication and authorization
