@@ -16,6 +16,15 @@ describe('claim-controller flags', () => {
       fleetTokenFile: '',
       coldClaimTimeout: 120_000,
       failedNodeCooldown: 15_000,
+      fastPathRecordDefer: 2_000,
+    });
+  });
+  it('refuses a record defer that would use up a record attempt', () => {
+    expect(() => parseFlags(ClaimControllerFlagsSchema, { ...opts, argv: ['--fast-path-record-defer=10s'] })).toThrow(
+      /--fast-path-record-defer/,
+    );
+    expect(parseFlags(ClaimControllerFlagsSchema, { ...opts, argv: ['--fast-path-record-defer=0s'] })).toMatchObject({
+      fastPathRecordDefer: 0,
     });
   });
   it('names the bad flag', () => {

@@ -55,6 +55,11 @@ export const ClaimControllerFlagsSchema = z.object({
   ),
   recordConcurrency: count(64).describe('Async Bound records written at once (fast path); each mostly waits on the API server'),
   recordAttempts: count(5).describe('Tries per async Bound record before it is left to the orphan pass'),
+  fastPathRecordDefer: durationFlag('2s')
+    .pipe(z.number().max(9_000, 'keep it under 9s: the wait is part of a record attempt, which has 10s'))
+    .describe(
+      "How long a fast-path claim's Bound record waits while answers keep being served before it is written anyway (one at a time until they pause); a burst is answered without its records' API writes competing for the CPU, and recorded as it pauses. 0s writes one record at a time throughout",
+    ),
   recordQueueMaxPending: count(10_000).describe(
     'Fast-path Bound records held at once (each with its token); a delivery that finds the queue full is recorded by the orphan pass instead',
   ),

@@ -139,7 +139,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     },
   });
   // the fast path's answers in flight: while they are served only a few async records run at once
-  const answers = new AnswersInFlight();
+  const answers = new AnswersInFlight({ maxDeferMs: flags.fastPathRecordDefer });
   const fastRecorder = new FastPathRecorder(kc, recorder, { yieldTo: (signal) => answers.turn(signal) });
   const cap = new FastPathCap({
     maxPerNamespace: flags.fastPathMaxClaimsPerNamespace,

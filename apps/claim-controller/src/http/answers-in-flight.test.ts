@@ -20,7 +20,7 @@ describe('AnswersInFlight', () => {
 
   it('runs only busySlots jobs at once while answers are in flight, each freed slot going to the longest waiting', async () => {
     const clock = new FakeClock();
-    const answers = new AnswersInFlight({ quietMs: 5, busySlots: 2, timers: clock });
+    const answers = new AnswersInFlight({ quietMs: 5, maxDeferMs: 0, busySlots: 2, timers: clock });
     answers.begin();
     const jobs = Array.from({ length: 4 }, () => ask(answers));
     await clock.advance(1_000);
@@ -35,7 +35,7 @@ describe('AnswersInFlight', () => {
 
   it('lets every waiting job go once the answers have been over for quietMs', async () => {
     const clock = new FakeClock();
-    const answers = new AnswersInFlight({ quietMs: 5, busySlots: 1, timers: clock });
+    const answers = new AnswersInFlight({ quietMs: 5, maxDeferMs: 0, busySlots: 1, timers: clock });
     const end1 = answers.begin();
     const end2 = answers.begin();
     const jobs = Array.from({ length: 5 }, () => ask(answers));
@@ -61,7 +61,7 @@ describe('AnswersInFlight', () => {
 
   it("ends a wait when the waiter's signal aborts, and forgets it", async () => {
     const clock = new FakeClock();
-    const answers = new AnswersInFlight({ quietMs: 5, busySlots: 1, timers: clock });
+    const answers = new AnswersInFlight({ quietMs: 5, maxDeferMs: 0, busySlots: 1, timers: clock });
     answers.begin();
     const first = ask(answers);
     const ac = new AbortController();
@@ -80,5 +80,44 @@ describe('AnswersInFlight', () => {
     first.end?.();
     await settle();
     expect(third.end).toBeDefined();
+  });
+
+  it('holds jobs while answers keep coming until each has waited maxDeferMs, then runs them busySlots at a time, oldest first', async () => {
+    const clock = new FakeClock();
+    const answers = new AnswersInFlight({ quietMs: 5, maxDeferMs: 100, busySlots: 1, timers: clock });
+    answers.begin(); // an answer stays in flight throughout
+    const first = ask(answers);
+    await clock.advance(50);
+    const second = ask(answers);
+    await clock.advance(49);
+    expect([first.end, second.end]).toEqual([undefined, undefined]);
+    await clock.advance(1);
+    // the first has waited 100 ms: it takes the one slot; the second's wait is over at 150 ms
+    expect(first.end).toBeDefined();
+    expect(second.end).toBeUndefined();
+    await clock.advance(60);
+    // over, but the slot is held: it waits for the first to end, not for a timer
+    expect(second.end).toBeUndefined();
+    first.end?.();
+    await settle();
+    expect(second.end).toBeDefined();
+    expect(answers.waiting).toBe(0);
+    second.end?.();
+    expect(clock.timersPending).toBe(0);
+  });
+
+  it('lets held jobs go as soon as the answers pause, before their wait is over', async () => {
+    const clock = new FakeClock();
+    const answers = new AnswersInFlight({ quietMs: 5, maxDeferMs: 2_000, busySlots: 1, timers: clock });
+    const end = answers.begin();
+    const jobs = Array.from({ length: 3 }, () => ask(answers));
+    await clock.advance(10);
+    expect(answers.waiting).toBe(3);
+    end();
+    await clock.advance(4);
+    expect(answers.waiting).toBe(3);
+    await clock.advance(1);
+    expect(jobs.every((j) => j.end !== undefined)).toBe(true);
+    expect(clock.timersPending).toBe(0);
   });
 });
