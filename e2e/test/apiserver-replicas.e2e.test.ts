@@ -1,6 +1,6 @@
 import { Agent } from 'node:https';
 import { OWNER_KINDS, parseOwnerRef } from '@sandbox-scale/scale-core';
-import { runSuffix } from '../src/index';
+import { kubectl, runSuffix } from '../src/index';
 import { startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { replicaClient, serveWarmPool } from '../src/testing/replica-client';
@@ -19,10 +19,12 @@ const IMAGE = 'ghcr.io/example/replicas-agent:1.0';
 
 let sys: SystemUnderTest;
 let token = '';
+let userKubeconfig = '';
 let agent: Agent;
 
 interface Body {
-  metadata?: { name?: string; annotations?: Record<string, string> };
+  metadata?: { name?: string; annotations?: Record<string, string>; continue?: string };
+  items?: { metadata: { name: string } }[];
   reason?: string;
   message?: string;
 }
@@ -62,7 +64,9 @@ beforeAll(async () => {
   await grantTenantRole(sys.kubeConfig, ns, 'user', [
     { apiGroups: ['agents.x-k8s.io'], resources: ['sandboxes', 'sandboxes/pause'], verbs: ['create', 'get', 'list', 'delete'] },
   ]);
-  token = (await sys.tenant(ns, 'user')).token;
+  const user = await sys.tenant(ns, 'user');
+  token = user.token;
+  userKubeconfig = user.path;
   await serveWarmPool(sys, api, { name: POOL, image: IMAGE, replicas: POOL_REPLICAS }, 120_000);
 }, 300_000);
 
@@ -102,6 +106,65 @@ describe('two sandbox-apiserver replicas act as one', () => {
     expect(counts).toEqual({ creates: 500, gets: 500, pauses: 500, deletes: 500 });
     expect(left).toBe(0);
   }, 600_000);
+
+  it('pages one list through either replica, each page from the snapshot the first took, and kubectl through the Service', async () => {
+    const [a, b] = sys.apiserverUrls as [string, string];
+    const made = Array.from({ length: 30 }, (_, i) => `pg-${String(i).padStart(2, '0')}`);
+    await inBatches(made, 10, async (name) => {
+      const c = await create(made.indexOf(name) % 2 === 0 ? a : b, name);
+      expect(c.code).toBe(201);
+    });
+    const names = (items: Body['items']): string[] => (items ?? []).map((i) => i.metadata.name).filter((n) => n.startsWith('pg-'));
+    const whole = names((await call(a, 'GET', sandboxes)).body.items);
+    expect(whole).toEqual(made);
+    // directly, page after page on alternating replicas, one deleted between pages: the deleted
+    // one is still in the list begun before it went
+    const paged: string[] = [];
+    let cont = '';
+    let pages = 0;
+    do {
+      const via = pages % 2 === 0 ? a : b;
+      const page = await call(via, 'GET', `${sandboxes}?limit=4${cont ? `&continue=${encodeURIComponent(cont)}` : ''}`);
+      expect(page.code).toBe(200);
+      paged.push(...names(page.body.items));
+      if (pages === 1) expect((await call(b, 'DELETE', `${sandboxes}/pg-20`)).code).toBe(200);
+      cont = page.body.metadata?.continue ?? '';
+      pages++;
+    } while (cont !== '');
+    // through kube-apiserver (installed: the aggregator's connections to the Service spread
+    // over both replicas, so the pages of one kubectl land on either), four kubectl at once
+    const failures: string[] = [];
+    let lists = 0;
+    const expected = made.filter((n) => n !== 'pg-20');
+    await Promise.all(
+      Array.from({ length: 4 }, async () => {
+        for (let i = 0; i < 5; i++) {
+          const r = await kubectl(['get', 'sandboxes', '-n', ns, '--chunk-size=4', '-o', 'name'], { kubeconfig: userKubeconfig });
+          lists++;
+          const got = r.stdout
+            .split('\n')
+            .map((l) => l.replace(/^[^/]*\//, ''))
+            .filter((n) => n.startsWith('pg-'));
+          if (r.code !== 0) failures.push(r.stderr.trim().slice(0, 200));
+          else if (got.join(',') !== expected.join(',')) failures.push(`listed ${got.length} of ${expected.length}`);
+        }
+      }),
+    );
+    console.log(
+      JSON.stringify({
+        test: 'paged-across-replicas',
+        pages,
+        paged: paged.length,
+        kubectl_lists: lists,
+        kubectl_failures: failures.length,
+      }),
+    );
+    expect(paged).toEqual(made);
+    expect(pages).toBe(8);
+    expect(failures.slice(0, 3)).toEqual([]);
+    expect(lists).toBe(20);
+    for (const name of expected) expect((await call(a, 'DELETE', `${sandboxes}/${name}`)).code).toBe(200);
+  }, 300_000);
 
   it('answers one 201 and one 409 for two concurrent creates of one name through both replicas, and claims one VM', async () => {
     const [a, b] = sys.apiserverUrls as [string, string];

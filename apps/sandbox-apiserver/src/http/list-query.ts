@@ -37,6 +37,7 @@ export function parseListQuery(
     namespace,
     labels: labelText === '' ? EVERYTHING_LABEL_SELECTOR : parseLabelSelector(labelText),
     fields,
+    selectorText: { labelSelector: labelText, fieldSelector: fieldText },
     limit,
     ...(cont === '' ? {} : { continue: decodeContinue(cont) }),
   };

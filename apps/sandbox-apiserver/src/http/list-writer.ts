@@ -19,10 +19,10 @@ export interface ListBody {
  * Status; a later one aborts the response (headers are out), which the client sees as a broken
  * transfer, never as a complete but wrong list.
  */
-export async function writeList(res: ServerResponse, parts: Iterator<ListBody>): Promise<void> {
-  const first = parts.next();
+export async function writeList(res: ServerResponse, parts: Iterator<ListBody> | AsyncIterator<ListBody>): Promise<void> {
+  const first = await parts.next();
   if (first.done) throw new Error('a list has at least one part');
-  const second = parts.next();
+  const second = await parts.next();
   if (second.done) {
     sendJson(res, 200, first.value.body);
     return;
@@ -40,7 +40,7 @@ export async function writeList(res: ServerResponse, parts: Iterator<ListBody>):
   };
   if (!(await write(head.slice(0, -2)))) return;
   try {
-    for (let part: IteratorResult<ListBody> = first; !part.done; part = part === first ? second : parts.next()) {
+    for (let part: IteratorResult<ListBody> = first; !part.done; part = part === first ? second : await parts.next()) {
       const elements = part.value.body[part.value.key];
       if (!Array.isArray(elements) || elements.length === 0) continue;
       const text = JSON.stringify(elements);

@@ -92,14 +92,14 @@ function bodyOf(c: HandlerContext, list: ObjectList, now: Date): ListBody {
  * WHOLE_LIST_PART, every one cut from the snapshot the first page took (a continue token
  * each, O(log n + part) apiece), under the first page's resourceVersion and no continue.
  */
-function* wholeList(c: HandlerContext, q: ListQuery, now: Date): Generator<ListBody> {
-  let page = c.storage.list({ ...q, limit: WHOLE_LIST_PART });
+async function* wholeList(c: HandlerContext, q: ListQuery, now: Date): AsyncGenerator<ListBody> {
+  let page = await c.storage.list({ ...q, limit: WHOLE_LIST_PART });
   const metadata = { resourceVersion: page.metadata.resourceVersion };
   for (;;) {
     const next = page.metadata.continue;
     yield bodyOf(c, { ...page, metadata }, now);
     if (next === undefined || next === '') return;
-    page = c.storage.list({ ...q, limit: WHOLE_LIST_PART, continue: decodeContinue(next) });
+    page = await c.storage.list({ ...q, limit: WHOLE_LIST_PART, continue: decodeContinue(next) });
   }
 }
 
@@ -109,13 +109,12 @@ function* partsOf(c: HandlerContext, page: ObjectList, now: Date): Generator<Lis
     yield bodyOf(c, { ...page, items: page.items.slice(i, i + WHOLE_LIST_PART) }, now);
 }
 
-function sendList(c: HandlerContext, q: ListQuery): Promise<void> {
+async function sendList(c: HandlerContext, q: ListQuery): Promise<void> {
   const now = new Date();
   if (q.limit === 0) return writeList(c.res, wholeList(c, q, now));
   if (c.shape.kind === 'table')
-    return writeList(c.res, partsOf(c, c.storage.list({ ...q, limit: Math.max(q.limit, TABLE_PAGE_ROWS) }), now));
-  sendJson(c.res, 200, bodyOf(c, c.storage.list(q), now).body);
-  return Promise.resolve();
+    return writeList(c.res, partsOf(c, await c.storage.list({ ...q, limit: Math.max(q.limit, TABLE_PAGE_ROWS) }), now));
+  sendJson(c.res, 200, bodyOf(c, await c.storage.list(q), now).body);
 }
 
 /** Each watch event's object as the response shape asks; a Table's columns come with the first event only. */

@@ -8,6 +8,9 @@ import type { PeerCall } from './peer-protocol';
 import type { PeerSet } from './peer-set';
 import type { LocalVerbs, SandboxVerbs } from './sandbox-verbs';
 import { findOnNodes } from './node-lookup';
+import { ListContinuation } from './list-continuation';
+import type { ListQuery } from '../resource/list-query';
+import type { ObjectList } from '../storage/rest';
 
 const isNotFound = (err: unknown): boolean => statusErrorOf(err)?.code === 404;
 
@@ -40,7 +43,23 @@ export interface OwnerRoutingOptions {
  * hides the sandbox too. Calls a peer hands over run here and are never handed on.
  */
 export class OwnerRouting implements SandboxVerbs {
-  constructor(private readonly o: OwnerRoutingOptions) {}
+  readonly #pages: ListContinuation | undefined;
+
+  constructor(private readonly o: OwnerRoutingOptions) {
+    this.#pages =
+      o.client === undefined
+        ? undefined
+        : new ListContinuation({ peers: o.peers, client: o.client, ownEpoch: () => o.local.storage.reads.snapshots.epoch, log: o.log });
+  }
+
+  async list(q: ListQuery): Promise<ObjectList> {
+    if (this.#pages?.isForeign(q)) {
+      const page = await this.#pages.page(q);
+      if (page !== undefined) return page;
+    }
+    // ours, or held by no listed peer: the local answer (a 410 with a token to resume from here)
+    return this.o.local.list(q);
+  }
 
   async create(namespace: string, body: unknown, opts: { dryRun: boolean }): Promise<Sandbox> {
     // the name (a generateName resolved once, here) decides the owner
@@ -133,7 +152,7 @@ export class OwnerRouting implements SandboxVerbs {
     return owner === this.o.peers.self ? undefined : owner;
   }
 
-  async #forward(peer: string, call: PeerCall): Promise<Record<string, unknown>> {
+  async #forward(peer: string, call: Extract<PeerCall, { op: 'create' | 'act' }>): Promise<Record<string, unknown>> {
     try {
       return await (this.o.client as PeerClient).call(peer, call);
     } catch (err) {
@@ -154,7 +173,7 @@ export class OwnerRouting implements SandboxVerbs {
    * right after the peers changed, any replica may (the previous owner), and so may a node
    * whose NodeInventory is not out yet. Only when all of them miss is it a 404.
    */
-  async #askElsewhere(call: Exclude<PeerCall, { op: 'create' }>, miss: unknown): Promise<Record<string, unknown>> {
+  async #askElsewhere(call: Exclude<PeerCall, { op: 'create' | 'list' }>, miss: unknown): Promise<Record<string, unknown>> {
     const owner = this.#ownerElsewhere(call.namespace, call.name);
     const unsettled = this.o.peers.changedWithin(this.o.settleMs);
     const candidates = new Set<string>(owner !== undefined ? [owner] : []);

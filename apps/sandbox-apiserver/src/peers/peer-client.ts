@@ -45,13 +45,14 @@ export class PeerClient {
     this.#timeoutMs = o.timeoutMs ?? 50_000;
   }
 
-  async call(peer: string, body: PeerCall): Promise<Record<string, unknown>> {
+  /** `maxReplyBytes`: the largest reply taken (default 4 MiB; a page of a list may be larger). */
+  async call(peer: string, body: PeerCall, opts: { maxReplyBytes?: number } = {}): Promise<Record<string, unknown>> {
     const authorization = await this.#authorization();
     const reply = await postJson(`https://${peer}${PEER_PATH}`, body, {
       agent: this.#agent,
       authorization,
       timeoutMs: this.#timeoutMs,
-      maxReplyBytes: MAX_REPLY_BYTES,
+      maxReplyBytes: opts.maxReplyBytes ?? MAX_REPLY_BYTES,
       peer: `peer ${peer}`,
       fail: ({ message, cause }) => new PeerUnreachableError(message, { cause }),
     });

@@ -1,11 +1,16 @@
 import { ANNOTATIONS, type Sandbox, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { parseListQuery } from '../http/list-query';
+import type { ListQuery } from '../resource/list-query';
+import type { ObjectList } from '../storage/rest';
 import type { SandboxesREST } from '../storage/sandboxes-rest';
 import { deleteSandbox, type DeleteRequest } from '../storage/delete-sandbox';
 import { applyNotice, type OverlayShare } from './overlay-share';
 import type { PeerCall } from './peer-protocol';
 
-/** The verbs on one named sandbox (and create) that must agree across replicas. */
+/** The verbs on one named sandbox (and create), and the pages of a list, that must agree across replicas. */
 export interface SandboxVerbs {
+  /** One page; a page of a list another replica began is that replica's to serve. */
+  list(q: ListQuery): Promise<ObjectList>;
   create(namespace: string, body: unknown, opts: { dryRun: boolean }): Promise<Sandbox>;
   get(namespace: string, name: string): Promise<ServedSandbox>;
   delete(namespace: string, name: string, req: DeleteRequest): Promise<ServedSandbox>;
@@ -18,6 +23,10 @@ export class LocalVerbs implements SandboxVerbs {
   share: OverlayShare | undefined;
 
   constructor(readonly storage: SandboxesREST) {}
+
+  async list(q: ListQuery): Promise<ObjectList> {
+    return this.storage.reads.list(q);
+  }
 
   async create(namespace: string, body: unknown, opts: { dryRun: boolean }): Promise<Sandbox> {
     const created = await this.storage.creator.create(namespace, body, opts);
@@ -63,6 +72,20 @@ export class LocalVerbs implements SandboxVerbs {
       case 'released':
         applyNotice(this.storage.reads, call);
         return {};
+      case 'list': {
+        // parsed as the request was on the replica that forwarded it; a token not of this
+        // replica's is 410 here, never handed on
+        const params = new URLSearchParams({
+          labelSelector: call.labelSelector,
+          fieldSelector: call.fieldSelector,
+          limit: String(call.limit),
+          continue: call.continue,
+        });
+        return (await this.list(parseListQuery(call.namespace, params, this.storage.selectableFields))) as unknown as Record<
+          string,
+          unknown
+        >;
+      }
       default:
         return (await this.act(call.namespace, call.name, call.action, call.body, call.dryRun)) as Record<string, unknown>;
     }

@@ -17,6 +17,8 @@ export interface ListQuery {
   readonly namespace: string;
   readonly labels: LabelSelector;
   readonly fields: FieldSelector;
+  /** The selectors as the request spelled them: what a page served by another replica is asked with. */
+  readonly selectorText: { readonly labelSelector: string; readonly fieldSelector: string };
   readonly limit: number;
   readonly continue?: ContinuePoint;
 }

@@ -34,7 +34,8 @@ export interface ResourceStorage extends Watchable {
   readonly schema: z.ZodType;
   /** Fields a field selector may name. */
   readonly selectableFields: readonly string[];
-  list(q: ListQuery): ObjectList;
+  /** One page; a page of a list another replica began is served by that replica. */
+  list(q: ListQuery): Promise<ObjectList>;
   get(namespace: string, name: string): Promise<ServedSandbox>;
   create(namespace: string, body: unknown, opts: { dryRun: boolean }): Promise<Sandbox>;
   delete(namespace: string, name: string, req: DeleteRequest): Promise<ServedSandbox>;

@@ -119,8 +119,8 @@ export class SandboxesREST implements ResourceStorage {
     this.#startRev = this.reads.revisions.current;
   }
 
-  list(q: ListQuery): ObjectList {
-    return this.reads.list(q);
+  list(q: ListQuery): Promise<ObjectList> {
+    return this.#verbs().list(q);
   }
 
   watch(q: ListQuery, start: WatchStart, listener: Listener): WatchSubscription {

@@ -94,7 +94,7 @@ describe('serveWatch backpressure', () => {
     expect(sandboxes.hub.listenerCount).toBe(0);
     const { res, serverSide } = await openPaused();
     expect(sandboxes.hub.listenerCount).toBe(1);
-    const object = sandboxes.list({ ...parseListQuery(NS, new URLSearchParams()), limit: 1 }).items[0];
+    const object = (await sandboxes.list({ ...parseListQuery(NS, new URLSearchParams()), limit: 1 })).items[0];
     if (object === undefined) throw new Error('no sandbox listed');
     let rev = sandboxes.revision;
     for (let i = 0; i <= MAX_PENDING_EVENTS; i++)
