@@ -119,8 +119,9 @@ export class SandboxesREST implements ResourceStorage {
     this.#startRev = this.reads.revisions.current;
   }
 
-  list(q: ListQuery): Promise<ObjectList> {
-    return this.#verbs().list(q);
+  async list(q: ListQuery): Promise<ObjectList> {
+    // until owner routing is set every page is this replica's own, as it is for a lone replica
+    return this.#named === undefined ? this.reads.list(q) : this.#named.list(q);
   }
 
   watch(q: ListQuery, start: WatchStart, listener: Listener): WatchSubscription {
