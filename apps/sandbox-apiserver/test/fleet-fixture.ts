@@ -11,9 +11,24 @@ import { NodeRouter } from '../src/storage/node-router';
 import { Revisions } from '../src/storage/revisions';
 import { SandboxCache } from '../src/storage/sandbox-cache';
 import { SandboxStorage } from '../src/storage/sandbox-storage';
+import { installStorages } from '../src/storage/install';
+import type { SandboxesREST } from '../src/storage/sandboxes-rest';
 import { WatchHub } from '../src/storage/watch-hub';
 
 export const quietLog = createLogger({ name: 'sandbox-apiserver-test', level: 'silent' });
+
+/** One replica's `sandboxes` storage as the tests run it: short grace, a small index and history. */
+export function replicaSandboxes(clients: SandboxdClientSet | undefined): SandboxesREST {
+  return installStorages({
+    clients,
+    graceMs: 50,
+    overlayTtlMs: 60_000,
+    claimIndexMaxBytes: 1 << 20,
+    watchHistory: 100,
+    rng: Math.random,
+    log: quietLog,
+  }).sandboxes;
+}
 
 export interface SimNodeRef {
   readonly name: string;

@@ -6,10 +6,9 @@ import { FORWARDED_PAGE_ITEMS, PeerCallSchema, type PeerCall } from '../src/peer
 import { PeerSet } from '../src/peers/peer-set';
 import { LocalVerbs } from '../src/peers/sandbox-verbs';
 import { ContinueExpiredError, decodeContinue } from '../src/resource/list-query';
-import { installStorages } from '../src/storage/install';
 import type { ObjectList } from '../src/storage/rest';
 import type { SandboxesREST } from '../src/storage/sandboxes-rest';
-import { quietLog } from './fleet-fixture';
+import { quietLog, replicaSandboxes } from './fleet-fixture';
 
 // Replicas behind one Service get the pages of one list in any order (kube-apiserver's
 // aggregator sends each request over whichever kept-alive connection is free). Their storages
@@ -43,15 +42,7 @@ function replicas(ids: readonly string[], down: ReadonlySet<string> = new Set())
   const all = new Map<string, Replica>();
   const locals = new Map<string, LocalVerbs>();
   for (const self of ids) {
-    const storage = installStorages({
-      clients: undefined,
-      graceMs: 50,
-      overlayTtlMs: 60_000,
-      claimIndexMaxBytes: 1 << 20,
-      watchHistory: 100,
-      rng: Math.random,
-      log: quietLog,
-    }).sandboxes;
+    const storage = replicaSandboxes(undefined);
     storage.cache.upsertInventory(inventory(10, NAMES));
     storage.cache.live = true;
     const local = new LocalVerbs(storage);

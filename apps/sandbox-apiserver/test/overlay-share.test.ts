@@ -3,11 +3,10 @@ import { OverlayShare } from '../src/peers/overlay-share';
 import { PeerCallSchema, type PeerCall } from '../src/peers/peer-protocol';
 import { PeerSet } from '../src/peers/peer-set';
 import { LocalVerbs } from '../src/peers/sandbox-verbs';
-import { installStorages } from '../src/storage/install';
 import type { SandboxesREST } from '../src/storage/sandboxes-rest';
 import { parseListQuery } from '../src/http/list-query';
 import type { SandboxEvent } from '../src/resource/events';
-import { publishedInventory, quietLog, startStorageFleet, type StorageFleet } from './fleet-fixture';
+import { publishedInventory, quietLog, replicaSandboxes, startStorageFleet, type StorageFleet } from './fleet-fixture';
 
 // Two replicas' storages over one real sandboxd-sim node, their peer calls carried in-process
 // (through the wire schema): what one replica creates or releases shows in the other's lists
@@ -41,15 +40,7 @@ async function pair(reachable: (peer: string) => boolean = () => true): Promise<
   const told: string[] = [];
   const replicas = new Map<string, Replica>();
   for (const self of [A, B]) {
-    const storage = installStorages({
-      clients: fleet.clients,
-      graceMs: 50,
-      overlayTtlMs: 60_000,
-      claimIndexMaxBytes: 1 << 20,
-      watchHistory: 100,
-      rng: Math.random,
-      log: quietLog,
-    }).sandboxes;
+    const storage = replicaSandboxes(fleet.clients);
     storage.cache.upsertInventory(inv);
     storage.cache.live = true;
     const events: SandboxEvent[] = [];
