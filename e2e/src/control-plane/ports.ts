@@ -11,8 +11,8 @@ import { join } from 'node:path';
  */
 const RANGE_LOW = 20_000;
 const RANGE_HIGH_DEFAULT = 30_000;
-/** Reservations shared by every process of a run (jest workers start suites in parallel). */
-const RESERVATIONS = join(tmpdir(), 'sandbox-scale-ports');
+/** Reservations shared by every process of a run (jest workers start suites in parallel); tests plant other processes' there. */
+export const portReservations = join(tmpdir(), 'sandbox-scale-ports');
 
 function rangeHigh(): number {
   try {
@@ -35,7 +35,7 @@ function alive(pid: number): boolean {
 
 /** Claims `port` for this process across processes; a reservation of a process that ended is taken over. */
 function reserve(port: number): boolean {
-  const file = join(RESERVATIONS, String(port));
+  const file = join(portReservations, String(port));
   for (let attempt = 0; attempt < 2; attempt++) {
     try {
       writeFileSync(file, String(process.pid), { flag: 'wx' });
@@ -66,7 +66,7 @@ function bindable(port: number): Promise<boolean> {
 
 /** The first of `candidates` this process could reserve and nothing listens on. */
 export async function takePort(candidates: Iterable<number>): Promise<number | undefined> {
-  mkdirSync(RESERVATIONS, { recursive: true });
+  mkdirSync(portReservations, { recursive: true });
   for (const port of candidates) {
     if (!reserve(port)) continue;
     if (await bindable(port)) return port;
@@ -88,6 +88,3 @@ export async function freePort(): Promise<number> {
   if (port === undefined) throw new Error(`no free TCP port in ${RANGE_LOW}-${high - 1} after 500 tries`);
   return port;
 }
-
-/** Where reservations are kept (tests plant other processes' reservations there). */
-export const portReservations = RESERVATIONS;

@@ -1,4 +1,4 @@
-import type { Logger } from '@sandbox-scale/kube-runtime';
+import { TtlLru, type Logger } from '@sandbox-scale/kube-runtime';
 import { statusErrorOf, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { encodeContinue, type ListQuery } from '../resource/list-query';
@@ -42,8 +42,11 @@ const REMEMBERED_ISSUERS = 64;
  * caller answers 410 Expired, as kube-apiserver does once etcd has compacted the revision.
  */
 export class ListContinuation {
-  /** epoch -> the peer that served a page of it; the least recently used goes first. */
-  readonly #issuers = new Map<number, string>();
+  /**
+   * epoch -> the peer that served a page of it; the least recently used goes first. No expiry: a
+   * snapshot that is gone is answered 410 by its issuer like by any other peer.
+   */
+  readonly #issuers = new TtlLru<number, string>(REMEMBERED_ISSUERS, Number.POSITIVE_INFINITY);
 
   constructor(private readonly o: ListContinuationOptions) {}
 
@@ -79,7 +82,7 @@ export class ListContinuation {
       }
       const page = PageReplySchema.safeParse(reply);
       if (!page.success) throw new PeerUnreachableError(`peer ${peer} answered a list page that is not one`);
-      this.#remember(c.epoch, peer);
+      this.#issuers.set(c.epoch, peer);
       return { ...page.data, items: page.data.items as unknown as ServedSandbox[] };
     }
     return undefined;
@@ -89,14 +92,5 @@ export class ListContinuation {
     const others = this.o.peers.others();
     const known = this.#issuers.get(epoch);
     return known !== undefined && others.includes(known) ? [known, ...others.filter((p) => p !== known)] : others;
-  }
-
-  #remember(epoch: number, peer: string): void {
-    this.#issuers.delete(epoch);
-    this.#issuers.set(epoch, peer);
-    for (const oldest of this.#issuers.keys()) {
-      if (this.#issuers.size <= REMEMBERED_ISSUERS) break;
-      this.#issuers.delete(oldest);
-    }
   }
 }
