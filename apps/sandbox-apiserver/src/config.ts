@@ -41,6 +41,9 @@ export const SandboxApiserverFlagsSchema = z.object({
     'How long the sandboxes of a vanished NodeInventory stay listed, so a brief gap is no DELETED/ADDED',
   ),
   bookmarkInterval: durationFlag('60s').describe('How often a watch with allowWatchBookmarks gets a BOOKMARK'),
+  shutdownDelayDuration: durationFlag('0s').describe(
+    'On SIGTERM, how long to keep serving with /readyz failing before closing, so endpoints, kube-proxy and the aggregator stop routing here first (as kube-apiserver)',
+  ),
   watchHistory: z.coerce
     .number()
     .int()
@@ -112,6 +115,7 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     peerSettleMs: flags.peerSettlePeriod,
     inventoryGraceMs: flags.inventoryGracePeriod,
     bookmarkIntervalMs: flags.bookmarkInterval,
+    shutdownDelayMs: flags.shutdownDelayDuration,
     watchHistory: flags.watchHistory,
     claimIndexMaxBytes: flags.claimIndexMaxBytes,
     leaseTtlSeconds: Math.ceil(flags.sandboxLeaseTtl / 1000),

@@ -78,6 +78,14 @@ export interface SandboxApiserverConfig {
   readonly watchHistory?: number;
   readonly bookmarkIntervalMs?: number;
   /**
+   * How long a stop keeps serving with /readyz failing before it closes the listener and every
+   * connection, as kube-apiserver's --shutdown-delay-duration: the Service's endpoints, kube-proxy
+   * and the aggregator stop sending requests here first, so a rolling restart answers none of
+   * them with a refused connection (which the aggregator turns into a 503 and may count against
+   * the APIService's availability). Default 0.
+   */
+  readonly shutdownDelayMs?: number;
+  /**
    * Serve only the NodeInventories this label selector matches (what the publishers' `--inventory-labels`
    * set), as claim-controller's option of the same name: a fleet sharing a control plane with
    * another sees none of the other's nodes. Default: every NodeInventory.
@@ -178,6 +186,9 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       : undefined;
 
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
+    // while a stop waits for the endpoints to let go, a kept-alive connection (the aggregator's,
+    // pinned to this pod) is not reused: the caller's next request opens one to a replica that stays
+    if (health.shuttingDown) res.shouldKeepAlive = false;
     const url = requestUrl(req.url, 'https://localhost');
     if (url === undefined) throw new BadRequestError('malformed request target');
     if (HEALTH.test(url.pathname)) return health.serve(url, res);
@@ -298,6 +309,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     synced,
     async stop() {
       health.shuttingDown = true;
+      // still serving, watches included, while the endpoints let go of this replica
+      if (config.shutdownDelayMs) await new Promise((resolve) => setTimeout(resolve, config.shutdownDelayMs));
       renewing.abort();
       await renewed;
       sandboxes.stop();

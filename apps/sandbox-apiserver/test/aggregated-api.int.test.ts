@@ -74,9 +74,10 @@ async function servingCertFiles(): Promise<{ cert: string; key: string }> {
   return certFiles;
 }
 
-async function startServer(): Promise<void> {
+async function startServer(o: { shutdownDelayMs?: number } = {}): Promise<void> {
   const files = await servingCertFiles();
   server = await startSandboxApiserver({
+    ...o,
     kubeConfig: kc,
     securePort: port,
     bindAddress: '127.0.0.1',
@@ -551,6 +552,31 @@ describe('sandbox-apiserver through the real kube-apiserver', () => {
       expect(informer.list(ns).map((o) => o.metadata.name)).not.toContain('sb-informed-gone');
     } finally {
       await informer.stop();
+    }
+  });
+
+  it('keeps serving through its shutdown delay with /readyz failing and no connection kept alive, then closes', async () => {
+    await server.stop();
+    // long beside the calls made within it, so a slow machine still makes them in time
+    await startServer({ shutdownDelayMs: 10_000 });
+    const stopping = server.stop();
+    try {
+      const ready = await direct(`${server.url}/readyz?verbose`, { ca: caPem });
+      expect(ready.status).toBe(500);
+      expect(ready.body).toContain('[-]shutdown failed');
+      const live = await direct(`${server.url}/healthz`, { ca: caPem });
+      expect(live.status).toBe(200);
+      // the caller's next request opens a new connection, which a Service sends to a replica that stays
+      expect(live.headers.connection).toBe('close');
+      // and through the aggregator, as a user meets it during a rolling restart
+      const listed = await kubectl(['get', 'sandboxes', '-n', ns, '-o', 'name']);
+      expect(listed.stderr).toBe('');
+      expect(listed.code).toBe(0);
+      await stopping;
+      await expect(direct(`${server.url}/healthz`, { ca: caPem })).rejects.toThrow(/ECONNREFUSED/);
+    } finally {
+      await stopping;
+      await startServer();
     }
   });
 });
