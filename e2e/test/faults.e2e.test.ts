@@ -533,6 +533,17 @@ describe('sandbox-scale under faults', () => {
       },
       { timeoutMs: 60_000, intervalMs: 250 },
     );
+    // With two replicas that condition can hold before the last restart (the first one's relist
+    // carried it) while the watch is still reopening after the last: it is current once it has
+    // seen a sandbox made after every restart, and from then on what comes is its own event
+    await createClaim('after-restarts-marker');
+    await waitBound(['after-restarts-marker'], 60_000);
+    await eventually(
+      () => {
+        if (!seen.some((e) => e.name === 'after-restarts-marker')) throw new Error('the watch has not caught up with the last restart yet');
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
     await createClaim('after-restart');
     await waitBound(['after-restart'], 60_000);
     await eventually(
