@@ -42,15 +42,17 @@ async function main(): Promise<void> {
   };
   const records = new RecordQueue({ recorder, log, concurrency: 16 });
   const clients = new SandboxdClientSet({ token: TOKEN });
-  // A static inventory that always advertises warm capacity: the figure is the gateway's cost, not refill.
-  const inventory = [
-    {
-      metadata: { name: node.name, resourceVersion: '1' },
+  // A static inventory that always advertises warm capacity: the figure is the gateway's cost, not
+  // refill. Frozen, as the claim-controller's inventory cache hands its list out between changes.
+  const pool = Object.freeze({ template: TEMPLATE, warm: 1_000_000 });
+  const inventory = Object.freeze([
+    Object.freeze({
+      metadata: Object.freeze({ name: node.name, resourceVersion: '1' }),
       node: node.name,
       address: node.addr,
-      pools: [{ template: TEMPLATE, warm: 1_000_000 }],
-    },
-  ];
+      pools: Object.freeze([pool]),
+    }),
+  ]);
   const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories: () => inventory, records, log });
   const direct = clients.forNode(node.url);
   const key = poolKeyFor([{ image: TEMPLATE }], undefined);

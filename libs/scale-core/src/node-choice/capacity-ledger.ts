@@ -1,5 +1,5 @@
 import { normalizePoolKey, poolKeyId, type PoolKey, type PoolKeyLike } from '../pool-key/pool-key';
-import type { Rng } from './random';
+import { randomIndex, type Rng } from './random';
 import { forEachWarmNode, inventoryName, pickPowerOfTwo, type InventoryLike, type WarmCandidate } from './warm-candidates';
 
 interface NodeLedger {
@@ -12,6 +12,31 @@ interface NodeLedger {
   /** The sync pass that last listed the node (nodes of an older pass are forgotten). */
   pass: number;
 }
+
+/** A node that advertises a key in a synced list, with the ledger entry its count is taken from. */
+interface Advertised {
+  node: string;
+  addr: string;
+  advertised: number;
+  ledger: NodeLedger | undefined;
+}
+
+/**
+ * A frozen list the ledger synced against, kept so the next claims against the same list choose
+ * without walking it: a frozen array (an informer cache's list, handed out until its store changes)
+ * cannot change under the same identity, so until a node's counts lapse nothing the walk would find
+ * has changed but the local counts, which are read live.
+ */
+interface SyncedList {
+  list: readonly InventoryLike[];
+  /** No node's counts lapse before this instant (the ledger's clock). */
+  holdsUntil: number;
+  /** Pool key id -> the nodes that advertise it, in list order (built on first use). */
+  byKey: Map<string, Advertised[]>;
+}
+
+/** Draws of one index before the choice walks the list instead (every node nearly dry). */
+const DRAWS_BEFORE_WALK = 8;
 
 /** What identifies one published inventory: its resourceVersion, else its advertised pools. */
 function versionOf(inv: InventoryLike): string {
@@ -58,6 +83,7 @@ export class CapacityLedger {
   #lastKey: { template: string; net: string | undefined; size: string | undefined; k: PoolKey; id: string } | undefined;
   readonly #maxAgeMs: number;
   readonly #now: () => number;
+  #synced: SyncedList | undefined;
 
   constructor(o: CapacityLedgerOptions = {}) {
     this.#maxAgeMs = o.maxAgeMs ?? 10_000;
@@ -84,10 +110,40 @@ export class CapacityLedger {
       this.#lastKey = last;
     }
     const { k, id } = last;
+    const synced = this.#synced;
+    if (synced !== undefined && synced.list === inventories && this.#now() <= synced.holdsUntil) {
+      const chosen = this.#chooseSynced(synced, k, id, rng);
+      if (chosen !== undefined) return chosen;
+      // every node drawn was dry: the walk below says whether any node is left
+    }
     const list = this.#candidates(inventories, k, id);
     const chosen = list[pickPowerOfTwo(list, rng)];
     if (chosen !== undefined) this.#take(chosen.node, id, 1);
     return chosen;
+  }
+
+  /**
+   * Power of two choices over a list synced before, without walking it: each of the two indices
+   * is drawn uniformly over the nodes advertising the key, and drawn again while it lands on a node
+   * with nothing left, which is a uniform draw over the nodes with something left, as the walk's
+   * candidates are; the second wins only if strictly warmer. Undefined after DRAWS_BEFORE_WALK dry
+   * draws in a row (the caller walks the list then), so a dry fleet costs what it cost before.
+   */
+  #chooseSynced(synced: SyncedList, key: PoolKey, id: string, rng: Rng): WarmCandidate | undefined {
+    let nodes = synced.byKey.get(id);
+    if (nodes === undefined) {
+      const found: Advertised[] = [];
+      forEachWarmNode(synced.list, key, (node, addr, advertised) => found.push({ node, addr, advertised, ledger: this.#nodes.get(node) }));
+      nodes = found;
+      synced.byKey.set(id, nodes);
+    }
+    const first = drawWarm(nodes, id, rng);
+    if (first === undefined) return undefined;
+    const second = drawWarm(nodes, id, rng);
+    if (second === undefined) return undefined;
+    const [a, warm] = second.warm > first.warm ? [second.a, second.warm] : [first.a, first.warm];
+    this.#take(a.node, id, 1);
+    return { node: a.node, addr: a.addr, warm };
   }
 
   /** Records `n` sandboxes of `key` as handed out by `node`. */
@@ -132,6 +188,9 @@ export class CapacityLedger {
     const pass = ++this.#pass;
     const now = this.#now();
     let listed = 0;
+    // whatever this walk changes (new versions, lapses, nodes forgotten), a list synced before is
+    // read again from the start
+    this.#synced = undefined;
     for (const inv of inventories) {
       const name = inventoryName(inv);
       const version = versionOf(inv);
@@ -153,7 +212,24 @@ export class CapacityLedger {
       }
     }
     // every tracked node was listed (the usual case): nothing to forget, no second pass
-    if (listed === this.#nodes.size) return;
-    for (const [name, ledger] of this.#nodes) if (ledger.pass !== pass) this.#nodes.delete(name);
+    if (listed !== this.#nodes.size) for (const [name, ledger] of this.#nodes) if (ledger.pass !== pass) this.#nodes.delete(name);
+    if (Object.isFrozen(inventories)) {
+      let oldest = Infinity;
+      for (const ledger of this.#nodes.values()) oldest = Math.min(oldest, ledger.seenAtMs);
+      this.#synced = { list: inventories, holdsUntil: oldest + this.#maxAgeMs, byKey: new Map() };
+    }
   }
+}
+
+/** One uniform draw over `nodes` that lands on a node with something left of key `id`; undefined after DRAWS_BEFORE_WALK dry draws. */
+function drawWarm(nodes: readonly Advertised[], id: string, rng: Rng): { a: Advertised; warm: number } | undefined {
+  if (nodes.length === 0) return undefined;
+  for (let i = 0; i < DRAWS_BEFORE_WALK; i++) {
+    const a = nodes[randomIndex(rng, nodes.length)];
+    if (a === undefined) continue;
+    const taken = a.ledger === undefined || a.ledger.taken.size === 0 ? 0 : (a.ledger.taken.get(id) ?? 0);
+    const warm = a.advertised - taken;
+    if (warm > 0) return { a, warm };
+  }
+  return undefined;
 }

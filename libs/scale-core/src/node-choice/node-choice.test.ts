@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { CapacityLedger } from './capacity-ledger';
 import { seededRng, type Rng } from './random';
 import { poolKeyMatches } from '../pool-key/pool-key';
@@ -238,6 +239,128 @@ describe('CapacityLedger (§13.4)', () => {
     expect(ledger.candidates(fleet, key)).toEqual([expect.objectContaining({ warm: 1 })]);
     fleet[0] = inv('n1', [{ template: 'img', warm: 3 }], { metadata: { name: 'n1', resourceVersion: '8' } });
     expect(ledger.candidates(fleet, key)).toEqual([expect.objectContaining({ warm: 3 })]);
+  });
+});
+
+/** A list as an informer cache hands it out: frozen all the way down, the same array until it changes. */
+function frozen(list: InventoryLike[]): readonly InventoryLike[] {
+  for (const i of list) {
+    for (const p of i.pools ?? []) Object.freeze(p);
+    Object.freeze(i.pools);
+    Object.freeze(i.metadata);
+    Object.freeze(i);
+  }
+  return Object.freeze(list);
+}
+
+describe('CapacityLedger over a frozen list it chooses from again without walking it', () => {
+  it('keeps the counts a walk would, choosing only nodes with something left, through takes, exhausts, put-backs and lapses', () => {
+    // the same operations on two ledgers: one given the frozen list (chooses without walking once
+    // synced), one given a plain copy of it every time (walks on every call); the frozen one's
+    // choice is applied to the other as a take, so their counts must agree after every step
+    const op = fc.oneof(
+      fc.record({ kind: fc.constant('choose' as const) }),
+      fc.record({ kind: fc.constant('exhaust' as const), node: fc.nat(5) }),
+      fc.record({ kind: fc.constant('putBack' as const), node: fc.nat(5) }),
+      fc.record({ kind: fc.constant('tick' as const), ms: fc.integer({ min: 0, max: 6_000 }) }),
+    );
+    fc.assert(
+      fc.property(
+        fc.array(fc.integer({ min: 0, max: 4 }), { minLength: 1, maxLength: 6 }),
+        fc.array(op, { maxLength: 60 }),
+        fc.nat(),
+        (warms, ops, seed) => {
+          let t = 0;
+          const now = (): number => t;
+          const fast = new CapacityLedger({ maxAgeMs: 10_000, now });
+          const walked = new CapacityLedger({ maxAgeMs: 10_000, now });
+          const make = (): InventoryLike[] =>
+            warms.map((w, i) =>
+              inv(
+                `n${i}`,
+                [
+                  { template: 'img', warm: w },
+                  { template: 'other', warm: 1 },
+                ],
+                { metadata: { name: `n${i}`, resourceVersion: '1' } },
+              ),
+            );
+          const list = frozen(make());
+          const rng = seededRng(seed);
+          const counts = (l: CapacityLedger, of: readonly InventoryLike[]): Record<string, number> =>
+            Object.fromEntries(l.candidates(of, key).map((c) => [c.node, c.warm]));
+          for (const o of ops) {
+            if (o.kind === 'choose') {
+              const before = counts(walked, make());
+              const c = fast.choose(list, key, rng);
+              if (c === undefined) expect(before).toEqual({});
+              else {
+                expect(before[c.node]).toBeGreaterThan(0);
+                expect(c.warm).toBe(before[c.node]);
+                walked.take(c.node, key, 1);
+              }
+            } else if (o.kind === 'exhaust') {
+              fast.exhaust(`n${o.node}`, key);
+              walked.exhaust(`n${o.node}`, key);
+            } else if (o.kind === 'putBack') {
+              fast.putBack(`n${o.node}`, key);
+              walked.putBack(`n${o.node}`, key);
+            } else t += o.ms;
+            // read through choose's own path too: a choose of another key against the frozen list
+            fast.choose(list, { template: 'absent' }, rng);
+            expect(counts(fast, list)).toEqual(counts(walked, make()));
+          }
+        },
+      ),
+      { numRuns: 300 },
+    );
+  });
+
+  it('prefers the warmer of two nodes about three times in four, as the walk does (§11.2 #15)', () => {
+    const list = frozen([inv('n1', [{ template: 'img', warm: 1_000 }]), inv('n2', [{ template: 'img', warm: 100_000 }])]);
+    const ledger = new CapacityLedger();
+    const rng = seededRng(15);
+    let warm = 0;
+    for (let i = 0; i < 400; i++) if (ledger.choose(list, key, rng)?.node === 'n2') warm++;
+    expect(warm).toBeGreaterThan(260);
+    expect(warm).toBeLessThan(380);
+  });
+
+  it('finds the one node left among dry ones, and nothing once it is dry too', () => {
+    const list = frozen(Array.from({ length: 50 }, (_, i) => inv(`n${i}`, [{ template: 'img', warm: i === 37 ? 2 : 1 }])));
+    const ledger = new CapacityLedger();
+    const rng = seededRng(9);
+    // synced first (a node the ledger does not know yet has no count to empty), then all but one emptied
+    ledger.candidates(list, key);
+    for (let i = 0; i < 50; i++) if (i !== 37) ledger.exhaust(`n${i}`, key);
+    expect(ledger.choose(list, key, rng)?.node).toBe('n37');
+    expect(ledger.choose(list, key, rng)?.node).toBe('n37');
+    expect(ledger.choose(list, key, rng)).toBeUndefined();
+  });
+
+  it('lets counts lapse against a frozen list that stops changing, as against a walked one', () => {
+    let t = 0;
+    const ledger = new CapacityLedger({ maxAgeMs: 10_000, now: () => t });
+    // one node emptied among ten: no run of draws lands on it often enough to make the ledger walk
+    const list = frozen(Array.from({ length: 10 }, (_, i) => inv(`n${i}`, [{ template: 'img', warm: 1_000 }])));
+    const rng = seededRng(21);
+    ledger.choose(list, key, rng);
+    ledger.exhaust('n0', key);
+    const chosen = (): string[] => Array.from({ length: 60 }, () => ledger.choose(list, key, rng)?.node ?? '');
+    expect(chosen()).not.toContain('n0');
+    // n0 refilled and publishes nothing new: after the lapse it is chosen again
+    t = 10_001;
+    expect(chosen()).toContain('n0');
+  });
+
+  it('walks the list again when it is another array, even with the same nodes', () => {
+    const ledger = new CapacityLedger();
+    const v1 = frozen([inv('n1', [{ template: 'img', warm: 1 }], { metadata: { name: 'n1', resourceVersion: '1' } })]);
+    expect(ledger.choose(v1, key, seededRng(1))?.node).toBe('n1');
+    expect(ledger.choose(v1, key, seededRng(1))).toBeUndefined();
+    // the node republished: a new list from the cache, a newer version, the counts start again
+    const v2 = frozen([inv('n1', [{ template: 'img', warm: 1 }], { metadata: { name: 'n1', resourceVersion: '2' } })]);
+    expect(ledger.choose(v2, key, seededRng(1))?.node).toBe('n1');
   });
 });
 
