@@ -99,7 +99,11 @@ export class CapacityLedger {
     return this.#candidates(inventories, k, poolKeyId(k));
   }
 
-  /** Power-of-two choice over `candidates()`, taking one from the chosen node; undefined when none is left. */
+  /**
+   * Power-of-two choice over `candidates()`, taking one from the chosen node; undefined when none is
+   * left. A frozen list is taken to be frozen all the way down, as an informer cache's is: chosen
+   * from again without a walk until a lapse is due (see SyncedList). Any other list is walked.
+   */
   choose(inventories: readonly InventoryLike[], key: PoolKeyLike, rng: Rng): WarmCandidate | undefined {
     // the key is normalised and named once for the whole choice, and claims of the key chosen
     // last (most claims of a burst) reuse that: this runs on every claim
