@@ -13,7 +13,7 @@
  *   npx nx run bench:gateway
  */
 import { ClaimGateway, RecordQueue, type BoundRecorder } from '@sandbox-scale/claim-controller';
-import { createLogger } from '@sandbox-scale/kube-runtime';
+import { createLogger, deepFreeze } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
 import { formatOwnerRef, OWNER_KINDS, poolKeyFor } from '@sandbox-scale/scale-core';
@@ -44,14 +44,13 @@ async function main(): Promise<void> {
   const clients = new SandboxdClientSet({ token: TOKEN });
   // A static inventory that always advertises warm capacity: the figure is the gateway's cost, not
   // refill. Frozen, as the claim-controller's inventory cache hands its list out between changes.
-  const pool = Object.freeze({ template: TEMPLATE, warm: 1_000_000 });
-  const inventory = Object.freeze([
-    Object.freeze({
-      metadata: Object.freeze({ name: node.name, resourceVersion: '1' }),
+  const inventory = deepFreeze([
+    {
+      metadata: { name: node.name, resourceVersion: '1' },
       node: node.name,
       address: node.addr,
-      pools: Object.freeze([pool]),
-    }),
+      pools: [{ template: TEMPLATE, warm: 1_000_000 }],
+    },
   ]);
   const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories: () => inventory, records, log });
   const direct = clients.forNode(node.url);

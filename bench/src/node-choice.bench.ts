@@ -9,6 +9,7 @@
  *
  *   npx nx run bench:node-choice
  */
+import { deepFreeze } from '@sandbox-scale/kube-runtime';
 import { CapacityLedger, poolKeyFor, type InventoryLike } from '@sandbox-scale/scale-core';
 import { runBench } from './run-bench';
 
@@ -27,18 +28,10 @@ function fleet(n: number): InventoryLike[] {
   }));
 }
 
-/** Frozen all the way down, as an informer's store hands out its objects and lists. */
-function deepFreeze<T>(v: T): T {
-  if (typeof v === 'object' && v !== null && !Object.isFrozen(v)) {
-    Object.freeze(v);
-    for (const x of Object.values(v)) deepFreeze(x);
-  }
-  return v;
-}
-
 /** Microseconds per choice over `n` nodes: a warm-up, then the median of five timed rounds. */
 function usPerChoice(n: number, frozen: boolean): number {
   const ledger = new CapacityLedger();
+  // frozen all the way down, as an informer's store hands out its objects and lists
   const list = frozen ? deepFreeze(fleet(n)) : fleet(n);
   const key = poolKeyFor([{ image: TEMPLATE }], undefined);
   // about a fifth of a second per round whatever the fleet

@@ -75,6 +75,7 @@ export type { InformerOptions, InformerHandlers, ObjectRef } from './informer/in
 export { KubeListWatcher, WatchFailedError, isWatchFailed } from './informer/list-watcher';
 export type { ListWatcher, ListResult, WatchRequest, WatchEnd, WatchEventType, ListWatchScope } from './informer/list-watcher';
 export { describeParseError } from './informer/parse-failure';
+export { deepFreeze } from './informer/object-store';
 export type { ParseFailure } from './informer/parse-failure';
 export { Backoff } from './informer/backoff';
 

@@ -7,7 +7,8 @@ interface Entry<T> {
 
 export type StoreChange<T> = { type: 'add'; obj: T } | { type: 'update'; obj: T; old: T } | { type: 'delete'; obj: T };
 
-function deepFreeze<T>(value: T): T {
+/** Freezes `value` and everything it holds, as the store keeps every object it hands out. */
+export function deepFreeze<T>(value: T): T {
   if (typeof value === 'object' && value !== null && !Object.isFrozen(value)) {
     Object.freeze(value);
     for (const v of Object.values(value)) deepFreeze(v);
