@@ -192,6 +192,9 @@ export class CapacityLedger {
     const pass = ++this.#pass;
     const now = this.#now();
     let listed = 0;
+    // the earliest a listed node's counts lapse: until then a frozen list needs no walk (a name
+    // listed twice may count its older copy, which only brings the next walk sooner)
+    let oldest = now;
     // whatever this walk changes (new versions, lapses, nodes forgotten), a list synced before is
     // read again from the start
     this.#synced = undefined;
@@ -214,14 +217,11 @@ export class CapacityLedger {
         cur.taken.clear();
         cur.seenAtMs = now;
       }
+      oldest = Math.min(oldest, cur.seenAtMs);
     }
     // every tracked node was listed (the usual case): nothing to forget, no second pass
     if (listed !== this.#nodes.size) for (const [name, ledger] of this.#nodes) if (ledger.pass !== pass) this.#nodes.delete(name);
-    if (Object.isFrozen(inventories)) {
-      let oldest = Infinity;
-      for (const ledger of this.#nodes.values()) oldest = Math.min(oldest, ledger.seenAtMs);
-      this.#synced = { list: inventories, holdsUntil: oldest + this.#maxAgeMs, byKey: new Map() };
-    }
+    if (Object.isFrozen(inventories)) this.#synced = { list: inventories, holdsUntil: oldest + this.#maxAgeMs, byKey: new Map() };
   }
 }
 

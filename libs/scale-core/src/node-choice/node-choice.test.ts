@@ -348,6 +348,10 @@ describe('CapacityLedger over a frozen list it chooses from again without walkin
     ledger.exhaust('n0', key);
     const chosen = (): string[] => Array.from({ length: 60 }, () => ledger.choose(list, key, rng)?.node ?? '');
     expect(chosen()).not.toContain('n0');
+    // a walk halfway keeps the lapse where it was: n0's counts were taken against t = 0
+    t = 5_000;
+    ledger.candidates(list, key);
+    expect(chosen()).not.toContain('n0');
     // n0 refilled and publishes nothing new: after the lapse it is chosen again
     t = 10_001;
     expect(chosen()).toContain('n0');
