@@ -130,7 +130,9 @@ export class SandboxCreator {
     const failed = new Set<string>();
     let lastFailure: unknown;
     for (;;) {
-      const inventories = this.storage.cache.inventories().filter((i) => !failed.has(i.metadata.name ?? i.node));
+      // the cache's own frozen list while no node has failed this create: the ledger then chooses without a walk
+      const all = this.storage.cache.inventories();
+      const inventories = failed.size === 0 ? all : all.filter((i) => !failed.has(i.metadata.name ?? i.node));
       const chosen = this.ledger.choose(inventories, pool, this.rng);
       if (chosen === undefined) throw lastFailure ?? new NoWarmCapacityError(pool);
       const client = this.storage.router.clientAt(chosen.addr);

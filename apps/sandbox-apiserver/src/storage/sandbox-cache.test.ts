@@ -211,3 +211,27 @@ describe('SandboxCache with a split inventory', () => {
     expect(cache.inventories().map((i) => i.metadata.name)).toEqual(['n1']);
   });
 });
+
+describe('SandboxCache.inventories', () => {
+  it('hands out one frozen list until an inventory is added, changed or dropped', async () => {
+    const { cache } = setup(20);
+    cache.upsertInventory(inv('n1', '1', []));
+    cache.upsertInventory(inv('n2', '2', []));
+    const first = cache.inventories();
+    expect(Object.isFrozen(first)).toBe(true);
+    expect(cache.inventories()).toBe(first);
+
+    cache.upsertInventory(inv('n1', '3', [{ name: 'a/x', phase: 'Running', id: 'sb_1' }]));
+    const changed = cache.inventories();
+    expect(changed).not.toBe(first);
+    expect(changed.map((i) => [i.node, i.metadata.resourceVersion])).toEqual([
+      ['n1', '3'],
+      ['n2', '2'],
+    ]);
+    expect(cache.inventories()).toBe(changed);
+
+    cache.removeInventory('n2');
+    await eventually(() => expect(cache.inventories().map((i) => i.node)).toEqual(['n1']));
+    expect(Object.isFrozen(cache.inventories())).toBe(true);
+  });
+});

@@ -59,6 +59,8 @@ export class SandboxCache {
   readonly #createdExpiry = new Map<string, NodeJS.Timeout>();
   /** The same rows in list order, so a page is a binary search instead of a sort. */
   readonly #sorted = new SortedRows();
+  /** inventories() until a NodeInventory changes: frozen, so a node choice against it need not walk every node per create. */
+  #inventories: readonly NodeInventory[] | undefined;
 
   /** Off during the initial sync: the first state is a snapshot, not a stream of changes. */
   live = false;
@@ -99,9 +101,14 @@ export class SandboxCache {
     return inv?.part === undefined ? inv : undefined;
   }
 
-  /** One per node: parts of a split inventory hold entries only. */
-  inventories(): NodeInventory[] {
-    return [...this.#nodes.values()].map((n) => n.inv).filter((inv) => inv.part === undefined);
+  /**
+   * One per node (parts of a split inventory hold entries only). The same frozen array until an
+   * inventory is added, changed or dropped, as an informer's list is: CapacityLedger chooses from a
+   * list it has seen without walking it again.
+   */
+  inventories(): readonly NodeInventory[] {
+    this.#inventories ??= Object.freeze([...this.#nodes.values()].map((n) => n.inv).filter((inv) => inv.part === undefined));
+    return this.#inventories;
   }
 
   /** The Sandbox a read serves for a row. */
@@ -138,6 +145,7 @@ export class SandboxCache {
     delete state.goneTimer;
     state.inv = inv;
     this.#nodes.set(object, state);
+    this.#inventories = undefined;
     // every change gets its own revision, so a watch resumed from any of them misses nothing
     let rev = 0;
     const nextRev = (): number =>
@@ -260,6 +268,7 @@ export class SandboxCache {
     const state = this.#nodes.get(node);
     if (state === undefined) return;
     this.#nodes.delete(node);
+    this.#inventories = undefined;
     for (const row of state.rows.values()) this.#unindex(row, this.opts.revisions.next());
   }
 
