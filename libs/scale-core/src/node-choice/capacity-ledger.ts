@@ -166,8 +166,7 @@ export class CapacityLedger {
     const out: WarmCandidate[] = [];
     forEachWarmNode(inventories, key, (node, addr, advertised) => {
       const ledger = this.#nodes.get(node);
-      const taken = ledger === undefined || ledger.taken.size === 0 ? 0 : (ledger.taken.get(id) ?? 0);
-      const warm = advertised - taken;
+      const warm = advertised - takenOf(ledger, id);
       if (warm > 0) out.push({ node, addr, warm });
     });
     return out;
@@ -225,14 +224,18 @@ export class CapacityLedger {
   }
 }
 
+/** Sandboxes of key `id` taken from a node since its current version (a node with none taken skips the lookup). */
+function takenOf(ledger: NodeLedger | undefined, id: string): number {
+  return ledger === undefined || ledger.taken.size === 0 ? 0 : (ledger.taken.get(id) ?? 0);
+}
+
 /** One uniform draw over `nodes` that lands on a node with something left of key `id`; undefined after DRAWS_BEFORE_WALK dry draws. */
 function drawWarm(nodes: readonly Advertised[], id: string, rng: Rng): { a: Advertised; warm: number } | undefined {
   if (nodes.length === 0) return undefined;
   for (let i = 0; i < DRAWS_BEFORE_WALK; i++) {
     const a = nodes[randomIndex(rng, nodes.length)];
     if (a === undefined) continue;
-    const taken = a.ledger === undefined || a.ledger.taken.size === 0 ? 0 : (a.ledger.taken.get(id) ?? 0);
-    const warm = a.advertised - taken;
+    const warm = a.advertised - takenOf(a.ledger, id);
     if (warm > 0) return { a, warm };
   }
   return undefined;
