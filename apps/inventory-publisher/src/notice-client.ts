@@ -5,10 +5,11 @@ import { createInformer, kubeAuthorization, postJson, type Informer, type KubeRe
 import {
   findInCauseChain,
   NODE_NOTICE_PATH,
-  parseObject,
-  SandboxScaleError,
   type NodeNotice,
   type NoticeOutcome,
+  parseObject,
+  parseUntrustedJson,
+  SandboxScaleError,
 } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import type { NoticeSender } from './node-notifier';
@@ -130,7 +131,7 @@ const ReplySchema = z.object({ applied: z.boolean().optional(), message: z.strin
 
 function parseReply(text: string): z.infer<typeof ReplySchema> {
   try {
-    const r = ReplySchema.safeParse(JSON.parse(text));
+    const r = ReplySchema.safeParse(parseUntrustedJson(text));
     return r.success ? r.data : {};
   } catch {
     return {};

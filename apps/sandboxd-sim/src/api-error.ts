@@ -1,3 +1,5 @@
+import { isPrototypeKeyError, parseUntrustedJson } from '@sandbox-scale/scale-core';
+
 /** An HTTP answer other than success: status plus the daemon's `{"error"}` text. */
 export class ApiError extends Error {
   override readonly name = 'ApiError';
@@ -16,6 +18,19 @@ export function isApiError(err: unknown): err is ApiError {
 
 export const badBody = (detail?: string): ApiError =>
   new ApiError(400, detail ? `invalid request body: ${detail}` : 'invalid request body');
+
+/**
+ * A request body as JSON: `400 invalid request body` for text that is not JSON, and for a key that
+ * names a prototype at any depth (`__proto__`, `constructor`, `prototype`), which no field of the
+ * API is and which this JavaScript node must never walk into.
+ */
+export function parseBodyJson(text: string): unknown {
+  try {
+    return parseUntrustedJson(text);
+  } catch (err) {
+    throw badBody(isPrototypeKeyError(err) ? `${JSON.stringify(err.field)} names a prototype` : undefined);
+  }
+}
 export const unknownSandbox = (): ApiError => new ApiError(404, 'unknown sandbox');
 export const unknownCheckpoint = (): ApiError => new ApiError(404, 'unknown checkpoint');
 export const unknownTemplate = (): ApiError => new ApiError(404, 'unknown template');

@@ -1,6 +1,6 @@
 import type { ServerResponse } from 'node:http';
 import type { z } from 'zod';
-import { badBody } from './api-error';
+import { badBody, parseBodyJson } from './api-error';
 
 /** Request bodies are capped at 1 MiB, as the daemon's. */
 export const BODY_LIMIT_BYTES = 1 << 20;
@@ -32,12 +32,7 @@ export function decodeBody<S extends z.ZodType>(raw: Buffer, schema: S, allowEmp
     if (!allowEmpty) throw badBody();
     return schema.parse({});
   }
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch {
-    throw badBody();
-  }
+  const value = parseBodyJson(text);
   const parsed = schema.safeParse(value ?? {});
   if (!parsed.success) throw badBody();
   return parsed.data;

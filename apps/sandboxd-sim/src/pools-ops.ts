@@ -1,5 +1,5 @@
 import { PoolsBodySchema, type PoolSpecBody } from '@sandbox-scale/sandboxd-client';
-import { ApiError, badBody } from './api-error';
+import { ApiError, badBody, parseBodyJson } from './api-error';
 import type { SimPool } from './config';
 import { findDuplicateKey } from './json-dupes';
 import type { NodeState } from './node-state';
@@ -11,17 +11,12 @@ const CONFIG_OWNED = ['egress', 'warmup', 'capture_trim', 'storage', 'egress_ups
 
 /** Strict decoding of the PUT body: unknown, repeated or config-owned fields are 400. */
 export function decodePoolsBody(text: string): PoolSpecBody[] {
-  let raw: unknown;
-  try {
-    raw = JSON.parse(text);
-  } catch {
-    throw badBody();
-  }
+  const raw = parseBodyJson(text);
   const dup = findDuplicateKey(text);
   if (dup !== undefined) throw badBody(`duplicate field ${JSON.stringify(dup)}`);
-  const pools = typeof raw === 'object' && raw !== null && 'pools' in raw ? raw.pools : undefined;
+  const pools = typeof raw === 'object' && raw !== null && Object.hasOwn(raw, 'pools') ? (raw as { pools: unknown }).pools : undefined;
   for (const p of Array.isArray(pools) ? pools : []) {
-    const owned = CONFIG_OWNED.find((f) => typeof p === 'object' && p !== null && f in p);
+    const owned = CONFIG_OWNED.find((f) => typeof p === 'object' && p !== null && Object.hasOwn(p, f));
     if (owned) throw badBody(`field ${JSON.stringify(owned)} is set in the node config`);
   }
   const parsed = PoolsBodySchema.safeParse(raw);

@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { guardRequests, limitServer, readBounded, requestUrl, type Logger } from '@sandbox-scale/kube-runtime';
-import { isApiError } from './api-error';
+import { isApiError, parseBodyJson } from './api-error';
 import { bearerOf, safeEqual } from './auth';
 import { sleep } from './clock';
 import { FAILURE_TEXT, FaultsSchema, type FaultState, type MalformedMode } from './faults';
@@ -118,9 +118,9 @@ async function admin(deps: NodeServerDeps, req: IncomingMessage, bearer: string 
   const raw = (await readBounded(req, BODY_LIMIT_BYTES)) ?? Buffer.alloc(0);
   let input: unknown;
   try {
-    input = JSON.parse(raw.toString('utf8') || '{}');
-  } catch {
-    return errorReply(400, 'invalid request body');
+    input = parseBodyJson(raw.toString('utf8') || '{}');
+  } catch (err) {
+    return errorReply(400, isApiError(err) ? err.message : 'invalid request body');
   }
   const parsed = FaultsSchema.safeParse(input);
   if (!parsed.success)

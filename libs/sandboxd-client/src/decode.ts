@@ -1,3 +1,4 @@
+import { isPrototypeKeyError, parseUntrustedJson } from '@sandbox-scale/scale-core';
 import type { z } from 'zod';
 import { MalformedReplyError, NodeAtCapacityError, SandboxdHttpError } from './errors';
 import { ErrorBodySchema, RedirectReplySchema } from './replies';
@@ -22,9 +23,11 @@ export function parseJson(op: string, reply: RawReply): unknown {
   const text = reply.body?.toString('utf8') ?? '';
   if (text.trim() === '') return {};
   try {
-    return JSON.parse(text) as unknown;
+    // a node's reply is untrusted too: a key naming a prototype makes it malformed
+    return parseUntrustedJson(text, 'the reply');
   } catch (err) {
-    throw new MalformedReplyError({ operation: op, statusCode: reply.statusCode, detail: 'invalid JSON', cause: err });
+    const detail = isPrototypeKeyError(err) ? `a key names a prototype (${err.field})` : 'invalid JSON';
+    throw new MalformedReplyError({ operation: op, statusCode: reply.statusCode, detail, cause: err });
   }
 }
 
@@ -32,7 +35,7 @@ export function parseJson(op: string, reply: RawReply): unknown {
 export function errorMessage(reply: RawReply): string {
   const text = reply.body?.toString('utf8') ?? '';
   try {
-    const parsed = ErrorBodySchema.safeParse(JSON.parse(text));
+    const parsed = ErrorBodySchema.safeParse(parseUntrustedJson(text));
     return parsed.success ? parsed.data.error : '';
   } catch {
     return '';

@@ -197,3 +197,18 @@ export { InvalidRateError, TokenBucket } from './rate/token-bucket';
 export type { TokenBucketOptions } from './rate/token-bucket';
 export type { BackoffOptions, RetryOptions, Sleep, SleepOptions, TimerSource } from './retry/retry';
 export { RENEWAL_WINDOW, leaseRenewAtMs, renewalFraction } from './lease/renewal';
+
+export {
+  assertNoPrototypeKeys,
+  findPrototypeKey,
+  isJsonSyntaxError,
+  isPrototypeKey,
+  isPrototypeKeyError,
+  JsonSyntaxError,
+  mayHoldPrototypeKey,
+  parseOwn,
+  parseUntrustedJson,
+  PROTOTYPE_KEYS,
+  PrototypeKeyError,
+  withoutPrototypes,
+} from './json/prototype-keys';

@@ -80,6 +80,18 @@ describe('authenticateRequestHeader', () => {
 });
 
 describe('stripRemoteHeaders', () => {
+  it('refuses an identity with an extra key that names a prototype, plain or percent-encoded, instead of failing on it', () => {
+    for (const key of ['__proto__', 'constructor', 'prototype', '%5F%5Fproto%5F%5F', 'Constructor']) {
+      const h: DistinctHeaders = {
+        'x-remote-user': ['alice'],
+        [`x-remote-extra-${key.toLowerCase()}`]: ['system:masters'],
+        'x-remote-extra-scopes': ['a'],
+      };
+      expect({ key, user: authenticateRequestHeader(proxy, h, config(), cas) }).toEqual({ key, user: undefined });
+    }
+    expect(Object.keys(Object.prototype)).toEqual([]);
+  });
+
   it('drops every header that could carry a front-proxy identity and keeps the rest', () => {
     const cfg = config({ 'requestheader-uid-headers': '["X-Remote-Uid"]' });
     const headers: NodeJS.Dict<string | string[]> = {

@@ -1,4 +1,5 @@
 import type { X509Certificate } from 'node:crypto';
+import { isPrototypeKey } from '@sandbox-scale/scale-core';
 import type { AuthenticationConfig } from './auth-config';
 import { subjectOf, verifiedBy } from './client-cert';
 import type { UserInfo } from './user-info';
@@ -43,8 +44,10 @@ export function authenticateRequestHeader(
     const prefix = cfg.extraHeaderPrefixes.find((p) => name.startsWith(p.toLowerCase()));
     if (prefix === undefined || raw === undefined) continue;
     const key = extraKey(name.slice(prefix.length).toLowerCase());
+    // an identity whose extra cannot be held as an ordinary map is not taken: refused, never trimmed
+    if (isPrototypeKey(key)) return undefined;
     const vals = raw.filter((v) => v !== '');
-    if (key !== '' && vals.length > 0) extra[key] = [...(extra[key] ?? []), ...vals];
+    if (key !== '' && vals.length > 0) extra[key] = [...(Object.hasOwn(extra, key) ? (extra[key] ?? []) : []), ...vals];
   }
   return { username, ...(uid ? { uid } : {}), groups, extra };
 }

@@ -1,6 +1,6 @@
 import type { IncomingMessage } from 'node:http';
 import { readBounded } from '@sandbox-scale/kube-runtime';
-import { BadRequestError, StatusError } from '@sandbox-scale/scale-core';
+import { BadRequestError, isJsonSyntaxError, parseUntrustedJson, StatusError } from '@sandbox-scale/scale-core';
 import { PATCH_TYPES, type PatchType } from '../storage/patch-sandbox';
 
 const MAX_PATCH_BYTES = 1024 * 1024;
@@ -20,15 +20,16 @@ export function patchTypeOf(contentType: string | undefined): PatchType {
   );
 }
 
-/** The patch document of a PATCH request; undefined when the body is empty. */
+/** The patch document of a PATCH request; undefined when the body is empty; a prototype key anywhere in it is a 422. */
 export async function readPatch(req: IncomingMessage): Promise<unknown> {
   const body = await readBounded(req, MAX_PATCH_BYTES);
   if (body === undefined) throw new StatusError('BadRequest', `request body larger than ${MAX_PATCH_BYTES} bytes`);
   const text = body.toString('utf8');
   if (text.trim() === '') return undefined;
   try {
-    return JSON.parse(text) as unknown;
+    return parseUntrustedJson(text, 'the patch');
   } catch (err) {
-    throw new BadRequestError(`invalid JSON patch body: ${(err as Error).message}`, { cause: err });
+    if (isJsonSyntaxError(err)) throw new BadRequestError(`invalid JSON patch body: ${err.message}`, { cause: err });
+    throw err;
   }
 }

@@ -2,7 +2,7 @@ import { Agent } from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { kubeAuthorization, postJson } from '@sandbox-scale/kube-runtime';
-import { findInCauseChain, SandboxScaleError } from '@sandbox-scale/scale-core';
+import { findInCauseChain, isPrototypeKeyError, parseUntrustedJson, SandboxScaleError } from '@sandbox-scale/scale-core';
 import { PEER_PATH, PeerReplySchema, statusErrorOfReply, type PeerCall } from './peer-protocol';
 
 /** A peer that could not be reached, or answered with something that is not a reply. */
@@ -58,9 +58,10 @@ export class PeerClient {
     });
     let parsed: unknown;
     try {
-      parsed = JSON.parse(reply.text) as unknown;
+      parsed = parseUntrustedJson(reply.text);
     } catch (err) {
-      throw new PeerUnreachableError(`peer ${peer} answered ${reply.code} with a body that is not JSON`, { cause: err });
+      const what = isPrototypeKeyError(err) ? `a key naming a prototype (${err.field})` : 'a body that is not JSON';
+      throw new PeerUnreachableError(`peer ${peer} answered ${reply.code} with ${what}`, { cause: err });
     }
     if (reply.code === 200) {
       const ok = PeerReplySchema.safeParse(parsed);

@@ -1,4 +1,4 @@
-import { BadRequestError, StatusError, type FieldSelector, type LabelSelector } from '@sandbox-scale/scale-core';
+import { BadRequestError, type FieldSelector, type LabelSelector, parseUntrustedJson, StatusError } from '@sandbox-scale/scale-core';
 
 /** Where a continued list resumes (k8s-api.md §4.9). */
 export interface ContinuePoint {
@@ -39,7 +39,7 @@ const isCount = (v: unknown): v is number => typeof v === 'number' && Number.isS
 /** The resume point a continue token names; 400 when it is not one this server issues. */
 export function decodeContinue(token: string): ContinuePoint {
   try {
-    const t = JSON.parse(Buffer.from(token, 'base64url').toString('utf8')) as unknown;
+    const t = parseUntrustedJson(Buffer.from(token, 'base64url').toString('utf8'));
     if (typeof t === 'object' && t !== null && typeof (t as ContinueToken).k === 'string') {
       const { e = 0, s = 0, r = 0, k } = t as ContinueToken;
       // a token without a snapshot (an older server's) resumes by key from the current state

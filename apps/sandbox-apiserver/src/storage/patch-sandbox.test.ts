@@ -98,3 +98,75 @@ describe('decorate', () => {
     expect([...m.entries()]).toEqual([['s1', { uid: 'u1', labels: { a: 'b' }, annotations: {} }]]);
   });
 });
+
+describe('applySandboxPatch and keys that name a prototype', () => {
+  const PROTO_PATHS = [
+    '/__proto__/polluted',
+    '/metadata/__proto__/polluted',
+    '/metadata/labels/__proto__',
+    '/constructor/prototype/polluted',
+    '/metadata/labels/constructor',
+    '/spec/prototype',
+    '/status/conditions/0/__proto__/x',
+  ];
+
+  afterEach(() => {
+    // nothing any case below sent may be left on a prototype
+    expect(({} as Record<string, unknown>)['polluted']).toBeUndefined();
+    expect(Object.keys(Object.prototype)).toEqual([]);
+  });
+
+  it.each(['add', 'replace', 'remove', 'test', 'copy', 'move'])(
+    'JSON patch %s refuses every path through one with a 422 naming the path',
+    (op) => {
+      for (const path of PROTO_PATHS) {
+        const body = { op, path, value: 'yes', from: '/metadata/labels/team' };
+        const r = statusOf(() => applySandboxPatch(served, PATCH_TYPES.json, [body]));
+        expect({ path, code: r.code }).toEqual({ path, code: 422 });
+        expect(r.causes?.[0]?.field).toBe(path);
+      }
+    },
+  );
+
+  it('refuses one as the source of a copy or a move too', () => {
+    for (const op of ['copy', 'move']) {
+      const r = statusOf(() => applySandboxPatch(served, PATCH_TYPES.json, [{ op, from: '/__proto__', path: '/metadata/labels/x' }]));
+      expect(r.code).toBe(422);
+      expect(r.causes?.[0]?.field).toBe('/__proto__');
+    }
+  });
+
+  it('refuses one escaped, or reached through an array index that is not a plain number', () => {
+    // ~0 and ~1 unescape before the check; "01" and "length" are not indexes
+    expect(
+      statusOf(() => applySandboxPatch(served, PATCH_TYPES.json, [{ op: 'add', path: '/metadata/__proto__~1x', value: 1 }])).code,
+    ).toBe(422);
+    const arr = statusOf(() => applySandboxPatch(served, PATCH_TYPES.json, [{ op: 'remove', path: '/status/conditions/length' }]));
+    expect(arr.code).toBe(422);
+  });
+
+  it('refuses one as a key of a value, at any depth, in JSON, merge and strategic patches', () => {
+    const value = JSON.parse('{"a":{"b":[{"__proto__":{"polluted":"yes"}}]}}') as unknown;
+    const json = statusOf(() => applySandboxPatch(served, PATCH_TYPES.json, [{ op: 'add', path: '/metadata/annotations/x', value }]));
+    expect(json.code).toBe(422);
+    expect(json.causes?.[0]?.field).toBe('[0].value.a.b[0].__proto__');
+    for (const type of [PATCH_TYPES.merge, PATCH_TYPES.strategic]) {
+      for (const text of [
+        '{"__proto__":{"polluted":"yes"}}',
+        '{"metadata":{"labels":{"constructor":"x"}}}',
+        '{"metadata":{"prototype":{}}}',
+      ]) {
+        const r = statusOf(() => applySandboxPatch(served, type, JSON.parse(text) as unknown));
+        expect({ text, code: r.code }).toEqual({ text, code: 422 });
+      }
+    }
+  });
+
+  it('never reads an inherited member: a path to toString or hasOwnProperty does not exist', () => {
+    const r = statusOf(() => applySandboxPatch(served, PATCH_TYPES.json, [{ op: 'remove', path: '/metadata/toString' }]));
+    expect(r.code).toBe(422);
+    expect(r.message).toContain('does not exist');
+    const t = statusOf(() => applySandboxPatch(served, PATCH_TYPES.json, [{ op: 'add', path: '/metadata/hasOwnProperty/x', value: 1 }]));
+    expect(t.code).toBe(422);
+  });
+});

@@ -1,7 +1,9 @@
 import {
   BadRequestError,
   ConflictError,
+  findPrototypeKey,
   InvalidError,
+  isPrototypeKey,
   SANDBOX_GROUP,
   StatusError,
   validateLabelKey,
@@ -38,6 +40,29 @@ const invalid = (name: string, field: string, message: string): InvalidError =>
 
 const isObject = (v: Json | undefined): v is { [k: string]: Json } => typeof v === 'object' && v !== null && !Array.isArray(v);
 
+/**
+ * A path part a JSON patch names is never one that reaches a prototype: `o['__proto__']` is
+ * Object.prototype itself, and `constructor`/`prototype` lead there too. Such a part is a 422
+ * naming the path.
+ */
+function refusePrototypeKey(path: string, key: string): void {
+  if (!isPrototypeKey(key)) return;
+  const message = `${key} is not allowed in a JSON patch path: it names an object's prototype`;
+  throw new StatusError('Invalid', `JSON patch path ${path}: ${message}`, {
+    causes: [{ reason: 'FieldValueForbidden', field: path, message }],
+  });
+}
+
+/** An array index as RFC 6901 writes it: digits without a leading zero. */
+const ARRAY_INDEX = /^(0|[1-9][0-9]*)$/;
+
+/** The member a pointer token names: own properties only, so nothing inherited is ever reached. */
+function member(node: Json | undefined, t: string): Json | undefined {
+  if (Array.isArray(node)) return ARRAY_INDEX.test(t) ? node[Number(t)] : undefined;
+  if (isObject(node) && Object.hasOwn(node, t)) return node[t];
+  return undefined;
+}
+
 /** RFC 7386. A strategic merge patch is the same on the maps a Sandbox lets users change; its directives are refused. */
 function mergePatch(target: Json | undefined, patch: Json, strategic: boolean): Json {
   if (!isObject(patch)) return patch;
@@ -45,7 +70,14 @@ function mergePatch(target: Json | undefined, patch: Json, strategic: boolean): 
   for (const [k, v] of Object.entries(patch)) {
     if (strategic && k.startsWith('$')) throw new BadRequestError(`strategic merge patch directive ${k} is not supported on sandboxes`);
     if (v === null) delete out[k];
-    else out[k] = mergePatch(out[k], v, strategic);
+    // defined, not assigned: an assignment to a key `__proto__` would replace the object's prototype
+    else
+      Object.defineProperty(out, k, {
+        value: mergePatch(Object.hasOwn(out, k) ? out[k] : undefined, v, strategic),
+        writable: true,
+        enumerable: true,
+        configurable: true,
+      });
   }
   return out;
 }
@@ -55,13 +87,15 @@ const unescape = (s: string): string => s.replaceAll('~1', '/').replaceAll('~0',
 function pointer(path: string): string[] {
   if (path === '') return [];
   if (!path.startsWith('/')) throw new BadRequestError(`JSON patch path ${JSON.stringify(path)} does not start with /`);
-  return path.slice(1).split('/').map(unescape);
+  const tokens = path.slice(1).split('/').map(unescape);
+  for (const t of tokens) refusePrototypeKey(path, t);
+  return tokens;
 }
 
 function parentOf(doc: Json, tokens: string[], path: string): { parent: { [k: string]: Json } | Json[]; key: string } {
   let node: Json = doc;
   for (const t of tokens.slice(0, -1)) {
-    const next: Json | undefined = Array.isArray(node) ? node[Number(t)] : isObject(node) ? node[t] : undefined;
+    const next = member(node, t);
     if (next === undefined) throw new StatusError('Invalid', `JSON patch path ${path}: ${t} does not exist`);
     node = next;
   }
@@ -72,7 +106,7 @@ function parentOf(doc: Json, tokens: string[], path: string): { parent: { [k: st
 
 function getAt(doc: Json, path: string): Json | undefined {
   let node: Json | undefined = doc;
-  for (const t of pointer(path)) node = Array.isArray(node) ? node[Number(t)] : isObject(node) ? node[t] : undefined;
+  for (const t of pointer(path)) node = member(node, t);
   return node;
 }
 
@@ -80,11 +114,11 @@ function removeAt(doc: Json, path: string): Json {
   const tokens = pointer(path);
   const { parent, key } = parentOf(doc, tokens, path);
   if (Array.isArray(parent)) {
-    const i = Number(key);
-    if (!Number.isInteger(i) || i < 0 || i >= parent.length) throw new StatusError('Invalid', `JSON patch remove: ${path} does not exist`);
+    const i = ARRAY_INDEX.test(key) ? Number(key) : -1;
+    if (i < 0 || i >= parent.length) throw new StatusError('Invalid', `JSON patch remove: ${path} does not exist`);
     return parent.splice(i, 1)[0] as Json;
   }
-  if (!(key in parent)) throw new StatusError('Invalid', `JSON patch remove: ${path} does not exist`);
+  if (!Object.hasOwn(parent, key)) throw new StatusError('Invalid', `JSON patch remove: ${path} does not exist`);
   const v = parent[key] as Json;
   delete parent[key];
   return v;
@@ -95,11 +129,10 @@ function addAt(doc: Json, path: string, value: Json): Json {
   if (tokens.length === 0) return value;
   const { parent, key } = parentOf(doc, tokens, path);
   if (Array.isArray(parent)) {
-    const i = key === '-' ? parent.length : Number(key);
-    if (!Number.isInteger(i) || i < 0 || i > parent.length)
-      throw new StatusError('Invalid', `JSON patch add: index ${key} out of range at ${path}`);
+    const i = key === '-' ? parent.length : ARRAY_INDEX.test(key) ? Number(key) : -1;
+    if (i < 0 || i > parent.length) throw new StatusError('Invalid', `JSON patch add: index ${key} out of range at ${path}`);
     parent.splice(i, 0, value);
-  } else parent[key] = value;
+  } else Object.defineProperty(parent, key, { value, writable: true, enumerable: true, configurable: true });
   return doc;
 }
 
@@ -159,7 +192,7 @@ function userMap(
   for (const [k, val] of Object.entries(v)) {
     if (typeof val !== 'string') throw invalid(name, `${field}[${k}]`, 'must be a string');
     if (k.startsWith(RESERVED_PREFIX)) {
-      if (served[k] !== val)
+      if (!Object.hasOwn(served, k) || served[k] !== val)
         throw invalid(name, `${field}[${k}]`, `keys under ${RESERVED_PREFIX} are set by the server and cannot be changed`);
       continue;
     }
@@ -169,7 +202,7 @@ function userMap(
     out[k] = val;
   }
   for (const k of Object.keys(served)) {
-    if (k.startsWith(RESERVED_PREFIX) && !(k in v))
+    if (k.startsWith(RESERVED_PREFIX) && !Object.hasOwn(v, k))
       throw invalid(name, `${field}[${k}]`, `keys under ${RESERVED_PREFIX} are set by the server and cannot be removed`);
   }
   if (field === 'metadata.annotations' && JSON.stringify(out).length > 256 * 1024)
@@ -196,6 +229,9 @@ export function applySandboxPatch(current: ServedSandbox, type: PatchType, patch
   const name = current.metadata.name;
   const before = JSON.parse(JSON.stringify(current)) as Json;
   if (patch === undefined) throw new BadRequestError('the patch is empty');
+  // every key of the patch, at any depth (merge patch keys, JSON patch values), before any is applied
+  const protoKey = findPrototypeKey(patch);
+  if (protoKey !== undefined) throw invalid(name, protoKey, "it is not allowed as a key: it names an object's prototype");
   const after =
     type === PATCH_TYPES.json ? jsonPatch(before, patch as Json) : mergePatch(before, patch as Json, type === PATCH_TYPES.strategic);
   if (!isObject(after)) throw invalid(name, '<root>', 'a patch must leave an object');

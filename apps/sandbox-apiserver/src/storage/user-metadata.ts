@@ -8,7 +8,7 @@ import {
   type Informer,
   type Logger,
 } from '@sandbox-scale/kube-runtime';
-import { retry, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { parseUntrustedJson, retry, type ServedSandbox, StatusError } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import type { UserMetadata } from './patch-sandbox';
@@ -60,9 +60,9 @@ export function entriesOf(cm: Pick<MetadataMap, 'data'>): Map<string, MetadataEn
   const out = new Map<string, MetadataEntry>();
   for (const [name, text] of Object.entries(cm.data ?? {})) {
     try {
-      out.set(name, EntrySchema.parse(JSON.parse(text)));
+      out.set(name, EntrySchema.parse(parseUntrustedJson(text)));
     } catch {
-      // a hand-edited value is ignored, as if the sandbox had no metadata
+      // a hand-edited value (or one holding a key that names a prototype) is ignored, as if the sandbox had no metadata
     }
   }
   return out;

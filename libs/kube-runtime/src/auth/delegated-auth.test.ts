@@ -40,6 +40,25 @@ describe('decisionOfSar', () => {
   });
 });
 
+describe('review answers read nothing inherited', () => {
+  // what a polluted process would hold: the keys a rejected token's answer leaves out
+  const polluted = { authenticated: true, username: 'evil', groups: ['system:masters'], allowed: true };
+  const proto = Object.prototype as Record<string, unknown>;
+
+  afterEach(() => {
+    for (const k of Object.keys(polluted)) delete proto[k];
+  });
+
+  it('a rejected token stays rejected and a denial stays denied, even with those keys on Object.prototype', () => {
+    Object.assign(proto, polluted);
+    // kube-apiserver's answer for a token it rejects, and for a question it does not allow
+    expect(userOfTokenReview({ status: { user: {} } }, [])).toBeUndefined();
+    expect(userOfTokenReview({ status: {} }, [])).toBeUndefined();
+    expect(decisionOfSar({ status: {} })).toEqual({ allowed: false, reason: '' });
+    expect(decisionOfSar({})).toEqual({ allowed: false, reason: '' });
+  });
+});
+
 describe('sarSpecOf', () => {
   it('carries uid, groups and extra with resource or non-resource attributes', () => {
     expect(sarSpecOf(user, { nonResource: { path: '/apis', verb: 'get' } })).toEqual({

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { findInCauseChain, StatusError } from '@sandbox-scale/scale-core';
+import { findInCauseChain, parseOwn, StatusError } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { kubeRequest } from '../client/kube-request';
 import { TtlLru } from './ttl-lru';
@@ -114,7 +114,9 @@ const SarSchema = z.object({
  * token for another service must not pass for ours.
  */
 export function userOfTokenReview(raw: unknown, audiences: readonly string[]): UserInfo | undefined {
-  const status = TokenReviewSchema.parse(raw).status;
+  // read from objects that inherit nothing: a field the API server left out (it leaves out
+  // authenticated and user for a rejected token) is never taken from a prototype
+  const status = parseOwn(TokenReviewSchema, raw).status;
   const u = status?.user;
   if (status?.authenticated !== true || !u?.username) return undefined;
   if (audiences.length > 0 && !(status.audiences ?? []).some((a) => audiences.includes(a))) return undefined;
@@ -123,7 +125,7 @@ export function userOfTokenReview(raw: unknown, audiences: readonly string[]): U
 
 /** Allowed only on an explicit allow without a deny. */
 export function decisionOfSar(raw: unknown): Decision {
-  const status = SarSchema.parse(raw).status;
+  const status = parseOwn(SarSchema, raw).status;
   return { allowed: status?.allowed === true && status.denied !== true, reason: status?.reason ?? '' };
 }
 

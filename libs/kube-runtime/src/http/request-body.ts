@@ -1,5 +1,5 @@
 import type { IncomingMessage } from 'node:http';
-import { BadRequestError, StatusError } from '@sandbox-scale/scale-core';
+import { assertNoPrototypeKeys, BadRequestError, isJsonSyntaxError, parseUntrustedJson, StatusError } from '@sandbox-scale/scale-core';
 import { parse as parseYaml } from 'yaml';
 import { readBounded } from './guarded-server';
 
@@ -15,7 +15,8 @@ export interface RequestBodyOptions {
 /**
  * The one reader of JSON request bodies (and YAML where allowed): the media type is checked
  * first (415 for any other), then at most `maxBytes` are read and decoded. Every failure is a
- * Kubernetes Status error, so a handler's usual error path answers it.
+ * Kubernetes Status error, so a handler's usual error path answers it. A key that names a
+ * prototype (`__proto__`, `constructor`, `prototype`) anywhere in the body is a 422 naming it.
  */
 export async function readRequestBody(req: IncomingMessage, opts: RequestBodyOptions): Promise<unknown> {
   const type = (req.headers['content-type'] ?? 'application/json').split(';')[0]?.trim().toLowerCase() ?? '';
@@ -34,9 +35,20 @@ export async function readRequestBody(req: IncomingMessage, opts: RequestBodyOpt
     if (opts.optional === true) return undefined;
     throw new BadRequestError('the request body is empty');
   }
-  try {
-    return (yaml ? parseYaml(text) : JSON.parse(text)) as unknown;
-  } catch (err) {
-    throw new BadRequestError(`invalid ${yaml ? 'YAML' : 'JSON'} body: ${(err as Error).message}`, { cause: err });
+  if (!yaml) {
+    try {
+      return parseUntrustedJson(text);
+    } catch (err) {
+      if (isJsonSyntaxError(err)) throw new BadRequestError(`invalid JSON body: ${err.message}`, { cause: err });
+      throw err;
+    }
   }
+  let value: unknown;
+  try {
+    value = parseYaml(text) as unknown;
+  } catch (err) {
+    throw new BadRequestError(`invalid YAML body: ${(err as Error).message}`, { cause: err });
+  }
+  assertNoPrototypeKeys(value, undefined, text);
+  return value;
 }
