@@ -103,6 +103,13 @@ describe('the notice endpoint', () => {
     const big = await post('tok-n1', Buffer.alloc(MAX_NOTICE_BYTES + 1, 0x20));
     expect(big.status).toBe(400);
     expect(big.body).toContain(`larger than ${MAX_NOTICE_BYTES} bytes`);
+    // a key naming a prototype, and a sequence no clock can be at: 422s naming the field
+    const proto = await post('tok-n1', '{"node":"n1","seq":500,"entries":[{"name":"a/s1","__proto__":{"phase":"x"}}]}');
+    expect(proto.status).toBe(422);
+    expect(proto.body).toContain('entries[0].__proto__');
+    const ahead = await post('tok-n1', JSON.stringify({ node: 'n1', seq: Number.MAX_SAFE_INTEGER, entries: [] }));
+    expect(ahead.status).toBe(422);
+    expect(JSON.parse(ahead.body)).toMatchObject({ reason: 'Invalid', details: { causes: [{ field: 'seq' }] } });
     expect(seqOf(cache.view)).toBe(200);
     expect((await post('tok-n1', JSON.stringify({ node: 'n1', seq: 600, entries: [] }))).body).toBe('{"applied":true}');
     expect(cache.view?.entries).toBeUndefined();

@@ -10,7 +10,7 @@ import {
 } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import { authenticatePublisher, decideNotice } from './notice-auth';
-import { mergeNotice, supersede } from './node-view';
+import { MAX_SEQ_AHEAD_MS, mergeNotice, seqAhead, supersede } from './node-view';
 
 /** The part of the sandbox cache notices act on. */
 export interface NodeViewCache {
@@ -73,6 +73,18 @@ export class NodeNotices {
         parsed.error.issues.slice(0, 10).map((i) => ({ reason: 'FieldValueInvalid', field: i.path.join('.'), message: i.message })),
       );
     const notice = parsed.data;
+    for (const [field, seq] of [
+      ['seq', notice.seq],
+      ['base', notice.base],
+    ] as const)
+      if (seq !== undefined && seqAhead(seq))
+        throw new InvalidError({ group: 'internal.sandbox-scale', kind: 'NodeNotice' }, notice.node, [
+          {
+            reason: 'FieldValueInvalid',
+            field,
+            message: `is more than ${MAX_SEQ_AHEAD_MS / 60_000}m ahead of this server's clock: a node's read sequence is its read time in milliseconds`,
+          },
+        ]);
     const d = decideNotice(user, this.o.publisher, notice.node);
     if (!d.allowed) throw new StatusError('Forbidden', `forbidden: ${d.reason}`);
     const merged = mergeNotice(this.o.cache.inventory(notice.node), notice);

@@ -3,7 +3,7 @@ import type { SandboxEvent } from '../resource/events';
 import { Revisions } from '../storage/revisions';
 import { SandboxCache } from '../storage/sandbox-cache';
 import { WatchHub } from '../storage/watch-hub';
-import { mergeNotice, seqOf, supersede } from './node-view';
+import { MAX_SEQ_AHEAD_MS, mergeNotice, seqAhead, seqOf, supersede } from './node-view';
 
 const e = (name: string, id: string, phase = 'Running'): InventoryEntry => ({ name, id, phase });
 
@@ -63,6 +63,22 @@ describe('mergeNotice', () => {
   it('ignores unknown and split nodes', () => {
     expect(mergeNotice(undefined, { node: 'n1', seq: 101, entries: [] }).kind).toBe('ignored');
     expect(mergeNotice(inv(100, [], { parts: 2 }), { node: 'n1', seq: 101, entries: [] }).kind).toBe('ignored');
+  });
+});
+
+describe('a sequence ahead of the clock', () => {
+  const now = 1_800_000_000_000;
+
+  it("is not taken as a view's sequence, so the next notice replaces a view that carried one", () => {
+    expect(seqAhead(Number.MAX_SAFE_INTEGER, now)).toBe(true);
+    expect(seqAhead(now + MAX_SEQ_AHEAD_MS, now)).toBe(false);
+    const frozen = inv(Number.MAX_SAFE_INTEGER, [e('a/s1', 'sb_1')]);
+    expect(seqOf(frozen, now)).toBe(0);
+    expect(seqOf(inv(now - 5, []), now)).toBe(now - 5);
+    // without the bound every later notice would look older than the view and be ignored
+    const m = mergeNotice(frozen, { node: 'n1', seq: Date.now(), entries: [e('a/s2', 'sb_2')] });
+    expect(m.kind).toBe('applied');
+    if (m.kind === 'applied') expect(names(m.view)).toEqual(['a/s2:Running']);
   });
 });
 

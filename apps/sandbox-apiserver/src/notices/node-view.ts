@@ -1,10 +1,23 @@
 import { INVENTORY_SEQ_ANNOTATION, type InventoryEntry, type NodeInventory, type NodeNotice } from '@sandbox-scale/scale-core';
 
-/** The publisher's read sequence of an inventory view; 0 when it carries none (an older publisher). */
-export function seqOf(inv: NodeInventory | undefined): number {
+/**
+ * How far ahead of this server's clock a node's read sequence (its read time in milliseconds) may
+ * be: clocks of nodes differ, but a sequence further ahead would hold the node's view still until
+ * that time came, every later notice and publish looking older.
+ */
+export const MAX_SEQ_AHEAD_MS = 5 * 60_000;
+
+/** Whether a read sequence is past what a node's clock can be now. */
+export const seqAhead = (seq: number, now = Date.now()): boolean => seq > now + MAX_SEQ_AHEAD_MS;
+
+/**
+ * The publisher's read sequence of an inventory view; 0 when it carries none (an older publisher)
+ * or one too far ahead of this clock, so the next notice or publish replaces the view.
+ */
+export function seqOf(inv: NodeInventory | undefined, now = Date.now()): number {
   const raw = inv?.metadata.annotations?.[INVENTORY_SEQ_ANNOTATION];
   const n = raw !== undefined && /^[0-9]{1,16}$/.test(raw) ? Number(raw) : 0;
-  return Number.isSafeInteger(n) ? n : 0;
+  return Number.isSafeInteger(n) && !seqAhead(n, now) ? n : 0;
 }
 
 /** Only a node whose entries all sit in its own object takes notices; a split node is served from its publishes. */
