@@ -1,8 +1,8 @@
-import { writeFileSync } from 'node:fs';
 import { SandboxClient } from '../client';
 import { NotFoundError } from '../errors';
 import { boundSandboxOf, claimPhase, conditionOf } from '../claim-status';
 import type { Sandbox } from '../sandbox';
+import { writeTokenFile } from './token-file';
 import type { Invocation } from './args';
 import { age, structured, table } from './output';
 
@@ -28,7 +28,7 @@ const call = (inv: Invocation): { timeoutMs?: number } => (inv.timeoutMs !== und
 
 /** Prints a claimed (or restored) sandbox; its token only with --show-token, or into --token-file. */
 function printSandbox(inv: Invocation, io: Io, sb: Sandbox, verb: string): void {
-  if (inv.tokenFile) writeFileSync(inv.tokenFile, `${sb.token}\n`, { mode: 0o600 });
+  if (inv.tokenFile) writeTokenFile(inv.tokenFile, sb.token);
   const withToken = inv.showToken ? { token: sb.token } : {};
   if (inv.output) {
     io.out(structured(inv.output, { ...sb.toJSON(), ...withToken }));
@@ -176,7 +176,7 @@ export async function run(inv: Invocation, io: Io): Promise<void> {
     case 'token': {
       const token = await c.token(inv.target, { namespace: ns, ...call(inv) });
       if (inv.tokenFile) {
-        writeFileSync(inv.tokenFile, `${token}\n`, { mode: 0o600 });
+        writeTokenFile(inv.tokenFile, token);
         io.out(`token written to ${inv.tokenFile}\n`);
       } else if (inv.output) io.out(structured(inv.output, { name: inv.target, namespace: ns, token }));
       else io.out(`${token}\n`);
