@@ -22,8 +22,8 @@ import { runBench } from './run-bench';
 
 const TEMPLATE = 'base:24.04';
 const TOKEN = 'bench-root-token';
-const ITERS = 5_000;
-const WARMUP = 300;
+const ITERS = Number(process.env.GATEWAY_ITERS ?? 5_000);
+const WARMUP = Number(process.env.GATEWAY_WARMUP ?? 300);
 
 function percentile(sorted: readonly number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.max(0, Math.ceil((p / 100) * sorted.length) - 1))] ?? NaN;

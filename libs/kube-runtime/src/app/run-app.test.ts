@@ -73,7 +73,7 @@ describe('runApp', () => {
   it('prints --help on stdout and exits 0 without starting', async () => {
     const { app, calls } = fakeApp();
     const stdout = output();
-    expect(await runApp(app, { argv: ['--replicas=0', '--help'], env: {}, stdout, stderr: output() })).toBe(0);
+    expect(await runApp(app, { freezeIntrinsics: false, argv: ['--replicas=0', '--help'], env: {}, stdout, stderr: output() })).toBe(0);
     expect(stdout.text()).toContain('Usage: fake [flags]');
     expect(stdout.text()).toContain('--resync <value>');
     expect(calls).toEqual([]);
@@ -82,7 +82,13 @@ describe('runApp', () => {
   it('reports every bad flag at once on stderr and exits 2 without starting', async () => {
     const { app, calls } = fakeApp();
     const stderr = output();
-    const code = await runApp(app, { argv: ['--nope', 'x', '--replicas=0', '--resync=soon', 'stray'], env: {}, stdout: output(), stderr });
+    const code = await runApp(app, {
+      freezeIntrinsics: false,
+      argv: ['--nope', 'x', '--replicas=0', '--resync=soon', 'stray'],
+      env: {},
+      stdout: output(),
+      stderr,
+    });
     expect(code).toBe(2);
     expect(stderr.text()).toBe(
       'fake: unknown flag --nope (see --help); unexpected argument "stray": flags look like --name=value; ' +
@@ -131,9 +137,12 @@ describe('runApp', () => {
     const proc = new EventEmitter();
     const signal = setupSignalHandler(proc as unknown as NodeJS.Process);
     let code: number | undefined;
-    const run = runApp(app, { argv: ['--replicas', '3', '--token-file=/t'], env: { SANDBOX_SCALE_RESYNC: '1m' }, signal }).then(
-      (c) => (code = c),
-    );
+    const run = runApp(app, {
+      freezeIntrinsics: false,
+      argv: ['--replicas', '3', '--token-file=/t'],
+      env: { SANDBOX_SCALE_RESYNC: '1m' },
+      signal,
+    }).then((c) => (code = c));
     await settle();
     expect(calls).toEqual(['start']);
     expect(seen.config).toEqual({ replicas: 3, resync: 60_000, tokenFile: '/t', caFile: '' });
@@ -157,7 +166,7 @@ describe('runApp', () => {
   it('exits 1 when the app fails while running, without a stop', async () => {
     const failed = deferred();
     const { app, calls, logs } = fakeApp({ done: failed.promise });
-    const run = runApp(app, { argv: [], env: {}, signal: new AbortController().signal });
+    const run = runApp(app, { freezeIntrinsics: false, argv: [], env: {}, signal: new AbortController().signal });
     await settle();
     failed.reject(new Error('lost the leader Lease'));
     expect(await run).toBe(1);
@@ -169,14 +178,14 @@ describe('runApp', () => {
 
   it('exits 0 when the app ends by itself', async () => {
     const { app, calls } = fakeApp({ done: Promise.resolve() });
-    expect(await runApp(app, { argv: [], env: {}, signal: new AbortController().signal })).toBe(0);
+    expect(await runApp(app, { freezeIntrinsics: false, argv: [], env: {}, signal: new AbortController().signal })).toBe(0);
     expect(calls).toEqual(['start']);
   });
 
   it('exits 1 when the drain fails', async () => {
     const ac = new AbortController();
     const { app, logs } = fakeApp({ stop: () => Promise.reject(new Error('shutdown timed out')) });
-    const run = runApp(app, { argv: [], env: {}, signal: ac.signal });
+    const run = runApp(app, { freezeIntrinsics: false, argv: [], env: {}, signal: ac.signal });
     await settle();
     ac.abort(new Error('received SIGINT'));
     expect(await run).toBe(1);
@@ -202,7 +211,7 @@ describe('runApp', () => {
     const { app, calls, drained } = fakeApp();
     ac.abort(new Error('received SIGTERM'));
     drained.resolve();
-    expect(await runApp(app, { argv: [], env: {}, signal: ac.signal })).toBe(0);
+    expect(await runApp(app, { freezeIntrinsics: false, argv: [], env: {}, signal: ac.signal })).toBe(0);
     expect(calls).toEqual(['start', 'stop', 'drained']);
   });
 });

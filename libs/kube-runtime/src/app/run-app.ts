@@ -4,6 +4,7 @@ import { isConfigError, isHelp, parseFlags } from '../config/flags';
 import { createLogger, type Logger, type LoggerOptions } from '../log/logger';
 import { setupSignalHandler } from '../signals';
 import { readInputs, type FlagInput } from './flag-input';
+import { freezeIntrinsics } from './freeze-intrinsics';
 
 type Shape = Record<string, z.ZodType>;
 
@@ -47,6 +48,11 @@ export interface AppIo {
   stderr?: { write(text: string): unknown };
   /** Aborts to stop the app; default the first SIGTERM or SIGINT. */
   signal?: AbortSignal;
+  /**
+   * Freeze the built-in prototypes before the app starts (freeze-intrinsics.ts); default true.
+   * Only tests that run several apps in one shared process turn it off.
+   */
+  freezeIntrinsics?: boolean;
 }
 
 /** 0: stopped cleanly or printed --help; 1: failed to start, failed while running or while stopping; 2: bad configuration. */
@@ -115,7 +121,7 @@ async function serve(name: string, running: RunningApp, signal: AbortSignal, log
 
 /**
  * The one way an app starts and stops: flags (all problems at once, exit 2; --help, exit 0), the
- * inputs they name (all problems at once, exit 2), the logger, a metrics registry with the
+ * inputs they name (all problems at once, exit 2), the built-in prototypes frozen, the logger, a metrics registry with the
  * process metrics, the app's start (its manager, probes and servers), then the first SIGTERM or
  * SIGINT drains it. Resolves with the exit code; the caller (main.ts) exits with it, so no
  * library ends the process.
@@ -124,6 +130,8 @@ export async function runApp<S extends Shape, I = Record<string, never>>(app: Ap
   const configured = configure(app, io);
   if (typeof configured === 'number') return configured;
   const { config, inputs } = configured;
+  // every module is loaded by now and no request has been read: from here on, no input can reach a prototype
+  if (io.freezeIntrinsics !== false) freezeIntrinsics();
   const log = createLogger({ name: app.name, ...app.logger?.(config) });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
