@@ -223,11 +223,29 @@ async function startSimNodes(ctx: Ctx, nodes: number, speed: number): Promise<Si
   return Promise.race([ready, exited]);
 }
 
-async function saKubeconfig(ctx: Ctx, app: string): Promise<string> {
-  const kc = await kubeconfigForServiceAccount(ctx.cp.kubeConfig, SYSTEM_NAMESPACE, `${RELEASE}-${app}`, 86_400);
-  const path = join(ctx.dir, `${app}.kubeconfig`);
+async function saKubeconfig(ctx: Ctx, app: string, boundNode?: string): Promise<string> {
+  const kc = await kubeconfigForServiceAccount(ctx.cp.kubeConfig, SYSTEM_NAMESPACE, `${RELEASE}-${app}`, 86_400, boundNode);
+  const path = join(ctx.dir, boundNode === undefined ? `${app}.kubeconfig` : `${app}-${boundNode}.kubeconfig`);
   writeFileSync(path, kc.exportConfig(), { mode: 0o600 });
   return path;
+}
+
+/**
+ * A Node object per simulated node. A publisher's token is bound to its node's Node, so
+ * kube-apiserver names the node in the token as it does for the chart's publisher pods, and the
+ * chart's admission policy lets each publisher write only its own node's inventory. There is no
+ * kubelet: nothing schedules onto these nodes. The control plane may be shared, so one that
+ * exists is kept.
+ */
+async function registerSimNodes(ctx: Ctx, nodes: SimNode[]): Promise<void> {
+  const items = nodes.map((n) => ({ apiVersion: 'v1', kind: 'Node', metadata: { name: n.name } }));
+  // server-side: suites sharing the control plane may register the same names at once
+  await runCommand(
+    toolPath(ctx.cp.binDir, 'kubectl'),
+    ['apply', '--server-side', `--field-manager=${PEER_SLICE_MANAGER}`, '-f', '-'],
+    { KUBECONFIG: ctx.cp.kubeconfigPath },
+    JSON.stringify({ apiVersion: 'v1', kind: 'List', items }),
+  );
 }
 
 /**
@@ -358,10 +376,10 @@ async function startApps(
     ...probeArgs(ctx),
     ...(ctx.extraArgs['warmpool-driver'] ?? []),
   ]);
-  const publisherKubeconfig = await saKubeconfig(ctx, 'inventory-publisher');
+  await registerSimNodes(ctx, nodes);
   for (const n of nodes) {
     startApp(ctx, `inventory-publisher-${n.name}`, 'apps/inventory-publisher/src/main.ts', [
-      ...common(publisherKubeconfig),
+      ...common(await saKubeconfig(ctx, 'inventory-publisher', n.name)),
       ...probeArgs(ctx),
       '--node-name',
       n.name,

@@ -106,13 +106,16 @@ export async function applyCrds(kc: KubeConfig, dirOrCrds: string | V1CustomReso
 
 /**
  * A kubeconfig with exactly a ServiceAccount's permissions: a TokenRequest token on the same
- * server and CA as `kc`.
+ * server and CA as `kc`. With `boundNode`, the token is bound to that Node (which must exist), so
+ * kube-apiserver names the node in the caller's user extra (authentication.kubernetes.io/node-name)
+ * as it does for a pod's token on that node.
  */
 export async function kubeconfigForServiceAccount(
   kc: KubeConfig,
   namespace: string,
   name: string,
   expirationSeconds = 3600,
+  boundNode?: string,
 ): Promise<KubeConfig> {
   const core = kubeApiClient(kc, CoreV1Api);
   try {
@@ -120,7 +123,12 @@ export async function kubeconfigForServiceAccount(
   } catch (err) {
     if ((err as { code?: number }).code !== 409) throw err;
   }
-  const tr = await core.createNamespacedServiceAccountToken({ namespace, name, body: { spec: { audiences: [], expirationSeconds } } });
+  const boundObjectRef = boundNode === undefined ? undefined : { apiVersion: 'v1', kind: 'Node', name: boundNode };
+  const tr = await core.createNamespacedServiceAccountToken({
+    namespace,
+    name,
+    body: { spec: { audiences: [], expirationSeconds, ...(boundObjectRef ? { boundObjectRef } : {}) } },
+  });
   const token = tr.status?.token;
   if (!token) throw new Error(`TokenRequest for ${namespace}/${name} returned no token`);
   return tokenKubeConfig(kc, token, `system:serviceaccount:${namespace}:${name}`);
