@@ -385,6 +385,45 @@ describe('the sandbox-scale chart', () => {
     expect(bindings.map((b) => b.metadata.namespace)).toEqual(['team-a', 'team-b']);
   });
 
+  it("ties each publisher to its own node's NodeInventory with an admission policy by default, accepted by the server", async () => {
+    const policyName = `${fullname}-inventory-node`;
+    const out = await helmTemplate(['--show-only', 'templates/inventory-publisher-node-policy.yaml']);
+    const docs = renderedDocs(out);
+    expect(docs.map((d) => `${d.apiVersion ?? ''} ${d.kind} ${d.metadata.name}`)).toEqual([
+      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy ${policyName}`,
+      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding ${policyName}`,
+    ]);
+    const spec = (docs[0]?.spec ?? {}) as {
+      failurePolicy?: string;
+      matchConstraints?: { resourceRules?: { operations?: string[]; resources?: string[] }[] };
+      matchConditions?: { expression?: string }[];
+      variables?: { expression?: string }[];
+    };
+    expect(spec.failurePolicy).toBe('Fail');
+    expect(spec.matchConstraints?.resourceRules?.[0]?.operations).toEqual(['CREATE', 'UPDATE', 'DELETE']);
+    expect(spec.matchConstraints?.resourceRules?.[0]?.resources).toContain('nodeinventories');
+    // the publisher ServiceAccount of this release only, by the node its bound token names
+    expect(spec.matchConditions?.map((c) => c.expression)).toEqual([
+      `request.userInfo.username == "system:serviceaccount:${ns}:${fullname}-inventory-publisher"`,
+    ]);
+    expect(JSON.stringify(spec.variables)).toContain('authentication.kubernetes.io/node-name');
+    expect((docs[1]?.spec as { policyName?: string; validationActions?: string[] }).validationActions).toEqual(['Deny']);
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: out });
+    expect(complaints(res.stderr)).toEqual([]);
+    expect(res.code).toBe(0);
+    const off = await runTool('helm', [
+      'template',
+      release,
+      chartDir,
+      '--namespace',
+      ns,
+      '--set',
+      'inventoryPublisher.nodePolicy.enabled=false',
+    ]);
+    expect(off.code).toBe(0);
+    expect(renderedDocs(off.stdout).filter((d) => d.kind.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
+  });
+
   it('installs on the control plane: the release is deployed and its objects exist', async () => {
     const res = await runTool('helm', [
       'install',
