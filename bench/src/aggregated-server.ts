@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 // What the benches that go through the aggregator share: a raw HTTPS client with the admin
 // kubeconfig's client cert, a sandbox-apiserver started on a fresh serving cert, and the
 // ExternalName Service + APIService that put it behind kube-apiserver.
@@ -9,6 +10,10 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { createCA, createLeaf, eventually } from '@sandbox-scale/e2e';
 import { startSandboxApiserver, type RunningSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
+import { OwnerRefKey } from '@sandbox-scale/scale-core';
+
+/** The key every process of this run proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 export const p50 = (xs: number[]): number => [...xs].sort((a, b) => a - b)[Math.floor(xs.length / 2)] ?? 0;
 
@@ -84,6 +89,7 @@ export async function startBenchApiserver(
   fleetToken?: string,
 ): Promise<RunningSandboxApiserver> {
   const server = await startSandboxApiserver({
+    claimRefKey: CLAIM_REF_KEY,
     kubeConfig,
     securePort: port,
     bindAddress: '127.0.0.1',

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * The Kubernetes claim path end to end: SandboxClaim create -> Bound seen by a watch, against
  * three floors measured in the same run: ConfigMap create -> seen by a watch (any round trip), a
@@ -48,9 +49,12 @@ import {
   type KubeResource,
 } from '@sandbox-scale/kube-runtime';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
-import { EXTENSIONS_API_VERSION, RESOURCES } from '@sandbox-scale/scale-core';
+import { EXTENSIONS_API_VERSION, RESOURCES, OwnerRefKey } from '@sandbox-scale/scale-core';
 import { createBasePool } from './base-pool';
 import { runBench } from './run-bench';
+
+/** The key every process of this run proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 const N = Number(process.env.CLAIM_PATH_N ?? 1_000);
 const WARMUP = Math.min(100, N);
@@ -249,6 +253,7 @@ async function main(): Promise<void> {
     }
     await createBasePool(kc, NS, IMAGE, 1);
     const cc = await startClaimController({
+      claimRefKey: CLAIM_REF_KEY,
       kubeConfig: kc,
       fleetToken: TOKEN,
       log,

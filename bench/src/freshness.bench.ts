@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 /**
  * bench:freshness — how long a change on a node (a sandbox hibernated or woken by its owner)
  * takes to reach a watcher of `sandboxes`, at 400 simulated nodes, and how many etcd writes per
@@ -27,12 +28,15 @@ import {
 import { createInformer, createLogger, kubeRequest } from '@sandbox-scale/kube-runtime';
 import { startPublisher, type RunningPublisher } from '@sandbox-scale/inventory-publisher';
 import { startSandboxApiserver } from '@sandbox-scale/sandbox-apiserver';
-import { RESOURCES } from '@sandbox-scale/scale-core';
+import { RESOURCES, OwnerRefKey } from '@sandbox-scale/scale-core';
 import { createSandboxdAgent, SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { runBench } from './run-bench';
+
+/** The key every process of this run proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 const NODES = Number(process.env.BENCH_NODES ?? 400);
 const PER_NODE = Number(process.env.BENCH_SANDBOXES_PER_NODE ?? 2);
@@ -222,6 +226,7 @@ async function main(): Promise<void> {
     const port = await freePort();
     const serverRegistry = new Registry();
     const server = await startSandboxApiserver({
+      claimRefKey: CLAIM_REF_KEY,
       kubeConfig: kc,
       securePort: port,
       bindAddress: '0.0.0.0',

@@ -16,9 +16,12 @@ import { ClaimGateway, RecordQueue, type BoundRecorder } from '@sandbox-scale/cl
 import { createLogger, deepFreeze } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim } from '@sandbox-scale/sandboxd-sim';
-import { formatOwnerRef, OWNER_KINDS, poolKeyFor } from '@sandbox-scale/scale-core';
-import { randomUUID } from 'node:crypto';
+import { formatOwnerRef, OWNER_KINDS, poolKeyFor, OwnerRefKey } from '@sandbox-scale/scale-core';
+import { randomUUID, randomBytes } from 'node:crypto';
 import { runBench } from './run-bench';
+
+/** The key every process of this run proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 const TEMPLATE = 'base:24.04';
 const TOKEN = 'bench-root-token';
@@ -52,7 +55,7 @@ async function main(): Promise<void> {
       pools: [{ template: TEMPLATE, warm: 1_000_000 }],
     },
   ]);
-  const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories: () => inventory, records, log });
+  const gateway = new ClaimGateway({ refKey: CLAIM_REF_KEY, clients, fleetToken: TOKEN, inventories: () => inventory, records, log });
   const direct = clients.forNode(node.url);
   const key = poolKeyFor([{ image: TEMPLATE }], undefined);
 
@@ -65,7 +68,7 @@ async function main(): Promise<void> {
   };
   const viaDirect = async (i: number): Promise<{ ms: number; id: string }> => {
     // the caller's reference, made before the clock starts: a direct caller already has its own
-    const claimRef = formatOwnerRef({ kind: OWNER_KINDS.fastclaim, uid: randomUUID(), namespace: 'bench', name: `d-${i}` });
+    const claimRef = formatOwnerRef({ kind: OWNER_KINDS.fastclaim, uid: randomUUID(), namespace: 'bench', name: `d-${i}` }, CLAIM_REF_KEY);
     const t0 = performance.now();
     const d = await direct.claim({ template: TEMPLATE, net: key.net, size: key.size, ttlSeconds: 3600, claimRef });
     return { ms: performance.now() - t0, id: d.id };

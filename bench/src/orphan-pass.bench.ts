@@ -23,6 +23,8 @@ import {
   createCaches,
   createOrphanPass,
   FastPathRecorder,
+  SecretAccess,
+  selfSubjectReviewer,
 } from '@sandbox-scale/claim-controller';
 import { applyCrds, countingKubeConfig, startControlPlane } from '@sandbox-scale/e2e';
 import { applyStatus, createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
@@ -36,12 +38,16 @@ import {
   parseOwnerRef,
   RESOURCES,
   type InventoryLike,
+  OwnerRefKey,
 } from '@sandbox-scale/scale-core';
 import { applyObject } from '@sandbox-scale/kube-runtime';
-import { randomUUID } from 'node:crypto';
+import { randomUUID, randomBytes } from 'node:crypto';
 import { Registry } from 'prom-client';
 import { createBasePool } from './base-pool';
 import { runBench } from './run-bench';
+
+/** The key every process of this run proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 const SANDBOXES = Number(process.env.ORPHAN_SANDBOXES ?? 50_000);
 const NODES = Number(process.env.ORPHAN_NODES ?? 20);
@@ -119,7 +125,10 @@ async function main(): Promise<void> {
     await pool(CLAIMS, async (i) => {
       const name = `c-${i}`;
       const created = await createClaim(name);
-      const id = await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.claim, uid: created.metadata.uid, namespace: NS, name }));
+      const id = await deliver(
+        i,
+        formatOwnerRef({ kind: OWNER_KINDS.claim, uid: created.metadata.uid, namespace: NS, name }, CLAIM_REF_KEY),
+      );
       const node = nodeOf(i);
       const now = new Date().toISOString().replace(/\.\d{3}Z$/, 'Z');
       const bound = {
@@ -147,7 +156,7 @@ async function main(): Promise<void> {
     });
     const claimsS = (performance.now() - tFleet) / 1000;
     for (let i = CLAIMS; i < SANDBOXES; i++)
-      await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: randomUUID(), namespace: NS, name: `sb-${i}` }));
+      await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: randomUUID(), namespace: NS, name: `sb-${i}` }, CLAIM_REF_KEY));
     const fleetS = (performance.now() - tFleet) / 1000;
 
     // The pass, wired as start-claim-controller wires it, over a counting kubeconfig.
@@ -156,11 +165,22 @@ async function main(): Promise<void> {
     for (const c of Object.values(caches)) c.start();
     await Promise.all(Object.values(caches).map((c) => c.waitForSync()));
     const inventories = (): readonly InventoryLike[] => caches.inventories.list();
-    const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories, log, callTimeoutMs: 60_000 });
+    const gateway = new ClaimGateway({ refKey: CLAIM_REF_KEY, clients, fleetToken: TOKEN, inventories, log, callTimeoutMs: 60_000 });
     const recorder = new ClaimRecorder({ kubeConfig: counted.kubeConfig });
     const writes = new ClaimClient(counted.kubeConfig);
     const fastPath = new FastPathRecorder(counted.kubeConfig, recorder);
-    const orphans = createOrphanPass(caches, { gateway, recorder, fastPath, inventories, claims: writes, intervalMs: 3_600_000, log });
+    const secretAccess = new SecretAccess({ review: selfSubjectReviewer(counted.kubeConfig) });
+    const orphans = createOrphanPass(caches, {
+      gateway,
+      recorder,
+      fastPath,
+      inventories,
+      claims: writes,
+      refKey: CLAIM_REF_KEY,
+      secretAccess,
+      intervalMs: 3_600_000,
+      log,
+    });
 
     const measure = async (run: () => Promise<number>): Promise<PassCost> => {
       counted.reset();
@@ -196,10 +216,10 @@ async function main(): Promise<void> {
     for (let i = 0; i < lost; i++) {
       const name = `lost-${i}`;
       const created = await createClaim(name);
-      await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.claim, uid: created.metadata.uid, namespace: NS, name }));
+      await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.claim, uid: created.metadata.uid, namespace: NS, name }, CLAIM_REF_KEY));
     }
     for (let i = lost; i < CHANGES; i++)
-      await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.fastclaim, uid: randomUUID(), namespace: NS, name: `fast-${i}` }));
+      await deliver(i, formatOwnerRef({ kind: OWNER_KINDS.fastclaim, uid: randomUUID(), namespace: NS, name: `fast-${i}` }, CLAIM_REF_KEY));
     for (const t0 = Date.now(); Array.from({ length: lost }, (_, i) => caches.claims.get(NS, `lost-${i}`)).some((c) => c === undefined);) {
       if (Date.now() - t0 > 60_000) throw new Error('the claim cache did not see the new claims');
       await new Promise((r) => setTimeout(r, 50));

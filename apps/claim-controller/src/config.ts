@@ -22,6 +22,12 @@ export const ClaimControllerFlagsSchema = z.object({
     .describe(
       'File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN. Without a token every node write is refused',
     ),
+  claimRefKeyFile: z
+    .string()
+    .default('')
+    .describe(
+      'File holding the key claim references are proven with (base64, at least 32 bytes; the one sandbox-apiserver has); else env SANDBOX_SCALE_CLAIM_REF_KEY. Required',
+    ),
   fastPathBindAddress: bindAddressFlag(':8443').describe('Where the HTTPS fast path POST /v1/claims listens (0 turns it off)'),
   fastPathMaxInflightPerUser: count(400).describe('Fast-path claims one user may have in flight at once; more are answered 429'),
   tlsCertFile: z

@@ -13,4 +13,5 @@ export type { OrphanPassResult } from './controllers/orphan-reconciler';
 export { ClaimRecorder } from './record/claim-recorder';
 export { FastPathRecorder } from './record/fast-path-recorder';
 export { ClaimClient } from './record/claim-client';
+export { SecretAccess, selfSubjectReviewer } from './record/secret-access';
 export { createCaches, createOrphanPass, poolOfKey } from './wiring';

@@ -1,4 +1,4 @@
-import { fleetTokenInput, kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
+import { claimRefKeyInput, fleetTokenInput, kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
 import { ClaimControllerFlagsSchema } from './config';
 import { startClaimController } from './start-claim-controller';
 
@@ -9,10 +9,11 @@ void runApp({
   inputs: {
     kubeConfig: kubeConfigInput,
     fleetToken: fleetTokenInput,
+    claimRefKey: claimRefKeyInput,
   },
-  start: ({ config, inputs: { kubeConfig, fleetToken }, log, registry }) => {
+  start: ({ config, inputs: { kubeConfig, fleetToken, claimRefKey }, log, registry }) => {
     if (fleetToken === '')
       log.warn('no fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): every claim and release will be refused');
-    return startClaimController({ kubeConfig, fleetToken, flags: config, log, registry });
+    return startClaimController({ kubeConfig, fleetToken, claimRefKey, flags: config, log, registry });
   },
 }).then((code) => process.exit(code));

@@ -28,7 +28,7 @@ export function claimControllerMetrics(registry: Registry) {
   const orphans = counter(
     registry,
     'sandbox_scale_claim_controller_orphan_items_total',
-    'Deliveries seen by the orphan pass, by outcome (adopted, created: a fast-path claim written, bound, released: a second delivery of a claim that holds another, missing, foreign: another owner, error).',
+    'Deliveries seen by the orphan pass, by outcome (adopted, created: a fast-path claim written, bound, released: a second delivery of a claim that holds another, missing, foreign: another owner, unproven: a claim reference this control plane did not write, not_enabled: claim Secrets may not be written in its namespace, error).',
     ['outcome'],
   );
   const renewals = counter(

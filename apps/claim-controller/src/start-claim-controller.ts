@@ -13,7 +13,7 @@ import {
   parseBindAddress,
   type Logger,
 } from '@sandbox-scale/kube-runtime';
-import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket } from '@sandbox-scale/scale-core';
+import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket, type OwnerRefKey } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
 import { ClaimControllerFlagsSchema, type ClaimControllerFlags } from './config';
@@ -52,6 +52,8 @@ export interface ClaimControllerOptions {
   kubeConfig: KubeConfig;
   /** '' refuses every node write (fail closed). */
   fleetToken: string;
+  /** Proves the claim references this controller writes on nodes; sandbox-apiserver holds the same key. */
+  claimRefKey: OwnerRefKey;
   /** Flags; omitted ones take their defaults. */
   flags?: Partial<ClaimControllerFlags>;
   log?: Logger;
@@ -171,6 +173,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const gateway = new ClaimGateway({
     clients,
     fleetToken: o.fleetToken,
+    refKey: o.claimRefKey,
     inventories,
     records: recordQueue,
     log,
@@ -226,6 +229,8 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     fastPath: fastRecorder,
     inventories,
     claims: claimClient,
+    refKey: o.claimRefKey,
+    secretAccess,
     intervalMs: flags.orphanInterval,
     log,
     onItem: metrics.onOrphan,

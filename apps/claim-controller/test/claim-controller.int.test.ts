@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import {
   applyCrds,
@@ -15,7 +16,7 @@ import {
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { grantRole } from '@sandbox-scale/kube-runtime/testing';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
-import { FAST_PATH_AUDIENCE, formatOwnerRef, parseOwnerRef, poolKeyFor } from '@sandbox-scale/scale-core';
+import { FAST_PATH_AUDIENCE, formatOwnerRef, parseOwnerRef, poolKeyFor, OwnerRefKey } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
 import { startClaimController, type ClaimControllerHandle } from '../src';
@@ -36,6 +37,9 @@ import {
   waitForBound,
   waitForWarmPools,
 } from './fixtures';
+
+/** The key every process of this test proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 const suffix = runSuffix();
 const IMAGE = `registry.local/cc-${suffix}:1`;
@@ -66,6 +70,7 @@ beforeAll(async () => {
   // the deployed shape: the chart's ServiceAccount and RBAC, never the admin kubeconfig
   identity = await installChartAppRbac(kc, 'claim-controller', { release: `cc-${suffix}`, namespace: ns });
   cc = await startClaimController({
+    claimRefKey: CLAIM_REF_KEY,
     kubeConfig: identity.kubeConfig,
     fleetToken: ROOT_TOKEN,
     flags: { metricsBindAddress: '0', healthProbeBindAddress: '0', fastPathBindAddress: '127.0.0.1:0', orphanInterval: 3_600_000 },
@@ -104,7 +109,9 @@ describe('SandboxClaim path', () => {
     expect(node).toBeDefined();
     const detail = await new SandboxdClient({ baseUrl: node?.url ?? '', token: ROOT_TOKEN }).sandbox(sb.claimID ?? '');
     // the node records the owner exactly: this SandboxClaim, by uid
-    expect(detail.claimRef).toBe(formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name: 'c1' }));
+    expect(detail.claimRef).toBe(
+      formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name: 'c1' }, CLAIM_REF_KEY),
+    );
     const token = detail.token ?? '';
     expect(token).not.toBe('');
 
@@ -241,11 +248,14 @@ describe('SandboxClaim path', () => {
     const legacy = await client.claim({ template: IMAGE, claimRef: `${ns}/c-orphan` });
     const otherUid = await client.claim({
       template: IMAGE,
-      claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: '00000000-0000-0000-0000-000000000000', namespace: ns, name: 'c-orphan' }),
+      claimRef: formatOwnerRef(
+        { kind: 'SandboxClaim', uid: '00000000-0000-0000-0000-000000000000', namespace: ns, name: 'c-orphan' },
+        CLAIM_REF_KEY,
+      ),
     });
     const delivered = await client.claim({
       template: IMAGE,
-      claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid, namespace: ns, name: 'c-orphan' }),
+      claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid, namespace: ns, name: 'c-orphan' }, CLAIM_REF_KEY),
     });
     const first = await cc.orphans.reconcileAll();
     expect(first.adopted).toBeGreaterThanOrEqual(1);

@@ -14,7 +14,7 @@ import {
 } from '@sandbox-scale/e2e';
 import { createLogger, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { grantRole } from '@sandbox-scale/kube-runtime/testing';
-import { FAST_PATH_AUDIENCE, servedNameOf } from '@sandbox-scale/scale-core';
+import { FAST_PATH_AUDIENCE, servedNameOf, OwnerRefKey } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Agent, request } from 'undici';
@@ -34,6 +34,9 @@ import {
   waitForBound,
   waitForWarmPools,
 } from './fixtures';
+
+/** The key every process of this test proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 // Claim namespaces as the chart grants them: claim-controller runs under the chart's own
 // ServiceAccount with the chart's RBAC (helm install / upgrade of this release), so what it may
@@ -140,6 +143,7 @@ beforeAll(async () => {
   await publishInventories(kc, sim, suffix, { token: TOKEN });
   saKc = await kubeconfigForServiceAccount(kc, releaseNs, saName);
   cc = await startClaimController({
+    claimRefKey: CLAIM_REF_KEY,
     kubeConfig: saKc,
     fleetToken: TOKEN,
     claimSelector: selectorOf(LABELS),

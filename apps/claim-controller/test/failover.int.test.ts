@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
@@ -10,7 +11,7 @@ import {
   type ChartAppIdentity,
 } from '@sandbox-scale/e2e';
 import { createLogger } from '@sandbox-scale/kube-runtime';
-import { ANNOTATIONS, type SandboxClaim } from '@sandbox-scale/scale-core';
+import { ANNOTATIONS, type SandboxClaim, OwnerRefKey } from '@sandbox-scale/scale-core';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { startClaimController, type ClaimControllerHandle } from '../src';
 import {
@@ -36,6 +37,9 @@ import {
   waitForWarmPools,
   type CountingProxies,
 } from './fixtures';
+
+/** The key every process of this test proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 /**
  * Two replicas behind the leader Lease. The leader delivers a burst of claims but cannot record
@@ -110,6 +114,7 @@ it('after the leader is killed mid-burst, the new leader finds every earlier del
   // the standby runs as deployed: the chart's ServiceAccount and RBAC, waiting on the same Lease
   identity = await installChartAppRbac(kc, 'claim-controller', { release: `ccf-${suffix}`, namespace: ns });
   standby = await startClaimController({
+    claimRefKey: CLAIM_REF_KEY,
     kubeConfig: identity.kubeConfig,
     fleetToken: TOKEN,
     claimSelector: selectorOf(LABELS),

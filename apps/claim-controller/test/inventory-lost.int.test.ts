@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   applyCrds,
@@ -27,6 +28,10 @@ import {
   waitForBound,
   waitForWarmPools,
 } from './fixtures';
+import { OwnerRefKey } from '@sandbox-scale/scale-core';
+
+/** The key every process of this test proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 /**
  * A sandbox that vanishes from its node (reaped, node restarted, released on the node) shows in
@@ -56,6 +61,7 @@ beforeAll(async () => {
   await createPool(kc, ns, 'base', IMAGE);
   identity = await installChartAppRbac(kc, 'claim-controller', { release: `cci-${suffix}`, namespace: ns });
   cc = await startClaimController({
+    claimRefKey: CLAIM_REF_KEY,
     kubeConfig: identity.kubeConfig,
     fleetToken: ROOT_TOKEN,
     // the chart's default lease: its renewal is 6-9 minutes away, far past this test

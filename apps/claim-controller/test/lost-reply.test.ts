@@ -1,8 +1,12 @@
+import { randomBytes } from 'node:crypto';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
-import { poolKeyFor } from '@sandbox-scale/scale-core';
+import { poolKeyFor, OwnerRefKey } from '@sandbox-scale/scale-core';
 import { ClaimGateway } from '../src/index';
+
+/** The key every process of this test proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 const TEMPLATE = 'base:24.04';
 const key = poolKeyFor([{ image: TEMPLATE }], undefined);
@@ -31,6 +35,7 @@ describe('ClaimGateway when a node hands over a VM but its reply is lost', () =>
         { metadata: { name: b.name }, node: b.name, address: b.addr, pools: [{ template: TEMPLATE, warm: 1 }] },
       ];
       const gateway = new ClaimGateway({
+        refKey: CLAIM_REF_KEY,
         clients,
         fleetToken: 'root',
         inventories: () => inventory,
@@ -40,7 +45,7 @@ describe('ClaimGateway when a node hands over a VM but its reply is lost', () =>
       const name = `c-${mode}`;
       const owner = { kind: 'SandboxClaim' as const, uid: `uid-${mode}` };
       const got = await gateway.deliver({ namespace: 'ns', name, owner, key });
-      const ref = `claim:${owner.uid}:ns/${name}`;
+      const ref = gateway.claimRefOf({ ...owner, namespace: 'ns', name });
       sim.node(a.name).clearFaults();
 
       expect(got.node).toBe(a.name);

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   applyCrds,
@@ -14,13 +15,14 @@ import {
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
-import { formatOwnerRef, poolKeyFor } from '@sandbox-scale/scale-core';
+import { formatOwnerRef, poolKeyFor, OwnerRefKey } from '@sandbox-scale/scale-core';
 import { Registry } from 'prom-client';
 import { ClaimClient } from '../src/record/claim-client';
 import type { OrphanOutcome, OrphanReconciler } from '../src/controllers/orphan-reconciler';
 import { ClaimGateway } from '../src/gateway/claim-gateway';
 import { ClaimRecorder } from '../src/record/claim-recorder';
 import { FastPathRecorder } from '../src/record/fast-path-recorder';
+import { SecretAccess, selfSubjectReviewer } from '../src/record/secret-access';
 import { createCaches, createOrphanPass, type Caches } from '../src/wiring';
 import {
   boundCondition,
@@ -32,6 +34,9 @@ import {
   publishInventories,
   type CountingProxies,
 } from './fixtures';
+
+/** The key every process of this test proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 /**
  * What one orphan pass costs, counted where the requests land: at a proxy in front of each
@@ -96,12 +101,24 @@ beforeAll(async () => {
   // this run's nodes only: the shared control plane holds other suites' inventories too
   const inventories = (): ReturnType<typeof caches.inventories.list> =>
     caches.inventories.list().filter((i) => i.node.endsWith(`-${suffix}`));
-  const gateway = new ClaimGateway({ clients, fleetToken: TOKEN, inventories, log });
+  const gateway = new ClaimGateway({ refKey: CLAIM_REF_KEY, clients, fleetToken: TOKEN, inventories, log });
   const recorder = new ClaimRecorder({ kubeConfig: counted.kubeConfig });
   const writes = new ClaimClient(counted.kubeConfig);
   const fastPath = new FastPathRecorder(counted.kubeConfig, recorder);
   const onItem = (o: OrphanOutcome): number => outcomes.push(o);
-  pass = createOrphanPass(caches, { gateway, recorder, fastPath, inventories, claims: writes, intervalMs: 3_600_000, log, onItem });
+  const secretAccess = new SecretAccess({ review: selfSubjectReviewer(counted.kubeConfig) });
+  pass = createOrphanPass(caches, {
+    gateway,
+    recorder,
+    fastPath,
+    inventories,
+    claims: writes,
+    refKey: CLAIM_REF_KEY,
+    secretAccess,
+    intervalMs: 3_600_000,
+    log,
+    onItem,
+  });
 
   // The steady fleet: claims Bound to their deliveries, and deliveries of owners that have no SandboxClaim.
   const admin = new ClaimRecorder({ kubeConfig: kc });
@@ -113,7 +130,7 @@ beforeAll(async () => {
     const d = await new SandboxdClient({ baseUrl: n?.url ?? '', token: TOKEN }).claim({
       template: IMAGE,
       ttlSeconds: 3600,
-      claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }),
+      claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }, CLAIM_REF_KEY),
     });
     // other suites' controllers may write a condition on the claim meanwhile (its pool does not exist): a conflict is tried again
     await eventually(() =>
@@ -128,7 +145,7 @@ beforeAll(async () => {
     await new SandboxdClient({ baseUrl: n?.url ?? '', token: TOKEN }).claim({
       template: IMAGE,
       ttlSeconds: 3600,
-      claimRef: formatOwnerRef({ kind, uid: `1111111${i}-2222-3333-4444-555555555555`, namespace: ns, name: `other-${i}` }),
+      claimRef: formatOwnerRef({ kind, uid: `1111111${i}-2222-3333-4444-555555555555`, namespace: ns, name: `other-${i}` }, CLAIM_REF_KEY),
     });
   }
   await new SandboxdClient({ baseUrl: sim.nodes[0]?.url ?? '', token: TOKEN }).claim({
@@ -173,11 +190,12 @@ describe('orphan pass cost', () => {
       await new SandboxdClient({ baseUrl: sim.nodes[1]?.url ?? '', token: TOKEN }).claim({
         template: IMAGE,
         ttlSeconds: 3600,
-        claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }),
+        claimRef: formatOwnerRef({ kind: 'SandboxClaim', uid: c.metadata.uid ?? '', namespace: ns, name }, CLAIM_REF_KEY),
       });
       changes.push(name);
     }
     const gateway = new ClaimGateway({
+      refKey: CLAIM_REF_KEY,
       clients,
       fleetToken: TOKEN,
       inventories: () => caches.inventories.list().filter((i) => i.node.endsWith(`-${suffix}`)),
@@ -206,8 +224,9 @@ describe('orphan pass cost', () => {
     // reads: the confirming Get of each claim that existed; the fast-path claim is created, not read
     expect(gets).toBe(2);
     expect(gets).toBeLessThanOrEqual(changes.length);
-    // writes are the records themselves: a Secret and a status per change, plus the created fast-path claim
-    expect(writes).toBe(2 * changes.length + 1);
+    // writes are the records themselves: a Secret and a status per change, plus the created fast-path claim,
+    // and the two access reviews (create, patch on secrets) of the namespace, asked once and cached
+    expect(writes).toBe(2 * changes.length + 1 + 2);
     for (const name of changes) expect(boundCondition(await getClaim(kc, ns, name))?.status).toBe('True');
 
     // once the cache has seen the records, the next pass is steady again

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { ChildProcess } from 'node:child_process';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
@@ -31,6 +32,10 @@ import {
   waitForDeliveries,
   waitForWarmPools,
 } from './fixtures';
+import { OwnerRefKey } from '@sandbox-scale/scale-core';
+
+/** The key every process of this test proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 const suffix = runSuffix();
 const IMAGE = `registry.local/cc-restart-${suffix}:1`;
@@ -89,6 +94,7 @@ it('binds every delivery after a SIGKILL between delivery and record, claiming n
   // the restarted controller runs as deployed: the chart's ServiceAccount and RBAC
   identity = await installChartAppRbac(kc, 'claim-controller', { release: `ccr-${suffix}`, namespace: ns });
   cc = await startClaimController({
+    claimRefKey: CLAIM_REF_KEY,
     kubeConfig: identity.kubeConfig,
     fleetToken: TOKEN,
     claimSelector: selectorOf(LABELS),

@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_INFLIGHT_CAPS, durationFlag } from '@sandbox-scale/kube-runtime';
+import type { OwnerRefKey } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import type { SandboxApiserverConfig } from './server';
 
@@ -36,6 +37,12 @@ export const SandboxApiserverFlagsSchema = z.object({
     .default('')
     .describe(
       'File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN; without one, writes are refused',
+    ),
+  claimRefKeyFile: z
+    .string()
+    .default('')
+    .describe(
+      'File holding the key claim references are proven with (base64, at least 32 bytes; the one claim-controller has); else env SANDBOX_SCALE_CLAIM_REF_KEY. Required',
     ),
   inventoryGracePeriod: durationFlag('60s').describe(
     'How long the sandboxes of a vanished NodeInventory stay listed, so a brief gap is no DELETED/ADDED',
@@ -92,6 +99,7 @@ export type SandboxApiserverFlags = z.infer<typeof SandboxApiserverFlagsSchema>;
 export interface SandboxApiserverInputs {
   kubeConfig: KubeConfig;
   fleetToken: string;
+  claimRefKey: OwnerRefKey;
   /** PEM of --peer-ca-file; undefined when it is empty. */
   peerCaPem: string | undefined;
 }
@@ -110,6 +118,7 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     serviceName: flags.serviceName,
     serviceNamespace: flags.serviceNamespace,
     fleetToken: inputs.fleetToken,
+    claimRefKey: inputs.claimRefKey,
     advertiseAddress: flags.advertiseAddress,
     ...(inputs.peerCaPem === undefined ? {} : { peerCaPem: inputs.peerCaPem }),
     peerSettleMs: flags.peerSettlePeriod,

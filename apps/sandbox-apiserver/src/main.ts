@@ -1,4 +1,4 @@
-import { fleetTokenInput, kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
+import { claimRefKeyInput, fleetTokenInput, kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
 import { SandboxApiserverFlagsSchema, configFromFlags, peerCaOf } from './config';
 import { startSandboxApiserver } from './server';
 
@@ -9,6 +9,7 @@ void runApp({
   inputs: {
     kubeConfig: kubeConfigInput,
     fleetToken: fleetTokenInput,
+    claimRefKey: claimRefKeyInput,
     peerCaPem: { flag: '--peer-ca-file', read: (f) => peerCaOf(f) },
   },
   start: ({ config, inputs, log, registry }) => startSandboxApiserver({ ...configFromFlags(config, inputs), log, registry }),

@@ -91,3 +91,20 @@ export function inventoryMetrics(registry: Registry, inventories: () => readonly
     },
   });
 }
+
+/**
+ * Sandboxes found under a claim reference this control plane did not write (no MAC, or a wrong
+ * one: a node's or a sandboxd tenant's) where the reference would have made it act, by what it
+ * would have done; counted once per sandbox. They are served, never acted on.
+ */
+export function unprovenRefMetric(registry: Registry, action: 'renew'): () => void {
+  const total =
+    (registry.getSingleMetric('sandbox_scale_apiserver_unproven_claim_refs_total') as Counter<'action'> | undefined) ??
+    new Counter({
+      name: 'sandbox_scale_apiserver_unproven_claim_refs_total',
+      help: 'Sandboxes under a claim reference without a valid MAC, by the action refused (renew); served, never acted on',
+      labelNames: ['action'],
+      registers: [registry],
+    });
+  return () => total.inc({ action });
+}

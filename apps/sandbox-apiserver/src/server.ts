@@ -14,7 +14,7 @@ import {
   type Informer,
   type Logger,
 } from '@sandbox-scale/kube-runtime';
-import { BadRequestError, NODE_NOTICE_PATH, StatusError, type Rng } from '@sandbox-scale/scale-core';
+import { BadRequestError, NODE_NOTICE_PATH, StatusError, type OwnerRefKey, type Rng } from '@sandbox-scale/scale-core';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
 import { startAuthenticationConfigWatch, type ConfigMapRef } from './authn/auth-config';
@@ -26,7 +26,7 @@ import { requestInfoOf } from './http/request-info';
 import { handleResource } from './http/resource-handler';
 import { forbiddenMessage, sendStatus } from './http/status';
 import { HealthChecks } from './health';
-import { inventoryMetrics, requestMetrics } from './metrics';
+import { inventoryMetrics, requestMetrics, unprovenRefMetric } from './metrics';
 import { OwnerRouting } from './peers/owner-routing';
 import { PeerClient } from './peers/peer-client';
 import { PeerIdentity, servePeerCall } from './peers/peer-endpoint';
@@ -56,6 +56,8 @@ export interface SandboxApiserverConfig {
   readonly serviceNamespace?: string;
   /** sandboxd fleet token; empty = every write is refused (fail closed). */
   readonly fleetToken?: string;
+  /** Proves the claim references this server writes, and tells them from a node's (renewals); claim-controller holds the same. */
+  readonly claimRefKey: OwnerRefKey;
   /** This replica's address as the Service's EndpointSlices list it; '' = it acts alone. */
   readonly advertiseAddress?: string;
   /** CA a peer's serving certificate must chain to; default: this replica's own caBundle. */
@@ -142,6 +144,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS,
     watchHistory: config.watchHistory ?? 10_000,
     rng: config.rng ?? Math.random,
+    claimRefKey: config.claimRefKey,
     log,
   });
   const { sandboxes } = storages;
@@ -167,7 +170,11 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     return true;
   });
   // started after the inventory sync, so a claim's sandbox its node has published already is not served twice
-  const follower = new ClaimFollower({ cache: sandboxes.cache, windowMs: config.claimFollowWindowMs ?? 120_000 });
+  const follower = new ClaimFollower({
+    cache: sandboxes.cache,
+    windowMs: config.claimFollowWindowMs ?? 120_000,
+    refKey: config.claimRefKey,
+  });
   let following: Informer<FollowedClaim> | undefined;
   void synced.then((ok) => {
     if (ok && !health.shuttingDown) following = startClaimFollower(kc, follower, log, registry);
@@ -289,6 +296,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     leaseTtlSeconds: config.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS,
     ratePerSecond: config.leaseRenewalsPerSecond ?? 500,
     log,
+    refKey: config.claimRefKey,
+    onUnproven: unprovenRefMetric(registry, 'renew'),
     renewsHere: renewalScope({
       peers,
       peered: peerClient !== undefined,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   applyCrds,
@@ -18,7 +19,7 @@ import {
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { createInformer } from '@sandbox-scale/kube-runtime';
-import { EXTENSIONS_API_VERSION, parseObject, parseOwnerRef } from '@sandbox-scale/scale-core';
+import { EXTENSIONS_API_VERSION, parseObject, parseOwnerRef, OwnerRefKey } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
@@ -77,6 +78,7 @@ async function servingCertFiles(): Promise<{ cert: string; key: string }> {
 async function startServer(o: { shutdownDelayMs?: number } = {}): Promise<void> {
   const files = await servingCertFiles();
   server = await startSandboxApiserver({
+    claimRefKey: new OwnerRefKey(randomBytes(32)),
     ...o,
     kubeConfig: kc,
     securePort: port,

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { CoreV1Api, RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node';
 import {
   applyCrds,
@@ -15,6 +16,7 @@ import { grantRole } from '@sandbox-scale/kube-runtime/testing';
 import { request } from 'node:https';
 import { startSandboxApiserver, type RunningSandboxApiserver } from '../src';
 import { quietLog } from './fleet-fixture';
+import { OwnerRefKey } from '@sandbox-scale/scale-core';
 
 // The authentication ConfigMap is kube-apiserver's own and shared by every suite, so this one
 // points the server at a ConfigMap of its namespace with the same keys and rotates that.
@@ -93,6 +95,7 @@ beforeAll(async () => {
   );
   await admin.makeApiClient(CoreV1Api).createNamespacedConfigMap({ namespace: ns, body: { metadata: { name: CM }, data: data(caA) } });
   server = await startSandboxApiserver({
+    claimRefKey: new OwnerRefKey(randomBytes(32)),
     kubeConfig: sa,
     securePort: 0,
     bindAddress: '127.0.0.1',

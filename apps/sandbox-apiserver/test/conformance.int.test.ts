@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { KubernetesObjectApi, type KubernetesObject } from '@kubernetes/client-node';
 import {
   applyCrds,
@@ -13,6 +14,7 @@ import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { startSandboxApiserver, type RunningSandboxApiserver } from '../src';
 import { API_SERVICE, registerApiService, writeServingCert } from './aggregator-fixture';
 import { publishInventories, quietLog } from './fleet-fixture';
+import { OwnerRefKey } from '@sandbox-scale/scale-core';
 
 /**
  * The steps of the sample-apiserver conformance test (test/e2e/apimachinery/aggregator.go,
@@ -59,6 +61,7 @@ beforeAll(async () => {
   caPem = files.caPem;
   port = await freePort();
   server = await startSandboxApiserver({
+    claimRefKey: new OwnerRefKey(randomBytes(32)),
     kubeConfig: cp.kubeConfig,
     securePort: port,
     bindAddress: '127.0.0.1',

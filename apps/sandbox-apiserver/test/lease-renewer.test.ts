@@ -1,5 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import { createLogger } from '@sandbox-scale/kube-runtime';
-import { ClaimIndex, formatOwnerRef, formatRfc3339Seconds, RENEWAL_WINDOW, type NodeInventory } from '@sandbox-scale/scale-core';
+import {
+  ClaimIndex,
+  formatOwnerRef,
+  formatRfc3339Seconds,
+  OwnerRefKey,
+  RENEWAL_WINDOW,
+  type NodeInventory,
+} from '@sandbox-scale/scale-core';
 import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { ManualClock, startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { PeerSet } from '../src/peers/peer-set';
@@ -19,6 +27,7 @@ const TOKEN = 'unit-fleet-token';
 const NS = 'team-a';
 const TEMPLATE = 'registry.local/lease:1';
 const LEASE_S = 60;
+const KEY = new OwnerRefKey(randomBytes(32));
 
 let sim: Sim;
 let clock: ManualClock;
@@ -52,6 +61,7 @@ function replica(renewsHere?: LeaseRenewerOptions['renewsHere']): { view: Sandbo
     leaseTtlSeconds: LEASE_S,
     ratePerSecond: 100,
     log: createLogger({ name: 'renewer-test', level: 'silent' }),
+    refKey: KEY,
     now: () => clock.now(),
     ...(renewsHere === undefined ? {} : { renewsHere }),
   });
@@ -83,9 +93,21 @@ it('keeps a sandbox that lives until deleted over ten leases, lets one with its 
   expect(forever).toEqual({ ttlSeconds: LEASE_S, renewed: true });
   expect(bounded).toEqual({ ttlSeconds: 90, renewed: false });
   const refOf = (name: string, renewed: boolean): string =>
-    formatOwnerRef({ kind: 'Sandbox', uid: `uid-${name}`, namespace: NS, name, ...(renewed ? { renewed } : {}) });
+    formatOwnerRef({ kind: 'Sandbox', uid: `uid-${name}`, namespace: NS, name, ...(renewed ? { renewed } : {}) }, KEY);
   const a = await direct.claim({ template: TEMPLATE, ttlSeconds: forever.ttlSeconds, claimRef: refOf('forever', true) });
   const b = await direct.claim({ template: TEMPLATE, ttlSeconds: bounded.ttlSeconds, claimRef: refOf('bounded', false) });
+  // `+renew` written by a node or a sandboxd tenant: without a MAC, and with one of another key
+  const forged = await direct.claim({
+    template: TEMPLATE,
+    ttlSeconds: forever.ttlSeconds,
+    claimRef: `sandbox+renew:uid-forged:${NS}/forged`,
+  });
+  const otherKey = new OwnerRefKey(randomBytes(32));
+  const foreign = await direct.claim({
+    template: TEMPLATE,
+    ttlSeconds: forever.ttlSeconds,
+    claimRef: formatOwnerRef({ kind: 'Sandbox', uid: 'uid-foreign', namespace: NS, name: 'foreign', renewed: true }, otherKey),
+  });
 
   const { view, renewer } = replica();
   let rv = 1;
@@ -96,16 +118,23 @@ it('keeps a sandbox that lives until deleted over ten leases, lets one with its 
   expect(renewer.intervalMs).toBe(7500);
 
   let renewals = 0;
+  let unproven = 0;
   const alive = async (id: string): Promise<boolean> => (await direct.sandboxes()).some((r) => r.id === id);
   const t0 = clock.now();
   // ten leases of virtual time, one renewer pass per interval, a publish every other pass
   for (let i = 0; clock.now() - t0 < 10 * LEASE_S * 1000; i++) {
     if (i % 2 === 0) await publish();
-    renewals += (await renewer.pass()).renewed;
+    const pass = await renewer.pass();
+    renewals += pass.renewed;
+    unproven = Math.max(unproven, pass.unproven);
     await clock.advance(renewer.intervalMs);
   }
   const foreverAlive = await alive(a.id);
   const boundedAlive = await alive(b.id);
+  // served while they last, never renewed: they end at their first lease
+  expect(unproven).toBe(2);
+  expect(await alive(forged.id)).toBe(false);
+  expect(await alive(foreign.id)).toBe(false);
   console.log(
     JSON.stringify({
       test: 'aggregated-api-lease',
@@ -139,7 +168,7 @@ it('with two replicas renews each lease once in all, by the replica that owns th
         await direct.claim({
           template: TEMPLATE,
           ttlSeconds: LEASE_S,
-          claimRef: formatOwnerRef({ kind: 'Sandbox', uid: `uid-${name}`, namespace: NS, name, renewed: true }),
+          claimRef: formatOwnerRef({ kind: 'Sandbox', uid: `uid-${name}`, namespace: NS, name, renewed: true }, KEY),
         })
       ).id,
     );

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { request } from 'node:https';
 import { writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -23,7 +24,7 @@ import {
 } from '@sandbox-scale/e2e';
 import { createInformer, type Informer } from '@sandbox-scale/kube-runtime';
 import { startPublisher, type RunningPublisher } from '@sandbox-scale/inventory-publisher';
-import { NODE_NOTICE_PATH, RESOURCES } from '@sandbox-scale/scale-core';
+import { NODE_NOTICE_PATH, RESOURCES, OwnerRefKey } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Registry } from 'prom-client';
@@ -164,6 +165,7 @@ beforeAll(async () => {
   writeFileSync(keyFile, leaf.key);
   port = await freePort();
   server = await startSandboxApiserver({
+    claimRefKey: new OwnerRefKey(randomBytes(32)),
     kubeConfig: kc,
     securePort: port,
     // the publisher reaches it at the address its EndpointSlice lists, the watch on loopback

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { spawn } from 'node:child_process';
 import { request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
@@ -13,7 +14,7 @@ import {
   testBinDir,
   type ControlPlane,
 } from '@sandbox-scale/e2e';
-import { EXTENSIONS_API_VERSION, SANDBOX_PHASES, type InventoryEntry } from '@sandbox-scale/scale-core';
+import { EXTENSIONS_API_VERSION, SANDBOX_PHASES, type InventoryEntry, OwnerRefKey } from '@sandbox-scale/scale-core';
 import { startSandboxApiserver, type RunningSandboxApiserver } from '../src';
 import { NODE_INVENTORY_RESOURCE } from '../src/storage/inventory-informer';
 import { INITIAL_EVENTS_END } from '../src/watch/watch-stream';
@@ -77,6 +78,7 @@ beforeAll(async () => {
   const files = await writeServingCert(`wl-${suffix}`, ns);
   const port = await freePort();
   server = await startSandboxApiserver({
+    claimRefKey: new OwnerRefKey(randomBytes(32)),
     kubeConfig: cp.kubeConfig,
     securePort: port,
     bindAddress: '127.0.0.1',

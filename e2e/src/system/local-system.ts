@@ -97,6 +97,8 @@ interface Ctx {
   log: (msg: string) => void;
   fleetToken: string;
   tokenFile: string;
+  /** The claim reference key (base64), read by claim-controller and sandbox-apiserver. */
+  claimRefKeyFile: string;
   apps: Map<string, SupervisedApp>;
   specs: Map<string, { entry: string; args: string[]; env: Record<string, string> }>;
   extraArgs: NonNullable<LocalSystemOptions['extraArgs']>;
@@ -314,6 +316,7 @@ async function startApps(
 ): Promise<void> {
   const common = (kubeconfig: string): string[] => ['--kubeconfig', kubeconfig, '--fleet-token-file', ctx.tokenFile];
   const leader = ['--leader-elect', '--leader-election-namespace', SYSTEM_NAMESPACE];
+  const claimRefKey = ['--claim-ref-key-file', ctx.claimRefKeyFile];
   ctx.log('starting sandbox-apiserver, claim-controller, warmpool-driver and one inventory-publisher per node');
   const address = hostAddress();
   if (address === undefined && ports.apiserver.length > 1)
@@ -329,6 +332,7 @@ async function startApps(
   ports.apiserver.forEach((port, i) => {
     startApp(ctx, i === 0 ? 'sandbox-apiserver' : `sandbox-apiserver-${i}`, 'apps/sandbox-apiserver/src/main.ts', [
       ...common(apiserverKubeconfig),
+      ...claimRefKey,
       '--secure-port',
       String(port),
       '--bind-address',
@@ -357,6 +361,7 @@ async function startApps(
       'apps/claim-controller/src/main.ts',
       [
         ...common(claimControllerKubeconfig),
+        ...claimRefKey,
         ...leader,
         ...probeArgs(ctx),
         '--fast-path-bind-address',
@@ -452,6 +457,9 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
   const fleetToken = randomBytes(24).toString('hex');
   const tokenFile = join(dir, 'fleet-token');
   writeFileSync(tokenFile, fleetToken, { mode: 0o600 });
+  // the key claim-controller and sandbox-apiserver prove their claim references with, as the chart's Secret holds it
+  const claimRefKeyFile = join(dir, 'claim-ref-key');
+  writeFileSync(claimRefKeyFile, randomBytes(32).toString('base64'), { mode: 0o600 });
   const ctx: Ctx = {
     cp,
     dir,
@@ -459,6 +467,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     log,
     fleetToken,
     tokenFile,
+    claimRefKeyFile,
     apps: new Map(),
     specs: new Map(),
     extraArgs: opts.extraArgs ?? {},

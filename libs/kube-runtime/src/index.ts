@@ -11,7 +11,7 @@ export { createLogger, REDACTED_PATHS } from './log/logger';
 export { runApp, EXIT_CODES } from './app/run-app';
 export { freezeIntrinsics, intrinsicsFrozen } from './app/freeze-intrinsics';
 export type { AppConfig, AppContext, AppDefinition, AppIo, ExitCode, RunningApp } from './app/run-app';
-export { fleetTokenInput, kubeConfigInput, readFleetToken } from './app/flag-input';
+export { claimRefKeyInput, fleetTokenInput, kubeConfigInput, readClaimRefKey, readFleetToken } from './app/flag-input';
 export type { FlagInput } from './app/flag-input';
 export type { Logger, LoggerOptions } from './log/logger';
 

@@ -136,10 +136,12 @@ export {
   isUidOwner,
   OWNER_KINDS,
   parseOwnerRef,
+  provenOwnerOf,
   sameOwner,
   servedNameOf,
   servedObjectName,
 } from './claim-ref/owner-ref';
+export { InvalidOwnerRefKeyError, isInvalidOwnerRefKey, OwnerRefKey } from './claim-ref/owner-ref-key';
 export type { LegacyOwner, OwnerKind, ParsedOwnerRef, SandboxOwner } from './claim-ref/owner-ref';
 
 export { formatRfc3339Seconds, normalizeTimestamp } from './synthesis/rfc3339';

@@ -1,8 +1,11 @@
+import { randomBytes } from 'node:crypto';
 import { createLogger, type ReconcileContext } from '@sandbox-scale/kube-runtime';
 import {
   ANNOTATIONS,
   CLAIM_RELEASE_FINALIZER,
+  formatOwnerRef,
   NoWarmCapacityError,
+  OwnerRefKey,
   type SandboxClaim,
   type SandboxTemplate,
   type SandboxWarmPool,
@@ -15,6 +18,7 @@ import type { EarlierDeliveryQuery } from './earlier-deliveries';
 const NS = 'team-a';
 const LEADING_SINCE = new Date('2026-01-01T12:00:00Z');
 const UID = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
+const KEY = new OwnerRefKey(randomBytes(32));
 const delivered: Assignment = { claimId: 'sb_1', node: 'n1', address: '10.0.0.1:7000', token: 'tok' };
 
 const pool: SandboxWarmPool = {
@@ -93,6 +97,7 @@ function harness(
         steps.push(`release ${t.claimId}`);
       },
       renew: async () => undefined,
+      claimRefOf: (owner) => formatOwnerRef(owner, KEY),
       holds: async (t) => {
         steps.push(`holds ${t.claimId} on ${t.node}`);
         if (o.holds instanceof Error) throw o.holds;
@@ -225,13 +230,16 @@ describe('ClaimReconciler: a claim older than this leadership', () => {
       earlier: async () => ({ ...delivered, node: 'n2', claimId: 'sb_9' }),
     });
     await h.reconcile();
-    expect(h.steps).toEqual([`earlier: claim:${UID}:${NS}/c1 hint=n2`, 'record sb_9 on rv 10 adopted=true']);
+    expect(h.steps).toEqual([
+      `earlier: ${formatOwnerRef({ kind: 'SandboxClaim', uid: UID, namespace: NS, name: 'c1' }, KEY)} hint=n2`,
+      'record sb_9 on rv 10 adopted=true',
+    ]);
   });
 
   it('claims when no node holds a delivery for it', async () => {
     const h = harness(claimOf({ created: BEFORE }));
     await h.reconcile();
-    expect(h.steps[0]).toBe(`earlier: claim:${UID}:${NS}/c1 hint=-`);
+    expect(h.steps[0]).toBe(`earlier: ${formatOwnerRef({ kind: 'SandboxClaim', uid: UID, namespace: NS, name: 'c1' }, KEY)} hint=-`);
     expect(h.steps).toContain('deliver: n1 answered');
   });
 

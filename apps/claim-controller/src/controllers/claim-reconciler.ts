@@ -16,7 +16,6 @@ import {
   backoffDelayMs,
   CONDITION_REASONS,
   CONDITION_TYPES,
-  formatOwnerRef,
   isClaimRoutingNotConfigured,
   isNoWarmCapacity,
   OWNER_KINDS,
@@ -78,7 +77,7 @@ export interface ClaimReconcilerOptions {
   claims: Pick<Informer<SandboxClaim>, 'get' | 'on'>;
   pools: Pick<Informer<SandboxWarmPool>, 'get'>;
   templates: Pick<Informer<SandboxTemplate>, 'get'>;
-  gateway: Pick<ClaimGateway, 'deliver' | 'coldDeliver' | 'release' | 'renew' | 'holds'>;
+  gateway: Pick<ClaimGateway, 'deliver' | 'coldDeliver' | 'release' | 'renew' | 'holds' | 'claimRefOf'>;
   /** Deliveries made before this leadership (claims older than it are looked up there before claiming). */
   earlier: Pick<EarlierDeliveries, 'find'>;
   recorder: Pick<ClaimRecorder, 'recordBoundOn'>;
@@ -388,7 +387,11 @@ export class ClaimReconciler implements Reconciler {
     const since = this.o.leadingSince();
     if (since !== undefined && !createdBefore(claim, since)) return undefined;
     const hint = claim.metadata.annotations?.[ANNOTATIONS.deliveryNode];
-    const claimRef = formatOwnerRef({ ...claimOwner(claim), namespace: claim.metadata.namespace ?? '', name: claim.metadata.name ?? '' });
+    const claimRef = this.o.gateway.claimRefOf({
+      ...claimOwner(claim),
+      namespace: claim.metadata.namespace ?? '',
+      name: claim.metadata.name ?? '',
+    });
     const found = await this.o.earlier.find({ claimRef, leadingSince: since, ...(hint ? { hint } : {}) }, ctx.signal);
     if (found) ctx.log.info({ node: found.node, sandboxId: found.claimId }, 'adopting a delivery made before this leadership');
     return found;

@@ -1,11 +1,15 @@
+import { randomBytes } from 'node:crypto';
 import { SandboxdHttpError } from '@sandbox-scale/sandboxd-client';
-import { formatOwnerRef, OWNER_KINDS, type InventoryLike } from '@sandbox-scale/scale-core';
+import { formatOwnerRef, OWNER_KINDS, type InventoryLike, OwnerRefKey } from '@sandbox-scale/scale-core';
 import type { NodeDelivery } from '../gateway/claim-gateway';
 import { EarlierDeliveries } from './earlier-deliveries';
 
+/** The key every process of this test proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
+
 const KEY = { template: 'img', net: 'none', size: 'small' };
 const since = new Date('2026-01-01T00:00:00Z');
-const refOf = (name: string, uid = `uid-${name}`) => formatOwnerRef({ kind: OWNER_KINDS.claim, uid, namespace: 'ns', name });
+const refOf = (name: string, uid = `uid-${name}`) => formatOwnerRef({ kind: OWNER_KINDS.claim, uid, namespace: 'ns', name }, CLAIM_REF_KEY);
 
 /** Nodes n0..n(count-1), each holding the deliveries given for it; counts every list and token read. */
 function fleet(count: number, held: Record<string, string[]>) {
@@ -89,7 +93,7 @@ describe('EarlierDeliveries', () => {
   });
 
   it('ignores deliveries of other owners on the node', async () => {
-    const foreign = formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: 'uid-a', namespace: 'ns', name: 'a' });
+    const foreign = formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: 'uid-a', namespace: 'ns', name: 'a' }, CLAIM_REF_KEY);
     const f = fleet(1, { n0: [foreign] });
     await expect(f.earlier.find({ claimRef: foreign, leadingSince: since })).resolves.toBeUndefined();
   });

@@ -1,6 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import { ApiException } from '@kubernetes/client-node';
 import { createLogger } from '@sandbox-scale/kube-runtime';
-import { ANNOTATIONS, formatOwnerRef, type InventoryLike, type SandboxClaim, type SandboxOwner } from '@sandbox-scale/scale-core';
+import {
+  ANNOTATIONS,
+  formatOwnerRef,
+  OwnerRefKey,
+  type InventoryLike,
+  type SandboxClaim,
+  type SandboxOwner,
+} from '@sandbox-scale/scale-core';
 import type { NodeDelivery } from '../gateway/claim-gateway';
 import { ClaimOwnerMismatchError } from '../record/record-errors';
 import { claimOwnerOf, OrphanReconciler, orphanDecision, type OrphanOutcome } from './orphan-reconciler';
@@ -9,6 +17,7 @@ const UID = '7c9e6679-7425-40de-944b-e07fc1f90ae7';
 const OTHER = '00000000-0000-0000-0000-000000000000';
 const claimOwner: SandboxOwner = { kind: 'SandboxClaim', uid: UID, namespace: 'ns', name: 'c1' };
 const fastOwner: SandboxOwner = { kind: 'FastPathClaim', uid: UID, namespace: 'ns', name: 'f1' };
+const KEY = new OwnerRefKey(randomBytes(32));
 
 function claim(name: string, o: { uid?: string; deliveryUid?: string; sandbox?: string; bound?: 'True' | 'False' } = {}): SandboxClaim {
   return {
@@ -69,12 +78,18 @@ describe('orphanDecision', () => {
   });
 
   it('has a claim to record onto only for SandboxClaim and fast-path references', () => {
-    expect(claimOwnerOf(formatOwnerRef(claimOwner))).toEqual(claimOwner);
-    expect(claimOwnerOf(formatOwnerRef(fastOwner))).toEqual(fastOwner);
+    expect(claimOwnerOf(formatOwnerRef(claimOwner, KEY), KEY)).toEqual({ ...claimOwner, proven: true });
+    expect(claimOwnerOf(formatOwnerRef(fastOwner, KEY), KEY)).toEqual({ ...fastOwner, proven: true });
     for (const kind of ['Sandbox', 'ForkChild', 'SnapshotClaim'] as const)
-      expect(claimOwnerOf(formatOwnerRef({ ...claimOwner, kind }))).toBeUndefined();
-    expect(claimOwnerOf('ns/c1')).toBeUndefined();
-    expect(claimOwnerOf('not a reference')).toBeUndefined();
+      expect(claimOwnerOf(formatOwnerRef({ ...claimOwner, kind }, KEY), KEY)).toBeUndefined();
+    expect(claimOwnerOf('ns/c1', KEY)).toBeUndefined();
+    expect(claimOwnerOf('not a reference', KEY)).toBeUndefined();
+  });
+
+  it('a SandboxClaim or fast-path reference this control plane did not write is unproven', () => {
+    expect(claimOwnerOf(`fastclaim:${UID}:victim/f1`, KEY)).toBe('unproven');
+    expect(claimOwnerOf(formatOwnerRef(fastOwner, new OwnerRefKey(randomBytes(32))), KEY)).toBe('unproven');
+    expect(claimOwnerOf(formatOwnerRef(claimOwner, KEY).replace(':ns/', ':victim/'), KEY)).toBe('unproven');
   });
 });
 
@@ -85,8 +100,11 @@ function harness(o: {
   live?: SandboxClaim[];
   ensure?: (name: string) => SandboxClaim;
   unreachable?: string;
+  /** Namespaces where claim Secrets may not be written. */
+  secretsRefused?: string[];
 }) {
   const calls = { lists: 0, tokens: 0, gets: 0, records: [] as string[], creates: [] as string[], releases: [] as string[] };
+  const accessAsked: string[] = [];
   const live = o.live ?? o.cache;
   const inventories: InventoryLike[] = Object.keys(o.deliveries).map((node) => ({
     metadata: { name: node },
@@ -133,15 +151,24 @@ function harness(o: {
       if (!c) throw new ApiException(404, 'not found', JSON.stringify({ kind: 'Status', code: 404, reason: 'NotFound' }), {});
       return c;
     },
+    refKey: KEY,
+    secretAccess: {
+      check: async (ns) => {
+        accessAsked.push(ns);
+        const refused = o.secretsRefused?.includes(ns) ?? false;
+        return { allowed: !refused, reason: refused ? 'no RoleBinding' : '' };
+      },
+      forget: () => undefined,
+    },
     intervalMs: 60_000,
     log: createLogger({ name: 'test', level: 'silent' }),
     onItem: (x) => outcomes.push(x),
   });
-  return { pass, calls, outcomes };
+  return { pass, calls, outcomes, accessAsked };
 }
 
 const delivery = (owner: SandboxOwner | string, id: string, node = 'n1'): NodeDelivery => ({
-  claimRef: typeof owner === 'string' ? owner : formatOwnerRef(owner),
+  claimRef: typeof owner === 'string' ? owner : formatOwnerRef(owner, KEY),
   key: { template: 'img', net: 'none', size: 'small' },
   assignment: { claimId: id, node, address: '10.0.0.2:7777', token: '' },
 });
@@ -173,6 +200,38 @@ describe('OrphanReconciler pass', () => {
     expect(outcomes.filter((x) => x === 'bound')).toHaveLength(50);
     expect(outcomes.filter((x) => x === 'foreign')).toHaveLength(4);
     expect(outcomes.filter((x) => x === 'missing')).toHaveLength(1);
+  });
+
+  it('acts on no reference it did not write: no claim created, nothing recorded or released, not even a request', async () => {
+    const forged = [
+      delivery(`fastclaim:${UID}:victim/f1`, 'sb_1'),
+      delivery(`claim:${UID}:victim/c1`, 'sb_2'),
+      delivery(formatOwnerRef({ ...fastOwner, namespace: 'victim' }, new OwnerRefKey(randomBytes(32))), 'sb_3'),
+    ];
+    const { pass, calls, outcomes, accessAsked } = harness({
+      deliveries: { n1: forged },
+      cache: [],
+      ensure: () => claim('f1', { uid: OTHER, deliveryUid: UID }),
+    });
+    expect(await pass.reconcileAll()).toEqual({ adopted: 0, errors: 0 });
+    expect(calls).toEqual({ lists: 1, tokens: 0, gets: 0, records: [], creates: [], releases: [] });
+    expect(accessAsked).toEqual([]);
+    expect(outcomes).toEqual(['unproven', 'unproven', 'unproven']);
+  });
+
+  it('creates no claim and writes no token Secret where claim Secrets may not be written, as the bind path', async () => {
+    const refused = harness({
+      deliveries: { n1: [delivery(fastOwner, 'sb_9'), delivery(claimOwner, 'sb_1')] },
+      cache: [claim('c1')],
+      ensure: () => claim('f1', { uid: OTHER, deliveryUid: UID }),
+      secretsRefused: ['ns'],
+    });
+    expect(await refused.pass.reconcileAll()).toEqual({ adopted: 0, errors: 0 });
+    expect(refused.calls.creates).toEqual([]);
+    expect(refused.calls.records).toEqual([]);
+    expect(refused.calls.tokens).toBe(0);
+    expect(refused.outcomes).toEqual(['not_enabled', 'not_enabled']);
+    expect(refused.accessAsked).toEqual(['ns', 'ns']);
   });
 
   it('adopts a delivery the cache shows unrecorded after confirming it live: one Get, one token read', async () => {

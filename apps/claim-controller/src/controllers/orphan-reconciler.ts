@@ -1,10 +1,11 @@
-import { isNotFound, LOOP_WAIT, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
+import { isForbidden, isNotFound, LOOP_WAIT, type Logger, type Runnable } from '@sandbox-scale/kube-runtime';
 import {
   CONDITION_TYPES,
   OWNER_KINDS,
   parseOwnerRef,
   sleep,
   type InventoryLike,
+  type OwnerRefKey,
   type PoolKey,
   type SandboxClaim,
   type SandboxOwner,
@@ -14,8 +15,14 @@ import type { ClaimRecorder } from '../record/claim-recorder';
 import { boundClaimId } from '../record/claim-status';
 import { isClaimOfDelivery, type FastPathRecorder } from '../record/fast-path-recorder';
 import { isClaimOwnerMismatch } from '../record/record-errors';
+import type { SecretAccess } from '../record/secret-access';
 
-export type OrphanOutcome = 'adopted' | 'created' | 'bound' | 'released' | 'missing' | 'foreign' | 'error';
+/**
+ * `unproven`: a SandboxClaim or fast-path reference this control plane did not write (no MAC or a
+ * wrong one); `not_enabled`: claim-controller may not write the token Secret in its namespace.
+ * Both leave the VM and the namespace untouched.
+ */
+export type OrphanOutcome = 'adopted' | 'created' | 'bound' | 'released' | 'missing' | 'foreign' | 'unproven' | 'not_enabled' | 'error';
 
 export interface OrphanReconcilerOptions {
   gateway: Pick<ClaimGateway, 'listDeliveries' | 'withToken' | 'release'>;
@@ -29,6 +36,10 @@ export interface OrphanReconcilerOptions {
   cachedClaim: (namespace: string, name: string) => SandboxClaim | undefined;
   /** Point Get of one claim from the API server (never a LIST): only to confirm right before adopting. */
   getClaim: (namespace: string, name: string, signal?: AbortSignal) => Promise<SandboxClaim>;
+  /** Only references this key proves are acted on; a node or a sandboxd tenant can write any other. */
+  refKey: OwnerRefKey;
+  /** Whether claim Secrets may be written in a namespace: asked before a claim is created or a token Secret written, as the bind path asks. */
+  secretAccess: Pick<SecretAccess, 'check' | 'forget'>;
   intervalMs: number;
   log: Logger;
   onItem?: (outcome: OrphanOutcome) => void;
@@ -53,11 +64,15 @@ export interface OrphanPassResult {
  */
 export type OrphanDecision = 'foreign' | 'missing' | 'bound' | 'duplicate' | 'adopt' | 'create';
 
-/** Only SandboxClaim and fast-path deliveries have a SandboxClaim to record onto. */
-export function claimOwnerOf(claimRef: string): SandboxOwner | undefined {
-  const owner = parseOwnerRef(claimRef);
+/**
+ * Only SandboxClaim and fast-path deliveries have a SandboxClaim to record onto: their owner, or
+ * `unproven` when the reference names one but this control plane did not write it.
+ */
+export function claimOwnerOf(claimRef: string, key: OwnerRefKey): SandboxOwner | 'unproven' | undefined {
+  const owner = parseOwnerRef(claimRef, key);
   if (owner === undefined || owner.kind === 'legacy') return undefined;
-  return owner.kind === OWNER_KINDS.claim || owner.kind === OWNER_KINDS.fastclaim ? owner : undefined;
+  if (owner.kind !== OWNER_KINDS.claim && owner.kind !== OWNER_KINDS.fastclaim) return undefined;
+  return owner.proven === true ? owner : 'unproven';
 }
 
 /** Pure: the decision for a delivery of `owner` (sandbox `sandboxId`) given the claim of its name, if any. */
@@ -85,7 +100,11 @@ export function orphanDecision(owner: SandboxOwner, sandboxId: string, claim: Sa
  * claim was never written gets one now, so every delivered VM shows in `kubectl get
  * sandboxclaims`. Deliveries of other owners (aggregated-API Sandboxes, fork children,
  * snapshot claims), of legacy `<ns>/<name>` references, or whose name now belongs to another
- * object are `foreign` and left alone.
+ * object are `foreign` and left alone. A SandboxClaim or fast-path reference without this control
+ * plane's MAC (a node or a sandboxd tenant wrote it) is `unproven` and left alone too: nothing is
+ * created, recorded or released in the namespace it names. Before a claim is created or a token
+ * Secret written, the pass asks whether claim-controller may write Secrets in the namespace, as
+ * the bind path does (`not_enabled` when not).
  *
  * Cost per pass: one list per node, and the decisions come from the SandboxClaim informer, so
  * a fleet where every delivery is recorded costs nothing more. Only a delivery the cache says
@@ -137,8 +156,10 @@ export class OrphanReconciler implements Runnable {
 
   /** Steady state (foreign, missing, bound by the cache) returns without a request. */
   async #reconcileDelivery(d: NodeDelivery, signal?: AbortSignal): Promise<OrphanOutcome> {
-    const owner = claimOwnerOf(d.claimRef);
+    const owner = claimOwnerOf(d.claimRef, this.o.refKey);
     if (owner === undefined) return 'foreign';
+    // written by a node or a sandboxd tenant: it must never make this process write into the namespace it names
+    if (owner === 'unproven') return 'unproven';
     const cached = orphanDecision(owner, d.assignment.claimId, this.o.cachedClaim(owner.namespace, owner.name));
     if (cached === 'foreign' || cached === 'bound') return cached;
     if (cached === 'missing') {
@@ -148,6 +169,8 @@ export class OrphanReconciler implements Runnable {
     try {
       return cached === 'create' ? await this.#createFastPathClaim(owner, d, signal) : await this.#actOnLive(owner, d, signal);
     } catch (err) {
+      // a refused write means the cached access answer is stale (RBAC changed since), as on the bind path
+      if (isForbidden(err)) this.o.secretAccess.forget(owner.namespace);
       if (isClaimOwnerMismatch(err)) {
         this.o.log.warn(logFields(owner, d), 'delivery names a claim that is another object of the same name; not adopted');
         return 'foreign';
@@ -176,6 +199,7 @@ export class OrphanReconciler implements Runnable {
     if (decision !== 'adopt' && decision !== 'duplicate') return decision;
     // 'adopt' and 'duplicate' are decided only on a claim that exists
     if (live === undefined) return 'missing';
+    if (decision === 'adopt' && !(await this.#secretsAllowed(owner, d))) return 'not_enabled';
     if (decision === 'duplicate') {
       await this.o.gateway.release({ node: d.assignment.node, claimId: d.assignment.claimId, address: d.assignment.address }, signal);
       this.o.log.warn(
@@ -191,6 +215,8 @@ export class OrphanReconciler implements Runnable {
 
   /** The record of a fast-path delivery was never written (RBAC, quota, apiserver down): write it now. */
   async #createFastPathClaim(owner: SandboxOwner, d: NodeDelivery, signal?: AbortSignal): Promise<OrphanOutcome> {
+    // asked before the claim is created: a claim whose token Secret cannot be written would record nothing
+    if (!(await this.#secretsAllowed(owner, d))) return 'not_enabled';
     const warmPool = this.o.poolFor(owner.namespace, d.key) ?? UNKNOWN_POOL;
     // create-or-find: a claim of the name the cache had not seen yet is read and checked, never overwritten
     const claim = await this.o.fastPath.ensureClaim(
@@ -202,6 +228,17 @@ export class OrphanReconciler implements Runnable {
     await this.#recordAdopted(claim, owner, d, signal);
     this.o.log.info(logFields(owner, d), 'created the missing SandboxClaim of a fast-path delivery');
     return 'created';
+  }
+
+  /** Whether claim-controller may write the token Secret in the owner's namespace (RBAC, cached as the bind path caches it). */
+  async #secretsAllowed(owner: SandboxOwner, d: NodeDelivery): Promise<boolean> {
+    const access = await this.o.secretAccess.check(owner.namespace);
+    if (!access.allowed)
+      this.o.log.info(
+        { ...logFields(owner, d), reason: access.reason },
+        'claim Secrets may not be written in the namespace; the delivery is left unrecorded',
+      );
+    return access.allowed;
   }
 
   /** Records `claim` Bound to the delivery it owns, with the token read back from the node (the record carries it to the claim's Secret). */

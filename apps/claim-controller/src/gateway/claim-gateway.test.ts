@@ -1,10 +1,14 @@
+import { randomBytes } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
-import { isNoWarmCapacity, poolKeyFor } from '@sandbox-scale/scale-core';
+import { formatOwnerRef, isNoWarmCapacity, OwnerRefKey, poolKeyFor } from '@sandbox-scale/scale-core';
 import { RecordQueue } from '../record/record-queue';
 import { ClaimGateway, deadlineText, type ClaimGatewayOptions } from './claim-gateway';
+
+/** The key every process of this test proves claim references with. */
+const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
 
 const TEMPLATE = 'base:24.04';
 const owner = { kind: 'SandboxClaim' as const, uid: '7c9e6679-7425-40de-944b-e07fc1f90ae7' };
@@ -16,6 +20,7 @@ function gatewayOver(
   more: Partial<ClaimGatewayOptions> = {},
 ): ClaimGateway {
   return new ClaimGateway({
+    refKey: CLAIM_REF_KEY,
     clients,
     fleetToken: 'root',
     inventories: () => inventory,
@@ -159,7 +164,12 @@ describe('ClaimGateway cold claims', () => {
     expect(a).toMatchObject({ node: 'busy', claimId: 'sb_busy' });
     expect(seen.map((s) => s.node)).toEqual(['full', 'busy']);
     // the claim_ref names the owner exactly: kind, uid, namespace and name
-    expect(seen.every((s) => s.body.claim_ref === `claim:${owner.uid}:ns/cold-1` && s.body.template === TEMPLATE)).toBe(true);
+    expect(
+      seen.every(
+        (s) =>
+          s.body.claim_ref === formatOwnerRef({ ...owner, namespace: 'ns', name: 'cold-1' }, CLAIM_REF_KEY) && s.body.template === TEMPLATE,
+      ),
+    ).toBe(true);
   });
 
   it('is NoWarmCapacity when every routable node answers 429', async () => {
@@ -215,13 +225,13 @@ describe('ClaimGateway fast path', () => {
         net: 'none',
         size: 'small',
         ttl_seconds: 60,
-        claim_ref: `fastclaim:${String(r1?.deliveryUid)}:ns/f1`,
+        claim_ref: formatOwnerRef({ kind: 'FastPathClaim', uid: String(r1?.deliveryUid), namespace: 'ns', name: 'f1' }, CLAIM_REF_KEY),
       });
       expect(bodies[1]).toEqual({
         template: TEMPLATE,
         net: 'none',
         size: 'small',
-        claim_ref: `fastclaim:${String(r2?.deliveryUid)}:ns/f2`,
+        claim_ref: formatOwnerRef({ kind: 'FastPathClaim', uid: String(r2?.deliveryUid), namespace: 'ns', name: 'f2' }, CLAIM_REF_KEY),
       });
     } finally {
       await records.close();

@@ -21,6 +21,8 @@ import {
   OWNER_KINDS,
   withDeadline,
   type InventoryLike,
+  type OwnerRefKey,
+  type SandboxOwner,
   type PoolKey,
   type Rng,
   type WarmCandidate,
@@ -54,6 +56,8 @@ export interface ClaimGatewayOptions {
   clients: SandboxdClientSet;
   /** Empty: every node write is refused (fail closed). */
   fleetToken: string;
+  /** Proves the claim references written on nodes (sandbox-apiserver holds the same key). */
+  refKey: OwnerRefKey;
   /** The current NodeInventory objects (an informer cache, or a static list). */
   inventories: () => readonly ColdInventoryLike[];
   /** Async Bound records of fast-path deliveries; without one the caller records. */
@@ -120,6 +124,11 @@ export class ClaimGateway {
 
   get recordQueue(): RecordQueue<FastPathDelivery> | undefined {
     return this.#o.records;
+  }
+
+  /** The claim_ref a delivery for `owner` carries on its node, proven with this control plane's key. */
+  claimRefOf(owner: SandboxOwner): string {
+    return formatOwnerRef(owner, this.#o.refKey);
   }
 
   /**
@@ -251,7 +260,7 @@ export class ClaimGateway {
     tried: Set<string>,
     o: ClaimAttempt,
   ): Promise<Assignment | undefined> {
-    const claimRef = formatOwnerRef({ kind: o.owner.kind, uid: o.owner.uid, namespace: req.namespace, name: req.name });
+    const claimRef = this.claimRefOf({ kind: o.owner.kind, uid: o.owner.uid, namespace: req.namespace, name: req.name });
     const body: ClaimRequest = { template: req.key.template, net: req.key.net, size: req.key.size, claimRef };
     if (req.ttlSeconds) body.ttlSeconds = req.ttlSeconds;
     // a plain continuation rather than an async frame: the delivered case is the common one and

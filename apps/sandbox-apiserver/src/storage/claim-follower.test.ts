@@ -1,4 +1,5 @@
-import type { NodeInventory } from '@sandbox-scale/scale-core';
+import { randomBytes } from 'node:crypto';
+import { OwnerRefKey, type NodeInventory } from '@sandbox-scale/scale-core';
 import type { SandboxEvent } from '../resource/events';
 import { WatchHub } from './watch-hub';
 import { ClaimFollower, entryOfClaim, followedClaimOf } from './claim-follower';
@@ -6,6 +7,7 @@ import { Revisions } from './revisions';
 import { SandboxCache } from './sandbox-cache';
 
 const NOW = new Date('2026-11-30T12:00:10Z');
+const KEY = new OwnerRefKey(randomBytes(32));
 const READY_AT = '2026-11-30T12:00:00Z';
 
 const claimObject = (o: { name?: string; sandbox?: Record<string, string>; ready?: 'True' | 'False'; readyAt?: string } = {}) => ({
@@ -44,7 +46,7 @@ function setup() {
   hub.subscribe((e) => events.push(e));
   cache.upsertInventory(inventory('10', []));
   cache.live = true;
-  return { cache, events, follower: new ClaimFollower({ cache, windowMs: 120_000, now: () => NOW }) };
+  return { cache, events, follower: new ClaimFollower({ cache, windowMs: 120_000, refKey: KEY, now: () => NOW }) };
 }
 
 describe('followedClaimOf', () => {
@@ -72,8 +74,8 @@ describe('followedClaimOf', () => {
 
 describe('entryOfClaim', () => {
   it('is nothing for a claim that is not Ready, or Ready for longer than the window', () => {
-    expect(entryOfClaim(followedClaimOf(claimObject({ ready: 'False' })), NOW, 120_000)).toBeUndefined();
-    expect(entryOfClaim(followedClaimOf(claimObject({ readyAt: '2026-11-30T11:00:00Z' })), NOW, 120_000)).toBeUndefined();
+    expect(entryOfClaim(followedClaimOf(claimObject({ ready: 'False' })), NOW, 120_000, KEY)).toBeUndefined();
+    expect(entryOfClaim(followedClaimOf(claimObject({ readyAt: '2026-11-30T11:00:00Z' })), NOW, 120_000, KEY)).toBeUndefined();
   });
 });
 

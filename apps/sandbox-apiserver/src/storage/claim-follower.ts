@@ -12,6 +12,7 @@ import {
   servedObjectName,
   synthesizeSandbox,
   type InventoryEntry,
+  type OwnerRefKey,
 } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import type { SandboxCache } from './sandbox-cache';
@@ -65,7 +66,12 @@ export function followedClaimOf(obj: unknown): FollowedClaim {
  * a claim that is not Ready, names no sandbox, or turned Ready longer than `windowMs` ago (its
  * node has published since, or no longer has the sandbox: the claim's word is stale by then).
  */
-export function entryOfClaim(c: FollowedClaim, now: Date, windowMs: number): { node: string; entry: InventoryEntry } | undefined {
+export function entryOfClaim(
+  c: FollowedClaim,
+  now: Date,
+  windowMs: number,
+  refKey: OwnerRefKey,
+): { node: string; entry: InventoryEntry } | undefined {
   if (c.readySince === '' || c.claimId === '' || c.node === '' || c.sandboxName === '' || c.metadata.uid === '') return undefined;
   const since = Date.parse(c.readySince);
   if (!Number.isFinite(since) || now.getTime() - since > windowMs) return undefined;
@@ -74,7 +80,8 @@ export function entryOfClaim(c: FollowedClaim, now: Date, windowMs: number): { n
     name: `${c.metadata.namespace}/${c.sandboxName}`,
     id: c.claimId,
     phase: SANDBOX_PHASES.running,
-    claimRef: formatOwnerRef(owner),
+    // the reference claim-controller wrote on the node for this claim (the same key proves both)
+    claimRef: formatOwnerRef(owner, refKey),
     claimedAt: c.readySince,
     ...(c.address !== '' ? { addr: c.address } : {}),
     ...(c.deadline !== '' ? { deadline: c.deadline } : {}),
@@ -86,6 +93,8 @@ export interface ClaimFollowerOptions {
   readonly cache: SandboxCache;
   /** How long after a claim turned Ready its status is still served in place of its node's publish. */
   readonly windowMs: number;
+  /** The key claim-controller proves its references with (its entries are stood in for with the same reference). */
+  readonly refKey: OwnerRefKey;
   readonly now?: () => Date;
 }
 
@@ -99,7 +108,7 @@ export class ClaimFollower {
   constructor(private readonly o: ClaimFollowerOptions) {}
 
   upsert(c: FollowedClaim): void {
-    const found = entryOfClaim(c, (this.o.now ?? (() => new Date()))(), this.o.windowMs);
+    const found = entryOfClaim(c, (this.o.now ?? (() => new Date()))(), this.o.windowMs, this.o.refKey);
     if (found === undefined) return;
     const { node, entry } = found;
     const row = this.o.cache.get(c.metadata.namespace, c.sandboxName);

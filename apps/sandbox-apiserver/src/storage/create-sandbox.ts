@@ -120,13 +120,16 @@ export class SandboxCreator {
     // a fresh uid per create: a Sandbox deleted and created again under the same name is
     // another owner, and no SandboxClaim of that name ever matches a Sandbox reference
     const lease = this.storage.leases.forRequested(ttlSeconds);
-    const claimRef = formatOwnerRef({
-      kind: OWNER_KINDS.sandbox,
-      uid: randomUUID(),
-      namespace,
-      name,
-      ...(lease.renewed ? { renewed: true } : {}),
-    });
+    const claimRef = formatOwnerRef(
+      {
+        kind: OWNER_KINDS.sandbox,
+        uid: randomUUID(),
+        namespace,
+        name,
+        ...(lease.renewed ? { renewed: true } : {}),
+      },
+      this.storage.refKey,
+    );
     const failed = new Set<string>();
     let lastFailure: unknown;
     for (;;) {

@@ -1,6 +1,15 @@
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import { isNotFound as isSandboxGone } from '@sandbox-scale/sandboxd-client';
-import { isUidOwner, leaseRenewAtMs, parseOwnerRef, renewalFraction, sleep, type Rng, TokenBucket } from '@sandbox-scale/scale-core';
+import {
+  isUidOwner,
+  leaseRenewAtMs,
+  parseOwnerRef,
+  renewalFraction,
+  sleep,
+  type OwnerRefKey,
+  type Rng,
+  TokenBucket,
+} from '@sandbox-scale/scale-core';
 import type { NodeRouter } from './node-router';
 import type { SandboxCache } from './sandbox-cache';
 
@@ -12,6 +21,13 @@ export interface LeaseRenewerOptions {
   /** Renewals per second over every node. */
   ratePerSecond: number;
   log: Logger;
+  /**
+   * Only references this key proves are renewed: a `+renew` reference a node or a sandboxd
+   * tenant wrote (no MAC, or a wrong one) is left to run out its node lease.
+   */
+  refKey: OwnerRefKey;
+  /** Told once per sandbox, when a pass first finds it under an unproven `+renew` reference. */
+  onUnproven?: () => void;
   /**
    * Whether this replica renews `namespace/name` (peers/renewal-scope.ts: the name's owner
    * replica); absent = every sandbox, as a replica acting alone.
@@ -30,6 +46,8 @@ export interface RenewPass {
   errors: number;
   /** Refused a token this pass; the next pass takes them. */
   deferred: number;
+  /** Marked `+renew` by a reference this control plane did not write (no MAC, or a wrong one): never renewed. */
+  unproven: number;
 }
 
 const MIN_INTERVAL_MS = 250;
@@ -55,6 +73,8 @@ export class LeaseRenewer {
   readonly #renewedTo = new Map<string, number>();
   /** node/id → this sandbox's point in its lease to renew at (the shared renewal window), fixed per sandbox. */
   readonly #spread = new Map<string, number>();
+  /** node/id of sandboxes under an unproven `+renew` reference, told once each while they last. */
+  readonly #unproven = new Set<string>();
 
   constructor(o: LeaseRenewerOptions) {
     this.#o = o;
@@ -85,13 +105,29 @@ export class LeaseRenewer {
   async pass(signal?: AbortSignal): Promise<RenewPass> {
     const now = (this.#o.now ?? Date.now)();
     const leaseMs = (this.#o.leaseTtlSeconds || 300) * 1000;
-    const out: RenewPass = { candidates: 0, elsewhere: 0, renewed: 0, gone: 0, errors: 0, deferred: 0 };
+    const out: RenewPass = { candidates: 0, elsewhere: 0, renewed: 0, gone: 0, errors: 0, deferred: 0, unproven: 0 };
     const due: { key: string; node: string; id: string }[] = [];
     const live = new Set<string>();
+    const unproven = new Set<string>();
     for (const row of this.#o.cache.rows()) {
       const { entry, node } = row;
-      const owner = parseOwnerRef(entry.claimRef);
+      const owner = parseOwnerRef(entry.claimRef, this.#o.refKey);
       if (!entry.id || !isUidOwner(owner) || owner.renewed !== true) continue;
+      if (owner.proven !== true) {
+        // served under the name it gives, but a lease kept alive by this control plane must be one it asked for
+        const key = `${node}/${entry.id}`;
+        unproven.add(key);
+        out.unproven++;
+        if (!this.#unproven.has(key)) {
+          this.#unproven.add(key);
+          this.#o.onUnproven?.();
+          this.#o.log.warn(
+            { node, sandboxId: entry.id, namespace: owner.namespace, name: owner.name },
+            'not renewing a sandbox whose +renew claim reference this control plane did not write',
+          );
+        }
+        continue;
+      }
       const slash = row.key.indexOf('/');
       if (this.#o.renewsHere !== undefined && !this.#o.renewsHere(row.key.slice(0, slash), row.key.slice(slash + 1))) {
         out.elsewhere++;
@@ -113,6 +149,7 @@ export class LeaseRenewer {
       // the lease that runs out at `deadline` was a whole lease long
       if (now >= leaseRenewAtMs(deadline - leaseMs, deadline, at)) due.push({ key, node, id: entry.id });
     }
+    for (const k of this.#unproven) if (!unproven.has(k)) this.#unproven.delete(k);
     for (const k of this.#spread.keys()) {
       if (live.has(k)) continue;
       this.#spread.delete(k);

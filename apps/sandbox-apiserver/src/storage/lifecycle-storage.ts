@@ -119,13 +119,16 @@ export class LifecycleStorage {
         // every child is owned by this fork call (one uid), under `<parent>-<child id>`
         // children never inherit the parent's lease: their own ttlSeconds, else they live until deleted
         const lease = this.storage.leases.forRequested(body.ttlSeconds);
-        const claimRefPrefix = formatOwnerRefPrefix({
-          kind: OWNER_KINDS.fork,
-          uid: randomUUID(),
-          namespace,
-          name: `${name}-`,
-          ...(lease.renewed ? { renewed: true } : {}),
-        });
+        const claimRefPrefix = formatOwnerRefPrefix(
+          {
+            kind: OWNER_KINDS.fork,
+            uid: randomUUID(),
+            namespace,
+            name: `${name}-`,
+            ...(lease.renewed ? { renewed: true } : {}),
+          },
+          this.storage.refKey,
+        );
         const children = await client.fork(
           id,
           { count: body.count || 1, ...(lease.ttlSeconds ? { ttlSeconds: lease.ttlSeconds } : {}), claimRefPrefix },

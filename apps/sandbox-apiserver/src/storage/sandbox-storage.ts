@@ -1,7 +1,9 @@
+import { randomBytes } from 'node:crypto';
 import {
   ANNOTATIONS,
   ClaimIndex,
   NotFoundError,
+  OwnerRefKey,
   RESOURCES,
   SANDBOX_API_VERSION,
   SANDBOX_GROUP,
@@ -55,6 +57,13 @@ export class SandboxStorage {
 
   /** How long nodes are asked to keep the VMs this storage claims (set once when it is built). */
   leases: LeasePolicy = new LeasePolicy(DEFAULT_LEASE_TTL_SECONDS);
+
+  /**
+   * The key the claim references this storage writes are proven with (set once when it is built,
+   * to the configured key every replica and claim-controller share); a storage built alone gets
+   * a key of its own.
+   */
+  refKey: OwnerRefKey = new OwnerRefKey(randomBytes(32));
 
   /**
    * One page in O(log n + page): the first page takes the cache's sorted snapshot, later pages

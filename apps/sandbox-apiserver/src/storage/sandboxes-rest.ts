@@ -7,6 +7,7 @@ import {
   SANDBOX_SELECTABLE_FIELDS,
   SandboxSchema,
   StatusError,
+  type OwnerRefKey,
   type Rng,
   type Sandbox,
   type ServedSandbox,
@@ -49,6 +50,8 @@ export interface SandboxesRESTOptions {
   readonly log: Logger;
   /** Lease of a VM that lives until deleted (see LeasePolicy); default 15 min. */
   readonly leaseTtlSeconds?: number;
+  /** Proves the claim references written here (see OwnerRefKey); shared with claim-controller and every replica. */
+  readonly claimRefKey?: OwnerRefKey;
 }
 
 /**
@@ -90,6 +93,7 @@ export class SandboxesREST implements ResourceStorage {
       revisions,
     );
     this.reads.leases = new LeasePolicy(opts.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS);
+    if (opts.claimRefKey !== undefined) this.reads.refKey = opts.claimRefKey;
     this.creator = new SandboxCreator(this.reads, new CapacityLedger(), opts.rng, opts.log);
     this.lifecycle = new LifecycleStorage(this.reads);
   }

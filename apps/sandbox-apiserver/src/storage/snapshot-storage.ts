@@ -230,13 +230,16 @@ export class SnapshotStorage {
       // no_redirect: we checked this node holds the record, and a redirect would land the
       // sandbox on a node the caller never chose
       const lease = this.storage.leases.forRequested(target.ttlSeconds);
-      const claimRef = formatOwnerRef({
-        kind: OWNER_KINDS.snapshot,
-        uid: randomUUID(),
-        namespace,
-        name: target.name,
-        ...(lease.renewed ? { renewed: true } : {}),
-      });
+      const claimRef = formatOwnerRef(
+        {
+          kind: OWNER_KINDS.snapshot,
+          uid: randomUUID(),
+          namespace,
+          name: target.name,
+          ...(lease.renewed ? { renewed: true } : {}),
+        },
+        this.storage.refKey,
+      );
       const res = await this.#call(ctx, () =>
         client.claimCheckpoint(
           cp.id,

@@ -1,5 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
+import { OwnerRefKey } from '@sandbox-scale/scale-core';
 import { loadKubeConfig } from '../client/kube-config';
 
 /**
@@ -54,4 +55,29 @@ export function readFleetToken(file: string, env: Record<string, string | undefi
 export const fleetTokenInput: FlagInput<{ fleetTokenFile: string }, string> = {
   flag: '--fleet-token-file',
   read: (config) => readFleetToken(config.fleetTokenFile),
+};
+
+/**
+ * The key claim references are proven with (OwnerRefKey), shared by claim-controller and
+ * sandbox-apiserver: the file of `--claim-ref-key-file` (a Secret mount) wins, then env
+ * SANDBOX_SCALE_CLAIM_REF_KEY; base64 of at least 32 bytes. There is no default: without the key
+ * neither app can tell its own references from a node's, so a missing or short key stops the start.
+ */
+export function readClaimRefKey(file: string, env: Record<string, string | undefined> = process.env): OwnerRefKey {
+  let text = env.SANDBOX_SCALE_CLAIM_REF_KEY ?? '';
+  if (file !== '') {
+    try {
+      text = readFileSync(file, 'utf8');
+    } catch (err) {
+      throw new Error(`--claim-ref-key-file: cannot read ${file}: ${err instanceof Error ? err.message : String(err)}`, { cause: err });
+    }
+  }
+  if (text.trim() === '') throw new Error('--claim-ref-key-file: no claim reference key (the file, or env SANDBOX_SCALE_CLAIM_REF_KEY)');
+  return OwnerRefKey.fromText(text);
+}
+
+/** The claim reference key as a start input of claim-controller and sandbox-apiserver. */
+export const claimRefKeyInput: FlagInput<{ claimRefKeyFile: string }, OwnerRefKey> = {
+  flag: '--claim-ref-key-file',
+  read: (config) => readClaimRefKey(config.claimRefKeyFile),
 };

@@ -1,5 +1,6 @@
 import { findInCauseChain, SandboxScaleError } from '../errors/base';
 import { isDns1123Label } from '../names/dns1123';
+import { MAC_CHARS, type OwnerRefKey } from './owner-ref-key';
 
 /**
  * The owner of a sandbox, as its sandboxd `claim_ref` records it on the node. The node keeps
@@ -7,14 +8,20 @@ import { isDns1123Label } from '../names/dns1123';
  * which object a VM belongs to: a SandboxClaim and a Sandbox of the same namespace/name, or a
  * claim deleted and created again under the same name, are different owners.
  *
- * Wire form: `<kind>:<uid>:<namespace>/<name>`, e.g. `claim:6a1f…:team-a/build-1`. The name
- * comes last so a fork's `claim_ref_prefix` (`fork:<uid>:<ns>/<parent>-`) plus the child id
- * the node appends is a whole reference naming the child. Namespaces, names and uids never
- * contain `:`, so the split is unambiguous; at most 9 + 1 + 64 + 1 + 63 + 1 + 253 = 392 bytes.
+ * Wire form: `<kind>:<uid>:<mac>:<namespace>/<name>`, e.g. `claim:6a1f…:Qm9…:team-a/build-1`.
+ * `<mac>` proves this control plane wrote the reference (OwnerRefKey: a keyed MAC over the rest,
+ * the `+renew` flag included). The name comes last so a fork's `claim_ref_prefix`
+ * (`fork:<uid>:<mac>:<ns>/<parent>-`) plus the child id the node appends is a whole reference
+ * naming the child; a fork's MAC covers the name up to its last `-`, so the child id the node
+ * chooses is the one part it proves nothing about. Namespaces, names, uids and base64url never
+ * contain `:`, so the split is unambiguous; at most 14 (`snapshot+renew`) + 1 + 36 + 1 + 22 + 1
+ * + 63 + 1 + 253 = 392 bytes.
  *
- * Older releases wrote `<namespace>/<name>`. Such a reference is parsed as `legacy`: it still
- * names the served Sandbox, but it carries no uid, so nothing adopts, records or releases
- * through it (see docs/security.md).
+ * A reference without a MAC (`<kind>:<uid>:<namespace>/<name>`, as earlier releases wrote, or
+ * one a node made up) or with a wrong one still parses, so its sandbox is served under its
+ * namespace/name, but it is not `proven`: nothing adopts, records, renews or releases through
+ * it. Older releases still wrote `<namespace>/<name>`; such a reference is parsed as `legacy`
+ * and owns nothing either (see docs/security.md).
  */
 
 /** Kinds of owner, by their wire token. */
@@ -50,6 +57,11 @@ export interface SandboxOwner {
    * a SandboxClaim's lifecycle is in the claim itself. Not part of the owner's identity.
    */
   renewed?: boolean;
+  /**
+   * Set by parseOwnerRef when it was given the key and the reference's MAC is right: this control
+   * plane wrote it. Not part of the owner's identity.
+   */
+  proven?: true;
 }
 
 /** A pre-uid `<namespace>/<name>` reference: names a served Sandbox, owns nothing. */
@@ -65,7 +77,8 @@ const TOKEN_OF: Record<OwnerKind, OwnerKindToken> = Object.fromEntries(Object.en
   OwnerKind,
   OwnerKindToken
 >;
-const UID = /^[0-9A-Za-z-]{1,64}$/;
+// Kubernetes uids and the random ones drawn here are UUIDs (36 characters): the length budget above counts 36
+const UID = /^[0-9A-Za-z-]{1,36}$/;
 // Object names, plus `_` for fork children (`<parent>-sb_…`); never `/` or `:`.
 const NAME = /^[A-Za-z0-9._-]{1,253}$/;
 
@@ -84,32 +97,53 @@ function check(o: Omit<SandboxOwner, 'name'> & { name: string }, namePrefix: boo
     throw new InvalidOwnerRefError(`owner name ${JSON.stringify(o.name)} is not an object name`);
 }
 
-/** The claim_ref of `owner`. Throws InvalidOwnerRefError for an owner that would not parse back. */
-export function formatOwnerRef(owner: SandboxOwner): string {
+/** The claim_ref of `owner`, proven with `key`. Throws InvalidOwnerRefError for an owner that would not parse back. */
+export function formatOwnerRef(owner: SandboxOwner, key: OwnerRefKey): string {
   check(owner, false);
-  return `${kindToken(owner)}:${owner.uid}:${owner.namespace}/${owner.name}`;
+  return sealed(owner, owner.name, key);
 }
 
 const RENEW_FLAG = '+renew';
 
-function kindToken(owner: SandboxOwner): string {
+function kindToken(owner: Pick<SandboxOwner, 'kind' | 'renewed'>): string {
   return `${TOKEN_OF[owner.kind]}${owner.renewed ? RENEW_FLAG : ''}`;
 }
 
 /**
  * A fork's claim_ref_prefix: the node appends each child's id, so every child's reference
- * names `<namePrefix><child id>`.
+ * names `<namePrefix><child id>`. The prefix ends in `-` and the MAC covers it whole, so each
+ * child's reference is proven as long as the node's child id holds no `-` (sandboxd's are
+ * `sb_` + hex).
  */
-export function formatOwnerRefPrefix(owner: SandboxOwner): string {
+export function formatOwnerRefPrefix(owner: SandboxOwner, key: OwnerRefKey): string {
   check(owner, true);
-  return `${kindToken(owner)}:${owner.uid}:${owner.namespace}/${owner.name}`;
+  if (owner.kind === OWNER_KINDS.fork && !owner.name.endsWith('-'))
+    throw new InvalidOwnerRefError(`fork name prefix ${JSON.stringify(owner.name)} must end in "-"`);
+  return sealed(owner, owner.name, key);
+}
+
+/** `<kind>:<uid>:<mac>:<ns>/<name>`, the MAC over the same without it. */
+function sealed(owner: Omit<SandboxOwner, 'name'>, name: string, key: OwnerRefKey): string {
+  const token = kindToken(owner);
+  const mac = key.mac(signedText(token, owner.uid, owner.namespace, signedName(owner.kind, name)));
+  return `${token}:${owner.uid}:${mac}:${owner.namespace}/${name}`;
+}
+
+function signedText(token: string, uid: string, namespace: string, name: string): string {
+  return `${token}:${uid}:${namespace}/${name}`;
+}
+
+/** What of a name the MAC covers: all of it, except for a fork child the id the node appended after the last `-`. */
+function signedName(kind: OwnerKind, name: string): string {
+  return kind === OWNER_KINDS.fork ? name.slice(0, name.lastIndexOf('-') + 1) : name;
 }
 
 /**
  * Parses a claim_ref: an owner, a legacy `<namespace>/<name>`, or undefined for anything else
- * (no reference, another tool's string). Pure; never throws.
+ * (no reference, another tool's string). With `key`, an owner whose MAC is right comes back
+ * `proven`; without it nothing is proven (listing needs no key). Pure; never throws.
  */
-export function parseOwnerRef(ref: string | undefined): ParsedOwnerRef | undefined {
+export function parseOwnerRef(ref: string | undefined, key?: OwnerRefKey): ParsedOwnerRef | undefined {
   if (!ref) return undefined;
   const first = ref.indexOf(':');
   if (first < 0) {
@@ -123,9 +157,13 @@ export function parseOwnerRef(ref: string | undefined): ParsedOwnerRef | undefin
   const renewed = token.endsWith(RENEW_FLAG);
   const kind = OWNER_KINDS[(renewed ? token.slice(0, -RENEW_FLAG.length) : token) as OwnerKindToken] as OwnerKind | undefined;
   const uid = ref.slice(first + 1, second);
-  const rest = ref.slice(second + 1);
+  let rest = ref.slice(second + 1);
+  // a third `:` ends the MAC (namespaces and names never hold one); without it the reference carries none
+  const third = rest.indexOf(':');
+  const mac = third < 0 ? undefined : rest.slice(0, third);
+  if (third >= 0) rest = rest.slice(third + 1);
   const slash = rest.indexOf('/');
-  if (kind === undefined || slash < 0) return undefined;
+  if (kind === undefined || slash < 0 || (mac !== undefined && mac.length !== MAC_CHARS)) return undefined;
   const owner: SandboxOwner = {
     kind,
     uid,
@@ -138,7 +176,15 @@ export function parseOwnerRef(ref: string | undefined): ParsedOwnerRef | undefin
   } catch {
     return undefined;
   }
+  if (key !== undefined && mac !== undefined && key.verify(signedText(token, uid, owner.namespace, signedName(kind, owner.name)), mac))
+    owner.proven = true;
   return owner;
+}
+
+/** The owner of `ref` when this control plane wrote it (its MAC is right under `key`); else undefined. */
+export function provenOwnerOf(ref: string | undefined, key: OwnerRefKey): SandboxOwner | undefined {
+  const o = parseOwnerRef(ref, key);
+  return isUidOwner(o) && o.proven === true ? o : undefined;
 }
 
 /** An owner with a uid (not legacy). */
