@@ -31,6 +31,12 @@ export function claimControllerMetrics(registry: Registry) {
     'Deliveries seen by the orphan pass, by outcome (adopted, created: a fast-path claim written, bound, released: a second delivery of a claim that holds another, missing, foreign: another owner, unproven: a claim reference this control plane did not write, not_enabled: claim Secrets may not be written in its namespace, error).',
     ['outcome'],
   );
+  const refused = counter(
+    registry,
+    'sandbox_scale_claim_controller_redirects_refused_total',
+    'Addresses a node named (redirect targets, recorded owner addresses) not followed, by reason (unknown: no NodeInventory advertises it, stale: only a Stale one, ambiguous: more than one does).',
+    ['reason'],
+  );
   const renewals = counter(
     registry,
     'sandbox_scale_claim_controller_lease_renewals_total',
@@ -50,6 +56,7 @@ export function claimControllerMetrics(registry: Registry) {
     },
     onRecord: (outcome: string): void => records.inc({ outcome }),
     onOrphan: (outcome: string): void => orphans.inc({ outcome }),
+    onAddressRefused: (reason: string): void => refused.inc({ reason }),
     onRenewal: (outcome: 'renewed' | 'lost' | 'deferred' | 'error'): void => renewals.inc({ outcome }),
     onFastPath: (code: number): void => fastPath.inc({ code: String(code) }),
   };

@@ -180,6 +180,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     coldClaimTimeoutMs: flags.coldClaimTimeout,
     failedNodeCooldownMs: flags.failedNodeCooldown,
     onClaim: metrics.onClaim,
+    onAddressRefused: metrics.onAddressRefused,
   });
   const claimClient = new ClaimClient(kc, ownWrites);
   // Whether claim Secrets may be written in a namespace: asked of RBAC before a VM is claimed there.

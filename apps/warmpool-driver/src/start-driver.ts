@@ -20,7 +20,7 @@ import {
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@sandbox-scale/scale-core';
-import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { KnownNodeAddresses, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import type { Registry } from 'prom-client';
 import { SYNC_REQUEST, WarmPoolReconciler } from './controllers/warmpool-reconciler';
 import { poolMetrics } from './controllers/pool-metrics';
@@ -72,7 +72,8 @@ export function startDriver(opts: StartDriverOptions): RunningDriver {
     parse: (o) => parseObject(NodeInventorySchema, o),
   });
   const clients = opts.fleetToken === '' ? undefined : new SandboxdClientSet({ token: opts.fleetToken });
-  const pusher = clients && new TargetPusher({ clients, log, registry });
+  const known = new KnownNodeAddresses(() => inventories.list());
+  const pusher = clients && new TargetPusher({ clients, known, log, registry });
   const events = createEventRecorder(kc, {
     reportingController: FIELD_MANAGERS.warmpoolDriver,
     reportingInstance: defaultIdentity(),

@@ -1,5 +1,5 @@
 import type { Dispatcher } from 'undici';
-import { normalizeBaseUrl } from './addresses';
+import { normalizeBaseUrl, type AddressRefusal, type KnownNodeAddresses } from './addresses';
 import { SandboxdClient } from './client';
 import { createSandboxdAgent, type SandboxdAgentOptions } from './transport';
 
@@ -10,6 +10,9 @@ export interface SandboxdClientSetOptions extends SandboxdAgentOptions {
   dispatcher?: Dispatcher;
   keepAlive?: boolean;
   followRedirects?: boolean;
+  /** Redirects are followed only to these inventories' addresses (see SandboxdClientOptions.known). */
+  known?: KnownNodeAddresses;
+  onRefused?: (reason: AddressRefusal) => void;
 }
 
 /**
@@ -24,6 +27,7 @@ export class SandboxdClientSet {
   readonly #token: string;
   readonly #keepAlive: boolean;
   readonly #follow: boolean;
+  readonly #known: Pick<SandboxdClientSetOptions, 'known' | 'onRefused'>;
 
   constructor(opts: SandboxdClientSetOptions = {}) {
     this.#ownsDispatcher = opts.dispatcher === undefined;
@@ -31,6 +35,7 @@ export class SandboxdClientSet {
     this.#token = opts.token ?? '';
     this.#keepAlive = opts.keepAlive ?? true;
     this.#follow = opts.followRedirects ?? false;
+    this.#known = { ...(opts.known ? { known: opts.known } : {}), ...(opts.onRefused ? { onRefused: opts.onRefused } : {}) };
   }
 
   /** The client of the node at `baseUrl` (`http://host:port` or `host:port`). */
@@ -48,6 +53,7 @@ export class SandboxdClientSet {
         dispatcher: this.#dispatcher,
         keepAlive: this.#keepAlive,
         followRedirects: this.#follow,
+        ...this.#known,
       });
       this.#clients.set(key, client);
     }

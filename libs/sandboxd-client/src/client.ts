@@ -1,6 +1,6 @@
 import type { Dispatcher } from 'undici';
 import type { z } from 'zod';
-import { normalizeBaseUrl, resolveNodeAddr } from './addresses';
+import { normalizeBaseUrl, resolveNodeAddr, type AddressRefusal, type KnownNodeAddresses } from './addresses';
 import type { CallDeadline } from './deadline-signals';
 import { capacityFrom429, capacityFromRedirect, decodeJson, carriesId, hasId, httpError, parseJson, validate } from './decode';
 import { SandboxdArgumentError, asNodeAtCapacity } from './errors';
@@ -55,6 +55,12 @@ export interface SandboxdClientOptions {
   keepAlive?: boolean;
   /** Follow claim redirects by default (one hop). Default false: a redirect is NodeAtCapacityError. */
   followRedirects?: boolean;
+  /**
+   * When set, a redirect (claim, deleteTemplate) is followed only to addresses these inventories
+   * advertise; the rest are skipped and told to `onRefused`. Every control-plane client sets it.
+   */
+  known?: KnownNodeAddresses;
+  onRefused?: (reason: AddressRefusal) => void;
 }
 
 export interface CallOptions {
@@ -95,6 +101,8 @@ export class SandboxdClient {
   readonly #ownsDispatcher: boolean;
   readonly #keepAlive: boolean;
   readonly #follow: boolean;
+  readonly #known: KnownNodeAddresses | undefined;
+  readonly #onRefused: ((reason: AddressRefusal) => void) | undefined;
 
   constructor(opts: SandboxdClientOptions) {
     this.baseUrl = normalizeBaseUrl(opts.baseUrl);
@@ -104,6 +112,19 @@ export class SandboxdClient {
     this.#endpoint = { dispatcher: opts.dispatcher ?? createSandboxdAgent(), origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
     this.#keepAlive = opts.keepAlive ?? true;
     this.#follow = opts.followRedirects ?? false;
+    this.#known = opts.known;
+    this.#onRefused = opts.onRefused;
+  }
+
+  /** The redirect candidates this client may follow: all of them, or those of known, non-stale inventories. */
+  #followable(candidates: readonly string[]): string[] {
+    const known = this.#known;
+    if (known === undefined) return [...candidates];
+    return candidates.filter((url) => {
+      const r = known.check(url);
+      if ('refused' in r) this.#onRefused?.(r.refused);
+      return !('refused' in r);
+    });
   }
 
   /** A client of another node with the same token, dispatcher and settings. */
@@ -114,6 +135,8 @@ export class SandboxdClient {
       dispatcher: this.#endpoint.dispatcher,
       keepAlive: this.#keepAlive,
       followRedirects: this.#follow,
+      ...(this.#known ? { known: this.#known } : {}),
+      ...(this.#onRefused ? { onRefused: this.#onRefused } : {}),
     });
   }
 
@@ -177,7 +200,7 @@ export class SandboxdClient {
   async deleteTemplate(key: TemplateKey, opts: ClaimOptions = {}): Promise<TemplateDeleteResult> {
     const first = await this.#deleteTemplateAt(this, key, false, opts);
     if (first.deleted || !(opts.followRedirects ?? this.#follow)) return first;
-    for (const url of first.candidates) {
+    for (const url of this.#followable(first.candidates)) {
       try {
         const r = await this.#deleteTemplateAt(this.forNode(url), key, true, opts);
         if (r.deleted) return r;
@@ -285,7 +308,7 @@ export class SandboxdClient {
         body: { ...body, no_redirect: true, ...(redirect.requirePromoted ? { require_promoted: true } : {}) },
       };
       const attempt = (url: string): Promise<ClaimResult> => this.#claimAt(url === this.baseUrl ? this : this.forNode(url), retry, opts);
-      return followRedirect(redirect, this.baseUrl, attempt, opts.signal);
+      return followRedirect(this.#followable(redirect.candidates), this.baseUrl, attempt, opts.signal);
     }
   }
 

@@ -8,7 +8,8 @@ export {
 } from './client';
 export { SandboxdClientSet, type SandboxdClientSetOptions } from './client-set';
 export { createSandboxdAgent, SUCCESS_BODY_LIMIT_BYTES, ERROR_BODY_LIMIT_BYTES, type SandboxdAgentOptions } from './transport';
-export { normalizeBaseUrl, resolveNodeAddr } from './addresses';
+export { KnownNodeAddresses, normalizeBaseUrl, resolveNodeAddr } from './addresses';
+export type { AddressedInventory, AddressRefusal } from './addresses';
 export { CallDeadline, DeadlineSignals, type DeadlineSignalsOptions } from './deadline-signals';
 export {
   NodeAtCapacityError,

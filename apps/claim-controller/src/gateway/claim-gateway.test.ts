@@ -250,3 +250,73 @@ describe('deadlineText', () => {
     expect(deadlineText(new Date('1969-12-31T23:59:59.500Z'))).toBe('1969-12-31T23:59:59Z');
   });
 });
+
+describe('ClaimGateway redirect targets', () => {
+  /** A node stub answering every claim with `answer`, recording the Authorization header of each request it got. */
+  async function stub(answer: () => object): Promise<{ server: Server; addr: string; auth: string[] }> {
+    const auth: string[] = [];
+    const server = createServer((req, res) => {
+      auth.push(req.headers.authorization ?? '');
+      req.resume();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify(answer()));
+    });
+    await new Promise<void>((res) => server.listen(0, '127.0.0.1', () => res()));
+    return { server, addr: `127.0.0.1:${(server.address() as AddressInfo).port}`, auth };
+  }
+
+  it('follows a redirect only to an address a known, non-stale inventory advertises, and counts the rest', async () => {
+    const clients = new SandboxdClientSet({ token: 'root' });
+    const sandbox = (addr: string) => () => ({ id: 'sb_peer', token: 't', deadline: '2099-01-01T00:00:00Z', owner_addr: addr });
+    const outsider = await stub(sandbox('x'));
+    const stale = await stub(sandbox('x'));
+    const peer = await stub(sandbox('x'));
+    // the entry node names a host no inventory advertises, a Stale node and a live peer, in that order
+    const entry = await stub(() => ({ redirect: [outsider.addr, stale.addr, peer.addr] }));
+    const servers = [outsider, stale, peer, entry];
+    try {
+      const inventory = [
+        { metadata: { name: 'entry' }, node: 'entry', address: entry.addr, pools: [{ template: TEMPLATE, warm: 5 }] },
+        {
+          metadata: { name: 'stale' },
+          node: 'stale',
+          address: stale.addr,
+          pools: [],
+          conditions: [{ type: 'Stale', status: 'True' }],
+        },
+        { metadata: { name: 'peer' }, node: 'peer', address: peer.addr, pools: [] },
+      ];
+      const refused: string[] = [];
+      const gateway = gatewayOver(clients, inventory, { onAddressRefused: (r) => refused.push(r) });
+      const a = await gateway.deliver({ namespace: 'ns', name: 'r1', owner, key: poolKeyFor([{ image: TEMPLATE }], undefined) });
+      expect(a).toMatchObject({ node: 'peer', claimId: 'sb_peer' });
+      // neither the claim nor the fleet token ever reached the host the node named, nor the Stale node
+      expect(outsider.auth).toEqual([]);
+      expect(stale.auth).toEqual([]);
+      expect(peer.auth).toEqual(['Bearer root']);
+      expect(refused).toEqual(['unknown', 'stale']);
+    } finally {
+      await clients.close();
+      for (const s of servers) {
+        s.server.closeAllConnections();
+        await new Promise<void>((res) => s.server.close(() => res()));
+      }
+    }
+  });
+
+  it('releases through a recorded address only when a known inventory advertises it', async () => {
+    const clients = new SandboxdClientSet({ token: 'root' });
+    const outsider = await stub(() => ({}));
+    try {
+      const refused: string[] = [];
+      const gateway = gatewayOver(clients, [], { onAddressRefused: (r) => refused.push(r) });
+      await expect(gateway.release({ node: 'gone', claimId: 'sb_1', address: outsider.addr })).rejects.toThrow(/no known address/);
+      expect(outsider.auth).toEqual([]);
+      expect(refused).toEqual(['unknown']);
+    } finally {
+      await clients.close();
+      outsider.server.closeAllConnections();
+      await new Promise<void>((res) => outsider.server.close(() => res()));
+    }
+  });
+});

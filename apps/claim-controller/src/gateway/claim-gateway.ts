@@ -5,6 +5,8 @@ import {
   isNodeAtCapacity as isSandboxdAtCapacity,
   isNotFound as isSandboxNotFound,
   isUnusableReply,
+  KnownNodeAddresses,
+  type AddressRefusal,
   type SandboxdClientSet,
   type CallOptions,
   type ClaimRequest,
@@ -80,6 +82,8 @@ export interface ClaimGatewayOptions {
   /** After a failed claim call (timeout, 5xx, refused), the node is chosen only when no other node can serve, for this long. Default 15 s. */
   failedNodeCooldownMs?: number;
   onClaim?: (outcome: 'delivered' | 'no_capacity' | 'error', seconds: number, how: ClaimHow) => void;
+  /** A node named an address (a redirect target, a recorded owner address) no known, non-stale inventory advertises: not followed. */
+  onAddressRefused?: (reason: AddressRefusal) => void;
 }
 
 /** How a claim was made, for metrics: the fast path or a SandboxClaim, from a warm VM or a cold boot. */
@@ -117,9 +121,33 @@ export class ClaimGateway {
   readonly #failedUntil = new Map<string, number>();
   readonly #deadlines = new DeadlineSignals();
   readonly #o: ClaimGatewayOptions;
+  /** The addresses claims and the fleet token may go to: those the inventories advertise. */
+  readonly #known: KnownNodeAddresses;
 
   constructor(opts: ClaimGatewayOptions) {
     this.#o = opts;
+    this.#known = new KnownNodeAddresses(opts.inventories);
+  }
+
+  /** Counts and logs an address a node named that is not followed; the address is logged, never a token. */
+  #refused(from: string, addr: string, reason: AddressRefusal): void {
+    this.#o.onAddressRefused?.(reason);
+    this.#o.log.warn({ node: from, address: addr, reason }, 'not following an address no known, non-stale NodeInventory advertises');
+  }
+
+  /**
+   * Where `target` is reached: its inventory's address, else the address recorded at delivery
+   * (which the node wrote) only when a known, non-stale inventory advertises it.
+   */
+  #addressOf(target: { node: string; claimId: string; address?: string }, verb: string): string {
+    const inv = this.#o.inventories().find((i) => inventoryName(i) === target.node);
+    if (inv?.address) return inv.address;
+    if (target.address) {
+      const known = this.#known.check(target.address);
+      if (!('refused' in known)) return target.address;
+      this.#refused(target.node, target.address, known.refused);
+    }
+    throw new ReleaseTargetUnknownError(`cannot ${verb} ${target.claimId}: node ${target.node} has no known address`);
   }
 
   get recordQueue(): RecordQueue<FastPathDelivery> | undefined {
@@ -303,7 +331,7 @@ export class ClaimGateway {
     req: WarmRequest,
     c: { claimRef: string; body: ClaimRequest; inventories: readonly InventoryLike[]; tried: Set<string>; o: ClaimAttempt },
   ): Promise<Assignment | undefined> {
-    const { claimRef, body, inventories, tried, o } = c;
+    const { claimRef, body, tried, o } = c;
     if (!isSandboxdAtCapacity(err)) {
       const adopted = await this.#adoptUnknownOutcome(cand, claimRef, err, req.signal);
       if (adopted) return adopted;
@@ -314,8 +342,13 @@ export class ClaimGateway {
     if (o.warm) this.#ledger.exhaust(cand.node, req.key);
     const redirect = asNodeAtCapacity(err)?.candidates ?? [];
     for (const url of redirect) {
-      const peer = inventories.find((i) => i.address !== undefined && url.endsWith(`//${i.address}`));
-      const node = peer ? inventoryName(peer) : url;
+      // the node wrote these: only an address a known, non-stale inventory advertises gets the claim and the fleet token
+      const peer = this.#known.check(url);
+      if ('refused' in peer) {
+        this.#refused(cand.node, url, peer.refused);
+        continue;
+      }
+      const node = peer.node;
       if (tried.has(node)) continue;
       tried.add(node);
       try {
@@ -325,7 +358,7 @@ export class ClaimGateway {
         );
       } catch (peerErr) {
         if (!isSandboxdAtCapacity(peerErr)) throw peerErr;
-        if (peer && o.warm) this.#ledger.exhaust(node, req.key);
+        if (o.warm) this.#ledger.exhaust(node, req.key);
       }
     }
     return undefined;
@@ -360,9 +393,7 @@ export class ClaimGateway {
    */
   async release(target: { node: string; claimId: string; address?: string }, signal?: AbortSignal): Promise<void> {
     this.#requireToken();
-    const inv = this.#o.inventories().find((i) => inventoryName(i) === target.node);
-    const addr = inv?.address || target.address;
-    if (!addr) throw new ReleaseTargetUnknownError(`cannot release ${target.claimId}: node ${target.node} has no known address`);
+    const addr = this.#addressOf(target, 'release');
     await this.#o.clients.forNode(addr).release(target.claimId, signal ? { signal } : {});
   }
 
@@ -377,9 +408,7 @@ export class ClaimGateway {
     signal?: AbortSignal,
   ): Promise<Date | undefined> {
     this.#requireToken();
-    const inv = this.#o.inventories().find((i) => inventoryName(i) === target.node);
-    const addr = inv?.address || target.address;
-    if (!addr) throw new ReleaseTargetUnknownError(`cannot renew ${target.claimId}: node ${target.node} has no known address`);
+    const addr = this.#addressOf(target, 'renew');
     const { deadline } = await this.#call(signal, (bound) => this.#o.clients.forNode(addr).renew(target.claimId, ttlSeconds, bound));
     return deadline ?? undefined;
   }
@@ -391,9 +420,7 @@ export class ClaimGateway {
    */
   async holds(target: { node: string; claimId: string; address?: string }, signal?: AbortSignal): Promise<boolean> {
     this.#requireToken();
-    const inv = this.#o.inventories().find((i) => inventoryName(i) === target.node);
-    const addr = inv?.address || target.address;
-    if (!addr) throw new ReleaseTargetUnknownError(`cannot look up ${target.claimId}: node ${target.node} has no known address`);
+    const addr = this.#addressOf(target, 'look up');
     try {
       await this.#call(signal, (bound) => this.#o.clients.forNode(addr).sandbox(target.claimId, bound));
       return true;

@@ -2,7 +2,7 @@ import PQueue from 'p-queue';
 import type { Registry } from 'prom-client';
 import { counter, type Logger } from '@sandbox-scale/kube-runtime';
 import { LIMITS } from '@sandbox-scale/scale-core';
-import type { NodeInfo, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import type { KnownNodeAddresses, NodeInfo, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { withCarriedOver } from './carry-over';
 import type { NodePoolSpec } from './plan-targets';
 
@@ -27,6 +27,12 @@ export interface PushTarget {
 
 export interface TargetPusherOptions {
   clients: SandboxdClientSet;
+  /**
+   * The addresses the fleet token may be sent to: each advertised by exactly one known, non-stale
+   * NodeInventory. A target's address is checked again right before its PUT, since the
+   * inventory it came from may have turned Stale, or been joined by another claiming the same address.
+   */
+  known: KnownNodeAddresses;
   log: Logger;
   registry: Registry;
   concurrency?: number;
@@ -46,6 +52,7 @@ export class TargetPusher {
   private readonly timeoutMs: number;
   private readonly results;
   private readonly repushes;
+  private readonly refused;
   /** PUTs sent since start (read by the bench). */
   puts = 0;
 
@@ -61,6 +68,12 @@ export class TargetPusher {
       'sandbox_scale_warmpool_driver_repushes_total',
       'Unchanged pool sets PUT again because a node reported a different set after the last PUT.',
       [],
+    );
+    this.refused = counter(
+      opts.registry,
+      'sandbox_scale_warmpool_driver_addresses_refused_total',
+      'Pool sets not PUT because the node address is advertised by no known, non-stale NodeInventory or by more than one, by reason (unknown, stale, ambiguous).',
+      ['reason'],
     );
   }
 
@@ -88,6 +101,16 @@ export class TargetPusher {
   }
 
   private async pushOne(t: PushTarget, signal?: AbortSignal): Promise<PushResult> {
+    const known = this.opts.known.check(t.address);
+    if ('refused' in known || known.node !== t.node) {
+      const reason = 'refused' in known ? known.refused : 'ambiguous';
+      this.refused.inc({ reason });
+      this.opts.log.warn(
+        { node: t.node, address: t.address, reason },
+        'not sending the fleet token to an address no known, non-stale NodeInventory of this node advertises',
+      );
+      return { node: t.node, ok: false, error: `address refused (${reason})` };
+    }
     const timeout = AbortSignal.timeout(this.timeoutMs);
     const body = bodyOf(t);
     this.puts++;
