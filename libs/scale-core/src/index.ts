@@ -214,3 +214,4 @@ export {
   PrototypeKeyError,
   withoutPrototypes,
 } from './json/prototype-keys';
+export { invalidPromotedName, PROMOTED_PREFIX, promotedTemplateName } from './pool-key/promoted-template';

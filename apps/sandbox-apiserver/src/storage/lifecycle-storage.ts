@@ -4,7 +4,9 @@ import {
   formatOwnerRefPrefix,
   formatRfc3339Seconds,
   InvalidError,
+  invalidPromotedName,
   OWNER_KINDS,
+  promotedTemplateName,
   SANDBOX_API_VERSION,
   SANDBOX_GROUP,
   servedObjectName,
@@ -14,6 +16,7 @@ import {
 import { z } from 'zod';
 import { listClaimed } from './claimed-listing';
 import type { SandboxStorage } from './sandbox-storage';
+import { snapshotStatusError } from './snapshot-errors';
 import { isSnapshotAction, SNAPSHOT_ACTIONS, SnapshotStorage } from './snapshot-storage';
 
 const BodySchema = z.looseObject({
@@ -101,6 +104,11 @@ export class LifecycleStorage {
       ]);
     }
     if (action === 'promote' && !body.template) throw new BadRequestError('promote requires a template name');
+    const promoteProblem = action === 'promote' ? invalidPromotedName(body.template ?? '') : undefined;
+    if (promoteProblem !== undefined)
+      throw new InvalidError({ group: SANDBOX_GROUP, kind: OPTION_KINDS.promote ?? 'SandboxPromoteOptions' }, name, [
+        { reason: 'FieldValueInvalid', field: 'template', message: `Invalid value: ${JSON.stringify(body.template)}: ${promoteProblem}` },
+      ]);
     const loc = await this.storage.locate(namespace, name);
     if (loc.claimId === '')
       throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to act by name`);
@@ -155,7 +163,13 @@ export class LifecycleStorage {
         });
       }
       case 'promote': {
-        const r = await client.promote(id, { template: body.template ?? '' }, { signal });
+        // node-wide on the node, so named within the namespace there: it never replaces another
+        // namespace's template, nor a pool's image (promoted-template.ts)
+        const template = promotedTemplateName(namespace, body.template ?? '');
+        const r = await client.promote(id, { template }, { signal }).catch((err: unknown) => {
+          // the node's 409 (a configured pool's template) and the rest keep their meaning
+          throw snapshotStatusError(err, { verb: 'promote', node: loc.node, id, notFoundKind: 'sandboxes' });
+        });
         return result('SandboxPromoteResult', { template: r.key.template, net: r.key.net, size: r.key.size, nodeName: loc.node });
       }
       default: {

@@ -20,6 +20,14 @@ describe('snapshotStatusError', () => {
     expect(s.message).toContain(message);
   });
 
+  it("answers a promote the node refuses with 409 as a 409 saying why, and a 404 as the sandbox's", () => {
+    const promote = { verb: 'promote', node: 'n1', id: 'sb_1', notFoundKind: 'sandboxes' };
+    const conflict = statusForError(snapshotStatusError(http(409, 'template belongs to a configured pool'), promote));
+    expect(conflict).toMatchObject({ code: 409, reason: 'Conflict' });
+    expect(conflict.message).toBe('promote sb_1 on node "n1": template belongs to a configured pool');
+    expect(statusForError(snapshotStatusError(http(404, 'unknown sandbox'), promote)).details?.kind).toBe('sandboxes');
+  });
+
   it('keeps Retry-After of a 503 and gives 429 a retry hint', () => {
     expect(statusForError(snapshotStatusError(http(503, 'busy', 7), ctx)).details?.retryAfterSeconds).toBe(7);
     const capacity = statusForError(snapshotStatusError(new NodeAtCapacityError({ statusCode: 429, message: 'node draining' }), ctx));

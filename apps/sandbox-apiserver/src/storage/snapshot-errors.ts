@@ -8,6 +8,8 @@ export interface SnapshotCallContext {
   readonly node: string;
   /** The snapshot id, or the sandbox's claim id for `snapshot` / `list snapshots`. */
   readonly id: string;
+  /** The kind a 404 names; default the snapshots subresource. */
+  readonly notFoundKind?: string;
 }
 
 /** Status kind for snapshot NotFound: there is no `snapshots` resource, so name the subresource. */
@@ -49,7 +51,7 @@ export function snapshotStatusError(err: unknown, ctx: SnapshotCallContext): Sta
       return new StatusError(
         'NotFound',
         `${where}${detail || ': not found'}`,
-        { name: ctx.id, group: 'agents.x-k8s.io', kind: SNAPSHOT_KIND },
+        { name: ctx.id, group: 'agents.x-k8s.io', kind: ctx.notFoundKind ?? SNAPSHOT_KIND },
         { cause: err },
       );
     case 409:
