@@ -512,13 +512,20 @@ describe('the sandbox-scale chart', () => {
         ['update', 'sandboxclaims', { group: ext, subresource: 'status', allowed: false }],
         ['update', 'sandboxwarmpools', { group: ext, allowed: false }],
         ['delete', 'nodeinventories', { group: ext, allowed: false }],
+        ['create', 'events', { group: 'events.k8s.io', namespace: 'team-x', allowed: true }],
+        ['create', 'events', { namespace: 'team-x', allowed: false }],
       ],
       'warmpool-driver': [
-        ['update', 'sandboxwarmpools', { group: ext, subresource: 'status', allowed: true }],
-        ['patch', 'sandboxwarmpools', { group: ext, allowed: true }],
+        // status by server-side apply; the pools themselves it only reads
+        ['patch', 'sandboxwarmpools', { group: ext, subresource: 'status', allowed: true }],
+        ['update', 'sandboxwarmpools', { group: ext, subresource: 'status', allowed: false }],
+        ['patch', 'sandboxwarmpools', { group: ext, allowed: false }],
+        ['update', 'sandboxwarmpools', { group: ext, subresource: 'finalizers', allowed: false }],
         ['watch', 'sandboxtemplates', { group: ext, allowed: true }],
         ['list', 'nodeinventories', { group: ext, allowed: true }],
-        ['create', 'events', { namespace: 'team-x', allowed: true }],
+        // events.k8s.io, the only events API the apps write
+        ['create', 'events', { group: 'events.k8s.io', namespace: 'team-x', allowed: true }],
+        ['create', 'events', { namespace: 'team-x', allowed: false }],
         ['get', 'leases', { group: 'coordination.k8s.io', namespace: '<release>', allowed: true }],
         ['update', 'sandboxtemplates', { group: ext, allowed: false }],
         ['patch', 'sandboxclaims', { group: ext, allowed: false }],
@@ -531,13 +538,17 @@ describe('the sandbox-scale chart', () => {
         // the parts of a split inventory it no longer needs (it may already patch any inventory)
         ['delete', 'nodeinventories', { group: ext, name: 'node-a.part-1', allowed: true }],
         ['watch', 'nodeinventories', { group: ext, allowed: true }],
+        ['update', 'nodeinventories', { group: ext, name: 'node-a', allowed: false }],
+        ['create', 'events', { group: 'events.k8s.io', namespace: 'team-x', allowed: false }],
         ['list', 'sandboxclaims', { group: ext, allowed: false }],
         ['get', 'secrets', { allowed: false }],
       ],
       'sandbox-apiserver': [
         ['watch', 'nodeinventories', { group: ext, allowed: true }],
-        ['list', 'sandboxwarmpools', { group: ext, allowed: true }],
-        ['get', 'sandboxtemplates', { group: ext, allowed: true }],
+        // it serves sandboxes from the inventories and claims; pools and templates it never reads
+        ['list', 'sandboxwarmpools', { group: ext, allowed: false }],
+        ['get', 'sandboxtemplates', { group: ext, allowed: false }],
+        ['create', 'events', { group: 'events.k8s.io', namespace: 'team-x', allowed: false }],
         // it follows claims to serve a claim's Sandbox the moment the claim is Ready; it never writes them
         ['list', 'sandboxclaims', { group: ext, allowed: true }],
         ['watch', 'sandboxclaims', { group: ext, allowed: true }],
