@@ -44,7 +44,8 @@ export class ProbeServer {
 
   async listen(addr: BindAddress): Promise<BindAddress> {
     const server = createServer(guardRequests((req, res) => this.handle(req, res), { log: this.opts.log }));
-    limitServer(server, { requestTimeoutMs: 10_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000 });
+    // probes and scrapes only: a few connections at a time
+    limitServer(server, { requestTimeoutMs: 10_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxConnections: 256 });
     this.server = server;
     await new Promise<void>((resolve, reject) => {
       server.once('error', reject);

@@ -100,6 +100,39 @@ describe('limitServer', () => {
     expect(server.requestTimeout).toBe(20_000);
     expect(server.headersTimeout).toBe(20_000);
     expect(server.maxHeadersCount).toBe(200);
+    expect(server.maxConnections).toBe(10_000);
+  });
+
+  it('closes a connection past maxConnections as it arrives, and serves another caller once one ends', async () => {
+    const server = createServer((_req, res) => res.end('ok'));
+    limitServer(server, { maxConnections: 3 });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
+    const port = (server.address() as AddressInfo).port;
+    const held = await Promise.all(
+      [0, 1, 2].map(
+        () =>
+          new Promise<ReturnType<typeof connect>>((resolve, reject) => {
+            const s = connect(port, '127.0.0.1', () => resolve(s));
+            s.on('error', reject);
+          }),
+      ),
+    );
+    // a reset counts as closed: what matters is that no answer came
+    const attempt = (text: string): Promise<string> => raw(port, text).catch(() => '');
+    try {
+      // the fourth is closed by the server before it can be answered
+      const extra = await attempt('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect(extra).toBe('');
+      held[0]?.destroy();
+      // the slot comes back once the server has seen the close
+      let answer = '';
+      for (let i = 0; i < 50 && !answer.startsWith('HTTP/1.1 200'); i++)
+        answer = await attempt('GET / HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n');
+      expect(answer.startsWith('HTTP/1.1 200')).toBe(true);
+    } finally {
+      for (const s of held) s.destroy();
+      await new Promise<void>((resolve) => server.close(() => resolve()));
+    }
   });
 });
 

@@ -59,6 +59,11 @@ export interface ServerLimits {
   readonly keepAliveTimeoutMs?: number;
   /** Headers past this count are dropped, not parsed. */
   readonly maxHeadersCount?: number;
+  /**
+   * Connections held open at once; one past it is closed as it arrives, so a single caller
+   * opening sockets without end runs the server out of file descriptors and memory never.
+   */
+  readonly maxConnections?: number;
 }
 
 export const DEFAULT_SERVER_LIMITS: Required<ServerLimits> = {
@@ -66,9 +71,10 @@ export const DEFAULT_SERVER_LIMITS: Required<ServerLimits> = {
   requestTimeoutMs: 60_000,
   keepAliveTimeoutMs: 90_000,
   maxHeadersCount: 200,
+  maxConnections: 10_000,
 };
 
-/** Applies request/header timeouts and header caps; node then answers 408/431/400 itself and closes. */
+/** Applies request/header timeouts, header and connection caps; node then answers 408/431/400 itself and closes. */
 export function limitServer(server: Server, limits: ServerLimits = {}): void {
   const l = { ...DEFAULT_SERVER_LIMITS, ...limits };
   server.requestTimeout = l.requestTimeoutMs;
@@ -76,6 +82,7 @@ export function limitServer(server: Server, limits: ServerLimits = {}): void {
   server.headersTimeout = Math.min(l.headersTimeoutMs, l.requestTimeoutMs);
   server.keepAliveTimeout = l.keepAliveTimeoutMs;
   server.maxHeadersCount = l.maxHeadersCount;
+  server.maxConnections = l.maxConnections;
 }
 
 /**
