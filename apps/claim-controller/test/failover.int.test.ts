@@ -39,7 +39,8 @@ import {
 } from './fixtures';
 
 /** The key every process of this test proves claim references with. */
-const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
+const CLAIM_REF_KEY_TEXT = randomBytes(32).toString('base64');
+const CLAIM_REF_KEY = OwnerRefKey.fromText(CLAIM_REF_KEY_TEXT);
 
 /**
  * Two replicas behind the leader Lease. The leader delivers a burst of claims but cannot record
@@ -103,7 +104,7 @@ afterAll(async () => {
 
 it('after the leader is killed mid-burst, the new leader finds every earlier delivery with one list per node, claims nothing twice and releases nothing', async () => {
   limited = await kubeconfigWithoutStatusWrites(kc, ns, `claim-controller-failover-${suffix}`);
-  const spawned = spawnClaimController(limited.file, [...leaderArgs(ns), '--orphan-interval', '1h'], TOKEN);
+  const spawned = spawnClaimController(limited.file, [...leaderArgs(ns), '--orphan-interval', '1h'], TOKEN, CLAIM_REF_KEY_TEXT);
   child = spawned.child;
   // created once the process leads: it claims them without looking for earlier deliveries on other suites' nodes
   const oldLeader = await newerThanLeadership(kc, ns);

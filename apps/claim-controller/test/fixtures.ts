@@ -263,6 +263,8 @@ export function spawnClaimController(
   kubeconfig: string,
   args: readonly string[],
   token = ROOT_TOKEN,
+  /** The claim reference key, base64, as its Secret holds it: the one an in-process replica of the same test proves references with. */
+  claimRefKey: string,
 ): { child: ChildProcess; exited: Promise<void> } {
   const tokenFile = join(mkdtempSync(join(tmpdir(), 'cc-token-')), 'token');
   writeFileSync(tokenFile, `${token}\n`);
@@ -287,7 +289,7 @@ export function spawnClaimController(
     {
       cwd: process.cwd(),
       stdio: ['ignore', process.env.CC_DEBUG ? 'inherit' : 'ignore', 'inherit'],
-      env: { ...process.env, LOG_LEVEL: process.env.CC_DEBUG ? 'info' : 'error' },
+      env: { ...process.env, LOG_LEVEL: process.env.CC_DEBUG ? 'info' : 'error', SANDBOX_SCALE_CLAIM_REF_KEY: claimRefKey },
     },
   );
   const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));

@@ -35,7 +35,8 @@ import {
 import { OwnerRefKey } from '@sandbox-scale/scale-core';
 
 /** The key every process of this test proves claim references with. */
-const CLAIM_REF_KEY = new OwnerRefKey(randomBytes(32));
+const CLAIM_REF_KEY_TEXT = randomBytes(32).toString('base64');
+const CLAIM_REF_KEY = OwnerRefKey.fromText(CLAIM_REF_KEY_TEXT);
 
 const suffix = runSuffix();
 const IMAGE = `registry.local/cc-restart-${suffix}:1`;
@@ -78,7 +79,7 @@ afterAll(async () => {
 
 it('binds every delivery after a SIGKILL between delivery and record, claiming nothing twice and releasing nothing', async () => {
   limited = await kubeconfigWithoutStatusWrites(kc, ns, `claim-controller-no-status-${suffix}`);
-  const spawned = spawnClaimController(limited.file, [...leaderArgs(ns), '--orphan-interval', '1h'], TOKEN);
+  const spawned = spawnClaimController(limited.file, [...leaderArgs(ns), '--orphan-interval', '1h'], TOKEN, CLAIM_REF_KEY_TEXT);
   child = spawned.child;
   const exited = spawned.exited;
   // created once the process leads: it claims them without looking for earlier deliveries on other suites' nodes
