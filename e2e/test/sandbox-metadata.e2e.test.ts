@@ -3,6 +3,7 @@ import { RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/clien
 import { eventually, kubectl, runSuffix, type RunResult, kubectlOk } from '../src/index';
 import { applyWarmPool, startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
+import { SYSTEM_NAMESPACE } from '../src/system/local-system';
 
 // Labels and annotations users put on sandboxes, as kubectl puts them: label, annotate, patch
 // (merge and JSON), selected with -l, seen as a MODIFIED watch event, and still there after the
@@ -215,10 +216,12 @@ describe('labels and annotations users set on sandboxes', () => {
       },
       { timeoutMs: 60_000, intervalMs: 500 },
     );
-    // one ConfigMap for the namespace, in sandbox-apiserver's own namespace
+    // one ConfigMap for the namespace, in sandbox-apiserver's own namespace (other suites sharing
+    // the cluster keep theirs, each labelled with its own namespace)
     const cms = JSON.parse(
-      (await k(['get', 'configmaps', '-A', '-l', 'sandbox.cocoonstack.io/sandbox-metadata-of', '-o', 'json'])).stdout,
+      (await k(['get', 'configmaps', '-A', '-l', `sandbox.cocoonstack.io/sandbox-metadata-of=${ns}`, '-o', 'json'])).stdout,
     ) as { items: KubernetesObject[] };
     expect(cms.items.map((c) => c.metadata?.name)).toEqual([`sandbox-metadata.${ns}`]);
+    expect(cms.items.map((c) => c.metadata?.namespace)).toEqual([SYSTEM_NAMESPACE]);
   });
 });
