@@ -86,6 +86,14 @@ export const SandboxApiserverFlagsSchema = z.object({
     .min(1)
     .default(DEFAULT_INFLIGHT_CAPS.maxWatchesPerUser)
     .describe('Open watches of one user; more are answered 429'),
+  maxWatchesPerNamespace: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_INFLIGHT_CAPS.maxWatchesPerNamespace)
+    .describe(
+      "Open watches of one namespace, all its users together (a tenant's ServiceAccounts share it); more are answered 429. Watches across all namespaces count against the user and overall caps only",
+    ),
   maxRequestsPerUser: z.coerce
     .number()
     .int()
@@ -130,6 +138,11 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     leaseTtlSeconds: Math.ceil(flags.sandboxLeaseTtl / 1000),
     leaseRenewalsPerSecond: flags.leaseRenewalsPerSecond,
     noticePublisher: flags.noticePublisher,
-    inflight: { maxWatches: flags.maxWatches, maxWatchesPerUser: flags.maxWatchesPerUser, maxRequestsPerUser: flags.maxRequestsPerUser },
+    inflight: {
+      maxWatches: flags.maxWatches,
+      maxWatchesPerUser: flags.maxWatchesPerUser,
+      maxWatchesPerNamespace: flags.maxWatchesPerNamespace,
+      maxRequestsPerUser: flags.maxRequestsPerUser,
+    },
   };
 }

@@ -218,7 +218,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     if (user === undefined) throw new StatusError('Unauthorized', 'Unauthorized');
     const info = requestInfoOf(req.method ?? 'GET', url);
     // held until the response ends or the connection drops, so a watch holds its slot while open
-    res.once('close', inflight.acquire(user.username, info.verb === 'watch'));
+    res.once('close', inflight.acquire(user.username, info.verb === 'watch', info.isResource ? info.namespace : undefined));
     if (authorizer !== undefined) {
       const d = await authorizer.authorize(user, info);
       if (!d.allowed) throw new StatusError('Forbidden', forbiddenMessage({ user: user.username, reason: d.reason, ...info }));

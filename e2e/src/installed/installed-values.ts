@@ -17,7 +17,12 @@ export const PUBLISH_INTERVAL = '1s';
  * faults).
  */
 export const CLAIM_CONTROLLER_ARGS = ['--orphan-interval=2s', '--record-attempts=2'];
-export const SANDBOX_APISERVER_ARGS = [`--max-watches-per-user=${MAX_WATCHES_PER_USER}`];
+/** Open watches per namespace on sandbox-apiserver (tenant-bounds fills it with several users). */
+export const MAX_WATCHES_PER_NAMESPACE = 2 * MAX_WATCHES_PER_USER;
+export const SANDBOX_APISERVER_ARGS = [
+  `--max-watches-per-user=${MAX_WATCHES_PER_USER}`,
+  `--max-watches-per-namespace=${MAX_WATCHES_PER_NAMESPACE}`,
+];
 
 /** The `helm install` arguments beyond image registry, tag and pull policy. */
 export function installedSuiteHelmArgs(): string[] {

@@ -3,7 +3,7 @@ import { InflightLimits } from './inflight-limits';
 
 describe('InflightLimits', () => {
   it('refuses watches past the per-user and overall caps with 429, and frees slots on release', () => {
-    const limits = new InflightLimits({ maxWatches: 3, maxWatchesPerUser: 2, maxRequestsPerUser: 1 });
+    const limits = new InflightLimits({ maxWatches: 3, maxWatchesPerUser: 2, maxWatchesPerNamespace: 10, maxRequestsPerUser: 1 });
     const a1 = limits.acquire('alice', true);
     limits.acquire('alice', true);
     let refused: unknown;
@@ -23,7 +23,7 @@ describe('InflightLimits', () => {
   });
 
   it('counts other requests per user apart from watches and forgets users without slots', () => {
-    const limits = new InflightLimits({ maxWatches: 10, maxWatchesPerUser: 10, maxRequestsPerUser: 1 });
+    const limits = new InflightLimits({ maxWatches: 10, maxWatchesPerUser: 10, maxWatchesPerNamespace: 10, maxRequestsPerUser: 1 });
     const release = limits.acquire('alice', false);
     expect(() => limits.acquire('alice', false)).toThrow(/concurrent requests of user "alice"/);
     expect(() => limits.acquire('alice', true)).not.toThrow();
@@ -31,5 +31,30 @@ describe('InflightLimits', () => {
     release();
     expect(limits.identities).toBe(2);
     expect(() => limits.acquire('alice', false)).not.toThrow();
+  });
+
+  it('caps the watches of one namespace over all its identities, while another namespace and cluster-wide watches are served', () => {
+    const limits = new InflightLimits({ maxWatches: 100, maxWatchesPerUser: 10, maxWatchesPerNamespace: 3, maxRequestsPerUser: 10 });
+    // three ServiceAccounts of team-a, one watch each: the namespace is full
+    const held = ['sa-1', 'sa-2', 'sa-3'].map((sa) => limits.acquire(`system:serviceaccount:team-a:${sa}`, true, 'team-a'));
+    let refused: unknown;
+    try {
+      limits.acquire('system:serviceaccount:team-a:sa-4', true, 'team-a');
+    } catch (err) {
+      refused = err;
+    }
+    const status = statusForError(refused);
+    expect(status).toMatchObject({ code: 429, reason: 'TooManyRequests', details: { retryAfterSeconds: 1 } });
+    expect(status.message).toContain('watches in namespace "team-a"');
+    // another tenant is still served, and so is a watch across all namespaces
+    expect(() => limits.acquire('system:serviceaccount:team-b:sa-1', true, 'team-b')).not.toThrow();
+    expect(() => limits.acquire('system:serviceaccount:team-a:sa-4', true)).not.toThrow();
+    // a request that is not a watch takes no namespace slot
+    expect(() => limits.acquire('system:serviceaccount:team-a:sa-4', false, 'team-a')).not.toThrow();
+    held[0]?.();
+    held[0]?.();
+    expect(() => limits.acquire('system:serviceaccount:team-a:sa-4', true, 'team-a')).not.toThrow();
+    expect(() => limits.acquire('system:serviceaccount:team-a:sa-5', true, 'team-a')).toThrow(/namespace "team-a"/);
+    expect(limits.namespaces).toBe(2);
   });
 });

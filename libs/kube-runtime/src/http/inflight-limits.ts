@@ -5,11 +5,21 @@ export interface InflightCaps {
   readonly maxWatches: number;
   /** Open watches of one identity. */
   readonly maxWatchesPerUser: number;
+  /**
+   * Open watches in one namespace, of every identity together: a tenant's ServiceAccounts share
+   * it, so one namespace cannot fill the overall cap by minting identities.
+   */
+  readonly maxWatchesPerNamespace: number;
   /** Requests of one identity being served at once, watches not included. */
   readonly maxRequestsPerUser: number;
 }
 
-export const DEFAULT_INFLIGHT_CAPS: InflightCaps = { maxWatches: 4096, maxWatchesPerUser: 256, maxRequestsPerUser: 400 };
+export const DEFAULT_INFLIGHT_CAPS: InflightCaps = {
+  maxWatches: 4096,
+  maxWatchesPerUser: 256,
+  maxWatchesPerNamespace: 1024,
+  maxRequestsPerUser: 400,
+};
 
 function tooMany(what: string): StatusError {
   return new StatusError('TooManyRequests', `too many ${what}, please try again later`, { retryAfterSeconds: 1 });
@@ -23,27 +33,35 @@ function tooMany(what: string): StatusError {
 export class InflightLimits {
   #watches = 0;
   readonly #watchesOf = new Map<string, number>();
+  readonly #watchesIn = new Map<string, number>();
   readonly #requestsOf = new Map<string, number>();
 
   constructor(private readonly caps: InflightCaps = DEFAULT_INFLIGHT_CAPS) {}
 
-  /** Takes a slot for `user` or throws 429; the returned release is idempotent. */
-  acquire(user: string, watch: boolean): () => void {
+  /**
+   * Takes a slot for `user` or throws 429; the returned release is idempotent. A watch of one
+   * namespace (`namespace` set) also takes a slot of that namespace; one across all namespaces
+   * counts against the user and overall caps only.
+   */
+  acquire(user: string, watch: boolean, namespace?: string): () => void {
     const perUser = watch ? this.#watchesOf : this.#requestsOf;
     const held = perUser.get(user) ?? 0;
+    const inNamespace = watch && namespace ? namespace : undefined;
     if (watch) {
       if (this.#watches >= this.caps.maxWatches) throw tooMany('watches');
       if (held >= this.caps.maxWatchesPerUser) throw tooMany(`watches of user "${user}"`);
+      if (inNamespace !== undefined && (this.#watchesIn.get(inNamespace) ?? 0) >= this.caps.maxWatchesPerNamespace)
+        throw tooMany(`watches in namespace "${inNamespace}"`);
     } else if (held >= this.caps.maxRequestsPerUser) throw tooMany(`concurrent requests of user "${user}"`);
     perUser.set(user, held + 1);
+    if (inNamespace !== undefined) this.#watchesIn.set(inNamespace, (this.#watchesIn.get(inNamespace) ?? 0) + 1);
     if (watch) this.#watches++;
     let released = false;
     return () => {
       if (released) return;
       released = true;
-      const now = (perUser.get(user) ?? 1) - 1;
-      if (now <= 0) perUser.delete(user);
-      else perUser.set(user, now);
+      decrement(perUser, user);
+      if (inNamespace !== undefined) decrement(this.#watchesIn, inNamespace);
       if (watch) this.#watches--;
     };
   }
@@ -56,4 +74,15 @@ export class InflightLimits {
   get identities(): number {
     return new Set([...this.#watchesOf.keys(), ...this.#requestsOf.keys()]).size;
   }
+
+  /** Namespaces holding a watch slot (entries go with their last watch). */
+  get namespaces(): number {
+    return this.#watchesIn.size;
+  }
+}
+
+function decrement(counts: Map<string, number>, key: string): void {
+  const now = (counts.get(key) ?? 1) - 1;
+  if (now <= 0) counts.delete(key);
+  else counts.set(key, now);
 }
