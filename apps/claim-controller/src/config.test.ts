@@ -27,6 +27,15 @@ describe('claim-controller flags', () => {
       fastPathRecordDefer: 0,
     });
   });
+  it('caps the connections the fast path holds (10,000 unless told), and names a cap of 0', () => {
+    expect(parseFlags(ClaimControllerFlagsSchema, { ...opts, argv: [] })).toMatchObject({ fastPathMaxConnections: 10_000 });
+    expect(parseFlags(ClaimControllerFlagsSchema, { ...opts, argv: ['--fast-path-max-connections=64'] })).toMatchObject({
+      fastPathMaxConnections: 64,
+    });
+    expect(() => parseFlags(ClaimControllerFlagsSchema, { ...opts, argv: ['--fast-path-max-connections=0'] })).toThrow(
+      /--fast-path-max-connections/,
+    );
+  });
   it('names the bad flag', () => {
     expect(() => parseFlags(ClaimControllerFlagsSchema, { ...opts, argv: ['--record-attempts=0'] })).toThrow(/--record-attempts/);
   });

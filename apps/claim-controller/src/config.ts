@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { bindAddressFlag, durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
+import { bindAddressFlag, DEFAULT_SERVER_LIMITS, durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
 import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
 
 const count = (dflt: number, min = 1) => z.coerce.number().int().min(min).default(dflt);
@@ -30,6 +30,9 @@ export const ClaimControllerFlagsSchema = z.object({
     ),
   fastPathBindAddress: bindAddressFlag(':8443').describe('Where the HTTPS fast path POST /v1/claims listens (0 turns it off)'),
   fastPathMaxInflightPerUser: count(400).describe('Fast-path claims one user may have in flight at once; more are answered 429'),
+  fastPathMaxConnections: count(DEFAULT_SERVER_LIMITS.maxConnections).describe(
+    'Connections the fast path holds open at once; one past it is closed as it arrives, so one caller opening sockets without end cannot take them from every other',
+  ),
   tlsCertFile: z
     .string()
     .default('')

@@ -275,6 +275,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
         port: bind.port,
         certFile: flags.tlsCertFile,
         keyFile: flags.tlsPrivateKeyFile,
+        maxConnections: flags.fastPathMaxConnections,
         log,
         deps: {
           authorizer: new ReviewAuthorizer(fastPathAuth(kc, flags.fastPathAudiences)),

@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { DEFAULT_INFLIGHT_CAPS, durationFlag } from '@sandbox-scale/kube-runtime';
+import { DEFAULT_INFLIGHT_CAPS, DEFAULT_SERVER_LIMITS, durationFlag } from '@sandbox-scale/kube-runtime';
 import type { OwnerRefKey } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import type { SandboxApiserverConfig } from './server';
@@ -94,6 +94,14 @@ export const SandboxApiserverFlagsSchema = z.object({
     .describe(
       "Open watches of one namespace, all its users together (a tenant's ServiceAccounts share it); more are answered 429. Watches across all namespaces count against the user and overall caps only",
     ),
+  maxConnections: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_SERVER_LIMITS.maxConnections)
+    .describe(
+      'Connections held open at once (kept-alive and watches included); one past it is closed as it arrives, so one caller opening sockets without end cannot take them from every other',
+    ),
   maxRequestsPerUser: z.coerce
     .number()
     .int()
@@ -138,6 +146,7 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     leaseTtlSeconds: Math.ceil(flags.sandboxLeaseTtl / 1000),
     leaseRenewalsPerSecond: flags.leaseRenewalsPerSecond,
     noticePublisher: flags.noticePublisher,
+    maxConnections: flags.maxConnections,
     inflight: {
       maxWatches: flags.maxWatches,
       maxWatchesPerUser: flags.maxWatchesPerUser,

@@ -101,6 +101,8 @@ export interface SandboxApiserverConfig {
   readonly noticePublisher?: string;
   /** Concurrency caps (429 past them); defaults in DEFAULT_INFLIGHT_CAPS. */
   readonly inflight?: Partial<InflightCaps>;
+  /** Connections held open at once; default DEFAULT_SERVER_LIMITS.maxConnections. */
+  readonly maxConnections?: number;
   readonly log?: Logger;
   readonly rng?: Rng;
   /** Where /metrics reads from (main.ts adds the process metrics); default a registry of its own. */
@@ -267,7 +269,12 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     guardRequests(serve, { log, fail: (res, err) => sendStatus(res, err) }),
   );
   // a watch is a long response, not a long request: the request deadline does not end it
-  limitServer(server, { keepAliveTimeoutMs: 120_000, headersTimeoutMs: 30_000, requestTimeoutMs: 60_000 });
+  limitServer(server, {
+    keepAliveTimeoutMs: 120_000,
+    headersTimeoutMs: 30_000,
+    requestTimeoutMs: 60_000,
+    ...(config.maxConnections !== undefined ? { maxConnections: config.maxConnections } : {}),
+  });
   authConfig?.onChange((cfg) => server.setSecureContext({ cert: serving.cert, key: serving.key, ca: acceptedCasOf(cfg) }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);

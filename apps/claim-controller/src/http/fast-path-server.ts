@@ -13,6 +13,8 @@ export interface FastPathServerOptions {
   keyFile: string;
   deps: ClaimHandlerDeps;
   log: Logger;
+  /** Connections held open at once; default DEFAULT_SERVER_LIMITS.maxConnections. */
+  maxConnections?: number;
 }
 
 async function servingCert(o: FastPathServerOptions): Promise<{ cert: string; key: string }> {
@@ -33,7 +35,11 @@ export async function startFastPathServer(o: FastPathServerOptions): Promise<{ u
       fail: (res, err) => sendKubeStatus(res, statusForError(err)),
     }),
   );
-  limitServer(server, { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000 });
+  limitServer(server, {
+    headersTimeoutMs: 10_000,
+    requestTimeoutMs: 30_000,
+    ...(o.maxConnections !== undefined ? { maxConnections: o.maxConnections } : {}),
+  });
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(o.port, o.host, () => resolve());
