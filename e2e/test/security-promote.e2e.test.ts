@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { grantEditRole } from '../src/testing/tenant-role';
 import { promotedTemplateName } from '@sandbox-scale/scale-core';
 import { eventually, kubectl, REPO_ROOT, runSuffix } from '../src/index';
 import { runProcess } from '../src/system/run-command';
@@ -54,18 +54,10 @@ async function deleteTemplate(key: { template: string; net: string; size: string
 
 beforeAll(async () => {
   sys = await startSuiteSystem({ namespaces: [nsA, nsB], local: { nodes: 1, speed: 0, publishInterval: '1s' } });
-  const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   for (const ns of [nsA, nsB]) {
     const user = await sys.tenant(ns, 'editor');
     kubeconfigs[ns] = user.path;
-    await rbac.createNamespacedRoleBinding({
-      namespace: ns,
-      body: {
-        metadata: { name: 'editor-edit' },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-        subjects: [{ kind: 'ServiceAccount', name: 'editor', namespace: ns }],
-      },
-    });
+    await grantEditRole(sys.kubeConfig, ns, 'editor');
   }
   await applyWarmPool(sys, nsA, { image: IMAGE_A, replicas: 2 });
   await applyWarmPool(sys, nsB, { image: IMAGE_B, replicas: 2 });

@@ -1,4 +1,4 @@
-import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { grantEditRole } from '../src/testing/tenant-role';
 import { Agent, request } from 'undici';
 import { FAST_PATH_AUDIENCE, NODE_NOTICE_PATH } from '@sandbox-scale/scale-core';
 import { eventually, kubeconfigForServiceAccount, kubectl, runSuffix, serviceAccountToken } from '../src/index';
@@ -131,14 +131,7 @@ beforeAll(async () => {
     token: user.token,
     fastPathToken: await serviceAccountToken(sys.kubeConfig, ns, 'editor', [FAST_PATH_AUDIENCE]),
   };
-  await sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
-    namespace: ns,
-    body: {
-      metadata: { name: 'editor-edit' },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-      subjects: [{ kind: 'ServiceAccount', name: 'editor', namespace: ns }],
-    },
-  });
+  await grantEditRole(sys.kubeConfig, ns, 'editor');
   await applyWarmPool(sys, ns, { image: IMAGE, replicas: 3 });
   await waitPoolReady(sys, ns, 3, { atLeast: true, timeoutMs: 120_000 });
   // the aggregated edit role reaches the tenant once kube-controller-manager has folded it in

@@ -1,4 +1,5 @@
 import { CoreV1Api, RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { grantEditRole } from '../src/testing/tenant-role';
 import { Agent, request } from 'undici';
 import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
 import { eventually, kubectl, runSuffix, serviceAccountToken, type RunResult } from '../src/index';
@@ -142,7 +143,7 @@ beforeAll(async () => {
     });
   // alice edits her namespace (the chart folds sandboxes and the claim CRDs into edit)
   await userKubeconfig(ns, 'alice');
-  await bind(ns, 'alice-edit', { kind: 'ClusterRole', name: 'edit' }, { name: 'alice', namespace: ns });
+  await grantEditRole(kc, ns, 'alice');
   // mallory, in the same namespace, may only create and delete sandboxclaims
   await userKubeconfig(ns, 'mallory');
   await rbac.createNamespacedRole({

@@ -1,5 +1,5 @@
 import { request as httpsRequest } from 'node:https';
-import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
+import { grantEditRole } from '../src/testing/tenant-role';
 import { eventually, runSuffix } from '../src/index';
 import { MAX_WATCHES_PER_NAMESPACE, MAX_WATCHES_PER_USER, SANDBOX_APISERVER_ARGS } from '../src/installed/installed-values';
 import { startSuiteSystem } from '../src/system/suite-system';
@@ -57,21 +57,13 @@ beforeAll(async () => {
     namespaces: [busyNs, otherNs],
     local: { nodes: 1, speed: 0, extraArgs: { 'sandbox-apiserver': SANDBOX_APISERVER_ARGS } },
   });
-  const rbac = sys.kubeConfig.makeApiClient(RbacAuthorizationV1Api);
   const users: [string, string][] = [
     ...Array.from({ length: BUSY_USERS }, (_, i): [string, string] => [busyNs, `sa-${i}`]),
     [otherNs, 'sa-0'],
   ];
   for (const [ns, name] of users) {
     tokens.set(`${ns}/${name}`, (await sys.tenant(ns, name)).token);
-    await rbac.createNamespacedRoleBinding({
-      namespace: ns,
-      body: {
-        metadata: { name: `${name}-edit` },
-        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
-        subjects: [{ kind: 'ServiceAccount', name, namespace: ns }],
-      },
-    });
+    await grantEditRole(sys.kubeConfig, ns, name);
   }
   // RBAC is in force once a watch is served (a refusal is not cached for long)
   for (const [ns, name] of users)

@@ -13,3 +13,18 @@ export async function grantTenantRole(kc: KubeConfig, namespace: string, name: s
     },
   });
 }
+
+/**
+ * Binds the chart's aggregated `edit` ClusterRole to the namespace's ServiceAccount `name`: a
+ * tenant exactly as a platform team makes one.
+ */
+export async function grantEditRole(kc: KubeConfig, namespace: string, name: string): Promise<void> {
+  await kc.makeApiClient(RbacAuthorizationV1Api).createNamespacedRoleBinding({
+    namespace,
+    body: {
+      metadata: { name: `${name}-edit` },
+      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: 'edit' },
+      subjects: [{ kind: 'ServiceAccount', name, namespace }],
+    },
+  });
+}
