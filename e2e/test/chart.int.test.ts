@@ -421,7 +421,34 @@ describe('the sandbox-scale chart', () => {
       'inventoryPublisher.nodePolicy.enabled=false',
     ]);
     expect(off.code).toBe(0);
-    expect(renderedDocs(off.stdout).filter((d) => d.kind.startsWith('ValidatingAdmissionPolicy'))).toEqual([]);
+    expect(
+      renderedDocs(off.stdout).filter((d) => d.kind.startsWith('ValidatingAdmissionPolicy') && d.metadata.name === policyName),
+    ).toEqual([]);
+  });
+
+  it("confines claim-controller's Secret writes to claims' token Secrets with an admission policy by default, accepted by the server", async () => {
+    const policyName = `${fullname}-claim-secrets`;
+    const out = await helmTemplate(['--show-only', 'templates/claim-controller-secret-policy.yaml']);
+    const docs = renderedDocs(out);
+    expect(docs.map((d) => `${d.apiVersion ?? ''} ${d.kind} ${d.metadata.name}`)).toEqual([
+      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy ${policyName}`,
+      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding ${policyName}`,
+    ]);
+    const spec = (docs[0]?.spec ?? {}) as {
+      failurePolicy?: string;
+      matchConstraints?: { resourceRules?: { resources?: string[] }[] };
+      matchConditions?: { expression?: string }[];
+    };
+    expect(spec.failurePolicy).toBe('Fail');
+    expect(spec.matchConstraints?.resourceRules?.[0]?.resources).toEqual(['secrets']);
+    expect(spec.matchConditions?.map((c) => c.expression)).toEqual([
+      `request.userInfo.username == "system:serviceaccount:${ns}:${fullname}-claim-controller"`,
+    ]);
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: out });
+    expect(complaints(res.stderr)).toEqual([]);
+    expect(res.code).toBe(0);
+    const off = renderedDocs(await helmTemplate(['--set', 'claimController.secretPolicy.enabled=false']));
+    expect(off.filter((d) => d.metadata.name === policyName)).toEqual([]);
   });
 
   it('installs on the control plane: the release is deployed and its objects exist', async () => {

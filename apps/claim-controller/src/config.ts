@@ -1,5 +1,11 @@
 import { z } from 'zod';
-import { bindAddressFlag, DEFAULT_SERVER_LIMITS, durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
+import {
+  bindAddressFlag,
+  DEFAULT_REVIEWS_IN_FLIGHT,
+  DEFAULT_SERVER_LIMITS,
+  durationFlag,
+  managerFlagShape,
+} from '@sandbox-scale/kube-runtime';
 import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
 
 const count = (dflt: number, min = 1) => z.coerce.number().int().min(min).default(dflt);
@@ -32,6 +38,9 @@ export const ClaimControllerFlagsSchema = z.object({
   fastPathMaxInflightPerUser: count(400).describe('Fast-path claims one user may have in flight at once; more are answered 429'),
   fastPathMaxConnections: count(DEFAULT_SERVER_LIMITS.maxConnections).describe(
     'Connections the fast path holds open at once; one past it is closed as it arrives, so one caller opening sockets without end cannot take them from every other',
+  ),
+  fastPathMaxReviewsInFlight: count(DEFAULT_REVIEWS_IN_FLIGHT).describe(
+    'TokenReviews, and SubjectAccessReviews, of fast-path callers open at once (each); a caller whose answer is not cached is answered 429 past it, so a flood of new tokens cannot queue without bound. Cached callers are still served',
   ),
   tlsCertFile: z
     .string()

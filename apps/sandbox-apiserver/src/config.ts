@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { DEFAULT_INFLIGHT_CAPS, DEFAULT_SERVER_LIMITS, durationFlag } from '@sandbox-scale/kube-runtime';
+import { DEFAULT_INFLIGHT_CAPS, DEFAULT_REVIEWS_IN_FLIGHT, DEFAULT_SERVER_LIMITS, durationFlag } from '@sandbox-scale/kube-runtime';
 import type { OwnerRefKey } from '@sandbox-scale/scale-core';
+import { DEFAULT_FAN_OUT_CAPS } from './storage/fan-out-gate';
 import { z } from 'zod';
 import type { SandboxApiserverConfig } from './server';
 
@@ -102,6 +103,28 @@ export const SandboxApiserverFlagsSchema = z.object({
     .describe(
       'Connections held open at once (kept-alive and watches included); one past it is closed as it arrives, so one caller opening sockets without end cannot take them from every other',
     ),
+  maxReviewsInFlight: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_REVIEWS_IN_FLIGHT)
+    .describe(
+      'TokenReviews, and SubjectAccessReviews, this replica has open at once (each); a caller whose answer is not cached is answered 429 past it, so a flood of new tokens cannot queue without bound. Cached callers are still served',
+    ),
+  maxNodeFanOuts: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_FAN_OUT_CAPS.maxInFlight)
+    .describe(
+      "Requests that ask every node (a sandbox's snapshots, a name whose owner moved) in flight at once, all namespaces together; more are answered 429",
+    ),
+  maxNodeFanOutsPerNamespace: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_FAN_OUT_CAPS.maxPerNamespace)
+    .describe('Requests that ask every node in flight at once in one namespace, all its users together; more are answered 429'),
   maxRequestsPerUser: z.coerce
     .number()
     .int()
@@ -147,6 +170,8 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     leaseRenewalsPerSecond: flags.leaseRenewalsPerSecond,
     noticePublisher: flags.noticePublisher,
     maxConnections: flags.maxConnections,
+    maxReviewsInFlight: flags.maxReviewsInFlight,
+    fanOut: { maxInFlight: flags.maxNodeFanOuts, maxPerNamespace: flags.maxNodeFanOutsPerNamespace },
     inflight: {
       maxWatches: flags.maxWatches,
       maxWatchesPerUser: flags.maxWatchesPerUser,

@@ -5,6 +5,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import {
   createLogger,
   DEFAULT_INFLIGHT_CAPS,
+  DEFAULT_REVIEWS_IN_FLIGHT,
   DelegatedAuth,
   guardRequests,
   InflightLimits,
@@ -36,6 +37,7 @@ import { renewalScope } from './peers/renewal-scope';
 import { peerId, PeerSet, startPeerInformer } from './peers/peer-set';
 import { LocalVerbs } from './peers/sandbox-verbs';
 import { NodeNotices } from './notices/node-notices';
+import type { FanOutCaps } from './storage/fan-out-gate';
 import { installStorages } from './storage/install';
 import { startInventoryInformer } from './storage/inventory-informer';
 import { ClaimFollower, startClaimFollower, type FollowedClaim } from './storage/claim-follower';
@@ -103,6 +105,10 @@ export interface SandboxApiserverConfig {
   readonly inflight?: Partial<InflightCaps>;
   /** Connections held open at once; default DEFAULT_SERVER_LIMITS.maxConnections. */
   readonly maxConnections?: number;
+  /** Requests that ask every node, in flight at once; default DEFAULT_FAN_OUT_CAPS. */
+  readonly fanOut?: FanOutCaps;
+  /** TokenReviews (and SubjectAccessReviews) open at once, each; a miss past it is a 429. Default DEFAULT_REVIEWS_IN_FLIGHT. */
+  readonly maxReviewsInFlight?: number;
   readonly log?: Logger;
   readonly rng?: Rng;
   /** Where /metrics reads from (main.ts adds the process metrics); default a registry of its own. */
@@ -130,7 +136,12 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       ? await loadServingCert(config.tlsCertFile, config.tlsPrivateKeyFile)
       : await selfSignedServingCert(config.serviceName ?? 'sandbox-apiserver', config.serviceNamespace ?? 'sandbox-system');
   const delegated = config.delegatedAuth ?? true;
-  const delegatedAuth = delegated ? new DelegatedAuth(kc, { alwaysAllowGroups: ['system:masters'] }) : undefined;
+  const delegatedAuth = delegated
+    ? new DelegatedAuth(kc, {
+        alwaysAllowGroups: ['system:masters'],
+        maxReviewsInFlight: config.maxReviewsInFlight ?? DEFAULT_REVIEWS_IN_FLIGHT,
+      })
+    : undefined;
   const authConfig = delegated ? await startAuthenticationConfigWatch(kc, log, config.authenticationConfigMap) : undefined;
   const authenticator = authConfig ? new Authenticator(() => authConfig.current, delegatedAuth) : undefined;
   const authorizer = delegatedAuth ? new SarAuthorizer(delegatedAuth) : undefined;
@@ -147,6 +158,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     watchHistory: config.watchHistory ?? 10_000,
     rng: config.rng ?? Math.random,
     claimRefKey: config.claimRefKey,
+    ...(config.fanOut !== undefined ? { fanOut: config.fanOut } : {}),
     log,
   });
   const { sandboxes } = storages;

@@ -2,6 +2,8 @@ import { durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
 import { LIMITS } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 
+const count = (dflt: number) => z.coerce.number().int().min(0).default(dflt);
+
 /** Flags of warmpool-driver (env fallback SANDBOX_SCALE_<FLAG>). */
 export const WarmpoolDriverFlagsSchema = z.object({
   ...managerFlagShape,
@@ -21,6 +23,12 @@ export const WarmpoolDriverFlagsSchema = z.object({
     .string()
     .default('')
     .describe('Label selector of the NodeInventories (nodes) this driver spreads pools over; empty means every node'),
+  maxReplicasPerPool: count(1000).describe(
+    'Most warm sandboxes kept for one SandboxWarmPool, whatever its spec.replicas; the pool then says ReplicasLimited=True. 0 = no limit',
+  ),
+  maxReplicasPerNamespace: count(5000).describe(
+    "Most warm sandboxes kept for one namespace's SandboxWarmPools together; the oldest pools (creation time, then name) get theirs first, a pool left short says ReplicasLimited=True. 0 = no limit",
+  ),
   warmPoolSyncInterval: durationFlag(`${LIMITS.warmPoolSyncIntervalMs / 1000}s`).describe(
     'Resync period of the warm targets and of the pool status',
   ),

@@ -3,7 +3,8 @@ export { WarmpoolDriverFlagsSchema } from './config';
 export type { WarmpoolDriverFlags } from './config';
 export { SYNC_REQUEST, WarmPoolReconciler } from './controllers/warmpool-reconciler';
 export type { WarmPoolReconcilerOptions } from './controllers/warmpool-reconciler';
-export { POOL_REASONS, desiredPoolStatus, invalidPoolStatus, statusDiffers } from './controllers/pool-status';
+export { POOL_REASONS, desiredPoolStatus, invalidPoolStatus, poolEvents, statusDiffers } from './controllers/pool-status';
+export type { PoolEvent } from './controllers/pool-status';
 export { routableNodes } from './controllers/fleet-view';
 export { parseWarmPool } from './parse-pool';
 export { NodeInventoryResource, SandboxTemplateResource, SandboxWarmPoolResource } from './resources';
@@ -12,6 +13,8 @@ export type { HeldPool, NodePoolSpec, PlanNode, SpreadPool, TargetPlan } from '.
 export { needsRepush, sameTargets, targetsByKey } from './targets/node-drift';
 export type { DriftInput } from './targets/node-drift';
 export { TargetPusher } from './targets/push-targets';
+export { allotReplicas, NO_REPLICA_LIMITS } from './targets/replica-limits';
+export type { LimitedBy, LimitedPool, ReplicaAllotment, ReplicaLimits } from './targets/replica-limits';
 export type { PushResult, PushTarget } from './targets/push-targets';
 export { startDriver } from './start-driver';
 export type { RunningDriver, StartDriverOptions } from './start-driver';

@@ -26,6 +26,7 @@ void runApp({
       syncIntervalMs: config.warmPoolSyncInterval,
       namespace: config.namespace,
       nodeInventorySelector: config.nodeInventorySelector,
+      limits: { perPool: config.maxReplicasPerPool, perNamespace: config.maxReplicasPerNamespace },
       manager,
     });
   },

@@ -27,6 +27,7 @@ import { poolMetrics } from './controllers/pool-metrics';
 import { parseWarmPool } from './parse-pool';
 import { NodeInventoryResource, SandboxTemplateResource, SandboxWarmPoolResource } from './resources';
 import { TargetPusher } from './targets/push-targets';
+import type { ReplicaLimits } from './targets/replica-limits';
 
 export interface StartDriverOptions {
   kubeConfig: KubeConfig;
@@ -39,6 +40,11 @@ export interface StartDriverOptions {
   namespace?: string;
   /** Label selector of the NodeInventories to drive ('' or absent: every node). */
   nodeInventorySelector?: string;
+  /**
+   * Most replicas kept warm per pool and per namespace (0: no limit). Absent here means none; the
+   * binary's flags default to 1,000 and 5,000.
+   */
+  limits?: ReplicaLimits;
   /** Leader election, listeners, shutdown timeout (from the shared manager flags). */
   manager?: Partial<Omit<ManagerOptions, 'log' | 'registry' | 'kubeConfig'>>;
 }
@@ -90,6 +96,7 @@ export function startDriver(opts: StartDriverOptions): RunningDriver {
     log,
     syncIntervalMs: opts.syncIntervalMs,
     namespace: opts.namespace ?? '',
+    ...(opts.limits ? { limits: opts.limits } : {}),
   });
   poolMetrics(registry, { pools, warmByPool: reconciler.warmByPool });
   const toSync = (): (typeof SYNC_REQUEST)[] => [SYNC_REQUEST];

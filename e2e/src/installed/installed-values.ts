@@ -19,9 +19,26 @@ export const PUBLISH_INTERVAL = '1s';
 export const CLAIM_CONTROLLER_ARGS = ['--orphan-interval=2s', '--record-attempts=2'];
 /** Open watches per namespace on sandbox-apiserver (tenant-bounds fills it with several users). */
 export const MAX_WATCHES_PER_NAMESPACE = 2 * MAX_WATCHES_PER_USER;
+/** TokenReviews sandbox-apiserver has open at once (tenant-bounds floods it with unknown tokens). */
+export const MAX_REVIEWS_IN_FLIGHT = 8;
+/** Requests that ask every node in flight at once in one namespace (tenant-bounds floods a sandbox's snapshots). */
+export const MAX_NODE_FAN_OUTS_PER_NAMESPACE = 2;
 export const SANDBOX_APISERVER_ARGS = [
   `--max-watches-per-user=${MAX_WATCHES_PER_USER}`,
   `--max-watches-per-namespace=${MAX_WATCHES_PER_NAMESPACE}`,
+  `--max-reviews-in-flight=${MAX_REVIEWS_IN_FLIGHT}`,
+  `--max-node-fan-outs-per-namespace=${MAX_NODE_FAN_OUTS_PER_NAMESPACE}`,
+];
+/**
+ * Warm sandboxes warmpool-driver keeps for one pool and for one namespace's pools together
+ * (tenant-bounds-pools sets spec.replicas far over them). Above what any other suite's pools ask
+ * (60 in one pool at most), so they limit only that suite's.
+ */
+export const MAX_REPLICAS_PER_POOL = 64;
+export const MAX_REPLICAS_PER_NAMESPACE = 96;
+export const WARMPOOL_DRIVER_ARGS = [
+  `--max-replicas-per-pool=${MAX_REPLICAS_PER_POOL}`,
+  `--max-replicas-per-namespace=${MAX_REPLICAS_PER_NAMESPACE}`,
 ];
 
 /** The `helm install` arguments beyond image registry, tag and pull policy. */
@@ -35,5 +52,10 @@ export function installedSuiteHelmArgs(): string[] {
     `claimController.extraArgs=${JSON.stringify(CLAIM_CONTROLLER_ARGS)}`,
     '--set-json',
     `sandboxApiserver.extraArgs=${JSON.stringify(SANDBOX_APISERVER_ARGS)}`,
+    // the chart's values, not extraArgs: the installed run also checks they reach the flags
+    '--set',
+    `warmpoolDriver.maxReplicasPerPool=${MAX_REPLICAS_PER_POOL}`,
+    '--set',
+    `warmpoolDriver.maxReplicasPerNamespace=${MAX_REPLICAS_PER_NAMESPACE}`,
   ];
 }

@@ -18,7 +18,7 @@ export interface ChartAppIdentity {
 
 /**
  * Installs the chart's ServiceAccount and RBAC of one app (rendered by `helm template` from
- * charts/sandbox-scale, nothing else of the chart) under `release` in `namespace`, so an
+ * charts/sandbox-scale, with the admission policy that narrows it, nothing else of the chart) under `release` in `namespace`, so an
  * in-process app in a test runs with the permissions it has when deployed, never as admin.
  * The release name keeps the cluster-scoped objects of parallel suites apart.
  */
@@ -37,6 +37,8 @@ export async function installChartAppRbac(
     'templates/serviceaccounts.yaml',
     '--show-only',
     `templates/rbac-${app}.yaml`,
+    // the admission policy that confines claim-controller's Secret writes is part of what it may do
+    ...(app === 'claim-controller' ? ['--show-only', 'templates/claim-controller-secret-policy.yaml'] : []),
     '--set',
     'workloads=false',
     ...(opts.set ?? []).flatMap((s) => ['--set', s]),

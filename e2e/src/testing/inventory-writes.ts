@@ -1,12 +1,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import { EXTENSIONS_API_VERSION } from '@sandbox-scale/scale-core';
-import { request, type RequestOptions } from 'node:https';
+import { sendAs, type WriteAnswer } from './kube-request';
 
-/** What kube-apiserver answered a NodeInventory write: the HTTP status and, on a refusal, its Status message. */
-export interface WriteAnswer {
-  status: number;
-  message: string;
-}
+export type { WriteAnswer } from './kube-request';
 
 export type InventoryWrite =
   /** A server-side apply of `body` (creates the object when missing), as the publisher writes. */
@@ -28,47 +24,17 @@ export function inventoryBody(name: string, node: string, part?: number): Record
   };
 }
 
-/**
- * Sends one NodeInventory write with the credentials of `kc` (a token kubeconfig), straight over
- * HTTPS so the status code and the admission message come back exactly as kube-apiserver sent them.
- */
+/** Sends one NodeInventory write with the credentials of `kc` (a token kubeconfig). */
 export async function writeInventory(kc: KubeConfig, w: InventoryWrite, fieldManager = 'sandbox-scale-test'): Promise<WriteAnswer> {
-  const cluster = kc.getCurrentCluster();
-  if (!cluster) throw new Error('kubeconfig has no current cluster');
-  const u = new URL(`${cluster.server}${PATH}/${encodeURIComponent(w.name)}`);
-  const [method, contentType, body] =
-    w.op === 'apply'
-      ? ['PATCH', 'application/apply-patch+yaml', JSON.stringify(w.body)]
-      : w.op === 'merge'
-        ? ['PATCH', 'application/merge-patch+json', JSON.stringify(w.patch)]
-        : ['DELETE', 'application/json', undefined];
-  if (w.op === 'apply') u.search = `?fieldManager=${encodeURIComponent(fieldManager)}&force=true`;
-  const opts: RequestOptions = {
-    hostname: u.hostname,
-    port: u.port,
-    path: `${u.pathname}${u.search}`,
-    method,
-    headers: { Accept: 'application/json', 'Content-Type': contentType },
-  };
-  await kc.applyToHTTPSOptions(opts);
-  return new Promise((resolve, reject) => {
-    const req = request(opts, (res) => {
-      let text = '';
-      res.setEncoding('utf8');
-      res.on('data', (c: string) => (text += c));
-      res.on('end', () => {
-        const status = res.statusCode ?? 0;
-        let message = '';
-        try {
-          const parsed = JSON.parse(text) as { kind?: unknown; message?: unknown };
-          if (parsed.kind === 'Status' && typeof parsed.message === 'string') message = parsed.message;
-        } catch {
-          message = text;
-        }
-        resolve({ status, message });
-      });
+  const path = `${PATH}/${encodeURIComponent(w.name)}`;
+  if (w.op === 'apply')
+    return sendAs(kc, {
+      method: 'PATCH',
+      path: `${path}?fieldManager=${encodeURIComponent(fieldManager)}&force=true`,
+      contentType: 'application/apply-patch+yaml',
+      body: JSON.stringify(w.body),
     });
-    req.on('error', reject);
-    req.end(body);
-  });
+  if (w.op === 'merge')
+    return sendAs(kc, { method: 'PATCH', path, contentType: 'application/merge-patch+json', body: JSON.stringify(w.patch) });
+  return sendAs(kc, { method: 'DELETE', path });
 }

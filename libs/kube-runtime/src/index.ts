@@ -59,7 +59,17 @@ export {
 export type { KubeObject, ObjectMeta, OwnerReference, UntypedObject } from './client/object-meta';
 
 // delegated authentication and authorization
-export { DelegatedAuth, AuthUnavailableError, isAuthUnavailable, userOfTokenReview, decisionOfSar, sarSpecOf } from './auth/delegated-auth';
+export {
+  DelegatedAuth,
+  DEFAULT_REVIEWS_IN_FLIGHT,
+  AuthUnavailableError,
+  isAuthUnavailable,
+  ReviewsBusyError,
+  isReviewsBusy,
+  userOfTokenReview,
+  decisionOfSar,
+  sarSpecOf,
+} from './auth/delegated-auth';
 export type {
   UserInfo,
   ResourceAttributes,

@@ -212,6 +212,8 @@ export const CONDITION_TYPES = {
   podScheduled: 'PodScheduled',
   /** SandboxWarmPool: some nodes could not be driven this tick (last good targets kept). */
   degraded: 'Degraded',
+  /** SandboxWarmPool: spec.replicas is over warmpool-driver's per-pool or per-namespace limit; fewer are kept warm. */
+  replicasLimited: 'ReplicasLimited',
   /** NodeInventory: the publisher could not read sandboxd and kept the last object. */
   stale: 'Stale',
   /** NodeInventory: sandboxd is cordoned (draining); the warm-pool driver sends it no targets. */

@@ -11,6 +11,10 @@ import type { SandboxStorage } from '../storage/sandbox-storage';
  */
 export async function findOnNodes(storage: SandboxStorage, namespace: string, name: string, log: Logger): Promise<boolean> {
   if (!storage.router.configured) return false;
+  return storage.fanOut.run(namespace, () => lookOnNodes(storage, namespace, name, log));
+}
+
+async function lookOnNodes(storage: SandboxStorage, namespace: string, name: string, log: Logger): Promise<boolean> {
   const nodes = storage.cache.inventories().filter((i) => i.address);
   const hits = await Promise.all(
     nodes.map(async (inv) => {

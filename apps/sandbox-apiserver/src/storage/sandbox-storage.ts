@@ -1,3 +1,4 @@
+import { FanOutGate } from './fan-out-gate';
 import { randomBytes } from 'node:crypto';
 import {
   ANNOTATIONS,
@@ -57,6 +58,9 @@ export class SandboxStorage {
 
   /** How long nodes are asked to keep the VMs this storage claims (set once when it is built). */
   leases: LeasePolicy = new LeasePolicy(DEFAULT_LEASE_TTL_SECONDS);
+
+  /** Bounds the requests that ask every node (snapshots, a moved owner's lookup); set once when it is built. */
+  fanOut: FanOutGate = new FanOutGate();
 
   /**
    * The key the claim references this storage writes are proven with (set once when it is built,

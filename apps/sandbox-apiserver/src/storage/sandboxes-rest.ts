@@ -37,6 +37,7 @@ import { SandboxStorage } from './sandbox-storage';
 import { sandboxTable, type TableOptions } from './sandbox-table';
 import { lowerBound, sortKeyOf } from './sorted-rows';
 import type { UserMetadataStore } from './user-metadata';
+import { FanOutGate, type FanOutCaps } from './fan-out-gate';
 import { WatchHub } from './watch-hub';
 
 export interface SandboxesRESTOptions {
@@ -52,6 +53,8 @@ export interface SandboxesRESTOptions {
   readonly leaseTtlSeconds?: number;
   /** Proves the claim references written here (see OwnerRefKey); shared with claim-controller and every replica. */
   readonly claimRefKey?: OwnerRefKey;
+  /** Requests that ask every node, in flight at once (see FanOutGate); default DEFAULT_FAN_OUT_CAPS. */
+  readonly fanOut?: FanOutCaps;
 }
 
 /**
@@ -94,6 +97,7 @@ export class SandboxesREST implements ResourceStorage {
     );
     this.reads.leases = new LeasePolicy(opts.leaseTtlSeconds ?? DEFAULT_LEASE_TTL_SECONDS);
     if (opts.claimRefKey !== undefined) this.reads.refKey = opts.claimRefKey;
+    if (opts.fanOut !== undefined) this.reads.fanOut = new FanOutGate(opts.fanOut);
     this.creator = new SandboxCreator(this.reads, new CapacityLedger(), opts.rng, opts.log);
     this.lifecycle = new LifecycleStorage(this.reads);
   }

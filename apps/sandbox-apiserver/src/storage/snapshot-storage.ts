@@ -301,6 +301,10 @@ export class SnapshotStorage {
    */
   async #holdings(namespace: string, name: string): Promise<Holdings> {
     this.storage.router.assertConfigured();
+    return this.storage.fanOut.run(namespace, () => this.#askNodes(namespace, name));
+  }
+
+  async #askNodes(namespace: string, name: string): Promise<Holdings> {
     const source = await this.#source(namespace, name);
     const tag = ownerTag(namespace, name);
     const nodes = this.storage.cache.inventories().filter((inv) => inv.address);

@@ -9,11 +9,19 @@ import {
   type RecordedPoolKey,
   type SandboxWarmPoolStatus,
 } from '@sandbox-scale/scale-core';
+import type { ReplicaAllotment } from '../targets/replica-limits';
 
-/** Reasons of the pool's Ready and Degraded conditions. */
+/** Reasons of the pool's Ready, Degraded and ReplicasLimited conditions. */
 export const POOL_REASONS = {
   warm: 'PoolWarm',
   warming: 'PoolWarming',
+  /** Ready=False: as many are warm as the limits allow, fewer than spec.replicas. */
+  replicasOverLimit: 'ReplicasOverLimit',
+  /** ReplicasLimited=True: spec.replicas is over --max-replicas-per-pool. */
+  overPoolLimit: 'ReplicasOverPoolLimit',
+  /** ReplicasLimited=True: the namespace's older pools leave this one less than spec.replicas of --max-replicas-per-namespace. */
+  overNamespaceLimit: 'ReplicasOverNamespaceLimit',
+  withinLimits: 'WithinLimits',
   noRoutableNodes: 'NoRoutableNodes',
   asExpected: 'AsExpected',
   templateNotFound: 'TemplateNotFound',
@@ -34,6 +42,8 @@ export interface PoolObservation {
   generation?: number;
   /** spec.replicas. */
   replicas: number;
+  /** What the limits let the nodes keep warm for it (absent: no limits, spec.replicas). */
+  allotment?: ReplicaAllotment;
   /** Warm VMs of the pool's normalised key, summed over routable nodes. */
   warm: number;
   routableNodes: number;
@@ -47,9 +57,22 @@ export interface PoolObservation {
 
 type ConditionCore = Pick<Condition, 'type' | 'status' | 'reason' | 'message'>;
 
+/** What the nodes are asked to keep warm for the pool. */
+const targetOf = (o: PoolObservation): number => o.allotment?.target ?? o.replicas;
+
 function readyOf(o: PoolObservation): ConditionCore {
   const base = { type: CONDITION_TYPES.ready };
-  if (o.warm >= o.replicas)
+  const target = targetOf(o);
+  const limited = target < o.replicas;
+  if (o.warm >= target && limited)
+    // Not Ready: the pool will not hold what its spec asks for, however long one waits.
+    return {
+      ...base,
+      status: CONDITION_STATUS.false,
+      reason: POOL_REASONS.replicasOverLimit,
+      message: `${o.warm} warm sandboxes, the most the replica limits allow of spec.replicas ${o.replicas} (see ReplicasLimited)`,
+    };
+  if (o.warm >= target)
     return {
       ...base,
       status: CONDITION_STATUS.true,
@@ -67,7 +90,44 @@ function readyOf(o: PoolObservation): ConditionCore {
     ...base,
     status: CONDITION_STATUS.false,
     reason: POOL_REASONS.warming,
-    message: `${o.warm} of ${o.replicas} warm over ${o.routableNodes} nodes`,
+    message: limited
+      ? `${o.warm} of ${target} warm over ${o.routableNodes} nodes (spec.replicas ${o.replicas} is limited to ${target}, see ReplicasLimited)`
+      : `${o.warm} of ${o.replicas} warm over ${o.routableNodes} nodes`,
+  };
+}
+
+/** ReplicasLimited: which limit holds the pool below spec.replicas, naming the field, the limit and its flag. */
+function limitedOf(o: PoolObservation): ConditionCore {
+  const base = { type: CONDITION_TYPES.replicasLimited };
+  const a = o.allotment;
+  if (a?.limitedBy === 'pool')
+    return {
+      ...base,
+      status: CONDITION_STATUS.true,
+      reason: POOL_REASONS.overPoolLimit,
+      message: `spec.replicas ${a.requested} is over the per-pool limit ${a.limits.perPool} (warmpool-driver --max-replicas-per-pool); ${a.target} are kept warm`,
+    };
+  if (a?.limitedBy === 'namespace')
+    return {
+      ...base,
+      status: CONDITION_STATUS.true,
+      reason: POOL_REASONS.overNamespaceLimit,
+      message:
+        `spec.replicas ${a.requested} is over what the per-namespace limit ${a.limits.perNamespace} (warmpool-driver --max-replicas-per-namespace) leaves this pool: ` +
+        `the namespace's pools created before it hold ${a.takenBefore}; ${a.target} are kept warm`,
+    };
+  const within = [
+    ...(a && a.limits.perPool > 0 ? [`the per-pool limit ${a.limits.perPool}`] : []),
+    ...(a && a.limits.perNamespace > 0 ? [`the per-namespace limit ${a.limits.perNamespace}`] : []),
+  ];
+  return {
+    ...base,
+    status: CONDITION_STATUS.false,
+    reason: POOL_REASONS.withinLimits,
+    message:
+      within.length > 0
+        ? `spec.replicas ${o.replicas} is kept warm in full, within ${within.join(' and ')}`
+        : `spec.replicas ${o.replicas} is kept warm in full (no replica limit is set)`,
   };
 }
 
@@ -99,7 +159,7 @@ export function desiredPoolStatus(o: PoolObservation, current: SandboxWarmPoolSt
     readyReplicas: warm,
     selector: warmPoolSelector(o.name),
     ...(o.generation !== undefined ? { observedGeneration: o.generation } : {}),
-    conditions: withTransitionTimes([readyOf(o), degradedOf(o)], current?.conditions, o.now, o.generation),
+    conditions: withTransitionTimes([readyOf(o), degradedOf(o), limitedOf(o)], current?.conditions, o.now, o.generation),
     ...(o.poolKey ? { poolKey: recorded(o.poolKey) } : {}),
     ...(o.retiringPoolKey ? { retiringPoolKey: recorded(o.retiringPoolKey) } : {}),
   };
@@ -164,4 +224,33 @@ export function transitions(current: SandboxWarmPoolStatus | undefined, desired:
     const prev = current?.conditions?.find((p) => p.type === c.type);
     return prev?.status !== c.status || prev.reason !== c.reason;
   });
+}
+
+/** An Event worth recording for a condition change (events.k8s.io). */
+export interface PoolEvent {
+  type: 'Normal' | 'Warning';
+  reason: string;
+  note: string;
+}
+
+/** Ready is bad when False; Degraded and ReplicasLimited when True. */
+const isBad = (c: Condition): boolean =>
+  c.type === CONDITION_TYPES.ready ? c.status !== CONDITION_STATUS.true : c.status === CONDITION_STATUS.true;
+
+/**
+ * The Events of a status change: one per transition, except ReplicasLimited first appearing
+ * False, which says nothing new (every pool within its limits, and each pool written before the
+ * condition existed, would otherwise get one).
+ */
+export function poolEvents(current: SandboxWarmPoolStatus | undefined, desired: SandboxWarmPoolStatus): PoolEvent[] {
+  return transitions(current, desired)
+    .filter(
+      (c) =>
+        !(
+          c.type === CONDITION_TYPES.replicasLimited &&
+          c.status === CONDITION_STATUS.false &&
+          !current?.conditions?.some((p) => p.type === c.type)
+        ),
+    )
+    .map((c) => ({ type: isBad(c) ? 'Warning' : 'Normal', reason: c.reason, note: c.message }));
 }

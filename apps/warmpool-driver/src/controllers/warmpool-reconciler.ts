@@ -12,8 +12,6 @@ import {
 } from '@sandbox-scale/kube-runtime';
 import {
   CONDITION_REASONS,
-  CONDITION_STATUS,
-  CONDITION_TYPES,
   FIELD_MANAGERS,
   normalizePoolKey,
   poolKeyForTemplate,
@@ -27,6 +25,7 @@ import {
 } from '@sandbox-scale/scale-core';
 import { planTargets, type NodePoolSpec, type SpreadPool } from '../targets/plan-targets';
 import { needsRepush } from '../targets/node-drift';
+import { allotReplicas, NO_REPLICA_LIMITS, type ReplicaAllotment, type ReplicaLimits } from '../targets/replica-limits';
 import type { PushTarget, TargetPusher } from '../targets/push-targets';
 import { SandboxWarmPoolResource } from '../resources';
 import { routableNodes, WarmCounts, type RoutableNode } from './fleet-view';
@@ -34,6 +33,7 @@ import {
   POOL_REASONS,
   desiredPoolStatus,
   invalidPoolStatus,
+  poolEvents,
   sameRecordedKeys,
   statusDiffers,
   transitions,
@@ -62,6 +62,8 @@ export interface WarmPoolReconcilerOptions {
   syncIntervalMs: number;
   /** The one namespace this driver drives ('' or absent: all); it then owns only some of each node's keys. */
   namespace?: string;
+  /** Most replicas kept warm per pool and per namespace (0 or absent: no limit). */
+  limits?: ReplicaLimits;
 }
 
 /**
@@ -122,6 +124,8 @@ export class WarmPoolReconciler implements Reconciler {
   private readonly draining = new Map<string, DrainingKey>();
   /** Pool id -> the keys this process recorded in its status (see keysFingerprint). */
   private readonly recorded = new Map<string, string>();
+  /** Pool id -> its warm target under the replica limits, this sync. */
+  private allotments = new Map<string, ReplicaAllotment>();
   private deferredStatus = false;
   private warnedNoToken = false;
   private inDoubt = false;
@@ -142,6 +146,16 @@ export class WarmPoolReconciler implements Reconciler {
     const nodes = routableNodes(inventories.list());
     const inventoryOf = (n: string): NodeInventory | undefined => inventories.get(undefined, n);
     const live = pools.list();
+    this.allotments = allotReplicas(
+      live.map((p) => ({
+        id: idOf(p),
+        namespace: p.metadata.namespace ?? '',
+        name: p.metadata.name ?? '',
+        createdAt: p.metadata.creationTimestamp,
+        replicas: p.spec.replicas,
+      })),
+      this.opts.limits ?? NO_REPLICA_LIMITS,
+    );
     const { spread, problems, owned, unattributed } = this.collect(live);
     this.trackDraining(owned);
     const plan = planTargets({ pools: spread, held: [], nodes });
@@ -168,7 +182,7 @@ export class WarmPoolReconciler implements Reconciler {
       }
       const warm = this.warm.warmOf(poolKeyId(mem.key), nodes, inventoryOf);
       this.warmByPool.set(id, warm);
-      if (mem.retiring && !mem.releaseRetiring && warm >= pool.spec.replicas && !problems.has(id)) {
+      if (mem.retiring && !mem.releaseRetiring && warm >= this.targetOf(pool) && !problems.has(id)) {
         mem.releaseRetiring = true;
         released = true;
       }
@@ -223,10 +237,12 @@ export class WarmPoolReconciler implements Reconciler {
         continue;
       }
       this.memory.set(id, mem);
-      spread.push({ id, key: mem.key, replicas: pool.spec.replicas });
+      // Never more than the limits allow: the nodes are asked for the allotted target only.
+      const replicas = this.targetOf(pool);
+      spread.push({ id, key: mem.key, replicas });
       owned.set(poolKeyId(mem.key), mem.key);
       if (mem.retiring) {
-        spread.push({ id: `${id}#retiring`, key: mem.retiring, replicas: pool.spec.replicas });
+        spread.push({ id: `${id}#retiring`, key: mem.retiring, replicas });
         owned.set(poolKeyId(mem.retiring), mem.retiring);
       }
     }
@@ -300,6 +316,12 @@ export class WarmPoolReconciler implements Reconciler {
     }
     return written;
   }
+
+  /** The pool's warm target this sync: spec.replicas, held to the per-pool and per-namespace limits. */
+  private targetOf(pool: SandboxWarmPool): number {
+    return this.allotments.get(idOf(pool))?.target ?? pool.spec.replicas;
+  }
+
   private resolve(pool: SandboxWarmPool): Resolved {
     const ns = pool.metadata.namespace;
     const name = pool.spec.sandboxTemplateRef.name;
@@ -394,6 +416,7 @@ export class WarmPoolReconciler implements Reconciler {
         name: pool.metadata.name ?? '',
         generation: pool.metadata.generation,
         replicas: pool.spec.replicas,
+        allotment: this.allotments.get(idOf(pool)),
         warm,
         routableNodes: nodes.length,
         problem,
@@ -427,15 +450,8 @@ export class WarmPoolReconciler implements Reconciler {
     }
     this.lastStatusWrite.set(id, now);
     await this.apply(pool.metadata.namespace ?? '', pool.metadata.name ?? '', desired, signal);
-    for (const c of transitions(current, desired)) {
-      const bad = (c.type === CONDITION_TYPES.degraded) === (c.status === CONDITION_STATUS.true);
-      this.opts.events.record(involvedObjectOf(pool), {
-        type: bad ? 'Warning' : 'Normal',
-        reason: c.reason,
-        action: 'SyncWarmTargets',
-        note: c.message,
-      });
-    }
+    for (const e of poolEvents(current, desired))
+      this.opts.events.record(involvedObjectOf(pool), { type: e.type, reason: e.reason, action: 'SyncWarmTargets', note: e.note });
   }
 
   private async reportMalformed(signal: AbortSignal): Promise<void> {

@@ -2,7 +2,7 @@ import { KubeConfig } from '@kubernetes/client-node';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { FakeClock } from '../testing/fake-clock';
-import { DelegatedAuth, isAuthUnavailable, type AccessAttributes, type UserInfo } from './delegated-auth';
+import { DelegatedAuth, isAuthUnavailable, isReviewsBusy, type AccessAttributes, type UserInfo } from './delegated-auth';
 
 /**
  * The caches of DelegatedAuth on manual time, against a stand-in API server whose answers the
@@ -203,6 +203,43 @@ describe('DelegatedAuth caches', () => {
     // the oldest bad tokens were evicted: asked again
     expect(await auth.authenticateToken('bad-0')).toBeUndefined();
     expect(tokenReviews).toBe(42);
+  });
+
+  it('refuses a miss past its reviews in flight with 429, still serving cached callers, and takes new ones once they settle', async () => {
+    const clock = new FakeClock();
+    const auth = new DelegatedAuth(kc, { audiences: ['fast'], ...TTL, maxReviewsInFlight: 4, now: clock.now });
+    expect(await auth.authenticateToken('good')).toMatchObject({ username: 'alice' });
+    hold = [];
+    // a flood of new tokens: four reviews open, the rest refused at once without a request
+    const flood = Array.from({ length: 20 }, (_, i) =>
+      auth.authenticateToken(`new-${i}`).then(
+        (u) => ({ u }),
+        (e: unknown) => ({ e }),
+      ),
+    );
+    await eventuallyHeld(4);
+    const refused = (await Promise.all(flood.slice(4))).map((r) => ('e' in r ? r.e : r));
+    expect(refused.every((e) => isReviewsBusy(e))).toBe(true);
+    expect(refused[0]).toMatchObject({ code: 429, reason: 'TooManyRequests', details: { retryAfterSeconds: 1 } });
+    expect(isAuthUnavailable(refused[0])).toBe(false);
+    // a cached caller is not held behind them, and a repeat of a token under review shares its review
+    expect(await auth.authenticateToken('good')).toMatchObject({ username: 'alice' });
+    const repeat = auth.authenticateToken('new-0');
+    expect(auth.reviewsInFlight).toBe(4);
+    for (const send of hold.splice(0)) send();
+    hold = undefined;
+    expect(await repeat).toBeUndefined();
+    expect((await Promise.all(flood.slice(0, 4))).map((r) => ('u' in r ? r.u : 'refused'))).toEqual([
+      undefined,
+      undefined,
+      undefined,
+      undefined,
+    ]);
+    expect(tokenReviews).toBe(5);
+    // the bound is of reviews open, not of callers: once they settle a new token is reviewed
+    goodTokens.add('later');
+    expect(await auth.authenticateToken('later')).toMatchObject({ username: 'alice' });
+    expect(tokenReviews).toBe(6);
   });
 
   async function eventuallyHeld(n: number): Promise<void> {

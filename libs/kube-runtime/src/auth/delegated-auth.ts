@@ -36,6 +36,9 @@ export interface Decision {
   readonly reason: string;
 }
 
+/** Reviews of each kind a DelegatedAuth has open at once unless told otherwise. */
+export const DEFAULT_REVIEWS_IN_FLIGHT = 256;
+
 export interface DelegatedAuthOptions {
   /**
    * TokenReview `spec.audiences`. A token is accepted only when the API server confirms one
@@ -63,6 +66,13 @@ export interface DelegatedAuthOptions {
   readonly refreshAfter?: number;
   /** Bound of each cache. Default 10 000. */
   readonly maxEntries?: number;
+  /**
+   * Reviews of each kind (TokenReview, SubjectAccessReview) open at once. A miss past it is
+   * refused with 429 and Retry-After rather than queued, so a flood of new tokens cannot hold
+   * a socket and a pending request each without bound; answers already cached are still served,
+   * and a background refresh waits for the next hit. Default DEFAULT_REVIEWS_IN_FLIGHT.
+   */
+  readonly maxReviewsInFlight?: number;
   readonly now?: () => number;
 }
 
@@ -85,6 +95,20 @@ export class AuthUnavailableError extends StatusError {
 
 export function isAuthUnavailable(err: unknown): boolean {
   return findInCauseChain(err, 'AuthUnavailableError') !== undefined;
+}
+
+/**
+ * As many reviews of one kind are open as the server allows (`maxReviewsInFlight`): this caller,
+ * whose answer is not cached, is asked to come back (429, Retry-After) and is not let in.
+ */
+export class ReviewsBusyError extends StatusError {
+  constructor(what: 'authentication' | 'authorization', limit: number) {
+    super('TooManyRequests', `too many ${what} reviews in flight (${limit}), retry later`, { retryAfterSeconds: 1 });
+  }
+}
+
+export function isReviewsBusy(err: unknown): boolean {
+  return findInCauseChain(err, 'ReviewsBusyError') !== undefined;
 }
 
 const TokenReviewSchema = z.object({
@@ -147,12 +171,14 @@ function digest(s: string): string {
  *
  * Concurrent misses of one key share one review (a burst of a new caller's first claims costs
  * one TokenReview and one SubjectAccessReview, not one each), and a positive answer past
- * `refreshAfter` of its TTL is renewed in the background while it is still served.
+ * `refreshAfter` of its TTL is renewed in the background while it is still served. Misses of
+ * distinct keys share a bound (`maxReviewsInFlight`) past which they are refused with 429.
  */
 export class DelegatedAuth {
   readonly #audiences: readonly string[];
   readonly #alwaysAllow: readonly string[];
   readonly #timeoutMs: number;
+  readonly #maxInFlight: number;
   readonly #now: () => number;
   readonly #authenticated: TtlLru<string, Cached<UserInfo>>;
   readonly #unauthenticated: TtlLru<string, true>;
@@ -173,6 +199,7 @@ export class DelegatedAuth {
     this.#audiences = [...(o.audiences ?? [])];
     this.#alwaysAllow = [...(o.alwaysAllowGroups ?? [])];
     this.#timeoutMs = o.timeoutMs ?? 10_000;
+    this.#maxInFlight = Math.max(1, o.maxReviewsInFlight ?? DEFAULT_REVIEWS_IN_FLIGHT);
     this.#now = now;
     const authenticatedTtl = o.authenticatedTtlMs ?? 10_000;
     const allowedTtl = o.allowedTtlMs ?? 10_000;
@@ -272,6 +299,7 @@ export class DelegatedAuth {
   ): Promise<V> {
     let p = running.get(key);
     if (p === undefined) {
+      if (running.size >= this.#maxInFlight) return Promise.reject(new ReviewsBusyError(what, this.#maxInFlight));
       p = review().finally(() => running.delete(key));
       // a caller that stopped waiting leaves nobody to see the outcome: not an unhandled rejection
       p.catch(() => undefined);
@@ -282,7 +310,7 @@ export class DelegatedAuth {
 
   /** A background review of a key still served from the cache; its failure leaves the entry to expire. */
   #refresh<V>(running: Map<string, Promise<V>>, key: string, review: () => Promise<V>): void {
-    if (running.has(key)) return;
+    if (running.has(key) || running.size >= this.#maxInFlight) return;
     const p = review().finally(() => running.delete(key));
     p.catch(() => undefined);
     running.set(key, p);
