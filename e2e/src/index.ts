@@ -14,6 +14,16 @@ export { hostAddress, requireHostAddress } from './testing/host-address';
 export { countingKubeConfig, type KubeRequestCount } from './testing/request-counter';
 export { installChartAppRbac, type ChartApp, type ChartAppIdentity } from './testing/chart-rbac';
 export {
+  MetricsScraper,
+  NoMetricsEndpointError,
+  bindMetricsReader,
+  isNoMetricsEndpointError,
+  scrapeMetrics,
+  type MetricsEndpoint,
+  type MetricsPage,
+  type MetricsReader,
+} from './testing/metrics-scraper';
+export {
   applyCrds,
   createTestNamespace,
   deleteNamespace,

@@ -211,14 +211,47 @@ describe('the sandbox-scale chart', () => {
       expect(m.metadata.labels?.release).toBe('prom');
       expect(m.spec?.endpoints).toMatchObject([{ port: 'metrics', path: '/metrics' }]);
     }
-    const apiMonitor = monitors.find((m) => m.metadata.name === `${fullname}-sandbox-apiserver`);
-    const tls = (
-      apiMonitor?.spec?.endpoints as { scheme: string; tlsConfig: { serverName: string; ca: { secret: { name: string; key: string } } } }[]
-    )[0];
-    expect(tls?.scheme).toBe('https');
-    expect(tls?.tlsConfig.serverName).toBe(`${fullname}-sandbox-apiserver.${ns}.svc`);
-    const caSecret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === tls?.tlsConfig.ca.secret.name);
-    expect(caSecret?.data?.[tls?.tlsConfig.ca.secret.key ?? '']).toBeTruthy();
+    type Endpoint = {
+      scheme: string;
+      bearerTokenFile?: string;
+      tlsConfig: { serverName?: string; ca?: { secret: { name: string; key: string } }; insecureSkipVerify?: boolean };
+    };
+    const endpointOf = (app: string): Endpoint | undefined =>
+      (monitors.find((m) => m.metadata.name === `${fullname}-${app}`)?.spec?.endpoints as Endpoint[] | undefined)?.[0];
+    // every app's /metrics is authorized: HTTPS and the scraper's ServiceAccount token
+    for (const app of ['claim-controller', 'warmpool-driver', 'inventory-publisher', 'sandbox-apiserver'])
+      expect({ app, ...endpointOf(app) }).toMatchObject({
+        app,
+        scheme: 'https',
+        bearerTokenFile: '/var/run/secrets/kubernetes.io/serviceaccount/token',
+      });
+    // checked against the chart's CA where the app serves the chart's certificate (claim-controller: its fast path's)
+    for (const app of ['sandbox-apiserver', 'claim-controller']) {
+      const tls = endpointOf(app)?.tlsConfig;
+      expect({ app, serverName: tls?.serverName, insecure: tls?.insecureSkipVerify }).toEqual({
+        app,
+        serverName: `${fullname}-${app}.${ns}.svc`,
+        insecure: undefined,
+      });
+      const caSecret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === tls?.ca?.secret.name);
+      expect(caSecret?.data?.[tls?.ca?.secret.key ?? '']).toBeTruthy();
+    }
+    // the others make their certificate at start: no CA to give
+    for (const app of ['warmpool-driver', 'inventory-publisher'])
+      expect({ app, tls: endpointOf(app)?.tlsConfig }).toEqual({ app, tls: { insecureSkipVerify: true } });
+    // the controllers and the publisher run with delegated metrics auth, their kubelet probes on the plain-HTTP health port
+    const workloads = docs.filter((d) => ['Deployment', 'DaemonSet'].includes(d.kind));
+    for (const app of ['claim-controller', 'warmpool-driver', 'inventory-publisher']) {
+      const w = workloads.find((d) => d.metadata.name === `${fullname}-${app}`) as
+        | (Rendered & {
+            spec: { template: { spec: { containers: { args: string[]; livenessProbe: unknown; readinessProbe: unknown }[] } } };
+          })
+        | undefined;
+      const c = w?.spec.template.spec.containers[0];
+      expect({ app, auth: c?.args.filter((a) => a.startsWith('--metrics-auth')) }).toEqual({ app, auth: ['--metrics-auth=delegated'] });
+      expect(c?.livenessProbe).toMatchObject({ httpGet: { path: '/healthz', port: 'health', scheme: 'HTTP' } });
+      expect(c?.readinessProbe).toMatchObject({ httpGet: { path: '/readyz', port: 'health', scheme: 'HTTP' } });
+    }
     const binding = docs.find((d) => d.kind === 'ClusterRoleBinding' && d.metadata.name === `${fullname}-metrics-reader`) as
       (Rendered & { subjects?: unknown; roleRef?: unknown }) | undefined;
     expect(binding?.roleRef).toMatchObject({ kind: 'ClusterRole', name: `${fullname}-metrics-reader` });
@@ -557,11 +590,16 @@ describe('the sandbox-scale chart', () => {
         ['update', 'sandboxtemplates', { group: ext, allowed: false }],
         ['patch', 'sandboxclaims', { group: ext, allowed: false }],
         ['get', 'secrets', { namespace: '<release>', allowed: false }],
+        // /metrics is authorized: the scraper's token reviewed, its access asked of RBAC
+        ['create', 'tokenreviews', { group: 'authentication.k8s.io', allowed: true }],
+        ['create', 'subjectaccessreviews', { group: 'authorization.k8s.io', allowed: true }],
       ],
       'inventory-publisher': [
         ['create', 'nodeinventories', { group: ext, allowed: true }],
         ['patch', 'nodeinventories', { group: ext, name: 'node-a', allowed: true }],
-        ['get', 'nodeinventories', { group: ext, name: 'node-a', allowed: true }],
+        // its own inventory is followed by an informer (list, watch), never read one by one
+        ['get', 'nodeinventories', { group: ext, name: 'node-a', allowed: false }],
+        ['list', 'nodeinventories', { group: ext, allowed: true }],
         // the parts of a split inventory it no longer needs (it may already patch any inventory)
         ['delete', 'nodeinventories', { group: ext, name: 'node-a.part-1', allowed: true }],
         ['watch', 'nodeinventories', { group: ext, allowed: true }],
@@ -569,6 +607,8 @@ describe('the sandbox-scale chart', () => {
         ['create', 'events', { group: 'events.k8s.io', namespace: 'team-x', allowed: false }],
         ['list', 'sandboxclaims', { group: ext, allowed: false }],
         ['get', 'secrets', { allowed: false }],
+        ['create', 'tokenreviews', { group: 'authentication.k8s.io', allowed: true }],
+        ['create', 'subjectaccessreviews', { group: 'authorization.k8s.io', allowed: true }],
       ],
       'sandbox-apiserver': [
         ['watch', 'nodeinventories', { group: ext, allowed: true }],
@@ -583,7 +623,10 @@ describe('the sandbox-scale chart', () => {
         ['update', 'sandboxclaims', { group: ext, subresource: 'status', allowed: false }],
         ['create', 'tokenreviews', { group: 'authentication.k8s.io', allowed: true }],
         ['create', 'subjectaccessreviews', { group: 'authorization.k8s.io', allowed: true }],
-        ['get', 'configmaps', { namespace: 'kube-system', name: 'extension-apiserver-authentication', allowed: true }],
+        // the front-proxy CA and names: an informer of that one ConfigMap, nothing else in kube-system
+        ['watch', 'configmaps', { namespace: 'kube-system', name: 'extension-apiserver-authentication', allowed: true }],
+        ['get', 'configmaps', { namespace: 'kube-system', name: 'extension-apiserver-authentication', allowed: false }],
+        ['watch', 'configmaps', { namespace: 'kube-system', name: 'coredns', allowed: false }],
         // its peers: the ready endpoints of its own Service, in its own namespace only
         ['list', 'endpointslices', { group: 'discovery.k8s.io', namespace: '<release>', allowed: true }],
         ['watch', 'endpointslices', { group: 'discovery.k8s.io', namespace: '<release>', allowed: true }],

@@ -6,13 +6,13 @@ import { parse } from 'yaml';
 import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
 import { eventually, REPO_ROOT, runSuffix, serviceAccountToken, type RunResult, kubectlOk } from '../src/index';
 import { exposedNames, promqlMetricNames, samples } from '../src/testing/metric-names';
-import { RELEASE, SYSTEM_NAMESPACE } from '../src/system/local-system';
+import { SYSTEM_NAMESPACE } from '../src/system/local-system';
 import { applyWarmPool, startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 
-// Every app's /metrics in the running system, read as a scraper reads it: the controllers and
-// the publishers on their metrics ports, sandbox-apiserver on its secure port under a
-// ServiceAccount bound to the chart's metrics reader ClusterRole. Every metric the chart's alerts
+// Every app's /metrics in the running system, read as a scraper reads it: over HTTPS under a
+// ServiceAccount bound to the chart's metrics reader ClusterRole, the controllers and the
+// publishers on their metrics ports, sandbox-apiserver on its secure port. Every metric the chart's alerts
 // and dashboard name must be exported (kube-apiserver's own for the APIService alert), so the
 // files and the apps cannot drift apart.
 
@@ -23,20 +23,27 @@ let sys: SystemUnderTest;
 /** TLS to sandbox-apiserver and to the fast path (each checked against its own certificate's name). */
 let apiserverDispatcher: Agent;
 let fastPathDispatcher: Agent;
-/** Plain HTTP to the controllers' and publishers' metrics ports. */
-let dispatcher: Agent;
+/** The token of the system's metrics reader (the chart's reader ClusterRole bound to it). */
 let scraperToken: string;
 
 function k(args: string[], input?: string): Promise<RunResult> {
   return kubectlOk(args, { kubeconfig: sys.kubeconfigPath, input });
 }
 
+/** sandbox-apiserver's /metrics (the controllers' and publishers' go through sys.scrapeMetrics). */
 async function get(url: string, token?: string): Promise<{ status: number; text: string }> {
   const r = await request(url, {
-    dispatcher: url.startsWith('https:') ? apiserverDispatcher : dispatcher,
+    dispatcher: apiserverDispatcher,
     headers: token ? { authorization: `Bearer ${token}` } : {},
   });
   return { status: r.statusCode, text: await r.body.text() };
+}
+
+/** An app's /metrics page as the reader scrapes it; a refusal is an error. */
+async function pageOf(app: string): Promise<string> {
+  const r = await sys.scrapeMetrics(app);
+  if (r.status !== 200) throw new Error(`${app} /metrics: ${r.status} ${r.text}`);
+  return r.text;
 }
 
 /** Every expression of the chart's rule file and dashboard. */
@@ -56,11 +63,7 @@ function chartExpressions(): { where: string; expr: string }[] {
 /** app name -> its /metrics page, every app of the system. */
 async function scrapeAll(): Promise<Map<string, string>> {
   const pages = new Map<string, string>();
-  for (const [app, url] of await sys.metricsUrls()) {
-    const r = await get(url);
-    if (r.status !== 200) throw new Error(`${app} ${url}: ${r.status}`);
-    pages.set(app, r.text);
-  }
+  for (const app of (await sys.metricsEndpoints()).keys()) pages.set(app, await pageOf(app));
   const api = await get(`${sys.apiserverUrl}/metrics`, scraperToken);
   if (api.status !== 200) throw new Error(`sandbox-apiserver /metrics: ${api.status} ${api.text}`);
   pages.set('sandbox-apiserver', api.text);
@@ -74,20 +77,10 @@ const sum = (page: string, name: string, match: Record<string, string>): number 
 
 beforeAll(async () => {
   sys = await startSuiteSystem({ namespaces: [ns], local: { nodes: 2, speed: 0, metrics: true, publishInterval: '1s' } });
-  dispatcher = new Agent();
   apiserverDispatcher = new Agent({ connect: { ca: sys.servingCa, servername: sys.servernameOf(sys.apiserverUrl) } });
   fastPathDispatcher = new Agent({ connect: { ca: sys.servingCa, servername: sys.servernameOf(sys.fastPathUrl) } });
-  const kc = sys.kubeConfig;
-  const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
   // the scraper: a ServiceAccount bound to the chart's reader ClusterRole, as metrics.readerSubjects binds one
-  scraperToken = await serviceAccountToken(kc, SYSTEM_NAMESPACE, 'metrics-scraper', []);
-  await rbac.createClusterRoleBinding({
-    body: {
-      metadata: { name: `${ns}-metrics-scraper` },
-      roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${RELEASE}-metrics-reader` },
-      subjects: [{ kind: 'ServiceAccount', name: 'metrics-scraper', namespace: SYSTEM_NAMESPACE }],
-    },
-  });
+  scraperToken = await sys.metricsReaderToken();
   // a warm pool, and a pool whose template nobody keeps warm: its claims boot a VM (cold)
   await applyWarmPool(sys, ns, { name: 'warm', image: 'ghcr.io/example/metrics-warm:1.0', replicas: 4 });
   await applyWarmPool(sys, ns, { name: 'cold', image: 'ghcr.io/example/metrics-cold:1.0', replicas: 0, coldStart: 'WhenNoWarmCapacity' });
@@ -103,11 +96,7 @@ beforeAll(async () => {
 }, 300_000);
 
 afterAll(async () => {
-  await sys?.kubeConfig
-    .makeApiClient(RbacAuthorizationV1Api)
-    .deleteClusterRoleBinding({ name: `${ns}-metrics-scraper` })
-    .catch(() => undefined);
-  for (const d of [dispatcher, apiserverDispatcher, fastPathDispatcher]) await d?.close();
+  for (const d of [apiserverDispatcher, fastPathDispatcher]) await d?.close();
   await sys?.stop();
 }, 120_000);
 
@@ -157,9 +146,9 @@ describe('metrics of the running system', () => {
     // every claim-controller replica's page: the leader counts the claims it binds, each replica the fast-path claims it served
     const page = await eventually(
       async () => {
-        const urls = [...(await sys.metricsUrls())].filter(([app]) => /^claim-controller(-\d+)?$/.test(app)).map(([, url]) => url);
-        if (urls.length === 0) throw new Error('claim-controller has not said where it serves metrics');
-        const text = (await Promise.all(urls.map(async (url) => (await get(url)).text))).join('\n');
+        const apps = [...(await sys.metricsEndpoints()).keys()].filter((app) => /^claim-controller(-\d+)?$/.test(app));
+        if (apps.length === 0) throw new Error('claim-controller has not said where it serves metrics');
+        const text = (await Promise.all(apps.map(pageOf))).join('\n');
         const name = 'sandbox_scale_claim_controller_claims_total';
         for (const labels of [
           { path: 'claim', start: 'warm' },
@@ -193,7 +182,7 @@ describe('metrics of the running system', () => {
     const apps = ['claim-controller', 'warmpool-driver', ...sys.nodes.map((n) => `inventory-publisher-${n.name}`)];
     await eventually(
       async () => {
-        const urls = await sys.metricsUrls();
+        const urls = await sys.metricsEndpoints();
         const missing = apps.filter((a) => !urls.has(a));
         if (missing.length > 0) throw new Error(`no metrics address yet from ${missing.join(', ')}`);
       },
@@ -251,8 +240,8 @@ describe('metrics of the running system', () => {
     const driver = await eventually(
       async () => {
         // the leading replica's page: the only one counting warm VMs (a standby reports the recorded status only)
-        const drivers = [...(await sys.metricsUrls())].filter(([app]) => /^warmpool-driver(-\d+)?$/.test(app));
-        const withPool = (await Promise.all(drivers.map(async ([, url]) => (await get(url)).text))).filter((text) =>
+        const drivers = [...(await sys.metricsEndpoints()).keys()].filter((app) => /^warmpool-driver(-\d+)?$/.test(app));
+        const withPool = (await Promise.all(drivers.map(pageOf))).filter((text) =>
           samples(text, 'sandbox_scale_warmpool_driver_pool_warm_replicas').some(
             (x) => x.labels.namespace === ns && x.labels.pool === 'warm',
           ),
@@ -285,7 +274,7 @@ describe('metrics of the running system', () => {
     expect(stale.map((s) => s.labels.node).sort()).toEqual(sys.nodes.map((n) => n.name).sort());
     expect(stale.every((s) => s.value === 0)).toBe(true);
     for (const n of sys.nodes) {
-      const pub = (await get((await sys.metricsUrls()).get(`inventory-publisher-${n.name}`) ?? '')).text;
+      const pub = await pageOf(`inventory-publisher-${n.name}`);
       expect(samples(pub, 'sandbox_scale_inventory_publisher_stale')).toEqual([{ labels: {}, value: 0 }]);
       expect(samples(pub, 'sandbox_scale_inventory_publisher_last_fresh_timestamp_seconds')[0]?.value).toBeGreaterThan(0);
     }

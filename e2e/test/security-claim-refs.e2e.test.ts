@@ -41,11 +41,13 @@ async function claimDirect(node: SandboxdNode, claimRef: string, ttlSeconds: num
 
 /** The summed value of `name{labels}` over every claim-controller replica's /metrics page. */
 async function claimControllerCounter(name: string, labels: Record<string, string>): Promise<number> {
-  const urls = [...(await sys.metricsUrls())].filter(([app]) => /claim-controller/.test(app)).map(([, url]) => url);
-  if (urls.length === 0) throw new Error('claim-controller has not said where it serves metrics');
+  const apps = [...(await sys.metricsEndpoints()).keys()].filter((app) => /claim-controller/.test(app));
+  if (apps.length === 0) throw new Error('claim-controller has not said where it serves metrics');
   let total = 0;
-  for (const url of urls) {
-    const text = await (await fetch(url)).text();
+  for (const app of apps) {
+    const page = await sys.scrapeMetrics(app);
+    if (page.status !== 200) throw new Error(`${app} /metrics: ${page.status} ${page.text}`);
+    const text = page.text;
     for (const line of text.split('\n')) {
       if (!line.startsWith(`${name}{`)) continue;
       const inside = line.slice(line.indexOf('{') + 1, line.lastIndexOf('}'));

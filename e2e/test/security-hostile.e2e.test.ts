@@ -30,6 +30,9 @@ let sys: SystemUnderTest;
 let clientToken = '';
 let ca = '';
 const probes = new Map<string, string>();
+/** The apps' HTTPS metrics listeners (base URLs), and the reader token a scraper legitimately sends them. */
+const metricsBases = new Map<string, string>();
+let readerToken = '';
 
 interface Target {
   readonly name: string;
@@ -298,21 +301,17 @@ async function written(): Promise<{ claims: string[]; sandboxes: string[]; nodeC
 }
 
 beforeAll(async () => {
-  // probe and metrics on one free port per app (the same address serves both)
-  const probe = ['--health-probe-bind-address', '127.0.0.1:0', '--metrics-bind-address', '127.0.0.1:0'];
+  // probes (plain HTTP) and metrics (HTTPS, authorized) on free ports of their own, as the chart serves them
   sys = await startSuiteSystem({
     namespaces: [ns],
     local: {
       nodes: 2,
       speed: 0,
-      extraArgs: {
-        'claim-controller': probe,
-        'warmpool-driver': probe,
-        'inventory-publisher': probe,
-        'sandbox-apiserver': ['--max-watches-per-user', String(WATCHES_PER_USER)],
-      },
+      metrics: true,
+      extraArgs: { 'sandbox-apiserver': ['--max-watches-per-user', String(WATCHES_PER_USER)] },
     },
   });
+  readerToken = await sys.metricsReaderToken();
   ca = sys.servingCa;
   await grantTenantRole(sys.kubeConfig, ns, 'client', [
     { apiGroups: [GROUP], resources: ['sandboxclaims'], verbs: ['create', 'get', 'list'] },
@@ -354,6 +353,9 @@ beforeAll(async () => {
         if (!url) throw new Error(`${app} has no probe address yet`);
       }
       for (const [app, url] of urls) probes.set(app, url);
+      const metrics = await sys.metricsEndpoints();
+      for (const app of apps) if (!metrics.has(app)) throw new Error(`${app} has no metrics address yet`);
+      for (const [app, e] of metrics) metricsBases.set(app, e.url.replace(/\/metrics$/, ''));
     },
     { timeoutMs: 60_000, intervalMs: 500 },
   );
@@ -400,6 +402,14 @@ describe('every server under hostile requests', () => {
         raw: true,
         auth: {},
         paths: ['/healthz', '/readyz', '/livez', '/metrics'],
+      })),
+      ...[...metricsBases].map(([app, base]) => ({
+        name: `metrics:${app}`,
+        base,
+        tls: true,
+        raw: true,
+        auth: { authorization: `Bearer ${readerToken}` },
+        paths: ['/metrics', '/healthz', '/readyz'],
       })),
       ...sys.nodes.map((n) => ({
         name: `sandboxd-sim:${n.name}`,

@@ -26,6 +26,9 @@ void runApp({
       manager: {
         metricsBindAddress: config.metricsBindAddress,
         healthProbeBindAddress: config.healthProbeBindAddress,
+        metricsAuth: config.metricsAuth,
+        metricsTlsCertFile: config.metricsTlsCertFile,
+        metricsTlsPrivateKeyFile: config.metricsTlsPrivateKeyFile,
         gracefulShutdownTimeoutMs: config.gracefulShutdownTimeout,
       },
     });

@@ -14,8 +14,18 @@ export interface StartPublisherOptions extends PublisherConfig {
   kubeConfig: KubeConfig;
   log: Logger;
   registry: Registry;
-  /** Probe and metrics listeners, graceful shutdown: from the shared manager flags. Off when absent. */
-  manager?: Partial<Pick<ManagerOptions, 'metricsBindAddress' | 'healthProbeBindAddress' | 'gracefulShutdownTimeoutMs'>>;
+  /** Probe and metrics listeners (and how /metrics is guarded), graceful shutdown: from the shared manager flags. Off when absent. */
+  manager?: Partial<
+    Pick<
+      ManagerOptions,
+      | 'metricsBindAddress'
+      | 'healthProbeBindAddress'
+      | 'metricsAuth'
+      | 'metricsTlsCertFile'
+      | 'metricsTlsPrivateKeyFile'
+      | 'gracefulShutdownTimeoutMs'
+    >
+  >;
   /** A shared keep-alive dispatcher (many publishers in one process, as in the bench). */
   dispatcher?: Dispatcher;
   /** Largest body of one NodeInventory object before the node's entries are split (tests lower it). */

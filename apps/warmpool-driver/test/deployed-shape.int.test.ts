@@ -6,6 +6,7 @@ import { Registry } from 'prom-client';
 import {
   AppProcess,
   applyCrds,
+  bindMetricsReader,
   createTestNamespace,
   deleteNamespace,
   eventually,
@@ -15,6 +16,8 @@ import {
   kubectl,
   runSuffix,
   runTool,
+  scrapeMetrics,
+  type MetricsReader,
 } from '@sandbox-scale/e2e';
 import { captureLog, leaderElectionArgs } from '@sandbox-scale/kube-runtime/testing';
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
@@ -49,9 +52,11 @@ let rbacYaml = '';
 let saKc: KubeConfig;
 let kubeconfigFile: string;
 let tokenFile: string;
+/** A ServiceAccount bound to the chart's metrics-reader ClusterRole: the driver's /metrics is read as Prometheus reads it. */
+let reader: MetricsReader;
 const procs: AppProcess[] = [];
 
-/** The chart's warmpool-driver RBAC (ClusterRole, its binding, the leader-election Role) for this release. */
+/** The chart's warmpool-driver RBAC (ClusterRole, its binding, the leader-election Role) and metrics-reader ClusterRole for this release. */
 async function installChartRbac(): Promise<void> {
   const rendered = await runTool('helm', [
     'template',
@@ -61,6 +66,8 @@ async function installChartRbac(): Promise<void> {
     ns,
     '--show-only',
     'templates/rbac-warmpool-driver.yaml',
+    '--show-only',
+    'templates/rbac-metrics-reader.yaml',
   ]);
   expect(rendered.code).toBe(0);
   rbacYaml = rendered.stdout;
@@ -101,9 +108,11 @@ async function leaseHolder(): Promise<string> {
   return lease.spec?.holderIdentity ?? '';
 }
 
-/** PUT /v1/pools the process got a 2xx for, from its own /metrics. */
+/** PUT /v1/pools the process got a 2xx for, from its own /metrics (HTTPS, its self-signed certificate, the reader's token). */
 async function putsOk(port: number): Promise<number> {
-  const text = await (await fetch(`http://127.0.0.1:${port}/metrics`)).text();
+  const page = await scrapeMetrics({ url: `https://127.0.0.1:${port}/metrics` }, reader.token);
+  if (page.status !== 200) throw new Error(`/metrics answered ${page.status}: ${page.text}`);
+  const text = page.text;
   const line = text.split('\n').find((l) => l.startsWith(PUTS_OK));
   return line ? Number(line.slice(PUTS_OK.length).trim()) : 0;
 }
@@ -127,6 +136,7 @@ beforeAll(async () => {
   await applyCrds(kc, 'charts/sandbox-scale/crds');
   ns = await createTestNamespace(kc, 'wpd-ha');
   await installChartRbac();
+  reader = await bindMetricsReader(kc, { namespace: ns, name: 'scraper', clusterRole: `${release}-sandbox-scale-metrics-reader` });
   saKc = await kubeconfigForServiceAccount(kc, ns, serviceAccount);
   const dir = mkdtempSync(join(tmpdir(), 'wpd-ha-'));
   kubeconfigFile = join(dir, 'kubeconfig');
@@ -139,6 +149,7 @@ beforeAll(async () => {
 afterAll(async () => {
   await Promise.all(procs.map((p) => p.stop(2000)));
   await fleet?.stop();
+  await reader?.remove();
   if (rbacYaml) await kubectl(['delete', '--ignore-not-found', '-f', '-'], { input: rbacYaml });
   await deleteNamespace(kc, ns);
 });

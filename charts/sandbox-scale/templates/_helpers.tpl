@@ -71,6 +71,8 @@ app.kubernetes.io/component: {{ .app }}
 {{- define "sandbox-scale.commonArgs" -}}
 - --metrics-bind-address=:{{ .Values.ports.metrics }}
 - --health-probe-bind-address=:{{ .Values.ports.health }}
+{{- /* /metrics over HTTPS for a token allowed get on /metrics (the metrics-reader ClusterRole); the probes stay plain HTTP on ports.health */}}
+- --metrics-auth=delegated
 {{ include "sandbox-scale.fleetTokenArg" . }}
 {{- end -}}
 

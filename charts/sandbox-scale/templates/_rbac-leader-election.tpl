@@ -9,12 +9,12 @@ metadata:
   labels:
     {{- include "sandbox-scale.appLabels" . | nindent 4 }}
 rules:
+  # the elector reads its Lease, creates it once and renews or takes it with an optimistic
+  # update (PUT with the resourceVersion it read); it never lists, watches or patches Leases, and
+  # its events go through events.k8s.io under the app's own ClusterRole
   - apiGroups: ["coordination.k8s.io"]
     resources: ["leases"]
-    verbs: ["get", "list", "watch", "create", "update", "patch"]
-  - apiGroups: [""]
-    resources: ["events"]
-    verbs: ["create", "patch"]
+    verbs: ["get", "create", "update"]
 ---
 apiVersion: rbac.authorization.k8s.io/v1
 kind: RoleBinding

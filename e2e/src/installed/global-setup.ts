@@ -1,9 +1,10 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { sarAuditArgs } from '../control-plane/audit';
+import { auditArgs } from '../control-plane/audit';
+import { chartServiceAccountUsers } from '../testing/audit-log';
 import { BIN_DIR_ENV, FILES_ENV, KUBECONFIG_ENV } from '../control-plane/global-setup';
 import { TARGET_ENV } from '../system/system-under-test';
-import { startInstalledSystem, type InstalledSystem } from './installed-system';
+import { INSTALLED_NAMESPACE, INSTALLED_RELEASE, startInstalledSystem, type InstalledSystem } from './installed-system';
 import { publishInstalledState } from './installed-target';
 import { installedSuiteHelmArgs } from './installed-values';
 
@@ -22,7 +23,11 @@ export default async function globalSetup(): Promise<void> {
   process.env[TARGET_ENV] = 'installed';
   const auditDir = join('/tmp', `sandbox-scale-installed-audit-${process.pid}`);
   mkdirSync(auditDir, { recursive: true, mode: 0o700 });
-  const audit = sarAuditArgs(auditDir);
+  // SubjectAccessReviews with their bodies, and every request of the chart's ServiceAccounts (rbac-audit)
+  const audit = auditArgs(auditDir, {
+    subjectAccessReviews: true,
+    users: [...chartServiceAccountUsers(INSTALLED_NAMESPACE, INSTALLED_RELEASE).values()],
+  });
   const system = await startInstalledSystem({ log, helmArgs: installedSuiteHelmArgs(), apiserverArgs: audit.args });
   const cp = system.cp;
   process.env[KUBECONFIG_ENV] = cp.kubeconfigPath;

@@ -8,7 +8,9 @@ import { toolPath } from '../control-plane/tools';
 import { ensureNamespace, tenantCredentials } from '../system/local-target';
 import { runCommand } from '../system/run-command';
 import type { LeaderComponent, SystemUnderTest } from '../system/system-under-test';
+import { runSuffix } from '../testing/cluster';
 import { eventually } from '../testing/eventually';
+import { MetricsScraper, type MetricsEndpoint } from '../testing/metrics-scraper';
 import { INSTALLED_NAMESPACE, INSTALLED_RELEASE, waitInstalled } from './installed-system';
 
 /** Where the installed run's global setup says what it installed (a JSON file, InstalledState). */
@@ -117,6 +119,22 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
       if (!p.metadata.deletionTimestamp && p.status?.podIP) out.set(`inventory-publisher-${p.spec?.nodeName ?? ''}`, p);
     return out;
   };
+  const servingCa = Buffer.from(ca.data['tls.crt'] as string, 'base64').toString('utf8');
+  const metricsEndpoints = async (): Promise<Map<string, MetricsEndpoint>> =>
+    new Map(
+      [...(await appPods())].map(([app, p]) => {
+        const url = `https://${p.status?.podIP}:${PORTS.metrics}/metrics`;
+        // as the chart's ServiceMonitors: claim-controller's serving certificate is checked, the others' made at start are not
+        return [app, /^claim-controller(-\d+)?$/.test(app) ? { url, ca: servingCa, servername: SERVICE_DNS('claim-controller') } : { url }];
+      }),
+    );
+  const scraper = new MetricsScraper({
+    kubeConfig,
+    endpoints: metricsEndpoints,
+    namespace: INSTALLED_NAMESPACE,
+    name: `metrics-scraper-${runSuffix()}`,
+    clusterRole: `${INSTALLED_RELEASE}-metrics-reader`,
+  });
   const leaseHolderPod = async (component: LeaderComponent): Promise<string | undefined> => {
     const out = await kubectl([
       '-n',
@@ -146,7 +164,7 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
       return urls[0] as string;
     },
     fastPathUrl,
-    servingCa: Buffer.from(ca.data['tls.crt'] as string, 'base64').toString('utf8'),
+    servingCa,
     clusterCa: state.clusterCa,
     frontProxyClient: state.frontProxyClient,
     auditLogPath: state.auditLogPath,
@@ -190,9 +208,9 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
       await waitInstalled((args) => kubectl(args), 180_000);
       urls = await apiserverUrls();
     },
-    async metricsUrls() {
-      return new Map([...(await appPods())].map(([app, p]) => [app, `http://${p.status?.podIP}:${PORTS.metrics}/metrics`]));
-    },
+    metricsEndpoints,
+    scrapeMetrics: (app, o) => scraper.scrape(app, o),
+    metricsReaderToken: () => scraper.readerToken(),
     async probeUrls() {
       return new Map([...(await appPods())].map(([app, p]) => [app, `http://${p.status?.podIP}:${PORTS.health}`]));
     },
@@ -219,6 +237,7 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
         .map((p) => `${p.metadata.name} (${restartsOf(p)} restarts)`);
     },
     async stop() {
+      await scraper.close();
       rmSync(dir, { recursive: true, force: true });
     },
   };

@@ -57,8 +57,9 @@ export interface LocalSystemOptions {
    */
   claimControllerReplicas?: number;
   /**
-   * Serve each controller's and publisher's /metrics on a free loopback port (default off), listed
-   * in `metricsUrls` once the app says where it listens; sandbox-apiserver serves /metrics on its
+   * Serve each controller's and publisher's /metrics (HTTPS, authorized as the chart runs them)
+   * and probes (plain HTTP) on free loopback ports (default off), listed in `metricsUrls` and
+   * `probeUrls` once the app says where it listens; sandbox-apiserver serves /metrics on its
    * secure port either way.
    */
   metrics?: boolean;
@@ -81,8 +82,10 @@ export interface LocalSystem {
   servingCaPath: string;
   logDir: string;
   apps: Map<string, SupervisedApp>;
-  /** App name -> http://127.0.0.1:<port>/metrics of its current process (with `metrics: true`). */
+  /** App name -> https://127.0.0.1:<port>/metrics of its current process (with `metrics: true`; http:// under --metrics-auth=none). */
   metricsUrls: Map<string, string>;
+  /** App name -> http://127.0.0.1:<port> of its current process's probe server (with `metrics: true`). */
+  probeUrls: Map<string, string>;
   /** Stops one app (SIGKILL when `kill`) and starts it again with the same flags. */
   restartApp(name: AppName | `claim-controller-${number}`, opts?: { kill?: boolean; beforeStart?: () => Promise<void> }): Promise<void>;
   /** The app holding a component's leader Lease (from its holderIdentity, `<POD_NAME>_<suffix>`), if any. */
@@ -105,6 +108,7 @@ interface Ctx {
   claimControllerReplicas: number;
   metrics: boolean;
   metricsUrls: Map<string, string>;
+  probeUrls: Map<string, string>;
 }
 
 function helm(cp: ControlPlane, args: string[]): Promise<string> {
@@ -158,12 +162,15 @@ function reportExit(ctx: Ctx, e: { name: string; code: number | null; restarts: 
   );
 }
 
-/** The address an app's probe and metrics server reports in its log line (pino JSON on stdout). */
-function listeningAddress(line: string): string | undefined {
-  if (!line.includes('probe and metrics server listening')) return undefined;
+/** Which listener an app's log line (pino JSON on stdout) says it opened, and its base URL. */
+function listening(line: string): { kind: 'metrics' | 'probe'; url: string } | undefined {
+  if (!line.includes('server listening')) return undefined;
   try {
-    const address = (JSON.parse(line) as { address?: unknown }).address;
-    return typeof address === 'string' ? address : undefined;
+    const { msg, url } = JSON.parse(line) as { msg?: unknown; url?: unknown };
+    if (typeof url !== 'string') return undefined;
+    if (msg === 'metrics server listening') return { kind: 'metrics', url };
+    if (msg === 'probe server listening') return { kind: 'probe', url };
+    return undefined;
   } catch {
     return undefined;
   }
@@ -173,8 +180,9 @@ function startApp(ctx: Ctx, name: string, entry: string, args: string[], opts: S
   const env = { LOG_LEVEL: process.env.LOG_LEVEL ?? 'info', ...opts.env };
   ctx.specs.set(name, { entry, args, env });
   const onStdoutLine = (line: string): void => {
-    const address = listeningAddress(line);
-    if (address !== undefined) ctx.metricsUrls.set(name, `http://${address}/metrics`);
+    const l = listening(line);
+    if (l?.kind === 'metrics') ctx.metricsUrls.set(name, `${l.url}/metrics`);
+    if (l?.kind === 'probe') ctx.probeUrls.set(name, l.url);
     opts.onStdoutLine?.(line);
   };
   const p = new SupervisedApp({
@@ -251,12 +259,14 @@ async function registerSimNodes(ctx: Ctx, nodes: SimNode[]): Promise<void> {
 }
 
 /**
- * Probe server off: the runner watches the processes and the API instead. Metrics off unless
- * asked for, then on a port the app picks itself (port 0) and names in its log: a port picked
- * ahead of time could be taken by another process before the app binds it.
+ * Probe and metrics servers off unless asked for (the runner watches the processes and the API
+ * instead), then each on a port the app picks itself (port 0) and names in its log: a port picked
+ * ahead of time could be taken by another process before the app binds it. Metrics are
+ * authorized as the chart has them (--metrics-auth=delegated, the default).
  */
 function probeArgs(ctx: Ctx): string[] {
-  return ['--health-probe-bind-address', '0', '--metrics-bind-address', ctx.metrics ? '127.0.0.1:0' : '0'];
+  const addr = ctx.metrics ? '127.0.0.1:0' : '0';
+  return ['--health-probe-bind-address', addr, '--metrics-bind-address', addr];
 }
 
 function logTail(path: string, lines = 15): string {
@@ -370,6 +380,11 @@ async function startApps(
         certs.cert,
         '--tls-private-key-file',
         certs.key,
+        // as the chart does: its serving certificate on the metrics port too, so a scraper can check it
+        '--metrics-tls-cert-file',
+        certs.cert,
+        '--metrics-tls-private-key-file',
+        certs.key,
         ...(ctx.extraArgs['claim-controller'] ?? []),
       ],
       { env: { POD_NAME: name } },
@@ -474,6 +489,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     claimControllerReplicas: opts.claimControllerReplicas ?? 1,
     metrics: opts.metrics ?? false,
     metricsUrls: new Map(),
+    probeUrls: new Map(),
   };
   const stopAll = async (): Promise<void> => {
     for (const app of [...ctx.apps.values()].reverse()) await app.stop();
@@ -524,12 +540,14 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
       logDir,
       apps: ctx.apps,
       metricsUrls: ctx.metricsUrls,
+      probeUrls: ctx.probeUrls,
       async restartApp(name, o = {}) {
         const app = ctx.apps.get(name);
         const spec = ctx.specs.get(name);
         if (!app || !spec) throw new Error(`no app ${name}`);
         await app.stop({ kill: o.kill });
         ctx.metricsUrls.delete(name);
+        ctx.probeUrls.delete(name);
         await o.beforeStart?.();
         startApp(ctx, name, spec.entry, spec.args, { env: spec.env });
       },

@@ -2,8 +2,9 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { kubeApiClient } from '@sandbox-scale/kube-runtime';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { kubeconfigForServiceAccount } from '../testing/cluster';
-import type { LocalSystem } from './local-system';
+import { kubeconfigForServiceAccount, runSuffix } from '../testing/cluster';
+import { MetricsScraper, type MetricsEndpoint } from '../testing/metrics-scraper';
+import { RELEASE, SYSTEM_NAMESPACE, type LocalSystem } from './local-system';
 import type { SystemUnderTest, TenantCredentials } from './system-under-test';
 
 /** Creates a namespace; one that exists already is fine. */
@@ -35,6 +36,22 @@ export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onS
     cert: readFileSync(join(cp.dir, 'front-proxy-client.crt'), 'utf8'),
     key: readFileSync(join(cp.dir, 'front-proxy-client.key'), 'utf8'),
   };
+  const servingCa = readFileSync(sys.servingCaPath, 'utf8');
+  const metricsEndpoints = async (): Promise<Map<string, MetricsEndpoint>> =>
+    new Map(
+      [...sys.metricsUrls].map(([app, url]) => [
+        app,
+        // claim-controller serves metrics with the serving certificate (localhost); the others with one they made at start
+        /^claim-controller(-\d+)?$/.test(app) ? { url, ca: servingCa, servername: 'localhost' } : { url },
+      ]),
+    );
+  const scraper = new MetricsScraper({
+    kubeConfig: sys.kubeConfig,
+    endpoints: metricsEndpoints,
+    namespace: SYSTEM_NAMESPACE,
+    name: `metrics-scraper-${runSuffix()}`,
+    clusterRole: `${RELEASE}-metrics-reader`,
+  });
   const target: SystemUnderTest = {
     target: 'local',
     kubeconfigPath: sys.kubeconfigPath,
@@ -45,7 +62,7 @@ export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onS
     apiserverUrls: sys.apiserverUrls,
     apiserverUrl: sys.apiserverUrl,
     fastPathUrl: sys.fastPathUrl,
-    servingCa: readFileSync(sys.servingCaPath, 'utf8'),
+    servingCa,
     clusterCa: { cert: readFileSync(cp.files.caCert, 'utf8'), key: readFileSync(cp.files.caKey, 'utf8') },
     frontProxyClient,
     auditLogPath: opts.auditLogPath,
@@ -64,9 +81,10 @@ export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onS
     async restartApiserverReplica(o = {}) {
       await sys.restartApp('sandbox-apiserver', { beforeStart: o.whileDown });
     },
-    metricsUrls: async () => new Map(sys.metricsUrls),
-    // probes and metrics share the one address an app logs when started with both on one port
-    probeUrls: async () => new Map([...sys.metricsUrls].map(([app, url]) => [app, url.replace(/\/metrics$/, '')])),
+    metricsEndpoints,
+    scrapeMetrics: (app, o) => scraper.scrape(app, o),
+    metricsReaderToken: () => scraper.readerToken(),
+    probeUrls: async () => new Map(sys.probeUrls),
     async appLogs() {
       const logs = new Map<string, string>();
       for (const f of readdirSync(sys.logDir)) logs.set(f.replace(/\.log$/, ''), readFileSync(join(sys.logDir, f), 'utf8'));
@@ -74,6 +92,7 @@ export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onS
     },
     appsThatExited: async () => [...sys.apps].filter(([, a]) => a.restarts > 0 || !a.running).map(([n]) => n),
     async stop() {
+      await scraper.close();
       await sys.stop();
       await opts.onStop?.();
     },

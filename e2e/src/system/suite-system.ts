@@ -3,18 +3,23 @@ import { kubeApiClient } from '@sandbox-scale/kube-runtime';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { sarAuditArgs } from '../control-plane/audit';
+import { auditArgs } from '../control-plane/audit';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
 import { connectInstalled } from '../installed/installed-target';
 import { eventually } from '../testing/eventually';
-import { startLocalSystem, type LocalSystemOptions } from './local-system';
+import { chartServiceAccountUsers } from '../testing/audit-log';
+import { RELEASE, startLocalSystem, SYSTEM_NAMESPACE, type LocalSystemOptions } from './local-system';
 import { ensureNamespace, localTarget } from './local-target';
 import { e2eTarget, type SystemUnderTest } from './system-under-test';
 
 export interface SuiteSystemOptions {
   /** Namespaces the suite works in, created before anything else runs. */
   namespaces?: string[];
-  /** kube-apiserver writes an audit log of SubjectAccessReviews (local: a control plane of the suite's own). */
+  /**
+   * kube-apiserver writes an audit log (local: a control plane of the suite's own): the
+   * SubjectAccessReviews it serves, with their bodies, and every request of the chart's
+   * ServiceAccounts at level Metadata.
+   */
   auditLog?: boolean;
   /**
    * How the local system runs for this suite. The installed chart runs one node, two replicas of
@@ -39,7 +44,10 @@ export async function startSuiteSystem(opts: SuiteSystemOptions = {}): Promise<S
   let auditLogPath: string | undefined;
   if (opts.auditLog) {
     auditDir = mkdtempSync(join(tmpdir(), 'sandbox-scale-audit-'));
-    const audit = sarAuditArgs(auditDir);
+    const audit = auditArgs(auditDir, {
+      subjectAccessReviews: true,
+      users: [...chartServiceAccountUsers(SYSTEM_NAMESPACE, RELEASE).values()],
+    });
     auditLogPath = audit.logPath;
     // the audit log is the control plane's: a suite reading it needs one of its own
     cp = await startControlPlane({ apiserverArgs: audit.args });

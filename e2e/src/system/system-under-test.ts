@@ -1,6 +1,7 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { LEASE_NAMES } from '@sandbox-scale/scale-core';
 import type { CertPair } from '../control-plane/pki';
+import type { MetricsEndpoint, MetricsPage } from '../testing/metrics-scraper';
 import type { SandboxdNode } from '../testing/sandboxd';
 
 /**
@@ -89,9 +90,22 @@ export interface SystemUnderTest {
    * there are replicas restart each of them once.
    */
   restartApiserverReplica(opts?: RestartOptions): Promise<void>;
-  /** Plain-HTTP /metrics URL of each controller and publisher, by app (`<app>`, `<app>-<i>` for more replicas, `inventory-publisher-<node>`). */
-  metricsUrls(): Promise<Map<string, string>>;
-  /** Base URL of each controller's and publisher's probe server (/healthz, /readyz), keyed as metricsUrls. */
+  /**
+   * Where each controller and publisher serves /metrics (HTTPS, authorized), by app (`<app>`,
+   * `<app>-<i>` for more replicas, `inventory-publisher-<node>`), with the CA its certificate is
+   * checked against where the chart gives it one (claim-controller's serving certificate).
+   */
+  metricsEndpoints(): Promise<Map<string, MetricsEndpoint>>;
+  /**
+   * Scrapes an app's /metrics (a key of metricsEndpoints) as the chart's ServiceMonitor does:
+   * HTTPS, a bearer token. `token` default: that of a ServiceAccount bound to the chart's
+   * metrics-reader ClusterRole (metricsReaderToken); null sends none. Throws
+   * NoMetricsEndpointError while the app has not said where it serves.
+   */
+  scrapeMetrics(app: string, opts?: { token?: string | null }): Promise<MetricsPage>;
+  /** The token of a ServiceAccount bound to the chart's metrics-reader ClusterRole, made on first use, removed on stop. */
+  metricsReaderToken(): Promise<string>;
+  /** Base URL of each controller's and publisher's plain-HTTP probe server (/healthz, /readyz, /livez), keyed as metricsEndpoints. */
   probeUrls(): Promise<Map<string, string>>;
   /** Every app's log text so far, by app (installed: by pod, previous containers included). */
   appLogs(): Promise<Map<string, string>>;

@@ -130,7 +130,7 @@ export { KubeEventSink } from './events/event-sink';
 export type { EventSink, EventBody, EventSeries } from './events/event-sink';
 
 // health, metrics, manager
-export { ProbeServer } from './health/probe-server';
+export { METRICS_ACCESS, ProbeServer, authorizeScrape } from './health/probe-server';
 export { DEFAULT_SERVER_LIMITS, decodeSegment, guardRequests, limitServer, readBounded, requestUrl } from './http/guarded-server';
 export type { FailureWriter, GuardOptions, RequestHandler, ServerLimits } from './http/guarded-server';
 export { DEFAULT_INFLIGHT_CAPS, InflightLimits } from './http/inflight-limits';
@@ -143,14 +143,14 @@ export { selfSignedCert } from './http/self-signed-cert';
 export type { SelfSignedCert, SelfSignedCertOptions } from './http/self-signed-cert';
 export type { StatusReplyOptions } from './http/json-reply';
 export type { InflightCaps } from './http/inflight-limits';
-export type { ProbeServerOptions } from './health/probe-server';
+export type { ListenerRole, MetricsAuthenticator, ProbeServerOptions, ServingCert } from './health/probe-server';
 export { CheckSet, renderChecks } from './health/checks';
 export type { Check, CheckResult } from './health/checks';
 export { parseBindAddress, BindAddressError, isBindAddressError } from './health/bind-address';
 export type { BindAddress } from './health/bind-address';
 export { counter, gauge, histogram } from './metrics/metric-factory';
 export { Manager } from './manager';
-export type { ManagerOptions, LeaderElectionConfig, Cache } from './manager';
+export type { ManagerOptions, LeaderElectionConfig, Cache, MetricsAuthMode } from './manager';
 export {
   LeaderElectionLostError,
   RunnableFailedError,

@@ -1,4 +1,5 @@
-import { Registry } from 'prom-client';
+import { Counter, Registry } from 'prom-client';
+import { Agent, request } from 'undici';
 import { eventually } from '@sandbox-scale/e2e';
 import { Manager, type Cache } from './manager';
 import { isRunnableFailed, isShutdownTimeout } from './manager-errors';
@@ -124,5 +125,76 @@ describe('Manager', () => {
     await eventually(() => expect(trail).toEqual(['stuck start']), soon);
     stop.abort();
     expect(isShutdownTimeout(await done)).toBe(true);
+  });
+
+  describe('probe and metrics listeners', () => {
+    const registry = new Registry();
+    new Counter({ name: 'sandbox_scale_mgr_test_total', help: 'x', registers: [registry] }).inc();
+    // any token authenticates as `scraper`, who may get /metrics; the listener's answers are what is tested
+    const auth = {
+      authenticateToken: async (token: string) => (token === 'good' ? { username: 'scraper', groups: [], extra: {} } : undefined),
+      authorize: async () => ({ allowed: true, reason: '' }),
+    };
+    const insecure = new Agent({ connect: { rejectUnauthorized: false } });
+    afterAll(() => insecure.close());
+
+    async function started(extra: Partial<ConstructorParameters<typeof Manager>[0]>): Promise<{ mgr: Manager; stop: () => Promise<void> }> {
+      const mgr = new Manager({ log: captureLog().log, registry, ...extra });
+      const ac = new AbortController();
+      const done = mgr.start(ac.signal);
+      const want = [extra.metricsBindAddress, extra.healthProbeBindAddress].filter((a) => a !== undefined && a !== '0').length;
+      await eventually(() => expect(mgr.boundPorts).toHaveLength(want), soon);
+      return {
+        mgr,
+        stop: async () => {
+          ac.abort();
+          await done;
+        },
+      };
+    }
+
+    it('delegated (the default): probes over plain HTTP on their port, /metrics over HTTPS behind the token on its own', async () => {
+      const { mgr, stop } = await started({
+        healthProbeBindAddress: '127.0.0.1:0',
+        metricsBindAddress: '127.0.0.1:0',
+        metricsAuthenticator: auth,
+      });
+      try {
+        const [probePort, metricsPort] = mgr.boundPorts;
+        expect((await fetch(`http://127.0.0.1:${probePort}/healthz`)).status).toBe(200);
+        expect((await fetch(`http://127.0.0.1:${probePort}/metrics`)).status).toBe(404);
+        const scrape = async (token?: string): Promise<{ status: number; body: string }> => {
+          const r = await request(`https://127.0.0.1:${metricsPort}/metrics`, {
+            dispatcher: insecure,
+            headers: token ? { authorization: `Bearer ${token}` } : {},
+          });
+          return { status: r.statusCode, body: await r.body.text() };
+        };
+        expect((await scrape()).status).toBe(401);
+        const ok = await scrape('good');
+        expect(ok.status).toBe(200);
+        expect(ok.body).toContain('sandbox_scale_mgr_test_total 1');
+      } finally {
+        await stop();
+      }
+    });
+
+    it('none: /metrics over plain HTTP to anyone', async () => {
+      const { mgr, stop } = await started({ metricsBindAddress: '127.0.0.1:0', metricsAuth: 'none' });
+      try {
+        const r = await fetch(`http://127.0.0.1:${mgr.boundPorts[0]}/metrics`);
+        expect(r.status).toBe(200);
+        expect(await r.text()).toContain('sandbox_scale_mgr_test_total 1');
+      } finally {
+        await stop();
+      }
+    });
+
+    it('refuses delegated metrics without a kubeConfig, and a certificate without its key', () => {
+      expect(() => new Manager({ log: captureLog().log, registry, metricsBindAddress: ':0' })).toThrow(/needs a kubeConfig/);
+      expect(() => new Manager({ log: captureLog().log, registry, metricsAuthenticator: auth, metricsTlsCertFile: '/tls.crt' })).toThrow(
+        /go together/,
+      );
+    });
   });
 });

@@ -1,9 +1,13 @@
+import { readFileSync } from 'node:fs';
+import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
 import { SandboxScaleError } from '@sandbox-scale/scale-core';
-import { parseBindAddress } from './health/bind-address';
+import { DelegatedAuth } from './auth/delegated-auth';
+import { type BindAddress, parseBindAddress } from './health/bind-address';
 import type { Check } from './health/checks';
-import { ProbeServer } from './health/probe-server';
+import { type ListenerRole, type MetricsAuthenticator, ProbeServer, type ServingCert } from './health/probe-server';
+import { selfSignedCert } from './http/self-signed-cert';
 import { type LeaderElectionTimings, type LeaderElector, type LeaderElectorOptions, createLeaderElector } from './leader/leader-elector';
 import type { Logger } from './log/logger';
 import { LeaderElectionLostError, RunnableFailedError, ShutdownTimeoutError } from './manager-errors';
@@ -25,6 +29,8 @@ export interface LeaderElectionConfig extends LeaderElectionTimings {
   identity?: string;
 }
 
+export type MetricsAuthMode = 'delegated' | 'none';
+
 export interface ManagerOptions {
   log: Logger;
   registry: Registry;
@@ -33,9 +39,25 @@ export interface ManagerOptions {
   /** Undefined: no election, leader-only runnables start at once. */
   leaderElection?: LeaderElectionConfig;
   electorFactory?: (opts: LeaderElectorOptions) => LeaderElector;
-  /** `:8080` style or `0` (off); equal addresses share one listener. */
+  /**
+   * `:8080` style or `0` (off). Equal addresses with a fixed port share one listener (the
+   * metrics one, which answers the probes too); port 0 gives each listener a port of its own.
+   */
   metricsBindAddress?: string;
+  /** Plain HTTP, /healthz, /readyz and /livez only: the kubelet probes it without a token. */
   healthProbeBindAddress?: string;
+  /**
+   * How /metrics is guarded (`--metrics-auth`). `delegated` (the default): the metrics address
+   * is served over HTTPS and a scrape needs a bearer token the API server authenticates
+   * (TokenReview) and allows get on the non-resource URL /metrics (SubjectAccessReview).
+   * `none`: plain HTTP, open to whoever reaches the port (local runs, benches).
+   */
+  metricsAuth?: MetricsAuthMode;
+  /** Serving certificate of the metrics address (PEM files, both or neither); neither: a self-signed one made at start. */
+  metricsTlsCertFile?: string;
+  metricsTlsPrivateKeyFile?: string;
+  /** The delegated guard; default a DelegatedAuth on kubeConfig (tests pass a fake). */
+  metricsAuthenticator?: MetricsAuthenticator;
   /** Default 30 s. */
   gracefulShutdownTimeoutMs?: number;
 }
@@ -65,7 +87,15 @@ export class Manager {
     if (opts.leaderElection && !opts.kubeConfig && !opts.electorFactory) {
       throw new SandboxScaleError('leader election needs a kubeConfig');
     }
-    this.probes = new ProbeServer({ log: opts.log, registry: opts.registry });
+    const metricsOn = parseBindAddress(opts.metricsBindAddress ?? '0') !== undefined;
+    if (metricsOn && (opts.metricsAuth ?? 'delegated') === 'delegated' && !opts.kubeConfig && !opts.metricsAuthenticator) {
+      throw new SandboxScaleError('delegated metrics auth needs a kubeConfig (or --metrics-auth=none)');
+    }
+    if (Boolean(opts.metricsTlsCertFile) !== Boolean(opts.metricsTlsPrivateKeyFile)) {
+      throw new SandboxScaleError('--metrics-tls-cert-file and --metrics-tls-private-key-file go together');
+    }
+    // the probe listener: no registry, so the open port never serves metrics
+    this.probes = new ProbeServer({ log: opts.log });
     this.probes.addHealthzCheck('ping', () => true);
   }
 
@@ -118,14 +148,41 @@ export class Manager {
   }
 
   private async listen(): Promise<void> {
-    const addrs = new Set([this.opts.metricsBindAddress ?? '0', this.opts.healthProbeBindAddress ?? '0']);
-    for (const a of addrs) {
-      const bind = parseBindAddress(a);
-      if (!bind) continue;
-      const server = this.servers.length === 0 ? this.probes : this.probes.sibling();
-      this.servers.push(server);
-      this.boundPorts.push((await server.listen(bind)).port);
-    }
+    const metricsAddr = this.opts.metricsBindAddress ?? '0';
+    const probeAddr = this.opts.healthProbeBindAddress ?? '0';
+    const metrics = parseBindAddress(metricsAddr);
+    const probes = parseBindAddress(probeAddr);
+    // one port cannot be bound twice: a fixed address named for both is one listener, the metrics one
+    const shared = metrics !== undefined && metricsAddr === probeAddr && metrics.port !== 0;
+    if (probes && !shared) await this.bind(this.probes, probes);
+    if (metrics) await this.bind(this.probes.sibling(await this.metricsRole()), metrics);
+  }
+
+  private async bind(server: ProbeServer, addr: BindAddress): Promise<void> {
+    this.servers.push(server);
+    this.boundPorts.push((await server.listen(addr)).port);
+  }
+
+  /**
+   * The metrics listener's registry, guard and certificate. With delegated auth a scraper sends
+   * a bearer token, so the listener is HTTPS: the chart's serving certificate where the app has
+   * one, else a self-signed one made now (a scraper then skips verification, having no CA to
+   * check it with; the token is still never on the wire in the clear).
+   */
+  private async metricsRole(): Promise<ListenerRole> {
+    if ((this.opts.metricsAuth ?? 'delegated') === 'none') return { registry: this.opts.registry };
+    const metricsAuth =
+      this.opts.metricsAuthenticator ??
+      // system:masters as kube's delegating authorizer: the cluster admin is never refused a scrape
+      new DelegatedAuth(this.opts.kubeConfig as KubeConfig, { alwaysAllowGroups: ['system:masters'] });
+    return { registry: this.opts.registry, metricsAuth, tls: await this.metricsCert() };
+  }
+
+  private async metricsCert(): Promise<ServingCert> {
+    const { metricsTlsCertFile: certFile, metricsTlsPrivateKeyFile: keyFile } = this.opts;
+    if (certFile && keyFile) return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
+    const host = hostname();
+    return selfSignedCert({ commonName: host, dnsNames: [host, 'localhost'], ips: ['127.0.0.1'] });
   }
 
   private campaign(): void {

@@ -1,5 +1,7 @@
+import { RbacAuthorizationV1Api } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { createTestNamespace, deleteNamespace, eventually, testKubeConfig } from '@sandbox-scale/e2e';
+import { Agent, request } from 'undici';
+import { createTestNamespace, deleteNamespace, eventually, serviceAccountToken, testKubeConfig } from '@sandbox-scale/e2e';
 import {
   ConfigMapResource,
   Manager,
@@ -19,6 +21,14 @@ beforeAll(async () => {
   ns = await createTestNamespace(kc, 'kr-manager');
 });
 afterAll(async () => {
+  await kc
+    .makeApiClient(RbacAuthorizationV1Api)
+    .deleteClusterRoleBinding({ name: `${ns}-metrics` })
+    .catch(() => undefined);
+  await kc
+    .makeApiClient(RbacAuthorizationV1Api)
+    .deleteClusterRole({ name: `${ns}-metrics` })
+    .catch(() => undefined);
   await deleteNamespace(kc, ns);
 });
 
@@ -56,6 +66,8 @@ describe('Manager with a controller against a real API server', () => {
       kubeConfig: kc,
       leaderElection: { namespace: ns, name: 'copier', leaseDurationMs: 3000, renewDeadlineMs: 2000, retryPeriodMs: 200 },
       healthProbeBindAddress: '127.0.0.1:0',
+      // delegated (the default): TokenReview and SubjectAccessReview against this API server
+      metricsBindAddress: '127.0.0.1:0',
       gracefulShutdownTimeoutMs: 10_000,
     })
       .addInformer(sources)
@@ -70,11 +82,47 @@ describe('Manager with a controller against a real API server', () => {
     await eventually(async () => expect(parseUntyped(await cms.get(ns, 'src-copy')).data).toEqual({ k: 'v2' }), { timeoutMs: 15_000 });
     expect(mgr.isLeader()).toBe(true);
 
-    const base = `http://127.0.0.1:${mgr.boundPorts[0]}`;
+    const [probePort, metricsPort] = mgr.boundPorts;
+    const base = `http://127.0.0.1:${probePort}`;
     const ready = await fetch(`${base}/readyz?verbose`);
     expect(ready.status).toBe(200);
     expect(await ready.text()).toContain(`[+]informer:configmaps@${ns} ok`);
-    const metrics = await (await fetch(`${base}/metrics`)).text();
+    expect((await fetch(`${base}/metrics`)).status).toBe(404);
+    // the metrics port: a ServiceAccount's token, refused until RBAC grants it get on /metrics
+    const token = await serviceAccountToken(kc, ns, 'scraper', []);
+    const insecure = new Agent({ connect: { rejectUnauthorized: false } });
+    const scrape = async (t?: string): Promise<{ status: number; body: string }> => {
+      const r = await request(`https://127.0.0.1:${metricsPort}/metrics`, {
+        dispatcher: insecure,
+        headers: t ? { authorization: `Bearer ${t}` } : {},
+      });
+      return { status: r.statusCode, body: await r.body.text() };
+    };
+    expect((await scrape()).status).toBe(401);
+    const denied = await scrape(token);
+    expect(denied.status).toBe(403);
+    expect(JSON.parse(denied.body)).toMatchObject({ reason: 'Forbidden', message: expect.stringContaining('cannot get path "/metrics"') });
+    const rbac = kc.makeApiClient(RbacAuthorizationV1Api);
+    await rbac.createClusterRole({
+      body: { metadata: { name: `${ns}-metrics` }, rules: [{ nonResourceURLs: ['/metrics'], verbs: ['get'] }] },
+    });
+    await rbac.createClusterRoleBinding({
+      body: {
+        metadata: { name: `${ns}-metrics` },
+        roleRef: { apiGroup: 'rbac.authorization.k8s.io', kind: 'ClusterRole', name: `${ns}-metrics` },
+        subjects: [{ kind: 'ServiceAccount', name: 'scraper', namespace: ns }],
+      },
+    });
+    // the denial is cached for 10 s: the grant shows once it expires
+    const metrics = await eventually(
+      async () => {
+        const r = await scrape(token);
+        if (r.status !== 200) throw new Error(`scrape ${r.status}`);
+        return r.body;
+      },
+      { timeoutMs: 30_000, intervalMs: 500 },
+    );
+    await insecure.close();
     expect(metrics).toMatch(/sandbox_scale_reconcile_total\{controller="copier",result="success"\} [1-9]/);
 
     stop.abort();

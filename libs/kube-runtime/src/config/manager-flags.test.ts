@@ -15,6 +15,9 @@ describe('managerFlagShape', () => {
       leaderElectRetryPeriod: 2000,
       metricsBindAddress: ':8080',
       healthProbeBindAddress: ':8081',
+      metricsAuth: 'delegated',
+      metricsTlsCertFile: '',
+      metricsTlsPrivateKeyFile: '',
       gracefulShutdownTimeout: 30_000,
     });
   });

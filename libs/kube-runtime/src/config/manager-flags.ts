@@ -56,8 +56,25 @@ export const managerFlagShape = {
   leaderElectLeaseDuration: durationFlag('15s').describe('How long standbys wait after the last renewal before taking over'),
   leaderElectRenewDeadline: durationFlag('10s').describe('How long the leader retries renewing before it stops leading'),
   leaderElectRetryPeriod: durationFlag('2s').describe('Pause between tries to acquire or renew the Lease'),
-  metricsBindAddress: bindAddressFlag(':8080').describe('Where /metrics is served (0 turns it off)'),
-  healthProbeBindAddress: bindAddressFlag(':8081').describe('Where /healthz and /readyz are served (0 turns it off)'),
+  metricsBindAddress: bindAddressFlag(':8080').describe(
+    'Where /metrics is served (0 turns it off); over HTTPS with --metrics-auth=delegated, which also answers the probes there',
+  ),
+  healthProbeBindAddress: bindAddressFlag(':8081').describe(
+    'Where /healthz, /readyz and /livez are served over plain HTTP, without a token as the kubelet probes (0 turns it off)',
+  ),
+  metricsAuth: z
+    .enum(['delegated', 'none'])
+    .default('delegated')
+    .describe(
+      "Who may read /metrics. delegated: HTTPS, and a bearer token the API server authenticates (TokenReview) and allows get on the non-resource URL /metrics (SubjectAccessReview; the chart's metrics-reader ClusterRole), else 401 or 403. none: plain HTTP open to anyone who reaches the port (local runs and benches only)",
+    ),
+  metricsTlsCertFile: z
+    .string()
+    .default('')
+    .describe(
+      'Serving certificate (PEM) of the metrics address with --metrics-auth=delegated; empty with --metrics-tls-private-key-file empty: self-signed, made at start',
+    ),
+  metricsTlsPrivateKeyFile: z.string().default('').describe('Private key (PEM) of --metrics-tls-cert-file'),
   gracefulShutdownTimeout: durationFlag('30s').describe('How long a stop may take to drain work before giving up'),
 };
 

@@ -43,6 +43,9 @@ export function managerOptionsFromFlags(flags: ManagerFlags, w: ManagerWiring): 
       : undefined,
     metricsBindAddress: flags.metricsBindAddress,
     healthProbeBindAddress: flags.healthProbeBindAddress,
+    metricsAuth: flags.metricsAuth,
+    metricsTlsCertFile: flags.metricsTlsCertFile,
+    metricsTlsPrivateKeyFile: flags.metricsTlsPrivateKeyFile,
     gracefulShutdownTimeoutMs: flags.gracefulShutdownTimeout,
   };
 }

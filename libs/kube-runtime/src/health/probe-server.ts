@@ -1,23 +1,53 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
+import { createServer as createTlsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
+import { StatusError, statusForError } from '@sandbox-scale/scale-core';
+import type { AccessAttributes, Decision, DelegatedAuth, UserInfo } from '../auth/delegated-auth';
 import { guardRequests, limitServer, requestUrl } from '../http/guarded-server';
+import { sendKubeStatus } from '../http/json-reply';
 import type { Logger } from '../log/logger';
 import type { BindAddress } from './bind-address';
 import { type Check, CheckSet, renderChecks } from './checks';
 
+/** The part of DelegatedAuth the /metrics guard calls (a fake stands in for it in unit tests). */
+export type MetricsAuthenticator = Pick<DelegatedAuth, 'authenticateToken' | 'authorize'>;
+
+/** A serving certificate and its key (PEM). */
+export interface ServingCert {
+  readonly cert: string;
+  readonly key: string;
+}
+
+/** What kube-apiserver and metrics-server ask for a scrape: get on the non-resource URL /metrics. */
+export const METRICS_ACCESS: AccessAttributes = { nonResource: { path: '/metrics', verb: 'get' } };
+
 export interface ProbeServerOptions {
   log: Logger;
-  /** Served on /metrics when given. */
+  /** Served on /metrics when given; a listener without it (the probe port) answers /metrics 404. */
   registry?: Registry;
+  /**
+   * Who may read /metrics: a bearer token the API server authenticates (TokenReview), allowed
+   * get on the non-resource URL /metrics (SubjectAccessReview), as kube-apiserver and
+   * metrics-server authorize their own scrapes; 401 without one, 403 when not allowed. Absent:
+   * anyone who reaches the port (`--metrics-auth=none`). The probes never ask: the kubelet
+   * sends no token.
+   */
+  metricsAuth?: MetricsAuthenticator;
+  /** Listen over HTTPS with this certificate (a bearer token is never sent in the clear); plain HTTP without. */
+  tls?: ServingCert;
   /** Shared check sets, so two listeners (metrics and probe addresses) answer alike. */
   healthz?: CheckSet;
   readyz?: CheckSet;
 }
 
+/** What differs between the listeners of one component: the probe port serves no metrics, the metrics port may be guarded. */
+export type ListenerRole = Pick<ProbeServerOptions, 'registry' | 'metricsAuth' | 'tls'>;
+
 /**
- * The one HTTP endpoint of a component: /healthz (alive: restart me if failing), /readyz
- * (route to me / I am synced; names every failing check), /metrics (prom-client).
+ * An HTTP(S) endpoint of a component: /healthz (alive: restart me if failing), /readyz
+ * (route to me / I am synced; names every failing check), /livez, and /metrics (prom-client)
+ * when it has a registry.
  */
 export class ProbeServer {
   readonly healthz: CheckSet;
@@ -29,9 +59,9 @@ export class ProbeServer {
     this.readyz = opts.readyz ?? new CheckSet();
   }
 
-  /** Another listener answering from the same checks and registry. */
-  sibling(): ProbeServer {
-    return new ProbeServer({ ...this.opts, healthz: this.healthz, readyz: this.readyz });
+  /** Another listener answering from the same checks, with its own registry, guard and certificate. */
+  sibling(role: ListenerRole): ProbeServer {
+    return new ProbeServer({ log: this.opts.log, ...role, healthz: this.healthz, readyz: this.readyz });
   }
 
   addHealthzCheck(name: string, check: Check): void {
@@ -43,7 +73,9 @@ export class ProbeServer {
   }
 
   async listen(addr: BindAddress): Promise<BindAddress> {
-    const server = createServer(guardRequests((req, res) => this.handle(req, res), { log: this.opts.log }));
+    const handler = guardRequests((req, res) => this.handle(req, res), { log: this.opts.log });
+    const tls = this.opts.tls;
+    const server: Server = tls ? createTlsServer({ cert: tls.cert, key: tls.key }, handler) : createServer(handler);
     // probes and scrapes only: a few connections at a time
     limitServer(server, { requestTimeoutMs: 10_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxConnections: 256 });
     this.server = server;
@@ -55,7 +87,16 @@ export class ProbeServer {
       });
     });
     const a = server.address() as AddressInfo;
-    this.opts.log.info({ address: `${a.address}:${a.port}` }, 'probe and metrics server listening');
+    const host = a.family === 'IPv6' ? `[${a.address}]` : a.address;
+    // the local e2e system reads where each listener is from this line: keep `url` and the messages
+    this.opts.log.info(
+      {
+        address: `${a.address}:${a.port}`,
+        url: `${tls ? 'https' : 'http'}://${host}:${a.port}`,
+        ...(this.opts.registry ? { metricsAuth: this.opts.metricsAuth ? 'delegated' : 'none' } : {}),
+      },
+      this.opts.registry ? 'metrics server listening' : 'probe server listening',
+    );
     return { host: a.address, port: a.port };
   }
 
@@ -83,13 +124,35 @@ export class ProbeServer {
         return send(res, r.status, r.body);
       }
       case '/metrics': {
-        if (!this.opts.registry) return send(res, 404, 'no metrics registry\n');
-        return send(res, 200, await this.opts.registry.metrics(), this.opts.registry.contentType);
+        const registry = this.opts.registry;
+        if (!registry) return send(res, 404, 'not found\n');
+        const auth = this.opts.metricsAuth;
+        if (auth) {
+          try {
+            await authorizeScrape(auth, req.headers.authorization);
+          } catch (err) {
+            const status = statusForError(err);
+            if (status.code >= 500) this.opts.log.warn({ err }, 'a /metrics scrape could not be authorized');
+            return sendKubeStatus(res, status);
+          }
+        }
+        return send(res, 200, await registry.metrics(), registry.contentType);
       }
       default:
         return send(res, 404, 'not found\n');
     }
   }
+}
+
+/** The caller of a scrape, or a StatusError: 401 without a token that authenticates, 403 when RBAC does not allow it. */
+export async function authorizeScrape(auth: MetricsAuthenticator, authorization: string | undefined): Promise<UserInfo> {
+  const token = /^Bearer\s+(.+)$/i.exec(authorization ?? '')?.[1]?.trim() ?? '';
+  const user = token === '' ? undefined : await auth.authenticateToken(token);
+  if (user === undefined) throw new StatusError('Unauthorized', 'Unauthorized');
+  const d: Decision = await auth.authorize(user, METRICS_ACCESS);
+  if (!d.allowed)
+    throw new StatusError('Forbidden', `forbidden: User "${user.username}" cannot get path "/metrics"${d.reason ? `: ${d.reason}` : ''}`);
+  return user;
 }
 
 function send(res: ServerResponse, status: number, body: string, contentType = 'text/plain; charset=utf-8'): void {
