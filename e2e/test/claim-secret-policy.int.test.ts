@@ -1,6 +1,7 @@
-import type { KubeConfig } from '@kubernetes/client-node';
+import { CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { EXTENSIONS_API_VERSION } from '@sandbox-scale/scale-core';
 import {
+  applyCrds,
   createTestNamespace,
   deleteNamespace,
   eventually,
@@ -23,13 +24,15 @@ let kc: KubeConfig;
 let releaseNs: string;
 let tenantNs: string;
 let controller: ChartAppIdentity;
+/** The uids of real SandboxClaims c1, c2 and c3 of the tenant's namespace: a Secret owned by a claim that does not exist is garbage-collected. */
+const uids = new Map<string, string>();
 
 const secretsPath = (ns: string, name?: string): string => `/api/v1/namespaces/${ns}/secrets${name ? `/${name}` : ''}`;
-const claimOwner = (uid: string) => ({
+const claimOwner = (name: string) => ({
   apiVersion: EXTENSIONS_API_VERSION,
   kind: 'SandboxClaim',
-  name: 'c1',
-  uid,
+  name,
+  uid: uids.get(name) ?? '',
   controller: true,
   blockOwnerDeletion: false,
 });
@@ -37,7 +40,7 @@ const tokenData = { token: Buffer.from('t').toString('base64'), claimId: 'eA==',
 const secret = (name: string, extra: Record<string, unknown> = {}) => ({
   apiVersion: 'v1',
   kind: 'Secret',
-  metadata: { name, ownerReferences: [claimOwner('11111111-1111-4111-8111-111111111111')] },
+  metadata: { name, ownerReferences: [claimOwner('c1')] },
   type: 'Opaque',
   data: tokenData,
   ...extra,
@@ -55,6 +58,18 @@ beforeAll(async () => {
   kc = testKubeConfig();
   releaseNs = await createTestNamespace(kc, 'csp-rel');
   tenantNs = await createTestNamespace(kc, 'csp-ten');
+  await applyCrds(kc, 'charts/sandbox-scale/crds');
+  const custom = kc.makeApiClient(CustomObjectsApi);
+  for (const name of ['c1', 'c2', 'c3']) {
+    const made = (await custom.createNamespacedCustomObject({
+      group: 'extensions.agents.x-k8s.io',
+      version: 'v1beta1',
+      namespace: tenantNs,
+      plural: 'sandboxclaims',
+      body: { apiVersion: EXTENSIONS_API_VERSION, kind: 'SandboxClaim', metadata: { name }, spec: { warmPoolRef: { name: 'p' } } },
+    })) as { metadata: { uid: string } };
+    uids.set(name, made.metadata.uid);
+  }
   controller = await installChartAppRbac(kc, 'claim-controller', { release, namespace: releaseNs });
   // an admin's Secret the controller must not take over, and one of a foreign type
   expect(
@@ -79,7 +94,7 @@ describe("claim-controller's Secret policy", () => {
       path: secretsPath(tenantNs, 'c1-sandbox-token'),
       contentType: 'application/json-patch+json',
       body: JSON.stringify([
-        { op: 'test', path: '/metadata/ownerReferences/0/uid', value: '11111111-1111-4111-8111-111111111111' },
+        { op: 'test', path: '/metadata/ownerReferences/0/uid', value: uids.get('c1') },
         { op: 'replace', path: '/data', value: { ...tokenData, token: Buffer.from('u').toString('base64') } },
       ]),
     });
@@ -112,7 +127,7 @@ describe("claim-controller's Secret policy", () => {
       method: 'PATCH',
       path: secretsPath(tenantNs, 'db-sandbox-token'),
       contentType: 'application/merge-patch+json',
-      body: JSON.stringify({ metadata: { ownerReferences: [claimOwner('22222222-2222-4222-8222-222222222222')] }, data: tokenData }),
+      body: JSON.stringify({ metadata: { ownerReferences: [claimOwner('c2')] }, data: tokenData }),
     });
     refusedBy(takeover, 'already controls');
     // moving a claim's Secret to another claim
@@ -120,7 +135,7 @@ describe("claim-controller's Secret policy", () => {
       method: 'PATCH',
       path: secretsPath(tenantNs, 'c1-sandbox-token'),
       contentType: 'application/merge-patch+json',
-      body: JSON.stringify({ metadata: { ownerReferences: [claimOwner('33333333-3333-4333-8333-333333333333')] } }),
+      body: JSON.stringify({ metadata: { ownerReferences: [claimOwner('c3')] } }),
     });
     refusedBy(moved, 'already controls');
     // RBAC grants no delete at all

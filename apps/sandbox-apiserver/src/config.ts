@@ -117,7 +117,7 @@ export const SandboxApiserverFlagsSchema = z.object({
     .min(1)
     .default(DEFAULT_FAN_OUT_CAPS.maxInFlight)
     .describe(
-      "Requests that ask every node (a sandbox's snapshots, a name whose owner moved) in flight at once, all namespaces together; more are answered 429",
+      "Requests that ask every node (a sandbox's snapshots, deletesnapshot, claimsnapshot) in flight at once, all namespaces together; more are answered 429",
     ),
   maxNodeFanOutsPerNamespace: z.coerce
     .number()

@@ -12,7 +12,7 @@ export const DEFAULT_FAN_OUT_CAPS: FanOutCaps = { maxInFlight: 32, maxPerNamespa
 
 /**
  * Bounds the requests that cost one call per node (a sandbox's snapshots are on whichever nodes
- * took them; a name whose owner moved is looked for on every node). At 400 nodes one such request
+ * took them, so listing, deleting and claiming one asks them all). At 400 nodes one such request
  * is 400 sandboxd calls, so the per-user request cap alone would let one tenant keep the nodes
  * busy for everyone: past a cap the request is answered 429 with Retry-After at once, before any
  * node is asked, rather than queued.
@@ -46,6 +46,9 @@ export class FanOutGate {
     return this.#total;
   }
 }
+
+// The other fan-out, the lookup of a name whose owner moved, needs no cap: every lookup that
+// asks at once shares one listing of the nodes (peers/fresh-listing.ts).
 
 function busy(message: string): StatusError {
   return new StatusError('TooManyRequests', `${message}; retry later`, { retryAfterSeconds: 1 });

@@ -59,7 +59,7 @@ export class SandboxStorage {
   /** How long nodes are asked to keep the VMs this storage claims (set once when it is built). */
   leases: LeasePolicy = new LeasePolicy(DEFAULT_LEASE_TTL_SECONDS);
 
-  /** Bounds the requests that ask every node (snapshots, a moved owner's lookup); set once when it is built. */
+  /** Bounds the requests that ask every node for a sandbox's snapshots; set once when it is built. */
   fanOut: FanOutGate = new FanOutGate();
 
   /**
