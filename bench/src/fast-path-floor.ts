@@ -6,14 +6,14 @@
  * reservation, no record: only the two hops and the two encodings any fast path makes. It runs
  * as its own process, as claim-controller does, so the bench measures both the same way.
  *
- * Reads FLOOR_NODES (comma-separated sandboxd base URLs) and FLOOR_TOKEN (the fleet token);
+ * Reads FLOOR_NODES (comma-separated sandboxd base URLs) and FLOOR_TOKENS (each node's root token, in the same order);
  * prints one JSON line, `{"port": ..., "ca": "..."}`, once it listens; ends on SIGTERM.
  */
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { readRequestBody, selfSignedCert, sendJson } from '@sandbox-scale/kube-runtime';
-import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { normalizeBaseUrl, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 
 interface FloorClaim {
   namespace: string;
@@ -24,7 +24,10 @@ interface FloorClaim {
 async function main(): Promise<void> {
   const nodes = (process.env.FLOOR_NODES ?? '').split(',').filter((u) => u !== '');
   if (nodes.length === 0) throw new Error('FLOOR_NODES names no node');
-  const clients = new SandboxdClientSet({ token: process.env.FLOOR_TOKEN ?? '' });
+  const tokens = (process.env.FLOOR_TOKENS ?? '').split(',');
+  // each node's own root token, looked up per call as the gateway's per-node tokens are
+  const byUrl = new Map(nodes.map((u, i) => [normalizeBaseUrl(u), tokens[i] ?? '']));
+  const clients = new SandboxdClientSet({ tokenFor: (url) => byUrl.get(normalizeBaseUrl(url)) ?? '' });
   const targets = nodes.map((u) => clients.forNode(u));
   let turn = 0;
   // the body read as the fast path reads it, then one claim at the next node in turn

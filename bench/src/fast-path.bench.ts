@@ -31,7 +31,7 @@ import { toolPath } from '../../e2e/src/control-plane/tools';
 import { runCommand } from '../../e2e/src/system/run-command';
 import { samples } from '../../e2e/src/testing/metric-names';
 import { startLocalSystem } from '../../e2e/src/system/local-system';
-import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { normalizeBaseUrl, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { API_VERSION, EXTENSIONS_API_VERSION, EXTENSIONS_GROUP, FAST_PATH_AUDIENCE, RESOURCES } from '@sandbox-scale/scale-core';
 import { runBench } from './run-bench';
 
@@ -85,9 +85,9 @@ interface Floor {
 }
 
 /** Starts the fast-path floor (fast-path-floor.ts) as its own process, claiming at `nodes` in turn. */
-async function startFloor(nodes: readonly string[], token: string): Promise<Floor> {
+async function startFloor(nodes: readonly { url: string; token: string }[]): Promise<Floor> {
   const child = spawn(process.execPath, ['--import', 'tsx', 'bench/src/fast-path-floor.ts'], {
-    env: { ...process.env, FLOOR_NODES: nodes.join(','), FLOOR_TOKEN: token },
+    env: { ...process.env, FLOOR_NODES: nodes.map((n) => n.url).join(','), FLOOR_TOKENS: nodes.map((n) => n.token).join(',') },
     stdio: ['ignore', 'pipe', 'inherit'],
   });
   const exited = new Promise<never>((_, reject) =>
@@ -143,11 +143,10 @@ async function main(): Promise<void> {
   });
   const agent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
   const floorAgent = new Agent({ keepAlive: true, maxSockets: CONCURRENCY });
-  const clients = new SandboxdClientSet({ token: sys.fleetToken });
-  const floorServer = await startFloor(
-    sys.nodes.map((n) => n.url),
-    sys.fleetToken,
-  );
+  // straight to the nodes, each with its own root token (the system runs per-node tokens)
+  const tokenOf = new Map(sys.nodes.map((n) => [normalizeBaseUrl(n.url), n.token]));
+  const clients = new SandboxdClientSet({ tokenFor: (url) => tokenOf.get(normalizeBaseUrl(url)) ?? '' });
+  const floorServer = await startFloor(sys.nodes);
   try {
     const kc = sys.kubeConfig;
     const custom = kc.makeApiClient(CustomObjectsApi);

@@ -73,8 +73,7 @@ function watch(base: string, resourceVersion: string): { events: string[]; stop:
 const names = async (base: string): Promise<string[]> =>
   ((await call(base, 'GET', sandboxes)).body.items ?? []).map((i) => i.metadata?.name ?? '');
 
-const nodeRow = (node: SimNode, id: string): Promise<{ id: string; deadline?: string } | undefined> =>
-  sandboxdRow(node, sys.fleetToken, id);
+const nodeRow = (node: SimNode, id: string): Promise<{ id: string; deadline?: string } | undefined> => sandboxdRow(node, id);
 
 beforeAll(async () => {
   if (!LOCAL_ONLY) return;

@@ -39,13 +39,13 @@ const api = replicaClient<Body>({
 const { sandboxes, sandbox, call, create } = api;
 
 const sim = (node: SandboxdNode, path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> =>
-  sandboxdCall(node, sys.fleetToken, path, init);
+  sandboxdCall(node, path, init);
 
 /** VMs claimed on the nodes per Sandbox name of this namespace, from each node's own list (by claim_ref). */
 async function vmsByName(): Promise<Map<string, number>> {
   const out = new Map<string, number>();
   for (const node of sys.nodes) {
-    for (const r of await sandboxdRows(node, sys.fleetToken)) {
+    for (const r of await sandboxdRows(node)) {
       const o = parseOwnerRef(r.claim_ref);
       if (o?.kind === OWNER_KINDS.sandbox && o.namespace === ns) out.set(o.name, (out.get(o.name) ?? 0) + 1);
     }

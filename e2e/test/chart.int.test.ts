@@ -484,6 +484,39 @@ describe('the sandbox-scale chart', () => {
     expect(off.filter((d) => d.metadata.name === policyName)).toEqual([]);
   });
 
+  it("gives each publisher only its own node's sandboxd token from the node, and the fleet token to the control plane only", async () => {
+    type Pod = {
+      containers: { args: string[]; volumeMounts?: { name: string; mountPath: string }[] }[];
+      volumes?: { name: string; secret?: { secretName: string }; hostPath?: { path: string; type?: string } }[];
+    };
+    const podOf = (docs: Rendered[], app: string): Pod | undefined =>
+      (
+        docs.find((d) => ['Deployment', 'DaemonSet'].includes(d.kind) && d.metadata.name === `${fullname}-${app}`)?.spec as
+          { template: { spec: Pod } } | undefined
+      )?.template.spec;
+    const secretsOf = (p: Pod | undefined): string[] => (p?.volumes ?? []).flatMap((v) => (v.secret ? [v.secret.secretName] : []));
+    const flagsOf = (p: Pod | undefined, prefix: string): string[] => (p?.containers[0]?.args ?? []).filter((a) => a.startsWith(prefix));
+    const perNode = renderedDocs(await helmTemplate(['--set', 'inventoryPublisher.sandboxdTokenPath=/srv/node-token']));
+    const publisher = podOf(perNode, 'inventory-publisher');
+    expect(secretsOf(publisher)).not.toContain('sandbox-scale-fleet-token');
+    expect(flagsOf(publisher, '--fleet-token-file')).toEqual([]);
+    expect(flagsOf(publisher, '--sandboxd-token-file')).toEqual(['--sandboxd-token-file=/var/run/sandbox-scale/node-token/token']);
+    expect(publisher?.volumes?.find((v) => v.name === 'node-token')?.hostPath).toEqual({ path: '/srv/node-token', type: 'File' });
+    for (const app of ['claim-controller', 'warmpool-driver', 'sandbox-apiserver']) {
+      const pod = podOf(perNode, app);
+      expect({ app, secrets: secretsOf(pod), tokens: flagsOf(pod, '--sandboxd-tokens') }).toMatchObject({
+        app,
+        secrets: expect.arrayContaining(['sandbox-scale-fleet-token']) as string[],
+        tokens: ['--sandboxd-tokens=per-node'],
+      });
+    }
+    // every node's token the fleet token itself: then the publisher mounts it too
+    const fleet = renderedDocs(await helmTemplate(['--set', 'fleetToken.perNode=false']));
+    expect(secretsOf(podOf(fleet, 'inventory-publisher'))).toContain('sandbox-scale-fleet-token');
+    expect(flagsOf(podOf(fleet, 'inventory-publisher'), '--sandboxd-token-file')).toEqual([]);
+    expect(flagsOf(podOf(fleet, 'claim-controller'), '--sandboxd-tokens')).toEqual(['--sandboxd-tokens=fleet']);
+  });
+
   it('installs on the control plane: the release is deployed and its objects exist', async () => {
     const res = await runTool('helm', [
       'install',
@@ -515,9 +548,11 @@ describe('the sandbox-scale chart', () => {
       expect.arrayContaining([
         '--node-name=$(NODE_NAME)',
         '--sandboxd-url=http://$(NODE_IP):7777',
-        `--fleet-token-file=/var/run/sandbox-scale/fleet-token/token`,
+        // its own node's token, from the node (per-node tokens, the default), never the fleet token
+        '--sandboxd-token-file=/var/run/sandbox-scale/node-token/token',
       ]),
     );
+    expect(container?.args?.filter((x) => x.startsWith('--fleet-token-file'))).toEqual([]);
     expect(container?.env?.find((e) => e.name === 'NODE_NAME')?.valueFrom?.fieldRef?.fieldPath).toBe('spec.nodeName');
     expect(container?.securityContext).toMatchObject({
       runAsNonRoot: true,

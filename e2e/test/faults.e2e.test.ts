@@ -93,11 +93,11 @@ async function waitBound(names: string[], timeoutMs: number): Promise<Claim[]> {
 }
 
 const sim = (node: SandboxdNode, path: string, init: { method?: string; body?: unknown } = {}): Promise<Response> =>
-  sandboxdCall(node, sys.fleetToken, path, init);
-const setFaults = (node: SandboxdNode, faults: Record<string, unknown>): Promise<void> => setSimFaults(node, sys.fleetToken, faults);
-const clearFaults = (node: SandboxdNode): Promise<void> => clearSimFaults(node, sys.fleetToken);
-const simRows = (node: SandboxdNode): Promise<SandboxdRow[]> => sandboxdRows(node, sys.fleetToken);
-const simCounters = (nodes: readonly SandboxdNode[] = sys.nodes): Promise<SandboxdCounters> => sandboxdCounters(nodes, sys.fleetToken);
+  sandboxdCall(node, path, init);
+const setFaults = (node: SandboxdNode, faults: Record<string, unknown>): Promise<void> => setSimFaults(node, faults);
+const clearFaults = (node: SandboxdNode): Promise<void> => clearSimFaults(node);
+const simRows = (node: SandboxdNode): Promise<SandboxdRow[]> => sandboxdRows(node);
+const simCounters = (nodes: readonly SandboxdNode[] = sys.nodes): Promise<SandboxdCounters> => sandboxdCounters(nodes);
 
 interface HttpReply {
   status: number;

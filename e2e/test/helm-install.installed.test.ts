@@ -19,6 +19,7 @@ const state = readInstalledState();
 const system = {
   fleetToken: state.fleetToken,
   sandboxdUrl: state.sandboxdUrl,
+  sandboxdToken: state.sandboxdToken,
   kubectl: (args: string[], input?: string): Promise<string> =>
     runCommand(toolPath(state.binDir, 'kubectl'), args, { KUBECONFIG: state.kubeconfigPath }, input),
 };
@@ -64,7 +65,7 @@ async function sandboxReady(name: string, ready: { status: string; reason: strin
 const apiserverPods = (): Promise<Listed<Pod>> =>
   kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=sandbox-apiserver']);
 
-const nodeSandboxIds = (): Promise<string[]> => sandboxdIds([{ name: 'node', url: system.sandboxdUrl }], system.fleetToken);
+const nodeSandboxIds = (): Promise<string[]> => sandboxdIds([{ name: 'node', url: system.sandboxdUrl, token: system.sandboxdToken }]);
 
 async function bound(names: string[]): Promise<Claim[]> {
   return eventually(
@@ -339,6 +340,7 @@ describe('sandbox-scale installed by helm on a real node', () => {
       lines += text.split('\n').length;
       expect(text).not.toContain(sandboxToken);
       expect(text).not.toContain(system.fleetToken);
+      expect(text).not.toContain(system.sandboxdToken);
     }
     expect(lines).toBeGreaterThan(pods.items.length);
   });

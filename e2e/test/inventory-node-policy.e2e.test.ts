@@ -97,3 +97,25 @@ describe("a node's publisher under the chart's node policy", () => {
     refusedAsForeign(await writeInventory(asPublisher, { op: 'delete', name: second }), second);
   });
 });
+
+describe("a node's sandboxd root token", () => {
+  const info = async (url: string, token: string): Promise<number> =>
+    (await fetch(`${url}/v1/info`, { headers: { authorization: `Bearer ${token}` } })).status;
+
+  it('is its own: each node takes only its own, and neither the fleet token nor another node’s is root on it', async () => {
+    const seen: Record<string, { own: number; fleet: number; others: number[] }> = {};
+    for (const n of sys.nodes) {
+      const others = sys.nodes.filter((o) => o.name !== n.name);
+      seen[n.name] = {
+        own: await info(n.url, n.token),
+        fleet: await info(n.url, sys.fleetToken),
+        others: await Promise.all(others.map((o) => info(n.url, o.token))),
+      };
+      expect(n.token).not.toBe(sys.fleetToken);
+    }
+    console.log(JSON.stringify({ test: 'node-tokens', nodes: seen }));
+    expect(Object.values(seen)).toEqual(
+      sys.nodes.map((n) => ({ own: 200, fleet: 401, others: sys.nodes.filter((o) => o !== n).map(() => 401) })),
+    );
+  });
+});

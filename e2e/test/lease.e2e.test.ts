@@ -64,7 +64,7 @@ function nodeOf(c: Claim): SandboxdNode {
 }
 
 /** The node's own row of a sandbox, or undefined once the node no longer has it. */
-const nodeRow = (node: SandboxdNode, id: string): Promise<SandboxdRow | undefined> => sandboxdRow(node, sys.fleetToken, id);
+const nodeRow = (node: SandboxdNode, id: string): Promise<SandboxdRow | undefined> => sandboxdRow(node, id);
 
 beforeAll(async () => {
   sys = await startSuiteSystem({
@@ -222,7 +222,7 @@ describe('node leases of claims', () => {
       { timeoutMs: 30_000, intervalMs: 200 },
     );
     // the sandbox disappears behind the controller's back (an operator's release on the node)
-    const res = await sandboxdCall(node, sys.fleetToken, `/v1/sandboxes/${encodeURIComponent(id)}/release`, { method: 'POST' });
+    const res = await sandboxdCall(node, `/v1/sandboxes/${encodeURIComponent(id)}/release`, { method: 'POST' });
     expect(res.status).toBe(204);
     const lost = await eventually(
       async () => {

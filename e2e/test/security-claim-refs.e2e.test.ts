@@ -31,7 +31,7 @@ afterAll(async () => {
 
 /** Claims a VM on `node` directly, under the claim_ref the caller chose. */
 async function claimDirect(node: SandboxdNode, claimRef: string, ttlSeconds: number): Promise<{ id: string; deadline: string }> {
-  const res = await sandboxdCall(node, sys.fleetToken, '/v1/claim', {
+  const res = await sandboxdCall(node, '/v1/claim', {
     method: 'POST',
     body: { template: IMAGE, ttl_seconds: ttlSeconds, claim_ref: claimRef },
   });
@@ -83,13 +83,13 @@ describe('claim references a node wrote', () => {
     const secrets = await sys.kubeConfig.makeApiClient(CoreV1Api).listNamespacedSecret({ namespace: victim });
     expect(secrets.items.filter((s) => s.type !== 'kubernetes.io/service-account-token').map((s) => s.metadata?.name)).toEqual([]);
     // the VM is left alone on its node, unreleased
-    expect((await sandboxdRow(node, sys.fleetToken, forged.id))?.id).toBe(forged.id);
+    expect((await sandboxdRow(node, forged.id))?.id).toBe(forged.id);
   }, 120_000);
 
   it('a forged +renew reference is never renewed: its node lease stays where the node set it', async () => {
     const node = sys.nodes[0] as SandboxdNode;
     const forged = await claimDirect(node, `sandbox+renew:${randomUUID()}:${victim}/forged-2`, 120);
-    const deadline = (await sandboxdRow(node, sys.fleetToken, forged.id))?.deadline;
+    const deadline = (await sandboxdRow(node, forged.id))?.deadline;
     expect(deadline).toBeDefined();
     // sandbox-apiserver's renewer has passed over it: a lease this short of the renewal point would be renewed at once
     await eventually(
@@ -103,6 +103,6 @@ describe('claim references a node wrote', () => {
       },
       { timeoutMs: 90_000, intervalMs: 500 },
     );
-    expect((await sandboxdRow(node, sys.fleetToken, forged.id))?.deadline).toBe(deadline);
+    expect((await sandboxdRow(node, forged.id))?.deadline).toBe(deadline);
   }, 120_000);
 });

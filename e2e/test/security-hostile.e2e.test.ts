@@ -292,7 +292,7 @@ async function written(): Promise<{ claims: string[]; sandboxes: string[]; nodeC
       items: { metadata: { name: string } }[];
     }
   ).items;
-  const nodeClaims = (await sandboxdCounters(sys.nodes, sys.fleetToken)).claims;
+  const nodeClaims = (await sandboxdCounters(sys.nodes)).claims;
   return {
     claims: claims.map((c) => `${c.metadata.namespace}/${c.metadata.name}`).sort(),
     sandboxes: sandboxes.map((s) => s.metadata.name).sort(),
@@ -417,7 +417,7 @@ describe('every server under hostile requests', () => {
         tls: false,
         raw: true,
         lenientJson: true,
-        auth: { authorization: `Bearer ${sys.fleetToken}` },
+        auth: { authorization: `Bearer ${n.token}` },
         paths: ['/v1/sandboxes', '/v1/claim', '/v1/sandboxes/x/fork', '/v1/pools', '/v1/info', '/metrics'],
       })),
     ];

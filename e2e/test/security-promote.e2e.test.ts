@@ -47,8 +47,7 @@ async function promote(namespace: string, name: string, template: string): Promi
 async function deleteTemplate(key: { template: string; net: string; size: string }): Promise<number[]> {
   const q = new URLSearchParams(key).toString();
   const out: number[] = [];
-  for (const n of sys.nodes)
-    out.push((await sandboxdCall(n, sys.fleetToken, `/v1/templates?${q}&no_redirect=true`, { method: 'DELETE' })).status);
+  for (const n of sys.nodes) out.push((await sandboxdCall(n, `/v1/templates?${q}&no_redirect=true`, { method: 'DELETE' })).status);
   return out;
 }
 

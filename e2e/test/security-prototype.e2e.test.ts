@@ -154,7 +154,7 @@ describe('keys that name a prototype, in every body, from a namespace editor', (
   it('are refused with a 4xx by every endpoint of every app, and nothing is written or ended', async () => {
     const labelsBefore = await targetLabels();
     const sandboxesBefore = await sandboxNames();
-    const countersBefore = await sandboxdCounters(sys.nodes, sys.fleetToken);
+    const countersBefore = await sandboxdCounters(sys.nodes);
     const sb = `${GROUP_PATH}/namespaces/${ns}/sandboxes`;
     const record = (endpoint: string, status: number, text: string): void => {
       attempts.push({ endpoint, status, text: text.slice(0, 300) });
@@ -222,7 +222,7 @@ describe('keys that name a prototype, in every body, from a namespace editor', (
     // the node's own endpoints, under the fleet token: every one that reads a body
     const node = sys.nodes[0];
     if (node === undefined) throw new Error('no node');
-    const id = (await sandboxdRows(node, sys.fleetToken))[0]?.id ?? 'sb_0000000000000000';
+    const id = (await sandboxdRows(node))[0]?.id ?? 'sb_0000000000000000';
     const nodeBodies: Array<[string, string, Json]> = [
       ['POST', '/v1/claim', { template: IMAGE, net: 'default', size: 'small', claim_ref: 'x/y', labels: { a: 'b' } }],
       ['PUT', '/v1/pools', { pools: [{ template: IMAGE, net: 'default', size: 'small', warm: 1 }] }],
@@ -238,7 +238,7 @@ describe('keys that name a prototype, in every body, from a namespace editor', (
       for (const body of hostileBodies(base)) {
         const res = await fetch(`${node.url}${path}`, {
           method,
-          headers: { authorization: `Bearer ${sys.fleetToken}`, 'content-type': 'application/json' },
+          headers: { authorization: `Bearer ${node.token}`, 'content-type': 'application/json' },
           body,
         });
         record(`sandboxd ${method} ${path.replace(id, '{id}')}`, res.status, await res.text());
@@ -285,8 +285,8 @@ describe('keys that name a prototype, in every body, from a namespace editor', (
     const accepted = attempts.filter((a) => a.status < 400 || a.status >= 500);
     const exits = await sys.appsThatExited();
     const sandboxesAfter = await sandboxNames();
-    const countersAfter = await sandboxdCounters(sys.nodes, sys.fleetToken);
-    const faults = (await (await sandboxdCall(node, sys.fleetToken, '/_sim/faults')).json()) as Record<string, unknown>;
+    const countersAfter = await sandboxdCounters(sys.nodes);
+    const faults = (await (await sandboxdCall(node, '/_sim/faults')).json()) as Record<string, unknown>;
     console.log(
       JSON.stringify({
         test: 'security-prototype',

@@ -85,7 +85,7 @@ async function nodeCall(
   path: string,
   init: { method?: string; body?: unknown } = {},
 ): Promise<{ status: number; body: Record<string, unknown> }> {
-  const res = await sandboxdCall(n, sys.fleetToken, path, init);
+  const res = await sandboxdCall(n, path, init);
   const text = await res.text();
   return { status: res.status, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
 }

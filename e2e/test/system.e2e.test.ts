@@ -54,7 +54,7 @@ async function warmOnNodes(): Promise<number> {
     .reduce((n, p) => n + p.warm, 0);
 }
 
-const nodeSandboxIds = (): Promise<string[]> => sandboxdIds(system.nodes, system.fleetToken);
+const nodeSandboxIds = (): Promise<string[]> => sandboxdIds(system.nodes);
 
 beforeAll(async () => {
   system = await startSuiteSystem({ namespaces: [ns], local: { nodes: 3, speed: 0.02, publishInterval: '1s' } });

@@ -107,7 +107,7 @@ async function heldOnNodes(namespace: string, name: string): Promise<{ target: n
   if (!key) throw new Error(`${namespace}/${name} records no pool key yet`);
   const out = { target: 0, warm: 0 };
   for (const node of sys.nodes) {
-    const res = await sandboxdCall(node, sys.fleetToken, '/v1/info');
+    const res = await sandboxdCall(node, '/v1/info');
     if (res.status !== 200) throw new Error(`GET ${node.url}/v1/info: ${res.status}`);
     for (const p of NodeInfoSchema.parse(await res.json()).pools)
       if (p.key.template === key.template && p.key.net === (key.net ?? 'none') && p.key.size === (key.size ?? 'small')) {

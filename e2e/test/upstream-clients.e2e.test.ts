@@ -38,7 +38,7 @@ function kJson<T>(args: string[]): Promise<T> {
   return kubectlJson<T>(args, { kubeconfig: system.kubeconfigPath });
 }
 
-const nodeSandboxIds = (): Promise<string[]> => sandboxdIds(system.nodes, system.fleetToken);
+const nodeSandboxIds = (): Promise<string[]> => sandboxdIds(system.nodes);
 
 const claimManifest = (name: string) =>
   JSON.stringify({

@@ -6,6 +6,7 @@ import {
   durationFlag,
   managerFlagShape,
 } from '@sandbox-scale/kube-runtime';
+import { sandboxdTokensFlag } from '@sandbox-scale/sandboxd-client';
 import { FAST_PATH_AUDIENCE } from '@sandbox-scale/scale-core';
 
 const count = (dflt: number, min = 1) => z.coerce.number().int().min(min).default(dflt);
@@ -22,6 +23,7 @@ const audiences = z
 /** Flags of claim-controller (env fallback SANDBOX_SCALE_<FLAG>). */
 export const ClaimControllerFlagsSchema = z.object({
   ...managerFlagShape,
+  sandboxdTokens: sandboxdTokensFlag,
   fleetTokenFile: z
     .string()
     .default('')

@@ -14,7 +14,7 @@ import {
   type Logger,
 } from '@sandbox-scale/kube-runtime';
 import { CONDITION_REASONS, FIELD_MANAGERS, LEASE_NAMES, TokenBucket, type OwnerRefKey } from '@sandbox-scale/scale-core';
-import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { fleetClients } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
 import { ClaimControllerFlagsSchema, type ClaimControllerFlags } from './config';
 import { CLAIM_REASONS, ClaimReconciler } from './controllers/claim-reconciler';
@@ -92,7 +92,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const identity = o.identity ?? defaultIdentity();
   const metrics = claimControllerMetrics(registry);
   const caches = createCaches(kc, log, registry, o.claimSelector, o.inventorySelector);
-  const clients = new SandboxdClientSet({ token: o.fleetToken });
+  const clients = fleetClients({ fleetToken: o.fleetToken, mode: flags.sandboxdTokens, inventories: () => caches.inventories.list() });
   const events = createEventRecorder(kc, {
     reportingController: FIELD_MANAGERS.claimController,
     reportingInstance: identity,

@@ -38,6 +38,12 @@ export const InventoryPublisherFlagsSchema = z.object({
     .string()
     .default('')
     .describe('File holding the sandboxd fleet token (a mounted Secret); env SANDBOX_SCALE_FLEET_TOKEN otherwise'),
+  sandboxdTokenFile: z
+    .string()
+    .default('')
+    .describe(
+      "File holding this node's own sandboxd root token (per-node tokens: the chart mounts it from the node); wins over --fleet-token-file, so the publisher holds no other node's credentials",
+    ),
   noticeService: z
     .string()
     .default('')

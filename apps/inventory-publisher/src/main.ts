@@ -1,4 +1,4 @@
-import { fleetTokenInput, kubeConfigInput, runApp } from '@sandbox-scale/kube-runtime';
+import { kubeConfigInput, readFleetToken, runApp } from '@sandbox-scale/kube-runtime';
 import { readFileSync } from 'node:fs';
 import { InventoryPublisherFlagsSchema, noticeTargetOfFlags, publisherConfigFromFlags } from './config';
 import { startPublisher } from './start-publisher';
@@ -9,13 +9,17 @@ void runApp({
   schema: InventoryPublisherFlagsSchema,
   inputs: {
     kubeConfig: kubeConfigInput,
-    fleetToken: fleetTokenInput,
+    // this node's own root token (per-node tokens), else the fleet token
+    fleetToken: {
+      flag: '--sandboxd-token-file',
+      read: (config) => (config.sandboxdTokenFile !== '' ? readTokenFile(config.sandboxdTokenFile) : readFleetToken(config.fleetTokenFile)),
+    },
     notices: { flag: '--notice-ca-file', read: (config) => noticeTargetOfFlags(config, (f) => readFileSync(f, 'utf8')) },
   },
   start: ({ config, inputs: { kubeConfig, fleetToken, notices }, log, registry }) => {
     if (fleetToken === '')
       log.warn(
-        'no fleet token (--fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): sandboxd will refuse the reads and the inventory stays Stale',
+        'no sandboxd token (--sandboxd-token-file, --fleet-token-file or SANDBOX_SCALE_FLEET_TOKEN): sandboxd will refuse the reads and the inventory stays Stale',
       );
     return startPublisher({
       ...publisherConfigFromFlags(config, fleetToken),
@@ -34,3 +38,9 @@ void runApp({
     });
   },
 }).then((code) => process.exit(code));
+
+function readTokenFile(file: string): string {
+  const token = readFileSync(file, 'utf8').trim();
+  if (token === '') throw new Error(`${file} is empty`);
+  return token;
+}

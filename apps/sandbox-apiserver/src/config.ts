@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { DEFAULT_INFLIGHT_CAPS, DEFAULT_REVIEWS_IN_FLIGHT, DEFAULT_SERVER_LIMITS, durationFlag } from '@sandbox-scale/kube-runtime';
 import type { OwnerRefKey } from '@sandbox-scale/scale-core';
+import { sandboxdTokensFlag } from '@sandbox-scale/sandboxd-client';
 import { DEFAULT_FAN_OUT_CAPS } from './storage/fan-out-gate';
 import { z } from 'zod';
 import type { SandboxApiserverConfig } from './server';
@@ -39,6 +40,7 @@ export const SandboxApiserverFlagsSchema = z.object({
     .describe(
       'File holding the sandboxd fleet token (a Secret mount); else env SANDBOX_SCALE_FLEET_TOKEN; without one, writes are refused',
     ),
+  sandboxdTokens: sandboxdTokensFlag,
   claimRefKeyFile: z
     .string()
     .default('')
@@ -157,6 +159,7 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     serviceName: flags.serviceName,
     serviceNamespace: flags.serviceNamespace,
     fleetToken: inputs.fleetToken,
+    sandboxdTokens: flags.sandboxdTokens,
     claimRefKey: inputs.claimRefKey,
     advertiseAddress: flags.advertiseAddress,
     ...(inputs.peerCaPem === undefined ? {} : { peerCaPem: inputs.peerCaPem }),

@@ -15,8 +15,8 @@ import {
   type Informer,
   type Logger,
 } from '@sandbox-scale/kube-runtime';
-import { BadRequestError, NODE_NOTICE_PATH, StatusError, type OwnerRefKey, type Rng } from '@sandbox-scale/scale-core';
-import { SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { BadRequestError, NODE_NOTICE_PATH, StatusError, type NodeInventory, type OwnerRefKey, type Rng } from '@sandbox-scale/scale-core';
+import { fleetClients, type NodeTokenMode } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
 import { startAuthenticationConfigWatch, type ConfigMapRef } from './authn/auth-config';
 import { acceptedCasOf, Authenticator } from './authn/authenticator';
@@ -58,6 +58,8 @@ export interface SandboxApiserverConfig {
   readonly serviceNamespace?: string;
   /** sandboxd fleet token; empty = every write is refused (fail closed). */
   readonly fleetToken?: string;
+  /** How each node's root token is made from the fleet token (default fleet: it is the token). */
+  readonly sandboxdTokens?: NodeTokenMode;
   /** Proves the claim references this server writes, and tells them from a node's (renewals); claim-controller holds the same. */
   readonly claimRefKey: OwnerRefKey;
   /** This replica's address as the Service's EndpointSlices list it; '' = it acts alone. */
@@ -147,7 +149,11 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const authorizer = delegatedAuth ? new SarAuthorizer(delegatedAuth) : undefined;
   const registry = config.registry ?? new Registry();
   const metrics = requestMetrics(registry);
-  const clients = config.fleetToken ? new SandboxdClientSet({ token: config.fleetToken }) : undefined;
+  // the inventories name the node whose token an address gets; the cache exists only once the storages do
+  let inventories: () => readonly NodeInventory[] = () => [];
+  const clients = config.fleetToken
+    ? fleetClients({ fleetToken: config.fleetToken, mode: config.sandboxdTokens ?? 'fleet', inventories: () => inventories() })
+    : undefined;
   if (clients === undefined) log.warn({}, 'no sandboxd fleet token: create, delete and lifecycle verbs are refused');
   const storages = installStorages({
     clients,
@@ -162,6 +168,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     log,
   });
   const { sandboxes } = storages;
+  inventories = () => sandboxes.cache.inventories();
   const metadata = new UserMetadataStore({
     kubeConfig: kc,
     namespace: config.serviceNamespace ?? 'sandbox-system',

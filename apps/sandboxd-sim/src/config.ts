@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { z } from 'zod';
 import { booleanFlag } from '@sandbox-scale/kube-runtime';
@@ -63,6 +64,11 @@ export const SimOptionsSchema = NodeConfigSchema.extend({
   /** Node i listens on basePort + i; 0 = ephemeral ports (reported). */
   basePort: z.number().int().min(0).max(65535).default(0),
   namePrefix: z.string().min(1).default('node-'),
+  /**
+   * With a key, each node's root token is nodeToken(key, its name), as a node provisioned for
+   * per-node tokens has (wins over `token`); '' = every node has `token`.
+   */
+  nodeTokenKey: z.string().default(''),
   /** Multiplies every simulated latency; 0 = instant. */
   speed: z.number().min(0).default(1),
   seed: z.number().int().default(1),
@@ -119,6 +125,13 @@ export const SandboxdSimFlagsSchema = z.object({
   speed: z.coerce.number().min(0).default(1).describe('Latency multiplier; 0 = instant'),
   seed: z.coerce.number().int().default(1).describe('Seed of the simulated randomness'),
   token: z.string().default('').describe('Root api_token of every node (empty with no tenants = open node)'),
+  tokenFile: z.string().default('').describe('File holding the root api_token of every node (wins over --token)'),
+  nodeTokenKey: z
+    .string()
+    .default('')
+    .describe(
+      "Give each node its own root api_token, derived from this key (the control plane's fleet token) and the node's name, as the control plane's --sandboxd-tokens=per-node expects; wins over --token",
+    ),
   tenants: jsonFlag(z.array(TenantSchema)).optional().describe('JSON [{"name","token","maxClaims"}]'),
   maxClaims: z.coerce.number().int().min(0).default(0).describe('Live claims per node; 0 = unlimited'),
   maxForkCount: z.coerce.number().int().min(1).default(16).describe('Largest fork count'),
@@ -144,9 +157,10 @@ export const SandboxdSimFlagsSchema = z.object({
 export type SandboxdSimFlags = z.infer<typeof SandboxdSimFlagsSchema>;
 
 export function simOptionsFromFlags(f: SandboxdSimFlags): SimOptionsInput {
-  const { logLevel: _logLevel, tenants, pools, images, peers, latency, faults, ...rest } = f;
+  const { logLevel: _logLevel, tokenFile, tenants, pools, images, peers, latency, faults, ...rest } = f;
   return {
     ...rest,
+    ...(tokenFile !== '' ? { token: readFileSync(tokenFile, 'utf8').trim() } : {}),
     tenants: tenants ?? [],
     pools: pools ?? [],
     peers: peers ?? [],

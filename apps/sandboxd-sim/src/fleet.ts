@@ -1,6 +1,6 @@
 import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { ClaimBodySchema, SandboxdClientSet, normalizeBaseUrl, type ClaimBody } from '@sandbox-scale/sandboxd-client';
+import { ClaimBodySchema, SandboxdClientSet, nodeToken, normalizeBaseUrl, type ClaimBody } from '@sandbox-scale/sandboxd-client';
 import { createLogger, type Logger } from '@sandbox-scale/kube-runtime';
 import { claim, type ClaimOutcome } from './claim-ops';
 import { systemClock, type Clock } from './clock';
@@ -160,12 +160,12 @@ interface Shared {
 
 function buildNode(opts: SimOptions, index: number, shared: Shared, override: Partial<NodeConfigInput>): NodeHandle {
   const seed = nodeSeed(opts.seed, index);
-  const config = nodeConfig(opts, override);
+  const name = `${opts.namePrefix}${index}`;
+  const config = nodeConfig(opts, { ...(opts.nodeTokenKey !== '' ? { token: nodeToken(opts.nodeTokenKey, name) } : {}), ...override });
   const faults = new FaultState(shared.keys, createRng(seed ^ 0x0fa17));
   if (opts.faults) faults.set(opts.faults);
   const rng = createRng(seed);
   const latency = new LatencyModel({ profile: opts.latency, speed: opts.speed, nested: opts.profile === 'nested', rng });
-  const name = `${opts.namePrefix}${index}`;
   const state = new NodeState({ name, config, keys: shared.keys, clock: shared.clock, rng, latency, faults });
   const server = createNodeServer({ node: state, faults, logger: shared.logger });
   return new NodeHandle({ name, token: config.token, state, faults, server, board: shared.board });

@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { createInterface } from 'node:readline';
 import { z } from 'zod';
+import { nodeToken } from '@sandbox-scale/sandboxd-client';
 import { startSim } from '../src';
 import { ROOT, raw, startTestSim, type TestSim } from './helpers';
 
@@ -23,6 +24,20 @@ describe('many nodes in one process', () => {
     t = await startTestSim({ nodes: 3 });
     expect((await t.root(0).peers()).sort()).toEqual([t.sim.nodes[1]?.addr, t.sim.nodes[2]?.addr].sort());
     expect((await t.root(0).info()).peers).toHaveLength(2);
+  });
+
+  it('gives each node a root token of its own, derived from the key and its name, with a node token key', async () => {
+    t = await startTestSim({ nodes: 2, nodeTokenKey: 'fleet-key' });
+    const [a, b] = t.sim.nodes;
+    expect(a?.token).toBe(nodeToken('fleet-key', 'node-0'));
+    expect(b?.token).toBe(nodeToken('fleet-key', 'node-1'));
+    expect((await raw(a?.url ?? '', 'GET', '/v1/info', { token: a?.token ?? '' })).status).toBe(200);
+    // neither another node's token, nor the key, nor the shared root token is root here
+    for (const token of [b?.token ?? '', 'fleet-key', ROOT])
+      expect({ token: token.slice(0, 6), status: (await raw(a?.url ?? '', 'GET', '/v1/info', { token })).status }).toEqual({
+        token: token.slice(0, 6),
+        status: 401,
+      });
   });
 
   it('names nodes with a run-specific prefix', async () => {

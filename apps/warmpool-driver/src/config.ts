@@ -1,4 +1,5 @@
 import { durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
+import { sandboxdTokensFlag } from '@sandbox-scale/sandboxd-client';
 import { LIMITS } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 
@@ -7,6 +8,7 @@ const count = (dflt: number) => z.coerce.number().int().min(0).default(dflt);
 /** Flags of warmpool-driver (env fallback SANDBOX_SCALE_<FLAG>). */
 export const WarmpoolDriverFlagsSchema = z.object({
   ...managerFlagShape,
+  sandboxdTokens: sandboxdTokensFlag,
   fleetTokenFile: z
     .string()
     .default('')

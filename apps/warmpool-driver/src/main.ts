@@ -23,6 +23,7 @@ void runApp({
       log,
       registry,
       fleetToken,
+      sandboxdTokens: config.sandboxdTokens,
       syncIntervalMs: config.warmPoolSyncInterval,
       namespace: config.namespace,
       nodeInventorySelector: config.nodeInventorySelector,

@@ -20,7 +20,7 @@ import {
   type SandboxTemplate,
   type SandboxWarmPool,
 } from '@sandbox-scale/scale-core';
-import { KnownNodeAddresses, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
+import { fleetClients, KnownNodeAddresses, type NodeTokenMode } from '@sandbox-scale/sandboxd-client';
 import type { Registry } from 'prom-client';
 import { SYNC_REQUEST, WarmPoolReconciler } from './controllers/warmpool-reconciler';
 import { poolMetrics } from './controllers/pool-metrics';
@@ -35,6 +35,8 @@ export interface StartDriverOptions {
   registry: Registry;
   /** '' refuses every write to sandboxd (fail closed) and says so on each pool. */
   fleetToken: string;
+  /** How each node's root token is made from the fleet token (default fleet: it is the token). */
+  sandboxdTokens?: NodeTokenMode;
   syncIntervalMs: number;
   /** Pools and templates of this namespace only ('' or absent: all). */
   namespace?: string;
@@ -77,7 +79,10 @@ export function startDriver(opts: StartDriverOptions): RunningDriver {
     labelSelector: opts.nodeInventorySelector || undefined,
     parse: (o) => parseObject(NodeInventorySchema, o),
   });
-  const clients = opts.fleetToken === '' ? undefined : new SandboxdClientSet({ token: opts.fleetToken });
+  const clients =
+    opts.fleetToken === ''
+      ? undefined
+      : fleetClients({ fleetToken: opts.fleetToken, mode: opts.sandboxdTokens ?? 'fleet', inventories: () => inventories.list() });
   const known = new KnownNodeAddresses(() => inventories.list());
   const pusher = clients && new TargetPusher({ clients, known, log, registry });
   const events = createEventRecorder(kc, {

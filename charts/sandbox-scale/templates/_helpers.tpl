@@ -67,18 +67,21 @@ app.kubernetes.io/component: {{ .app }}
 
 {{- define "sandbox-scale.fleetTokenMountPath" -}}/var/run/sandbox-scale/fleet-token{{- end -}}
 
-{{/* The flags every app shares (kube-runtime's manager flags and the fleet token). */}}
+{{/* The flags every app shares (kube-runtime's manager flags). */}}
 {{- define "sandbox-scale.commonArgs" -}}
 - --metrics-bind-address=:{{ .Values.ports.metrics }}
 - --health-probe-bind-address=:{{ .Values.ports.health }}
 {{- /* /metrics over HTTPS for a token allowed get on /metrics (the metrics-reader ClusterRole); the probes stay plain HTTP on ports.health */}}
 - --metrics-auth=delegated
-{{ include "sandbox-scale.fleetTokenArg" . }}
 {{- end -}}
 
+{{/* The fleet token of the apps that call every node, and how each node's root token is made from it. */}}
 {{- define "sandbox-scale.fleetTokenArg" -}}
 - --fleet-token-file={{ include "sandbox-scale.fleetTokenMountPath" . }}/{{ .Values.fleetToken.key }}
+- --sandboxd-tokens={{ ternary "per-node" "fleet" .Values.fleetToken.perNode }}
 {{- end -}}
+
+{{- define "sandbox-scale.nodeTokenMountPath" -}}/var/run/sandbox-scale/node-token{{- end -}}
 
 {{- define "sandbox-scale.leaderArgs" -}}
 {{- if .component.leaderElect }}

@@ -40,6 +40,7 @@ export default async function globalSetup(): Promise<void> {
     binDir: cp.binDir,
     fleetToken: system.fleetToken,
     sandboxdUrl: system.sandboxdUrl,
+    sandboxdToken: system.sandboxdToken,
     clusterCa: { cert: readFileSync(cp.files.caCert, 'utf8'), key: readFileSync(cp.files.caKey, 'utf8') },
     frontProxyClient: {
       cert: readFileSync(join(cp.dir, 'front-proxy-client.crt'), 'utf8'),

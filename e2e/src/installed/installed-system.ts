@@ -1,5 +1,6 @@
+import { nodeToken } from '@sandbox-scale/sandboxd-client';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
@@ -12,7 +13,9 @@ import { eventually } from '../testing/eventually';
  * sandbox-scale as a user installs it: a control plane with a real node, the apps' images built
  * here and loaded into the node's containerd, `helm install` of charts/sandbox-scale with its
  * defaults except the image registry, tag, pull policy and the fleet token Secret, and
- * sandboxd-sim as a DaemonSet on the node's host network standing in for sandboxd.
+ * sandboxd-sim as a DaemonSet on the node's host network standing in for sandboxd. The node is
+ * provisioned as a platform provisions one for per-node tokens (the chart's default): its own
+ * sandboxd root token in a file on the node, which its sandboxd and its publisher read.
  */
 
 export const INSTALLED_NAMESPACE = 'sandbox-system';
@@ -33,6 +36,9 @@ export interface InstalledSystem {
   fleetToken: string;
   /** The simulated sandboxd of the node, as the node's pods reach it. */
   sandboxdUrl: string;
+  /** The node's name and its own sandboxd root token (derived from the fleet token and that name). */
+  nodeName: string;
+  sandboxdToken: string;
   figures: InstalledFigures;
   kubectl(args: string[], input?: string): Promise<string>;
   stop(): Promise<void>;
@@ -43,8 +49,8 @@ export class InstallError extends Error {
 }
 export const isInstallError = (e: unknown): e is InstallError => e instanceof InstallError;
 
-/** sandboxd-sim on every node, listening on the node address as sandboxd would, with the fleet token. */
-function sandboxdSimDaemonSet(image: string, speed: number): object {
+/** sandboxd-sim on every node, listening on the node address as sandboxd would, with the node's own token from the node. */
+function sandboxdSimDaemonSet(image: string, speed: number, tokenPath: string): object {
   return {
     apiVersion: 'apps/v1',
     kind: 'DaemonSet',
@@ -62,16 +68,24 @@ function sandboxdSimDaemonSet(image: string, speed: number): object {
               name: 'sandboxd-sim',
               image,
               imagePullPolicy: 'Never',
-              args: ['--nodes=1', `--base-port=${SANDBOXD_PORT}`, '--host=$(NODE_IP)', `--speed=${speed}`, '--name-prefix=$(NODE_NAME)-'],
+              args: [
+                '--nodes=1',
+                `--base-port=${SANDBOXD_PORT}`,
+                '--host=$(NODE_IP)',
+                `--speed=${speed}`,
+                '--name-prefix=$(NODE_NAME)-',
+                '--token-file=/var/run/sandboxd/api-token',
+              ],
               env: [
                 { name: 'NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
                 { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
-                { name: 'SANDBOX_SCALE_TOKEN', valueFrom: { secretKeyRef: { name: 'sandbox-scale-fleet-token', key: 'token' } } },
               ],
+              volumeMounts: [{ name: 'api-token', mountPath: '/var/run/sandboxd/api-token', readOnly: true }],
               readinessProbe: { tcpSocket: { port: SANDBOXD_PORT }, periodSeconds: 1 },
               securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
             },
           ],
+          volumes: [{ name: 'api-token', hostPath: { path: tokenPath, type: 'File' } }],
         },
       },
     },
@@ -137,9 +151,14 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
       'sandbox-scale-fleet-token',
       `--from-file=token=${tokenFile}`,
     ]);
+    // the node's provisioning: its own root token, readable by the pods' user (65532) only
+    const sandboxdToken = nodeToken(fleetToken, node.name);
+    const nodeTokenPath = join(work, 'sandboxd-api-token');
+    writeFileSync(nodeTokenPath, sandboxdToken, { mode: 0o400 });
+    chownSync(nodeTokenPath, 65532, 65532);
     await kubectl(
       ['apply', '-f', '-'],
-      JSON.stringify(sandboxdSimDaemonSet(images.get('sandboxd-sim')?.name as string, opts.speed ?? 0.02)),
+      JSON.stringify(sandboxdSimDaemonSet(images.get('sandboxd-sim')?.name as string, opts.speed ?? 0.02, nodeTokenPath)),
     );
 
     const t2 = Date.now();
@@ -156,6 +175,8 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
       `image.tag=${LOCAL_TAG}`,
       '--set',
       'image.pullPolicy=Never',
+      '--set',
+      `inventoryPublisher.sandboxdTokenPath=${nodeTokenPath}`,
       ...(opts.helmArgs ?? []),
     ]);
     await waitInstalled(kubectl);
@@ -166,6 +187,8 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
       kubeconfigPath: cp.kubeconfigPath,
       fleetToken,
       sandboxdUrl: `http://${node.hostIp}:${SANDBOXD_PORT}`,
+      nodeName: node.name,
+      sandboxdToken,
       figures: { controlPlaneMs, imagesMs, installToReadyMs },
       kubectl,
       stop,

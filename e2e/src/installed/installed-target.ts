@@ -21,6 +21,8 @@ export const InstalledStateSchema = z.object({
   binDir: z.string(),
   fleetToken: z.string(),
   sandboxdUrl: z.string(),
+  /** The node's own sandboxd root token (per-node tokens). */
+  sandboxdToken: z.string(),
   clusterCa: z.object({ cert: z.string(), key: z.string() }),
   frontProxyClient: z.object({ cert: z.string(), key: z.string() }),
   auditLogPath: z.string().optional(),
@@ -92,7 +94,7 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
     .items;
   if (inventories.length !== 1)
     throw new NotInstalledError(`the installed node publishes ${inventories.length} NodeInventories, expected 1`);
-  const nodes = [{ name: inventories[0]?.metadata.name as string, url: state.sandboxdUrl }];
+  const nodes = [{ name: inventories[0]?.metadata.name as string, url: state.sandboxdUrl, token: state.sandboxdToken }];
   const fastPath = JSON.parse(
     await kubectl(['-n', INSTALLED_NAMESPACE, 'get', 'service', `${INSTALLED_RELEASE}-claim-controller`, '-o', 'json']),
   ) as { spec: { clusterIP: string; ports: { name?: string; port: number }[] } };

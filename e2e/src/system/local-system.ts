@@ -1,5 +1,6 @@
 import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
 import { kubeApiClient } from '@sandbox-scale/kube-runtime';
+import { nodeToken } from '@sandbox-scale/sandboxd-client';
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
 import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
@@ -24,6 +25,8 @@ export interface SimNode {
   url: string;
   port: number;
   addr: string;
+  /** Its sandboxd root token: its own, derived from the fleet token and its name (per-node tokens, as the chart runs). */
+  token: string;
 }
 
 export interface LocalSystemOptions {
@@ -203,7 +206,8 @@ async function startSimNodes(ctx: Ctx, nodes: number, speed: number): Promise<Si
   ctx.log(`starting ${nodes} simulated sandboxd nodes`);
   let resolveNodes: (n: SimNode[]) => void = () => undefined;
   const ready = new Promise<SimNode[]>((res) => (resolveNodes = res));
-  // the fleet token goes by env, not argv, so it never shows in a process listing
+  // the key goes by env, not argv, so it never shows in a process listing; each node derives
+  // its own root token from it, as a node provisioned for per-node tokens holds
   const sim = startApp(
     ctx,
     'sandboxd-sim',
@@ -220,10 +224,16 @@ async function startSimNodes(ctx: Ctx, nodes: number, speed: number): Promise<Si
       ...(ctx.extraArgs['sandboxd-sim'] ?? []),
     ],
     {
-      env: { SANDBOX_SCALE_TOKEN: ctx.fleetToken },
+      env: { SANDBOX_SCALE_NODE_TOKEN_KEY: ctx.fleetToken },
       restartPolicy: 'Never',
       onStdoutLine: (line) => {
-        if (line.startsWith('{"nodes"')) resolveNodes((JSON.parse(line) as { nodes: SimNode[] }).nodes);
+        if (line.startsWith('{"nodes"'))
+          resolveNodes(
+            (JSON.parse(line) as { nodes: Omit<SimNode, 'token'>[] }).nodes.map((n) => ({
+              ...n,
+              token: nodeToken(ctx.fleetToken, n.name),
+            })),
+          );
       },
     },
   );
@@ -324,7 +334,15 @@ async function startApps(
   certs: { cert: string; key: string; ca: string },
   publishInterval: string,
 ): Promise<void> {
-  const common = (kubeconfig: string): string[] => ['--kubeconfig', kubeconfig, '--fleet-token-file', ctx.tokenFile];
+  // the apps that call every node hold the fleet token and derive each node's root token from it, as the chart runs them
+  const common = (kubeconfig: string): string[] => [
+    '--kubeconfig',
+    kubeconfig,
+    '--fleet-token-file',
+    ctx.tokenFile,
+    '--sandboxd-tokens',
+    'per-node',
+  ];
   const leader = ['--leader-elect', '--leader-election-namespace', SYSTEM_NAMESPACE];
   const claimRefKey = ['--claim-ref-key-file', ctx.claimRefKeyFile];
   ctx.log('starting sandbox-apiserver, claim-controller, warmpool-driver and one inventory-publisher per node');
@@ -398,8 +416,14 @@ async function startApps(
   ]);
   await registerSimNodes(ctx, nodes);
   for (const n of nodes) {
+    // a publisher holds only its own node's token, as the chart mounts it from the node
+    const nodeTokenFile = join(ctx.dir, `sandboxd-token-${n.name}`);
+    writeFileSync(nodeTokenFile, n.token, { mode: 0o600 });
     startApp(ctx, `inventory-publisher-${n.name}`, 'apps/inventory-publisher/src/main.ts', [
-      ...common(await saKubeconfig(ctx, 'inventory-publisher', n.name)),
+      '--kubeconfig',
+      await saKubeconfig(ctx, 'inventory-publisher', n.name),
+      '--sandboxd-token-file',
+      nodeTokenFile,
       ...probeArgs(ctx),
       '--node-name',
       n.name,

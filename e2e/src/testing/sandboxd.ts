@@ -1,6 +1,6 @@
 /**
  * A sandboxd node as the suites reach it over HTTP: the simulator's own rows, counters and
- * fault control (`/_sim/faults`), authenticated with the fleet token. Local processes and the
+ * fault control (`/_sim/faults`), authenticated with the node's own root token. Local processes and the
  * host-network DaemonSet of the installed chart answer the same API.
  */
 export interface SandboxdNode {
@@ -8,6 +8,8 @@ export interface SandboxdNode {
   name: string;
   /** http://host:port of its sandboxd (the simulator). */
   url: string;
+  /** Its sandboxd root token: its own, derived from the fleet token and its name (per-node tokens). */
+  token: string;
 }
 
 /** One row of `GET /v1/sandboxes`. */
@@ -22,30 +24,30 @@ export interface SandboxdInit {
   body?: unknown;
 }
 
-export function sandboxdCall(node: SandboxdNode, fleetToken: string, path: string, init: SandboxdInit = {}): Promise<Response> {
+export function sandboxdCall(node: SandboxdNode, path: string, init: SandboxdInit = {}): Promise<Response> {
   return fetch(`${node.url}${path}`, {
     method: init.method ?? 'GET',
-    headers: { authorization: `Bearer ${fleetToken}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
+    headers: { authorization: `Bearer ${node.token}`, ...(init.body !== undefined ? { 'content-type': 'application/json' } : {}) },
     ...(init.body !== undefined ? { body: JSON.stringify(init.body) } : {}),
   });
 }
 
 /** Every sandbox the node holds, as the node itself lists it. */
-export async function sandboxdRows(node: SandboxdNode, fleetToken: string): Promise<SandboxdRow[]> {
-  const res = await sandboxdCall(node, fleetToken, '/v1/sandboxes');
+export async function sandboxdRows(node: SandboxdNode): Promise<SandboxdRow[]> {
+  const res = await sandboxdCall(node, '/v1/sandboxes');
   if (res.status !== 200) throw new Error(`GET ${node.url}/v1/sandboxes: ${res.status} ${await res.text()}`);
   return ((await res.json()) as { sandboxes: SandboxdRow[] }).sandboxes;
 }
 
 /** The node's own row of a sandbox, or undefined once the node no longer has it. */
-export async function sandboxdRow(node: SandboxdNode, fleetToken: string, id: string): Promise<SandboxdRow | undefined> {
-  return (await sandboxdRows(node, fleetToken)).find((r) => r.id === id);
+export async function sandboxdRow(node: SandboxdNode, id: string): Promise<SandboxdRow | undefined> {
+  return (await sandboxdRows(node)).find((r) => r.id === id);
 }
 
 /** The ids of every sandbox on the given nodes. */
-export async function sandboxdIds(nodes: readonly SandboxdNode[], fleetToken: string): Promise<string[]> {
+export async function sandboxdIds(nodes: readonly SandboxdNode[]): Promise<string[]> {
   const ids: string[] = [];
-  for (const n of nodes) ids.push(...(await sandboxdRows(n, fleetToken)).map((r) => r.id));
+  for (const n of nodes) ids.push(...(await sandboxdRows(n)).map((r) => r.id));
   return ids;
 }
 
@@ -59,10 +61,10 @@ export interface SandboxdCounters {
   claimRequests: number;
 }
 
-export async function sandboxdCounters(nodes: readonly SandboxdNode[], fleetToken: string): Promise<SandboxdCounters> {
+export async function sandboxdCounters(nodes: readonly SandboxdNode[]): Promise<SandboxdCounters> {
   const out: SandboxdCounters = { claims: 0, releases: 0, claimRequests: 0 };
   for (const n of nodes) {
-    const text = await (await sandboxdCall(n, fleetToken, '/metrics')).text();
+    const text = await (await sandboxdCall(n, '/metrics')).text();
     for (const line of text.split('\n')) {
       const m = /^(sandboxd_claims_total|sandboxd_releases_total|sandboxd_sim_requests_total)(\{[^}]*\})? (\d+(?:\.\d+)?)$/.exec(line);
       if (!m) continue;
@@ -76,11 +78,11 @@ export async function sandboxdCounters(nodes: readonly SandboxdNode[], fleetToke
 }
 
 /** Turns the simulator's faults on (`POST /_sim/faults`); throws unless it accepted them. */
-export async function setSimFaults(node: SandboxdNode, fleetToken: string, faults: Record<string, unknown>): Promise<void> {
-  const res = await sandboxdCall(node, fleetToken, '/_sim/faults', { method: 'POST', body: faults });
+export async function setSimFaults(node: SandboxdNode, faults: Record<string, unknown>): Promise<void> {
+  const res = await sandboxdCall(node, '/_sim/faults', { method: 'POST', body: faults });
   if (res.status !== 200) throw new Error(`faults on ${node.name}: ${res.status} ${await res.text()}`);
 }
 
-export async function clearSimFaults(node: SandboxdNode, fleetToken: string): Promise<void> {
-  await sandboxdCall(node, fleetToken, '/_sim/faults', { method: 'DELETE' });
+export async function clearSimFaults(node: SandboxdNode): Promise<void> {
+  await sandboxdCall(node, '/_sim/faults', { method: 'DELETE' });
 }

@@ -6,6 +6,8 @@ import { createSandboxdAgent, type SandboxdAgentOptions } from './transport';
 export interface SandboxdClientSetOptions extends SandboxdAgentOptions {
   /** The fleet (root) token every node client presents unless a call overrides it. */
   token?: string;
+  /** Per-node root tokens, by the node's base URL (see SandboxdClientOptions.tokenFor); wins over `token`. */
+  tokenFor?: (baseUrl: string) => string;
   /** Use this dispatcher instead of creating one (the set then does not close it). */
   dispatcher?: Dispatcher;
   keepAlive?: boolean;
@@ -25,6 +27,7 @@ export class SandboxdClientSet {
   readonly #ownsDispatcher: boolean;
   readonly #clients = new Map<string, SandboxdClient>();
   readonly #token: string;
+  readonly #tokenFor: ((baseUrl: string) => string) | undefined;
   readonly #keepAlive: boolean;
   readonly #follow: boolean;
   readonly #known: Pick<SandboxdClientSetOptions, 'known' | 'onRefused'>;
@@ -33,6 +36,7 @@ export class SandboxdClientSet {
     this.#ownsDispatcher = opts.dispatcher === undefined;
     this.#dispatcher = opts.dispatcher ?? createSandboxdAgent(opts);
     this.#token = opts.token ?? '';
+    this.#tokenFor = opts.tokenFor;
     this.#keepAlive = opts.keepAlive ?? true;
     this.#follow = opts.followRedirects ?? false;
     this.#known = { ...(opts.known ? { known: opts.known } : {}), ...(opts.onRefused ? { onRefused: opts.onRefused } : {}) };
@@ -50,6 +54,7 @@ export class SandboxdClientSet {
       client = new SandboxdClient({
         baseUrl: key,
         token: this.#token,
+        ...(this.#tokenFor ? { tokenFor: this.#tokenFor } : {}),
         dispatcher: this.#dispatcher,
         keepAlive: this.#keepAlive,
         followRedirects: this.#follow,

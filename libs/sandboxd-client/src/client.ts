@@ -49,6 +49,12 @@ export interface SandboxdClientOptions {
   baseUrl: string;
   /** Node token (root/fleet or tenant). Sent only when non-empty; never logged. */
   token?: string;
+  /**
+   * The node token of the node at a base URL, asked on every call (wins over `token`): per-node
+   * root tokens (NodeTokens.forAddress), so a redirect to another node carries that node's
+   * token. It may throw (NoNodeTokenError) to refuse the call before anything is sent.
+   */
+  tokenFor?: (baseUrl: string) => string;
   /** Shared keep-alive dispatcher (see createSandboxdAgent). Without one the client owns an agent. */
   dispatcher?: Dispatcher;
   /** false sends `Connection: close` on every request (for measurements only). Default true. */
@@ -97,6 +103,7 @@ interface ClaimCall {
 export class SandboxdClient {
   readonly baseUrl: string;
   readonly #token: string;
+  readonly #tokenFor: ((baseUrl: string) => string) | undefined;
   readonly #endpoint: Endpoint;
   readonly #ownsDispatcher: boolean;
   readonly #keepAlive: boolean;
@@ -108,6 +115,7 @@ export class SandboxdClient {
     this.baseUrl = normalizeBaseUrl(opts.baseUrl);
     const url = new URL(this.baseUrl);
     this.#token = opts.token ?? '';
+    this.#tokenFor = opts.tokenFor;
     this.#ownsDispatcher = opts.dispatcher === undefined;
     this.#endpoint = { dispatcher: opts.dispatcher ?? createSandboxdAgent(), origin: url.origin, prefix: url.pathname.replace(/\/+$/, '') };
     this.#keepAlive = opts.keepAlive ?? true;
@@ -132,6 +140,7 @@ export class SandboxdClient {
     return new SandboxdClient({
       baseUrl,
       token: this.#token,
+      ...(this.#tokenFor ? { tokenFor: this.#tokenFor } : {}),
       dispatcher: this.#endpoint.dispatcher,
       keepAlive: this.#keepAlive,
       followRedirects: this.#follow,
@@ -369,7 +378,7 @@ export class SandboxdClient {
       method,
       path,
       body,
-      token: opts.token ?? this.#token,
+      token: opts.token ?? (this.#tokenFor ? this.#tokenFor(this.baseUrl) : this.#token),
       signal: opts.signal,
       deadline: opts.deadline,
       keepAlive: this.#keepAlive,

@@ -9,6 +9,17 @@ export {
 export { SandboxdClientSet, type SandboxdClientSetOptions } from './client-set';
 export { createSandboxdAgent, SUCCESS_BODY_LIMIT_BYTES, ERROR_BODY_LIMIT_BYTES, type SandboxdAgentOptions } from './transport';
 export { KnownNodeAddresses, normalizeBaseUrl, resolveNodeAddr } from './addresses';
+export {
+  NODE_TOKEN_MODES,
+  NodeTokens,
+  NoNodeTokenError,
+  fleetClients,
+  isNoNodeToken,
+  nodeToken,
+  sandboxdTokensFlag,
+  type FleetClientsOptions,
+  type NodeTokenMode,
+} from './node-tokens';
 export type { AddressedInventory, AddressRefusal } from './addresses';
 export { CallDeadline, DeadlineSignals, type DeadlineSignalsOptions } from './deadline-signals';
 export {
