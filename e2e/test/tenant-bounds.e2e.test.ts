@@ -5,7 +5,7 @@ import { grantEditRole } from '../src/testing/tenant-role';
 import { eventually, runSuffix } from '../src/index';
 import {
   MAX_NODE_FAN_OUTS_PER_NAMESPACE,
-  MAX_REVIEWS_IN_FLIGHT,
+  MAX_TOKEN_REVIEWS_IN_FLIGHT,
   MAX_WATCHES_PER_NAMESPACE,
   MAX_WATCHES_PER_USER,
   SANDBOX_APISERVER_ARGS,
@@ -150,7 +150,7 @@ describe('one tenant cannot starve the others', () => {
       const answers = await Promise.all(flood);
       const byStatus: Record<string, number> = {};
       for (const a of answers) byStatus[a.status] = (byStatus[a.status] ?? 0) + 1;
-      console.log(JSON.stringify({ test: 'review-flood', limit: MAX_REVIEWS_IN_FLIGHT, byStatus, known: meanwhile.status }));
+      console.log(JSON.stringify({ test: 'review-flood', limit: MAX_TOKEN_REVIEWS_IN_FLIGHT, byStatus, known: meanwhile.status }));
       // nobody is let in, nothing fails: an unknown token is a 401 or, past the bound, a 429 to come back later
       expect(Object.keys(byStatus).sort()).toEqual(['401', '429']);
       expect(answers.find((a) => a.status === 429)).toEqual({ status: 429, retryAfter: '1', reason: 'TooManyRequests' });

@@ -1,7 +1,7 @@
 import { z } from 'zod';
 import {
   bindAddressFlag,
-  DEFAULT_REVIEWS_IN_FLIGHT,
+  DEFAULT_TOKEN_REVIEWS_IN_FLIGHT,
   DEFAULT_SERVER_LIMITS,
   durationFlag,
   managerFlagShape,
@@ -41,8 +41,8 @@ export const ClaimControllerFlagsSchema = z.object({
   fastPathMaxConnections: count(DEFAULT_SERVER_LIMITS.maxConnections).describe(
     'Connections the fast path holds open at once; one past it is closed as it arrives, so one caller opening sockets without end cannot take them from every other',
   ),
-  fastPathMaxReviewsInFlight: count(DEFAULT_REVIEWS_IN_FLIGHT).describe(
-    'TokenReviews, and SubjectAccessReviews, of fast-path callers open at once (each); a caller whose answer is not cached is answered 429 past it, so a flood of new tokens cannot queue without bound. Cached callers are still served',
+  fastPathMaxTokenReviewsInFlight: count(DEFAULT_TOKEN_REVIEWS_IN_FLIGHT).describe(
+    'TokenReviews of fast-path callers open at once; a bearer token not cached is answered 429 past it, so a flood of made-up tokens (which come before any per-user cap) cannot queue without bound. Cached tokens are still served',
   ),
   tlsCertFile: z
     .string()

@@ -278,7 +278,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
         maxConnections: flags.fastPathMaxConnections,
         log,
         deps: {
-          authorizer: new ReviewAuthorizer(fastPathAuth(kc, flags.fastPathAudiences, flags.fastPathMaxReviewsInFlight)),
+          authorizer: new ReviewAuthorizer(fastPathAuth(kc, flags.fastPathAudiences, flags.fastPathMaxTokenReviewsInFlight)),
           resolvePool: poolResolver(caches),
           names,
           cap,

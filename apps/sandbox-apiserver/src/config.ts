@@ -1,6 +1,6 @@
 import { readFileSync } from 'node:fs';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { DEFAULT_INFLIGHT_CAPS, DEFAULT_REVIEWS_IN_FLIGHT, DEFAULT_SERVER_LIMITS, durationFlag } from '@sandbox-scale/kube-runtime';
+import { DEFAULT_INFLIGHT_CAPS, DEFAULT_TOKEN_REVIEWS_IN_FLIGHT, DEFAULT_SERVER_LIMITS, durationFlag } from '@sandbox-scale/kube-runtime';
 import type { OwnerRefKey } from '@sandbox-scale/scale-core';
 import { sandboxdTokensFlag } from '@sandbox-scale/sandboxd-client';
 import { DEFAULT_FAN_OUT_CAPS } from './storage/fan-out-gate';
@@ -105,13 +105,13 @@ export const SandboxApiserverFlagsSchema = z.object({
     .describe(
       'Connections held open at once (kept-alive and watches included); one past it is closed as it arrives, so one caller opening sockets without end cannot take them from every other',
     ),
-  maxReviewsInFlight: z.coerce
+  maxTokenReviewsInFlight: z.coerce
     .number()
     .int()
     .min(1)
-    .default(DEFAULT_REVIEWS_IN_FLIGHT)
+    .default(DEFAULT_TOKEN_REVIEWS_IN_FLIGHT)
     .describe(
-      'TokenReviews, and SubjectAccessReviews, this replica has open at once (each); a caller whose answer is not cached is answered 429 past it, so a flood of new tokens cannot queue without bound. Cached callers are still served',
+      'TokenReviews this replica has open at once; a bearer token not cached is answered 429 past it, so a flood of made-up tokens (which come before any per-user cap) cannot queue without bound. Cached tokens are still served',
     ),
   maxNodeFanOuts: z.coerce
     .number()
@@ -173,7 +173,7 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     leaseRenewalsPerSecond: flags.leaseRenewalsPerSecond,
     noticePublisher: flags.noticePublisher,
     maxConnections: flags.maxConnections,
-    maxReviewsInFlight: flags.maxReviewsInFlight,
+    maxTokenReviewsInFlight: flags.maxTokenReviewsInFlight,
     fanOut: { maxInFlight: flags.maxNodeFanOuts, maxPerNamespace: flags.maxNodeFanOutsPerNamespace },
     inflight: {
       maxWatches: flags.maxWatches,

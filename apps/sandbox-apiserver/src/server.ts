@@ -5,7 +5,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import {
   createLogger,
   DEFAULT_INFLIGHT_CAPS,
-  DEFAULT_REVIEWS_IN_FLIGHT,
+  DEFAULT_TOKEN_REVIEWS_IN_FLIGHT,
   DelegatedAuth,
   guardRequests,
   InflightLimits,
@@ -109,8 +109,8 @@ export interface SandboxApiserverConfig {
   readonly maxConnections?: number;
   /** Requests that ask every node, in flight at once; default DEFAULT_FAN_OUT_CAPS. */
   readonly fanOut?: FanOutCaps;
-  /** TokenReviews (and SubjectAccessReviews) open at once, each; a miss past it is a 429. Default DEFAULT_REVIEWS_IN_FLIGHT. */
-  readonly maxReviewsInFlight?: number;
+  /** TokenReviews open at once; a token not cached past it is a 429. Default DEFAULT_TOKEN_REVIEWS_IN_FLIGHT. */
+  readonly maxTokenReviewsInFlight?: number;
   readonly log?: Logger;
   readonly rng?: Rng;
   /** Where /metrics reads from (main.ts adds the process metrics); default a registry of its own. */
@@ -141,7 +141,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const delegatedAuth = delegated
     ? new DelegatedAuth(kc, {
         alwaysAllowGroups: ['system:masters'],
-        maxReviewsInFlight: config.maxReviewsInFlight ?? DEFAULT_REVIEWS_IN_FLIGHT,
+        maxTokenReviewsInFlight: config.maxTokenReviewsInFlight ?? DEFAULT_TOKEN_REVIEWS_IN_FLIGHT,
       })
     : undefined;
   const authConfig = delegated ? await startAuthenticationConfigWatch(kc, log, config.authenticationConfigMap) : undefined;

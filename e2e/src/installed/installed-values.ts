@@ -20,13 +20,13 @@ export const CLAIM_CONTROLLER_ARGS = ['--orphan-interval=2s', '--record-attempts
 /** Open watches per namespace on sandbox-apiserver (tenant-bounds fills it with several users). */
 export const MAX_WATCHES_PER_NAMESPACE = 2 * MAX_WATCHES_PER_USER;
 /** TokenReviews sandbox-apiserver has open at once (tenant-bounds floods it with unknown tokens). */
-export const MAX_REVIEWS_IN_FLIGHT = 8;
+export const MAX_TOKEN_REVIEWS_IN_FLIGHT = 8;
 /** Requests that ask every node in flight at once in one namespace (tenant-bounds floods a sandbox's snapshots). */
 export const MAX_NODE_FAN_OUTS_PER_NAMESPACE = 2;
 export const SANDBOX_APISERVER_ARGS = [
   `--max-watches-per-user=${MAX_WATCHES_PER_USER}`,
   `--max-watches-per-namespace=${MAX_WATCHES_PER_NAMESPACE}`,
-  `--max-reviews-in-flight=${MAX_REVIEWS_IN_FLIGHT}`,
+  `--max-token-reviews-in-flight=${MAX_TOKEN_REVIEWS_IN_FLIGHT}`,
   `--max-node-fan-outs-per-namespace=${MAX_NODE_FAN_OUTS_PER_NAMESPACE}`,
 ];
 /**

@@ -61,7 +61,7 @@ export type { KubeObject, ObjectMeta, OwnerReference, UntypedObject } from './cl
 // delegated authentication and authorization
 export {
   DelegatedAuth,
-  DEFAULT_REVIEWS_IN_FLIGHT,
+  DEFAULT_TOKEN_REVIEWS_IN_FLIGHT,
   AuthUnavailableError,
   isAuthUnavailable,
   ReviewsBusyError,

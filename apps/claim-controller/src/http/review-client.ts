@@ -24,7 +24,7 @@ export const REVIEW_TTL_MS = 10_000;
 export const REVIEW_CACHE_ENTRIES = 10_000;
 
 /** The DelegatedAuth of the fast path: our audiences only, the TTLs above. */
-export function fastPathAuth(kc: KubeConfig, audiences: readonly string[], maxReviewsInFlight?: number): DelegatedAuth {
+export function fastPathAuth(kc: KubeConfig, audiences: readonly string[], maxTokenReviewsInFlight?: number): DelegatedAuth {
   return new DelegatedAuth(kc, {
     audiences,
     authenticatedTtlMs: REVIEW_TTL_MS,
@@ -33,7 +33,7 @@ export function fastPathAuth(kc: KubeConfig, audiences: readonly string[], maxRe
     deniedTtlMs: REVIEW_TTL_MS,
     refreshAfter: 0.5,
     maxEntries: REVIEW_CACHE_ENTRIES,
-    ...(maxReviewsInFlight !== undefined ? { maxReviewsInFlight } : {}),
+    ...(maxTokenReviewsInFlight !== undefined ? { maxTokenReviewsInFlight } : {}),
   });
 }
 

@@ -205,9 +205,9 @@ describe('DelegatedAuth caches', () => {
     expect(tokenReviews).toBe(42);
   });
 
-  it('refuses a miss past its reviews in flight with 429, still serving cached callers, and takes new ones once they settle', async () => {
+  it('refuses a token past its TokenReviews in flight with 429, still serving cached callers, and takes new ones once they settle', async () => {
     const clock = new FakeClock();
-    const auth = new DelegatedAuth(kc, { audiences: ['fast'], ...TTL, maxReviewsInFlight: 4, now: clock.now });
+    const auth = new DelegatedAuth(kc, { audiences: ['fast'], ...TTL, maxTokenReviewsInFlight: 4, now: clock.now });
     expect(await auth.authenticateToken('good')).toMatchObject({ username: 'alice' });
     hold = [];
     // a flood of new tokens: four reviews open, the rest refused at once without a request
@@ -240,6 +240,20 @@ describe('DelegatedAuth caches', () => {
     goodTokens.add('later');
     expect(await auth.authenticateToken('later')).toMatchObject({ username: 'alice' });
     expect(tokenReviews).toBe(6);
+  });
+
+  it('does not count SubjectAccessReviews against the bound: an authenticated caller is held by its per-user caps', async () => {
+    const clock = new FakeClock();
+    const auth = new DelegatedAuth(kc, { audiences: ['fast'], ...TTL, maxTokenReviewsInFlight: 2, now: clock.now });
+    hold = [];
+    const decisions = Array.from({ length: 10 }, (_, i) =>
+      auth.authorize(alice, { resource: { namespace: 'ns', verb: 'delete', group: 'g', resource: 'claims', name: `c${i}` } }),
+    );
+    await eventuallyHeld(10);
+    for (const send of hold.splice(0)) send();
+    hold = undefined;
+    expect((await Promise.all(decisions)).every((d) => d.allowed)).toBe(true);
+    expect(accessReviews).toBe(10);
   });
 
   async function eventuallyHeld(n: number): Promise<void> {

@@ -37,7 +37,7 @@ export interface Decision {
 }
 
 /** Reviews of each kind a DelegatedAuth has open at once unless told otherwise. */
-export const DEFAULT_REVIEWS_IN_FLIGHT = 256;
+export const DEFAULT_TOKEN_REVIEWS_IN_FLIGHT = 256;
 
 export interface DelegatedAuthOptions {
   /**
@@ -67,12 +67,14 @@ export interface DelegatedAuthOptions {
   /** Bound of each cache. Default 10 000. */
   readonly maxEntries?: number;
   /**
-   * Reviews of each kind (TokenReview, SubjectAccessReview) open at once. A miss past it is
-   * refused with 429 and Retry-After rather than queued, so a flood of new tokens cannot hold
-   * a socket and a pending request each without bound; answers already cached are still served,
-   * and a background refresh waits for the next hit. Default DEFAULT_REVIEWS_IN_FLIGHT.
+   * TokenReviews open at once. A token not cached past it is refused with 429 and Retry-After
+   * rather than queued, so a flood of made-up tokens (which come before any per-user cap, there
+   * being no user yet) cannot hold a socket and a pending request each without bound; tokens
+   * already cached are still served, and a background refresh waits for the next hit.
+   * SubjectAccessReviews are not counted: only an authenticated caller reaches them, and the
+   * per-user caps bound those. Default DEFAULT_TOKEN_REVIEWS_IN_FLIGHT.
    */
-  readonly maxReviewsInFlight?: number;
+  readonly maxTokenReviewsInFlight?: number;
   readonly now?: () => number;
 }
 
@@ -98,7 +100,7 @@ export function isAuthUnavailable(err: unknown): boolean {
 }
 
 /**
- * As many reviews of one kind are open as the server allows (`maxReviewsInFlight`): this caller,
+ * As many TokenReviews are open as the server allows (`maxTokenReviewsInFlight`): this caller,
  * whose answer is not cached, is asked to come back (429, Retry-After) and is not let in.
  */
 export class ReviewsBusyError extends StatusError {
@@ -171,8 +173,8 @@ function digest(s: string): string {
  *
  * Concurrent misses of one key share one review (a burst of a new caller's first claims costs
  * one TokenReview and one SubjectAccessReview, not one each), and a positive answer past
- * `refreshAfter` of its TTL is renewed in the background while it is still served. Misses of
- * distinct keys share a bound (`maxReviewsInFlight`) past which they are refused with 429.
+ * `refreshAfter` of its TTL is renewed in the background while it is still served. TokenReviews of
+ * distinct tokens share a bound (`maxTokenReviewsInFlight`) past which they are refused with 429.
  */
 export class DelegatedAuth {
   readonly #audiences: readonly string[];
@@ -199,7 +201,7 @@ export class DelegatedAuth {
     this.#audiences = [...(o.audiences ?? [])];
     this.#alwaysAllow = [...(o.alwaysAllowGroups ?? [])];
     this.#timeoutMs = o.timeoutMs ?? 10_000;
-    this.#maxInFlight = Math.max(1, o.maxReviewsInFlight ?? DEFAULT_REVIEWS_IN_FLIGHT);
+    this.#maxInFlight = Math.max(1, o.maxTokenReviewsInFlight ?? DEFAULT_TOKEN_REVIEWS_IN_FLIGHT);
     this.#now = now;
     const authenticatedTtl = o.authenticatedTtlMs ?? 10_000;
     const allowedTtl = o.allowedTtlMs ?? 10_000;
@@ -299,7 +301,8 @@ export class DelegatedAuth {
   ): Promise<V> {
     let p = running.get(key);
     if (p === undefined) {
-      if (running.size >= this.#maxInFlight) return Promise.reject(new ReviewsBusyError(what, this.#maxInFlight));
+      if (running === this.#tokenReviews && running.size >= this.#maxInFlight)
+        return Promise.reject(new ReviewsBusyError(what, this.#maxInFlight));
       p = review().finally(() => running.delete(key));
       // a caller that stopped waiting leaves nobody to see the outcome: not an unhandled rejection
       p.catch(() => undefined);
@@ -310,7 +313,7 @@ export class DelegatedAuth {
 
   /** A background review of a key still served from the cache; its failure leaves the entry to expire. */
   #refresh<V>(running: Map<string, Promise<V>>, key: string, review: () => Promise<V>): void {
-    if (running.has(key) || running.size >= this.#maxInFlight) return;
+    if (running.has(key) || (running === this.#tokenReviews && running.size >= this.#maxInFlight)) return;
     const p = review().finally(() => running.delete(key));
     p.catch(() => undefined);
     running.set(key, p);
