@@ -136,7 +136,13 @@ async function main(): Promise<void> {
     metrics: true,
     // the pool is filled before anything is timed: at the simulator's automatic refill
     // concurrency (a few clones per 2 s tick) its 3,252 VMs took 13 minutes
-    extraArgs: { 'sandboxd-sim': ['--refill-concurrency', '256'], 'claim-controller': ['--metrics-auth', 'none'] },
+    // the pool holds every claim of the run (thousands): over warmpool-driver's default per-pool
+    // limit, which the bench lifts (0: no limit)
+    extraArgs: {
+      'sandboxd-sim': ['--refill-concurrency', '256'],
+      'claim-controller': ['--metrics-auth', 'none'],
+      'warmpool-driver': ['--max-replicas-per-pool', '0', '--max-replicas-per-namespace', '0'],
+    },
     beforeInstall: async (kc) => {
       await kc.makeApiClient(CoreV1Api).createNamespace({ body: { metadata: { name: NS } } });
     },
