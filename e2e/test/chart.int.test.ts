@@ -90,6 +90,17 @@ function complaints(stderr: string): string[] {
     .filter((l) => l.trim() !== '' && !/missing the kubectl\.kubernetes\.io\/last-applied-configuration annotation/.test(l));
 }
 
+/** The spec of the one ValidatingAdmissionPolicy `out` renders, after checking it comes with its binding (Deny) and nothing else. */
+function policySpecOf(out: string, policyName: string): Record<string, unknown> {
+  const docs = renderedDocs(out);
+  expect(docs.map((d) => `${d.apiVersion ?? ''} ${d.kind} ${d.metadata.name}`)).toEqual([
+    `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy ${policyName}`,
+    `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding ${policyName}`,
+  ]);
+  expect((docs[1]?.spec as { policyName?: string; validationActions?: string[] }).validationActions).toEqual(['Deny']);
+  return docs[0]?.spec ?? {};
+}
+
 async function helmTemplate(extra: string[] = []): Promise<string> {
   const res = await runTool('helm', ['template', release, chartDir, '--namespace', ns, ...extra]);
   expect(res.stderr).toBe('');
@@ -421,12 +432,7 @@ describe('the sandbox-scale chart', () => {
   it("ties each publisher to its own node's NodeInventory with an admission policy by default, accepted by the server", async () => {
     const policyName = `${fullname}-inventory-node`;
     const out = await helmTemplate(['--show-only', 'templates/inventory-publisher-node-policy.yaml']);
-    const docs = renderedDocs(out);
-    expect(docs.map((d) => `${d.apiVersion ?? ''} ${d.kind} ${d.metadata.name}`)).toEqual([
-      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy ${policyName}`,
-      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding ${policyName}`,
-    ]);
-    const spec = (docs[0]?.spec ?? {}) as {
+    const spec = policySpecOf(out, policyName) as {
       failurePolicy?: string;
       matchConstraints?: { resourceRules?: { operations?: string[]; resources?: string[] }[] };
       matchConditions?: { expression?: string }[];
@@ -440,7 +446,6 @@ describe('the sandbox-scale chart', () => {
       `request.userInfo.username == "system:serviceaccount:${ns}:${fullname}-inventory-publisher"`,
     ]);
     expect(JSON.stringify(spec.variables)).toContain('authentication.kubernetes.io/node-name');
-    expect((docs[1]?.spec as { policyName?: string; validationActions?: string[] }).validationActions).toEqual(['Deny']);
     const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: out });
     expect(complaints(res.stderr)).toEqual([]);
     expect(res.code).toBe(0);
@@ -462,12 +467,7 @@ describe('the sandbox-scale chart', () => {
   it("confines claim-controller's Secret writes to claims' token Secrets with an admission policy by default, accepted by the server", async () => {
     const policyName = `${fullname}-claim-secrets`;
     const out = await helmTemplate(['--show-only', 'templates/claim-controller-secret-policy.yaml']);
-    const docs = renderedDocs(out);
-    expect(docs.map((d) => `${d.apiVersion ?? ''} ${d.kind} ${d.metadata.name}`)).toEqual([
-      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicy ${policyName}`,
-      `admissionregistration.k8s.io/v1 ValidatingAdmissionPolicyBinding ${policyName}`,
-    ]);
-    const spec = (docs[0]?.spec ?? {}) as {
+    const spec = policySpecOf(out, policyName) as {
       failurePolicy?: string;
       matchConstraints?: { resourceRules?: { resources?: string[] }[] };
       matchConditions?: { expression?: string }[];
