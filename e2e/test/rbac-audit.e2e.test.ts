@@ -112,7 +112,15 @@ beforeAll(async () => {
   sys = await startSuiteSystem({
     namespaces: [ns],
     auditLog: true,
-    local: { nodes: 2, speed: 0, publishInterval: '1s', metrics: true, extraArgs: { 'claim-controller': CLAIM_CONTROLLER_ARGS } },
+    // the chart's two claim-controller replicas, which find each other through their Service's EndpointSlices
+    local: {
+      nodes: 2,
+      speed: 0,
+      publishInterval: '1s',
+      metrics: true,
+      claimControllerReplicas: 2,
+      extraArgs: { 'claim-controller': CLAIM_CONTROLLER_ARGS },
+    },
   });
   startedAt = new Date().toISOString();
   // the values the system was installed with (locally the chart without workloads, the apps as processes)

@@ -308,6 +308,8 @@ beforeAll(async () => {
       nodes: 2,
       speed: 0,
       metrics: true,
+      // the chart's two claim-controller replicas: the fast path's peer endpoint is served
+      claimControllerReplicas: 2,
       extraArgs: { 'sandbox-apiserver': ['--max-watches-per-user', String(WATCHES_PER_USER)] },
     },
   });
@@ -394,7 +396,7 @@ describe('every server under hostile requests', () => {
           `/apis/${GROUP}/${VERSION}/namespaces/${ns}/sandboxclaims`,
         ],
       },
-      { name: 'fast-path', base: sys.fastPathUrl, tls: true, raw: true, auth: bearer, paths: ['/v1/claims'] },
+      { name: 'fast-path', base: sys.fastPathUrl, tls: true, raw: true, auth: bearer, paths: ['/v1/claims', '/internal/peers/v1/call'] },
       ...[...probes].map(([app, base]) => ({
         name: `probe:${app}`,
         base,

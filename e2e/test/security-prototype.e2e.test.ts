@@ -116,6 +116,8 @@ beforeAll(async () => {
       nodes: 1,
       speed: 0,
       publishInterval: '1s',
+      // the chart's two claim-controller replicas, which serve each other's peer endpoint
+      claimControllerReplicas: 2,
       // the notice endpoint, as the chart serves it: only the publisher ServiceAccount may tell of its node
       extraArgs: {
         'sandbox-apiserver': ['--notice-publisher', `system:serviceaccount:${SYSTEM_NAMESPACE}:${RELEASE}-inventory-publisher`],
@@ -262,10 +264,24 @@ describe('keys that name a prototype, in every body, from a namespace editor', (
         { op: 'create', namespace: ns, body: sandboxBody('peer-proto'), dryRun: false },
       ],
     ];
-    for (const url of sys.apiserverUrls) {
+    // claim-controller's replicas hand each other claims of the namespaces each serves
+    const fastPeer = await kubeconfigForServiceAccount(sys.kubeConfig, SYSTEM_NAMESPACE, `${RELEASE}-claim-controller`, 600);
+    const fastPeerCalls: Array<[string, string, string | undefined, Json]> = [
+      [
+        'fast-path peer calls',
+        '/internal/peers/v1/call',
+        fastPeer.getCurrentUser()?.token,
+        { op: 'claim', username: 'u', request: { namespace: ns, name: 'fast-peer-proto', warmPool: 'agent' } },
+      ],
+    ];
+    const targets: Array<[string, typeof internal]> = [
+      ...sys.apiserverUrls.map((url): [string, typeof internal] => [url, internal]),
+      ...(await sys.fastPathUrls()).map((url): [string, typeof internal] => [url, fastPeerCalls]),
+    ];
+    for (const [url, calls] of targets) {
       const d = new Agent({ connect: { ca: sys.servingCa, servername: sys.servernameOf(url) } });
       try {
-        for (const [what, path, token, base] of internal)
+        for (const [what, path, token, base] of calls)
           for (const body of hostileBodies(base)) {
             const r = await request(`${url}${path}`, {
               method: 'POST',
@@ -303,7 +319,8 @@ describe('keys that name a prototype, in every body, from a namespace editor', (
 
     expect(byEndpoint.size).toBeGreaterThanOrEqual(14 + posting.length);
     // the internal endpoints read the bodies: the identities were let in
-    for (const what of ['node notices', 'peer calls']) expect(byEndpoint.get(what)?.every((s) => s === 422)).toBe(true);
+    for (const what of ['node notices', 'peer calls', 'fast-path peer calls'])
+      expect(byEndpoint.get(what)?.every((s) => s === 422)).toBe(true);
     expect(accepted).toEqual([]);
     // the aggregated API names the key it refused
     for (const a of attempts.filter(

@@ -83,6 +83,23 @@ export const ClaimControllerFlagsSchema = z.object({
   recordQueueMaxPending: count(10_000).describe(
     'Fast-path Bound records held at once (each with its token); a delivery that finds the queue full is recorded by the orphan pass instead',
   ),
+  fastPathAdvertiseAddress: z
+    .string()
+    .default('')
+    .describe(
+      "This replica's address as the EndpointSlices of --fast-path-service list it (the pod IP); with both, each namespace's fast-path claims are served by one replica (the others hand them over), so names and --fast-path-max-claims-per-namespace hold across replicas. Empty = this replica serves every namespace itself",
+    ),
+  fastPathService: z
+    .string()
+    .default('')
+    .describe("Name of the fast path's Service, whose ready endpoints are the replicas that serve it (in --fast-path-service-namespace)"),
+  fastPathServiceNamespace: z.string().default('').describe("Namespace of --fast-path-service; empty = this pod's own namespace"),
+  fastPathPeerCaFile: z
+    .string()
+    .default('')
+    .describe(
+      "CA (PEM) the replicas' serving certificate chains to; a replica must present that certificate before another sends it its credentials. Empty = the serving certificate itself",
+    ),
   fastPathMaxClaimsPerNamespace: count(0, 0).describe(
     'Live fast-path claims allowed per namespace (0: no cap); over it POST /v1/claims answers 429 before any VM is claimed',
   ),

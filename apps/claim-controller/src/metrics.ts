@@ -49,7 +49,14 @@ export function claimControllerMetrics(registry: Registry) {
     'Fast-path requests, by HTTP status code.',
     ['code'],
   );
+  const peerCalls = counter(
+    registry,
+    'sandbox_scale_claim_controller_fast_path_peer_calls_total',
+    'Calls to the other fast-path replicas, by op (claim: handed to the replica serving its namespace, reserve and unreserve: a name and a place under the cap taken there while the replicas change) and outcome (ok, refused, unreachable).',
+    ['op', 'outcome'],
+  );
   return {
+    onFastPathPeerCall: (op: string, outcome: string): void => peerCalls.inc({ op, outcome }),
     onClaim: (outcome: string, seconds: number, how: ClaimHow): void => {
       claims.inc({ outcome, ...how });
       claimSeconds.observe({ outcome, ...how }, seconds);

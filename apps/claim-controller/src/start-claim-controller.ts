@@ -29,6 +29,8 @@ import { FastPathCap } from './http/fast-path-cap';
 import { RecordQueue } from './record/record-queue';
 import { SecretAccess, selfSubjectReviewer } from './record/secret-access';
 import { startFastPathServer } from './http/fast-path-server';
+import { FastPathClaims } from './http/fast-path-claims';
+import { startFastPathPeering } from './http/fast-path-peering';
 import { fastPathAuth, ReviewAuthorizer } from './http/review-client';
 import { AnswersInFlight } from './http/answers-in-flight';
 import { claimControllerMetrics } from './metrics';
@@ -267,8 +269,30 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
 
   // fast-path names taken: the cache, plus deliveries whose record the cache has not shown yet
   const names = new ClaimNames({ cached: (t) => caches.claims.get(t.namespace, t.name) !== undefined, holdMs: 2 * flags.orphanInterval });
-  caches.claims.on({ add: (c) => names.release({ namespace: c.metadata.namespace ?? '', name: c.metadata.name ?? '' }) });
+  // a record in the cache is counted from there: the hold of its name and its place under the cap
+  // (this replica's delivery, or a peer's reservation) are let go
+  caches.claims.on({
+    add: (c) => {
+      const t = { namespace: c.metadata.namespace ?? '', name: c.metadata.name ?? '' };
+      names.release(t);
+      cap.release(t);
+    },
+  });
   const bind = parseBindAddress(flags.fastPathBindAddress);
+  // one replica serves each namespace's fast path, so its names and cap hold across replicas;
+  // while the replicas change, deliveries also reserve on the others for as long as a name is held
+  const peering = bind
+    ? startFastPathPeering(kc, flags, { port: bind.port, settleMs: names.holdMs, log, onCall: metrics.onFastPathPeerCall })
+    : undefined;
+  const claims = new FastPathClaims({
+    resolvePool: poolResolver(caches),
+    names,
+    cap,
+    secretAccess: (namespace) => secretAccess.check(namespace),
+    deliver: (t) => gateway.deliverFastPath({ ...t, ttlSeconds: t.ttlSeconds || leaseTtlSeconds, bounded: t.ttlSeconds > 0 }),
+    ...(peering ? { peers: peering.peers } : {}),
+    log,
+  });
   const fastPath = bind
     ? await startFastPathServer({
         host: bind.host || '0.0.0.0',
@@ -279,11 +303,8 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
         log,
         deps: {
           authorizer: new ReviewAuthorizer(fastPathAuth(kc, flags.fastPathAudiences, flags.fastPathMaxTokenReviewsInFlight)),
-          resolvePool: poolResolver(caches),
-          names,
-          cap,
-          secretAccess: (namespace) => secretAccess.check(namespace),
-          deliver: (t) => gateway.deliverFastPath({ ...t, ttlSeconds: t.ttlSeconds || leaseTtlSeconds, bounded: t.ttlSeconds > 0 }),
+          claims,
+          ...(peering ? { peerIdentity: peering.identity } : {}),
           log,
           inflight: new InflightLimits({ ...DEFAULT_INFLIGHT_CAPS, maxRequestsPerUser: flags.fastPathMaxInflightPerUser }),
           onResponse: metrics.onFastPath,
@@ -302,6 +323,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     done,
     stop: async () => {
       await fastPath?.close();
+      await peering?.stop();
       ac.abort();
       await done.catch(() => undefined);
       await clients.close();

@@ -10,7 +10,12 @@ import {
   guardRequests,
   InflightLimits,
   limitServer,
+  PeerClient,
+  peerId,
+  PeerIdentity,
+  PeerSet,
   requestUrl,
+  startPeerInformer,
   type InflightCaps,
   type Informer,
   type Logger,
@@ -29,12 +34,10 @@ import { forbiddenMessage, sendStatus } from './http/status';
 import { HealthChecks } from './health';
 import { inventoryMetrics, requestMetrics, unprovenRefMetric } from './metrics';
 import { OwnerRouting } from './peers/owner-routing';
-import { PeerClient } from './peers/peer-client';
-import { PeerIdentity, servePeerCall } from './peers/peer-endpoint';
+import { servePeerCall } from './peers/peer-endpoint';
 import { OverlayShare } from './peers/overlay-share';
-import { PEER_PATH } from './peers/peer-protocol';
+import { PEER_PATH, type PeerCall } from './peers/peer-protocol';
 import { renewalScope } from './peers/renewal-scope';
-import { peerId, PeerSet, startPeerInformer } from './peers/peer-set';
 import { LocalVerbs } from './peers/sandbox-verbs';
 import { NodeNotices } from './notices/node-notices';
 import type { FanOutCaps } from './storage/fan-out-gate';
@@ -204,7 +207,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const local = new LocalVerbs(sandboxes);
   // replaced by owner routing once the port (and so this replica's peer id) is known
   sandboxes.routeThrough(local);
-  const peerIdentity = delegatedAuth !== undefined ? new PeerIdentity(kc, delegatedAuth) : undefined;
+  const peerIdentity = delegatedAuth !== undefined ? new PeerIdentity(kc, delegatedAuth, 'sandbox-apiserver') : undefined;
   const serviceName = config.serviceName ?? 'sandbox-apiserver';
   const serviceNamespace = config.serviceNamespace ?? 'sandbox-system';
   const inflight = new InflightLimits({ ...DEFAULT_INFLIGHT_CAPS, ...config.inflight });
@@ -303,14 +306,17 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const peers = new PeerSet(config.advertiseAddress ? peerId(config.advertiseAddress, port) : '');
   const peerClient =
     peers.self !== '' && peerIdentity !== undefined
-      ? new PeerClient({
+      ? new PeerClient<PeerCall>({
           kubeConfig: kc,
+          path: PEER_PATH,
           caPem: config.peerCaPem ?? serving.caBundle,
           serverName: `${serviceName}.${serviceNamespace}.svc`,
         })
       : undefined;
   const peerInformer =
-    peerClient !== undefined ? startPeerInformer(kc, peers, { name: serviceName, namespace: serviceNamespace }, log) : undefined;
+    peerClient !== undefined
+      ? startPeerInformer(kc, peers, { name: serviceName, namespace: serviceNamespace, role: 'sandbox-apiserver' }, log)
+      : undefined;
   if (peerInformer !== undefined) peersSynced.check = () => peerInformer.hasSynced();
   if (peerClient === undefined) log.info({}, 'no --advertise-address (or no delegated auth): this replica serves every name itself');
   sandboxes.routeThrough(new OwnerRouting({ local, peers, client: peerClient, settleMs: config.peerSettleMs ?? 60_000, log }));

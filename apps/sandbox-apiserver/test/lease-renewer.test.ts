@@ -10,7 +10,7 @@ import {
 } from '@sandbox-scale/scale-core';
 import { SandboxdClient, SandboxdClientSet } from '@sandbox-scale/sandboxd-client';
 import { ManualClock, startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
-import { PeerSet } from '../src/peers/peer-set';
+import { PeerSet } from '@sandbox-scale/kube-runtime';
 import { renewalScope } from '../src/peers/renewal-scope';
 import { LeasePolicy } from '../src/storage/lease-policy';
 import { LeaseRenewer, type LeaseRenewerOptions } from '../src/storage/lease-renewer';

@@ -1,9 +1,8 @@
 import { statusErrorOf, type NodeInventory } from '@sandbox-scale/scale-core';
 import { parseListQuery } from '../src/http/list-query';
-import { PeerUnreachableError, type PeerClient } from '../src/peers/peer-client';
 import { OwnerRouting } from '../src/peers/owner-routing';
 import { FORWARDED_PAGE_ITEMS, PeerCallSchema, type PeerCall } from '../src/peers/peer-protocol';
-import { PeerSet } from '../src/peers/peer-set';
+import { PeerSet, PeerUnreachableError, type PeerClient } from '@sandbox-scale/kube-runtime';
 import { LocalVerbs } from '../src/peers/sandbox-verbs';
 import { ContinueExpiredError, decodeContinue } from '../src/resource/list-query';
 import type { ObjectList } from '../src/storage/rest';

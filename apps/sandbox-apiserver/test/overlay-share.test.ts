@@ -1,7 +1,7 @@
 import { ANNOTATIONS, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { OverlayShare } from '../src/peers/overlay-share';
 import { PeerCallSchema, type PeerCall } from '../src/peers/peer-protocol';
-import { PeerSet } from '../src/peers/peer-set';
+import { PeerSet } from '@sandbox-scale/kube-runtime';
 import { LocalVerbs } from '../src/peers/sandbox-verbs';
 import type { SandboxesREST } from '../src/storage/sandboxes-rest';
 import { parseListQuery } from '../src/http/list-query';

@@ -46,7 +46,7 @@ export function readInstalledState(): InstalledState {
 const COMPONENT_LABEL = 'app.kubernetes.io/component';
 const SERVICE_DNS = (app: string): string => `${INSTALLED_RELEASE}-${app}.${INSTALLED_NAMESPACE}.svc`;
 /** The chart's ports (values.yaml `ports`, `sandboxApiserver.securePort`). */
-const PORTS = { metrics: 8080, health: 8081, apiserver: 6443 };
+const PORTS = { metrics: 8080, health: 8081, apiserver: 6443, fastPath: 9443 };
 
 interface Pod {
   metadata: { name: string; creationTimestamp?: string; deletionTimestamp?: string; labels?: Record<string, string> };
@@ -166,12 +166,18 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
       return urls[0] as string;
     },
     fastPathUrl,
+    fastPathUrls: async () =>
+      (await pods('claim-controller'))
+        .filter((p) => isReady(p) && !p.metadata.deletionTimestamp && p.status?.podIP)
+        .map((p) => `https://${p.status?.podIP}:${PORTS.fastPath}`)
+        .sort(),
     servingCa,
     clusterCa: state.clusterCa,
     frontProxyClient: state.frontProxyClient,
     auditLogPath: state.auditLogPath,
     servernameOf(url) {
-      if (url.startsWith(fastPathUrl)) return SERVICE_DNS('claim-controller');
+      if (url.startsWith(fastPathUrl) || new RegExp(`^https://[\\d.]+:${PORTS.fastPath}(/|$)`).test(url))
+        return SERVICE_DNS('claim-controller');
       // a replica's pod address: its certificate names the Service
       return new RegExp(`^https://[\\d.]+:${PORTS.apiserver}(/|$)`).test(url) ? SERVICE_DNS('sandbox-apiserver') : undefined;
     },

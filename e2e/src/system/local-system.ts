@@ -81,6 +81,8 @@ export interface LocalSystem {
   /** Every sandbox-apiserver replica, the first being apiserverUrl. */
   apiserverUrls: string[];
   fastPathUrl: string;
+  /** Each claim-controller replica's own fast path, the first being fastPathUrl. */
+  fastPathUrls: string[];
   /** CA (PEM file) that signed the serving certificate of sandbox-apiserver and the fast path. */
   servingCaPath: string;
   logDir: string;
@@ -297,7 +299,8 @@ const PEER_SLICE_MANAGER = 'sandbox-scale-local-system';
  * this machine's first non-loopback IPv4 address where a cluster lists pod IPs (EndpointSlices
  * refuse loopback addresses).
  */
-async function publishPeerSlices(ctx: Ctx, address: string, ports: number[]): Promise<void> {
+/** One EndpointSlice per replica (they listen on ports of their own), per Service, as the chart's Services list pods. */
+async function publishPeerSlices(ctx: Ctx, address: string, services: Record<string, number[]>): Promise<void> {
   const kubectl = (args: string[], input?: string): Promise<string> =>
     runCommand(toolPath(ctx.cp.binDir, 'kubectl'), args, { KUBECONFIG: ctx.cp.kubeconfigPath }, input);
   await kubectl([
@@ -309,28 +312,30 @@ async function publishPeerSlices(ctx: Ctx, address: string, ports: number[]): Pr
     `endpointslice.kubernetes.io/managed-by=${PEER_SLICE_MANAGER}`,
     '--ignore-not-found',
   ]);
-  const items = ports.map((port, i) => ({
-    apiVersion: 'discovery.k8s.io/v1',
-    kind: 'EndpointSlice',
-    metadata: {
-      name: `${RELEASE}-sandbox-apiserver-local-${i}`,
-      namespace: SYSTEM_NAMESPACE,
-      labels: {
-        'kubernetes.io/service-name': `${RELEASE}-sandbox-apiserver`,
-        'endpointslice.kubernetes.io/managed-by': PEER_SLICE_MANAGER,
+  const items = Object.entries(services).flatMap(([service, ports]) =>
+    ports.map((port, i) => ({
+      apiVersion: 'discovery.k8s.io/v1',
+      kind: 'EndpointSlice',
+      metadata: {
+        name: `${service}-local-${i}`,
+        namespace: SYSTEM_NAMESPACE,
+        labels: {
+          'kubernetes.io/service-name': service,
+          'endpointslice.kubernetes.io/managed-by': PEER_SLICE_MANAGER,
+        },
       },
-    },
-    addressType: 'IPv4',
-    endpoints: [{ addresses: [address], conditions: { ready: true } }],
-    ports: [{ name: 'https', port, protocol: 'TCP' }],
-  }));
+      addressType: 'IPv4',
+      endpoints: [{ addresses: [address], conditions: { ready: true } }],
+      ports: [{ name: 'https', port, protocol: 'TCP' }],
+    })),
+  );
   await kubectl(['apply', '-f', '-'], JSON.stringify({ apiVersion: 'v1', kind: 'List', items }));
 }
 
 async function startApps(
   ctx: Ctx,
   nodes: SimNode[],
-  ports: { apiserver: number[]; fastPath: number },
+  ports: { apiserver: number[]; fastPath: number[] },
   certs: { cert: string; key: string; ca: string },
   publishInterval: string,
 ): Promise<void> {
@@ -347,12 +352,18 @@ async function startApps(
   const claimRefKey = ['--claim-ref-key-file', ctx.claimRefKeyFile];
   ctx.log('starting sandbox-apiserver, claim-controller, warmpool-driver and one inventory-publisher per node');
   const address = hostAddress();
-  if (address === undefined && ports.apiserver.length > 1)
+  if (address === undefined && (ports.apiserver.length > 1 || ports.fastPath.length > 1))
     throw new Error(
-      'sandbox-apiserver replicas are listed in EndpointSlices, which refuse loopback addresses: this machine has no other IPv4 address',
+      'sandbox-apiserver and claim-controller replicas are listed in EndpointSlices, which refuse loopback addresses: this machine has no other IPv4 address',
     );
+  // a lone claim-controller serves every namespace's fast path itself and stays on loopback
+  const fastPathPeers = address !== undefined && ports.fastPath.length > 1 ? address : undefined;
   // without one, a lone replica runs without peers (it owns every name either way)
-  if (address !== undefined) await publishPeerSlices(ctx, address, ports.apiserver);
+  if (address !== undefined)
+    await publishPeerSlices(ctx, address, {
+      [`${RELEASE}-sandbox-apiserver`]: ports.apiserver,
+      ...(fastPathPeers !== undefined ? { [`${RELEASE}-claim-controller`]: ports.fastPath } : {}),
+    });
   const apiserverKubeconfig = await saKubeconfig(ctx, 'sandbox-apiserver');
   // one replica never dials a peer and stays on loopback; more must reach each other at `address`
   // (every request to them is authenticated; the APIService still dials localhost)
@@ -382,7 +393,7 @@ async function startApps(
   const claimControllerKubeconfig = await saKubeconfig(ctx, 'claim-controller');
   for (let i = 0; i < ctx.claimControllerReplicas; i++) {
     const name = i === 0 ? 'claim-controller' : `claim-controller-${i}`;
-    const fastPath = i === 0 ? ports.fastPath : await freePort();
+    const fastPath = ports.fastPath[i] ?? 0;
     startApp(
       ctx,
       name,
@@ -393,7 +404,20 @@ async function startApps(
         ...leader,
         ...probeArgs(ctx),
         '--fast-path-bind-address',
-        `127.0.0.1:${fastPath}`,
+        `${fastPathPeers !== undefined ? '0.0.0.0' : '127.0.0.1'}:${fastPath}`,
+        // as the chart runs them: each namespace's fast path served by one replica, found by the Service's slices
+        ...(fastPathPeers !== undefined
+          ? [
+              '--fast-path-service',
+              `${RELEASE}-claim-controller`,
+              '--fast-path-service-namespace',
+              SYSTEM_NAMESPACE,
+              '--fast-path-advertise-address',
+              fastPathPeers,
+              '--fast-path-peer-ca-file',
+              certs.ca,
+            ]
+          : []),
         '--tls-cert-file',
         certs.cert,
         '--tls-private-key-file',
@@ -453,7 +477,7 @@ function accepting(port: number): Promise<boolean> {
   });
 }
 
-async function waitUntilServing(ctx: Ctx, nodes: SimNode[], fastPathPort: number): Promise<void> {
+async function waitUntilServing(ctx: Ctx, nodes: SimNode[], fastPathPorts: number[]): Promise<void> {
   const kubectl = (args: string[]): Promise<string> =>
     runCommand(toolPath(ctx.cp.binDir, 'kubectl'), args, { KUBECONFIG: ctx.cp.kubeconfigPath });
   ctx.log('waiting for the APIService to be Available and every node to publish its inventory');
@@ -474,8 +498,8 @@ async function waitUntilServing(ctx: Ctx, nodes: SimNode[], fastPathPort: number
       if (available.trim() !== 'True') throw new Error('APIService v1beta1.agents.x-k8s.io is not Available yet');
       const inventories = (await kubectl(['get', 'nodeinventories', '-o', 'name'])).trim().split('\n').filter(Boolean);
       if (inventories.length < nodes.length) throw new Error(`${inventories.length}/${nodes.length} NodeInventories published`);
-      if (!(await accepting(fastPathPort)))
-        throw new Error(`claim-controller's fast path is not listening on 127.0.0.1:${fastPathPort} yet`);
+      for (const port of fastPathPorts)
+        if (!(await accepting(port))) throw new Error(`claim-controller's fast path is not listening on 127.0.0.1:${port} yet`);
     },
     { timeoutMs: 120_000, intervalMs: 500, retryOn: (err) => !(err instanceof AppCrashedError) },
   );
@@ -522,7 +546,9 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
   try {
     const apiserverPorts: number[] = [];
     for (let i = 0; i < Math.max(1, opts.apiserverReplicas ?? 1); i++) apiserverPorts.push(await freePort());
-    const ports = { apiserver: apiserverPorts, fastPath: await freePort() };
+    const fastPathPorts: number[] = [];
+    for (let i = 0; i < ctx.claimControllerReplicas; i++) fastPathPorts.push(await freePort());
+    const ports = { apiserver: apiserverPorts, fastPath: fastPathPorts };
     const ca = await createCA('sandbox-scale-local-serving-ca');
     const serving = await createLeaf(ca, {
       commonName: `${RELEASE}-sandbox-apiserver`,
@@ -559,7 +585,8 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
       nodes,
       apiserverUrl: `https://127.0.0.1:${apiserverPorts[0] ?? 0}`,
       apiserverUrls: apiserverPorts.map((p) => `https://127.0.0.1:${p}`),
-      fastPathUrl: `https://127.0.0.1:${ports.fastPath}`,
+      fastPathUrl: `https://127.0.0.1:${fastPathPorts[0] ?? 0}`,
+      fastPathUrls: fastPathPorts.map((p) => `https://127.0.0.1:${p}`),
       servingCaPath: certs.ca,
       logDir,
       apps: ctx.apps,

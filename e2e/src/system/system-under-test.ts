@@ -58,6 +58,8 @@ export interface SystemUnderTest {
   readonly apiserverUrl: string;
   /** The claim fast path (installed: its Service). */
   readonly fastPathUrl: string;
+  /** Each claim-controller replica's fast path, reached directly rather than through its Service. */
+  fastPathUrls(): Promise<string[]>;
   /** PEM of the CA that signed the serving certificates of sandbox-apiserver and the fast path. */
   readonly servingCa: string;
   /** The cluster CA (PEM certificate and key): kube-apiserver's serving certificate and client certificates. */

@@ -164,3 +164,11 @@ export { setupSignalHandler } from './signals';
 // time
 export { LOOP_WAIT, systemNow, toMicroTime, jitter, realTimers } from './time';
 export type { Now, Timers } from './time';
+
+// replicas of one app that find each other through their Service and call each other
+export { ownerOf } from './peers/rendezvous';
+export { PeerSet, peerId, peersOfSlice, startPeerInformer, EndpointSliceSchema, ENDPOINT_SLICE_RESOURCE } from './peers/peer-set';
+export type { EndpointSlice, Membership } from './peers/peer-set';
+export { PeerClient, PeerUnreachableError, isPeerUnreachable, PeerReplySchema, statusErrorOfReply } from './peers/peer-client';
+export type { PeerClientOptions } from './peers/peer-client';
+export { PeerIdentity } from './peers/peer-identity';

@@ -22,6 +22,11 @@ export class ClaimNames {
   readonly #taken = new Map<string, number>();
   constructor(private readonly o: ClaimNamesOptions) {}
 
+  /** How long a name delivered here stays taken while its record is not in the cache yet. */
+  get holdMs(): number {
+    return this.o.holdMs;
+  }
+
   get size(): number {
     return this.#taken.size;
   }

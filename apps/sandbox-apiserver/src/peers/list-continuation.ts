@@ -3,13 +3,12 @@ import { statusErrorOf, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { encodeContinue, type ListQuery } from '../resource/list-query';
 import type { ObjectList } from '../storage/rest';
-import { isPeerUnreachable, PeerUnreachableError, type PeerClient } from './peer-client';
 import { FORWARDED_PAGE_ITEMS, LIST_REPLY_MAX_BYTES, type PeerListCall } from './peer-protocol';
-import type { PeerSet } from './peer-set';
+import { isPeerUnreachable, PeerUnreachableError, type PeerClient, type PeerSet } from '@sandbox-scale/kube-runtime';
 
 export interface ListContinuationOptions {
   readonly peers: PeerSet;
-  readonly client: PeerClient;
+  readonly client: PeerClient<PeerListCall>;
   /** The epoch of this replica's own list snapshots (ListSnapshots.epoch). */
   readonly ownEpoch: () => number;
   readonly log: Logger;

@@ -1,14 +1,13 @@
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import { synthesizeSandbox } from '@sandbox-scale/scale-core';
 import type { SandboxStorage } from '../storage/sandbox-storage';
-import type { PeerClient } from './peer-client';
-import type { PeerNotice } from './peer-protocol';
-import type { PeerSet } from './peer-set';
+import type { PeerCall, PeerNotice } from './peer-protocol';
+import type { PeerClient, PeerSet } from '@sandbox-scale/kube-runtime';
 
 export interface OverlayShareOptions {
   readonly storage: SandboxStorage;
   readonly peers: PeerSet;
-  readonly client: Pick<PeerClient, 'call'>;
+  readonly client: Pick<PeerClient<PeerCall>, 'call'>;
   readonly log: Logger;
   /** Longest a create or delete waits for the other replicas to take the notice. Default 1 s. */
   readonly waitMs?: number;

@@ -2,9 +2,8 @@ import { createLogger } from '@sandbox-scale/kube-runtime';
 import { NotFoundError, statusErrorOf } from '@sandbox-scale/scale-core';
 import { SANDBOX_RESOURCE } from '../storage/sandbox-storage';
 import { OwnerRouting } from './owner-routing';
-import { PeerUnreachableError, type PeerClient } from './peer-client';
 import type { PeerCall } from './peer-protocol';
-import { PeerSet } from './peer-set';
+import { PeerSet, PeerUnreachableError, type PeerClient } from '@sandbox-scale/kube-runtime';
 import type { LocalVerbs } from './sandbox-verbs';
 
 const A = '10.0.0.1:6443';

@@ -3,9 +3,8 @@ import { AlreadyExistsError, ANNOTATIONS, StatusError, statusErrorOf, type Sandb
 import { admitSandbox } from '../storage/create-sandbox';
 import type { DeleteRequest } from '../storage/delete-sandbox';
 import { SANDBOX_RESOURCE } from '../storage/sandbox-storage';
-import { isPeerUnreachable, type PeerClient } from './peer-client';
 import type { PeerCall } from './peer-protocol';
-import type { PeerSet } from './peer-set';
+import { isPeerUnreachable, type PeerClient, type PeerSet } from '@sandbox-scale/kube-runtime';
 import type { LocalVerbs, SandboxVerbs } from './sandbox-verbs';
 import { findOnNodes } from './node-lookup';
 import { ListContinuation } from './list-continuation';
@@ -24,7 +23,7 @@ export interface OwnerRoutingOptions {
   readonly local: LocalVerbs;
   readonly peers: PeerSet;
   /** Undefined: peers cannot be called (no delegated auth, no CA): this replica acts alone. */
-  readonly client: PeerClient | undefined;
+  readonly client: PeerClient<PeerCall> | undefined;
   /**
    * How long after the peer set changes a name may still be held by its previous owner: a miss
    * then also asks every other peer and the nodes. The created-overlay's lifetime is the bound:
@@ -154,7 +153,7 @@ export class OwnerRouting implements SandboxVerbs {
 
   async #forward(peer: string, call: Extract<PeerCall, { op: 'create' | 'act' }>): Promise<Record<string, unknown>> {
     try {
-      return await (this.o.client as PeerClient).call(peer, call);
+      return await (this.o.client as PeerClient<PeerCall>).call(peer, call);
     } catch (err) {
       if (!isPeerUnreachable(err)) throw err;
       // unknown to this replica is not "absent": answer retry-later, never a guess
@@ -181,7 +180,7 @@ export class OwnerRouting implements SandboxVerbs {
     let ownerUnreachable: unknown;
     for (const peer of candidates) {
       try {
-        const object = await (this.o.client as PeerClient).call(peer, call);
+        const object = await (this.o.client as PeerClient<PeerCall>).call(peer, call);
         if (call.op === 'delete' && !call.dryRun) this.#hideReleased(call.namespace, call.name, object as unknown as ServedSandbox);
         return object;
       } catch (err) {

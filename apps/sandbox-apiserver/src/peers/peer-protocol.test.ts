@@ -1,4 +1,5 @@
-import { PeerCallSchema, statusErrorOfReply } from './peer-protocol';
+import { statusErrorOfReply } from '@sandbox-scale/kube-runtime';
+import { PeerCallSchema } from './peer-protocol';
 
 describe('peer protocol', () => {
   it("keeps a peer's Status as the same error for the end user", () => {

@@ -1,4 +1,4 @@
-import { InventoryEntrySchema, StatusError, STATUS_REASON_CODES, type StatusDetails, type StatusReason } from '@sandbox-scale/scale-core';
+import { InventoryEntrySchema } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 
 /** The one path peers call each other on. Never proxied by kube-apiserver (not under /apis). */
@@ -59,22 +59,3 @@ export const PeerCallSchema = z.discriminatedUnion('op', [
 export type PeerCall = z.infer<typeof PeerCallSchema>;
 export type PeerNotice = Extract<PeerCall, { op: 'listed' | 'released' }>;
 export type PeerListCall = Extract<PeerCall, { op: 'list' }>;
-
-export const PeerReplySchema = z.object({ object: z.record(z.string(), z.unknown()) });
-
-const StatusBodySchema = z.looseObject({
-  kind: z.literal('Status'),
-  reason: z.string().optional(),
-  message: z.string().optional(),
-  details: z.looseObject({}).optional(),
-});
-
-/** The Status a peer answered, as the same StatusError (a 409 stays a 409 for the end user). */
-export function statusErrorOfReply(code: number, body: unknown): StatusError | undefined {
-  const s = StatusBodySchema.safeParse(body);
-  if (!s.success) return undefined;
-  const reason =
-    s.data.reason !== undefined && Object.hasOwn(STATUS_REASON_CODES, s.data.reason) ? (s.data.reason as StatusReason) : undefined;
-  if (reason === undefined || STATUS_REASON_CODES[reason] !== code) return undefined;
-  return new StatusError(reason, s.data.message ?? '', (s.data.details ?? {}) as StatusDetails);
-}

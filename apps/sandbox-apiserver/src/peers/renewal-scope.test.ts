@@ -1,4 +1,4 @@
-import { PeerSet } from './peer-set';
+import { PeerSet } from '@sandbox-scale/kube-runtime';
 import { renewalScope } from './renewal-scope';
 
 const A = '10.0.0.1:6443';

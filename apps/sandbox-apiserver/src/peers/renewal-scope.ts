@@ -1,4 +1,4 @@
-import type { PeerSet } from './peer-set';
+import type { PeerSet } from '@sandbox-scale/kube-runtime';
 
 export interface RenewalScopeOptions {
   readonly peers: PeerSet;

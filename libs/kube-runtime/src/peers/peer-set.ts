@@ -1,6 +1,8 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { createInformer, type Informer, type KubeResource, type Logger } from '@sandbox-scale/kube-runtime';
 import { parseObject } from '@sandbox-scale/scale-core';
+import type { KubeResource } from '../client/resource';
+import { createInformer, type Informer } from '../informer/informer';
+import type { Logger } from '../log/logger';
 import { z } from 'zod';
 import { ownerOf } from './rendezvous';
 
@@ -54,9 +56,9 @@ export interface Membership {
 }
 
 /**
- * Who owns a `namespace/name`. The peers are the ready endpoints of the Service the APIService
- * names, as EndpointSlices list them; every replica reads the same slices, so every replica
- * picks the same owner (rendezvous hashing). A replica that is not (yet) listed owns nothing
+ * Who owns a key (a `namespace/name`, or a namespace). The peers are the ready endpoints of the
+ * replicas' own Service, as EndpointSlices list them; every replica reads the same slices, so
+ * every replica picks the same owner (rendezvous hashing). A replica that is not (yet) listed owns nothing
  * and hands every name to a listed one; with no slice at all (one replica, a local run without
  * a Service) it owns everything.
  */
@@ -86,7 +88,12 @@ export class PeerSet {
 
   /** The owner of `namespace/name`; this replica's own id when it owns it. */
   ownerOf(namespace: string, name: string): string {
-    return ownerOf(`${namespace}/${name}`, this.#effective()) ?? this.self;
+    return this.ownerOfKey(`${namespace}/${name}`);
+  }
+
+  /** The owner of any key (a namespace, where every name in it must have one owner). */
+  ownerOfKey(key: string): string {
+    return ownerOf(key, this.#effective()) ?? this.self;
   }
 
   owns(namespace: string, name: string): boolean {
@@ -111,12 +118,12 @@ export class PeerSet {
 
 /**
  * Feeds a PeerSet from the EndpointSlices of `service` in `namespace`
- * (`kubernetes.io/service-name=<service>`): list, then watch.
+ * (`kubernetes.io/service-name=<service>`): list, then watch. `role` names the replicas in logs.
  */
 export function startPeerInformer(
   kc: KubeConfig,
   peers: PeerSet,
-  service: { name: string; namespace: string },
+  service: { name: string; namespace: string; role: string },
   log: Logger,
 ): Informer<EndpointSlice> {
   const informer = createInformer<EndpointSlice>(kc, {
@@ -128,7 +135,7 @@ export function startPeerInformer(
   });
   const refresh = (): void => {
     const listed = informer.list(service.namespace).flatMap((s) => peersOfSlice(s));
-    if (peers.update(listed)) log.info({ peers: peers.membership.peers, self: peers.self }, 'sandbox-apiserver peers changed');
+    if (peers.update(listed)) log.info({ peers: peers.membership.peers, self: peers.self }, `${service.role} peers changed`);
   };
   informer.on({ add: refresh, update: refresh, delete: refresh });
   informer.start();

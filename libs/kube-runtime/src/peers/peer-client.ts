@@ -1,9 +1,19 @@
 import { Agent } from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { kubeAuthorization, postJson } from '@sandbox-scale/kube-runtime';
-import { findInCauseChain, isPrototypeKeyError, parseUntrustedJson, SandboxScaleError } from '@sandbox-scale/scale-core';
-import { PEER_PATH, PeerReplySchema, statusErrorOfReply, type PeerCall } from './peer-protocol';
+import { z } from 'zod';
+import {
+  findInCauseChain,
+  isPrototypeKeyError,
+  parseUntrustedJson,
+  SandboxScaleError,
+  StatusError,
+  STATUS_REASON_CODES,
+  type StatusDetails,
+  type StatusReason,
+} from '@sandbox-scale/scale-core';
+import { kubeAuthorization } from '../client/kube-transport';
+import { postJson } from '../http/post-json';
 
 /** A peer that could not be reached, or answered with something that is not a reply. */
 export class PeerUnreachableError extends SandboxScaleError {}
@@ -12,12 +22,34 @@ export function isPeerUnreachable(err: unknown): boolean {
   return findInCauseChain(err, 'PeerUnreachableError') !== undefined;
 }
 
+/** A peer's answer to a call: the object it produced. */
+export const PeerReplySchema = z.object({ object: z.record(z.string(), z.unknown()) });
+
+const StatusBodySchema = z.looseObject({
+  kind: z.literal('Status'),
+  reason: z.string().optional(),
+  message: z.string().optional(),
+  details: z.looseObject({}).optional(),
+});
+
+/** The Status a peer answered, as the same StatusError (a 409 stays a 409 for the end user). */
+export function statusErrorOfReply(code: number, body: unknown): StatusError | undefined {
+  const s = StatusBodySchema.safeParse(body);
+  if (!s.success) return undefined;
+  const reason =
+    s.data.reason !== undefined && Object.hasOwn(STATUS_REASON_CODES, s.data.reason) ? (s.data.reason as StatusReason) : undefined;
+  if (reason === undefined || STATUS_REASON_CODES[reason] !== code) return undefined;
+  return new StatusError(reason, s.data.message ?? '', (s.data.details ?? {}) as StatusDetails);
+}
+
 export interface PeerClientOptions {
   readonly kubeConfig: KubeConfig;
   /** The CA the replicas' serving certificate chains to: a peer must prove it holds that cert. */
   readonly caPem: string;
   /** The name every replica's certificate carries: `<service>.<namespace>.svc`. */
   readonly serverName: string;
+  /** The one path the replicas call each other on (never proxied by kube-apiserver). */
+  readonly path: string;
   readonly timeoutMs?: number;
 }
 
@@ -25,11 +57,12 @@ const MAX_REPLY_BYTES = 4 * 1024 * 1024;
 
 /**
  * Calls another replica's peer endpoint. The request carries this replica's own ServiceAccount
- * credentials (the receiver checks them by TokenReview against its own identity), and goes only
- * to a server whose certificate is the replicas' serving certificate, so the token is never
- * handed to whatever address an EndpointSlice happens to list.
+ * credentials (the receiver checks them by TokenReview against its own identity: PeerIdentity),
+ * and goes only to a server whose certificate is the replicas' serving certificate, so the token
+ * is never handed to whatever address an EndpointSlice happens to list. `Call` is the app's own
+ * schema of what one replica may ask another.
  */
-export class PeerClient {
+export class PeerClient<Call = unknown> {
   readonly #agent: Agent;
   readonly #timeoutMs: number;
 
@@ -46,9 +79,9 @@ export class PeerClient {
   }
 
   /** `maxReplyBytes`: the largest reply taken (default 4 MiB; a page of a list may be larger). */
-  async call(peer: string, body: PeerCall, opts: { maxReplyBytes?: number } = {}): Promise<Record<string, unknown>> {
+  async call(peer: string, body: Call, opts: { maxReplyBytes?: number } = {}): Promise<Record<string, unknown>> {
     const authorization = await this.#authorization();
-    const reply = await postJson(`https://${peer}${PEER_PATH}`, body, {
+    const reply = await postJson(`https://${peer}${this.o.path}`, body, {
       agent: this.#agent,
       authorization,
       timeoutMs: this.#timeoutMs,
