@@ -9,8 +9,8 @@ export interface FieldProblem {
 export type TtlOutcome = { ok: true; ttlSeconds: number } | { ok: false; problem: FieldProblem };
 
 /**
- * The TTL a claim asks the node for: seconds until spec.lifecycle.shutdownTime, rounded up
- * (scale-contracts §9.3); none means the node default. A time already past is invalid: a VM
+ * The TTL a claim asks the node for: seconds until spec.lifecycle.shutdownTime, rounded up so
+ * the VM never ends before the time the claim names; none means the node default. A time already past is invalid: a VM
  * claimed for it would be released at once.
  */
 export function claimTtl(claim: SandboxClaim, now: Date): TtlOutcome {

@@ -88,9 +88,9 @@ export function orphanDecision(owner: SandboxOwner, sandboxId: string, claim: Sa
 }
 
 /**
- * Audit and adopt (scale-contracts §5.6): every live delivery on a node whose claim has no
- * Bound record gets one. A failed item is logged and counted and the pass goes on (the
- * reference aborts, §13.14). A lost record never costs a VM: a delivery whose claim is gone is
+ * Audit and adopt: every live delivery on a node whose claim has no Bound record gets one. A
+ * failed item is logged and counted and the pass goes on, so one delivery that cannot be
+ * recorded never leaves the ones after it unrecorded. A lost record never costs a VM: a delivery whose claim is gone is
  * left intact for its owner to tear down. The one VM it releases is a second delivery for a
  * SandboxClaim that records another (confirmed on the live claim): handed over under a reply
  * that never arrived, its token reached nobody.

@@ -2,7 +2,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { EXTENSIONS_GROUP, RESOURCES } from '@sandbox-scale/scale-core';
 import { DelegatedAuth, type Decision, type UserInfo } from '@sandbox-scale/kube-runtime';
 
-/** Who the caller is, as the API server's TokenReview says (never a field the caller sets, §13.11). */
+/** Who the caller is, as the API server's TokenReview says (never a field or header the caller sets). */
 export type CallerIdentity = UserInfo;
 
 export interface Authorizer {

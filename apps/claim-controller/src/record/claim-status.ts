@@ -46,7 +46,7 @@ export function tokenSecretName(claimName: string): string {
   return `${head}-${hash}${TOKEN_SECRET_SUFFIX}`;
 }
 
-/** The status of a Bound claim. podIPs carry the host only; the address keeps the port (the reference mixes them, §13.13). */
+/** The status of a Bound claim. podIPs carry the host only, as a Pod's do; the address keeps the port a caller dials. */
 export function boundStatus(claim: SandboxClaim, a: Assignment, now: Date, withSecret: boolean): NonNullable<SandboxClaim['status']> {
   const name = claim.metadata.name ?? '';
   const ips = addressIPs(a.address) ?? [];

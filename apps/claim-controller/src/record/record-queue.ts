@@ -15,9 +15,9 @@ export type RecordOutcome = 'recorded' | 'failed' | 'refused' | 'deferred';
 export interface RecordQueueOptions<T extends ClaimTarget = ClaimTarget> {
   recorder: { recordBound(target: T, assignment: Assignment, signal?: AbortSignal): Promise<void> };
   log: Logger;
-  /** Records written at once; the rest wait (the reference's fan-out is unbounded, §13.16). */
+  /** Records written at once; the rest wait, so a burst of deliveries never opens a write per delivery at once. */
   concurrency?: number;
-  /** Tries per record, including the first (the reference tries once). */
+  /** Tries per record, including the first; after the last the delivery is left to the orphan pass. */
   attempts?: number;
   backoff?: BackoffOptions;
   /** Bound on each attempt. */
