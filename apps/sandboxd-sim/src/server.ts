@@ -1,5 +1,6 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { guardRequests, limitServer, readBounded, requestUrl, type Logger } from '@sandbox-scale/kube-runtime';
+import { issuesText } from '@sandbox-scale/scale-core';
 import { isApiError, parseBodyJson } from './api-error';
 import { bearerOf, safeEqual } from './auth';
 import { sleep } from './clock';
@@ -123,8 +124,7 @@ async function admin(deps: NodeServerDeps, req: IncomingMessage, bearer: string 
     return errorReply(400, isApiError(err) ? err.message : 'invalid request body');
   }
   const parsed = FaultsSchema.safeParse(input);
-  if (!parsed.success)
-    return errorReply(400, `invalid faults: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join('; ')}`);
+  if (!parsed.success) return errorReply(400, `invalid faults: ${issuesText(parsed.error, '; ')}`);
   try {
     const faults = deps.faults.set(parsed.data);
     deps.logger.info({ node: deps.node.name }, 'faults replaced');

@@ -119,7 +119,7 @@ export {
   PoolCapacitySchema,
 } from './schemas/node-inventory';
 export type { InventoryEntry, NodeInventory, PoolCapacity } from './schemas/node-inventory';
-export { formatFieldPath, ObjectValidationError, parseObject, tryParseObject } from './schemas/parse-object';
+export { formatFieldPath, issuesText, ObjectValidationError, parseObject, tryParseObject } from './schemas/parse-object';
 export type { FieldIssue, ParseResult } from './schemas/parse-object';
 
 export { buildCrd, buildCrds, CRD_SOURCES } from './crds/build-crds';

@@ -7,7 +7,7 @@ import {
   type Logger,
   type PeerIdentity,
 } from '@sandbox-scale/kube-runtime';
-import { BadRequestError, EXTENSIONS_GROUP, RESOURCES, StatusError, statusForError } from '@sandbox-scale/scale-core';
+import { BadRequestError, EXTENSIONS_GROUP, issuesText, RESOURCES, StatusError, statusForError } from '@sandbox-scale/scale-core';
 import type { Assignment } from '../gateway/assignment';
 import type { Authorizer } from './review-client';
 import { parseFastClaimRequest } from './fast-path-request';
@@ -78,21 +78,10 @@ async function servePeer(req: IncomingMessage, res: ServerResponse, d: ClaimHand
   try {
     await d.peerIdentity?.check(req);
     const parsed = FastPathPeerCallSchema.safeParse(await readRequestBody(req, { maxBytes: MAX_BODY_BYTES }));
-    if (!parsed.success)
-      throw new BadRequestError(
-        `not a fast-path peer call: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(', ')}`,
-      );
+    if (!parsed.success) throw new BadRequestError(`not a fast-path peer call: ${issuesText(parsed.error)}`);
     const call = parsed.data;
     if (call.op === 'claim') {
-      const a = await d.claims.serve(call.username, call.request);
-      const object = {
-        claimId: a.claimId,
-        node: a.node,
-        address: a.address,
-        token: a.token,
-        ...(a.deadline ? { deadline: a.deadline } : {}),
-      };
-      sendJson(res, 200, { object });
+      sendJson(res, 200, { object: assignmentFields(await d.claims.serve(call.username, call.request)) });
       return;
     }
     if (call.op === 'reserve') d.claims.reserve(call);
@@ -105,23 +94,13 @@ async function servePeer(req: IncomingMessage, res: ServerResponse, d: ClaimHand
   }
 }
 
+/** The node's hand-over as the caller and a forwarding replica read it: these fields, nothing the gateway adds. */
+function assignmentFields(a: Assignment): Assignment {
+  return { claimId: a.claimId, node: a.node, address: a.address, token: a.token, ...(a.deadline ? { deadline: a.deadline } : {}) };
+}
+
 function sendAssignment(res: ServerResponse, target: { namespace: string; name: string }, a: Assignment, d: ClaimHandlerDeps): void {
-  send(
-    res,
-    200,
-    {
-      kind: 'Assignment',
-      apiVersion: 'v1',
-      namespace: target.namespace,
-      name: target.name,
-      claimId: a.claimId,
-      node: a.node,
-      address: a.address,
-      token: a.token,
-      ...(a.deadline ? { deadline: a.deadline } : {}),
-    },
-    d,
-  );
+  send(res, 200, { kind: 'Assignment', apiVersion: 'v1', namespace: target.namespace, name: target.name, ...assignmentFields(a) }, d);
 }
 
 function send(res: ServerResponse, code: number, body: unknown, d: ClaimHandlerDeps): void {

@@ -1,8 +1,8 @@
 import { EXTENSIONS_GROUP, RESOURCES, StatusError, type PoolKey } from '@sandbox-scale/scale-core';
 import { isPeerUnreachable, type Logger, type PeerClient, type PeerSet } from '@sandbox-scale/kube-runtime';
-import type { Assignment, ClaimTarget } from '../gateway/assignment';
+import { AssignmentSchema, type Assignment, type ClaimTarget } from '../gateway/assignment';
 import { namespaceNotEnabledMessage, type SecretAccessDecision } from '../record/secret-access';
-import { ForwardedAssignmentSchema, type FastPathPeerCall, type ForwardedClaim } from './fast-path-peers';
+import { type FastPathPeerCall, type ForwardedClaim } from './fast-path-peers';
 import type { FastClaimRequest } from './fast-path-request';
 
 export type FastClaim = FastClaimRequest & { name: string };
@@ -65,7 +65,7 @@ export class FastPathClaims {
         { name: body.name, retryAfterSeconds: 1 },
       );
     });
-    const a = ForwardedAssignmentSchema.safeParse(object);
+    const a = AssignmentSchema.safeParse(object);
     if (!a.success) throw new StatusError('InternalError', `the fast-path replica ${owner} answered a claim with no assignment`);
     return a.data;
   }

@@ -33,12 +33,3 @@ export const FastPathPeerCallSchema = z.discriminatedUnion('op', [
 ]);
 export type FastPathPeerCall = z.infer<typeof FastPathPeerCallSchema>;
 export type ForwardedClaim = Extract<FastPathPeerCall, { op: 'claim' }>;
-
-/** What the serving replica answers a forwarded claim: the node's hand-over. */
-export const ForwardedAssignmentSchema = z.strictObject({
-  claimId: z.string().min(1),
-  node: z.string().min(1),
-  address: z.string().min(1),
-  token: z.string().min(1),
-  deadline: z.string().optional(),
-});

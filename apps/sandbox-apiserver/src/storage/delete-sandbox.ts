@@ -1,4 +1,4 @@
-import { BadRequestError, ConflictError, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
+import { BadRequestError, ConflictError, issuesText, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { dryRunOf } from '../resource/dry-run';
 import type { SandboxStorage } from './sandbox-storage';
@@ -13,10 +13,7 @@ type DeleteOptions = z.infer<typeof DeleteOptionsSchema>;
 function deleteOptionsOf(body: unknown): DeleteOptions {
   if (body === undefined) return {};
   const parsed = DeleteOptionsSchema.safeParse(body);
-  if (!parsed.success)
-    throw new BadRequestError(
-      `the body is not a DeleteOptions: ${parsed.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(', ')}`,
-    );
+  if (!parsed.success) throw new BadRequestError(`the body is not a DeleteOptions: ${issuesText(parsed.error)}`);
   return parsed.data;
 }
 

@@ -5,6 +5,7 @@ import {
   formatRfc3339Seconds,
   InvalidError,
   invalidPromotedName,
+  issuesText,
   OWNER_KINDS,
   promotedTemplateName,
   SANDBOX_API_VERSION,
@@ -55,10 +56,7 @@ const result = (kind: string, fields: Record<string, unknown> = {}): Record<stri
 
 function parseBody(action: string, body: unknown): Body {
   const b = BodySchema.safeParse(body ?? {});
-  if (!b.success)
-    throw new BadRequestError(
-      `the body is not a ${OPTION_KINDS[action]}: ${b.error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(', ')}`,
-    );
+  if (!b.success) throw new BadRequestError(`the body is not a ${OPTION_KINDS[action]}: ${issuesText(b.error)}`);
   if (b.data.kind !== undefined && b.data.kind !== OPTION_KINDS[action])
     throw new BadRequestError(`expected kind ${OPTION_KINDS[action]} for ${action}, got ${b.data.kind}`);
   return b.data;

@@ -39,6 +39,11 @@ export function formatFieldPath(path: readonly PropertyKey[]): string {
   return out;
 }
 
+/** A zod error as one line for a 400's message: `path: message` per issue, joined by `separator`. */
+export function issuesText(error: z.ZodError, separator = ', '): string {
+  return error.issues.map((i) => `${i.path.join('.')}: ${i.message}`).join(separator);
+}
+
 function valueAt(obj: unknown, path: readonly PropertyKey[]): unknown {
   let cur = obj;
   for (const seg of path) {
