@@ -20,6 +20,7 @@ const esmDeps = [
 // Test-only entry points of the libs (also in tsconfig.base.json paths and the lint rules).
 const testingEntries = {
   '^@sandbox-scale/kube-runtime/testing$': path.join(__dirname, 'libs/kube-runtime/src/testing/index.ts'),
+  '^@sandbox-scale/sdk/testing$': path.join(__dirname, 'libs/sandbox-sdk/src/testing/index.ts'),
 };
 
 module.exports = {

@@ -6,10 +6,13 @@ import {
   type KubeConfig,
   type V1ResourceAttributes,
 } from '@kubernetes/client-node';
+import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
-import { apiResourceList } from '@sandbox-scale/sandbox-apiserver';
+import { isHelp, parseFlags } from '@sandbox-scale/kube-runtime';
+import { apiResourceList, configFromFlags, SandboxApiserverFlagsSchema } from '@sandbox-scale/sandbox-apiserver';
+import { OwnerRefKey } from '@sandbox-scale/scale-core';
 import {
   createTestNamespace,
   deleteNamespace,
@@ -409,6 +412,127 @@ describe('the sandbox-scale chart', () => {
     const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: out });
     expect(complaints(res.stderr)).toEqual([]);
     expect(res.code).toBe(0);
+  });
+
+  it('serves the sandbox router on port 8080 of sandbox-apiserver behind <fullname>-router, or sandbox-router-svc, with Kubernetes authentication unless none is set', async () => {
+    type Container = { args: string[]; ports: { name: string; containerPort: number }[] };
+    const apiserverOf = (docs: Rendered[]): Container | undefined =>
+      (
+        docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `${fullname}-sandbox-apiserver`)?.spec as
+          { template: { spec: { containers: Container[] } } } | undefined
+      )?.template.spec.containers[0];
+    const routerServices = (docs: Rendered[]): Rendered[] =>
+      docs.filter((d) => d.kind === 'Service' && (d.spec as { ports?: { targetPort?: unknown }[] }).ports?.[0]?.targetPort === 'router');
+
+    const byDefault = renderedDocs(await helmTemplate());
+    expect(routerServices(byDefault).map((d) => ({ name: d.metadata.name, spec: d.spec }))).toEqual([
+      {
+        name: `${fullname}-router`,
+        spec: {
+          type: 'ClusterIP',
+          selector: expect.objectContaining({ 'app.kubernetes.io/component': 'sandbox-apiserver' }),
+          ports: [{ name: 'http', port: 8080, targetPort: 'router', protocol: 'TCP' }],
+        },
+      },
+    ]);
+    const c = apiserverOf(byDefault);
+    expect(c?.args.filter((a) => a.startsWith('--router-'))).toEqual(['--router-bind-address=:8080', '--router-authentication=kubernetes']);
+    expect(c?.ports).toEqual(expect.arrayContaining([{ name: 'router', containerPort: 8080, protocol: 'TCP' }]));
+
+    const tunnel = await helmTemplate(['--set', 'router.serviceName=sandbox-router-svc', '--set', 'router.authentication=none']);
+    const tunnelDocs = renderedDocs(tunnel);
+    expect(routerServices(tunnelDocs).map((d) => d.metadata.name)).toEqual(['sandbox-router-svc']);
+    expect(apiserverOf(tunnelDocs)?.args.filter((a) => a.startsWith('--router-authentication'))).toEqual(['--router-authentication=none']);
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: tunnel });
+    expect(complaints(res.stderr)).toEqual([]);
+    expect(res.code).toBe(0);
+
+    const off = renderedDocs(await helmTemplate(['--set', 'router.enabled=false']));
+    expect(routerServices(off)).toEqual([]);
+    expect(apiserverOf(off)?.args.filter((a) => a.startsWith('--router-'))).toEqual([]);
+    const bad = await runTool('helm', ['template', release, chartDir, '--namespace', ns, '--set', 'router.authentication=open']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/router\/authentication/);
+  });
+
+  it('with router.tunnel.enabled, binds the authenticated router to the pod address and a tunnel listener to the loopback on the same port; without it, one listener on every interface', async () => {
+    type Env = { name: string; value?: string; valueFrom?: { fieldRef?: { fieldPath?: string } } };
+    type Container = { args: string[]; env: Env[]; ports: { name: string; containerPort: number }[] };
+    const apiserverOf = (docs: Rendered[]): Container | undefined =>
+      (
+        docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `${fullname}-sandbox-apiserver`)?.spec as
+          { template: { spec: { containers: Container[] } } } | undefined
+      )?.template.spec.containers[0];
+    /** The router sandbox-apiserver starts from these args, with $(POD_IP) as the kubelet expands it. */
+    const routerStarted = (c: Container | undefined, podIp: string): unknown => {
+      const argv = (c?.args ?? []).map((a) => a.replaceAll('$(POD_IP)', podIp));
+      const flags = parseFlags(SandboxApiserverFlagsSchema, { program: 'sandbox-apiserver', summary: '', argv, env: {} });
+      if (isHelp(flags)) throw new Error('the chart asks sandbox-apiserver for --help');
+      const inputs = { kubeConfig: kc, fleetToken: 'fleet', claimRefKey: new OwnerRefKey(randomBytes(32)), peerCaPem: undefined };
+      const r = configFromFlags(flags, inputs).router;
+      return r === undefined ? undefined : { host: r.host, port: r.port, authentication: r.authentication, tunnel: r.tunnel };
+    };
+
+    const tunnel = await helmTemplate(['--set', 'router.serviceName=sandbox-router-svc', '--set', 'router.tunnel.enabled=true']);
+    const tunnelDocs = renderedDocs(tunnel);
+    const c = apiserverOf(tunnelDocs);
+    expect(c?.args.filter((a) => a.startsWith('--router-'))).toEqual([
+      '--router-bind-address=[$(POD_IP)]:8080',
+      '--router-tunnel-bind-address=127.0.0.1:8080',
+      '--router-authentication=kubernetes',
+    ]);
+    expect(c?.env.filter((e) => e.name === 'POD_IP')).toEqual([{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }]);
+    expect(c?.ports).toEqual(expect.arrayContaining([{ name: 'router', containerPort: 8080, protocol: 'TCP' }]));
+    // the loopback is the pod's own only off the host network
+    const pod = (
+      tunnelDocs.find((d) => d.kind === 'Deployment' && d.metadata.name === `${fullname}-sandbox-apiserver`)?.spec as {
+        template: { spec: { hostNetwork?: boolean } };
+      }
+    ).template.spec;
+    expect(pod.hostNetwork ?? false).toBe(false);
+    expect(routerStarted(c, '10.244.0.7')).toEqual({
+      host: '10.244.0.7',
+      port: 8080,
+      authentication: 'kubernetes',
+      tunnel: { host: '127.0.0.1', port: 8080 },
+    });
+    // an IPv6 (or IPv6-primary dual-stack) pod: status.podIP is an IPv6 address, in brackets
+    expect(routerStarted(c, 'fd00:10:244::7')).toEqual({
+      host: 'fd00:10:244::7',
+      port: 8080,
+      authentication: 'kubernetes',
+      tunnel: { host: '127.0.0.1', port: 8080 },
+    });
+    // nothing in the chart may port-forward to pods: the tunnel's gate is granted by the cluster's admins only
+    type Rule = { apiGroups?: string[]; resources?: string[]; verbs?: string[] };
+    const podRules = tunnelDocs
+      .filter((d) => d.kind === 'Role' || d.kind === 'ClusterRole')
+      .flatMap((d) => ((d as { rules?: Rule[] }).rules ?? []).map((r) => ({ role: d.metadata.name, ...r })))
+      .filter(
+        (r) =>
+          (r.apiGroups ?? []).some((g) => g === '' || g === '*') &&
+          (r.resources ?? []).some((x) => /^(pods\/portforward|pods\/\*|\*)$/.test(x)),
+      );
+    expect(podRules).toEqual([]);
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: tunnel });
+    expect(complaints(res.stderr)).toEqual([]);
+    expect(res.code).toBe(0);
+
+    const otherPort = apiserverOf(renderedDocs(await helmTemplate(['--set', 'router.tunnel.enabled=true', '--set', 'router.port=9090'])));
+    expect(otherPort?.args.filter((a) => a.includes('-bind-address=') && a.startsWith('--router-'))).toEqual([
+      '--router-bind-address=[$(POD_IP)]:9090',
+      '--router-tunnel-bind-address=127.0.0.1:9090',
+    ]);
+
+    const byDefault = apiserverOf(renderedDocs(await helmTemplate()));
+    expect(byDefault?.args.filter((a) => a.startsWith('--router-'))).toEqual([
+      '--router-bind-address=:8080',
+      '--router-authentication=kubernetes',
+    ]);
+    expect(routerStarted(byDefault, '10.244.0.7')).toEqual({ host: '', port: 8080, authentication: 'kubernetes', tunnel: undefined });
+    const bad = await runTool('helm', ['template', release, chartDir, '--namespace', ns, '--set', 'router.tunnel.open=true']);
+    expect(bad.code).not.toBe(0);
+    expect(bad.stderr).toMatch(/router\/tunnel/);
   });
 
   it('writes claim Secrets in every namespace by default, and only in claimController.secretNamespaces when that is set', async () => {

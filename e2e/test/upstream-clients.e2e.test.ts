@@ -3,11 +3,12 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { eventually, runSuffix, type RunResult, kubectlOk, kubectlJson } from '../src/index';
-import { runCommand, runProcess } from '../src/system/run-command';
+import { runProcess } from '../src/system/run-command';
 import { RELEASE, SYSTEM_NAMESPACE } from '../src/system/local-system';
 import { applyWarmPool, itWhere, startSuiteSystem } from '../src/system/suite-system';
 import { e2eTarget, type SystemUnderTest } from '../src/system/system-under-test';
 import { sandboxdIds } from '../src/testing/sandboxd';
+import { upstreamPythonVenv } from '../src/testing/upstream-python';
 
 // What users of kubernetes-sigs/agent-sandbox meet when they point their tools at this project:
 // `kubectl wait --for=condition=Ready sandboxclaim/x` as in the upstream quickstart, and the
@@ -15,7 +16,6 @@ import { sandboxdIds } from '../src/testing/sandboxd';
 // flow unchanged. Locally the nodes publish every 20 s, so a Sandbox that is there the moment its
 // claim is Ready comes from sandbox-apiserver following the claim, not from a lucky publish.
 
-const UPSTREAM_PYTHON_CLIENT = 'k8s-agent-sandbox==1.0.8';
 const ns = `upstream-${runSuffix()}`;
 let system: SystemUnderTest;
 let workDir: string;
@@ -50,14 +50,10 @@ const claimManifest = (name: string) =>
 
 beforeAll(async () => {
   workDir = mkdtempSync(join(tmpdir(), 'upstream-clients-'));
-  const venv = join(workDir, 'venv');
   // the venv is made while the system starts: both take a while
-  const venvReady = runCommand('python3', ['-m', 'venv', venv]).then(() =>
-    runCommand(join(venv, 'bin', 'pip'), ['install', '--quiet', '--disable-pip-version-check', UPSTREAM_PYTHON_CLIENT]),
-  );
+  const venvReady = upstreamPythonVenv(workDir);
   system = await startSuiteSystem({ namespaces: [ns], local: { nodes: 2, speed: 0.02, publishInterval: '20s' } });
-  await venvReady;
-  python = join(venv, 'bin', 'python');
+  python = await venvReady;
   await applyWarmPool(system, ns, { image: 'ghcr.io/example/upstream-agent:1.0', replicas: 4 });
   await eventually(
     async () => {

@@ -4,6 +4,8 @@ import { DEFAULT_INFLIGHT_CAPS, DEFAULT_TOKEN_REVIEWS_IN_FLIGHT, DEFAULT_SERVER_
 import type { OwnerRefKey } from '@sandbox-scale/scale-core';
 import { sandboxdTokensFlag } from '@sandbox-scale/sandboxd-client';
 import { DEFAULT_FAN_OUT_CAPS } from './storage/fan-out-gate';
+import { DEFAULT_MAX_FILE_BYTES } from './data-plane/files-storage';
+import { routerConfigOf, routerFlagShape } from './router/router-flags';
 import { z } from 'zod';
 import type { SandboxApiserverConfig } from './server';
 
@@ -133,6 +135,15 @@ export const SandboxApiserverFlagsSchema = z.object({
     .min(1)
     .default(DEFAULT_INFLIGHT_CAPS.maxRequestsPerUser)
     .describe('Requests of one user served at once (watches aside); more are answered 429'),
+  maxFileBytes: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_MAX_FILE_BYTES)
+    .describe(
+      'The largest body one PUT of sandboxes/files writes (a file, or a tar stream); a larger one is answered 413 and nothing of it is written',
+    ),
+  ...routerFlagShape,
 });
 export type SandboxApiserverFlags = z.infer<typeof SandboxApiserverFlagsSchema>;
 
@@ -174,7 +185,9 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     noticePublisher: flags.noticePublisher,
     maxConnections: flags.maxConnections,
     maxTokenReviewsInFlight: flags.maxTokenReviewsInFlight,
+    maxFileBytes: flags.maxFileBytes,
     fanOut: { maxInFlight: flags.maxNodeFanOuts, maxPerNamespace: flags.maxNodeFanOutsPerNamespace },
+    ...routerConfigOf(flags),
     inflight: {
       maxWatches: flags.maxWatches,
       maxWatchesPerUser: flags.maxWatchesPerUser,

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { API_VERSION, RESOURCE_CATEGORY, RESOURCES, SANDBOX_API_VERSION, SANDBOX_GROUP } from '@sandbox-scale/scale-core';
+import { dataPlaneVerbs } from './data-plane/subresources';
 
 /** Lifecycle actions served as POST subresources, and the kind each answers with. */
 export const ACTIONS = [
@@ -14,6 +15,22 @@ export const ACTIONS = [
   { name: 'promote', kind: 'SandboxPromoteResult' },
   { name: 'stats', kind: 'SandboxStats' },
 ] as const;
+
+/**
+ * The data plane of a sandbox (data-plane/): exec, its files and its ports, with the verbs RBAC
+ * grants them by and the kind each answers (portforward answers an upgrade, described by its options).
+ */
+export const DATA_PLANE = [
+  { name: 'exec', kind: 'SandboxExecResult', verbs: dataPlaneVerbs('exec') },
+  { name: 'files', kind: 'SandboxFileInfo', verbs: dataPlaneVerbs('files') },
+  { name: 'portforward', kind: 'SandboxPortForwardOptions', verbs: dataPlaneVerbs('portforward') },
+] as const;
+
+/** Every subresource of sandboxes: the lifecycle actions (POST, so `create`) and the data plane. */
+const SUBRESOURCES: readonly { name: string; kind: string; verbs: readonly string[] }[] = [
+  ...ACTIONS.map((a) => ({ name: a.name, kind: a.kind, verbs: ['create'] })),
+  ...DATA_PLANE,
+];
 
 const SB = RESOURCES.sandbox;
 /** Only verbs fully implemented: controllers choose resources by verb (k8s-api.md §4.15). */
@@ -39,12 +56,12 @@ export function apiResourceList(): Record<string, unknown> {
     shortNames: [...SB.shortNames],
     categories: [RESOURCE_CATEGORY],
   };
-  const subs = ACTIONS.map((a) => ({
+  const subs = SUBRESOURCES.map((a) => ({
     name: `${SB.plural}/${a.name}`,
     singularName: '',
     namespaced: true,
     kind: a.kind,
-    verbs: ['create'],
+    verbs: [...a.verbs],
   }));
   return { kind: 'APIResourceList', apiVersion: 'v1', groupVersion: SANDBOX_API_VERSION, resources: [main, ...subs] };
 }
@@ -60,7 +77,7 @@ export function apiGroupDiscoveryList(version: 'v2' | 'v2beta1'): Record<string,
     verbs: VERBS,
     shortNames: [...SB.shortNames],
     categories: [RESOURCE_CATEGORY],
-    subresources: ACTIONS.map((a) => ({ subresource: a.name, responseKind: kindOf(a.kind), verbs: ['create'] })),
+    subresources: SUBRESOURCES.map((a) => ({ subresource: a.name, responseKind: kindOf(a.kind), verbs: [...a.verbs] })),
   };
   return {
     kind: 'APIGroupDiscoveryList',

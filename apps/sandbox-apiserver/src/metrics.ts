@@ -3,6 +3,7 @@ import { requestUrl } from '@sandbox-scale/kube-runtime';
 import { CONDITION_STATUS, CONDITION_TYPES, type NodeInventory } from '@sandbox-scale/scale-core';
 import { Counter, Gauge, Histogram, type Registry } from 'prom-client';
 import { ACTIONS } from './discovery';
+import { isDataPlaneSubresource } from './data-plane/subresources';
 import { requestInfoOf, type RequestInfo } from './http/request-info';
 
 const KNOWN_VERBS = new Set(['get', 'list', 'watch', 'create', 'update', 'patch', 'delete', 'deletecollection']);
@@ -18,7 +19,7 @@ function labelsOf(req: IncomingMessage): { verb: string; resource: string } {
     return { verb: 'invalid', resource: 'invalid' };
   }
   if (!info.isResource) return { verb: 'get', resource: 'nonresource' };
-  const sub = ACTIONS.some((a) => a.name === info.subresource) ? `/${info.subresource}` : '';
+  const sub = ACTIONS.some((a) => a.name === info.subresource) || isDataPlaneSubresource(info.subresource) ? `/${info.subresource}` : '';
   // a verb from an unknown method would be an unbounded label value
   const verb = KNOWN_VERBS.has(info.verb) ? info.verb : 'other';
   return { verb, resource: info.resource === 'sandboxes' ? `sandboxes${sub}` : 'other' };

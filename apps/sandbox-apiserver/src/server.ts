@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:https';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Duplex } from 'node:stream';
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
   createLogger,
@@ -28,9 +29,13 @@ import { acceptedCasOf, Authenticator } from './authn/authenticator';
 import { SarAuthorizer } from './authz/sar-authorizer';
 import { MetaRoutes } from './http/meta-routes';
 import { negotiate } from './http/negotiate';
-import { requestInfoOf } from './http/request-info';
+import { requestInfoOf, SANDBOXES } from './http/request-info';
 import { handleResource } from './http/resource-handler';
 import { forbiddenMessage, sendStatus } from './http/status';
+import { handleDataPlane } from './data-plane/data-plane-handler';
+import { installDataPlane } from './data-plane/install';
+import { isDataPlaneSubresource, isDataPlaneTarget } from './data-plane/subresources';
+import { UpgradeHandler } from './data-plane/upgrade-handler';
 import { HealthChecks } from './health';
 import { inventoryMetrics, requestMetrics, unprovenRefMetric } from './metrics';
 import { OwnerRouting } from './peers/owner-routing';
@@ -48,6 +53,8 @@ import { UserMetadataStore } from './storage/user-metadata';
 import { loadServingCert, selfSignedServingCert } from './tls/serving-cert';
 import { DEFAULT_LEASE_TTL_SECONDS } from './storage/lease-policy';
 import { LeaseRenewer } from './storage/lease-renewer';
+import type { RouterOptions } from './router/router-flags';
+import { startRouter, type RunningRouter } from './router/router-server';
 
 export interface SandboxApiserverConfig {
   readonly kubeConfig: KubeConfig;
@@ -114,6 +121,10 @@ export interface SandboxApiserverConfig {
   readonly fanOut?: FanOutCaps;
   /** TokenReviews open at once; a token not cached past it is a 429. Default DEFAULT_TOKEN_REVIEWS_IN_FLIGHT. */
   readonly maxTokenReviewsInFlight?: number;
+  /** The largest file (or tar stream) one PUT of sandboxes/files writes; past it a 413. Default 256 MiB. */
+  readonly maxFileBytes?: number;
+  /** The sandbox router (agent-sandbox's sandbox-router for microVMs) on a listener of its own; absent = off. */
+  readonly router?: RouterOptions;
   readonly log?: Logger;
   readonly rng?: Rng;
   /** Where /metrics reads from (main.ts adds the process metrics); default a registry of its own. */
@@ -127,6 +138,10 @@ export interface RunningSandboxApiserver {
   readonly caBundle: string;
   /** Resolves once the NodeInventory cache is synced. */
   readonly synced: Promise<boolean>;
+  /** The sandbox router's base URL, when it runs. */
+  readonly routerUrl?: string;
+  /** The sandbox router's tunnel listener (no authentication, a loopback address), when it runs. */
+  readonly routerTunnelUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -171,6 +186,12 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     log,
   });
   const { sandboxes } = storages;
+  const dataPlane = installDataPlane({
+    reads: sandboxes.reads,
+    log,
+    registry,
+    ...(config.maxFileBytes !== undefined ? { maxFileBytes: config.maxFileBytes } : {}),
+  });
   inventories = () => sandboxes.cache.inventories();
   const metadata = new UserMetadataStore({
     kubeConfig: kc,
@@ -216,6 +237,15 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       ? new NodeNotices({ cache: sandboxes.cache, auth: delegatedAuth, publisher: config.noticePublisher, log, registry })
       : undefined;
 
+  const admin = { username: 'system:admin', groups: ['system:masters'], extra: {} };
+  /** 503 until the caches and the peers are known, as every read and write of a sandbox waits for them. */
+  const assertServing = (): void => {
+    if (!informer.hasSynced())
+      throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
+    if (!peersSynced.check())
+      throw new StatusError('ServiceUnavailable', 'the sandbox-apiserver peers are not known yet', { retryAfterSeconds: 1 });
+  };
+
   const handle = async (req: IncomingMessage, res: ServerResponse): Promise<void> => {
     // while a stop waits for the endpoints to let go, a kept-alive connection (the aggregator's,
     // pinned to this pod) is not reused: the caller's next request opens one to a replica that stays
@@ -235,10 +265,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
         throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
       return notices.serve(req, res);
     }
-    const user =
-      authenticator === undefined
-        ? { username: 'system:admin', groups: ['system:masters'], extra: {} }
-        : await authenticator.authenticate(req);
+    const user = authenticator === undefined ? admin : await authenticator.authenticate(req);
     if (user === undefined) throw new StatusError('Unauthorized', 'Unauthorized');
     const info = requestInfoOf(req.method ?? 'GET', url);
     // held until the response ends or the connection drops, so a watch holds its slot while open
@@ -252,6 +279,11 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       res.end(await registry.metrics());
       return;
     }
+    // exec and files answer raw bytes and tar streams as well as JSON: their own media types
+    if (info.isResource && info.resource === SANDBOXES && isDataPlaneSubresource(info.subresource)) {
+      assertServing();
+      return handleDataPlane(dataPlane, { req, res, url, info, user: user.username });
+    }
     const shape = negotiate(req.headers.accept);
     if (shape === undefined)
       throw new StatusError(
@@ -261,10 +293,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     if (!info.isResource) return meta.serve(req, res, url.pathname, shape);
     const storage = storages.byResource.get(info.resource);
     if (storage === undefined) throw new StatusError('NotFound', 'the server could not find the requested resource');
-    if (!informer.hasSynced())
-      throw new StatusError('ServiceUnavailable', 'the NodeInventory cache is not synced yet', { retryAfterSeconds: 1 });
-    if (!peersSynced.check())
-      throw new StatusError('ServiceUnavailable', 'the sandbox-apiserver peers are not known yet', { retryAfterSeconds: 1 });
+    assertServing();
     await handleResource({ req, res, url, info, shape, storage, bookmarkIntervalMs });
   };
 
@@ -275,7 +304,10 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       await handle(req, res);
     } catch (err) {
       const status = sendStatus(res, err);
-      if (status.code >= 500) log.error({ err, method: req.method, path: req.url }, 'request failed');
+      // a data-plane 503/504 is the guest's answer (a command past its timeout, a port nothing
+      // listens on), logged and counted by the data plane's own audit; a 500 is always a failure here
+      if (status.code === 500 || (status.code > 500 && !isDataPlaneTarget(req.url)))
+        log.error({ err, method: req.method, path: req.url }, 'request failed');
     } finally {
       end(res.statusCode);
     }
@@ -297,6 +329,26 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     requestTimeoutMs: 60_000,
     ...(config.maxConnections !== undefined ? { maxConnections: config.maxConnections } : {}),
   });
+  // a port-forward is an upgrade: authenticated and authorized as a request is, then relayed
+  const upgrades = new UpgradeHandler(
+    {
+      authenticate: async (req) => (authenticator === undefined ? admin : authenticator.authenticate(req)),
+      authorize: async (user, info) => {
+        if (authorizer === undefined) return;
+        const d = await authorizer.authorize(user, info);
+        if (!d.allowed) throw new StatusError('Forbidden', forbiddenMessage({ user: user.username, reason: d.reason, ...info }));
+      },
+      ready: () => {
+        if (health.shuttingDown)
+          throw new StatusError('ServiceUnavailable', 'sandbox-apiserver is shutting down', { retryAfterSeconds: 1 });
+        assertServing();
+      },
+      acquire: (user, namespace) => inflight.acquire(user.username, false, namespace),
+    },
+    dataPlane.portForward,
+    log,
+  );
+  server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => upgrades.handle(req, socket, head));
   authConfig?.onChange((cfg) => server.setSecureContext({ cert: serving.cert, key: serving.key, ca: acceptedCasOf(cfg) }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
@@ -322,6 +374,24 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   sandboxes.routeThrough(new OwnerRouting({ local, peers, client: peerClient, settleMs: config.peerSettleMs ?? 60_000, log }));
   if (peerClient !== undefined) local.share = new OverlayShare({ storage: sandboxes.reads, peers, client: peerClient, log });
   log.info({ port, self: peers.self }, 'serving agents.x-k8s.io/v1beta1');
+  const router: RunningRouter | undefined = config.router
+    ? await startRouter({
+        host: config.router.host,
+        port: config.router.port,
+        ...(config.router.tls ? { tls: { cert: serving.cert, key: serving.key } } : {}),
+        authentication: config.router.authentication,
+        ...(config.router.tunnel !== undefined ? { tunnel: config.router.tunnel } : {}),
+        ...(delegatedAuth !== undefined ? { delegatedAuth } : {}),
+        // the one token cache of this replica, shared with exec, files and portforward
+        access: dataPlane.access,
+        ready: () => informer.hasSynced(),
+        proxyTimeoutMs: config.router.proxyTimeoutMs,
+        maxRelays: config.router.maxRelays,
+        ...(config.maxConnections !== undefined ? { maxConnections: config.maxConnections } : {}),
+        log,
+        registry,
+      })
+    : undefined;
   const renewer = new LeaseRenewer({
     cache: sandboxes.cache,
     router: sandboxes.reads.router,
@@ -348,6 +418,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     port,
     caBundle: serving.caBundle,
     synced,
+    ...(router !== undefined ? { routerUrl: router.url } : {}),
+    ...(router?.tunnelUrl !== undefined ? { routerTunnelUrl: router.tunnelUrl } : {}),
     async stop() {
       health.shuttingDown = true;
       // still serving, watches included, while the endpoints let go of this replica
@@ -355,6 +427,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       renewing.abort();
       await renewed;
       sandboxes.stop();
+      upgrades.closeAll();
+      await router?.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       await informer.stop();

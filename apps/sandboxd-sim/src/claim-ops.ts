@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import type { CheckpointClaimBodySchema, ClaimBodySchema, ForkBodySchema } from '@sandbox-scale/sandboxd-client';
-import { ApiError, quotaReached, unknownCheckpoint, unknownTemplate } from './api-error';
+import { ApiError, provisioningFailed, quotaReached, unknownCheckpoint, unknownTemplate } from './api-error';
 import { sandboxByBodyToken, tenantOf, type Caller } from './auth';
 import { sleep } from './clock';
 import type { NodeState } from './node-state';
@@ -106,7 +106,7 @@ export async function claimCheckpoint(node: NodeState, caller: Caller, id: strin
   const refused = node.refusal(tenant);
   if (refused) throw quotaReached(refused);
   await node.provision(rec.key, 'clone');
-  return commit(node, {
+  const outcome = commit(node, {
     key: rec.key,
     tenant,
     ttlSeconds: body.ttl_seconds,
@@ -116,6 +116,32 @@ export async function claimCheckpoint(node: NodeState, caller: Caller, id: strin
     tier: 'clone',
     startedAt,
   });
+  if (outcome.kind === 'claim') await startFromCheckpoint(node, rec.id, outcome.sandbox);
+  return outcome;
+}
+
+/** The claim's root starts as the checkpoint's copy; a claim that cannot get it is destroyed. */
+async function startFromCheckpoint(node: NodeState, checkpointId: string, sb: Sandbox): Promise<void> {
+  try {
+    await node.dataPlane?.roots.restoreCheckpoint(checkpointId, sb.id);
+  } catch (err) {
+    node.dataPlane?.logger.error({ err, sandboxId: sb.id }, 'checkpoint files could not be restored');
+    node.remove(sb);
+    throw provisioningFailed();
+  }
+}
+
+/** Each child gets a copy of the parent's files; all or nothing, as the fork itself. */
+async function copyToChildren(node: NodeState, parent: Sandbox, children: readonly Sandbox[]): Promise<void> {
+  const dp = node.dataPlane;
+  if (dp === undefined) return;
+  try {
+    await Promise.all(children.map((c) => dp.roots.copyRoot(parent.id, c.id)));
+  } catch (err) {
+    dp.logger.error({ err, sandboxId: parent.id }, 'fork could not copy the parent files');
+    for (const c of children) node.remove(c);
+    throw new ApiError(500, 'fork failed');
+  }
 }
 
 /** `POST /v1/sandboxes/{id}/fork`: all `count` children or none. */
@@ -152,6 +178,7 @@ export async function fork(node: NodeState, caller: Caller, id: string, body: Fo
     node.add(child);
     children.push(child);
   }
+  await copyToChildren(node, parent, children);
   node.metrics.forks++;
   return children;
 }

@@ -81,6 +81,13 @@ export const SimOptionsSchema = NodeConfigSchema.extend({
   refillTickMs: z.number().int().positive().default(2000),
   reapTickMs: z.number().int().positive().default(5000),
   gossipTickMs: z.number().int().positive().default(1000),
+  /**
+   * Real files and processes for each claimed sandbox (exec, agent, port relays) under `dataDir`.
+   * Off by default: commands run on the simulator's host, isolated by path only.
+   */
+  dataPlane: z.boolean().default(false),
+  /** Where sandbox roots live (a directory per node); '' = a fresh directory under the OS temp dir, removed on stop. */
+  dataDir: z.string().default(''),
 });
 export type SimOptions = z.infer<typeof SimOptionsSchema>;
 export type SimOptionsInput = z.input<typeof SimOptionsSchema>;
@@ -152,14 +159,27 @@ export const SandboxdSimFlagsSchema = z.object({
   latency: jsonFlag(LatencyProfileSchema).optional().describe('Latency overrides, JSON (see latency.ts)'),
   faults: jsonFlag(FaultsSchema).optional().describe('Initial faults of every node, JSON (see faults.ts)'),
   namePrefix: z.string().min(1).default('node-').describe('Node names are <prefix><index>'),
+  dataPlane: z
+    .enum(['on', 'off'])
+    .default('off')
+    .describe(
+      "on: each claimed sandbox gets a root directory under --data-dir, exec and the agent run real processes and files there, guest port 8888 is a built-in runtime and other guest ports relay to the simulator's host. This isolates paths, not the host: keep it off on shared hosts. off: the data-plane endpoints answer 501",
+    ),
+  dataDir: z
+    .string()
+    .default('')
+    .describe(
+      'Directory for the sandbox roots (a subdirectory per node, cleared at start); empty = a fresh directory under the OS temp dir',
+    ),
   logLevel: z.string().default('info').describe('Log level'),
 });
 export type SandboxdSimFlags = z.infer<typeof SandboxdSimFlagsSchema>;
 
 export function simOptionsFromFlags(f: SandboxdSimFlags): SimOptionsInput {
-  const { logLevel: _logLevel, tokenFile, tenants, pools, images, peers, latency, faults, ...rest } = f;
+  const { logLevel: _logLevel, tokenFile, tenants, pools, images, peers, latency, faults, dataPlane, ...rest } = f;
   return {
     ...rest,
+    dataPlane: dataPlane === 'on',
     ...(tokenFile !== '' ? { token: readFileSync(tokenFile, 'utf8').trim() } : {}),
     tenants: tenants ?? [],
     pools: pools ?? [],

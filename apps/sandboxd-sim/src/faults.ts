@@ -25,6 +25,9 @@ export const VERBS = [
   'pools',
   'drain',
   'metrics',
+  'exec',
+  'agent',
+  'ports',
 ] as const;
 export type Verb = (typeof VERBS)[number];
 const VerbSchema = z.enum(VERBS);
@@ -52,6 +55,9 @@ export const FAILURE_TEXT: Readonly<Record<Verb, string>> = {
   pools: 'set pools failed',
   drain: 'drain failed',
   metrics: 'metrics failed',
+  exec: 'exec failed',
+  agent: 'agent relay failed',
+  ports: 'port relay failed',
 };
 
 export const MALFORMED_MODES = ['invalid-json', 'wrong-shape', 'oversized'] as const;
@@ -67,6 +73,7 @@ export type MalformedMode = (typeof MALFORMED_MODES)[number];
  * - partition: `hang` accepts the request and never answers; `close` drops the connection.
  * - malformed: the verb's success reply replaced by invalid JSON, a wrong shape or > 1 MiB.
  * - failProvision: provisions (claims, refill, golden builds) of these keys fail.
+ * - failedSandboxes: sandbox ids whose guest has failed; their data-plane calls answer 409.
  */
 export const FaultsSchema = z.object({
   errorRate: z.partialRecord(VerbSchema, z.number().min(0).max(1)).default({}),
@@ -76,6 +83,7 @@ export const FaultsSchema = z.object({
   partition: z.enum(['none', 'hang', 'close']).default('none'),
   malformed: z.partialRecord(VerbSchema, z.enum(MALFORMED_MODES)).default({}),
   failProvision: z.array(z.object({ template: z.string().min(1), net: z.string().optional(), size: z.string().optional() })).default([]),
+  failedSandboxes: z.array(z.string()).default([]),
 });
 export type Faults = z.infer<typeof FaultsSchema>;
 export type FaultsInput = z.input<typeof FaultsSchema>;
@@ -83,6 +91,8 @@ export type FaultsInput = z.input<typeof FaultsSchema>;
 export class FaultState {
   #faults: Faults = FaultsSchema.parse({});
   #failKeys = new Set<string>();
+  #failed = new Set<string>();
+  readonly #listeners: Array<(faults: Faults) => void> = [];
 
   constructor(
     private readonly keys: KeyTable,
@@ -97,8 +107,19 @@ export class FaultState {
   set(input: FaultsInput): Faults {
     const faults = FaultsSchema.parse(input);
     this.#failKeys = new Set(faults.failProvision.map((k) => this.keys.parse(k.template, k.net, k.size).id));
+    this.#failed = new Set(faults.failedSandboxes);
     this.#faults = faults;
+    for (const fn of this.#listeners) fn(faults);
     return faults;
+  }
+
+  /** Called after every change (open relays follow a partition). */
+  onChange(fn: (faults: Faults) => void): void {
+    this.#listeners.push(fn);
+  }
+
+  isFailed(sandboxId: string): boolean {
+    return this.#failed.has(sandboxId);
   }
 
   clear(): void {

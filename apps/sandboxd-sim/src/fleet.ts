@@ -1,4 +1,7 @@
+import { mkdir, mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import type { AddressInfo } from 'node:net';
 import { ClaimBodySchema, SandboxdClientSet, nodeToken, normalizeBaseUrl, type ClaimBody } from '@sandbox-scale/sandboxd-client';
 import { createLogger, type Logger } from '@sandbox-scale/kube-runtime';
@@ -12,6 +15,8 @@ import { NodeState } from './node-state';
 import { configPools, setPools } from './pools-ops';
 import { sweep } from './reaper';
 import { createRng, nodeSeed } from './rng';
+import { DataPlane } from './data-plane/data-plane';
+import { destroyUpgrades } from './data-plane/upgrade';
 import { createNodeServer } from './server';
 import { KeyTable } from './wire-key';
 
@@ -156,6 +161,8 @@ interface Shared {
   clock: Clock;
   logger: Logger;
   board: GossipBoard;
+  /** The data directory when the data plane is on. */
+  dataDir: string | undefined;
 }
 
 function buildNode(opts: SimOptions, index: number, shared: Shared, override: Partial<NodeConfigInput>): NodeHandle {
@@ -167,6 +174,8 @@ function buildNode(opts: SimOptions, index: number, shared: Shared, override: Pa
   const rng = createRng(seed);
   const latency = new LatencyModel({ profile: opts.latency, speed: opts.speed, nested: opts.profile === 'nested', rng });
   const state = new NodeState({ name, config, keys: shared.keys, clock: shared.clock, rng, latency, faults });
+  if (shared.dataDir !== undefined)
+    state.dataPlane = new DataPlane({ nodeDir: join(shared.dataDir, name), logger: shared.logger.child({ node: name }) });
   const server = createNodeServer({ node: state, faults, logger: shared.logger });
   return new NodeHandle({ name, token: config.token, state, faults, server, board: shared.board });
 }
@@ -205,8 +214,22 @@ function wireMesh(handles: NodeHandle[], opts: SimOptions, clients: SandboxdClie
 }
 
 async function closeServer(server: Server): Promise<void> {
+  destroyUpgrades(server);
   server.closeAllConnections();
   await new Promise<void>((resolve) => server.close(() => resolve()));
+}
+
+/**
+ * The data directory: the one given (created if missing; each node clears its own subdirectory),
+ * or a fresh one under the OS temp dir, removed again on close.
+ */
+async function openDataDir(given: string): Promise<{ dir: string; close: () => Promise<void> }> {
+  if (given !== '') {
+    await mkdir(given, { recursive: true });
+    return { dir: resolve(given), close: async () => undefined };
+  }
+  const dir = await mkdtemp(join(tmpdir(), 'sandboxd-sim-'));
+  return { dir, close: () => rm(dir, { recursive: true, force: true }) };
 }
 
 /**
@@ -218,14 +241,21 @@ export async function startSim(input: StartSimOptions = {}): Promise<Sim> {
   const opts = SimOptionsSchema.parse(rest);
   const handles: NodeHandle[] = [];
   const board = new GossipBoard(() => handles.map((h) => ({ addr: h.addr, state: h.state, reachable: () => h.reachable() })));
-  const shared: Shared = { keys: new KeyTable(), clock, logger, board };
+  const data = opts.dataPlane ? await openDataDir(opts.dataDir) : undefined;
+  const shared: Shared = { keys: new KeyTable(), clock, logger, board, dataDir: data?.dir };
   for (let i = 0; i < opts.nodes; i++) handles.push(buildNode(opts, i, shared, perNode?.(i) ?? {}));
   try {
+    await Promise.all(handles.map((h) => h.state.dataPlane?.init()));
     for (const [i, h] of handles.entries()) await listen(h, opts.host, opts.basePort === 0 ? 0 : opts.basePort + i);
   } catch (err) {
     await Promise.all(handles.filter((h) => h.server.listening).map((h) => closeServer(h.server)));
+    await data?.close();
     throw err;
   }
+  if (data) logger.warn({ dataDir: data.dir }, 'data plane on: sandboxes run real processes on this host, isolated by path only');
+  // commands lead process groups of their own, which outlive the simulator unless killed on the way out
+  const killOnExit = (): void => handles.forEach((h) => h.state.dataPlane?.groups.killEverything());
+  if (data) process.once('exit', killOnExit);
   const clients = new SandboxdClientSet({ token: opts.token });
   wireMesh(handles, opts, clients, board);
   for (const h of handles) setPools(h.state, configPools(h.state.config.pools));
@@ -243,7 +273,10 @@ export async function startSim(input: StartSimOptions = {}): Promise<Sim> {
     every(clock, opts.reapTickMs, () => live().forEach((h) => sweep(h.state))),
     every(clock, opts.gossipTickMs, () => void gossip()),
     every(clock, 3_600_000, () =>
-      live().forEach((h) => h.state.lineage.sweepCheckpoints(h.state.now(), h.state.config.checkpointTtlHours)),
+      live().forEach((h) => {
+        h.state.lineage.sweepCheckpoints(h.state.now(), h.state.config.checkpointTtlHours);
+        void h.state.dataPlane?.roots.pruneCheckpoints((id) => h.state.lineage.checkpoints.has(id));
+      }),
     ),
   ];
   const byName = new Map(handles.map((h) => [h.name, h]));
@@ -257,6 +290,7 @@ export async function startSim(input: StartSimOptions = {}): Promise<Sim> {
     h.stopped = true;
     for (const sb of [...h.state.sandboxes.values()]) h.state.remove(sb);
     await closeServer(h.server);
+    await h.state.dataPlane?.stop();
   };
   logger.info({ nodes: handles.length, speed: opts.speed }, 'simulated nodes listening');
   return {
@@ -268,6 +302,8 @@ export async function startSim(input: StartSimOptions = {}): Promise<Sim> {
       stops.forEach((s) => s());
       await Promise.all(handles.map(stopNode));
       await clients.close();
+      process.off('exit', killOnExit);
+      await data?.close();
     },
   };
 }

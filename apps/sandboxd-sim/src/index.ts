@@ -16,3 +16,5 @@ export { FaultsSchema, VERBS, MALFORMED_MODES, type Faults, type FaultsInput, ty
 export { LatencyProfileSchema, type LatencyProfile, type LatencyProfileInput } from './latency';
 export type { NodeState } from './node-state';
 export type { ClaimOutcome } from './claim-ops';
+export { GUEST_RUNTIME_PORT } from './data-plane/port-relay';
+export { DATA_PLANE_DISABLED } from './data-plane/access';

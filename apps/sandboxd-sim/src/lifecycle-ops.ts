@@ -20,6 +20,8 @@ function stillLive(node: NodeState, sb: Sandbox): void {
 export async function release(node: NodeState, sb: Sandbox): Promise<void> {
   node.remove(sb);
   node.metrics.releases++;
+  // the reply means the files are gone, as the VM's disk is
+  await node.dataPlane?.removed(sb.id);
   await sleep(node.clock, node.latency.sample('release'));
 }
 
@@ -115,9 +117,21 @@ export async function checkpoint(node: NodeState, caller: Caller, id: string, bo
     tenant: tenantOf(caller),
     createdAt: node.now(),
   };
+  await keepFiles(node, rec);
   node.lineage.addCheckpoint(rec);
   node.metrics.checkpoints++;
   return rec;
+}
+
+/** A checkpoint keeps a copy of the sandbox's files; one that cannot is not created. */
+async function keepFiles(node: NodeState, rec: CheckpointRecord): Promise<void> {
+  try {
+    await node.dataPlane?.roots.keepCheckpoint(rec.sandboxId, rec.id);
+  } catch (err) {
+    node.dataPlane?.logger.error({ err, sandboxId: rec.sandboxId }, 'checkpoint could not copy the sandbox files');
+    await node.dataPlane?.roots.dropCheckpoint(rec.id).catch(() => undefined);
+    throw new ApiError(500, 'checkpoint failed');
+  }
 }
 
 /** A tenant deletes only its own; anything else is 404, never a hint that it exists. */
@@ -125,4 +139,5 @@ export function deleteCheckpoint(node: NodeState, caller: Caller, id: string): v
   const rec = node.lineage.checkpoints.get(id);
   if (rec === undefined || !visibleTo(caller, rec.tenant)) throw unknownCheckpoint();
   node.lineage.checkpoints.delete(id);
+  node.dataPlane?.roots.dropCheckpoint(id).catch((err: unknown) => node.dataPlane?.logger.warn({ err }, 'checkpoint files removal failed'));
 }

@@ -2,6 +2,7 @@ import { provisioningFailed } from './api-error';
 import type { AuthNode } from './auth';
 import { sleep, type Clock } from './clock';
 import { autoRefillConcurrency, type NodeConfig, type Tenant } from './config';
+import type { DataPlane } from './data-plane/data-plane';
 import type { FaultState } from './faults';
 import type { LatencyModel } from './latency';
 import { Lineage } from './lineage';
@@ -59,6 +60,8 @@ export class NodeState implements RefillHost, AuthNode {
   advertiseAddr = '';
   draining = false;
   mesh: MeshView | undefined;
+  /** Real files and processes of the claimed sandboxes; undefined with --data-plane=off. */
+  dataPlane: DataPlane | undefined;
   /** Provisions in flight (claims and refill), which slow each other down. */
   provisioning = 0;
   #parkedUntil = -1;
@@ -115,14 +118,19 @@ export class NodeState implements RefillHost, AuthNode {
     if (sb.tenant !== undefined) this.#tenantClaims.set(sb.tenant, this.tenantClaims(sb.tenant) + 1);
   }
 
+  /** The claim ends (release, reap, archive purge, node stop): its processes and files go with it. */
   remove(sb: Sandbox): void {
     if (!this.sandboxes.delete(sb.id)) return;
+    this.dataPlane?.discard(sb.id);
     this.#countState(sb.state, -1);
     if (sb.tenant !== undefined) this.#tenantClaims.set(sb.tenant, this.tenantClaims(sb.tenant) - 1);
   }
 
+  /** Hibernate and archive stop the sandbox's processes (SIGSTOP); running again resumes them. */
   setState(sb: Sandbox, state: VmState): void {
     this.#countState(sb.state, -1);
+    if (state === RUNNING) this.dataPlane?.thaw(sb.id);
+    else this.dataPlane?.freeze(sb.id);
     sb.state = state;
     this.#countState(state, 1);
     if (state === HIBERNATED) sb.hibernatedAt = this.now();

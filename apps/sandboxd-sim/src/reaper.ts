@@ -28,6 +28,8 @@ function step(node: NodeState, sb: Sandbox, now: number): void {
     }
     return;
   }
+  // an open relay, agent connection or running exec is use: the idle clock starts over
+  if (node.dataPlane?.isHeld(sb.id)) sb.idleSince = now;
   if (sb.state === RUNNING && lc.idleHibernateS > 0 && sb.key.net !== 'egress' && now - sb.idleSince >= lc.idleHibernateS * 1000) {
     node.setState(sb, HIBERNATED);
     node.metrics.hibernates++;

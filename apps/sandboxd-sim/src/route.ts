@@ -3,8 +3,13 @@ import type { Verb } from './faults';
 import { decodeBody, type Reply } from './http-io';
 import type { NodeState } from './node-state';
 
+const NEVER = new AbortController().signal;
+
 /** What a handler gets: the node, path params, query, bearer and the raw body. */
 export class RouteCtx {
+  /** Aborted when the caller hangs up before the reply is written. */
+  signal: AbortSignal = NEVER;
+
   constructor(
     readonly node: NodeState,
     readonly id: string,
@@ -24,7 +29,7 @@ export class RouteCtx {
 
 export interface Route {
   method: string;
-  /** Segments; `:id` captures one (URL-decoded). */
+  /** Segments; `:id` captures one (URL-decoded); any other `:name` matches one non-empty segment the handler reads itself. */
   path: string;
   /** The fault-injection verb; routes without one are never faulted. */
   verb?: Verb;
@@ -48,7 +53,8 @@ export function matchRoute(routes: readonly Route[], method: string, pathname: s
       if (p === ':id') {
         id = safeDecode(seg);
         ok = id !== '';
-      } else ok = p === seg;
+      } else if (p.startsWith(':')) ok = seg !== '';
+      else ok = p === seg;
     }
     if (!ok) continue;
     pathKnown = true;

@@ -1,4 +1,5 @@
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import { guardRequests, limitServer, readBounded, requestUrl, type Logger } from '@sandbox-scale/kube-runtime';
 import { issuesText } from '@sandbox-scale/scale-core';
 import { isApiError, parseBodyJson } from './api-error';
@@ -10,8 +11,10 @@ import type { NodeState } from './node-state';
 import { nodeRoutes } from './node-routes';
 import { matchRoute, RouteCtx, type Route } from './route';
 import { sandboxRoutes } from './sandbox-routes';
+import { dataPlaneRoutes } from './data-plane/routes';
+import { handleUpgrade, watchPartitions } from './data-plane/upgrade';
 
-const ROUTES: readonly Route[] = [...sandboxRoutes, ...nodeRoutes];
+const ROUTES: readonly Route[] = [...sandboxRoutes, ...dataPlaneRoutes, ...nodeRoutes];
 
 /** A reply shape that matches no schema of the API (every field of the wrong type). */
 const WRONG_SHAPE = {
@@ -56,6 +59,9 @@ export function createNodeServer(deps: NodeServerDeps): Server {
   // The request deadline bounds receiving the request only, so a cold claim that blocks while
   // the VM boots is not cut; idle sockets are kept past the client's 90 s.
   limitServer(server, { keepAliveTimeoutMs: 120_000, headersTimeoutMs: 30_000, requestTimeoutMs: 60_000 });
+  // The agent and port relays are upgrades: answered on the raw socket, then relayed.
+  server.on('upgrade', (req: IncomingMessage, socket: Socket, head: Buffer) => handleUpgrade(deps, server, req, socket, head));
+  watchPartitions(deps);
   return server;
 }
 
@@ -83,7 +89,14 @@ async function handle(deps: NodeServerDeps, req: IncomingMessage, res: ServerRes
     res.shouldKeepAlive = false;
     return writeReply(res, { ...errorReply(400, 'invalid request body'), headers: { connection: 'close' } });
   }
-  writeReply(res, await serve(deps, match.route, new RouteCtx(deps.node, match.id, url.searchParams, bearer, raw)));
+  const ctx = new RouteCtx(deps.node, match.id, url.searchParams, bearer, raw);
+  const hangUp = new AbortController();
+  res.once('close', () => {
+    if (!res.writableFinished) hangUp.abort();
+  });
+  ctx.signal = hangUp.signal;
+  const reply = await serve(deps, match.route, ctx);
+  if (!hangUp.signal.aborted) writeReply(res, reply);
 }
 
 async function serve(deps: NodeServerDeps, route: Route, ctx: RouteCtx): Promise<Reply> {

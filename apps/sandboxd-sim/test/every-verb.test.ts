@@ -1,6 +1,6 @@
 import { asSandboxdHttpError, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { FaultsSchema, VERBS, type Verb } from '../src';
-import { caught, startTestSim, type TestSim } from './helpers';
+import { caught, ROOT, startTestSim, type TestSim } from './helpers';
 
 const BASE = 'base:24.04';
 
@@ -29,13 +29,16 @@ const CALLS: Record<Verb, Call> = {
   pools: (c) => c.setPools([{ template: BASE, warm: 2 }]),
   drain: (c) => c.drain(),
   metrics: (c) => c.metrics(),
+  exec: (c, { sb }) => c.exec(sb, ROOT, { argv: ['true'] }),
+  agent: async (c, { sb }) => (await c.openAgent(sb, ROOT)).close(),
+  ports: async (c, { sb }) => (await c.openPort(sb, ROOT, 8888)).destroy(),
 };
 
 describe('every verb', () => {
   let t: TestSim;
   let ids: { sb: string; ck: string };
   beforeAll(async () => {
-    t = await startTestSim({ pools: [{ template: BASE, warm: 2 }] });
+    t = await startTestSim({ dataPlane: true, pools: [{ template: BASE, warm: 2 }] });
     const sb = await t.root().claim({ template: BASE });
     const ck = await t.root().checkpoint(sb.id);
     ids = { sb: sb.id, ck: ck.id };

@@ -1,5 +1,11 @@
+import { readFileSync } from 'node:fs';
+import { request as httpRequest } from 'node:http';
+import type { Socket } from 'node:net';
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { request } from 'undici';
-import { SandboxdClientSet, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
+import { LineReader, SandboxdClientSet, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim, type StartSimOptions } from '../src';
 
 export const ROOT = 'root-token';
@@ -81,4 +87,79 @@ export async function raw(
     json = undefined;
   }
   return { status: res.statusCode, text, json, headers: res.headers };
+}
+
+export interface DataSim extends TestSim {
+  /** The data directory (node i's sandbox roots are under `<dataDir>/node-<i>/sandboxes`). */
+  dataDir: string;
+  /** Host path of a sandbox's root on node 0. */
+  rootOf: (id: string) => string;
+  /** A claim on node 0 (root token), with its own token. */
+  claim: () => Promise<{ id: string; token: string }>;
+}
+
+/** A sim with the data plane on, its data directory a fresh temp dir removed on close. */
+export async function startDataSim(opts: StartSimOptions = {}): Promise<DataSim> {
+  const dataDir = await mkdtemp(join(tmpdir(), 'sim-data-test-'));
+  const t = await startTestSim({ dataPlane: true, dataDir, pools: [{ template: 'base:24.04', warm: 2 }], ...opts });
+  return {
+    ...t,
+    dataDir,
+    rootOf: (id) => join(dataDir, 'node-0', 'sandboxes', id),
+    claim: async () => {
+      const c = await t.root().claim({ template: 'base:24.04' });
+      return { id: c.id, token: c.token };
+    },
+    close: async () => {
+      await t.close();
+      await rm(dataDir, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Whether a process has ended: gone from /proc, or a zombie nobody reaped yet (it runs no more). */
+export function hasEnded(pid: number): boolean {
+  const state = procState(pid);
+  return state === undefined || state === 'Z' || state === 'X';
+}
+
+/** The state letter of /proc/<pid>/stat (R, S, T for stopped, Z, …), or undefined when the process is gone. */
+export function procState(pid: number): string | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[0];
+  } catch {
+    return undefined;
+  }
+}
+
+/** A raw agent connection (no client library): frames written and read as the wire carries them. */
+export interface RawAgent {
+  send: (frame: unknown) => void;
+  sendText: (text: string) => void;
+  /** The next frame as parsed JSON, or undefined once the node closed the connection. */
+  next: () => Promise<Record<string, unknown> | undefined>;
+  close: () => void;
+}
+
+export async function rawAgent(base: string, id: string, token: string): Promise<RawAgent> {
+  const socket = await new Promise<Socket>((resolve, reject) => {
+    const req = httpRequest(`${base}/v1/sandboxes/${id}/agent`, {
+      headers: { connection: 'Upgrade', upgrade: 'silkd', authorization: `Bearer ${token}` },
+    });
+    req.on('upgrade', (_res, s: Socket) => resolve(s));
+    req.on('response', (res) => reject(new Error(`status ${res.statusCode}`)));
+    req.on('error', reject);
+    req.end();
+  });
+  const reader = new LineReader(socket);
+  return {
+    send: (frame) => socket.write(`${JSON.stringify(frame)}\n`),
+    sendText: (text) => socket.write(text),
+    next: async () => {
+      const line = await reader.next().catch(() => undefined);
+      return line === undefined ? undefined : (JSON.parse(line.toString('utf8')) as Record<string, unknown>);
+    },
+    close: () => socket.destroy(),
+  };
 }

@@ -127,6 +127,39 @@ export function nodeRuntimeImage(): string {
   return name;
 }
 
+/** The guest commands a simulated sandbox runs in the installed suite: a shell, a few coreutils and Debian's python3. */
+const GUEST_BINARIES = ['echo', 'cat', 'ls', 'sleep', 'env', 'mkdir', 'rm', 'true', 'false', 'printf', 'head', 'wc', 'kill'];
+const GUEST_PYTHON = '/usr/bin/python3.11';
+
+/**
+ * The simulator's runtime image: the node runtime plus what its sandboxes' commands need. The
+ * simulator runs exec as real processes of its own container, so a sandbox can only run what
+ * this image holds; a real microVM runs what its template image holds.
+ */
+export function simRuntimeImage(): string {
+  const runtime = nodeRuntimeImage();
+  const name = `${LOCAL_REGISTRY}/sim-runtime:${process.version.slice(1)}`;
+  if (imagePresent(name)) return name;
+  const shell = existsSync('/bin/dash') ? '/bin/dash' : '/bin/sh';
+  assemble(
+    name,
+    runtime,
+    (c) => {
+      copyBinary(c, shell, '/bin/sh');
+      for (const cmd of GUEST_BINARIES) {
+        const bin = ['/usr/bin', '/bin'].map((d) => join(d, cmd)).find((p) => existsSync(p));
+        if (bin !== undefined) copyBinary(c, bin, `/usr/bin/${cmd}`);
+      }
+      if (existsSync(GUEST_PYTHON)) {
+        copyBinary(c, GUEST_PYTHON, '/usr/bin/python3');
+        run('buildah', ['copy', c, '/usr/lib/python3.11', '/usr/lib/python3.11']);
+      }
+    },
+    ['--env', 'PATH=/usr/bin:/bin'],
+  );
+  return name;
+}
+
 /** The host's npm: `<prefix>/lib/node_modules/npm` beside the node binary's prefix. */
 function hostNpmDir(): string {
   const dir = resolve(process.execPath, '../../lib/node_modules/npm');
@@ -226,7 +259,7 @@ export function appImage(app: AppName, outDir: string, opts: AppImageOptions = {
     '--build-arg',
     `BUILD_IMAGE=${nodeBuildImage()}`,
     '--build-arg',
-    `RUNTIME_IMAGE=${nodeRuntimeImage()}`,
+    `RUNTIME_IMAGE=${app === 'sandboxd-sim' ? simRuntimeImage() : nodeRuntimeImage()}`,
     '--build-arg',
     `NODE_MAJOR=${process.versions.node.split('.')[0]}`,
     '-f',

@@ -75,17 +75,26 @@ function sandboxdSimDaemonSet(image: string, speed: number, tokenPath: string): 
                 `--speed=${speed}`,
                 '--name-prefix=$(NODE_NAME)-',
                 '--token-file=/var/run/sandboxd/api-token',
+                '--data-plane=on',
+                // the root filesystem is read-only: sandbox roots live on the pod's emptyDir
+                '--data-dir=/var/lib/sandboxd-sim',
               ],
               env: [
                 { name: 'NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
                 { name: 'NODE_NAME', valueFrom: { fieldRef: { fieldPath: 'spec.nodeName' } } },
               ],
-              volumeMounts: [{ name: 'api-token', mountPath: '/var/run/sandboxd/api-token', readOnly: true }],
+              volumeMounts: [
+                { name: 'api-token', mountPath: '/var/run/sandboxd/api-token', readOnly: true },
+                { name: 'data', mountPath: '/var/lib/sandboxd-sim' },
+              ],
               readinessProbe: { tcpSocket: { port: SANDBOXD_PORT }, periodSeconds: 1 },
               securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
             },
           ],
-          volumes: [{ name: 'api-token', hostPath: { path: tokenPath, type: 'File' } }],
+          volumes: [
+            { name: 'api-token', hostPath: { path: tokenPath, type: 'File' } },
+            { name: 'data', emptyDir: {} },
+          ],
         },
       },
     },

@@ -5,13 +5,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { z } from 'zod';
 import { toolPath } from '../control-plane/tools';
-import { ensureNamespace, tenantCredentials } from '../system/local-target';
+import { ensureNamespace, routerAnswering, tenantCredentials } from '../system/local-target';
 import { runCommand } from '../system/run-command';
 import type { LeaderComponent, SystemUnderTest } from '../system/system-under-test';
 import { runSuffix } from '../testing/cluster';
 import { eventually } from '../testing/eventually';
 import { MetricsScraper, type MetricsEndpoint } from '../testing/metrics-scraper';
 import { INSTALLED_NAMESPACE, INSTALLED_RELEASE, waitInstalled } from './installed-system';
+import { ROUTER_SERVICE_NAME } from './installed-values';
 
 /** Where the installed run's global setup says what it installed (a JSON file, InstalledState). */
 export const INSTALLED_STATE_ENV = 'SANDBOX_SCALE_E2E_INSTALLED_STATE';
@@ -166,6 +167,14 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
       return urls[0] as string;
     },
     fastPathUrl,
+    async routerUrl() {
+      // the chart's router Service (router.serviceName of installed-values.ts), reached at its cluster IP as the fast path is
+      const svc = JSON.parse(await kubectl(['-n', INSTALLED_NAMESPACE, 'get', 'service', ROUTER_SERVICE_NAME, '-o', 'json'])) as {
+        spec: { clusterIP: string; ports: { name?: string; port: number }[] };
+      };
+      const port = svc.spec.ports.find((p) => p.name === 'http')?.port ?? svc.spec.ports[0]?.port;
+      return routerAnswering(`http://${svc.spec.clusterIP}:${port}`);
+    },
     fastPathUrls: async () =>
       (await pods('claim-controller'))
         .filter((p) => isReady(p) && !p.metadata.deletionTimestamp && p.status?.podIP)

@@ -41,6 +41,12 @@ export const WARMPOOL_DRIVER_ARGS = [
   `--max-replicas-per-namespace=${MAX_REPLICAS_PER_NAMESPACE}`,
 ];
 
+/**
+ * The router Service's name: the one agent-sandbox's Python client port-forwards to in LocalTunnel
+ * mode, which reaches the router's tunnel listener (router.tunnel.enabled) without a token.
+ */
+export const ROUTER_SERVICE_NAME = 'sandbox-router-svc';
+
 /** The `helm install` arguments beyond image registry, tag and pull policy. */
 export function installedSuiteHelmArgs(): string[] {
   return [
@@ -57,5 +63,9 @@ export function installedSuiteHelmArgs(): string[] {
     `warmpoolDriver.maxReplicasPerPool=${MAX_REPLICAS_PER_POOL}`,
     '--set',
     `warmpoolDriver.maxReplicasPerNamespace=${MAX_REPLICAS_PER_NAMESPACE}`,
+    '--set',
+    `router.serviceName=${ROUTER_SERVICE_NAME}`,
+    '--set',
+    'router.tunnel.enabled=true',
   ];
 }

@@ -83,6 +83,8 @@ export interface LocalSystem {
   fastPathUrl: string;
   /** Each claim-controller replica's own fast path, the first being fastPathUrl. */
   fastPathUrls: string[];
+  /** Each sandbox-apiserver replica's sandbox router (plain HTTP), in the order of apiserverUrls. */
+  routerUrls: string[];
   /** CA (PEM file) that signed the serving certificate of sandbox-apiserver and the fast path. */
   servingCaPath: string;
   logDir: string;
@@ -223,6 +225,7 @@ async function startSimNodes(ctx: Ctx, nodes: number, speed: number): Promise<Si
       String(speed),
       '--name-prefix',
       'sim-node-',
+      '--data-plane=on',
       ...(ctx.extraArgs['sandboxd-sim'] ?? []),
     ],
     {
@@ -335,7 +338,7 @@ async function publishPeerSlices(ctx: Ctx, address: string, services: Record<str
 async function startApps(
   ctx: Ctx,
   nodes: SimNode[],
-  ports: { apiserver: number[]; fastPath: number[] },
+  ports: { apiserver: number[]; fastPath: number[]; router: number[] },
   certs: { cert: string; key: string; ca: string },
   publishInterval: string,
 ): Promise<void> {
@@ -387,6 +390,9 @@ async function startApps(
       `${RELEASE}-sandbox-apiserver`,
       '--service-namespace',
       SYSTEM_NAMESPACE,
+      // the sandbox router, as the chart runs it: plain HTTP, Kubernetes bearer tokens
+      '--router-bind-address',
+      `127.0.0.1:${ports.router[i] ?? 0}`,
       ...(ctx.extraArgs['sandbox-apiserver'] ?? []),
     ]);
   });
@@ -548,7 +554,9 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     for (let i = 0; i < Math.max(1, opts.apiserverReplicas ?? 1); i++) apiserverPorts.push(await freePort());
     const fastPathPorts: number[] = [];
     for (let i = 0; i < ctx.claimControllerReplicas; i++) fastPathPorts.push(await freePort());
-    const ports = { apiserver: apiserverPorts, fastPath: fastPathPorts };
+    const routerPorts: number[] = [];
+    for (let i = 0; i < apiserverPorts.length; i++) routerPorts.push(await freePort());
+    const ports = { apiserver: apiserverPorts, fastPath: fastPathPorts, router: routerPorts };
     const ca = await createCA('sandbox-scale-local-serving-ca');
     const serving = await createLeaf(ca, {
       commonName: `${RELEASE}-sandbox-apiserver`,
@@ -587,6 +595,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
       apiserverUrls: apiserverPorts.map((p) => `https://127.0.0.1:${p}`),
       fastPathUrl: `https://127.0.0.1:${fastPathPorts[0] ?? 0}`,
       fastPathUrls: fastPathPorts.map((p) => `https://127.0.0.1:${p}`),
+      routerUrls: routerPorts.map((p) => `http://127.0.0.1:${p}`),
       servingCaPath: certs.ca,
       logDir,
       apps: ctx.apps,

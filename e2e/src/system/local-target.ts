@@ -4,6 +4,7 @@ import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { kubeconfigForServiceAccount, runSuffix } from '../testing/cluster';
 import { MetricsScraper, type MetricsEndpoint } from '../testing/metrics-scraper';
+import { eventually } from '../testing/eventually';
 import { RELEASE, SYSTEM_NAMESPACE, type LocalSystem } from './local-system';
 import type { SystemUnderTest, TenantCredentials } from './system-under-test';
 
@@ -27,6 +28,18 @@ export async function tenantCredentials(
   const path = join(dir, `${namespace}.${name}.kubeconfig`);
   writeFileSync(path, kubeConfig.exportConfig(), { mode: 0o600 });
   return { kubeConfig, path, token: kubeConfig.getCurrentUser()?.token ?? '' };
+}
+
+/** `url` once its /healthz answers 200: the router listens a moment after sandbox-apiserver's secure port does. */
+export async function routerAnswering(url: string): Promise<string> {
+  await eventually(
+    async () => {
+      const res = await fetch(`${url}/healthz`);
+      if (res.status !== 200) throw new Error(`${url}/healthz answered ${res.status}`);
+    },
+    { timeoutMs: 60_000, intervalMs: 250 },
+  );
+  return url;
 }
 
 /** The local system (apps as processes) seen through the suites' one interface. */
@@ -63,6 +76,7 @@ export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onS
     apiserverUrl: sys.apiserverUrl,
     fastPathUrl: sys.fastPathUrl,
     fastPathUrls: () => Promise.resolve(sys.fastPathUrls),
+    routerUrl: () => routerAnswering(sys.routerUrls[0] ?? ''),
     servingCa,
     clusterCa: { cert: readFileSync(cp.files.caCert, 'utf8'), key: readFileSync(cp.files.caKey, 'utf8') },
     frontProxyClient,

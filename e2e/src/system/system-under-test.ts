@@ -60,6 +60,12 @@ export interface SystemUnderTest {
   readonly fastPathUrl: string;
   /** Each claim-controller replica's fast path, reached directly rather than through its Service. */
   fastPathUrls(): Promise<string[]>;
+  /**
+   * Base URL of the sandbox router (agent-sandbox's sandbox-router for microVMs), plain HTTP, once
+   * it answers /healthz (local: the first sandbox-apiserver replica's router listener; installed:
+   * the router Service's cluster IP and port).
+   */
+  routerUrl(): Promise<string>;
   /** PEM of the CA that signed the serving certificates of sandbox-apiserver and the fast path. */
   readonly servingCa: string;
   /** The cluster CA (PEM certificate and key): kube-apiserver's serving certificate and client certificates. */

@@ -160,6 +160,7 @@ export {
   isShutdownTimeout,
 } from './manager-errors';
 export { setupSignalHandler } from './signals';
+export { untilAborted } from './abort';
 
 // time
 export { LOOP_WAIT, systemNow, toMicroTime, jitter, realTimers } from './time';

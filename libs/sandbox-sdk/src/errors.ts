@@ -1,5 +1,8 @@
 import { apiStatusOf } from '@sandbox-scale/kube-runtime';
-import { findInCauseChain, SandboxScaleError } from '@sandbox-scale/scale-core';
+import { findInCauseChain, isArchiveError, SandboxScaleError } from '@sandbox-scale/scale-core';
+
+/** The tar codec's error (packDirectory, extractTar), from scale-core, where the codec lives, so there is one such class. */
+export { ArchiveError, isArchiveError } from '@sandbox-scale/scale-core';
 
 /**
  * Errors the SDK throws. Every one extends SandboxScaleError, so the project's `is…` predicates
@@ -41,6 +44,12 @@ export class NotFoundError extends ApiError {}
 export class AlreadyExistsError extends ApiError {}
 /** 503 or 429 answered before anything was claimed: no warm VM now, or a per-namespace cap. Safe to retry. */
 export class UnavailableError extends ApiError {}
+/** 400: the server refused the request itself (an empty argv, a path it will not touch, a port out of range). */
+export class BadRequestError extends ApiError {}
+/** 413: a body or a command's output over the server's limit. */
+export class TooLargeError extends ApiError {}
+/** 504: the command outlived its time limit (the node killed it), or the server gave up waiting. */
+export class DeadlineExceededError extends ApiError {}
 
 /** The claim did not become Ready in time; the SandboxClaim (if one was created) is left for the caller to release. */
 export class ClaimTimeoutError extends SdkError {}
@@ -56,6 +65,19 @@ export class ClaimFailedError extends SdkError {
 export class FastPathUnavailableError extends SdkError {}
 /** The operation was cancelled through its AbortSignal. */
 export class AbortedError extends SdkError {}
+/** An argument the SDK refuses before sending anything (a port outside 1-65535, an empty path). */
+export class InvalidArgumentError extends SdkError {}
+/** A file operation met the other kind of entry: a directory where a file was expected, or the reverse. */
+export class WrongFileKindError extends SdkError {
+  readonly path: string;
+  /** What the path is: `dir` or `file`. */
+  readonly kind: 'dir' | 'file';
+  constructor(message: string, o: { path: string; kind: 'dir' | 'file'; cause?: unknown }) {
+    super(message, { cause: o.cause });
+    this.path = o.path;
+    this.kind = o.kind;
+  }
+}
 /**
  * A fast-path claim whose answer was lost after the request was sent (cancelled in flight, a
  * 5xx, a dropped connection): a sandbox may have been handed over, and claim-controller then
@@ -75,8 +97,10 @@ const has =
   (name: string) =>
   (err: unknown): boolean =>
     findInCauseChain(err, name) !== undefined;
-/** Any error the SDK threw on purpose (an HTTP answer, a timeout, a refusal), anywhere in the cause chain. */
+/** Any error the SDK threw on purpose (an HTTP answer, a timeout, a refusal, a bad archive), anywhere in the cause chain. */
 export function isSdkError(err: unknown): boolean {
+  // ArchiveError is scale-core's (the tar codec is shared), so it is not an SdkError by class
+  if (isArchiveError(err)) return true;
   const seen = new Set<unknown>();
   for (let cur: unknown = err; cur instanceof Error && !seen.has(cur); cur = (cur as { cause?: unknown }).cause) {
     if (cur instanceof SdkError) return true;
@@ -84,13 +108,28 @@ export function isSdkError(err: unknown): boolean {
   }
   return false;
 }
-export const isApiError = (err: unknown): boolean =>
-  ['ApiError', 'ForbiddenError', 'UnauthorizedError', 'NotFoundError', 'AlreadyExistsError', 'UnavailableError'].some((n) => has(n)(err));
+const API_ERRORS = [
+  'ApiError',
+  'ForbiddenError',
+  'UnauthorizedError',
+  'NotFoundError',
+  'AlreadyExistsError',
+  'UnavailableError',
+  'BadRequestError',
+  'TooLargeError',
+  'DeadlineExceededError',
+];
+export const isApiError = (err: unknown): boolean => API_ERRORS.some((n) => has(n)(err));
 export const isForbidden = has('ForbiddenError');
 export const isUnauthorized = has('UnauthorizedError');
 export const isNotFound = has('NotFoundError');
 export const isAlreadyExists = has('AlreadyExistsError');
 export const isUnavailable = has('UnavailableError');
+export const isBadRequest = has('BadRequestError');
+export const isTooLarge = has('TooLargeError');
+export const isDeadlineExceeded = has('DeadlineExceededError');
+export const isInvalidArgument = has('InvalidArgumentError');
+export const isWrongFileKind = has('WrongFileKindError');
 export const isClaimTimeout = has('ClaimTimeoutError');
 export const isClaimFailed = has('ClaimFailedError');
 export const isFastPathUnavailable = has('FastPathUnavailableError');
@@ -143,7 +182,12 @@ export function toSdkError(err: unknown, target: RequestTarget, signal?: AbortSi
     case 429:
     case 503:
       return new UnavailableError(`${describe(target)}: ${said || 'service unavailable'}`, o);
-    default:
-      return new ApiError(`${describe(target)}: HTTP ${s.code}${said ? `: ${said}` : ''}`, o);
+    default: {
+      const message = `${describe(target)}: HTTP ${s.code}${said ? `: ${said}` : ''}`;
+      if (s.code === 400) return new BadRequestError(message, o);
+      if (s.code === 413) return new TooLargeError(message, o);
+      if (s.code === 504) return new DeadlineExceededError(message, o);
+      return new ApiError(message, o);
+    }
   }
 }

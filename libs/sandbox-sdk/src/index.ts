@@ -11,6 +11,12 @@ export type { ContextOptions } from './kube-context';
 export { boundSandboxOf, claimPhase } from './claim-status';
 export type { BoundSandbox, ClaimObject, ClaimPhase } from './claim-status';
 export type { SandboxAction } from './kube-api';
+export type { ExecOptions, ExecResult } from './sandbox-exec';
+export { SandboxFiles } from './sandbox-files';
+export type { FileEntry, FileInfo, ReadOptions, WriteOptions } from './sandbox-files';
+export type { PortForward, ListenOptions } from './port-forward';
+export { packDirectory, extractTar } from './tar';
+export type { PackOptions, ExtractOptions, ExtractResult } from './tar';
 export {
   SdkError,
   ApiError,
@@ -19,6 +25,12 @@ export {
   NotFoundError,
   AlreadyExistsError,
   UnavailableError,
+  BadRequestError,
+  TooLargeError,
+  DeadlineExceededError,
+  InvalidArgumentError,
+  WrongFileKindError,
+  ArchiveError,
   ClaimTimeoutError,
   ClaimFailedError,
   FastPathUnavailableError,
@@ -31,6 +43,12 @@ export {
   isNotFound,
   isAlreadyExists,
   isUnavailable,
+  isBadRequest,
+  isTooLarge,
+  isDeadlineExceeded,
+  isInvalidArgument,
+  isWrongFileKind,
+  isArchiveError,
   isClaimTimeout,
   isClaimFailed,
   isFastPathUnavailable,

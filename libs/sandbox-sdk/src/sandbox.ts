@@ -1,11 +1,15 @@
 import { inspect } from 'node:util';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { ANNOTATIONS, retry } from '@sandbox-scale/scale-core';
+import { ANNOTATIONS, SANDBOX_GROUP } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { deadlineOf, wait, type CallOptions } from './deadline';
-import { AbortedError, isNotFound, type RequestTarget } from './errors';
-import { isRetryableBeforeClaim } from './fast-path';
+import { isNotFound, type RequestTarget } from './errors';
 import { act, call, claimsPath, claimTarget, sandboxesPath, sandboxTarget, type SandboxAction } from './kube-api';
+import { checkPort, listenForward, type ListenOptions, type PortForward } from './port-forward';
+import { execIn, type ExecOptions, type ExecResult } from './sandbox-exec';
+import { SandboxFiles } from './sandbox-files';
+import { callOnSandbox, type SandboxScope } from './sandbox-retry';
+import { openUpgrade } from './upgrade';
 
 export interface SandboxRef {
   /** The served Sandbox's name: `kubectl get sandbox NAME`. */
@@ -91,7 +95,10 @@ export class Sandbox implements SandboxRef {
   readonly claimId: string | undefined;
   readonly deadline: string | undefined;
   readonly via: SandboxRef['via'];
+  /** Its files: read, write, list, stat, remove, and directories as tar (the `files` subresource). */
+  readonly files: SandboxFiles;
   readonly #settleUntil: number;
+  readonly #scope: SandboxScope;
 
   constructor(
     private readonly kc: KubeConfig,
@@ -107,6 +114,8 @@ export class Sandbox implements SandboxRef {
     this.deadline = ref.deadline;
     this.via = ref.via;
     this.#settleUntil = ref.settleUntil ?? 0;
+    this.#scope = { kc, namespace: this.namespace, name: this.name, settling: () => this.#settling() };
+    this.files = new SandboxFiles(this.#scope);
   }
 
   #settling(): boolean {
@@ -133,29 +142,46 @@ export class Sandbox implements SandboxRef {
     };
   }
 
-  async #act(action: SandboxAction, options: Record<string, unknown> = {}, o: CallOptions = {}): Promise<unknown> {
-    const d = deadlineOf(o);
-    const once = (signal?: AbortSignal): Promise<unknown> =>
-      act(this.kc, { namespace: this.namespace, name: this.name, action, options, signal });
-    // retried: a 404 while a new sandbox is being listed, and answers given before the server
-    // acted for verbs whose repetition changes nothing
-    const shouldRetry = (err: unknown): boolean =>
-      (isNotFound(err) && this.#settling()) || (IDEMPOTENT.has(action) && isRetryableBeforeClaim(err));
-    try {
-      return await retry((_a, signal) => once(signal), {
-        attempts: 60,
-        baseMs: 100,
-        maxMs: 1_000,
-        jitter: 0.5,
-        signal: d.signal,
-        shouldRetry,
-        sleep: wait,
-      });
-    } catch (err) {
-      if (d.signal?.aborted && !(err instanceof AbortedError))
-        throw new AbortedError(`${action} ${this.namespace}/${this.name}: ${d.timedOut() ? 'timed out' : 'cancelled'}`, { cause: err });
-      throw err;
-    }
+  #act(action: SandboxAction, options: Record<string, unknown> = {}, o: CallOptions = {}): Promise<unknown> {
+    return callOnSandbox(this.#scope, action, { idempotent: IDEMPOTENT.has(action) }, o, (signal) =>
+      act(this.kc, { namespace: this.namespace, name: this.name, action, options, signal }),
+    );
+  }
+
+  /**
+   * Runs a command to completion in the sandbox and returns its exit code and output (the
+   * `exec` subresource, authorized as `create sandboxes/exec`). A non-zero exit is a result, not
+   * an error; a command past `timeoutMs` is a DeadlineExceededError, output over the node's cap
+   * a TooLargeError.
+   */
+  exec(argv: readonly string[], o: ExecOptions = {}): Promise<ExecResult> {
+    return execIn(this.#scope, argv, o);
+  }
+
+  /**
+   * Listens on 127.0.0.1 (localPort, default a free one) and relays each connection to `port`
+   * in the sandbox, each through its own upgrade of the `portforward` subresource (authorized as
+   * `create sandboxes/portforward`). The sandbox is looked up first, so a wrong name fails here
+   * rather than on the first connection.
+   */
+  async forward(port: number, o: ListenOptions & CallOptions = {}): Promise<PortForward> {
+    checkPort('the sandbox port', port);
+    await callOnSandbox(this.#scope, 'forward to', { idempotent: true }, o, (signal) =>
+      call(
+        this.kc,
+        { method: 'GET', path: sandboxesPath(this.namespace, this.name), signal },
+        sandboxTarget('get', this.namespace, this.name),
+      ),
+    );
+    const target: RequestTarget = {
+      verb: 'create',
+      resource: 'sandboxes/portforward',
+      group: SANDBOX_GROUP,
+      namespace: this.namespace,
+      name: this.name,
+    };
+    const path = `${sandboxesPath(this.namespace, this.name)}/portforward`;
+    return listenForward((signal) => openUpgrade(this.kc, { path, query: { port }, protocol: 'tcp', signal }, target), o);
   }
 
   async pause(o?: CallOptions): Promise<void> {

@@ -43,6 +43,18 @@ import {
   type TemplateKey,
 } from './requests';
 import { createSandboxdAgent, send, type Endpoint, type RawReply, type SendSpec } from './transport';
+import type { Socket } from 'node:net';
+import { AgentConnection } from './agent-connection';
+import {
+  AGENT_UPGRADE_PROTOCOL,
+  EXEC_REPLY_LIMIT_BYTES,
+  ExecReplySchema,
+  PORT_UPGRADE_PROTOCOL,
+  encodeExec,
+  type ExecRequest,
+  type ExecResult,
+} from './data-plane';
+import { openUpgrade } from './port-upgrade';
 
 export interface SandboxdClientOptions {
   /** `http://host:port` or bare `host:port`; a trailing slash is trimmed. */
@@ -88,6 +100,9 @@ export type ClaimResult = ClaimReply & { nodeUrl: string; ownerUrl: string };
 export type TemplateDeleteResult = { deleted: true; nodeUrl: string } | { deleted: false; candidates: readonly string[] };
 
 const is2xx = (s: number): boolean => s >= 200 && s < 300;
+
+/** A call's options plus its own success cap (exec replies are larger than the rest). */
+type SendOptions = CallOptions & { successLimitBytes?: number };
 
 interface ClaimCall {
   op: string;
@@ -305,6 +320,41 @@ export class SandboxdClient {
     return this.#getText('healthz', '/healthz', opts);
   }
 
+  // --- the data plane: sandbox-scoped, `token` is the sandbox's own (or the root token by id) ---
+
+  /**
+   * `POST /v1/sandboxes/{id}/exec`: runs the command to completion and returns its exit code and
+   * output (a non-zero exit is a result, not an error). Any other status is a SandboxdHttpError:
+   * 400 bad argv/cwd/command, 404, 409 failed sandbox, 413 output cap, 503 node exec memory
+   * (Retry-After), 504 `timeoutSeconds` passed. Aborting the call hangs up, and the node kills the command.
+   */
+  async exec(id: string, token: string, req: ExecRequest, opts: CallOptions = {}): Promise<ExecResult> {
+    const path = `/v1/sandboxes/${pathId('exec', id)}/exec`;
+    const reply = await this.#send('exec', 'POST', path, encodeExec(req), { ...opts, token, successLimitBytes: EXEC_REPLY_LIMIT_BYTES });
+    if (reply.statusCode !== 200) throw httpError('exec', reply);
+    return decodeJson('exec', reply, ExecReplySchema);
+  }
+
+  /** `GET /v1/sandboxes/{id}/agent` upgraded to `silkd`: a connection to the guest agent. */
+  async openAgent(id: string, token: string, opts: CallOptions = {}): Promise<AgentConnection> {
+    const path = `/v1/sandboxes/${pathId('openAgent', id)}/agent`;
+    return new AgentConnection(await this.#upgrade('openAgent', path, AGENT_UPGRADE_PROTOCOL, token, opts));
+  }
+
+  /**
+   * `GET /v1/sandboxes/{id}/ports/{port}` upgraded to `tcp`: the raw relayed socket to the guest
+   * port, half-close working both ways. A refusal is a SandboxdHttpError (400 port, 401, 404,
+   * 409, 426, 502 nothing listening). The signal bounds the opening; the socket is the caller's.
+   */
+  async openPort(id: string, token: string, port: number, opts: CallOptions = {}): Promise<Socket> {
+    const path = `/v1/sandboxes/${pathId('openPort', id)}/ports/${encodeURIComponent(String(port))}`;
+    return this.#upgrade('openPort', path, PORT_UPGRADE_PROTOCOL, token, opts);
+  }
+
+  #upgrade(operation: string, path: string, protocol: string, token: string, opts: CallOptions): Promise<Socket> {
+    return openUpgrade({ operation, baseUrl: this.baseUrl, path, protocol, token, signal: opts.signal, deadline: opts.deadline });
+  }
+
   async #claimWithRedirects(op: string, path: string, body: object, opts: ClaimOptions, ok: (s: number) => boolean): Promise<ClaimResult> {
     const call: ClaimCall = { op, path, body, ok };
     try {
@@ -372,7 +422,7 @@ export class SandboxdClient {
     return reply.body?.toString('utf8') ?? '';
   }
 
-  #send(operation: string, method: Dispatcher.HttpMethod, path: string, body: unknown, opts: CallOptions): Promise<RawReply> {
+  #send(operation: string, method: Dispatcher.HttpMethod, path: string, body: unknown, opts: SendOptions): Promise<RawReply> {
     const spec: SendSpec = {
       operation,
       method,
@@ -383,6 +433,7 @@ export class SandboxdClient {
       deadline: opts.deadline,
       keepAlive: this.#keepAlive,
       isSuccess: is2xx,
+      ...(opts.successLimitBytes !== undefined ? { successLimitBytes: opts.successLimitBytes } : {}),
     };
     return send(this.#endpoint, spec);
   }

@@ -1,4 +1,5 @@
 import { SandboxScaleError, findInCauseChain } from '@sandbox-scale/scale-core';
+import type { AgentErrorKind } from './data-plane';
 
 /**
  * The node handed over nothing: a claim (or fork, or checkpoint claim) answered 429, or a
@@ -43,6 +44,11 @@ export class SandboxdHttpError extends SandboxScaleError {
     this.statusCode = opts.statusCode;
     this.retryAfterSeconds = opts.retryAfterSeconds;
   }
+
+  /** The same as statusCode, under the name callers of the data plane read. */
+  get status(): number {
+    return this.statusCode;
+  }
 }
 
 /** A success reply that is not valid JSON or does not match the reply schema. */
@@ -83,6 +89,31 @@ export class SandboxdTransportError extends SandboxScaleError {
 
 /** A call refused before any request was sent (e.g. an empty id). */
 export class SandboxdArgumentError extends SandboxScaleError {}
+
+/** The guest agent answered an RPC with an `error` frame; `kind` is the agent's error class. */
+export class AgentError extends SandboxScaleError {
+  readonly kind: AgentErrorKind;
+  readonly operation: string;
+
+  constructor(opts: { operation: string; kind: AgentErrorKind; message: string }) {
+    super(opts.message || `${opts.operation}: ${opts.kind}`);
+    this.kind = opts.kind;
+    this.operation = opts.operation;
+  }
+}
+
+/**
+ * The agent connection broke the protocol (a malformed or oversized frame, an unexpected frame)
+ * or closed in the middle of an RPC. The connection is unusable afterwards.
+ */
+export class AgentProtocolError extends SandboxScaleError {
+  readonly operation: string;
+
+  constructor(opts: { operation: string; detail: string; cause?: unknown }) {
+    super(`${opts.operation}: ${opts.detail}`, { cause: opts.cause });
+    this.operation = opts.operation;
+  }
+}
 
 function describeCause(cause: unknown): string {
   if (cause instanceof Error) {
@@ -129,6 +160,19 @@ export function isReplyTooLarge(err: unknown): boolean {
 export function isUnusableReply(err: unknown): boolean {
   const status = asSandboxdHttpError(err)?.statusCode;
   return isMalformedReply(err) || isReplyTooLarge(err) || (status !== undefined && status >= 500);
+}
+
+/** The error itself is an AgentError (by name, so it holds across package copies); asAgentError walks `cause`. */
+export function isAgentError(err: unknown): err is AgentError {
+  return err instanceof Error && err.name === 'AgentError' && 'kind' in err;
+}
+
+export function asAgentError(err: unknown): AgentError | undefined {
+  return findInCauseChain<AgentError>(err, 'AgentError');
+}
+
+export function isAgentProtocolError(err: unknown): boolean {
+  return findInCauseChain(err, 'AgentProtocolError') !== undefined;
 }
 
 export function isTransportError(err: unknown): boolean {

@@ -48,6 +48,8 @@ export interface SendSpec {
   keepAlive: boolean;
   /** Statuses read with the success cap (and turned into ReplyTooLargeError past it). */
   isSuccess: (status: number) => boolean;
+  /** The success cap of this call; default SUCCESS_BODY_LIMIT_BYTES. */
+  successLimitBytes?: number;
 }
 
 export interface RawReply {
@@ -115,7 +117,7 @@ async function sendOnce(ep: Endpoint, spec: SendSpec, abortOn: AbortSignal | Cal
     throw new SandboxdTransportError({ operation: spec.operation, url: ep.origin + ep.prefix + spec.path, cause: err });
   }
   const success = spec.isSuccess(res.statusCode);
-  const limit = success ? SUCCESS_BODY_LIMIT_BYTES : ERROR_BODY_LIMIT_BYTES;
+  const limit = success ? (spec.successLimitBytes ?? SUCCESS_BODY_LIMIT_BYTES) : ERROR_BODY_LIMIT_BYTES;
   let body: Buffer | undefined;
   try {
     body = await readBounded(res.body, limit, res.headers['content-length']);

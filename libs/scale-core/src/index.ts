@@ -215,3 +215,8 @@ export {
   withoutPrototypes,
 } from './json/prototype-keys';
 export { invalidPromotedName, PROMOTED_PREFIX, promotedTemplateName } from './pool-key/promoted-template';
+
+export { ArchiveError, encodeTarHeader, isArchiveError, MAX_TAR_META_BYTES, TAR_BLOCK, TAR_END, tarPadding } from './tar/tar-format';
+export type { TarEntry, TarEntryType, TarHeaderEntry } from './tar/tar-format';
+export { readTar } from './tar/tar-reader';
+export type { TarItem } from './tar/tar-reader';

@@ -54,6 +54,21 @@ describe('requestInfoOf', () => {
     expect(verb('OPTIONS', `${G}/namespaces/a/sandboxes`)).toBe('options');
   });
 
+  it('authorizes the data-plane subresources by what they do: exec, a file write and a port-forward (GET too) are create', () => {
+    const verb = (method: string, path: string): string => info(method, path).verb;
+    const s = `${G}/namespaces/a/sandboxes/s1`;
+    expect(verb('POST', `${s}/exec`)).toBe('create');
+    expect(verb('GET', `${s}/files?path=/work/x`)).toBe('get');
+    expect(verb('GET', `${s}/files?path=/work&watch=true`)).toBe('get');
+    expect(verb('PUT', `${s}/files?path=/work/x`)).toBe('create');
+    expect(verb('DELETE', `${s}/files?path=/work/x`)).toBe('delete');
+    expect(verb('GET', `${s}/portforward?port=80`)).toBe('create');
+    expect(verb('POST', `${s}/portforward?port=80`)).toBe('create');
+    // a method a subresource does not serve keeps its plain verb (and is answered 405)
+    expect(verb('PATCH', `${s}/files?path=/x`)).toBe('patch');
+    expect(verb('PUT', `${s}/exec`)).toBe('update');
+  });
+
   it('reads a path without a namespace as cluster scope, and anything else as a non-resource path', () => {
     expect(info('GET', `${G}/sandboxes`)).toMatchObject({ isResource: true, namespace: '', resource: 'sandboxes', verb: 'list' });
     expect(info('GET', `${G}/namespaces/a`)).toMatchObject({ isResource: true, namespace: '', resource: 'namespaces', pathName: 'a' });

@@ -1,6 +1,7 @@
 import { API_VERSION, SANDBOX_GROUP, SandboxSchema, toStructuralSchema } from '@sandbox-scale/scale-core';
 import { ACTIONS } from '../discovery';
 import { MAX_SNAPSHOT_LABEL } from '../storage/snapshot-owner';
+import { dataPlaneModels } from './data-plane-openapi';
 
 /** Definition names unique across the cluster, so kube-apiserver's merge never collides. */
 export const MODEL_PREFIX = 'io.x-k8s.agents.v1beta1.';
@@ -59,6 +60,7 @@ export function buildModels(refPrefix: string, full: boolean): Record<string, Sc
         ...gvk('Sandbox'),
       };
   const models: Record<string, Schema> = {
+    ...dataPlaneModels(MODEL_PREFIX),
     [`${MODEL_PREFIX}Sandbox`]: sandbox,
     [`${MODEL_PREFIX}SandboxList`]: {
       type: 'object',

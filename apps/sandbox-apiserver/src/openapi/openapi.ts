@@ -1,6 +1,7 @@
 import { createHash } from 'node:crypto';
 import { SANDBOX_API_VERSION } from '@sandbox-scale/scale-core';
 import { ACTIONS } from '../discovery';
+import { dataPlanePaths } from './data-plane-openapi';
 import { buildModels, MODEL_PREFIX } from './models';
 
 const TITLE = 'sandbox-aggregated-apiserver';
@@ -86,6 +87,13 @@ export function openApiV3(): Record<string, unknown> {
       post.requestBody = { content: { 'application/json': { schema: { $ref: `#/components/schemas/${MODEL_PREFIX}${options}` } } } };
     paths[`${BASE}/namespaces/{namespace}/sandboxes/{name}/${a.name}`] = { parameters: [nsParam, nameParam], post };
   }
+  Object.assign(
+    paths,
+    dataPlanePaths((kind) => `#/components/schemas/${MODEL_PREFIX}${kind}`, `${BASE}/namespaces/{namespace}/sandboxes/{name}`, [
+      nsParam,
+      nameParam,
+    ]),
+  );
   return {
     openapi: '3.0.0',
     info: { title: TITLE, version: 'v1beta1' },

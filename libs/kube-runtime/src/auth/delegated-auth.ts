@@ -3,6 +3,7 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { findInCauseChain, parseOwn, StatusError } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { kubeRequest } from '../client/kube-request';
+import { untilAborted } from '../abort';
 import { TtlLru } from './ttl-lru';
 
 /** An authenticated caller, as TokenReview returns it and SubjectAccessReview takes it. */
@@ -334,23 +335,4 @@ export class DelegatedAuth {
       throw new AuthUnavailableError(what, err);
     }
   }
-}
-
-/** `p`, or a rejection with `abortError(reason)` as soon as `signal` aborts; the listener goes when either happens. */
-function untilAborted<T>(p: Promise<T>, signal: AbortSignal, abortError: (reason: unknown) => Error): Promise<T> {
-  if (signal.aborted) return Promise.reject(abortError(signal.reason));
-  return new Promise<T>((resolve, reject) => {
-    const onAbort = (): void => reject(abortError(signal.reason));
-    signal.addEventListener('abort', onAbort, { once: true });
-    p.then(
-      (v) => {
-        signal.removeEventListener('abort', onAbort);
-        resolve(v);
-      },
-      (err: unknown) => {
-        signal.removeEventListener('abort', onAbort);
-        reject(err);
-      },
-    );
-  });
 }

@@ -4,12 +4,11 @@ import { boundSandboxOf, claimPhase, conditionOf } from '../claim-status';
 import type { Sandbox } from '../sandbox';
 import { writeTokenFile } from './token-file';
 import type { Invocation } from './args';
+import { isDataPlaneCommand, runDataPlane, type DataPlaneIo } from './data-plane-commands';
 import { age, structured, table } from './output';
 
 /** Where a command writes; the token goes to stdout only when asked for. */
-export interface Io {
-  out: (text: string) => void;
-}
+export type Io = DataPlaneIo;
 
 function clientOf(inv: Invocation): SandboxClient {
   return new SandboxClient({
@@ -49,10 +48,13 @@ function done(inv: Invocation, io: Io, name: string, what: string, obj: unknown)
   else io.out(`sandbox/${name} ${what}\n`);
 }
 
-export async function run(inv: Invocation, io: Io): Promise<void> {
+/** Runs the command; resolves with the exit code where the command decides it (exec passes its command's on). */
+export async function run(inv: Invocation, io: Io): Promise<number | undefined> {
   const c = clientOf(inv);
   const ns = inv.namespace ?? c.namespace;
-  switch (inv.command) {
+  const command = inv.command;
+  if (isDataPlaneCommand(command)) return runDataPlane(c, { ...inv, command }, io);
+  switch (command) {
     case 'claim': {
       const sb = await c.claim({
         pool: inv.target,

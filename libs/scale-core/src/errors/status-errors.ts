@@ -11,6 +11,7 @@ export const STATUS_REASON_CODES = {
   AlreadyExists: 409,
   Conflict: 409,
   Expired: 410,
+  RequestEntityTooLarge: 413,
   UnsupportedMediaType: 415,
   Invalid: 422,
   TooManyRequests: 429,
