@@ -11,6 +11,7 @@ import { RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node
 import { eventually, freePort, kubectlJson, kubectlOk, runSuffix } from '../src/index';
 import { applyWarmPool, itWhere, startSuiteSystem } from '../src/system/suite-system';
 import { e2eTarget, type SystemUnderTest } from '../src/system/system-under-test';
+import { MAX_FILE_BYTES } from '../src/installed/installed-values';
 import { exchange, jsonOf, kubeRaw, kubeUpgrade, type RawReply, type RawRequest } from '../src/testing/data-plane-requests';
 import { samples } from '../src/testing/metric-names';
 import { sandboxdCall } from '../src/testing/sandboxd';
@@ -23,7 +24,6 @@ import { grantEditRole } from '../src/testing/tenant-role';
 
 const ns = `dp-${runSuffix()}`;
 const otherNs = `dpo-${runSuffix()}`;
-const MAX_FILE_BYTES = 4 * 1024 * 1024;
 const G = 'agents.x-k8s.io';
 const base = (name: string, namespace = ns): string => `/apis/${G}/v1beta1/namespaces/${namespace}/sandboxes/${name}`;
 
@@ -474,7 +474,7 @@ describe('audit, metrics and the token', () => {
     expect((await files(editor, 'PUT', 'a', `path=/work/${marker}.txt`, { body: `${marker}-file-contents` })).status).toBe(201);
     const logs = await eventually(async () => {
       const text = [...(await sys.appLogs())]
-        .filter(([app]) => app.startsWith('sandbox-apiserver'))
+        .filter(([app]) => app.includes('sandbox-apiserver'))
         .map(([, t]) => t)
         .join('\n');
       expect(text).toContain(`/work/${marker}.txt`);
@@ -536,7 +536,7 @@ describe('audit, metrics and the token', () => {
       const leaked = transcript.filter((r) => r.body.includes(token) || JSON.stringify(r.headers).includes(token));
       expect(leaked.length).toBe(0);
       const logs = [...(await sys.appLogs())]
-        .filter(([app]) => app.startsWith('sandbox-apiserver'))
+        .filter(([app]) => app.includes('sandbox-apiserver'))
         .map(([, t]) => t)
         .join('\n');
       expect(logs.includes(token)).toBe(false);

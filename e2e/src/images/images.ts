@@ -128,7 +128,10 @@ export function nodeRuntimeImage(): string {
 }
 
 /** The guest commands a simulated sandbox runs in the installed suite: a shell, a few coreutils and Debian's python3. */
-const GUEST_BINARIES = ['echo', 'cat', 'ls', 'sleep', 'env', 'mkdir', 'rm', 'true', 'false', 'printf', 'head', 'wc', 'kill'];
+const GUEST_BINARIES = [
+  ...['echo', 'cat', 'ls', 'sleep', 'env', 'nohup', 'mkdir', 'rm', 'cp', 'mv', 'touch', 'true', 'false', 'printf', 'test'],
+  ...['head', 'tail', 'wc', 'grep', 'sed', 'tr', 'cut', 'sort', 'uniq', 'kill', 'id', 'stat', 'tar'],
+];
 const GUEST_PYTHON = '/usr/bin/python3.11';
 
 /**
@@ -138,7 +141,12 @@ const GUEST_PYTHON = '/usr/bin/python3.11';
  */
 export function simRuntimeImage(): string {
   const runtime = nodeRuntimeImage();
-  const name = `${LOCAL_REGISTRY}/sim-runtime:${process.version.slice(1)}`;
+  // the tag names what the image holds, so a change of the list builds a new one
+  const contents = createHash('sha256')
+    .update(JSON.stringify([GUEST_BINARIES, GUEST_PYTHON]))
+    .digest('hex')
+    .slice(0, 8);
+  const name = `${LOCAL_REGISTRY}/sim-runtime:${process.version.slice(1)}-${contents}`;
   if (imagePresent(name)) return name;
   const shell = existsSync('/bin/dash') ? '/bin/dash' : '/bin/sh';
   assemble(

@@ -23,6 +23,8 @@ export const MAX_WATCHES_PER_NAMESPACE = 2 * MAX_WATCHES_PER_USER;
 export const MAX_TOKEN_REVIEWS_IN_FLIGHT = 8;
 /** Requests that ask every node in flight at once in one namespace (tenant-bounds floods a sandbox's snapshots). */
 export const MAX_NODE_FAN_OUTS_PER_NAMESPACE = 2;
+/** The largest file one PUT of sandboxes/files writes (data-plane-api writes one byte more and is refused). */
+export const MAX_FILE_BYTES = 4 * 1024 * 1024;
 export const SANDBOX_APISERVER_ARGS = [
   `--max-watches-per-user=${MAX_WATCHES_PER_USER}`,
   `--max-watches-per-namespace=${MAX_WATCHES_PER_NAMESPACE}`,
@@ -58,6 +60,8 @@ export function installedSuiteHelmArgs(): string[] {
     `claimController.extraArgs=${JSON.stringify(CLAIM_CONTROLLER_ARGS)}`,
     '--set-json',
     `sandboxApiserver.extraArgs=${JSON.stringify(SANDBOX_APISERVER_ARGS)}`,
+    '--set',
+    `sandboxApiserver.maxFileBytes=${MAX_FILE_BYTES}`,
     // the chart's values, not extraArgs: the installed run also checks they reach the flags
     '--set',
     `warmpoolDriver.maxReplicasPerPool=${MAX_REPLICAS_PER_POOL}`,
