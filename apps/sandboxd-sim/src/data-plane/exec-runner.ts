@@ -29,7 +29,11 @@ const EMPTY_GROUP_PIPE_GRACE_MS = 10_000;
 
 /** The command's environment: PATH, TERM and the proxy variables of the host, then the caller's `env`. */
 export function guestEnv(extra: Readonly<Record<string, string>> | null | undefined): Record<string, string> {
-  const env: Record<string, string> = { PATH: process.env.PATH ?? DEFAULT_PATH, TERM: process.env.TERM ?? 'xterm' };
+  // no prototype: a caller's key such as `__proto__` is an ordinary variable name, never an accessor
+  const env: Record<string, string> = Object.assign(Object.create(null) as Record<string, string>, {
+    PATH: process.env.PATH ?? DEFAULT_PATH,
+    TERM: process.env.TERM ?? 'xterm',
+  });
   for (const k of INHERITED) {
     const v = process.env[k];
     if (v !== undefined) env[k] = v;
