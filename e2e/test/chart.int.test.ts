@@ -223,7 +223,8 @@ describe('the sandbox-scale chart', () => {
         services: [`${m.metadata.name}-metrics`],
       });
       expect(m.metadata.labels?.release).toBe('prom');
-      expect(m.spec?.endpoints).toMatchObject([{ port: 'metrics', path: '/metrics' }]);
+      // honorLabels: the metrics' own namespace and node labels are kept, not renamed exported_*
+      expect(m.spec?.endpoints).toMatchObject([{ port: 'metrics', path: '/metrics', honorLabels: true }]);
     }
     type Endpoint = {
       scheme: string;

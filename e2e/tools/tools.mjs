@@ -7,6 +7,9 @@
 //                                           pause binary built here, containerd/runc/CNI/iptables/buildah
 //                                           from Debian packages (apt-get, as root)
 //        node e2e/tools/tools.mjs check-node -> exits 1 when a node part is missing
+//        node e2e/tools/tools.mjs monitoring -> also Prometheus (the Debian package's binary, unpacked,
+//                                           never installed as a service) and prometheus-adapter
+//                                           built from the Go module proxy: the HPA suite's metrics path
 // The node tools build under their own lock, so `path` never waits on a kubelet build.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, openSync, closeSync, unlinkSync, statSync, renameSync } from 'node:fs';
@@ -38,6 +41,12 @@ const nodeBinaries = {
   'kube-scheduler': `kube-scheduler-${versions.kubernetes}`,
   'kube-proxy': `kube-proxy-${versions.kubernetes}`,
   pause: `pause-${versions.pause}`,
+};
+
+/** Built or unpacked only when the monitoring path is asked for (`monitoring`): the HPA suite's. */
+const monitoringBinaries = {
+  prometheus: `prometheus-${versions.prometheus}`,
+  'prometheus-adapter': `prometheus-adapter-${versions.prometheusAdapter}`,
 };
 
 /** Debian package -> a file it installs, to tell whether it is there without asking apt. */
@@ -211,6 +220,58 @@ function buildPause() {
   install(join(dir, 'pause'), 'pause');
 }
 
+/**
+ * Prometheus from Debian's package, unpacked into the cache: `apt-get download` as any user, no
+ * dpkg install, so no service starts and nothing outside the cache changes. A stale package list
+ * is refreshed once (root only). The package's upstream version must be the pinned one.
+ */
+function unpackPrometheus() {
+  const dir = join(buildRoot, `prometheus-${versions.prometheus}`);
+  execFileSync('rm', ['-rf', dir]);
+  mkdirSync(dir, { recursive: true });
+  log(`downloading Debian's prometheus package (apt-get download) for Prometheus ${versions.prometheus}`);
+  const download = () =>
+    execFileSync('apt-get', ['-o', 'APT::Sandbox::User=root', 'download', 'prometheus'], {
+      cwd: dir,
+      stdio: ['ignore', 'ignore', 'inherit'],
+    });
+  try {
+    download();
+  } catch (err) {
+    if (process.getuid?.() !== 0) throw new Error(`apt-get download prometheus failed (${err.message}); run apt-get update as root first`);
+    log('$ apt-get update');
+    execFileSync('apt-get', ['update'], {
+      stdio: ['ignore', 'inherit', 'inherit'],
+      env: { ...process.env, DEBIAN_FRONTEND: 'noninteractive' },
+    });
+    download();
+  }
+  const deb = execFileSync('bash', ['-c', 'ls prometheus_*.deb'], { cwd: dir, encoding: 'utf8' }).trim();
+  const version = execFileSync('dpkg-deb', ['-f', deb, 'Version'], { cwd: dir, encoding: 'utf8' }).trim();
+  if (!version.startsWith(`${versions.prometheus}+`) && version !== versions.prometheus)
+    throw new Error(`Debian's prometheus package is ${version}, not ${versions.prometheus}: update versions.json`);
+  execFileSync('dpkg-deb', ['-x', deb, 'root'], { cwd: dir });
+  log(`unpacked prometheus ${version}`);
+  install(join(dir, 'root', 'usr', 'bin', 'prometheus'), 'prometheus');
+}
+
+/**
+ * sigs.k8s.io/prometheus-adapter's adapter, built in a module of its own that requires the
+ * pinned release: `go install module@version` also asks the proxy for the module's version list
+ * (its deprecation check), which a proxy may refuse (403) while it serves the pinned version.
+ */
+function buildPrometheusAdapter() {
+  const dir = join(buildRoot, `prometheus-adapter-${versions.prometheusAdapter}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'go.mod'),
+    `module sandbox-scale/prometheus-adapter-build\n\ngo 1.22.1\n\nrequire sigs.k8s.io/prometheus-adapter ${versions.prometheusAdapter}\n`,
+  );
+  log(`building prometheus-adapter ${versions.prometheusAdapter} (about 3 minutes on 2 cores)`);
+  run('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'adapter'), 'sigs.k8s.io/prometheus-adapter/cmd/adapter'], dir);
+  install(join(dir, 'adapter'), 'prometheus-adapter');
+}
+
 function missingPackages() {
   return Object.entries(nodePackages)
     .filter(([, file]) => !existsSync(file))
@@ -243,7 +304,8 @@ function installPackages() {
 }
 
 function install(src, name) {
-  const dest = join(binDir, binaries[name] ?? nodeBinaries[name]);
+  const file = binaries[name] ?? nodeBinaries[name] ?? monitoringBinaries[name];
+  const dest = join(binDir, file);
   const tmp = `${dest}.tmp-${process.pid}`;
   execFileSync('cp', [src, tmp]);
   renameSync(tmp, dest);
@@ -254,7 +316,7 @@ function install(src, name) {
   } catch {
     /* absent */
   }
-  execFileSync('ln', ['-s', binaries[name] ?? nodeBinaries[name], link]);
+  execFileSync('ln', ['-s', file, link]);
   log(`installed ${dest}`);
 }
 
@@ -327,6 +389,18 @@ function ensureNode() {
   }, 'node-build.lock');
 }
 
+function ensureMonitoring() {
+  mkdirSync(binDir, { recursive: true });
+  if (missing(monitoringBinaries).length === 0) return;
+  withLock(() => {
+    const todo = missing(monitoringBinaries);
+    const started = Date.now();
+    if (todo.includes('prometheus')) unpackPrometheus();
+    if (todo.includes('prometheus-adapter')) buildPrometheusAdapter();
+    log(`built ${todo.join(', ')} in ${Math.round((Date.now() - started) / 1000)} s`);
+  }, 'monitoring-build.lock');
+}
+
 const cmd = process.argv[2] ?? 'path';
 if (cmd === 'path') {
   ensure();
@@ -354,9 +428,20 @@ if (cmd === 'path') {
     process.exit(1);
   }
   process.stdout.write(`${binDir}\n`);
+} else if (cmd === 'monitoring') {
+  ensure();
+  ensureMonitoring();
+  process.stdout.write(`${binDir}\n`);
+} else if (cmd === 'check-monitoring') {
+  const m = [...missing(), ...missing(monitoringBinaries)];
+  if (m.length) {
+    log(`missing: ${m.join(', ')}`);
+    process.exit(1);
+  }
+  process.stdout.write(`${binDir}\n`);
 } else if (cmd === 'versions') {
   process.stdout.write(`${JSON.stringify(versions)}\n`);
 } else {
-  process.stderr.write('usage: tools.mjs path|check|node|check-node|versions\n');
+  process.stderr.write('usage: tools.mjs path|check|node|check-node|monitoring|check-monitoring|versions\n');
   process.exit(2);
 }

@@ -33,7 +33,7 @@ import { FastPathClaims } from './http/fast-path-claims';
 import { startFastPathPeering } from './http/fast-path-peering';
 import { fastPathAuth, ReviewAuthorizer } from './http/review-client';
 import { AnswersInFlight } from './http/answers-in-flight';
-import { claimControllerMetrics } from './metrics';
+import { claimControllerMetrics, upstreamClaimMetrics } from './metrics';
 import { BoundClaimsByNode } from './controllers/inventory-presence';
 import {
   claimsMissingFromInventory,
@@ -94,6 +94,13 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
   const identity = o.identity ?? defaultIdentity();
   const metrics = claimControllerMetrics(registry);
   const caches = createCaches(kc, log, registry, o.claimSelector, o.inventorySelector);
+  // agent-sandbox's metric names; its sandbox gauge is the leader's (set by the leadership clock below)
+  const upstream = upstreamClaimMetrics(registry, {
+    claims: caches.claims,
+    pools: caches.pools,
+    inventories: () => caches.inventories.list(),
+    isLeader: () => leadership.since !== undefined,
+  });
   const clients = fleetClients({ fleetToken: o.fleetToken, mode: flags.sandboxdTokens, inventories: () => caches.inventories.list() });
   const events = createEventRecorder(kc, {
     reportingController: FIELD_MANAGERS.claimController,
@@ -107,6 +114,7 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     kubeConfig: kc,
     writes: ownWrites,
     onBound: (claim, a, adopted, fastPath) => {
+      upstream.onClaimBound(claim, a, fastPath);
       // A claim bound on the success path is one of a stream: an Event per claim would be one
       // more API write per claim (the fifth, on the API server's CPU, which a burst of claims is
       // bound by), telling what the claim's Bound condition already says (node, sandbox, and

@@ -227,7 +227,11 @@ function kcmArgs(p: Record<string, string>, kubeconfig: string, node: boolean): 
     `--root-ca-file=${p['ca.crt']}`,
     '--use-service-account-credentials=true',
     // the controllers a cluster without nodes still needs: GC, namespaces, SAs and their tokens
-    `--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,clusterrole-aggregation,replicaset,deployment${node ? `,${NODE_CONTROLLERS}` : ''}`,
+    // and the HorizontalPodAutoscaler controller, which scales SandboxWarmPools through their scale subresource
+    `--controllers=garbagecollector,namespace,serviceaccount,serviceaccount-token,clusterrole-aggregation,replicaset,deployment,horizontalpodautoscaling${node ? `,${NODE_CONTROLLERS}` : ''}`,
+    // an HPA reads its metrics every second (default 15 s), so a suite sees a scale within seconds
+    // of the metric; the scale-down stabilization window (default 5 minutes) stays as kube's default
+    '--horizontal-pod-autoscaler-sync-period=1s',
     ...(node ? ['--node-monitor-grace-period=20s'] : []),
   ];
 }

@@ -17,6 +17,16 @@ export function nodeToolsDir(): string {
   return lines[lines.length - 1] as string;
 }
 
-export function toolPath(dir: string, name: 'kube-apiserver' | 'kube-controller-manager' | 'etcd' | 'kubectl' | 'helm'): string {
+/** The same directory, with Prometheus and prometheus-adapter too (the HPA suite's metrics path); builds what is missing. */
+export function monitoringToolsDir(): string {
+  const out = execFileSync(process.execPath, [TOOLS_SCRIPT, 'monitoring'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
+  const lines = out.trim().split('\n');
+  return lines[lines.length - 1] as string;
+}
+
+export function toolPath(
+  dir: string,
+  name: 'kube-apiserver' | 'kube-controller-manager' | 'etcd' | 'kubectl' | 'helm' | 'prometheus' | 'prometheus-adapter',
+): string {
   return join(dir, name);
 }
