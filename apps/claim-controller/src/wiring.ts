@@ -8,6 +8,7 @@ import {
   InvalidError,
   inventoryObjectName,
   poolKeyForTemplate,
+  refusedTemplateFields,
   type NodeInventory,
   type PoolKey,
   type SandboxClaim,
@@ -101,6 +102,16 @@ export function poolResolver(c: Caches): (namespace: string, warmPool: string) =
     if (!pool) throw invalid(`SandboxWarmPool "${warmPool}" not found in namespace ${namespace}`);
     const template = c.templates.get(namespace, pool.spec.sandboxTemplateRef.name);
     if (!template) throw invalid(`SandboxTemplate "${pool.spec.sandboxTemplateRef.name}" of pool "${warmPool}" not found`);
+    // refused as a SandboxClaim of the pool is, before any VM is claimed
+    const [refused] = refusedTemplateFields(template.spec);
+    if (refused)
+      throw new InvalidError({ group: EXTENSIONS_GROUP, kind: 'SandboxClaim' }, '', [
+        {
+          reason: 'FieldValueForbidden',
+          field: 'warmPool',
+          message: `SandboxTemplate "${pool.spec.sandboxTemplateRef.name}" of pool "${warmPool}": ${refused.field}: ${refused.message}`,
+        },
+      ]);
     return poolKeyForTemplate(template);
   };
 }

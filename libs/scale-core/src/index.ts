@@ -112,6 +112,17 @@ export type {
 export { ClaimedSandboxSchema, SandboxClaimSchema, SandboxClaimSpecSchema, SandboxClaimStatusSchema } from './schemas/sandbox-claim';
 export type { ClaimedSandbox, SandboxClaim, SandboxClaimSpec, SandboxClaimStatus } from './schemas/sandbox-claim';
 export {
+  ignoredPodTemplateFields,
+  ignoredPodTemplateMessage,
+  isEmptyValue,
+  REFUSAL_REASONS,
+  refusedClaimFields,
+  refusedSandboxFields,
+  refusedTemplateFields,
+  UPSTREAM_FIELDS,
+} from './upstream-fields/upstream-fields';
+export type { PodTemplateUse, RefusalReason, RefusedField, UpstreamField, UpstreamKind } from './upstream-fields/upstream-fields';
+export {
   INVENTORY_OBJECT_MAX_BYTES,
   InventoryEntrySchema,
   inventoryObjectName,

@@ -20,6 +20,8 @@ import {
   isNoWarmCapacity,
   OWNER_KINDS,
   poolKeyForTemplate,
+  refusedClaimFields,
+  refusedTemplateFields,
   type ColdStartPolicy,
   type PoolKey,
   type SandboxClaim,
@@ -419,6 +421,20 @@ export class ClaimReconciler implements Reconciler {
       };
     const ttl = claimTtl(claim, this.#now());
     if (!ttl.ok) return { reason: CLAIM_REASONS.invalidSpec, problem: ttl.problem, retry: false };
+    // Before any VM is claimed: a value asking for what a microVM does not do is refused, never dropped.
+    const [own] = refusedClaimFields(claim.spec, template.spec);
+    if (own) return { reason: own.reason, problem: { field: own.field, message: own.message }, retry: false };
+    // the template may be fixed without the claim changing: asked again as for a missing template
+    const [inherited] = refusedTemplateFields(template.spec);
+    if (inherited)
+      return {
+        reason: inherited.reason,
+        problem: {
+          field: 'spec.warmPoolRef.name',
+          message: `SandboxTemplate "${tplName}" of pool "${poolName}": ${inherited.field}: ${inherited.message}`,
+        },
+        retry: true,
+      };
     return { key: poolKeyForTemplate(template), ttlSeconds: ttl.ttlSeconds, coldStart: pool.spec.coldStart };
   }
 

@@ -15,10 +15,14 @@ import {
   SANDBOX_API_VERSION,
   SANDBOX_GROUP,
   SandboxSchema,
+  SandboxSpecSchema,
   addressIPs,
   formatOwnerRef,
   formatRfc3339Seconds,
+  ignoredPodTemplateFields,
+  ignoredPodTemplateMessage,
   OWNER_KINDS,
+  refusedSandboxFields,
   retry,
   sandboxUid,
   StatusError,
@@ -69,8 +73,27 @@ export function admitSandbox(body: unknown, namespace: string): Sandbox {
       `Invalid value: "${name}": a lowercase RFC 1123 subdomain must consist of lower case alphanumeric characters, '-' or '.'`,
     );
   const s = parseObject(SandboxSchema, { ...(body as object), metadata: { ...meta, name, namespace } });
+  // a value asking for what a microVM does not do is refused before any VM is spent, never dropped
+  const refused = refusedSandboxFields(body);
+  if (refused.length > 0)
+    throw new InvalidError(
+      { group: SANDBOX_GROUP, kind: 'Sandbox' },
+      name,
+      refused.map((r) => ({ reason: 'FieldValueForbidden', field: r.field, message: `Forbidden: ${r.message}` })),
+    );
   delete s.metadata.generateName;
   return s;
+}
+
+/**
+ * The `Warning` header values (as kube-apiserver words them) of a create whose pod template
+ * has fields a microVM does not use: the Sandbox is created, and the user sees what was not applied.
+ */
+export function createWarnings(body: unknown): string[] {
+  const spec = SandboxSpecSchema.safeParse(typeof body === 'object' && body !== null ? (body as { spec?: unknown }).spec : undefined);
+  if (!spec.success) return [];
+  const fields = ignoredPodTemplateFields(spec.data.podTemplate, { at: 'spec.podTemplate', netAnnotationCounts: false });
+  return fields.length === 0 ? [] : [`299 - ${JSON.stringify(ignoredPodTemplateMessage(fields))}`];
 }
 
 export interface CreateOptions {

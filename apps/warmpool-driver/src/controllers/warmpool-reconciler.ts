@@ -13,9 +13,12 @@ import {
 import {
   CONDITION_REASONS,
   FIELD_MANAGERS,
+  ignoredPodTemplateFields,
+  ignoredPodTemplateMessage,
   normalizePoolKey,
   poolKeyForTemplate,
   poolKeyId,
+  refusedTemplateFields,
   type NodeInventory,
   type PoolKey,
   type PoolKeyLike,
@@ -90,6 +93,8 @@ type Resolved = { key: PoolKey } | { problem: PoolProblem };
 const idOf = (p: SandboxWarmPool): string => `${p.metadata.namespace ?? ''}/${p.metadata.name ?? ''}`;
 const showKey = (k: PoolKey): string => `${k.template}/${k.net}/${k.size}`;
 const TEMPLATE_FIELD = 'spec.sandboxTemplateRef.name';
+/** The reason of the Warning event naming pod template fields a microVM does not use. */
+export const IGNORED_FIELDS_REASON = 'PodTemplateFieldsIgnored';
 
 const keysFingerprint = (key: PoolKeyLike, retiring: PoolKeyLike | undefined): string =>
   `${poolKeyId(key)}|${retiring ? poolKeyId(retiring) : ''}`;
@@ -118,6 +123,8 @@ export class WarmPoolReconciler implements Reconciler {
   private readonly memory = new Map<string, PoolMemory>();
   private readonly warm = new WarmCounts();
   private readonly invalidWritten = new Map<string, string>();
+  /** Pool id -> the template version whose ignored pod template fields were last reported. */
+  private readonly ignoredNoted = new Map<string, string>();
   private readonly lastStatusWrite = new Map<string, number>();
   /** Key ids driven last sync, to notice the ones that stop being driven. */
   private owned = new Map<string, PoolKey>();
@@ -230,7 +237,8 @@ export class WarmPoolReconciler implements Reconciler {
         mem = { key: r.key };
       } else if (poolKeyId(mem.key) !== poolKeyId(r.key)) {
         // A newer change replaces a retiring key that never finished: that one drains now.
-        mem = { key: r.key, retiring: mem.key };
+        // updateStrategy Recreate drains the old key at once; OnReplenish keeps it until the new one is warm.
+        mem = pool.spec.updateStrategy?.type === 'Recreate' ? { key: r.key } : { key: r.key, retiring: mem.key };
       }
       if (!mem) {
         this.memory.delete(id);
@@ -255,6 +263,7 @@ export class WarmPoolReconciler implements Reconciler {
     for (const id of this.warmByPool.keys()) if (!this.memory.has(id)) this.warmByPool.delete(id);
     for (const id of this.lastStatusWrite.keys()) if (!liveIds.has(id)) this.lastStatusWrite.delete(id);
     for (const id of this.recorded.keys()) if (!liveIds.has(id)) this.recorded.delete(id);
+    for (const id of this.ignoredNoted.keys()) if (!liveIds.has(id)) this.ignoredNoted.delete(id);
     return { spread, problems, owned, unattributed };
   }
 
@@ -336,12 +345,41 @@ export class WarmPoolReconciler implements Reconciler {
     const tpl = this.opts.templates.get(ns, name);
     if (!tpl)
       return { problem: { reason: POOL_REASONS.templateNotFound, message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" not found` } };
+    // a template asking for what a microVM does not do is refused as an invalid one: nothing new is warmed for it
+    const [refused] = refusedTemplateFields(tpl.spec);
+    if (refused)
+      return {
+        problem: {
+          reason: POOL_REASONS.invalidSpec,
+          message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" ${refused.field}: ${refused.message}`,
+        },
+      };
+    this.noteIgnoredFields(pool, tpl);
     const key = poolKeyForTemplate(tpl);
     if (key.template === '')
       return {
         problem: { reason: POOL_REASONS.templateInvalid, message: `${TEMPLATE_FIELD}: SandboxTemplate "${name}" has no container image` },
       };
     return { key };
+  }
+
+  /**
+   * A Warning event on the pool naming the pod template fields a microVM does not use, once
+   * per template version (the template itself has no status to carry it).
+   */
+  private noteIgnoredFields(pool: SandboxWarmPool, tpl: SandboxTemplate): void {
+    const id = idOf(pool);
+    const version = `${tpl.metadata.uid ?? ''}/${tpl.metadata.resourceVersion ?? ''}`;
+    if (this.ignoredNoted.get(id) === version) return;
+    this.ignoredNoted.set(id, version);
+    const fields = ignoredPodTemplateFields(tpl.spec.podTemplate, { at: 'spec.podTemplate', netAnnotationCounts: true });
+    if (fields.length === 0) return;
+    this.opts.events.record(involvedObjectOf(pool), {
+      type: 'Warning',
+      reason: IGNORED_FIELDS_REASON,
+      action: 'SyncWarmTargets',
+      note: `SandboxTemplate "${tpl.metadata.name ?? ''}": ${ignoredPodTemplateMessage(fields)}`,
+    });
   }
 
   private async push(
