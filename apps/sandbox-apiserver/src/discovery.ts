@@ -2,19 +2,30 @@ import { createHash } from 'node:crypto';
 import { API_VERSION, RESOURCE_CATEGORY, RESOURCES, SANDBOX_API_VERSION, SANDBOX_GROUP } from '@sandbox-scale/scale-core';
 import { dataPlaneVerbs } from './data-plane/subresources';
 
-/** Lifecycle actions served as POST subresources, and the kind each answers with. */
+/**
+ * Lifecycle actions served as POST subresources, and the kind each answers with. `read` marks
+ * the two that only read: served as GET too (verb `get`, which the view role grants), and as
+ * POST for clients written when they were POST only.
+ */
 export const ACTIONS = [
   { name: 'pause', kind: 'SandboxPauseOptions' },
   { name: 'resume', kind: 'SandboxResumeOptions' },
   { name: 'fork', kind: 'SandboxForkResult' },
   { name: 'snapshot', kind: 'SandboxSnapshotResult' },
   // the sandbox's checkpoints: list, delete one, claim a new sandbox from one (storage/snapshot-storage.ts)
-  { name: 'snapshots', kind: 'SandboxSnapshotList' },
+  { name: 'snapshots', kind: 'SandboxSnapshotList', read: true },
   { name: 'deletesnapshot', kind: 'SandboxDeleteSnapshotResult' },
   { name: 'claimsnapshot', kind: 'Sandbox' },
   { name: 'promote', kind: 'SandboxPromoteResult' },
-  { name: 'stats', kind: 'SandboxStats' },
+  { name: 'stats', kind: 'SandboxStats', read: true },
 ] as const;
+
+/** The subresources of sandboxes a GET reads: stats and snapshots. */
+export const READ_ACTIONS: ReadonlySet<string> = new Set(ACTIONS.filter((a) => 'read' in a && a.read).map((a) => a.name));
+
+export function isReadAction(subresource: string): boolean {
+  return READ_ACTIONS.has(subresource);
+}
 
 /**
  * The data plane of a sandbox (data-plane/): exec, its files and its ports, with the verbs RBAC
@@ -26,9 +37,9 @@ export const DATA_PLANE = [
   { name: 'portforward', kind: 'SandboxPortForwardOptions', verbs: dataPlaneVerbs('portforward') },
 ] as const;
 
-/** Every subresource of sandboxes: the lifecycle actions (POST, so `create`) and the data plane. */
+/** Every subresource of sandboxes: the lifecycle actions (POST, so `create`; the reads GET too) and the data plane. */
 const SUBRESOURCES: readonly { name: string; kind: string; verbs: readonly string[] }[] = [
-  ...ACTIONS.map((a) => ({ name: a.name, kind: a.kind, verbs: ['create'] })),
+  ...ACTIONS.map((a) => ({ name: a.name, kind: a.kind, verbs: isReadAction(a.name) ? ['create', 'get'] : ['create'] })),
   ...DATA_PLANE,
 ];
 

@@ -18,7 +18,7 @@ export const claimsPath = (namespace: string, name?: string): string =>
 export const sandboxesPath = (namespace: string, name?: string): string =>
   `/apis/${SANDBOX_API_VERSION}${ns(namespace)}/sandboxes${name ? `/${encodeURIComponent(name)}` : ''}`;
 
-/** The POST lifecycle subresources sandbox-apiserver serves under `sandboxes/{name}/…` (k8s-api.md §4.12). */
+/** The lifecycle subresources sandbox-apiserver serves under `sandboxes/{name}/…`. */
 export type SandboxAction =
   'pause' | 'resume' | 'fork' | 'snapshot' | 'snapshots' | 'deletesnapshot' | 'claimsnapshot' | 'promote' | 'stats';
 
@@ -35,16 +35,18 @@ const OPTION_KINDS: Record<SandboxAction, string> = {
   stats: 'SandboxStatsOptions',
 };
 
+/** The actions that only read, sent as GET (RBAC verb `get`, which the view role grants); the rest are POST (`create`). */
+const READS: ReadonlySet<SandboxAction> = new Set(['stats', 'snapshots']);
+
 export function act(
   kc: KubeConfig,
   o: { namespace: string; name: string; action: SandboxAction; options?: Record<string, unknown>; signal?: AbortSignal },
 ): Promise<unknown> {
+  const path = `${sandboxesPath(o.namespace, o.name)}/${o.action}`;
+  const target = { resource: `sandboxes/${o.action}`, group: SANDBOX_GROUP, namespace: o.namespace, name: o.name };
+  if (READS.has(o.action)) return call(kc, { method: 'GET', path, signal: o.signal }, { verb: 'get', ...target });
   const body = { apiVersion: SANDBOX_API_VERSION, kind: OPTION_KINDS[o.action], ...(o.options ?? {}) };
-  return call(
-    kc,
-    { method: 'POST', path: `${sandboxesPath(o.namespace, o.name)}/${o.action}`, body, signal: o.signal },
-    { verb: 'create', resource: `sandboxes/${o.action}`, group: SANDBOX_GROUP, namespace: o.namespace, name: o.name },
-  );
+  return call(kc, { method: 'POST', path, body, signal: o.signal }, { verb: 'create', ...target });
 }
 
 export const claimTarget = (verb: string, namespace: string, name?: string): RequestTarget => ({

@@ -83,7 +83,8 @@ const IDEMPOTENT: ReadonlySet<SandboxAction> = new Set(['pause', 'resume', 'stat
 
 /**
  * A handle on one sandbox: its lifecycle verbs are sandbox-apiserver's POST subresources
- * (`sandboxes/{name}/pause` …), so RBAC on `sandboxes/<verb>` decides who may call them.
+ * (`sandboxes/{name}/pause` …) and its reads (stats, snapshots) GETs of them, so RBAC on
+ * `sandboxes/<verb>` decides who may call them (the view role may read).
  */
 export class Sandbox implements SandboxRef {
   readonly name: string;

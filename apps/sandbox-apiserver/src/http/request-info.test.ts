@@ -69,6 +69,21 @@ describe('requestInfoOf', () => {
     expect(verb('PUT', `${s}/exec`)).toBe('update');
   });
 
+  it('authorizes a GET of the read subresources (stats, snapshots) as get whatever the query, and their POST as create', () => {
+    const verb = (method: string, path: string): string => info(method, path).verb;
+    const s = `${G}/namespaces/a/sandboxes/s1`;
+    for (const sub of ['stats', 'snapshots']) {
+      expect(info('GET', `${s}/${sub}`)).toMatchObject({ verb: 'get', name: 's1', pathName: 's1', subresource: sub });
+      expect(verb('GET', `${s}/${sub}?watch=true`)).toBe('get');
+      expect(verb('GET', `${s}/${sub}?dryRun=All&snapshot=x`)).toBe('get');
+      expect(verb('POST', `${s}/${sub}`)).toBe('create');
+      expect(verb('DELETE', `${s}/${sub}`)).toBe('delete');
+    }
+    // an action that acts keeps its plain verbs (its GET is answered 405)
+    expect(verb('POST', `${s}/pause`)).toBe('create');
+    expect(verb('GET', `${s}/pause`)).toBe('get');
+  });
+
   it('reads a path without a namespace as cluster scope, and anything else as a non-resource path', () => {
     expect(info('GET', `${G}/sandboxes`)).toMatchObject({ isResource: true, namespace: '', resource: 'sandboxes', verb: 'list' });
     expect(info('GET', `${G}/namespaces/a`)).toMatchObject({ isResource: true, namespace: '', resource: 'namespaces', pathName: 'a' });

@@ -1,6 +1,7 @@
 import { decodeSegment } from '@sandbox-scale/kube-runtime';
 import { API_VERSION, BadRequestError, RESOURCES, SANDBOX_GROUP } from '@sandbox-scale/scale-core';
 import { dataPlaneVerb, isDataPlaneSubresource } from '../data-plane/subresources';
+import { isReadAction } from '../discovery';
 import { isWatchQuery } from './query-params';
 
 /** What a request is about, in the terms authorization and storage speak (k8s-api.md §4.5). */
@@ -74,8 +75,11 @@ export function requestInfoOf(method: string, url: URL): RequestInfo {
   if (resource === '' || extra.length > 0) return { isResource: false, path, verb: method.toLowerCase() };
   // a data-plane subresource is authorized by what it does to the guest, not by its method alone:
   // a port-forward's GET upgrade and a file's PUT are `create`, and no `?watch` makes a read a watch
+  // a read subresource (stats, snapshots) is one object's read: `get` as kube-apiserver in front
+  // names it, whatever the query says (no `?watch` makes it a watch)
   const verb =
     (name !== '' && isDataPlaneSubresource(subresource) ? dataPlaneVerb(subresource, method) : undefined) ??
+    (name !== '' && isReadAction(subresource) && (method === 'GET' || method === 'HEAD') ? 'get' : undefined) ??
     verbOf(method, name !== '', url.searchParams);
   const effectiveName = name !== '' ? name : verb === 'list' || verb === 'watch' ? selectedName(url.searchParams) : '';
   return { isResource: true, path, verb, resource, namespace, name: effectiveName, pathName: name, subresource };

@@ -63,8 +63,9 @@ function parseBody(action: string, body: unknown): Body {
 }
 
 /**
- * POST sandboxes/{name}/{action} (scale-contracts §9.6, §6.10): resolve the sandbox (the
- * claim-time index answers for one created moments ago), then call its node by claim id.
+ * POST sandboxes/{name}/{action}, and GET of the reads (stats, snapshots) with no body: resolve
+ * the sandbox (the claim-time index answers for one created moments ago), then call its node by
+ * claim id.
  */
 export class LifecycleStorage {
   readonly snapshots: SnapshotStorage;

@@ -98,13 +98,14 @@ const isNotFound = (err: unknown): boolean => statusErrorOf(err)?.code === 404;
 /**
  * The sandbox's checkpoints as subresources (issue 7: "snapshot; snapshots list/delete/claim").
  *
- * Design: every route is a POST under `sandboxes/{name}/…`, like pause/fork, rather than a new
- * `snapshots` resource, because:
+ * Design: every route is a subresource under `sandboxes/{name}/…`, like pause/fork, rather than
+ * a new `snapshots` resource: POST for the verbs that act, and the list also a GET (verb `get`,
+ * which the view role grants; POST stays for older clients), because:
  * - RBAC stays per sandbox name: `create` on `sandboxes/claimsnapshot` in a namespace reaches
  *   only the checkpoints taken from that namespace's sandboxes, never another tenant's checkpoint
  *   on the same node, although sandboxd itself treats the id as a capability;
- * - custom subresources are reachable from kubectl only as `create --raw` (POST) and from
- *   client-go/client-node as a POST to a subresource (k8s-api.md §4.12), so one verb fits all;
+ * - custom subresources are reachable from kubectl as `get --raw` and `create --raw`, and from
+ *   client-go/client-node as a GET or POST of a subresource;
  * - a real `snapshots` resource would need list/watch across nodes, which controllers would
  *   start consuming (§4.15); checkpoints are per-node records that we only read on demand.
  *
