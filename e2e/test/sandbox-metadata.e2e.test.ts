@@ -160,12 +160,28 @@ describe('labels and annotations users set on sandboxes', () => {
 
   it('refuses other fields with a 422 that names the field and says what may change', async () => {
     const r = await kubectl(
-      ['-n', ns, 'patch', 'sandbox', 'm1', '--type=merge', '-p', JSON.stringify({ spec: { shutdownTime: '2030-01-01T00:00:00Z' } })],
+      [
+        '-n',
+        ns,
+        'patch',
+        'sandbox',
+        'm1',
+        '--type=merge',
+        '-p',
+        JSON.stringify({ spec: { replicas: 2 }, status: { nodeName: 'elsewhere' } }),
+      ],
       { kubeconfig: system.kubeconfigPath },
     );
     expect(r.code).not.toBe(0);
-    expect(r.stderr).toContain('spec.shutdownTime');
+    expect(r.stderr).toContain('spec.replicas');
+    expect(r.stderr).toContain('status.nodeName');
     expect(r.stderr).toContain('metadata.labels, metadata.annotations and spec.operatingMode');
+    // a create-time field may be repeated as created (kubectl apply does), never changed
+    const later = await kubectl(
+      ['-n', ns, 'patch', 'sandbox', 'm1', '--type=merge', '-p', JSON.stringify({ spec: { shutdownTime: '2030-01-01T00:00:00Z' } })],
+      { kubeconfig: system.kubeconfigPath },
+    );
+    expect(later.stderr).toContain('spec.shutdownTime: it is set when the Sandbox is created and cannot be changed');
     const reserved = await kubectl(['-n', ns, 'label', 'sandbox', 'm1', '--overwrite', 'sandbox.cocoonstack.io/node=elsewhere'], {
       kubeconfig: system.kubeconfigPath,
     });

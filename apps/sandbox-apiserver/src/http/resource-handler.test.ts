@@ -159,9 +159,11 @@ describe('handleResource', () => {
       body: { apiVersion: 'agents.x-k8s.io/v1beta1', kind: 'Sandbox', metadata: { name: 'new' }, spec: { bogus: 1 } },
     });
     expect(strict).toMatchObject({ code: 400, body: { message: 'strict decoding error: unknown field "spec.bogus"' } });
+    expect(await call('PATCH', `${G}/namespaces/team-a/sandboxes/s1`, { contentType: 'text/yaml', body: {} })).toMatchObject({ code: 415 });
+    // an apply that names no field manager
     expect(
       await call('PATCH', `${G}/namespaces/team-a/sandboxes/s1`, { contentType: 'application/apply-patch+yaml', body: {} }),
-    ).toMatchObject({ code: 415 });
+    ).toMatchObject({ code: 400 });
   });
 
   it('refuses every verb that would reach a node when it has no fleet token, and a dry run of delete releases nothing', async () => {

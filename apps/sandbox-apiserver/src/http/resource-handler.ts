@@ -1,7 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { metadataOnly } from '../resource/partial-metadata';
+import { isReadAction } from '../discovery';
 import type { ObjectList, ResourceStorage } from '../storage/rest';
+import { createWarnings } from '../storage/create-sandbox';
 import { serveWatch } from '../watch/watch-stream';
 import { readBody } from './body';
 import { checkUnknownFields, fieldValidationOf } from './field-validation';
@@ -9,7 +11,8 @@ import { parseListQuery } from './list-query';
 import { decodeContinue, type ListQuery } from '../resource/list-query';
 import type { ResponseShape } from './negotiate';
 import { writeList, type ListBody } from './list-writer';
-import { patchTypeOf, readPatch } from './patch-request';
+import { APPLY_PATCH_TYPE } from '../storage/patch-sandbox';
+import { fieldManagerOf, forceOf, patchTypeOf, readPatch } from './patch-request';
 import { dryRunParam, includeObjectOf } from './query-params';
 import type { RequestInfo } from './request-info';
 import { sendJson } from '@sandbox-scale/kube-runtime';
@@ -140,6 +143,12 @@ export async function handleResource(c: HandlerContext): Promise<void> {
   const method = req.method ?? 'GET';
   const name = info.pathName;
   if (info.subresource !== '') {
+    if (method === 'GET' && isReadAction(info.subresource)) {
+      // stats and snapshots read: a GET's body and query (dryRun, an action's options) are never
+      // handed on, so no GET can act; the answer is POST's, with a read's 200
+      sendJson(c.res, 200, await storage.act(info.namespace, name, info.subresource, undefined, false));
+      return;
+    }
     if (method !== 'POST') throw new StatusError('MethodNotAllowed', `${method} is not supported on ${info.resource}/${info.subresource}`);
     const body = await readBody(req);
     sendJson(c.res, 201, await storage.act(info.namespace, name, info.subresource, body, dryRunParam(c.url)));
@@ -165,7 +174,10 @@ export async function handleResource(c: HandlerContext): Promise<void> {
     const body = await readBody(req);
     // before any VM is spent: Strict refuses a body with fields the schema lacks
     const warnings = checkUnknownFields(body, fieldValidationOf(c.url.searchParams.get('fieldValidation')), storage.schema);
-    const created = await storage.create(info.namespace, body, { dryRun: dryRunParam(c.url) });
+    const fieldManager = fieldManagerOf(c.url.searchParams, req.headers['user-agent'], false);
+    const created = await storage.create(info.namespace, body, { dryRun: dryRunParam(c.url), fieldManager });
+    // what the create accepted but a microVM does not apply (runtimeClassName, command, sidecars, ...)
+    if (storage.kind === 'Sandbox') warnings.push(...createWarnings(body));
     if (warnings.length > 0) c.res.setHeader('Warning', warnings);
     sendJson(c.res, 201, created);
     return;
@@ -173,8 +185,17 @@ export async function handleResource(c: HandlerContext): Promise<void> {
   if (method === 'PATCH' && name !== '') {
     const dryRun = dryRunParam(c.url);
     const type = patchTypeOf(req.headers['content-type']);
-    const patch = await readPatch(req);
-    return sendObject(c, 200, await storage.patch(info.namespace, name, { type, patch, dryRun }));
+    const apply = type === APPLY_PATCH_TYPE;
+    const fieldManager = fieldManagerOf(c.url.searchParams, req.headers['user-agent'], apply);
+    const force = forceOf(c.url.searchParams, apply);
+    const patch = await readPatch(req, type);
+    const r = await storage.patch(info.namespace, name, { type, patch, dryRun, fieldManager, force });
+    // a server-side apply of a name that did not exist created it
+    if (r.created) {
+      sendJson(c.res, 201, r.object);
+      return;
+    }
+    return sendObject(c, 200, r.object as ServedSandbox);
   }
   if (method === 'DELETE' && name !== '') {
     const body = await readBody(req);

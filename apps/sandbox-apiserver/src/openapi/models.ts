@@ -44,10 +44,46 @@ const OPTION_FIELDS: Record<string, { properties: Schema; required?: string[] }>
   },
 };
 
+export const OBJECT_META_REF = 'io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta';
+
+const stringMap: Schema = { type: 'object', additionalProperties: { type: 'string', default: '' } };
+
+/**
+ * ObjectMeta with the fields clients compute patches over: kubectl's apply and diff walk the
+ * schema to build a strategic merge patch and warn when metadata.annotations is not in it.
+ */
+const objectMeta: Schema = {
+  type: 'object',
+  description: "Standard object's metadata.",
+  properties: {
+    name: { type: 'string' },
+    generateName: { type: 'string' },
+    namespace: { type: 'string' },
+    uid: { type: 'string' },
+    resourceVersion: { type: 'string' },
+    generation: { type: 'integer', format: 'int64' },
+    creationTimestamp: { type: 'string', format: 'date-time' },
+    deletionTimestamp: { type: 'string', format: 'date-time' },
+    labels: stringMap,
+    annotations: stringMap,
+    finalizers: { type: 'array', items: { type: 'string', default: '' }, 'x-kubernetes-list-type': 'set' },
+    managedFields: {
+      type: 'array',
+      items: { type: 'object', 'x-kubernetes-preserve-unknown-fields': true },
+      'x-kubernetes-list-type': 'atomic',
+    },
+  },
+};
+
 /** Every served kind, with its GVK marker; `full` = the real Sandbox schema (v3), else coarse (v2). */
 export function buildModels(refPrefix: string, full: boolean): Record<string, Schema> {
+  const structural = toStructuralSchema(SandboxSchema) as Schema & { properties?: Record<string, Schema> };
   const sandbox: Schema = full
-    ? { ...toStructuralSchema(SandboxSchema), ...gvk('Sandbox') }
+    ? {
+        ...structural,
+        properties: { ...(structural.properties ?? {}), metadata: { allOf: [{ $ref: `${refPrefix}${OBJECT_META_REF}` }], default: {} } },
+        ...gvk('Sandbox'),
+      }
     : {
         type: 'object',
         description: 'A microVM sandbox handed over from a warm pool on a node.',
@@ -61,6 +97,7 @@ export function buildModels(refPrefix: string, full: boolean): Record<string, Sc
       };
   const models: Record<string, Schema> = {
     ...dataPlaneModels(MODEL_PREFIX),
+    ...(full ? { [OBJECT_META_REF]: objectMeta } : {}),
     [`${MODEL_PREFIX}Sandbox`]: sandbox,
     [`${MODEL_PREFIX}SandboxList`]: {
       type: 'object',

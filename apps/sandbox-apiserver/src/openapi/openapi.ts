@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { SANDBOX_API_VERSION } from '@sandbox-scale/scale-core';
-import { ACTIONS } from '../discovery';
+import { ACTIONS, isReadAction } from '../discovery';
 import { dataPlanePaths } from './data-plane-openapi';
 import { buildModels, MODEL_PREFIX } from './models';
 
@@ -22,12 +22,24 @@ const LIST_PARAMS = [
   'pretty',
 ];
 const WRITE_PARAMS = ['dryRun', 'fieldManager', 'fieldValidation', 'pretty'];
+const PATCH_PARAMS = [...WRITE_PARAMS, 'force'];
+/** The patch types PATCH takes, as kube-apiserver lists them. */
+const PATCH_BODY = {
+  content: Object.fromEntries(
+    [
+      'application/apply-patch+yaml',
+      'application/json-patch+json',
+      'application/merge-patch+json',
+      'application/strategic-merge-patch+json',
+    ].map((t) => [t, { schema: { type: 'object' } }]),
+  ),
+};
 
 type Op = Record<string, unknown>;
 
 function param(name: string, inPath = false): Record<string, unknown> {
   const integer = name === 'limit' || name === 'timeoutSeconds';
-  const bool = name === 'watch' || name === 'allowWatchBookmarks' || name === 'sendInitialEvents';
+  const bool = name === 'watch' || name === 'allowWatchBookmarks' || name === 'sendInitialEvents' || name === 'force';
   return {
     name,
     in: inPath ? 'path' : 'query',
@@ -76,6 +88,8 @@ export function openApiV3(): Record<string, unknown> {
       parameters: [nsParam, nameParam],
       get: op('get', 'Sandbox', 'Sandbox', ['pretty']),
       delete: op('delete', 'Sandbox', 'Sandbox', ['dryRun', 'gracePeriodSeconds', 'propagationPolicy', 'pretty']),
+      // kubectl create/apply look for this operation's fieldValidation parameter before they send a body
+      patch: { ...op('patch', 'Sandbox', 'Sandbox', PATCH_PARAMS), requestBody: PATCH_BODY },
     },
   };
   for (const a of ACTIONS) {
@@ -85,7 +99,9 @@ export function openApiV3(): Record<string, unknown> {
     const options = ACTION_OPTIONS[a.name];
     if (options !== undefined)
       post.requestBody = { content: { 'application/json': { schema: { $ref: `#/components/schemas/${MODEL_PREFIX}${options}` } } } };
-    paths[`${BASE}/namespaces/{namespace}/sandboxes/{name}/${a.name}`] = { parameters: [nsParam, nameParam], post };
+    // stats and snapshots are reads: a GET (verb get) answers what POST does, with 200 and no body
+    const get = isReadAction(a.name) ? { get: op('get', a.kind, a.kind, []) } : {};
+    paths[`${BASE}/namespaces/{namespace}/sandboxes/{name}/${a.name}`] = { parameters: [nsParam, nameParam], ...get, post };
   }
   Object.assign(
     paths,

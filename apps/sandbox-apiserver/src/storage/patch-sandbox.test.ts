@@ -53,12 +53,31 @@ describe('applySandboxPatch', () => {
   });
 
   it('refuses any other field with a 422 naming each one and saying what may change', () => {
-    const r = statusOf(() =>
-      applySandboxPatch(served, PATCH_TYPES.merge, { spec: { shutdownTime: '2030-01-01T00:00:00Z' }, status: { nodeName: 'elsewhere' } }),
-    );
+    const r = statusOf(() => applySandboxPatch(served, PATCH_TYPES.merge, { spec: { replicas: 2 }, status: { nodeName: 'elsewhere' } }));
     expect(r.code).toBe(422);
-    expect(r.causes?.map((c) => c.field).sort()).toEqual(['spec.shutdownTime', 'status.nodeName']);
+    expect(r.causes?.map((c) => c.field).sort()).toEqual(['spec.replicas', 'status.nodeName']);
     expect(r.message).toContain('metadata.labels, metadata.annotations and spec.operatingMode');
+  });
+
+  it('hands back the create-time spec fields and reserved annotations a patch repeats, for the caller to check against the create', () => {
+    const podTemplate = { spec: { containers: [{ name: 'agent', image: 'img:1' }] } };
+    const r = applySandboxPatch(served, PATCH_TYPES.merge, {
+      metadata: { annotations: { 'sandbox.cocoonstack.io/net': 'egress' } },
+      spec: { podTemplate, shutdownTime: '2030-01-01T00:00:00Z' },
+    });
+    expect(r.createTimeSpec).toEqual({ podTemplate, shutdownTime: '2030-01-01T00:00:00Z' });
+    expect(r.createTimeAnnotations).toEqual({ 'sandbox.cocoonstack.io/net': 'egress' });
+    // not user metadata: it is the create's ask, never stored as an annotation
+    expect(r.metadata.annotations).not.toHaveProperty('sandbox.cocoonstack.io/net');
+    expect(r.managedFields).toBeUndefined();
+  });
+
+  it('hands back metadata.managedFields only when the patch rewrites them', () => {
+    const mf = [{ manager: 'kubectl', operation: 'Apply', fieldsType: 'FieldsV1', fieldsV1: {} }];
+    expect(applySandboxPatch(served, PATCH_TYPES.json, [{ op: 'add', path: '/metadata/managedFields', value: mf }]).managedFields).toEqual(
+      mf,
+    );
+    expect(applySandboxPatch(served, PATCH_TYPES.merge, { metadata: { labels: { a: 'b' } } }).managedFields).toBeUndefined();
   });
 
   it("refuses changes to the server's keys and malformed keys or values", () => {

@@ -1,4 +1,5 @@
 import {
+  ANNOTATIONS,
   BadRequestError,
   ConflictError,
   findPrototypeKey,
@@ -11,13 +12,17 @@ import {
   type ServedSandbox,
 } from '@sandbox-scale/scale-core';
 
-/** The patch media types a Sandbox accepts; apply (server-side apply) is not one of them. */
+/** The patch media types whose body is a change of the served object. */
 export const PATCH_TYPES = {
   merge: 'application/merge-patch+json',
   json: 'application/json-patch+json',
   strategic: 'application/strategic-merge-patch+json',
 } as const;
 export type PatchType = (typeof PATCH_TYPES)[keyof typeof PATCH_TYPES];
+
+/** Server-side apply's media type: the body is the manager's whole intent, not a diff. */
+export const APPLY_PATCH_TYPE = 'application/apply-patch+yaml';
+export type RequestPatchType = PatchType | typeof APPLY_PATCH_TYPE;
 
 /** Labels and annotations with this prefix are the server's (node, phase, claim, claim id, deadline); users cannot set them. */
 export const RESERVED_PREFIX = 'sandbox.cocoonstack.io/';
@@ -27,10 +32,23 @@ export interface UserMetadata {
   readonly annotations: Readonly<Record<string, string>>;
 }
 
-/** What a patch asks for: new user metadata, and a new operating mode when it changes spec.operatingMode. */
+/** Spec fields a create sets once; a patch may repeat them (kubectl apply does) but not change them. */
+export const CREATE_TIME_SPEC_FIELDS = ['podTemplate', 'shutdownTime', 'shutdownPolicy', 'volumeClaimTemplates', 'service'] as const;
+
+/** Reserved annotations a create reads (the network lane, the TTL): a re-apply may repeat them as created. */
+export const CREATE_TIME_ANNOTATIONS: readonly string[] = [ANNOTATIONS.net, ANNOTATIONS.ttlSeconds];
+
+/**
+ * What a patch asks for: new user metadata, a new operating mode when it changes
+ * spec.operatingMode, the create-time spec fields and reserved annotations it repeats (checked
+ * against the create by the caller), and metadata.managedFields when it rewrites them.
+ */
 export interface PatchOutcome {
   readonly metadata: UserMetadata;
   readonly operatingMode?: 'Running' | 'Suspended';
+  readonly createTimeSpec: Readonly<Record<string, unknown>>;
+  readonly createTimeAnnotations: Readonly<Record<string, string>>;
+  readonly managedFields?: unknown;
 }
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
@@ -185,6 +203,7 @@ function userMap(
   field: 'metadata.labels' | 'metadata.annotations',
   v: Json | undefined,
   served: Readonly<Record<string, string>>,
+  createTime: Record<string, string> = {},
 ): Record<string, string> {
   if (v === undefined || v === null) v = {};
   if (!isObject(v)) throw invalid(name, field, 'must be a map of strings');
@@ -192,6 +211,11 @@ function userMap(
   for (const [k, val] of Object.entries(v)) {
     if (typeof val !== 'string') throw invalid(name, `${field}[${k}]`, 'must be a string');
     if (k.startsWith(RESERVED_PREFIX)) {
+      // repeated from the create's manifest: checked against what the create asked by the caller
+      if (field === 'metadata.annotations' && CREATE_TIME_ANNOTATIONS.includes(k) && !Object.hasOwn(served, k)) {
+        createTime[k] = val;
+        continue;
+      }
       if (!Object.hasOwn(served, k) || served[k] !== val)
         throw invalid(name, `${field}[${k}]`, `keys under ${RESERVED_PREFIX} are set by the server and cannot be changed`);
       continue;
@@ -253,8 +277,10 @@ export function applySandboxPatch(current: ServedSandbox, type: PatchType, patch
     delete m['labels'];
     delete m['annotations'];
     delete m['resourceVersion'];
+    delete m['managedFields'];
     const s = isObject(o['spec']) ? { ...o['spec'] } : {};
     delete s['operatingMode'];
+    for (const f of CREATE_TIME_SPEC_FIELDS) delete s[f];
     return { ...o, metadata: m, spec: s };
   };
   changedPaths(strip(before as { [k: string]: Json }), strip(after), '', changed);
@@ -270,9 +296,20 @@ export function applySandboxPatch(current: ServedSandbox, type: PatchType, patch
       })),
     );
   }
+  const createTimeAnnotations: Record<string, string> = {};
   const metadata = {
     labels: userMap(name, 'metadata.labels', meta['labels'], current.metadata.labels),
-    annotations: userMap(name, 'metadata.annotations', meta['annotations'], current.metadata.annotations ?? {}),
+    annotations: userMap(name, 'metadata.annotations', meta['annotations'], current.metadata.annotations ?? {}, createTimeAnnotations),
   };
-  return { metadata, ...(mode !== undefined ? { operatingMode: mode } : {}) };
+  const createTimeSpec = Object.fromEntries(CREATE_TIME_SPEC_FIELDS.flatMap((f) => (spec[f] === undefined ? [] : [[f, spec[f]]])));
+  const served = current.metadata.managedFields ?? [];
+  const managedFields = meta['managedFields'];
+  const rewritesOwners = managedFields !== undefined && JSON.stringify(managedFields) !== JSON.stringify(served);
+  return {
+    metadata,
+    ...(mode !== undefined ? { operatingMode: mode } : {}),
+    createTimeSpec,
+    createTimeAnnotations,
+    ...(rewritesOwners ? { managedFields } : {}),
+  };
 }

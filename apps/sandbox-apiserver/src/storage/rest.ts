@@ -3,7 +3,7 @@ import type { z } from 'zod';
 import type { Watchable } from '../resource/events';
 import type { ListQuery } from '../resource/list-query';
 import type { DeleteRequest } from './delete-sandbox';
-import type { PatchType } from './patch-sandbox';
+import type { RequestPatchType } from './patch-sandbox';
 import type { TableOptions } from './sandbox-table';
 
 /** One page of a list. */
@@ -15,10 +15,26 @@ export interface ObjectList {
 }
 
 export interface PatchRequest {
-  readonly type: PatchType;
-  /** The patch document; undefined for an empty body. */
+  readonly type: RequestPatchType;
+  /** The patch document (an apply's configuration); undefined for an empty body. */
   readonly patch: unknown;
   readonly dryRun: boolean;
+  /** Who makes the change: it owns the fields it sets (metadata.managedFields). */
+  readonly fieldManager: string;
+  /** Server-side apply only: take conflicting fields from their managers. */
+  readonly force: boolean;
+}
+
+export interface CreateRequest {
+  readonly dryRun: boolean;
+  /** Who creates it: it owns the fields it sets, once anything of the create is kept. */
+  readonly fieldManager?: string;
+}
+
+/** A patch's answer: the object, and whether the patch created it (a server-side apply of a new name: 201). */
+export interface PatchResult {
+  readonly object: ServedSandbox | Sandbox;
+  readonly created: boolean;
 }
 
 /**
@@ -37,10 +53,10 @@ export interface ResourceStorage extends Watchable {
   /** One page; a page of a list another replica began is served by that replica. */
   list(q: ListQuery): Promise<ObjectList>;
   get(namespace: string, name: string): Promise<ServedSandbox>;
-  create(namespace: string, body: unknown, opts: { dryRun: boolean }): Promise<Sandbox>;
+  create(namespace: string, body: unknown, opts: CreateRequest): Promise<Sandbox>;
   delete(namespace: string, name: string, req: DeleteRequest): Promise<ServedSandbox>;
-  patch(namespace: string, name: string, req: PatchRequest): Promise<ServedSandbox>;
-  /** POST to a subresource (the lifecycle actions). */
+  patch(namespace: string, name: string, req: PatchRequest): Promise<PatchResult>;
+  /** POST to a subresource (the lifecycle actions), or a GET of one that only reads (stats, snapshots), with no body. */
   act(namespace: string, name: string, action: string, body: unknown, dryRun: boolean): Promise<Record<string, unknown> | ServedSandbox>;
   convertToTable(items: readonly ServedSandbox[], opts: TableOptions): Record<string, unknown>;
 }

@@ -8,6 +8,7 @@ import {
   SandboxSchema,
   StatusError,
   type OwnerRefKey,
+  type PoolKeyLike,
   type Rng,
   type Sandbox,
   type ServedSandbox,
@@ -29,8 +30,11 @@ import type { DeleteRequest } from './delete-sandbox';
 import { DEFAULT_LEASE_TTL_SECONDS, LeasePolicy } from './lease-policy';
 import { LifecycleStorage } from './lifecycle-storage';
 import { NodeRouter } from './node-router';
-import { patchSandbox, userMetadataOfCreate } from './patch-storage';
-import type { ObjectList, PatchRequest, ResourceStorage } from './rest';
+import { toManagedFields } from './managed-fields';
+import { APPLY_PATCH_TYPE } from './patch-sandbox';
+import { metadataOfCreate, nowOf, patchSandbox, type PatchContext } from './patch-storage';
+import type { CreateRequest, ObjectList, PatchRequest, PatchResult, ResourceStorage } from './rest';
+import { applySandbox } from './server-side-apply';
 import { Revisions } from './revisions';
 import { SandboxCache, type Row } from './sandbox-cache';
 import { SandboxStorage } from './sandbox-storage';
@@ -146,12 +150,20 @@ export class SandboxesREST implements ResourceStorage {
     return this.#verbs().get(namespace, name);
   }
 
-  async create(namespace: string, body: unknown, opts: { dryRun: boolean }): Promise<Sandbox> {
-    const created = await this.#verbs().create(namespace, body, opts);
-    // labels and annotations of the request outlive the create response (the node keeps none)
-    const md = userMetadataOfCreate(body);
-    if (md !== undefined && !opts.dryRun && this.metadata !== undefined && created.metadata.uid)
-      await this.metadata.set(namespace, created.metadata.name ?? '', created.metadata.uid, md);
+  create(namespace: string, body: unknown, opts: CreateRequest): Promise<Sandbox> {
+    return this.#create(namespace, body, opts, 'Update');
+  }
+
+  async #create(namespace: string, body: unknown, opts: CreateRequest, operation: 'Apply' | 'Update'): Promise<Sandbox> {
+    const created = await this.#verbs().create(namespace, body, { dryRun: opts.dryRun });
+    // labels and annotations of the request (and what else of it reads do not show) outlive the
+    // create response: the node keeps none of them
+    const md = metadataOfCreate(body, opts.fieldManager ?? '', operation, nowOf({}));
+    if (md !== undefined && this.metadata !== undefined && created.metadata.uid) {
+      if (!opts.dryRun) await this.metadata.set(namespace, created.metadata.name ?? '', created.metadata.uid, md);
+      const owners = md.owners ?? [];
+      return owners.length === 0 ? created : { ...created, metadata: { ...created.metadata, managedFields: toManagedFields(owners) } };
+    }
     return created;
   }
 
@@ -159,8 +171,33 @@ export class SandboxesREST implements ResourceStorage {
     return this.#verbs().delete(namespace, name, req);
   }
 
-  patch(namespace: string, name: string, req: PatchRequest): Promise<ServedSandbox> {
-    return patchSandbox({ namespace, name, ...req, verbs: this, cache: this.cache, store: this.metadata });
+  async patch(namespace: string, name: string, req: PatchRequest): Promise<PatchResult> {
+    const c: Omit<PatchContext, 'type'> = {
+      namespace,
+      name,
+      patch: req.patch,
+      dryRun: req.dryRun,
+      manager: req.fieldManager,
+      verbs: this,
+      cache: this.cache,
+      store: this.metadata,
+    };
+    if (req.type === APPLY_PATCH_TYPE)
+      return applySandbox({
+        ...c,
+        force: req.force,
+        create: (body) => this.#create(namespace, body, { dryRun: req.dryRun, fieldManager: req.fieldManager }, 'Apply'),
+      });
+    return { object: await patchSandbox({ ...c, type: req.type }), created: false };
+  }
+
+  /** The pool key the node claimed the sandbox from, as the node reports it. */
+  async poolKeyOf(namespace: string, name: string): Promise<PoolKeyLike> {
+    const loc = await this.reads.locate(namespace, name);
+    const detail = await this.reads.router
+      .clientFor(loc.node, 'get', loc.claimId)
+      .sandbox(loc.claimId, { signal: AbortSignal.timeout(10_000) });
+    return detail.key;
   }
 
   act(namespace: string, name: string, action: string, body: unknown, dryRun: boolean): Promise<Record<string, unknown> | ServedSandbox> {

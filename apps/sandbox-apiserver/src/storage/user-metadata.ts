@@ -11,6 +11,7 @@ import {
 import { parseUntrustedJson, retry, type ServedSandbox, StatusError } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
+import { OwnerSchema, toManagedFields } from './managed-fields';
 import type { UserMetadata } from './patch-sandbox';
 
 /**
@@ -29,12 +30,39 @@ const NAME_PREFIX = 'sandbox-metadata.';
 /** A ConfigMap holds 1 MiB; past this a write for the namespace is refused rather than failing half-way. */
 export const MAX_NAMESPACE_BYTES = 900 * 1024;
 
+/**
+ * What the create asked that the served object does not show: its spec.shutdownTime and its
+ * reserved annotations (network lane, TTL). A re-apply of the same manifest repeats them, and is
+ * checked against these rather than refused.
+ */
+export const CreateAsksSchema = z.object({
+  shutdownTime: z.string().optional(),
+  annotations: z.record(z.string(), z.string()).default({}),
+});
+export type CreateAsks = z.infer<typeof CreateAsksSchema>;
+
 const EntrySchema = z.object({
   uid: z.string(),
   labels: z.record(z.string(), z.string()).default({}),
   annotations: z.record(z.string(), z.string()).default({}),
+  /** Field ownership (served as metadata.managedFields). */
+  owners: z.array(OwnerSchema).optional(),
+  created: CreateAsksSchema.optional(),
 });
 export type MetadataEntry = z.infer<typeof EntrySchema>;
+
+/** What one sandbox's entry holds besides its uid. */
+export type StoredMetadata = UserMetadata & Pick<MetadataEntry, 'owners' | 'created'>;
+
+/** An entry with nothing to keep: no labels or annotations, no create asks, nobody's applied fields. */
+export function isEmptyEntry(md: StoredMetadata): boolean {
+  return (
+    Object.keys(md.labels).length === 0 &&
+    Object.keys(md.annotations).length === 0 &&
+    md.created === undefined &&
+    !(md.owners ?? []).some((o) => o.operation === 'Apply')
+  );
+}
 
 const MetadataMapSchema = z.looseObject({
   apiVersion: z.string().optional(),
@@ -73,11 +101,17 @@ export function decorate(obj: ServedSandbox, entry: MetadataEntry | undefined): 
   if (entry === undefined || entry.uid !== obj.metadata.uid) return obj;
   const hasLabels = Object.keys(entry.labels).length > 0;
   const hasAnnotations = Object.keys(entry.annotations).length > 0;
-  if (!hasLabels && !hasAnnotations) return obj;
+  const owners = entry.owners ?? [];
+  if (!hasLabels && !hasAnnotations && owners.length === 0) return obj;
   const annotations = hasAnnotations ? { ...entry.annotations, ...(obj.metadata.annotations ?? {}) } : obj.metadata.annotations;
   return {
     ...obj,
-    metadata: { ...obj.metadata, labels: { ...entry.labels, ...obj.metadata.labels }, ...(annotations ? { annotations } : {}) },
+    metadata: {
+      ...obj.metadata,
+      labels: { ...entry.labels, ...obj.metadata.labels },
+      ...(annotations ? { annotations } : {}),
+      ...(owners.length > 0 ? { managedFields: toManagedFields(owners) } : {}),
+    },
   };
 }
 
@@ -104,6 +138,8 @@ interface WritePlan {
 
 export class UserMetadataStore {
   readonly #byNamespace = new Map<string, Map<string, MetadataEntry>>();
+  /** The resourceVersion of each namespace's ConfigMap as last applied here: an older one seen later is skipped. */
+  readonly #versions = new Map<string, bigint>();
   readonly #client: ResourceClient;
   #informer: Informer<MetadataMap> | undefined;
 
@@ -142,18 +178,49 @@ export class UserMetadataStore {
     this.#informer = informer;
   }
 
+  /**
+   * Reads one namespace's ConfigMap from kube-apiserver, so a change another replica has just
+   * written is known here before this replica reads, modifies and writes the same entries (a
+   * server-side apply after kubectl's upgrade of managedFields, two managers one after another).
+   */
+  async refresh(namespace: string): Promise<void> {
+    const cmName = configMapNameOf(namespace);
+    let raw: unknown;
+    try {
+      // a list of the one name (what the informer's grant allows), read from etcd as a GET would be
+      raw = await this.#client.list({ namespace: this.o.namespace, fieldSelector: `metadata.name=${cmName}` });
+    } catch (err) {
+      this.o.log.error({ err, configMap: `${this.o.namespace}/${cmName}` }, 'reading sandbox user metadata failed');
+      throw new StatusError(
+        'ServiceUnavailable',
+        `the labels and annotations of sandboxes in namespace ${namespace} cannot be read right now`,
+        { retryAfterSeconds: 1 },
+        { cause: err },
+      );
+    }
+    const items = z.object({ items: z.array(MetadataMapSchema) }).safeParse(raw);
+    for (const cm of items.success ? items.data.items : []) this.#apply(cm);
+  }
+
   async stop(): Promise<void> {
     await this.#informer?.stop();
   }
 
   /**
-   * Sets (or, with no labels and no annotations, clears) the user metadata of one sandbox: a
+   * Sets (or, with nothing left to keep, clears) the user metadata of one sandbox: a
    * merge patch of one key of its namespace's ConfigMap, created on first use. `stale` names
    * entries of the namespace whose sandbox is gone, dropped in the same write.
    */
-  async set(namespace: string, name: string, uid: string, md: UserMetadata, stale: readonly string[] = []): Promise<void> {
-    const empty = Object.keys(md.labels).length === 0 && Object.keys(md.annotations).length === 0;
-    const value = empty ? null : JSON.stringify({ uid, labels: md.labels, annotations: md.annotations });
+  async set(namespace: string, name: string, uid: string, md: StoredMetadata, stale: readonly string[] = []): Promise<void> {
+    const empty = isEmptyEntry(md);
+    const entry: MetadataEntry = {
+      uid,
+      labels: { ...md.labels },
+      annotations: { ...md.annotations },
+      ...(md.owners !== undefined && md.owners.length > 0 ? { owners: md.owners } : {}),
+      ...(md.created !== undefined ? { created: md.created } : {}),
+    };
+    const value = empty ? null : JSON.stringify(entry);
     const data: Record<string, string | null> = Object.fromEntries(stale.filter((s) => s !== name).map((s) => [s, null]));
     data[name] = value;
     const current = this.#byNamespace.get(namespace);
@@ -169,7 +236,7 @@ export class UserMetadataStore {
     const cmName = configMapNameOf(namespace);
     await this.#write({ namespace, name, cmName, data, value, empty });
     // serve it at once on this replica; the informer confirms it (and tells the others)
-    this.#put(namespace, name, value === null ? undefined : { uid, labels: { ...md.labels }, annotations: { ...md.annotations } });
+    this.#put(namespace, name, value === null ? undefined : entry);
     for (const s of stale) this.#put(namespace, s, undefined);
   }
 
@@ -192,7 +259,7 @@ export class UserMetadataStore {
     await retry(
       async () => {
         try {
-          await this.#client.mergePatch(this.o.namespace, cmName, { data });
+          this.#applyAnswer(await this.#client.mergePatch(this.o.namespace, cmName, { data }));
         } catch (err) {
           if (!isNotFound(err)) throw err;
           if (empty) return;
@@ -202,12 +269,18 @@ export class UserMetadataStore {
             metadata: { name: cmName, namespace: this.o.namespace, labels: { [METADATA_LABEL]: namespace } },
             data: { [name]: value as string },
           };
-          await this.#client.create(this.o.namespace, body);
+          this.#applyAnswer(await this.#client.create(this.o.namespace, body));
         }
       },
       // a create that raced another replica's: patch the one that won
       { attempts: 3, baseMs: 50, maxMs: 500, jitter: 0.5, shouldRetry: (err) => isAlreadyExists(err) },
     );
+  }
+
+  /** The ConfigMap a write answered: known here at once, and the informer's older events for it skipped. */
+  #applyAnswer(raw: unknown): void {
+    const cm = MetadataMapSchema.safeParse(raw);
+    if (cm.success) this.#apply(cm.data);
   }
 
   #put(namespace: string, name: string, entry: MetadataEntry | undefined): void {
@@ -222,6 +295,13 @@ export class UserMetadataStore {
 
   #apply(cm: MetadataMap): void {
     const namespace = cm.metadata.labels?.[METADATA_LABEL] ?? cm.metadata.name.slice(NAME_PREFIX.length);
+    // a fresh read (refresh, a write's answer) may be ahead of the informer: its older events are stale
+    const rv = cm.metadata.resourceVersion;
+    if (rv !== undefined && /^[0-9]+$/.test(rv)) {
+      const seen = this.#versions.get(namespace);
+      if (seen !== undefined && BigInt(rv) < seen) return;
+      this.#versions.set(namespace, BigInt(rv));
+    }
     const next = entriesOf(cm);
     const before = this.#byNamespace.get(namespace) ?? new Map<string, MetadataEntry>();
     for (const name of before.keys()) if (!next.has(name)) this.#put(namespace, name, undefined);

@@ -41,6 +41,8 @@ export interface ServedSandbox {
     readonly labels: Readonly<Record<string, string>>;
     /** Absent, not `{}`, when there is nothing to annotate (scale-contracts §2.4). */
     readonly annotations?: Readonly<Record<string, string>>;
+    /** Who set which user fields (server-side apply's field ownership); absent until someone does. */
+    readonly managedFields?: readonly Readonly<Record<string, unknown>>[];
   };
   readonly spec: Readonly<Record<string, never>>;
   readonly status: {
