@@ -1,6 +1,6 @@
 // bench:get — one sandbox's GET through the APIService at a small and a large fleet (O(1)
 // get: the ratio should stay near 1), then create → get → pause sequences against simulated
-// nodes (read-after-create, k8s-api.md §4.11). Prints a table, then JSON.
+// nodes (read-after-create). Prints a table, then JSON.
 import { join } from 'node:path';
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';

@@ -71,7 +71,7 @@ function poolOf(p: NodeInfo['pools'][number]): PoolCapacity {
  * sandboxd's live state -> the one NodeInventory of the node. Pure and deterministic (entries
  * and pools sorted) so an unchanged node yields an identical body and the publisher can skip
  * the write. Pools are published (the reference publishes entries only, so its nodes are never
- * claim candidates, §13.9), with net and size normalised so counts match claim-side keys.
+ * claim candidates), with net and size normalised so counts match claim-side keys.
  */
 export function buildInventory(s: NodeSnapshot): InventoryBody {
   const entries = buildEntries(s.rows, s.address);

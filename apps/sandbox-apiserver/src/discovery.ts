@@ -44,7 +44,7 @@ const SUBRESOURCES: readonly { name: string; kind: string; verbs: readonly strin
 ];
 
 const SB = RESOURCES.sandbox;
-/** Only verbs fully implemented: controllers choose resources by verb (k8s-api.md §4.15). */
+/** Only verbs fully implemented: controllers choose resources by verb. */
 const VERBS = ['create', 'delete', 'get', 'list', 'patch', 'watch'];
 const GROUP_VERSION = { groupVersion: SANDBOX_API_VERSION, version: API_VERSION };
 

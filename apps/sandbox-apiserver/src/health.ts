@@ -1,7 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import { renderChecks, type CheckResult } from '@sandbox-scale/kube-runtime';
 
-/** /healthz, /livez, /readyz (k8s-api.md §4.14): anonymous, text/plain, `?verbose` lists checks. */
+/** /healthz, /livez, /readyz: anonymous, text/plain, `?verbose` lists checks. */
 export class HealthChecks {
   shuttingDown = false;
   constructor(private readonly inventorySynced: () => boolean) {}

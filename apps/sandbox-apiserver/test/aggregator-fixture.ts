@@ -40,7 +40,7 @@ export interface RegisterOptions {
 
 /**
  * The ExternalName Service `sandbox-apiserver` → localhost and the APIService pointing at it
- * (k8s-api.md §4.2: the aggregator's default routing resolves it to 127.0.0.1:<port>).
+ * (the aggregator's default routing resolves it to 127.0.0.1:<port>).
  */
 export async function registerApiService(o: RegisterOptions): Promise<void> {
   const svc = {

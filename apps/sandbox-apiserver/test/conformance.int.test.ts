@@ -17,8 +17,8 @@ import { publishInventories, quietLog } from './fleet-fixture';
 import { OwnerRefKey } from '@sandbox-scale/scale-core';
 
 /**
- * The steps of the sample-apiserver conformance test (test/e2e/apimachinery/aggregator.go,
- * k8s-api.md §5) against `sandboxes`. The APIService is cluster-wide and the shared test
+ * The steps of the sample-apiserver conformance test (kubernetes test/e2e/apimachinery/aggregator.go)
+ * against `sandboxes`. The APIService is cluster-wide and the shared test
  * cluster's is registered by aggregated-api.int.test.ts, so this file runs its own control plane:
  * unregistering here cannot pull the group from under that file.
  */

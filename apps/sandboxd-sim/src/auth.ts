@@ -3,7 +3,7 @@ import { ApiError, unknownSandbox } from './api-error';
 import type { Tenant } from './config';
 import type { Sandbox } from './sandbox';
 
-/** Who is calling, as resolved from the bearer token (spec §1, "three token kinds"). */
+/** Who is calling, as resolved from the bearer token. */
 export type Caller = { readonly kind: 'root' } | { readonly kind: 'open' } | { readonly kind: 'tenant'; readonly tenant: Tenant };
 
 /** What auth needs to know about the node. */

@@ -56,7 +56,7 @@ function commit(node: NodeState, g: Grant): ClaimOutcome {
   return { kind: 'claim', sandbox: sb };
 }
 
-/** `POST /v1/claim`, in the daemon's order of decisions (spec §3.1). */
+/** `POST /v1/claim`, in the daemon's order of decisions. */
 export async function claim(node: NodeState, caller: Caller, body: ClaimBody): Promise<ClaimOutcome> {
   const startedAt = node.now();
   const key = node.keys.parse(body.template, body.net, body.size);

@@ -28,7 +28,7 @@ export const SimPoolSchema = z.object({
 });
 export type SimPool = z.infer<typeof SimPoolSchema>;
 
-/** One simulated node's configuration (the daemon's config file, spec §4). */
+/** One simulated node's configuration (the daemon's config file). */
 export const NodeConfigSchema = z.object({
   /** The node's api_token (root). Empty with no tenants = an open node. */
   token: z.string().default(''),

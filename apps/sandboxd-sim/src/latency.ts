@@ -10,7 +10,7 @@ export const DistSchema = z.object({
 export type Dist = z.infer<typeof DistSchema>;
 
 /**
- * Defaults are the published bare-metal figures of spec/sandboxd-api.md §4. Warm claims are
+ * Defaults are sandboxd's published bare-metal figures. Warm claims are
  * an ownership transfer below timer resolution, so they carry no artificial delay.
  */
 export const LatencyProfileSchema = z.object({

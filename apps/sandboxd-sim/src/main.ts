@@ -5,7 +5,7 @@ import { startSim } from './fleet';
 void runApp({
   name: 'sandboxd-sim',
   summary:
-    'Simulated sandboxd nodes (spec/sandboxd-api.md) on loopback ports. Prints {"nodes":[{name,url,port,addr}]} on stdout once listening.',
+    'Simulated sandboxd nodes (the sandboxd HTTP API) on loopback ports. Prints {"nodes":[{name,url,port,addr}]} on stdout once listening.',
   schema: SandboxdSimFlagsSchema,
   // stdout carries only the port report; logs go to stderr.
   logger: (config) => ({ level: config.logLevel, destination: process.stderr }),

@@ -1,4 +1,4 @@
-/** The daemon's counters (spec §3.18); gauges are read from the node's state at render time. */
+/** The daemon's counters; gauges are read from the node's state at render time. */
 export class NodeMetrics {
   claimsWarm = 0;
   claimsClone = 0;

@@ -112,7 +112,7 @@ interface ClaimCall {
 }
 
 /**
- * Typed client of one sandboxd node (spec/sandboxd-api.md), safe for concurrent use. Build
+ * Typed client of one sandboxd node, safe for concurrent use. Build
  * one per node over a shared dispatcher (`SandboxdClientSet` does that).
  */
 export class SandboxdClient {

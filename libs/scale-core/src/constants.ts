@@ -1,10 +1,10 @@
 /**
  * Every identifier the system writes to or reads from Kubernetes and sandboxd. Call sites use
  * these names, never string literals, so a key can only be spelled one way.
- * Values are exact copies of spec/scale-contracts.md §2 and spec/k8s-api.md §1.
+ * Values match agent-sandbox's where it names the same thing, so its clients and tools keep working.
  */
 
-/** The aggregated group: served only by sandbox-apiserver (never a CRD, see k8s-api.md §1). */
+/** The aggregated group: served only by sandbox-apiserver (never a CRD). */
 export const SANDBOX_GROUP = 'agents.x-k8s.io';
 /** The CRD group. NodeInventory lives here because the APIService owns all of agents.x-k8s.io/v1beta1. */
 export const EXTENSIONS_GROUP = 'extensions.agents.x-k8s.io';
@@ -73,7 +73,7 @@ export const RESOURCES = {
 /** The category every resource of this project is listed under: `kubectl get sandbox-scale` lists them all. */
 export const RESOURCE_CATEGORY = 'sandbox-scale';
 
-/** Lifecycle subresources of `sandboxes` (POST only) and their body kinds (scale-contracts §2.1, §3.6). */
+/** Lifecycle subresources of `sandboxes` (POST only) and their body kinds. */
 export const SANDBOX_SUBRESOURCES = ['pause', 'resume', 'fork', 'snapshot'] as const;
 export type SandboxSubresource = (typeof SANDBOX_SUBRESOURCES)[number];
 export const SUBRESOURCE_KINDS = {
@@ -85,7 +85,7 @@ export const SUBRESOURCE_KINDS = {
   snapshotResult: 'SandboxSnapshotResult',
 } as const;
 
-/** APIService registration (scale-contracts §2.1). */
+/** APIService registration. */
 export const API_SERVICE = {
   name: `${API_VERSION}.${SANDBOX_GROUP}`,
   namespace: 'sandbox-system',
@@ -95,7 +95,7 @@ export const API_SERVICE = {
   versionPriority: 15,
 } as const;
 
-/** ClaimRequest selector keys of the L2 gateway (scale-contracts §2.2). */
+/** ClaimRequest selector keys of the L2 gateway. */
 export const SELECTOR_KEYS = {
   template: 'sandbox.cocoonstack.io/template',
   net: 'sandbox.cocoonstack.io/net',
@@ -104,14 +104,14 @@ export const SELECTOR_KEYS = {
   user: 'authorization.cocoonstack.io/user',
 } as const;
 
-/** Labels stamped on synthesized Sandboxes, read path only (scale-contracts §2.3). */
+/** Labels stamped on synthesized Sandboxes, read path only. */
 export const SANDBOX_LABELS = {
   node: 'sandbox.cocoonstack.io/node',
   phase: 'sandbox.cocoonstack.io/phase',
   claim: 'sandbox.cocoonstack.io/claim',
 } as const;
 
-/** Annotations (scale-contracts §2.4). */
+/** Annotations. */
 export const ANNOTATIONS = {
   /** sandboxd claim id; delete and lifecycle verbs act on this, never on the Kubernetes name. */
   claimId: 'sandbox.cocoonstack.io/claim-id',
@@ -144,7 +144,7 @@ export const ANNOTATIONS = {
   ttlSeconds: 'sandbox.cocoonstack.io/ttl-seconds',
 } as const;
 
-/** Upstream agent-sandbox labels, kept so upstream clients and tools keep working (k8s-api.md §1.1). */
+/** Upstream agent-sandbox labels, kept so upstream clients and tools keep working. */
 export const UPSTREAM_LABELS = {
   warmPoolSandbox: 'agents.x-k8s.io/warm-pool-sandbox',
   sandboxTemplateRefHash: 'agents.x-k8s.io/sandbox-template-ref-hash',
@@ -156,7 +156,7 @@ export const UPSTREAM_LABELS = {
   adoptable: 'agents.x-k8s.io/adoptable',
 } as const;
 
-/** Upstream agent-sandbox annotations (k8s-api.md §1.1). */
+/** Upstream agent-sandbox annotations. */
 export const UPSTREAM_ANNOTATIONS = {
   sandboxName: 'agents.x-k8s.io/sandbox-name',
   podName: 'agents.x-k8s.io/pod-name',
@@ -168,7 +168,7 @@ export const UPSTREAM_ANNOTATIONS = {
   safeToEvict: 'cluster-autoscaler.kubernetes.io/safe-to-evict',
 } as const;
 
-/** The label key of the pool status selector: `agents.x-k8s.io/warm-pool=<pool name>` (scale-contracts §2.8). */
+/** The label key of the pool status selector: `agents.x-k8s.io/warm-pool=<pool name>`. */
 export const WARM_POOL_SELECTOR_LABEL = 'agents.x-k8s.io/warm-pool';
 
 /** `status.selector` of a SandboxWarmPool; the scale subresource and HPA read it. */
@@ -178,11 +178,11 @@ export function warmPoolSelector(poolName: string): string {
 
 /**
  * The finalizer the claim controller puts on a SandboxClaim: delete -> release the VM -> remove it.
- * Upstream relies on ownerReference cascade, which cannot reach a VM (k8s-api.md §3.1, §4.15).
+ * Upstream relies on ownerReference cascade, which cannot reach a VM.
  */
 export const CLAIM_RELEASE_FINALIZER = 'sandbox.cocoonstack.io/release';
 
-/** Server-side-apply field managers, one per app: `sandbox-scale/<app>` (STYLE.md, Naming). */
+/** Server-side-apply field managers, one per app: `sandbox-scale/<app>`. */
 export const FIELD_MANAGERS = {
   claimController: 'sandbox-scale/claim-controller',
   warmpoolDriver: 'sandbox-scale/warmpool-driver',
@@ -197,13 +197,13 @@ export const FIELD_MANAGERS = {
  */
 export const FAST_PATH_AUDIENCE = 'sandbox-scale-fast-path';
 
-/** Leader-election Lease names (the reference uses `cocoon-warmpool-driver`, scale-contracts §2.8). */
+/** Leader-election Lease names (the reference uses `cocoon-warmpool-driver`). */
 export const LEASE_NAMES = {
   warmpoolDriver: 'sandbox-scale-warmpool-driver',
   claimController: 'sandbox-scale-claim-controller',
 } as const;
 
-/** Condition types (scale-contracts §2.5, k8s-api.md §2.1, §2.4). */
+/** Condition types. */
 export const CONDITION_TYPES = {
   ready: 'Ready',
   bound: 'Bound',
@@ -224,7 +224,7 @@ export const CONDITION_TYPES = {
 export const CONDITION_STATUS = { true: 'True', false: 'False', unknown: 'Unknown' } as const;
 export type ConditionStatus = (typeof CONDITION_STATUS)[keyof typeof CONDITION_STATUS];
 
-/** Condition reasons (scale-contracts §2.5, k8s-api.md §2.1, §2.4). */
+/** Condition reasons. */
 export const CONDITION_REASONS = {
   /** SandboxClaim Bound=True after the node-local gateway delivered. */
   nodeLocalClaim: 'NodeLocalClaim',
@@ -262,19 +262,19 @@ export const CONDITION_REASONS = {
   nodeDraining: 'NodeDraining',
 } as const;
 
-/** Size classes (scale-contracts §2.6). */
+/** Size classes. */
 export const SIZE_CLASSES = ['small', 'medium', 'large'] as const;
 export type SizeClass = (typeof SIZE_CLASSES)[number];
 export const DEFAULT_SIZE: SizeClass = 'small';
 
-/** Net lanes (scale-contracts §2.6). Any other string passes through unvalidated. */
+/** Net lanes. Any other string passes through unvalidated. */
 export const NET_LANES = { none: 'none', egress: 'egress' } as const;
 export const DEFAULT_NET = NET_LANES.none;
 
-/** The namespace an inventory entry name without a `/` belongs to (scale-contracts §6.4). */
+/** The namespace an inventory entry name without a `/` belongs to. */
 export const DEFAULT_NAMESPACE = 'default';
 
-/** Fixed numbers of scale-contracts §2.7 that more than one app needs. */
+/** Fixed numbers that more than one app needs. */
 export const LIMITS = {
   fanOutConcurrency: 16,
   watchPollIntervalMs: 1000,

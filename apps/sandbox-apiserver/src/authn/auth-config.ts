@@ -10,7 +10,7 @@ import {
 import { findInCauseChain, SandboxScaleError } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 
-/** The delegated-authentication inputs kube-apiserver publishes (k8s-api.md §4.4). */
+/** The delegated-authentication inputs kube-apiserver publishes. */
 export interface AuthenticationConfig {
   readonly clientCa?: string;
   readonly requestHeaderCa?: string;

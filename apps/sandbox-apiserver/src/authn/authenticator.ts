@@ -18,7 +18,7 @@ export function acceptedCasOf(cfg: AuthenticationConfig): string[] {
   return [cfg.requestHeaderCa, cfg.clientCa].filter((c): c is string => c !== undefined);
 }
 
-/** Who is calling, in kube's order: front proxy, client cert, bearer token (k8s-api.md §4.4). */
+/** Who is calling, in kube's order: front proxy, client cert, bearer token. */
 export class Authenticator {
   #cas: ParsedCas | undefined;
 

@@ -23,7 +23,7 @@ function extraKey(raw: string): string {
 }
 
 /**
- * Front-proxy authentication (k8s-api.md §4.4 step 1): the peer certificate chains to the
+ * Front-proxy authentication (the first step): the peer certificate chains to the
  * requestheader CA and carries an allowed name; identity comes from the X-Remote-* headers.
  * Undefined when the certificate does not qualify or no username header is set.
  */

@@ -22,7 +22,7 @@ export function accessAttributesOf(info: RequestInfo): AccessAttributes {
 }
 
 /**
- * Delegated authorization (k8s-api.md §4.5) through the shared DelegatedAuth: cached allow
+ * Delegated authorization through the shared DelegatedAuth: cached allow
  * and deny, and a failed review refuses (503) instead of allowing.
  */
 export class SarAuthorizer {

@@ -1,7 +1,7 @@
 import { BadRequestError, SandboxSchema, toStructuralSchema } from '@sandbox-scale/scale-core';
 import type { z } from 'zod';
 
-/** `fieldValidation` on create (k8s-api.md §4.7): what to do with fields the schema lacks. */
+/** `fieldValidation` on create: what to do with fields the schema lacks. */
 export type FieldValidation = 'Ignore' | 'Warn' | 'Strict';
 
 export function fieldValidationOf(v: string | null): FieldValidation {

@@ -1,4 +1,4 @@
-/** What a response body should be, from the Accept header (k8s-api.md §4.8). */
+/** What a response body should be, from the Accept header. */
 export type ResponseShape =
   | { kind: 'object' }
   | { kind: 'table'; version: 'v1' | 'v1beta1' }

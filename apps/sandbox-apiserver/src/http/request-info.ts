@@ -4,7 +4,7 @@ import { dataPlaneVerb, isDataPlaneSubresource } from '../data-plane/subresource
 import { isReadAction } from '../discovery';
 import { isWatchQuery } from './query-params';
 
-/** What a request is about, in the terms authorization and storage speak (k8s-api.md §4.5). */
+/** What a request is about, in the terms authorization and storage speak. */
 export type RequestInfo =
   | { readonly isResource: false; readonly path: string; readonly verb: string }
   | {

@@ -54,7 +54,7 @@ export const WHOLE_LIST_PART = 1000;
 
 /**
  * The fewest rows a Table page holds, whatever the request's `limit` (servers may ignore
- * `limit`, k8s-api.md §4.9). A Table's reader is a person at kubectl, which sends `limit=500`
+ * `limit`). A Table's reader is a person at kubectl, which sends `limit=500`
  * but holds every page before it prints any, and whose client allows 5 requests a second after
  * a burst of 10: 100,000 sandboxes in pages of 500 spent 38 s of the client's own throttling.
  * Pages of 25,000 rows (about 15 MB) keep 100,000 sandboxes within 4 requests and a million

@@ -8,7 +8,7 @@ export function statusError(reason: StatusReason, message: string, retryAfterSec
   return new StatusError(reason, message, retryAfterSeconds === undefined ? {} : { retryAfterSeconds });
 }
 
-/** The Status body for any thrown value (k8s-api.md §4.13); 503/429/504 carry Retry-After. */
+/** The Status body for any thrown value; 503/429/504 carry Retry-After. */
 export function statusOf(err: unknown): KubeStatus {
   return statusForError(err);
 }
@@ -23,7 +23,7 @@ export function sendStatus(res: ServerResponse, err: unknown): KubeStatus {
   return status;
 }
 
-/** `sandboxes.agents.x-k8s.io "x" is forbidden: User "u" cannot get resource ...` (k8s-api.md §4.5). */
+/** `sandboxes.agents.x-k8s.io "x" is forbidden: User "u" cannot get resource ...`. */
 export function forbiddenMessage(a: {
   user: string;
   verb: string;

@@ -71,7 +71,7 @@ const ACTION_OPTIONS: Record<string, string> = {
 const nsParam = param('namespace', true);
 const nameParam = param('name', true);
 
-/** The per-GV OpenAPI v3 document (k8s-api.md §4.7): paths with actions + self-contained models. */
+/** The per-GV OpenAPI v3 document: paths with actions + self-contained models. */
 export function openApiV3(): Record<string, unknown> {
   const paths: Record<string, unknown> = {
     // operation ids are unique per document (OpenAPI), hence the suffix kube gives the cluster-wide list
@@ -118,7 +118,7 @@ export function openApiV3(): Record<string, unknown> {
   };
 }
 
-/** Swagger 2.0 (k8s-api.md §4.7): the same kinds with coarse models, merged by kube-apiserver. */
+/** Swagger 2.0: the same kinds with coarse models, merged by kube-apiserver. */
 export function openApiV2(): Record<string, unknown> {
   return { swagger: '2.0', info: { title: TITLE, version: 'v1beta1' }, paths: {}, definitions: buildModels('#/definitions/', false) };
 }

@@ -31,7 +31,7 @@ const REMEMBERED_ISSUERS = 64;
 
 /**
  * The pages of a list another replica began. Every page of one list comes from the snapshot its
- * first page took (k8s-api.md §4.9), and that snapshot lives in the replica that took it. Behind
+ * first page took, and that snapshot lives in the replica that took it. Behind
  * one Service, kube-apiserver's aggregator sends each request over whichever of its kept-alive
  * connections is free, so the pages of one `kubectl get` land on different replicas whenever
  * anything else is asking at the same time. A token of another replica's (its epoch is not

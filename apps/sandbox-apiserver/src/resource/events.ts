@@ -17,7 +17,7 @@ export interface SandboxEvent {
 
 export type Listener = (ev: SandboxEvent) => void;
 
-/** `too old resource version` — the caller relists (k8s-api.md §4.10). */
+/** `too old resource version` — the caller relists. */
 export class ResourceVersionTooOldError extends Error {
   constructor(
     readonly requested: number,

@@ -1,6 +1,6 @@
 import { BadRequestError, type FieldSelector, type LabelSelector, parseUntrustedJson, StatusError } from '@sandbox-scale/scale-core';
 
-/** Where a continued list resumes (k8s-api.md §4.9). */
+/** Where a continued list resumes. */
 export interface ContinuePoint {
   /** The process that issued the token (ListSnapshots.epoch); 0 for a token that names no snapshot. */
   readonly epoch: number;
@@ -12,7 +12,7 @@ export interface ContinuePoint {
   readonly after: string;
 }
 
-/** A parsed list/watch query (k8s-api.md §4.9). */
+/** A parsed list/watch query. */
 export interface ListQuery {
   readonly namespace: string;
   readonly labels: LabelSelector;

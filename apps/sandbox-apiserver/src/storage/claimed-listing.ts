@@ -15,7 +15,7 @@ export interface ClaimedSandbox {
 /**
  * Lists a sandbox a verb just claimed (fork child, snapshot claim) at once, under the name its
  * claim_ref gives it on the node: the claim-time index answers get/delete/verbs for it and the
- * cache shows it in lists until the node's next NodeInventory carries it (read-after-create, §13.1).
+ * cache shows it in lists until the node's next NodeInventory carries it (read-after-create).
  */
 export function listClaimed(storage: SandboxStorage, c: ClaimedSandbox, now = new Date()): ServedSandbox {
   const claimedAt = formatRfc3339Seconds(now);

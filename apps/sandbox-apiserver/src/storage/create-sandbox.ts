@@ -107,7 +107,7 @@ function isUnknownOutcome(err: unknown): boolean {
 }
 
 /**
- * Create (scale-contracts §9.2 with §13.4/§13.5 fixed): validate, derive the TTL (400 before
+ * Create: validate, derive the TTL (400 before
  * any VM is spent), refuse a taken name (409), then claim on a node chosen by power of two
  * choices over local capacity counts; 503 when no node has warm capacity. The token appears
  * only in this response.

@@ -40,7 +40,7 @@ export interface DeleteRequest {
 }
 
 /**
- * Delete (scale-contracts §9.5 with §13.6 fixed): release by claim id on the owning node —
+ * Delete: release by claim id on the owning node —
  * also for a sandbox created moments ago — then hide it at once so list, get and watch agree
  * before the node republishes. Preconditions are honoured; dryRun releases nothing.
  */

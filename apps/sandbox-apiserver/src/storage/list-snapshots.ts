@@ -21,7 +21,7 @@ interface Kept {
 }
 
 /**
- * The snapshots paged lists are served from (k8s-api.md §4.9: every page of one list comes
+ * The snapshots paged lists are served from (as in kube-apiserver, every page of one list comes
  * from the state its first page saw). Building one is a merge of the cache's changes; lists
  * started while nothing changed share it. A token naming a snapshot no longer kept, or one
  * from another process (the epoch differs), is answered 410 Expired by the caller.

@@ -5,8 +5,8 @@ import type { SandboxCache } from './sandbox-cache';
 export class NodeRoutingError extends SandboxScaleError {}
 
 /**
- * The sandboxd client of a node, by its NodeInventory address, with the fleet token
- * (scale-contracts §6.10). Without a token there is no client set: every write fails closed.
+ * The sandboxd client of a node, by its NodeInventory address, with the fleet token.
+ * Without a token there is no client set: every write fails closed.
  */
 export class NodeRouter {
   constructor(

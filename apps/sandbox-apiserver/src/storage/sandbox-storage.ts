@@ -40,7 +40,7 @@ export interface SandboxLocation {
 }
 
 /**
- * Reads of `sandboxes` (scale-contracts §6.5, §6.6 with the §13.1 fixes): lists come from the
+ * Reads of `sandboxes`: lists come from the
  * informer-fed cache; a get is one map lookup, then the claim-time index and the owning node for
  * a sandbox created moments ago, never a sweep of every inventory.
  */
@@ -110,7 +110,7 @@ export class SandboxStorage {
     const metadata: SandboxList['metadata'] = { resourceVersion: String(rv) };
     if (more) {
       metadata.continue = encodeContinue({ epoch: this.snapshots.epoch, snapshot: snap.id, rv, after: last });
-      // only exact when no selector skips items (k8s-api.md §4.9)
+      // only exact when no selector skips items
       if (!filtered) metadata.remainingItemCount = remaining;
     }
     return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxList', metadata, items };

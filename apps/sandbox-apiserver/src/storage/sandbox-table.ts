@@ -15,7 +15,7 @@ export interface TableOptions {
   readonly now?: Date;
 }
 
-/** Columns of `kubectl get sandboxes` (k8s-api.md §2.1, §4.8); priority 1 shows with -o wide. */
+/** Columns of `kubectl get sandboxes`; priority 1 shows with -o wide. */
 export const COLUMN_DEFINITIONS = [
   { name: 'Name', type: 'string', format: 'name', description: 'Name of the sandbox', priority: 0 },
   { name: 'Ready', type: 'string', format: '', description: 'Status of the Ready condition', priority: 0 },

@@ -3,7 +3,7 @@ import { asNodeAtCapacity, asSandboxdHttpError } from '@sandbox-scale/sandboxd-c
 
 /** What a snapshot call was about, for messages a caller can act on. */
 export interface SnapshotCallContext {
-  /** The verb name of scale-contracts §6.10: `snapshot`, `list snapshots`, `delete snapshot`, `claim snapshot`. */
+  /** The verb as errors name it: `snapshot`, `list snapshots`, `delete snapshot`, `claim snapshot`. */
   readonly verb: string;
   readonly node: string;
   /** The snapshot id, or the sandbox's claim id for `snapshot` / `list snapshots`. */
@@ -25,10 +25,10 @@ export function snapshotNotFound(snapshot: string, namespace: string, name: stri
 }
 
 /**
- * A sandboxd failure of a snapshot verb as the Status a client can act on (sandboxd-api §3.8–3.10):
+ * A sandboxd failure of a snapshot verb as the Status a client can act on:
  * the node's 400/404/409/429/503 keep their meaning instead of all becoming 500, so a caller can
  * tell "retry later" (429/503 with Retry-After) from "will never work" (409 egress lane, volumes).
- * Anything else stays a 500 naming the verb, id and node (§6.10 wraps errors the same way).
+ * Anything else stays a 500 naming the verb, id and node.
  */
 export function snapshotStatusError(err: unknown, ctx: SnapshotCallContext): StatusError {
   const known = statusErrorOf(err);

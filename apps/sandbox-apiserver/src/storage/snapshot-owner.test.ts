@@ -1,6 +1,6 @@
 import { checkpointName, MAX_SNAPSHOT_LABEL, ownerTag, parseCheckpointName, SNAPSHOT_LABEL } from './snapshot-owner';
 
-/** sandboxd's checkpoint name rule (sandboxd-api §1). */
+/** sandboxd's checkpoint name rule. */
 const NODE_NAME = /^[a-zA-Z0-9][a-zA-Z0-9._:/-]{0,62}$/;
 
 describe('snapshot owner digest', () => {

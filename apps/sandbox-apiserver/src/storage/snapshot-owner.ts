@@ -17,7 +17,7 @@ import { createHash } from 'node:crypto';
 const TAG_PREFIX = 's:';
 const TAG_CHARS = 24;
 const TAGGED = new RegExp(`^(${TAG_PREFIX}[a-z2-7]{${TAG_CHARS}})(?:/(.+))?$`);
-/** sandboxd's checkpoint name rule (sandboxd-api §1). */
+/** sandboxd's checkpoint name rule. */
 const NODE_NAME_MAX = 63;
 
 /** Longest label a snapshot may carry next to its owner's digest. */

@@ -24,7 +24,7 @@ import { SANDBOX_RESOURCE, type SandboxLocation, type SandboxStorage } from './s
 import { snapshotNotFound, snapshotStatusError, type SnapshotCallContext } from './snapshot-errors';
 import { checkpointName, MAX_SNAPSHOT_LABEL, ownerTag, parseCheckpointName, SNAPSHOT_LABEL } from './snapshot-owner';
 
-/** Options bodies; `kind`, `apiVersion` and `metadata` are tolerated (k8s-api.md §4.12). */
+/** Options bodies; `kind`, `apiVersion` and `metadata` are tolerated. */
 const SnapshotsOptionsSchema = z.looseObject({});
 const DeleteSnapshotOptionsSchema = z.looseObject({ snapshot: z.string().min(1) });
 const ClaimSnapshotOptionsSchema = z.looseObject({
@@ -107,7 +107,7 @@ const isNotFound = (err: unknown): boolean => statusErrorOf(err)?.code === 404;
  * - custom subresources are reachable from kubectl as `get --raw` and `create --raw`, and from
  *   client-go/client-node as a GET or POST of a subresource;
  * - a real `snapshots` resource would need list/watch across nodes, which controllers would
- *   start consuming (§4.15); checkpoints are per-node records that we only read on demand.
+ *   start consuming; checkpoints are per-node records that we only read on demand.
  *
  * A snapshot belongs to the sandbox name it was taken from, not to the VM: each checkpoint's
  * node-side name carries a digest of `namespace/name` (snapshot-owner.ts), so the snapshots of

@@ -11,7 +11,7 @@ const sb = (shutdownTime?: string, ttl?: string) => ({
   },
 });
 
-describe('deriveTtlSeconds (scale-contracts §11.6 #51)', () => {
+describe('deriveTtlSeconds', () => {
   it.each([
     ['shutdownTime now+90 s', sb('2026-08-17T10:01:30Z'), 90],
     ['shutdownTime now+90.5 s rounds up', sb('2026-08-17T10:01:30.500Z'), 91],

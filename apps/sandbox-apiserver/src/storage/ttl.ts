@@ -4,7 +4,7 @@ const INT = /^[+-]?[0-9]+$/;
 const INT64_MAX = 9223372036854775807n;
 
 /**
- * The claim TTL in seconds for a submitted Sandbox (scale-contracts §9.3): shutdownTime wins
+ * The claim TTL in seconds for a submitted Sandbox: shutdownTime wins
  * (rounded up, must be in the future), else the ttl-seconds annotation (a non-negative base-10
  * integer), else 0 = the node's default. Errors are 400s raised before any VM is spent.
  */

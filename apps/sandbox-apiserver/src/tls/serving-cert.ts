@@ -5,8 +5,8 @@ import { selfSignedCert, type SelfSignedCert } from '@sandbox-scale/kube-runtime
 export type ServingCert = SelfSignedCert;
 
 /**
- * A CA and a serving cert for `<service>.<namespace>.svc` (what the aggregator verifies,
- * k8s-api.md §4.3), `.svc.cluster.local`, localhost and 127.0.0.1. Used when no
+ * A CA and a serving cert for `<service>.<namespace>.svc` (what the aggregator verifies),
+ * `.svc.cluster.local`, localhost and 127.0.0.1. Used when no
  * --tls-cert-file is given: fine for development, a chart should mount a managed cert.
  */
 export function selfSignedServingCert(service: string, namespace: string): Promise<ServingCert> {

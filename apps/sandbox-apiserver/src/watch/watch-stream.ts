@@ -29,7 +29,7 @@ interface WatchParams {
   readonly timeoutMs: number;
 }
 
-/** Validates the watch parameters as kube-apiserver does (k8s-api.md §4.10). */
+/** Validates the watch parameters as kube-apiserver does. */
 export function watchParamsOf(q: URLSearchParams): WatchParams {
   const sendInitialEvents = q.get('sendInitialEvents') === 'true';
   const bookmarks = q.get('allowWatchBookmarks') === 'true';

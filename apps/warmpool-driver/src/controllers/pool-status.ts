@@ -151,7 +151,7 @@ export function withTransitionTimes(
   });
 }
 
-/** The status this driver owns for one pool (scale-contracts §3.2 plus observedGeneration and conditions). */
+/** The status this driver owns for one pool, observedGeneration and conditions included. */
 export function desiredPoolStatus(o: PoolObservation, current: SandboxWarmPoolStatus | undefined): SandboxWarmPoolStatus {
   const warm = Math.max(0, Math.min(o.warm, 2_147_483_647));
   return {

@@ -50,7 +50,7 @@ import {
  */
 export const STATUS_COUNT_INTERVAL_MS = 1000;
 
-/** The one request every NodeInventory and SandboxTemplate event maps to (scale-contracts §2.8). */
+/** The one request every NodeInventory and SandboxTemplate event maps to. */
 export const SYNC_REQUEST: ReconcileRequest = { namespace: '', name: 'sync' };
 
 export interface WarmPoolReconcilerOptions {
@@ -111,7 +111,7 @@ function recalled(status: SandboxWarmPoolStatus | undefined): PoolMemory | undef
 /**
  * Level-based and global, as the reference driver: every request runs one sync of all pools,
  * because a node's PUT carries the full set of pools that target it. A pool whose template
- * cannot be read stays on its last-good key (§13.10); only deleting the pool drains its key.
+ * cannot be read stays on its last-good key; only deleting the pool drains its key.
  */
 export class WarmPoolReconciler implements Reconciler {
   /** Status writes made (read by the bench). */

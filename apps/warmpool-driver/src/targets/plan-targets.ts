@@ -43,7 +43,7 @@ const weightOf = (n: PlanNode): number => (n.weight !== undefined && Number.isIn
  * floors first, then one more to the nodes with the largest remainders. Ties (all of them when
  * weights are equal, giving max - min <= 1) go in a rotated order starting at a stable hash of
  * `seed`, so the remainders of different pools land on different nodes (the reference always
- * gives them to the alphabetically first nodes, §13.10). Integer arithmetic: the sum is exact.
+ * gives them to the alphabetically first nodes). Integer arithmetic: the sum is exact.
  */
 export function spreadReplicas(total: number, nodes: readonly PlanNode[], seed: string): Map<string, number> {
   const out = new Map<string, number>();

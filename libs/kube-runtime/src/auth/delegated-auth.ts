@@ -167,7 +167,7 @@ function digest(s: string): string {
 }
 
 /**
- * Delegated authentication and authorization (k8s-api.md §4.4-4.5): bearer tokens through
+ * Delegated authentication and authorization: bearer tokens through
  * TokenReview, decisions through SubjectAccessReview. Each outcome has its own bounded LRU,
  * so a flood of bad tokens or denied questions evicts only other bad tokens and denials,
  * never a good caller's entry. Any failure refuses and is never cached.

@@ -1,6 +1,6 @@
 import { addressIPs, splitHostPort } from './address-ips';
 
-describe('addressIPs (scale-contracts §6.4, §11.7 #56)', () => {
+describe('addressIPs', () => {
   it.each([
     ['', undefined],
     [undefined, undefined],

@@ -25,7 +25,7 @@ export function splitHostPort(addr: string): { host: string; port: string } | un
 }
 
 /**
- * `status.podIPs` of a sandbox from its `host:port` address (scale-contracts §6.4): the host
+ * `status.podIPs` of a sandbox from its `host:port` address: the host
  * without the port (IPv6 unbracketed), or the address verbatim when it has no port or an empty
  * host; undefined for an empty address, so the field is absent rather than `[]`.
  */

@@ -8,7 +8,7 @@ const loc = (i: number, node = 'node-a') => ({
 });
 const entryBytes = estimateClaimIndexEntryBytes('team-a', 'sb-1', 'sb_0000000000000001');
 
-describe('ClaimIndex (§13.1 A)', () => {
+describe('ClaimIndex', () => {
   it('finds a sandbox by namespace/name and by claim id right after the claim', () => {
     const idx = new ClaimIndex({ maxBytes: 1 << 20 });
     idx.put({ namespace: 'ns', name: 's1', node: 'n2', claimId: 'sb_abc' });

@@ -54,7 +54,7 @@ export function estimateClaimIndexEntryBytes(namespace: string, name: string, cl
 export class InvalidClaimIndexOptionsError extends SandboxScaleError {}
 
 /**
- * The claim-time index (scale-contracts §13.1 A): `namespace/name` and claim id -> node and
+ * The claim-time index: `namespace/name` and claim id -> node and
  * claim id, so Get, Delete and lifecycle verbs find a sandbox created moments ago without
  * waiting a publish interval. A bounded LRU: every put or lookup marks an entry recent; when
  * the estimated size passes `maxBytes` the least recently used entries are evicted. All

@@ -30,7 +30,7 @@ const AGE: PrinterColumn = {
   description: 'Time since the object was created.',
 };
 
-/** The four CRDs of extensions.agents.x-k8s.io (k8s-api.md §1). Sandbox is served, never a CRD. */
+/** The four CRDs of extensions.agents.x-k8s.io. Sandbox is served, never a CRD. */
 export const CRD_SOURCES: readonly CrdSource[] = [
   { names: RESOURCES.sandboxTemplate, schema: SandboxTemplateSchema },
   {
@@ -127,7 +127,7 @@ export function buildCrd(src: CrdSource): CustomResourceDefinition {
       group: names.group,
       names: namesNode,
       scope: names.namespaced ? 'Namespaced' : 'Cluster',
-      // One version, so no conversion webhook (k8s-api.md §2.6).
+      // One version, so no conversion webhook.
       versions: [version],
       conversion: { strategy: 'None' },
     },

@@ -52,7 +52,7 @@ export function noWarmCapacityOf(err: unknown): NoWarmCapacityError | undefined 
 
 /**
  * Writes were asked of a component that has no way to reach the nodes: no fleet token or no
- * client factory. Fails closed (the reference calls sandboxd unauthenticated, §13.7).
+ * client factory. Fails closed (the reference calls sandboxd unauthenticated).
  */
 export class ClaimRoutingNotConfiguredError extends SandboxScaleError {
   constructor(message = 'claim routing not configured: no sandboxd fleet token; refusing to call nodes unauthenticated') {

@@ -26,8 +26,8 @@ const wrap = (err: unknown, times = 2): Error => {
   return cur as Error;
 };
 
-describe('capacity errors and their predicates (§10)', () => {
-  it('isFallback is true for NoNodeCapacityError however deeply it is wrapped (§11.1 #3)', () => {
+describe('capacity errors and their predicates', () => {
+  it('isFallback is true for NoNodeCapacityError however deeply it is wrapped', () => {
     const err = new NoNodeCapacityError();
     expect(isFallback(err)).toBe(true);
     expect(isFallback(wrap(err, 3))).toBe(true);
@@ -35,14 +35,14 @@ describe('capacity errors and their predicates (§10)', () => {
     expect(err.name).toBe('NoNodeCapacityError');
   });
 
-  it('isFallback is false for other errors, authorization failures included (§11.1 #5)', () => {
+  it('isFallback is false for other errors, authorization failures included', () => {
     expect(isFallback(new Error('not authorized'))).toBe(false);
     expect(isFallback(new NoWarmCapacityError())).toBe(false);
     expect(isFallback(undefined)).toBe(false);
     expect(isFallback('NoNodeCapacityError')).toBe(false);
   });
 
-  it('isNoWarmCapacity walks the cause chain and is distinct from routing errors (§11.2 #9, #13)', () => {
+  it('isNoWarmCapacity walks the cause chain and is distinct from routing errors', () => {
     expect(isNoWarmCapacity(wrap(new NoWarmCapacityError({ template: 'img' })))).toBe(true);
     expect(isNoWarmCapacity(new ClaimRoutingNotConfiguredError())).toBe(false);
     expect(isClaimRoutingNotConfigured(wrap(new ClaimRoutingNotConfiguredError()))).toBe(true);
@@ -62,7 +62,7 @@ describe('capacity errors and their predicates (§10)', () => {
   });
 });
 
-describe('statusForError (§9.7, k8s-api.md §4.13)', () => {
+describe('statusForError', () => {
   const sandboxes = { group: 'agents.x-k8s.io', resource: 'sandboxes' };
 
   it('passes NotFound through wrapping as a 404 with the Kubernetes message', () => {
@@ -100,7 +100,7 @@ describe('statusForError (§9.7, k8s-api.md §4.13)', () => {
     expect(s.details?.causes).toHaveLength(2);
   });
 
-  it('answers a retryable 503 for no warm capacity, even when wrapped (§11.7 #58)', () => {
+  it('answers a retryable 503 for no warm capacity, even when wrapped', () => {
     const s = statusForError(wrap(new NoWarmCapacityError({ template: 'img' })));
     expect(s).toMatchObject({ code: 503, reason: 'ServiceUnavailable', details: { retryAfterSeconds: 1 } });
     expect(s.message).toContain('template "img"');
@@ -121,7 +121,7 @@ describe('statusForError (§9.7, k8s-api.md §4.13)', () => {
     expect(statusForError(new BadRequestError('bad ttl'))).toMatchObject({ code: 400, reason: 'BadRequest', message: 'bad ttl' });
   });
 
-  it('answers 500 for sandboxd failures, missing routing and anything unknown (§11.7 #58)', () => {
+  it('answers 500 for sandboxd failures, missing routing and anything unknown', () => {
     class SandboxdHttpError extends SandboxScaleError {
       readonly statusCode = 500;
     }

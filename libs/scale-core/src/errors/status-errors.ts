@@ -1,6 +1,6 @@
 import { SandboxScaleError } from './base';
 
-/** Kubernetes Status reasons and the HTTP code that goes with each (k8s-api.md §4.13). */
+/** Kubernetes Status reasons and the HTTP code that goes with each. */
 export const STATUS_REASON_CODES = {
   BadRequest: 400,
   Unauthorized: 401,

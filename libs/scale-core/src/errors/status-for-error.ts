@@ -2,7 +2,7 @@ import { findInCauseChain } from './base';
 import { noWarmCapacityOf, NO_WARM_CAPACITY_RETRY_AFTER_SECONDS } from './capacity-errors';
 import { STATUS_REASON_CODES, statusErrorOf, type StatusDetails, type StatusReason } from './status-errors';
 
-/** A Kubernetes `Status` failure body (k8s-api.md §4.13). `code` is also the HTTP status. */
+/** A Kubernetes `Status` failure body. `code` is also the HTTP status. */
 export interface KubeStatus {
   readonly kind: 'Status';
   readonly apiVersion: 'v1';
@@ -38,7 +38,7 @@ const internalError = (): KubeStatus =>
   build('InternalError', INTERNAL_ERROR_MESSAGE, { causes: [{ reason: 'InternalError', message: INTERNAL_ERROR_MESSAGE }] });
 
 /**
- * The Status an API handler answers for any thrown value (scale-contracts §9.7):
+ * The Status an API handler answers for any thrown value:
  * a StatusError anywhere in the chain keeps its reason (NotFound stays 404 through wrapping);
  * no warm capacity is a retryable 503 with retryAfterSeconds; everything else — sandboxd
  * failures, missing routing, bugs — is a 500 InternalError with a generic message (the caller

@@ -7,7 +7,7 @@ const FNV32_PRIME = 0x01000193;
 
 const utf8 = new TextEncoder();
 
-/** 64-bit FNV-1a over the UTF-8 bytes of `s`, as an unsigned decimal string (scale-contracts §14). */
+/** 64-bit FNV-1a over the UTF-8 bytes of `s`, as an unsigned decimal string. */
 export function fnv1a64(s: string): string {
   let h = FNV64_OFFSET;
   for (const b of utf8.encode(s)) {
@@ -29,7 +29,7 @@ export function fnv1a32(s: string): number {
 
 /**
  * Upstream agent-sandbox's `NameHash`: FNV-1a 32 as 8 lowercase hex digits, the value of the
- * `agents.x-k8s.io/warm-pool-sandbox` and `sandbox-template-ref-hash` labels (k8s-api.md §1.1).
+ * `agents.x-k8s.io/warm-pool-sandbox` and `sandbox-template-ref-hash` labels.
  */
 export function nameHash(name: string): string {
   return fnv1a32(name).toString(16).padStart(8, '0');

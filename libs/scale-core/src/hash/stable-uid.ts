@@ -26,7 +26,7 @@ export function uuidV5(name: string, namespace: string = SANDBOX_UID_NAMESPACE):
 /**
  * The uid of a sandbox, from the node that holds it and its sandboxd claim id. The Create
  * response and every later read compute the same value, which kubectl delete --wait, the
- * garbage collector and informers rely on (k8s-api.md §2.1); the reference mints a random uid
+ * garbage collector and informers rely on; the reference mints a random uid
  * on Create and serves none on reads. A sandbox the node has not yet given an id falls back to
  * its namespace/name, and changes uid once the id is published.
  */

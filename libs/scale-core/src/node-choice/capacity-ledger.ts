@@ -57,7 +57,7 @@ function isNewer(next: string, cur: string): boolean {
 }
 
 /**
- * Local warm-capacity bookkeeping between inventory publishes (scale-contracts §13.4).
+ * Local warm-capacity bookkeeping between inventory publishes.
  * Inventories are 5–30 s stale, so without this every claim of a burst sees the same counts
  * and the sampler keeps favouring the node that looked warmest. Each choice takes one from
  * the chosen node's count; a capacity miss empties it; a newer inventory from the node resets

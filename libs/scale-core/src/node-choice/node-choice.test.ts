@@ -18,18 +18,18 @@ const scripted = (...values: number[]): Rng => {
   return () => values[i++ % values.length] ?? 0;
 };
 
-describe('warmCandidates (§6.8)', () => {
-  it('routes to a warm node at its address (§11.2 #8)', () => {
+describe('warmCandidates', () => {
+  it('routes to a warm node at its address', () => {
     expect(warmCandidates([inv('n2', [{ template: 'img', warm: 4 }], { address: '10.0.0.2:7777' })], { template: 'img' })).toEqual([
       { node: 'n2', addr: '10.0.0.2:7777', warm: 4 },
     ]);
   });
 
-  it('has no candidates when nothing is warm (§11.2 #9)', () => {
+  it('has no candidates when nothing is warm', () => {
     expect(warmCandidates([inv('n1', [{ template: 'img', warm: 0 }]), inv('n2', [])], key)).toEqual([]);
   });
 
-  it('matches pools advertised without net and size, and not another net (§11.2 #10)', () => {
+  it('matches pools advertised without net and size, and not another net', () => {
     const fleet = [inv('n1', [{ template: 'img', warm: 2 }])];
     expect(warmCandidates(fleet, { template: 'img', net: 'none', size: 'small' })).toHaveLength(1);
     expect(warmCandidates(fleet, { template: 'img', net: 'egress' })).toEqual([]);
@@ -66,7 +66,7 @@ describe('warmCandidates (§6.8)', () => {
   });
 });
 
-describe('pickPowerOfTwo (§6.8, §14)', () => {
+describe('pickPowerOfTwo', () => {
   it('returns -1 for no candidates and 0 for one, without drawing', () => {
     const rng = jest.fn(() => 0.5);
     expect(pickPowerOfTwo([], rng)).toBe(-1);
@@ -90,7 +90,7 @@ describe('pickPowerOfTwo (§6.8, §14)', () => {
     expect(pickPowerOfTwo([{ warm: 1 }, { warm: 2 }], () => 1)).toBe(1);
   });
 
-  it('spreads picks over equally warm nodes (§11.2 #14)', () => {
+  it('spreads picks over equally warm nodes', () => {
     const c = [{ warm: 4 }, { warm: 4 }, { warm: 4 }, { warm: 4 }];
     const rng = seededRng(14);
     const hits = new Set<number>();
@@ -98,7 +98,7 @@ describe('pickPowerOfTwo (§6.8, §14)', () => {
     expect([...hits].sort()).toEqual([0, 1, 2, 3]);
   });
 
-  it('prefers the warmer node about three times in four (§11.2 #15)', () => {
+  it('prefers the warmer node about three times in four', () => {
     const c = [{ warm: 1 }, { warm: 100 }];
     const rng = seededRng(15);
     let warm = 0;
@@ -108,7 +108,7 @@ describe('pickPowerOfTwo (§6.8, §14)', () => {
   });
 });
 
-describe('CapacityLedger (§13.4)', () => {
+describe('CapacityLedger', () => {
   it('spreads a burst within one publish window by what each node has left', () => {
     // Without local decrements the sampler keeps preferring n1 (10 > 9) for the whole burst.
     const ledger = new CapacityLedger();
@@ -169,7 +169,7 @@ describe('CapacityLedger (§13.4)', () => {
     expect(ledger.candidates([inv('n1', [{ template: 'img', warm: 5 }])], key)).toEqual([expect.objectContaining({ warm: 5 })]);
   });
 
-  it('drops a node that answered at capacity and falls back to the next (§11.2 #16, #17)', () => {
+  it('drops a node that answered at capacity and falls back to the next', () => {
     const ledger = new CapacityLedger();
     const fleet = [inv('n1', [{ template: 'img', warm: 3 }]), inv('n2', [{ template: 'img', warm: 3 }])];
     const rng = seededRng(5);
@@ -316,7 +316,7 @@ describe('CapacityLedger over a frozen list it chooses from again without walkin
     );
   });
 
-  it('prefers the warmer of two nodes about three times in four, as the walk does (§11.2 #15)', () => {
+  it('prefers the warmer of two nodes about three times in four, as the walk does', () => {
     const list = frozen([inv('n1', [{ template: 'img', warm: 1_000 }]), inv('n2', [{ template: 'img', warm: 100_000 }])]);
     const ledger = new CapacityLedger();
     const rng = seededRng(15);

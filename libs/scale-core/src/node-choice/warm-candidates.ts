@@ -26,7 +26,7 @@ export function inventoryName(inv: InventoryLike): string {
 }
 
 /**
- * Nodes that can serve `key` now (scale-contracts §6.8): a non-empty address and a matching
+ * Nodes that can serve `key` now: a non-empty address and a matching
  * pool with warm > 0. Pools that normalise to the same key on one node (net "" and "none")
  * are one candidate with their warm summed, so a node is tried at most once per claim.
  */
@@ -67,7 +67,7 @@ function servesKey(pool: PoolKeyLike, key: PoolKey): boolean {
 }
 
 /**
- * Power of two choices (scale-contracts §6.8): one candidate is taken as is; otherwise two
+ * Power of two choices: one candidate is taken as is; otherwise two
  * indices are drawn independently and uniformly WITH replacement, and the second wins only
  * if it is strictly warmer — ties go to the first draw. Sampling instead of taking the
  * maximum keeps a burst from piling onto whichever node looked warmest in a stale snapshot.

@@ -23,7 +23,7 @@ const sandbox = (annotations?: Record<string, string>, podAnnotations?: Record<s
     spec: { podTemplate: podTemplate(podAnnotations) },
   });
 
-describe('pool key of a template and of a sandbox (§2.6)', () => {
+describe('pool key of a template and of a sandbox', () => {
   it('reads the template annotation first, then the pod template annotation', () => {
     expect(netOfTemplate(template({ [NET]: 'egress' }, { [NET]: 'other' }))).toBe('egress');
     expect(netOfTemplate(template({ [NET]: '' }, { [NET]: 'egress' }))).toBe('egress');

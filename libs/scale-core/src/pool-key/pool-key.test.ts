@@ -3,7 +3,7 @@ import { comparePoolKeys, normalizePoolKey, poolKeyFor, poolKeyId, poolKeyMatche
 describe('poolKeyFor', () => {
   const image = 'ghcr.io/cocoonstack/sandbox/rt@sha256:deadbeef';
 
-  it('takes the first image, net none by default and the size class (§11.5 #39 key)', () => {
+  it('takes the first image, net none by default and the size class', () => {
     expect(poolKeyFor([{ image }], '')).toEqual({ template: image, net: 'none', size: 'small' });
     expect(poolKeyFor([{ image }], undefined)).toEqual({ template: image, net: 'none', size: 'small' });
   });
@@ -22,7 +22,7 @@ describe('poolKeyFor', () => {
   });
 });
 
-describe('pool key normalisation (§2.6, §11.2 #10)', () => {
+describe('pool key normalisation', () => {
   it('reads empty net as none and empty size as small', () => {
     expect(normalizePoolKey({ template: 'img', net: '', size: '' })).toEqual({ template: 'img', net: 'none', size: 'small' });
     expect(normalizePoolKey({ template: 'img' })).toEqual({ template: 'img', net: 'none', size: 'small' });

@@ -18,7 +18,7 @@ export interface PoolKeyLike {
 /**
  * The ONE normalisation of a pool key: empty net means `none`, empty size means `small`.
  * Claim matching, status counting and target planning all go through it, so an inventory that
- * omits a default can never be under-counted (the reference normalises only when matching, §13.10).
+ * omits a default can never be under-counted (the reference normalises only when matching).
  * The template is never normalised: image references are compared exactly.
  */
 export function normalizePoolKey(key: PoolKeyLike): PoolKey {
@@ -30,7 +30,7 @@ export function normalizePoolKey(key: PoolKeyLike): PoolKey {
 }
 
 /**
- * The pool key a workload asks for (scale-contracts §2.6): the first container's image, the
+ * The pool key a workload asks for: the first container's image, the
  * given net (or `none`), and the size class of the first container's resources.
  * The aggregated Create and the warm-pool driver must both call this; if they disagree every
  * Create answers 503 forever.

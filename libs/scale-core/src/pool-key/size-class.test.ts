@@ -4,7 +4,7 @@ import { sizeClassForContainers, type ResourceContainer } from './size-class';
 
 const requests = (r: Record<string, string | number>): ResourceContainer[] => [{ image: 'img', resources: { requests: r } }];
 
-describe('sizeClassForContainers (scale-contracts §2.6, §11.7 #55)', () => {
+describe('sizeClassForContainers', () => {
   it.each([
     [{ cpu: '1', memory: '2Gi' }, 'small'],
     [{ cpu: '1000m', memory: '2Gi' }, 'small'],

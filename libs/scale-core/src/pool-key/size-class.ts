@@ -31,7 +31,7 @@ function resolve(c: ResourceContainer, name: 'cpu' | 'memory'): Quantity | undef
 const above = (q: Quantity | undefined, threshold: Quantity): boolean => q !== undefined && compareQuantities(q, threshold) > 0;
 
 /**
- * The single source of truth for a pool's size class (scale-contracts §2.6). Only the first
+ * The single source of truth for a pool's size class. Only the first
  * container counts; CPU and memory are resolved independently (requests, then limits when the
  * request is absent or zero); thresholds are strict: cpu > 4 or memory > 8Gi is large,
  * cpu > 1 or memory > 2Gi is medium, anything else (including nothing set) is small.

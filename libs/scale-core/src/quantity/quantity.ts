@@ -3,7 +3,7 @@ import { SandboxScaleError } from '../errors/base';
 /**
  * A Kubernetes resource quantity as an exact rational `num / den` (den > 0). Floats cannot
  * compare `2049Mi` with `2Gi` or `1001m` with `1` reliably, and the size-class thresholds are
- * strict, so every comparison is done on BigInts (scale-contracts §2.6, §14).
+ * strict, so every comparison is done on BigInts.
  */
 export interface Quantity {
   readonly num: bigint;

@@ -51,7 +51,7 @@ export type ObjectMeta = z.infer<typeof ObjectMetaSchema>;
 const QUALIFIED_NAME = new RegExp(`^(${DNS1123_SUBDOMAIN_FMT}/)?(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])$`);
 const CONDITION_REASON = /^[A-Za-z]([A-Za-z0-9_,:]*[A-Za-z0-9_])?$/;
 
-/** metav1.Condition, with the upstream limits (k8s-api.md §2.1). */
+/** metav1.Condition, with the upstream limits. */
 export const ConditionSchema = z
   .looseObject({
     type: z.string().max(316).regex(QUALIFIED_NAME).describe('Type of condition in CamelCase, e.g. Ready or Bound.'),

@@ -4,7 +4,7 @@ import { conditionsSchema, dateTime, int32, ObjectMetaSchema } from './meta';
 
 /**
  * NodeInventory (extensions.agents.x-k8s.io/v1beta1): one cluster-scoped, spec-less report per
- * node, written by that node's publisher (scale-contracts §3.1, k8s-api.md §2.5).
+ * node, written by that node's publisher.
  * `claimedAt` and `conditions` are additions to the reference: the first gives synthesized
  * Sandboxes a stable creationTimestamp, the second lets the publisher say the report is stale.
  */

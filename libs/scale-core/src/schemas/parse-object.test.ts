@@ -154,7 +154,7 @@ describe('parseObject', () => {
   });
 });
 
-describe('NodeInventory schema (§3.1)', () => {
+describe('NodeInventory schema', () => {
   const inv = (extra: Record<string, unknown> = {}): Record<string, unknown> => ({
     apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
     kind: 'NodeInventory',

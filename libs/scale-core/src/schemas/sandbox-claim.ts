@@ -3,7 +3,7 @@ import { EXTENSIONS_API_VERSION } from '../constants';
 import { conditionsSchema, dateTime, int32, int64, localRefSchema, ObjectMetaSchema, StringMapSchema } from './meta';
 import { VolumeClaimTemplatesSchema } from './pod-template';
 
-/** SandboxClaim (extensions.agents.x-k8s.io/v1beta1), k8s-api.md §2.4, scale-contracts §3.4. */
+/** SandboxClaim (extensions.agents.x-k8s.io/v1beta1) */
 
 export const SandboxClaimSpecSchema = z
   .looseObject({

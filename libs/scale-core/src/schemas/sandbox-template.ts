@@ -3,7 +3,7 @@ import { EXTENSIONS_API_VERSION } from '../constants';
 import { ObjectMetaSchema } from './meta';
 import { PodTemplateSchema, VolumeClaimTemplatesSchema } from './pod-template';
 
-/** SandboxTemplate (extensions.agents.x-k8s.io/v1beta1), k8s-api.md §2.2. */
+/** SandboxTemplate (extensions.agents.x-k8s.io/v1beta1) */
 
 const PolicySchema = (description: string) => z.enum(['Disallowed', 'Allowed', 'Overrides']).default('Disallowed').describe(description);
 

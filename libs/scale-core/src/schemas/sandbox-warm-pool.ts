@@ -2,7 +2,7 @@ import { z } from 'zod';
 import { EXTENSIONS_API_VERSION } from '../constants';
 import { conditionsSchema, int32, int64, localRefSchema, ObjectMetaSchema } from './meta';
 
-/** SandboxWarmPool (extensions.agents.x-k8s.io/v1beta1), k8s-api.md §2.3, scale-contracts §3.2. */
+/** SandboxWarmPool (extensions.agents.x-k8s.io/v1beta1) */
 
 /** Cold claims are opt-in: a cold boot costs the node a boot and the claimant seconds of waiting. */
 export const COLD_START_POLICIES = ['Never', 'WhenNoWarmCapacity'] as const;

@@ -3,7 +3,7 @@ import { SANDBOX_API_VERSION } from '../constants';
 import { dateTime, ObjectMetaSchema } from './meta';
 import { PodTemplateSchema, VolumeClaimTemplatesSchema } from './pod-template';
 
-/** Sandbox (agents.x-k8s.io/v1beta1), served by sandbox-apiserver; mirrors the upstream CRD (k8s-api.md §2.1). */
+/** Sandbox (agents.x-k8s.io/v1beta1), served by sandbox-apiserver; mirrors the upstream CRD. */
 
 export const SandboxSpecSchema = z
   .looseObject({

@@ -8,7 +8,7 @@ const CANONICAL = /^\d{4}-(0[1-9]|1[0-2])-(0[1-9]|1\d|2[0-8])T([01]\d|2[0-3]):[0
 
 /**
  * RFC3339 in UTC with second precision (`2026-08-17T12:00:00Z`), sub-seconds truncated as Go's
- * RFC3339 formatting of a second-precision time does (scale-contracts §14).
+ * RFC3339 formatting of a second-precision time does.
  */
 export function formatRfc3339Seconds(d: Date): string {
   const ms = d.getTime();

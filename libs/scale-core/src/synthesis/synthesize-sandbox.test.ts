@@ -16,7 +16,7 @@ import {
 const entry = (e: Partial<EntryLike> & { name: string }): EntryLike => ({ phase: 'Running', ...e });
 const opts = { resourceVersion: '42' };
 
-describe('splitEntryName (§6.4, §11.7 #57)', () => {
+describe('splitEntryName', () => {
   it('splits at the first slash', () => {
     expect(splitEntryName('a/b/c')).toEqual({ namespace: 'a', name: 'b/c' });
     expect(splitEntryName('ns/s1')).toEqual({ namespace: 'ns', name: 's1' });
@@ -33,8 +33,8 @@ describe('splitEntryName (§6.4, §11.7 #57)', () => {
   });
 });
 
-describe('synthesizeSandbox (§6.4)', () => {
-  it('synthesizes status, labels and annotations of a running entry (§11.3 #24)', () => {
+describe('synthesizeSandbox', () => {
+  it('synthesizes status, labels and annotations of a running entry', () => {
     const s = synthesizeSandbox('n1', entry({ name: 'ns/s1', id: 'sb_abc123', claimRef: 'ns/claim-1', addr: '10.1.2.3:7777' }), opts);
     expect(s.apiVersion).toBe('agents.x-k8s.io/v1beta1');
     expect(s.kind).toBe('Sandbox');
@@ -59,7 +59,7 @@ describe('synthesizeSandbox (§6.4)', () => {
     expect(s.spec).toEqual({});
   });
 
-  it('stamps the claim-id annotation only when the entry has an id, and omits an empty map (§11.3 #25)', () => {
+  it('stamps the claim-id annotation only when the entry has an id, and omits an empty map', () => {
     expect(synthesizeSandbox('n1', entry({ name: 'ns/a', id: 'sb_abc' }), opts).metadata.annotations).toEqual({
       'sandbox.cocoonstack.io/claim-id': 'sb_abc',
     });
@@ -68,7 +68,7 @@ describe('synthesizeSandbox (§6.4)', () => {
     expect('annotations' in bare.metadata).toBe(false);
   });
 
-  it('stamps the deadline as RFC3339 UTC seconds, and no annotation without one (§11.3 #26)', () => {
+  it('stamps the deadline as RFC3339 UTC seconds, and no annotation without one', () => {
     const withDeadline = synthesizeSandbox('n1', entry({ name: 'ns/a', deadline: '2026-08-17T12:00:00Z' }), opts);
     expect(withDeadline.metadata.annotations?.['sandbox.cocoonstack.io/deadline']).toBe('2026-08-17T12:00:00Z');
     const offset = synthesizeSandbox('n1', entry({ name: 'ns/a', deadline: '2026-08-17T14:00:00.900+02:00' }), opts);
@@ -77,14 +77,14 @@ describe('synthesizeSandbox (§6.4)', () => {
     expect(synthesizeSandbox('n1', entry({ name: 'ns/a', deadline: '0001-01-01T00:00:00Z' }), opts).metadata.annotations).toBeUndefined();
   });
 
-  it('changes the content fingerprint when the deadline or phase changes (§11.3 #26)', () => {
+  it('changes the content fingerprint when the deadline or phase changes', () => {
     const base = entry({ name: 'ns/a', id: 'sb_1' });
     expect(entryFingerprint({ ...base, deadline: '2026-08-17T12:00:00Z' })).not.toBe(entryFingerprint(base));
     expect(entryFingerprint({ ...base, phase: 'Paused' })).not.toBe(entryFingerprint(base));
     expect(entryFingerprint({ ...base })).toBe(entryFingerprint(base));
   });
 
-  it('fingerprints exactly as the reference resourceVersion: FNV-1a 64 of the documented string (§11.7 #63)', () => {
+  it('fingerprints exactly as the reference resourceVersion: FNV-1a 64 of the documented string', () => {
     const e = entry({ name: 'ns/s1', id: 'sb_abc123', claimRef: 'ns/claim-1', addr: '10.1.2.3:7777', deadline: '2026-08-17T12:00:00Z' });
     // Golden value computed once, independently, over "ns/s1|sb_abc123|Running|ns/claim-1|10.1.2.3:7777|2026-08-17T12:00:00Z".
     expect(entryFingerprint(e)).toBe('16447397044017641858');
@@ -135,8 +135,8 @@ describe('synthesizeSandbox (§6.4)', () => {
   });
 });
 
-describe('compareByNamespaceName (§6.5)', () => {
-  it('orders a flattened fleet by namespace then name (§11.3 #18)', () => {
+describe('compareByNamespaceName', () => {
+  it('orders a flattened fleet by namespace then name', () => {
     const items = [
       synthesizeSandbox('n1', entry({ name: 'ns-a/s1' }), opts),
       synthesizeSandbox('n1', entry({ name: 'ns-b/s2', phase: 'Pending' }), opts),
@@ -154,7 +154,7 @@ describe('compareByNamespaceName (§6.5)', () => {
   });
 });
 
-describe('readyConditionFor (§2.5)', () => {
+describe('readyConditionFor', () => {
   it.each([
     ['Running', 'True', 'Running'],
     ['running', 'True', 'running'],
@@ -170,7 +170,7 @@ describe('readyConditionFor (§2.5)', () => {
   });
 });
 
-describe('selectors over synthesized sandboxes (§11.3 #20, #21)', () => {
+describe('selectors over synthesized sandboxes', () => {
   const items = [
     synthesizeSandbox('n1', entry({ name: 'ns/running', phase: 'Running' }), opts),
     synthesizeSandbox('n2', entry({ name: 'ns/pending', phase: 'Pending' }), opts),
@@ -194,7 +194,7 @@ describe('selectors over synthesized sandboxes (§11.3 #20, #21)', () => {
   });
 });
 
-describe('RFC3339 helpers (§14)', () => {
+describe('RFC3339 helpers', () => {
   it('truncates sub-seconds instead of rounding', () => {
     expect(formatRfc3339Seconds(new Date('2026-08-17T11:59:59.999Z'))).toBe('2026-08-17T11:59:59Z');
   });

@@ -39,7 +39,7 @@ export interface ServedSandbox {
     readonly generation: number;
     readonly creationTimestamp: string | null;
     readonly labels: Readonly<Record<string, string>>;
-    /** Absent, not `{}`, when there is nothing to annotate (scale-contracts §2.4). */
+    /** Absent, not `{}`, when there is nothing to annotate. */
     readonly annotations?: Readonly<Record<string, string>>;
     /** Who set which user fields (server-side apply's field ownership); absent until someone does. */
     readonly managedFields?: readonly Readonly<Record<string, unknown>>[];
@@ -52,7 +52,7 @@ export interface ServedSandbox {
   };
 }
 
-/** `a/b/c` -> namespace `a`, name `b/c`; no slash -> namespace `default` (scale-contracts §6.4). */
+/** `a/b/c` -> namespace `a`, name `b/c`; no slash -> namespace `default`. */
 export function splitEntryName(entryName: string): { namespace: string; name: string } {
   const slash = entryName.indexOf('/');
   if (slash < 0) return { namespace: DEFAULT_NAMESPACE, name: entryName };
@@ -70,7 +70,7 @@ export function claimRefName(claimRef: string): string {
   return slash < 0 ? claimRef : claimRef.slice(slash + 1);
 }
 
-/** Labels of a synthesized Sandbox (scale-contracts §2.3). */
+/** Labels of a synthesized Sandbox. */
 export function sandboxLabelsFor(node: string, entry: Pick<EntryLike, 'phase' | 'claimRef'>): Record<string, string> {
   const labels: Record<string, string> = { [SANDBOX_LABELS.node]: node };
   if (entry.phase !== '') labels[SANDBOX_LABELS.phase] = entry.phase;
@@ -92,7 +92,7 @@ export function readyConditionFor(node: string, phase: string): SandboxCondition
 }
 
 /**
- * FNV-1a 64 of the entry's content — the reference's resourceVersion (scale-contracts §6.4).
+ * FNV-1a 64 of the entry's content — the reference's resourceVersion.
  * It is NOT a resourceVersion here (see synthesizeSandbox); it is a cheap way to tell whether
  * an entry changed between two inventories, so the caller knows when to bump one.
  */
@@ -132,8 +132,8 @@ function annotationsFor(entry: EntryLike): Record<string, string> | undefined {
 }
 
 /**
- * The Sandbox a read serves for one inventory entry on `node` (scale-contracts §6.4 plus the
- * obligations of k8s-api.md §2.1): stable uid from (node, claim id), stable creationTimestamp
+ * The Sandbox a read serves for one inventory entry on `node` (what informers and the
+ * garbage collector rely on): stable uid from (node, claim id), stable creationTimestamp
  * from the node's grant time, caller-supplied increasing resourceVersion. Never a token.
  */
 export function synthesizeSandbox(node: string, entry: EntryLike, opts: SynthesizeOptions): ServedSandbox {
@@ -163,13 +163,13 @@ export function synthesizeSandbox(node: string, entry: EntryLike, opts: Synthesi
   };
 }
 
-/** The fields a Sandbox field selector can name (scale-contracts §6.4); others read as ''. */
+/** The fields a Sandbox field selector can name; others read as ''. */
 export function sandboxFieldSet(s: Pick<ServedSandbox, 'metadata' | 'status'>): Record<string, string> {
   return { 'metadata.name': s.metadata.name, 'metadata.namespace': s.metadata.namespace, 'status.nodeName': s.status.nodeName };
 }
 
 /**
- * List order: namespace, then name, by UTF-16 code units (scale-contracts §6.5, §14) — never
+ * List order: namespace, then name, by UTF-16 code units — never
  * localeCompare, whose order depends on the runtime's locale data.
  */
 export function compareByNamespaceName(
