@@ -34,7 +34,8 @@ import { handleResource } from './http/resource-handler';
 import { forbiddenMessage, sendStatus } from './http/status';
 import { handleDataPlane } from './data-plane/data-plane-handler';
 import { installDataPlane } from './data-plane/install';
-import { isDataPlaneSubresource, isDataPlaneTarget } from './data-plane/subresources';
+import { isDataPlaneSubresource } from './data-plane/subresources';
+import { requestLogLevel } from './http/request-log';
 import { UpgradeHandler } from './data-plane/upgrade-handler';
 import { HealthChecks } from './health';
 import { inventoryMetrics, requestMetrics, unprovenRefMetric } from './metrics';
@@ -304,10 +305,11 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       await handle(req, res);
     } catch (err) {
       const status = sendStatus(res, err);
-      // a data-plane 503/504 is the guest's answer (a command past its timeout, a port nothing
-      // listens on), logged and counted by the data plane's own audit; a 500 is always a failure here
-      if (status.code === 500 || (status.code > 500 && !isDataPlaneTarget(req.url)))
-        log.error({ err, method: req.method, path: req.url }, 'request failed');
+      // only a server fault carries the error and its stack; expected answers are one line at most
+      const level = requestLogLevel(status, req.url);
+      const fields = { method: req.method, path: req.url, code: status.code, reason: status.reason };
+      if (level === 'error') log.error({ err, ...fields }, 'request failed');
+      else if (level !== 'silent') log[level]({ ...fields, message: status.message }, 'request refused');
     } finally {
       end(res.statusCode);
     }
