@@ -46,6 +46,10 @@ USER 65532:65532
 # 8081, the fast path 8443); each app listens on its own, as its flags and the chart say.
 EXPOSE 6443 7777 8080 8081 8443
 ENV NODE_ENV=production
+# The build stamps sandbox_scale_build_info reports (a release passes both; a local build is "unknown").
+ARG SANDBOX_SCALE_VERSION=unknown
+ARG SANDBOX_SCALE_REVISION=unknown
+ENV SANDBOX_SCALE_VERSION=${SANDBOX_SCALE_VERSION} SANDBOX_SCALE_REVISION=${SANDBOX_SCALE_REVISION}
 # node runs the app as PID 1, so SIGTERM reaches it and graceful shutdown runs. The app is part of
 # the ENTRYPOINT: a pod's `args` (the chart's flags) replace CMD and must reach the app, not node.
 ENTRYPOINT ["/nodejs/bin/node", "--enable-source-maps", "/app/main.js"]

@@ -29,6 +29,8 @@ import {
 // registers the real one, and its name is fixed), then what each app's ServiceAccount may do.
 const kc = testKubeConfig();
 const chartDir = join(__dirname, '..', '..', 'charts', 'sandbox-scale');
+const chartHome = (parse(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as { home: string }).home;
+const operationsDoc = readFileSync(join(chartDir, '..', '..', 'docs', 'operations.md'), 'utf8');
 const release = `ss-${runSuffix()}`;
 const fullname = `${release}-sandbox-scale`;
 let ns: string;
@@ -50,7 +52,7 @@ interface AlertRule {
   annotations?: Record<string, unknown>;
 }
 
-/** What Prometheus (and prometheus-operator) require of an alerting rule, plus what the chart promises: severity and runbook text. */
+/** What Prometheus (and prometheus-operator) require of an alerting rule, plus what the chart promises: severity and a runbook_url. */
 function ruleProblems(groups: unknown): string[] {
   const problems: string[] = [];
   if (!Array.isArray(groups) || groups.length === 0) return ['groups: must be a non-empty list'];
@@ -67,9 +69,15 @@ function ruleProblems(groups: unknown): string[] {
       if (typeof r.for !== 'string' || !/^\d+(ms|s|m|h)$/.test(r.for)) problems.push(`${at}.for: a duration`);
       if (!['critical', 'warning', 'info'].includes(String(r.labels?.severity)))
         problems.push(`${at}.labels.severity: critical, warning or info`);
-      for (const a of ['summary', 'description', 'runbook'])
+      for (const a of ['summary', 'description', 'runbook_url'])
         if (typeof r.annotations?.[a] !== 'string' || (r.annotations[a] as string).trim() === '')
           problems.push(`${at}.annotations.${a}: required`);
+      // each runbook is the alert's own section of docs/operations.md in the chart's home repository
+      if (typeof r.alert === 'string' && typeof r.annotations?.runbook_url === 'string') {
+        const want = `${chartHome}/blob/main/docs/operations.md#${r.alert.toLowerCase()}`;
+        if (r.annotations.runbook_url !== want) problems.push(`${at}.annotations.runbook_url: ${want}`);
+        else if (!operationsDoc.includes(`\n### ${r.alert}\n`)) problems.push(`${at}: docs/operations.md has no section ${r.alert}`);
+      }
       const unknown = Object.keys(r).filter((key) => !['alert', 'expr', 'for', 'labels', 'annotations'].includes(key));
       if (unknown.length > 0) problems.push(`${at}: unknown fields ${unknown.join(', ')}`);
     }
@@ -225,6 +233,8 @@ describe('the sandbox-scale chart', () => {
       expect(m.metadata.labels?.release).toBe('prom');
       // honorLabels: the metrics' own namespace and node labels are kept, not renamed exported_*
       expect(m.spec?.endpoints).toMatchObject([{ port: 'metrics', path: '/metrics', honorLabels: true }]);
+      // and no relabeling of the chart's own writes a node (or any) label over them
+      expect(JSON.stringify(m.spec?.endpoints)).not.toContain('relabelings');
     }
     type Endpoint = {
       scheme: string;
@@ -288,7 +298,7 @@ describe('the sandbox-scale chart', () => {
       'groups[0].rules[0].for: a duration',
       'groups[0].rules[0].labels.severity: critical, warning or info',
       'groups[0].rules[0].annotations.description: required',
-      'groups[0].rules[0].annotations.runbook: required',
+      'groups[0].rules[0].annotations.runbook_url: required',
       'groups[0].rules[0]: unknown fields keep_firing',
     ]);
     const alerts = ((file.groups as { rules: { alert: string }[] }[])[0]?.rules ?? []).map((r) => r.alert);

@@ -222,18 +222,49 @@ describe('metrics of the running system', () => {
         'process_cpu_seconds_total',
         'nodejs_eventloop_lag_p99_seconds',
         'nodejs_heap_size_used_bytes',
+        'sandbox_scale_build_info',
       ];
       expect({ app, missing: wanted.filter((n) => !names.has(n)) }).toEqual({ app, missing: [] });
     }
     // the APIService alert reads kube-apiserver's aggregator metric
     const kas = await k(['get', '--raw', '/metrics']);
-    const exported = new Set([...pages.values(), kas.stdout].flatMap((p) => [...exposedNames(p)]));
+    // and the target alerts read `up`, which Prometheus itself writes for every scrape
+    const exported = new Set([...[...pages.values(), kas.stdout].flatMap((p) => [...exposedNames(p)]), 'up']);
     const used = chartExpressions().flatMap(({ where, expr }) => promqlMetricNames(expr).map((name) => ({ where, name })));
     const distinct = new Set(used.map((u) => u.name));
     // the parse found the names (a parser that finds none would pass the check below)
     expect(distinct.size).toBeGreaterThanOrEqual(15);
     expect(distinct).toContain('sandbox_scale_claim_controller_claim_duration_seconds_bucket');
     expect(used.filter((u) => !exported.has(u.name))).toEqual([]);
+  });
+
+  it('tells which build every replica runs, and which replica of each electing app leads', async () => {
+    const pages = await scrapeAll();
+    // installed images carry the release stamps the image build passes; processes run from a checkout are unstamped
+    const stamp =
+      sys.target === 'installed'
+        ? { version: (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version }
+        : { version: 'unknown', revision: 'unknown' };
+    for (const [app, page] of pages) {
+      const info = samples(page, 'sandbox_scale_build_info');
+      expect({ app, info: info.map((s) => ({ value: s.value, app: s.labels['app'] })) }).toEqual({
+        app,
+        info: [{ value: 1, app: app.replace(/-\d+$/, '').replace(/^inventory-publisher-.*/, 'inventory-publisher') }],
+      });
+      expect(info[0]?.labels).toMatchObject(stamp);
+      if (sys.target === 'installed') expect(info[0]?.labels['revision']).toMatch(/^[0-9a-f]{40}(-dirty)?$/);
+    }
+    // exactly one leader per electing app, whichever replica it is; the publisher and the API server elect nobody
+    for (const app of ['claim-controller', 'warmpool-driver']) {
+      const replicas = [...pages].filter(([name]) => name.replace(/-\d+$/, '') === app);
+      const leaders = replicas.map(([, page]) => sum(page, 'sandbox_scale_leader', {}));
+      expect({ app, leaders: leaders.filter((v) => v === 1).length, replicas: leaders.length }).toEqual({
+        app,
+        leaders: 1,
+        replicas: sys.target === 'installed' ? 2 : 1,
+      });
+    }
+    expect(samples(pages.get('sandbox-apiserver') ?? '', 'sandbox_scale_leader')).toEqual([]);
   });
 
   it('reports per-pool warm, target and ready replicas, and per-node inventory staleness', async () => {

@@ -46,6 +46,8 @@ const nodeBinaries = {
 /** Built or unpacked only when the monitoring path is asked for (`monitoring`): the HPA suite's. */
 const monitoringBinaries = {
   prometheus: `prometheus-${versions.prometheus}`,
+  // the same Debian package's rule checker and rule unit-test runner
+  promtool: `promtool-${versions.prometheus}`,
   'prometheus-adapter': `prometheus-adapter-${versions.prometheusAdapter}`,
 };
 
@@ -253,6 +255,7 @@ function unpackPrometheus() {
   execFileSync('dpkg-deb', ['-x', deb, 'root'], { cwd: dir });
   log(`unpacked prometheus ${version}`);
   install(join(dir, 'root', 'usr', 'bin', 'prometheus'), 'prometheus');
+  install(join(dir, 'root', 'usr', 'bin', 'promtool'), 'promtool');
 }
 
 /**
@@ -395,7 +398,7 @@ function ensureMonitoring() {
   withLock(() => {
     const todo = missing(monitoringBinaries);
     const started = Date.now();
-    if (todo.includes('prometheus')) unpackPrometheus();
+    if (todo.includes('prometheus') || todo.includes('promtool')) unpackPrometheus();
     if (todo.includes('prometheus-adapter')) buildPrometheusAdapter();
     log(`built ${todo.join(', ')} in ${Math.round((Date.now() - started) / 1000)} s`);
   }, 'monitoring-build.lock');

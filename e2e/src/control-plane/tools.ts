@@ -26,7 +26,7 @@ export function monitoringToolsDir(): string {
 
 export function toolPath(
   dir: string,
-  name: 'kube-apiserver' | 'kube-controller-manager' | 'etcd' | 'kubectl' | 'helm' | 'prometheus' | 'prometheus-adapter',
+  name: 'kube-apiserver' | 'kube-controller-manager' | 'etcd' | 'kubectl' | 'helm' | 'prometheus' | 'promtool' | 'prometheus-adapter',
 ): string {
   return join(dir, name);
 }

@@ -250,6 +250,22 @@ export interface AppImageOptions {
   tag?: string;
 }
 
+/** The version an image is stamped with: the repository's own (package.json). */
+function repoVersion(): string {
+  return (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
+}
+
+/** The commit an image is built from, `-dirty` when the work tree differs from it; "unknown" outside git. */
+function repoRevision(): string {
+  try {
+    const head = execFileSync('git', ['rev-parse', 'HEAD'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+    const dirty = execFileSync('git', ['status', '--porcelain', '--untracked-files=no'], { cwd: REPO_ROOT, encoding: 'utf8' }).trim();
+    return dirty === '' ? head : `${head}-dirty`;
+  } catch {
+    return 'unknown';
+  }
+}
+
 /**
  * One app image: `buildah bud` of the repository's Dockerfile with `--build-arg APP=<app>`, on the
  * local build and runtime images. `--layers` keeps each step's layer, so a source edit reuses
@@ -270,6 +286,10 @@ export function appImage(app: AppName, outDir: string, opts: AppImageOptions = {
     `RUNTIME_IMAGE=${app === 'sandboxd-sim' ? simRuntimeImage() : nodeRuntimeImage()}`,
     '--build-arg',
     `NODE_MAJOR=${process.versions.node.split('.')[0]}`,
+    '--build-arg',
+    `SANDBOX_SCALE_VERSION=${repoVersion()}`,
+    '--build-arg',
+    `SANDBOX_SCALE_REVISION=${repoRevision()}`,
     '-f',
     join(REPO_ROOT, 'Dockerfile'),
     '-t',

@@ -149,6 +149,8 @@ export type { Check, CheckResult } from './health/checks';
 export { parseBindAddress, BindAddressError, isBindAddressError } from './health/bind-address';
 export type { BindAddress } from './health/bind-address';
 export { counter, gauge, histogram } from './metrics/metric-factory';
+export { BuildStampSchema, registerBuildInfo, type BuildStamp } from './metrics/build-info';
+export { leaderGauge } from './metrics/leader-gauge';
 export { Manager } from './manager';
 export type { ManagerOptions, LeaderElectionConfig, Cache, MetricsAuthMode } from './manager';
 export {

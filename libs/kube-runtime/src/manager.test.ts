@@ -92,7 +92,11 @@ describe('Manager', () => {
   it('starts leader-only runnables once the Lease is won and releases it after they stopped', async () => {
     const trail: string[] = [];
     const store = new MemoryLease();
+    const registry = new Registry();
+    const leading = async (): Promise<number | undefined> =>
+      (await registry.getSingleMetric('sandbox_scale_leader')?.get())?.values.find((v) => v.labels['lease'] === 'lock')?.value;
     const mgr = manager(trail, {
+      registry,
       leaderElection: { namespace: 'ns', name: 'lock', retryPeriodMs: 20, renewDeadlineMs: 200, leaseDurationMs: 1000 },
       electorFactory: (o) => new LeaderElector({ ...o, identity: 'me' }, store.clientFor()),
     }).add(runnable('ctrl', trail));
@@ -101,10 +105,12 @@ describe('Manager', () => {
     await eventually(() => expect(trail).toEqual(['ctrl start']), soon);
     expect(mgr.isLeader()).toBe(true);
     expect(store.lease?.spec?.holderIdentity).toBe('me');
+    expect(await leading()).toBe(1);
     stop.abort();
     await done;
     expect(trail).toEqual(['ctrl start', 'ctrl stop', 'ctrl drain']);
     expect(store.lease?.spec?.holderIdentity).toBe('');
+    expect(await leading()).toBe(0);
   });
 
   it('stops everything and reports a runnable that failed', async () => {

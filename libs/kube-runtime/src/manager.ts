@@ -11,6 +11,7 @@ import { selfSignedCert } from './http/self-signed-cert';
 import { type LeaderElectionTimings, type LeaderElector, type LeaderElectorOptions, createLeaderElector } from './leader/leader-elector';
 import type { Logger } from './log/logger';
 import { LeaderElectionLostError, RunnableFailedError, ShutdownTimeoutError } from './manager-errors';
+import { leaderGauge } from './metrics/leader-gauge';
 import type { Runnable } from './runnable';
 
 /** What the manager needs of an informer (Informer<T> fits). */
@@ -192,10 +193,15 @@ export class Manager {
       for (const r of leaderOnly) this.run(r, this.runStop.signal);
       return;
     }
+    // a standby exports 0 from the start, so a scrape of every replica shows exactly one 1 per Lease
+    const leader = leaderGauge(this.opts.registry, le.name);
+    leader.set(false);
     const electorOpts: LeaderElectorOptions = {
       ...le,
       log: this.opts.log,
       onStartedLeading: (leadership) => {
+        leader.set(true);
+        leadership.addEventListener('abort', () => leader.set(false), { once: true });
         for (const r of leaderOnly) this.run(r, AbortSignal.any([this.runStop.signal, leadership]));
       },
     };

@@ -1,4 +1,5 @@
 import { collectDefaultMetrics, Registry } from 'prom-client';
+import { registerBuildInfo } from '../metrics/build-info';
 import type { z } from 'zod';
 import { isConfigError, isHelp, parseFlags } from '../config/flags';
 import { createLogger, type Logger, type LoggerOptions } from '../log/logger';
@@ -135,6 +136,7 @@ export async function runApp<S extends Shape, I = Record<string, never>>(app: Ap
   const log = createLogger({ name: app.name, ...app.logger?.(config) });
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
+  registerBuildInfo(registry, app.name, io.env ?? process.env);
   // listening before start: a SIGTERM while starting stops the app once it runs
   const signal = io.signal ?? setupSignalHandler();
   let running: RunningApp;
