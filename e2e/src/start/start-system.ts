@@ -20,10 +20,17 @@ async function main(): Promise<void> {
     `ready in ${((Date.now() - started) / 1000).toFixed(1)} s: ${system.nodes.length} nodes (${system.nodes.map((n) => n.name).join(', ')}), app logs in ${system.logDir}`,
   );
   process.stdout.write(`export KUBECONFIG=${kubeconfig}\n`);
+  // the fast path is a port on loopback here, not the chart's Service: the plugin and the SDK read
+  // where it is, and the CA its certificate chains to, from these two variables
+  process.stdout.write(`export SANDBOX_SCALE_FAST_PATH_URL=${system.fastPathUrl}\n`);
+  process.stdout.write(`export SANDBOX_SCALE_FAST_PATH_CA_FILE=${system.servingCaPath}\n`);
+  // the sandbox router agent-sandbox's Python client takes as api_url in Direct mode (with a
+  // Kubernetes bearer token); printed last, so a reader of these lines knows they are all out
+  process.stdout.write(`export SANDBOX_SCALE_ROUTER_URL=${system.routerUrls[0] ?? ''}\n`);
   process.stderr.write(
     [
       '',
-      'Next, in another shell (after the export line above):',
+      'Next, in another shell (after the export lines above):',
       '  kubectl get sandboxwarmpools,sandboxclaims,sandboxes -A',
       '  kubectl describe sandboxclaim agent-1',
       '  kubectl scale sandboxwarmpool/python-agent --replicas=20',

@@ -582,7 +582,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     await startApps(ctx, nodes, ports, certs, opts.publishInterval ?? '2s');
     await waitUntilServing(ctx, nodes, ports.fastPath);
     if (opts.examples !== false) {
-      log('applying examples/ (a template, a warm pool of 10, 3 claims)');
+      log('applying examples/ (a template, a warm pool of 10, 3 claims, an agent ServiceAccount)');
       await runCommand(toolPath(cp.binDir, 'kubectl'), ['apply', '-f', join(REPO_ROOT, 'examples')], { KUBECONFIG: cp.kubeconfigPath });
     }
     return {

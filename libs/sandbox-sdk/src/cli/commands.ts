@@ -63,6 +63,7 @@ export async function run(inv: Invocation, io: Io): Promise<number | undefined> 
         wait: inv.fast || inv.wait,
         ...(inv.name ? { name: inv.name } : {}),
         ...(inv.ttlSeconds ? { ttlSeconds: inv.ttlSeconds } : {}),
+        ...(io.interrupted ? { signal: io.interrupted } : {}),
         ...call(inv),
       });
       if (!inv.fast && !inv.wait) {
@@ -114,6 +115,7 @@ export async function run(inv: Invocation, io: Io): Promise<number | undefined> 
       const children = await handleOf(c, inv).fork({
         ...(inv.count ? { count: inv.count } : {}),
         ...(inv.ttlSeconds ? { ttlSeconds: inv.ttlSeconds } : {}),
+        ...(io.interrupted ? { signal: io.interrupted } : {}),
         ...call(inv),
       });
       if (inv.output) io.out(structured(inv.output, { parent: inv.target, namespace: ns, children }));
@@ -151,6 +153,7 @@ export async function run(inv: Invocation, io: Io): Promise<number | undefined> 
         snapshot: inv.snapshot ?? '',
         name: inv.name ?? '',
         ...(inv.ttlSeconds ? { ttlSeconds: inv.ttlSeconds } : {}),
+        ...(io.interrupted ? { signal: io.interrupted } : {}),
         ...call(inv),
       });
       printSandbox(inv, io, sb, `restored from ${inv.snapshot}`);

@@ -19,8 +19,11 @@ export async function main(
       io.out(USAGE);
       return 0;
     }
-    // port-forward runs until interrupted; it ends on SIGINT or SIGTERM by closing its listener and exiting 0
-    if (inv.command === 'port-forward' && io.interrupted === undefined) {
+    // port-forward runs until interrupted; it ends on SIGINT or SIGTERM by closing its listener and exiting 0.
+    // A claim that is waited on is cancelled the same way, so the SDK releases the claim it created
+    // instead of leaving a VM bound to a claim nobody holds.
+    const interruptible = inv.command === 'port-forward' || inv.command === 'claim';
+    if (interruptible && io.interrupted === undefined) {
       const interrupt = interruptSignal();
       release = interrupt.release;
       io = { ...io, interrupted: interrupt.signal };
