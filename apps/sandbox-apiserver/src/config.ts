@@ -5,6 +5,8 @@ import type { OwnerRefKey } from '@sandbox-scale/scale-core';
 import { sandboxdTokensFlag } from '@sandbox-scale/sandboxd-client';
 import { DEFAULT_FAN_OUT_CAPS } from './storage/fan-out-gate';
 import { DEFAULT_MAX_FILE_BYTES } from './data-plane/files-storage';
+import { DEFAULT_MAX_EXEC_OUTPUT_BYTES } from './data-plane/exec-storage';
+import { DEFAULT_REPLY_MEMORY } from './data-plane/install';
 import { routerConfigOf, routerFlagShape } from './router/router-flags';
 import { z } from 'zod';
 import type { SandboxApiserverConfig } from './server';
@@ -143,6 +145,31 @@ export const SandboxApiserverFlagsSchema = z.object({
     .describe(
       'The largest body one PUT of sandboxes/files writes (a file, or a tar stream); a larger one is answered 413 and nothing of it is written',
     ),
+  maxExecOutputBytes: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .max(DEFAULT_MAX_EXEC_OUTPUT_BYTES)
+    .default(DEFAULT_MAX_EXEC_OUTPUT_BYTES)
+    .describe(
+      "The most stdout and stderr together one POST of sandboxes/exec answers with (at most the node's own cap, 8 MiB); a command printing more is answered 413 naming this cap, and its reply is not read past it",
+    ),
+  maxReplyBytes: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_REPLY_MEMORY.maxBytes)
+    .describe(
+      'Bytes the replies of exec in flight may hold in this replica, all namespaces together (each reply byte counts twice while it is read and decoded; then only the output, which is answered in slices at the pace the caller reads); a request that would pass it is answered 429 with Retry-After instead of the process running out of memory',
+    ),
+  maxReplyBytesPerNamespace: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_REPLY_MEMORY.maxBytesPerNamespace)
+    .describe(
+      "Bytes the replies of exec in flight may hold for one namespace, all its users together (a tenant's ServiceAccounts share it); past it 429 with Retry-After, while other namespaces keep the rest of --max-reply-bytes",
+    ),
   ...routerFlagShape,
 });
 export type SandboxApiserverFlags = z.infer<typeof SandboxApiserverFlagsSchema>;
@@ -186,6 +213,8 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     maxConnections: flags.maxConnections,
     maxTokenReviewsInFlight: flags.maxTokenReviewsInFlight,
     maxFileBytes: flags.maxFileBytes,
+    maxExecOutputBytes: flags.maxExecOutputBytes,
+    replyMemory: { maxBytes: flags.maxReplyBytes, maxBytesPerNamespace: flags.maxReplyBytesPerNamespace },
     fanOut: { maxInFlight: flags.maxNodeFanOuts, maxPerNamespace: flags.maxNodeFanOutsPerNamespace },
     ...routerConfigOf(flags),
     inflight: {

@@ -18,6 +18,7 @@ import {
   requestUrl,
   startPeerInformer,
   type InflightCaps,
+  type MemoryBudgetCaps,
   type Informer,
   type Logger,
 } from '@sandbox-scale/kube-runtime';
@@ -124,6 +125,10 @@ export interface SandboxApiserverConfig {
   readonly maxTokenReviewsInFlight?: number;
   /** The largest file (or tar stream) one PUT of sandboxes/files writes; past it a 413. Default 256 MiB. */
   readonly maxFileBytes?: number;
+  /** The most stdout + stderr one exec answers with; past it a 413. Default the node's cap (8 MiB). */
+  readonly maxExecOutputBytes?: number;
+  /** Bytes replies in flight may hold, per replica and per namespace; default DEFAULT_REPLY_MEMORY. */
+  readonly replyMemory?: MemoryBudgetCaps;
   /** The sandbox router (agent-sandbox's sandbox-router for microVMs) on a listener of its own; absent = off. */
   readonly router?: RouterOptions;
   readonly log?: Logger;
@@ -192,6 +197,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     log,
     registry,
     ...(config.maxFileBytes !== undefined ? { maxFileBytes: config.maxFileBytes } : {}),
+    ...(config.maxExecOutputBytes !== undefined ? { maxExecOutputBytes: config.maxExecOutputBytes } : {}),
+    ...(config.replyMemory !== undefined ? { replyMemory: config.replyMemory } : {}),
   });
   inventories = () => sandboxes.cache.inventories();
   const metadata = new UserMetadataStore({

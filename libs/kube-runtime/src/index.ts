@@ -143,6 +143,7 @@ export { selfSignedCert } from './http/self-signed-cert';
 export type { SelfSignedCert, SelfSignedCertOptions } from './http/self-signed-cert';
 export type { StatusReplyOptions } from './http/json-reply';
 export type { InflightCaps } from './http/inflight-limits';
+export { MemoryBudget, type MemoryBudgetCaps, type BudgetLease } from './http/memory-budget';
 export type { ListenerRole, MetricsAuthenticator, ProbeServerOptions, ServingCert } from './health/probe-server';
 export { CheckSet, renderChecks } from './health/checks';
 export type { Check, CheckResult } from './health/checks';

@@ -102,7 +102,18 @@ export type TemplateDeleteResult = { deleted: true; nodeUrl: string } | { delete
 const is2xx = (s: number): boolean => s >= 200 && s < 300;
 
 /** A call's options plus its own success cap (exec replies are larger than the rest). */
-type SendOptions = CallOptions & { successLimitBytes?: number };
+type SendOptions = CallOptions & { successLimitBytes?: number; holdReplyBytes?: (bytes: number) => void };
+
+export interface ExecCallOptions extends CallOptions {
+  /**
+   * Called with each chunk's size as the reply is read, before the chunk is kept: a caller that
+   * bounds the memory its replies hold throws here, and the read stops at once with that error
+   * (the connection is closed, so the node kills the command).
+   */
+  holdReplyBytes?: (bytes: number) => void;
+  /** The largest reply read (default EXEC_REPLY_LIMIT_BYTES); past it the call is a ReplyTooLargeError. */
+  replyLimitBytes?: number;
+}
 
 interface ClaimCall {
   op: string;
@@ -328,9 +339,14 @@ export class SandboxdClient {
    * 400 bad argv/cwd/command, 404, 409 failed sandbox, 413 output cap, 503 node exec memory
    * (Retry-After), 504 `timeoutSeconds` passed. Aborting the call hangs up, and the node kills the command.
    */
-  async exec(id: string, token: string, req: ExecRequest, opts: CallOptions = {}): Promise<ExecResult> {
+  async exec(id: string, token: string, req: ExecRequest, opts: ExecCallOptions = {}): Promise<ExecResult> {
     const path = `/v1/sandboxes/${pathId('exec', id)}/exec`;
-    const reply = await this.#send('exec', 'POST', path, encodeExec(req), { ...opts, token, successLimitBytes: EXEC_REPLY_LIMIT_BYTES });
+    const { replyLimitBytes, ...call } = opts;
+    const reply = await this.#send('exec', 'POST', path, encodeExec(req), {
+      ...call,
+      token,
+      successLimitBytes: Math.min(replyLimitBytes ?? EXEC_REPLY_LIMIT_BYTES, EXEC_REPLY_LIMIT_BYTES),
+    });
     if (reply.statusCode !== 200) throw httpError('exec', reply);
     return decodeJson('exec', reply, ExecReplySchema);
   }
@@ -434,6 +450,7 @@ export class SandboxdClient {
       keepAlive: this.#keepAlive,
       isSuccess: is2xx,
       ...(opts.successLimitBytes !== undefined ? { successLimitBytes: opts.successLimitBytes } : {}),
+      ...(opts.holdReplyBytes !== undefined ? { holdReplyBytes: opts.holdReplyBytes } : {}),
     };
     return send(this.#endpoint, spec);
   }

@@ -2,6 +2,7 @@ export {
   SandboxdClient,
   type SandboxdClientOptions,
   type CallOptions,
+  type ExecCallOptions,
   type ClaimOptions,
   type ClaimResult,
   type TemplateDeleteResult,

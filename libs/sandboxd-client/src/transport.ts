@@ -50,6 +50,8 @@ export interface SendSpec {
   isSuccess: (status: number) => boolean;
   /** The success cap of this call; default SUCCESS_BODY_LIMIT_BYTES. */
   successLimitBytes?: number;
+  /** Told each chunk's size before it is kept; what it throws ends the read and the call. */
+  holdReplyBytes?: (bytes: number) => void;
 }
 
 export interface RawReply {
@@ -119,9 +121,11 @@ async function sendOnce(ep: Endpoint, spec: SendSpec, abortOn: AbortSignal | Cal
   const success = spec.isSuccess(res.statusCode);
   const limit = success ? (spec.successLimitBytes ?? SUCCESS_BODY_LIMIT_BYTES) : ERROR_BODY_LIMIT_BYTES;
   let body: Buffer | undefined;
+  const hold = success ? spec.holdReplyBytes : undefined;
   try {
-    body = await readBounded(res.body, limit, res.headers['content-length']);
+    body = await readBounded(res.body, limit, res.headers['content-length'], hold);
   } catch (err) {
+    if (err instanceof HoldRefused) throw err.cause;
     rethrowIfAborted(spec);
     throw new SandboxdTransportError({ operation: spec.operation, url: ep.origin + ep.prefix + spec.path, cause: err });
   }
@@ -134,24 +138,62 @@ async function sendOnce(ep: Endpoint, spec: SendSpec, abortOn: AbortSignal | Cal
 
 type ReplyBody = Dispatcher.ResponseData['body'];
 
-async function readBounded(body: ReplyBody, limit: number, contentLength: string | string[] | undefined): Promise<Buffer | undefined> {
+/**
+ * Drops a reply body unread. undici's body emits 'error' once destroyed, and an 'error' nobody
+ * listens to ends the process: a node that declares a huge reply must not take the caller down.
+ */
+function discard(body: ReplyBody): void {
+  body.on('error', () => undefined);
+  body.destroy();
+}
+
+/** What holdReplyBytes threw, carried past the transport's own error wrapping. */
+class HoldRefused extends Error {
+  constructor(override readonly cause: unknown) {
+    super('the reply holds more bytes than the caller allows');
+  }
+}
+
+async function readBounded(
+  body: ReplyBody,
+  limit: number,
+  contentLength: string | string[] | undefined,
+  hold?: (bytes: number) => void,
+): Promise<Buffer | undefined> {
   const declared = typeof contentLength === 'string' ? Number(contentLength) : NaN;
   if (declared > limit) {
-    body.destroy();
+    discard(body);
     return undefined;
   }
+  // a declared length is read into one buffer of that size: gathering chunks and joining them
+  // would hold a large reply twice while it is joined
+  // (the caller holds that size before it is allocated; without one, each chunk as it comes)
+  const sized = Number.isSafeInteger(declared) && declared > 0;
+  const take = (bytes: number): void => {
+    try {
+      hold?.(bytes);
+    } catch (err) {
+      discard(body);
+      throw new HoldRefused(err);
+    }
+  };
+  if (sized) take(declared);
+  const whole = sized ? Buffer.allocUnsafe(declared) : undefined;
   const chunks: Buffer[] = [];
   let total = 0;
   for await (const chunk of body) {
     const buf = chunk as Buffer;
-    total += buf.length;
-    if (total > limit) {
+    if (total + buf.length > limit || (whole !== undefined && total + buf.length > whole.length)) {
       // Closing the socket bounds the work; draining an unbounded body would not.
-      body.destroy();
+      discard(body);
       return undefined;
     }
-    chunks.push(buf);
+    if (whole === undefined) take(buf.length);
+    if (whole !== undefined) buf.copy(whole, total);
+    else chunks.push(buf);
+    total += buf.length;
   }
+  if (whole !== undefined) return total === whole.length ? whole : whole.subarray(0, total);
   return chunks.length === 1 ? (chunks[0] as Buffer) : Buffer.concat(chunks, total);
 }
 

@@ -48,6 +48,44 @@ describe('exec', () => {
     expect((await client.exec('sb_1', 't', { argv: ['cat'] })).stdout.length).toBe(8 << 20);
   });
 
+  it('tells the caller the bytes it holds before keeping them, and stops reading at once when the caller refuses', async () => {
+    const out = 'x'.repeat(1 << 20);
+    // a reply with its length holds that length before anything is read
+    stub.setHandler((_c, res) => replyJson(res, 200, { exit_code: 0, stdout: out, stderr: '' }));
+    const held: number[] = [];
+    await client.exec('sb_1', 't', { argv: ['cat'] }, { holdReplyBytes: (n) => held.push(n) });
+    expect(held).toEqual([Buffer.byteLength(JSON.stringify({ exit_code: 0, stdout: out, stderr: '' }))]);
+    // a chunked reply holds each chunk as it comes, and what the caller throws ends the call
+    stub.setHandler((_c, res) => {
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.write(`{"exit_code":0,"stdout":"${out}`);
+      res.write(out);
+      res.end('","stderr":""}');
+    });
+    let taken = 0;
+    const refusal = new Error('the namespace holds too much');
+    const err = await caught(
+      client.exec(
+        'sb_1',
+        't',
+        { argv: ['cat'] },
+        {
+          holdReplyBytes: (n) => {
+            if (taken + n > 1.5 * (1 << 20)) throw refusal;
+            taken += n;
+          },
+        },
+      ),
+    );
+    expect(err).toBe(refusal);
+    expect(taken).toBeLessThanOrEqual(1.5 * (1 << 20));
+  });
+
+  it("refuses a reply past the caller's read cap as too large", async () => {
+    stub.setHandler((_c, res) => replyJson(res, 200, { exit_code: 0, stdout: 'x'.repeat(4096), stderr: '' }));
+    await expect(client.exec('sb_1', 't', { argv: ['cat'] }, { replyLimitBytes: 1024 })).rejects.toThrow(/too large|exceeds|limit/i);
+  });
+
   it.each([[400], [404], [409], [413], [504]])('turns %i into SandboxdHttpError with the node message', async (status) => {
     stub.setHandler((_c, res) => replyJson(res, status, { error: `refused ${status}` }));
     const err = asSandboxdHttpError(await caught(client.exec('sb_1', 't', { argv: ['x'] })));

@@ -1,8 +1,9 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { readBounded, sendJson } from '@sandbox-scale/kube-runtime';
+import { readBounded, sendJson, type MemoryBudget } from '@sandbox-scale/kube-runtime';
 import { BadRequestError, isJsonSyntaxError, parseUntrustedJson, StatusError } from '@sandbox-scale/scale-core';
 import type { RequestInfo } from '../http/request-info';
 import { EXEC_BODY_MAX_BYTES, type ExecStorage } from './exec-storage';
+import { drained, sendExecResult } from './paced-writes';
 import { TAR_MEDIA_TYPE, type FilesReply, type FilesStorage } from './files-storage';
 import { fileMode, flag, guestPath } from './guest-path';
 import type { PortForwardStorage } from './portforward';
@@ -10,6 +11,8 @@ import { DATA_PLANE_SUBRESOURCES, dataPlaneVerb, type DataPlaneSubresource } fro
 
 /** The storages of the data plane, one per subresource. */
 export interface DataPlane {
+  /** Bytes that replies in flight hold, per server and per namespace (429 past them). */
+  readonly memory: MemoryBudget;
   readonly exec: ExecStorage;
   readonly files: FilesStorage;
   readonly portForward: PortForwardStorage;
@@ -88,22 +91,6 @@ export async function drainRequest(req: IncomingMessage): Promise<void> {
   } catch {
     // the caller is gone: nothing left to answer
   }
-}
-
-/** Waits until the response takes more data, or fails once the caller is gone. */
-function drained(res: ServerResponse): Promise<void> {
-  return new Promise((resolve, reject) => {
-    const done = (err?: Error): void => {
-      res.off('drain', onDrain);
-      res.off('close', onClose);
-      if (err === undefined) resolve();
-      else reject(err);
-    };
-    const onDrain = (): void => done();
-    const onClose = (): void => done(new Error('the caller hung up'));
-    res.on('drain', onDrain);
-    res.on('close', onClose);
-  });
 }
 
 /**
@@ -193,5 +180,19 @@ async function serve(dp: DataPlane, r: DataPlaneRequest): Promise<void> {
   const signal = hangUpSignal(req, res);
   if (sub === 'files') return serveFiles(dp, r, signal);
   const body = await readJsonBody(req, EXEC_BODY_MAX_BYTES, `exec in sandbox ${info.namespace}/${info.pathName}`);
-  sendJson(res, 200, await dp.exec.exec(info.namespace, info.pathName, body, { user: r.user, signal }));
+  // what the reply holds is given back once the answer is out, or the caller went away
+  const memory = dp.memory.lease(info.namespace);
+  res.once('close', memory.release);
+  try {
+    const result = await dp.exec.exec(info.namespace, info.pathName, body, { user: r.user, signal, memory });
+    await sendExecResult(res, result);
+  } catch (err) {
+    memory.release();
+    if (res.headersSent) {
+      // the caller went away while the answer was being written: nothing left to answer
+      res.destroy();
+      return;
+    }
+    throw err;
+  }
 }

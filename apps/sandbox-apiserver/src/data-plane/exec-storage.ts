@@ -1,5 +1,6 @@
-import { BadRequestError, issuesText, SANDBOX_API_VERSION } from '@sandbox-scale/scale-core';
-import type { ExecRequest } from '@sandbox-scale/sandboxd-client';
+import type { BudgetLease } from '@sandbox-scale/kube-runtime';
+import { BadRequestError, issuesText, SANDBOX_API_VERSION, SANDBOX_GROUP, StatusError, statusErrorOf } from '@sandbox-scale/scale-core';
+import { EXEC_OUTPUT_LIMIT_BYTES, isReplyTooLarge, type ExecRequest, type ExecResult } from '@sandbox-scale/sandboxd-client';
 import { z } from 'zod';
 import type { DataPlaneAudit } from './data-plane-audit';
 import { guestPath } from './guest-path';
@@ -7,6 +8,24 @@ import { reach, type SandboxResolver } from './reach';
 
 /** The largest exec request body (the node's own cap on it). */
 export const EXEC_BODY_MAX_BYTES = 1024 * 1024;
+
+/** The most stdout + stderr one exec answers with by default: the node's own cap. */
+export const DEFAULT_MAX_EXEC_OUTPUT_BYTES = EXEC_OUTPUT_LIMIT_BYTES;
+
+/**
+ * Bytes held per byte of a node's exec reply while it is read and decoded: the reply as read and
+ * its text. Once decoded only the output is kept (at most two bytes per character), and the
+ * answer is written from it in slices at the pace the caller reads.
+ */
+export const EXEC_REPLY_HOLD_FACTOR = 2;
+
+/**
+ * The largest node reply read for an output cap: JSON may spend six bytes on each output byte
+ * (a control byte's `\u00XX`), plus the reply's own fields.
+ */
+export function execReplyLimitBytes(maxOutputBytes: number): number {
+  return 6 * maxOutputBytes + 64 * 1024;
+}
 
 const noNul = (what: string) => z.string().refine((s) => !s.includes('\u0000'), `${what} must not hold NUL`);
 
@@ -62,9 +81,20 @@ export class ExecStorage {
   constructor(
     private readonly resolver: SandboxResolver,
     private readonly audit: DataPlaneAudit,
+    private readonly maxOutputBytes: number = DEFAULT_MAX_EXEC_OUTPUT_BYTES,
   ) {}
 
-  async exec(namespace: string, name: string, body: unknown, caller: { user: string; signal?: AbortSignal }): Promise<SandboxExecResult> {
+  /**
+   * `caller.memory` holds the bytes of the node's reply as they are read, so a command printing
+   * megabytes is refused with 429 once its namespace's (or the server's) share is full, before the
+   * reply is held whole; the handler gives them back once the answer is written.
+   */
+  async exec(
+    namespace: string,
+    name: string,
+    body: unknown,
+    caller: { user: string; signal?: AbortSignal; memory?: BudgetLease },
+  ): Promise<SandboxExecResult> {
     let options: SandboxExecOptions;
     let req: ExecRequest;
     try {
@@ -85,17 +115,37 @@ export class ExecStorage {
     };
     return this.audit.observe('exec', fields, async (outcome) => {
       const call = { namespace, name, what: 'exec', ...(options.timeoutSeconds ? { timeoutSeconds: options.timeoutSeconds } : {}) };
-      const r = await reach(
-        this.resolver,
-        call,
-        (s) => s.client.exec(s.id, s.token, req, caller.signal !== undefined ? { signal: caller.signal } : {}),
-        {
+      const memory = caller.memory;
+      const opts = {
+        ...(caller.signal !== undefined ? { signal: caller.signal } : {}),
+        replyLimitBytes: execReplyLimitBytes(this.maxOutputBytes),
+        ...(memory !== undefined ? { holdReplyBytes: (bytes: number) => memory.take(bytes * EXEC_REPLY_HOLD_FACTOR) } : {}),
+      };
+      let r: ExecResult;
+      try {
+        r = await reach(this.resolver, call, (s) => s.client.exec(s.id, s.token, req, opts), {
           ...(caller.signal !== undefined ? { signal: caller.signal } : {}),
           where: (s) => Object.assign(outcome, { node: s.node, sandboxId: s.id }),
-        },
-      );
+        });
+      } catch (err) {
+        // the node's own 413 (its 8 MiB cap) and a reply past this server's read cap say the same
+        if (isReplyTooLarge(err) || statusErrorOf(err)?.code === 413) throw this.#tooLarge(namespace, name);
+        throw err;
+      }
+      // the reply and its text are garbage now: the request holds only the output it answers with
+      memory?.keep(2 * (r.stdout.length + r.stderr.length));
+      // the node caps output at its own limit; a lower cap of this server is applied here
+      if (Buffer.byteLength(r.stdout) + Buffer.byteLength(r.stderr) > this.maxOutputBytes) throw this.#tooLarge(namespace, name);
       outcome.exitCode = r.exitCode;
       return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxExecResult', exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
     });
+  }
+
+  #tooLarge(namespace: string, name: string): StatusError {
+    return new StatusError(
+      'RequestEntityTooLarge',
+      `exec in sandbox ${namespace}/${name}: the command's output (stdout and stderr together) is larger than the API's cap of ${this.maxOutputBytes} bytes (--max-exec-output-bytes); write it to a file and read it through sandboxes/files`,
+      { name, group: SANDBOX_GROUP, kind: 'sandboxes' },
+    );
   }
 }

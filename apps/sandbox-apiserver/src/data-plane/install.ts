@@ -1,9 +1,9 @@
-import type { Logger } from '@sandbox-scale/kube-runtime';
+import { MemoryBudget, type Logger, type MemoryBudgetCaps } from '@sandbox-scale/kube-runtime';
 import type { Registry } from 'prom-client';
 import type { SandboxStorage } from '../storage/sandbox-storage';
 import { DataPlaneAudit } from './data-plane-audit';
 import type { DataPlane } from './data-plane-handler';
-import { ExecStorage } from './exec-storage';
+import { DEFAULT_MAX_EXEC_OUTPUT_BYTES, ExecStorage } from './exec-storage';
 import { DEFAULT_MAX_FILE_BYTES, FilesStorage } from './files-storage';
 import { PortForwardStorage } from './portforward';
 import { SandboxAccess } from './sandbox-access';
@@ -15,7 +15,19 @@ export interface DataPlaneOptions {
   readonly registry: Registry;
   /** The largest file (or tar stream) one PUT writes; default 256 MiB. */
   readonly maxFileBytes?: number;
+  /** The most stdout + stderr one exec answers with; default the node's own cap (8 MiB). */
+  readonly maxExecOutputBytes?: number;
+  /** Bytes replies in flight may hold; default DEFAULT_REPLY_MEMORY. */
+  readonly replyMemory?: MemoryBudgetCaps;
 }
+
+/**
+ * What replies in flight may hold by default: under a third of the chart's 512 MiB memory limit
+ * for the server (the rest is its caches and what the collector has not freed yet), and for one
+ * namespace enough for one exec whose 8 MiB of output are all control bytes (its reply is 48 MiB,
+ * held twice while it is decoded), so the rest stays for every other namespace.
+ */
+export const DEFAULT_REPLY_MEMORY: MemoryBudgetCaps = { maxBytes: 144 << 20, maxBytesPerNamespace: 104 << 20 };
 
 export interface InstalledDataPlane extends DataPlane {
   readonly access: SandboxAccess;
@@ -27,7 +39,8 @@ export function installDataPlane(opts: DataPlaneOptions): InstalledDataPlane {
   const audit = new DataPlaneAudit(opts.log, opts.registry);
   return {
     access,
-    exec: new ExecStorage(access, audit),
+    memory: new MemoryBudget(opts.replyMemory ?? DEFAULT_REPLY_MEMORY),
+    exec: new ExecStorage(access, audit, opts.maxExecOutputBytes ?? DEFAULT_MAX_EXEC_OUTPUT_BYTES),
     files: new FilesStorage(access, audit, opts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES),
     portForward: new PortForwardStorage(access, audit),
   };

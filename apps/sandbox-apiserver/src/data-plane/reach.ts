@@ -1,5 +1,5 @@
 import type { Socket } from 'node:net';
-import type { AgentConnection, ExecRequest, ExecResult, CallOptions } from '@sandbox-scale/sandboxd-client';
+import type { AgentConnection, ExecRequest, ExecResult, CallOptions, ExecCallOptions } from '@sandbox-scale/sandboxd-client';
 import { dataPlaneStatusError, isGoneFromNode, type DataPlaneCall } from './data-plane-errors';
 
 /** The calls of one agent connection the data plane makes. */
@@ -7,7 +7,7 @@ export type AgentSession = Pick<AgentConnection, 'readFile' | 'writeFile' | 'lis
 
 /** The sandbox-scoped calls of a node's client the data plane makes (SandboxdClient has them). */
 export interface DataPlaneClient {
-  exec(id: string, token: string, req: ExecRequest, opts?: CallOptions): Promise<ExecResult>;
+  exec(id: string, token: string, req: ExecRequest, opts?: ExecCallOptions): Promise<ExecResult>;
   openAgent(id: string, token: string, opts?: CallOptions): Promise<AgentSession>;
   openPort(id: string, token: string, port: number, opts?: CallOptions): Promise<Socket>;
 }
