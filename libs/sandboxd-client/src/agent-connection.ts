@@ -9,12 +9,25 @@ import {
   type AgentRequestInput,
   type AgentStat,
 } from './data-plane';
-import { AgentError, AgentProtocolError } from './errors';
+import { AgentError, AgentProtocolError, ReplyTooLargeError } from './errors';
 
 export interface AgentCallOptions {
   /** Aborting a transfer closes the connection (the protocol has no cancel): open another for what follows. */
   signal?: AbortSignal;
 }
+
+/** A directory listing the caller keeps whole: its entries and their names' bytes are bounded. */
+export interface AgentListOptions extends AgentCallOptions {
+  /** Default AGENT_LIST_MAX_ENTRIES. */
+  maxEntries?: number;
+  /** The names of all entries together, in UTF-8 bytes; default AGENT_LIST_MAX_NAME_BYTES. */
+  maxNameBytes?: number;
+}
+
+/** The most entries one listing keeps: a guest's directory of millions is refused, not held. */
+export const AGENT_LIST_MAX_ENTRIES = 100_000;
+/** The most bytes of names one listing keeps. */
+export const AGENT_LIST_MAX_NAME_BYTES = 16 << 20;
 
 export interface AgentWriteOptions extends AgentCallOptions {
   /** Permission bits of a new file (an overwritten file keeps its own). */
@@ -94,22 +107,42 @@ export class AgentConnection {
     });
   }
 
-  async list(path: string): Promise<AgentEntry[]> {
-    return this.#rpc(undefined, async () => {
+  /**
+   * The directory's entries. A guest that answers more than `maxEntries` entries, or names longer
+   * than `maxNameBytes` together, gets a ReplyTooLargeError and the connection ends (the rest of
+   * its answer is never read).
+   */
+  async list(path: string, opts: AgentListOptions = {}): Promise<AgentEntry[]> {
+    const maxEntries = opts.maxEntries ?? AGENT_LIST_MAX_ENTRIES;
+    const maxNameBytes = opts.maxNameBytes ?? AGENT_LIST_MAX_NAME_BYTES;
+    return this.#rpc(opts.signal, async () => {
       await this.#send({ op: 'fs_list', path });
       const entries: AgentEntry[] = [];
+      let nameBytes = 0;
       for (let f = await this.#next(); ; f = await this.#next()) {
         if (f.type !== 'entries') {
           this.#endOf('fs_list', f, 'done');
           return entries;
         }
-        for (const e of f.entries) entries.push(e);
+        for (const e of f.entries) {
+          nameBytes += Buffer.byteLength(e.name);
+          if (entries.length >= maxEntries || nameBytes > maxNameBytes) {
+            const err = new ReplyTooLargeError({
+              operation: `fs_list ${path}`,
+              limitBytes: maxNameBytes,
+              detail: `more than ${maxEntries} entries or ${maxNameBytes} bytes of names`,
+            });
+            this.#reader.fail(err);
+            throw err;
+          }
+          entries.push(e);
+        }
       }
     });
   }
 
-  async stat(path: string): Promise<AgentStat> {
-    return this.#rpc(undefined, async () => {
+  async stat(path: string, opts: AgentCallOptions = {}): Promise<AgentStat> {
+    return this.#rpc(opts.signal, async () => {
       await this.#send({ op: 'fs_stat', path });
       const f = await this.#next();
       if (f.type !== 'stat') {
@@ -121,21 +154,25 @@ export class AgentConnection {
     });
   }
 
-  async mkdir(path: string, opts: { parents?: boolean } = {}): Promise<void> {
-    await this.#simple({ op: 'fs_mkdir', path, parents: opts.parents ?? false });
+  async mkdir(path: string, opts: AgentCallOptions & { parents?: boolean } = {}): Promise<void> {
+    await this.#simple({ op: 'fs_mkdir', path, parents: opts.parents ?? false }, opts.signal);
   }
 
-  async remove(path: string, opts: { recursive?: boolean } = {}): Promise<void> {
-    await this.#simple({ op: 'fs_rm', path, recursive: opts.recursive ?? false });
+  async remove(path: string, opts: AgentCallOptions & { recursive?: boolean } = {}): Promise<void> {
+    await this.#simple({ op: 'fs_rm', path, recursive: opts.recursive ?? false }, opts.signal);
   }
 
-  async rename(from: string, to: string): Promise<void> {
-    await this.#simple({ op: 'fs_rename', from, to });
+  async rename(from: string, to: string, opts: AgentCallOptions = {}): Promise<void> {
+    await this.#simple({ op: 'fs_rename', from, to }, opts.signal);
   }
 
   /** Streams the command's output to `onOutput` and resolves at its exit. */
-  async exec(req: AgentExecRequest, onOutput?: (stream: AgentOutputStream, data: Buffer) => void): Promise<AgentExecResult> {
-    return this.#rpc(undefined, async () => {
+  async exec(
+    req: AgentExecRequest,
+    onOutput?: (stream: AgentOutputStream, data: Buffer) => void,
+    opts: AgentCallOptions = {},
+  ): Promise<AgentExecResult> {
+    return this.#rpc(opts.signal, async () => {
       await this.#send({ op: 'exec', ...req });
       let pid = -1;
       for (;;) {
@@ -156,8 +193,8 @@ export class AgentConnection {
     this.#reader.fail(new AgentProtocolError({ operation: 'agent', detail: 'connection closed by the caller' }));
   }
 
-  async #simple(frame: AgentRequestInput): Promise<void> {
-    await this.#rpc(undefined, async () => {
+  async #simple(frame: AgentRequestInput, signal: AbortSignal | undefined): Promise<void> {
+    await this.#rpc(signal, async () => {
       await this.#send(frame);
       this.#endOf(frame.op, await this.#next(), 'done');
     });

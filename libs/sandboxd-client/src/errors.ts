@@ -68,8 +68,8 @@ export class ReplyTooLargeError extends SandboxScaleError {
   readonly operation: string;
   readonly limitBytes: number;
 
-  constructor(opts: { operation: string; limitBytes: number }) {
-    super(`${opts.operation}: reply exceeds ${opts.limitBytes} bytes`);
+  constructor(opts: { operation: string; limitBytes: number; detail?: string }) {
+    super(`${opts.operation}: reply exceeds ${opts.detail ?? `${opts.limitBytes} bytes`}`);
     this.operation = opts.operation;
     this.limitBytes = opts.limitBytes;
   }

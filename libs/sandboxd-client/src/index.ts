@@ -10,6 +10,9 @@ export {
 export {
   AgentConnection,
   type AgentCallOptions,
+  type AgentListOptions,
+  AGENT_LIST_MAX_ENTRIES,
+  AGENT_LIST_MAX_NAME_BYTES,
   type AgentWriteOptions,
   type AgentExecRequest,
   type AgentExecResult,

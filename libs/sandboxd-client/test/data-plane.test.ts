@@ -9,6 +9,7 @@ import {
   isAbortError,
   isAgentError,
   isAgentProtocolError,
+  isReplyTooLarge,
   type AgentConnection,
 } from '../src';
 import { replyJson, startStubNode, type StubNode } from './stub-node';
@@ -295,6 +296,48 @@ describe('AgentConnection', () => {
       ac.abort();
       expect(isAbortError(await p)).toBe(true);
       expect(agent.closed).toBe(true);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('refuses a listing past its entries or its bytes of names, and ends the connection without reading the rest', async () => {
+    const s = await scriptedAgent((f, socket) => {
+      if (f.op !== 'fs_list') return;
+      // a guest that answers without end: batches of 4 entries, then (never reached) done
+      for (let batch = 0; batch < 50; batch++)
+        line(socket, { type: 'entries', entries: [0, 1, 2, 3].map((i) => ({ name: `f${batch}-${i}`, kind: 'file', size: 1 })) });
+      line(socket, { type: 'done' });
+    });
+    try {
+      agent = await s.client.openAgent('sb_1', 't');
+      const err = await caught(agent.list('/huge', { maxEntries: 10 }));
+      expect(isReplyTooLarge(err)).toBe(true);
+      expect((err as Error).message).toContain('more than 10 entries');
+      expect(agent.closed).toBe(true);
+      agent = await s.client.openAgent('sb_1', 't');
+      expect(isReplyTooLarge(await caught(agent.list('/huge', { maxNameBytes: 40 })))).toBe(true);
+      agent = await s.client.openAgent('sb_1', 't');
+      await expect(agent.list('/huge')).resolves.toHaveLength(200);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('ends a stat, a listing or a mkdir that the guest never answers when its signal fires', async () => {
+    const s = await scriptedAgent(() => undefined);
+    try {
+      for (const call of [
+        (a: AgentConnection, signal: AbortSignal) => a.stat('/x', { signal }),
+        (a: AgentConnection, signal: AbortSignal) => a.list('/x', { signal }),
+        (a: AgentConnection, signal: AbortSignal) => a.mkdir('/x', { signal }),
+        (a: AgentConnection, signal: AbortSignal) => a.remove('/x', { signal }),
+      ]) {
+        agent = await s.client.openAgent('sb_1', 't');
+        const err = await caught(call(agent, AbortSignal.timeout(50)));
+        expect((err as Error).name).toBe('TimeoutError');
+        expect(agent.closed).toBe(true);
+      }
     } finally {
       await s.close();
     }

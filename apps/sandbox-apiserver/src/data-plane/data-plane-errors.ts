@@ -3,10 +3,12 @@ import {
   asAgentError,
   asSandboxdHttpError,
   isAgentProtocolError,
+  isReplyTooLarge,
   isTransportError,
   type AgentErrorKind,
 } from '@sandbox-scale/sandboxd-client';
 import { SANDBOX_RESOURCE } from '../storage/sandbox-storage';
+import { AGENT_CALL_TIMEOUT_MS, isCallTimeout } from './agent-signals';
 
 /** Which sandbox a data-plane call was for, and what it did, as every error of it names them. */
 export interface DataPlaneCall {
@@ -81,6 +83,16 @@ export function dataPlaneStatusError(err: unknown, c: DataPlaneCall): StatusErro
   // the only archive this server reads is a request body, so a bad one is the caller's
   if (err instanceof Error && isArchiveError(err))
     return new StatusError('BadRequest', `${c.what} in ${sandboxOf(c)}: ${err.message}`, details(c), { cause: err });
+  if (isCallTimeout(err))
+    return new StatusError(
+      'Timeout',
+      `${c.what} in ${sandboxOf(c)}: the guest agent did not answer within ${AGENT_CALL_TIMEOUT_MS / 1000} s`,
+      details(c),
+      { cause: err },
+    );
+  // a guest's answer past what this server holds (a directory of too many entries)
+  if (isReplyTooLarge(err))
+    return new StatusError('RequestEntityTooLarge', `${c.what} in ${sandboxOf(c)}: ${(err as Error).message}`, details(c), { cause: err });
   const agent = asAgentError(err);
   if (agent !== undefined) {
     const cause = agent.kind === 'unimplemented' ? `not supported by the sandbox's agent (${agent.message})` : agent.message;

@@ -3,6 +3,7 @@ import { AGENT_CHUNK_BYTES, type AgentStat } from '@sandbox-scale/sandboxd-clien
 import { SANDBOX_RESOURCE } from '../storage/sandbox-storage';
 import type { AuditOutcome, DataPlaneAudit } from './data-plane-audit';
 import { dataPlaneStatusError, type DataPlaneCall } from './data-plane-errors';
+import { agentSignals } from './agent-signals';
 import { extractToGuest, tarFromGuest } from './guest-tar';
 import { parentOf } from './guest-path';
 import { reach, type AgentSession, type SandboxResolver } from './reach';
@@ -141,21 +142,18 @@ export class FilesStorage {
     const fields = { user: caller.user, namespace: r.namespace, name: r.name, path: r.path, ...(r.tar ? { tar: true } : {}) };
     await this.audit.observe(op, fields, (outcome) =>
       this.#withAgent(r, `read ${r.path}`, caller, outcome, async (conn) => {
-        if (r.tar) return send({ kind: 'bytes', contentType: TAR_MEDIA_TYPE, stream: counted(tarFromGuest(conn, r.path), outcome) });
-        const info = await conn.stat(r.path);
+        const signals = agentSignals(caller.signal);
+        if (r.tar)
+          return send({ kind: 'bytes', contentType: TAR_MEDIA_TYPE, stream: counted(tarFromGuest(conn, r.path, signals), outcome) });
+        const info = await conn.stat(r.path, signals.call());
         if (r.stat) return send({ kind: 'json', body: { ...fileInfoOf(r.path, info) } });
         if (info.kind === 'dir') {
           outcome.op = 'list';
-          const items = (await conn.list(r.path)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
+          const items = (await conn.list(r.path, signals.call())).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
           return send({ kind: 'json', body: { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxFileList', path: r.path, items } });
         }
         if (info.kind === 'other') throw new BadRequestError(`read ${r.path} in sandbox ${r.namespace}/${r.name}: not a regular file`);
-        const signal = caller.signal;
-        return send({
-          kind: 'bytes',
-          contentType: OCTET_STREAM,
-          stream: counted(conn.readFile(r.path, signal ? { signal } : {}), outcome),
-        });
+        return send({ kind: 'bytes', contentType: OCTET_STREAM, stream: counted(conn.readFile(r.path, signals.transfer), outcome) });
       }),
     );
   }
@@ -176,13 +174,13 @@ export class FilesStorage {
         if (w.contentLength !== undefined && w.contentLength > this.maxFileBytes) throw tooLarge(w, this.maxFileBytes);
         const body = bounded(w.body, this.maxFileBytes, outcome, () => tooLarge(w, this.maxFileBytes));
         return this.#withAgent(w, `write ${w.path}`, caller, outcome, async (conn) => {
-          if (w.tar) await extractToGuest(conn, w.path, body);
+          const signals = agentSignals(caller.signal);
+          if (w.tar) await extractToGuest(conn, w.path, body, signals);
           else {
-            if (parentOf(w.path) !== '/') await conn.mkdir(parentOf(w.path), { parents: true });
-            const signal = caller.signal;
-            await conn.writeFile(w.path, body, { ...(w.mode !== undefined ? { mode: w.mode } : {}), ...(signal ? { signal } : {}) });
+            if (parentOf(w.path) !== '/') await conn.mkdir(parentOf(w.path), { parents: true, ...signals.call() });
+            await conn.writeFile(w.path, body, { ...(w.mode !== undefined ? { mode: w.mode } : {}), ...signals.transfer });
           }
-          return fileInfoOf(w.path, await conn.stat(w.path));
+          return fileInfoOf(w.path, await conn.stat(w.path, signals.call()));
         });
       },
       201,
@@ -194,7 +192,9 @@ export class FilesStorage {
     const fields = { user: caller.user, namespace: d.namespace, name: d.name, path: d.path, ...(d.recursive ? { recursive: true } : {}) };
     return this.audit.observe('delete', fields, async (outcome) => {
       if (d.path === '/') throw new BadRequestError(`delete / in sandbox ${d.namespace}/${d.name}: the sandbox's root is never removed`);
-      await this.#withAgent(d, `delete ${d.path}`, caller, outcome, (conn) => conn.remove(d.path, { recursive: d.recursive }));
+      await this.#withAgent(d, `delete ${d.path}`, caller, outcome, (conn) =>
+        conn.remove(d.path, { recursive: d.recursive, ...agentSignals(caller.signal).call() }),
+      );
       return {
         kind: 'Status',
         apiVersion: 'v1',
@@ -220,7 +220,7 @@ export class FilesStorage {
   ): Promise<T> {
     const call: DataPlaneCall = { namespace: where.namespace, name: where.name, what };
     const signal = caller.signal;
-    const conn = await reach(this.resolver, call, (s) => s.client.openAgent(s.id, s.token, signal ? { signal } : {}), {
+    const conn = await reach(this.resolver, call, (s) => s.client.openAgent(s.id, s.token, agentSignals(signal).call()), {
       ...(signal ? { signal } : {}),
       where: (s) => Object.assign(outcome, { node: s.node, sandboxId: s.id }),
     });

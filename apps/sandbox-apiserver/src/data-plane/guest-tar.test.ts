@@ -8,7 +8,10 @@ import {
   type TarHeaderEntry,
 } from '@sandbox-scale/scale-core';
 import { AgentError, type AgentEntry, type AgentStat } from '@sandbox-scale/sandboxd-client';
+import { agentSignals } from './agent-signals';
 import { extractToGuest, tarFromGuest } from './guest-tar';
+
+const SIGNALS = agentSignals(undefined);
 import type { AgentSession } from './reach';
 
 interface GuestNode {
@@ -23,6 +26,8 @@ interface GuestNode {
 class FakeGuest implements AgentSession {
   readonly nodes = new Map<string, GuestNode>();
   readonly written: string[] = [];
+  /** For each stat and list: whether it carried a signal. */
+  readonly signalled: boolean[] = [];
 
   constructor(tree: Record<string, GuestNode>) {
     for (const [path, node] of Object.entries(tree)) this.nodes.set(path, node);
@@ -34,12 +39,14 @@ class FakeGuest implements AgentSession {
     return node;
   }
 
-  async stat(path: string): Promise<AgentStat> {
+  async stat(path: string, opts: { signal?: AbortSignal } = {}): Promise<AgentStat> {
+    this.signalled.push(opts.signal !== undefined);
     const n = this.#node(path);
     return { kind: n.kind, size: n.statSize ?? n.data?.length ?? 0, mode: n.mode, mtimeEpochSecs: 1_700_000_000 };
   }
 
-  async list(path: string): Promise<AgentEntry[]> {
+  async list(path: string, opts: { signal?: AbortSignal } = {}): Promise<AgentEntry[]> {
+    this.signalled.push(opts.signal !== undefined);
     const prefix = path === '/' ? '/' : `${path}/`;
     return [...this.nodes]
       .filter(([p]) => p.startsWith(prefix) && p !== prefix && !p.slice(prefix.length).includes('/'))
@@ -111,7 +118,7 @@ const entry = (path: string, type: TarHeaderEntry['type'], extra: { mode?: numbe
 
 describe('tarFromGuest', () => {
   it('names a directory from its parent, its entries in name order with their modes; links and special files are left out', async () => {
-    expect(await listing(tarFromGuest(new FakeGuest(GUEST), '/work/tree'))).toEqual([
+    expect(await listing(tarFromGuest(new FakeGuest(GUEST), '/work/tree', SIGNALS))).toEqual([
       'tree dir 755',
       'tree/a.sh file 755 #!',
       'tree/b.txt file 644 B',
@@ -121,9 +128,9 @@ describe('tarFromGuest', () => {
   });
 
   it("names the root's contents from the root, and a single file by its base name", async () => {
-    const fromRoot = await listing(tarFromGuest(new FakeGuest({ '/': dir(), ...GUEST }), '/'));
+    const fromRoot = await listing(tarFromGuest(new FakeGuest({ '/': dir(), ...GUEST }), '/', SIGNALS));
     expect(fromRoot.slice(0, 3)).toEqual(['work dir 755', 'work/tree dir 755', 'work/tree/a.sh file 755 #!']);
-    expect(await listing(tarFromGuest(new FakeGuest(GUEST), '/work/tree/b.txt'))).toEqual(['b.txt file 644 B']);
+    expect(await listing(tarFromGuest(new FakeGuest(GUEST), '/work/tree/b.txt', SIGNALS))).toEqual(['b.txt file 644 B']);
   });
 
   it('holds each file to the size stat gave: one that grew is cut, one that shrank is padded with zeros', async () => {
@@ -133,7 +140,7 @@ describe('tarFromGuest', () => {
       '/d/shrank': { ...file('A'), statSize: 4 },
       '/d/z': file('after'),
     });
-    expect(await listing(tarFromGuest(guest, '/d'))).toEqual([
+    expect(await listing(tarFromGuest(guest, '/d', SIGNALS))).toEqual([
       'd dir 755',
       'd/grew file 644 ABC',
       'd/shrank file 644 A\0\0\0',
@@ -141,8 +148,18 @@ describe('tarFromGuest', () => {
     ]);
   });
 
+  it('pads a file that shrank a lot in slices, and bounds every stat and listing with a signal', async () => {
+    const guest = new FakeGuest({ '/d': dir(), '/d/shrank': { ...file('A'), statSize: 1 << 20 } });
+    const parts: Buffer[] = [];
+    for await (const part of tarFromGuest(guest, '/d', SIGNALS)) parts.push(part);
+    expect(Math.max(...parts.map((p) => p.length))).toBeLessThanOrEqual(64 * 1024);
+    expect(Buffer.concat(parts).length).toBe(512 + 512 + (1 << 20) + 1024);
+    expect(guest.signalled.length).toBeGreaterThanOrEqual(3);
+    expect(guest.signalled.every(Boolean)).toBe(true);
+  });
+
   it('refuses to tar a special file with a 400', async () => {
-    const err: unknown = await listing(tarFromGuest(new FakeGuest(GUEST), '/work/tree/fifo')).catch((e: unknown) => e);
+    const err: unknown = await listing(tarFromGuest(new FakeGuest(GUEST), '/work/tree/fifo', SIGNALS)).catch((e: unknown) => e);
     expect(statusForError(err)).toMatchObject({ code: 400, message: expect.stringContaining('neither a file nor a directory') });
   });
 });
@@ -160,6 +177,7 @@ describe('extractToGuest', () => {
         entry('deep/er/b', 'file', { mode: 0, body: 'B' }),
         entry('l', 'symlink', { linkname: 'sub/a' }),
       ]),
+      SIGNALS,
     );
     expect(result).toEqual({ files: 2, dirs: 2, skipped: 1 });
     expect(guest.written).toEqual(['/dst/sub/a 600 A', '/dst/deep/er/b 644 B']);
@@ -171,14 +189,18 @@ describe('extractToGuest', () => {
     ['a file where the target directory goes', entry('.', 'file', { body: 'x' }), /names the target directory itself/],
   ])('stops at %s with a 400, the entries before it written', async (_what, bad, message) => {
     const guest = new FakeGuest({ '/': dir() });
-    const err: unknown = await extractToGuest(guest, '/dst', archive([entry('ok', 'file', { body: 'y' }), bad])).catch((e: unknown) => e);
+    const err: unknown = await extractToGuest(guest, '/dst', archive([entry('ok', 'file', { body: 'y' }), bad]), SIGNALS).catch(
+      (e: unknown) => e,
+    );
     expect(statusForError(err)).toMatchObject({ code: 400, message: expect.stringMatching(message) });
     expect(guest.written).toEqual(['/dst/ok 644 y']);
   });
 
   it('stops at an entry that climbs out of the target, which the tar reader refuses', async () => {
     const guest = new FakeGuest({ '/': dir() });
-    const err: unknown = await extractToGuest(guest, '/dst', archive([entry('../escape', 'file', { body: 'x' })])).catch((e: unknown) => e);
+    const err: unknown = await extractToGuest(guest, '/dst', archive([entry('../escape', 'file', { body: 'x' })]), SIGNALS).catch(
+      (e: unknown) => e,
+    );
     expect(isArchiveError(err)).toBe(true);
     expect(guest.written).toEqual([]);
   });
