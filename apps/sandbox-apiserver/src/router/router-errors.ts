@@ -79,15 +79,32 @@ const REASONS: Readonly<Record<number, string>> = {
   504: 'Gateway Timeout',
 };
 
-/** The same answer written on the raw socket of an upgrade request (no ServerResponse exists there), then closed. */
-export function writeRouterErrorTo(socket: Duplex, err: RouterError): void {
+/** How long a refused socket has to take its answer before it is destroyed. */
+const REFUSED_SOCKET_GRACE_MS = 5_000;
+
+/**
+ * Ends a refused socket with `data` and destroys it once the data is out: a client that never
+ * closes its side (or never reads) must not keep the socket, and so a file descriptor, here.
+ */
+export function endAndDestroy(socket: Duplex, data: Buffer): void {
   if (!socket.writable) {
     socket.destroy();
     return;
   }
+  const timer = setTimeout(() => socket.destroy(), REFUSED_SOCKET_GRACE_MS);
+  timer.unref();
+  socket.end(data, () => {
+    clearTimeout(timer);
+    socket.destroy();
+  });
+}
+
+/** The same answer written on the raw socket of an upgrade request (no ServerResponse exists there), then closed. */
+export function writeRouterErrorTo(socket: Duplex, err: RouterError): void {
   const body = bodyOf(err);
   const lines = Object.entries({ ...headersOf(err, body), connection: 'close' }).map(([k, v]) => `${k}: ${v}`);
-  socket.end(
+  endAndDestroy(
+    socket,
     Buffer.concat([Buffer.from(`HTTP/1.1 ${err.status} ${REASONS[err.status] ?? 'Error'}\r\n${lines.join('\r\n')}\r\n\r\n`), body]),
   );
 }

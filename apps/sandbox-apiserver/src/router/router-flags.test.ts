@@ -15,9 +15,19 @@ describe('router flags', () => {
     expect(parse(['--router-bind-address', '0'])).toEqual({});
   });
 
-  it('start it with Kubernetes authentication, plain HTTP, 180 s and 1,024 relays by default', () => {
+  it('start it with Kubernetes authentication, plain HTTP, 180 s, 1,024 relays (256 a namespace), 30 m idle and 4 h at most by default', () => {
     expect(parse(['--router-bind-address', ':8080'])).toEqual({
-      router: { host: '', port: 8080, authentication: 'kubernetes', tls: false, proxyTimeoutMs: 180_000, maxRelays: 1024 },
+      router: {
+        host: '',
+        port: 8080,
+        authentication: 'kubernetes',
+        tls: false,
+        proxyTimeoutMs: 180_000,
+        maxRelays: 1024,
+        maxRelaysPerNamespace: 256,
+        relayIdleTimeoutMs: 1_800_000,
+        relayMaxDurationMs: 14_400_000,
+      },
     });
   });
 
@@ -33,8 +43,26 @@ describe('router flags', () => {
         '30s',
         '--router-max-relays',
         '8',
+        '--router-max-relays-per-namespace',
+        '2',
+        '--router-relay-idle-timeout',
+        '1m',
+        '--router-relay-max-duration',
+        '2h',
       ]),
-    ).toEqual({ router: { host: '127.0.0.1', port: 0, authentication: 'none', tls: true, proxyTimeoutMs: 30_000, maxRelays: 8 } });
+    ).toEqual({
+      router: {
+        host: '127.0.0.1',
+        port: 0,
+        authentication: 'none',
+        tls: true,
+        proxyTimeoutMs: 30_000,
+        maxRelays: 8,
+        maxRelaysPerNamespace: 2,
+        relayIdleTimeoutMs: 60_000,
+        relayMaxDurationMs: 7_200_000,
+      },
+    });
   });
 
   it('add a tunnel listener on a loopback address beside a router on the pod address, on the same port', () => {
@@ -47,6 +75,9 @@ describe('router flags', () => {
         tls: false,
         proxyTimeoutMs: 180_000,
         maxRelays: 1024,
+        maxRelaysPerNamespace: 256,
+        relayIdleTimeoutMs: 1_800_000,
+        relayMaxDurationMs: 14_400_000,
       },
     });
     expect(parse(['--router-bind-address', '[fd00::7]:8080', '--router-tunnel-bind-address', '[::1]:8080']).router).toMatchObject({

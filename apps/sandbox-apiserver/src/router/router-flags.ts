@@ -2,7 +2,7 @@ import { isIPv4, isIPv6 } from 'node:net';
 import { bindAddressFlag, booleanFlag, ConfigError, durationFlag, parseBindAddress } from '@sandbox-scale/kube-runtime';
 import { z } from 'zod';
 import { ROUTER_AUTHENTICATION_MODES, type RouterAuthentication } from './router-auth';
-import { DEFAULT_MAX_RELAYS } from './router-server';
+import { DEFAULT_MAX_RELAYS, DEFAULT_MAX_RELAYS_PER_NAMESPACE } from './router-server';
 
 /** The router's flags, spread into sandbox-apiserver's schema. */
 export const routerFlagShape = {
@@ -32,6 +32,18 @@ export const routerFlagShape = {
     .min(1)
     .default(DEFAULT_MAX_RELAYS)
     .describe('Requests the router relays at once (open upgrades included); more are answered 503'),
+  routerMaxRelaysPerNamespace: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_MAX_RELAYS_PER_NAMESPACE)
+    .describe(
+      "Requests the router relays at once to one namespace's sandboxes, all callers together (a tenant's ServiceAccounts share it); more are answered 429. A slot is taken only once the caller is authenticated and allowed",
+    ),
+  routerRelayIdleTimeout: durationFlag('30m').describe(
+    'An upgraded relay (a WebSocket, say) with no byte either way for this long is closed',
+  ),
+  routerRelayMaxDuration: durationFlag('4h').describe('An upgraded relay is closed after this long, however busy'),
 };
 
 type RouterFlags = { [K in keyof typeof routerFlagShape]: z.infer<(typeof routerFlagShape)[K]> };
@@ -47,6 +59,9 @@ export interface RouterOptions {
   readonly tls: boolean;
   readonly proxyTimeoutMs: number;
   readonly maxRelays: number;
+  readonly maxRelaysPerNamespace: number;
+  readonly relayIdleTimeoutMs: number;
+  readonly relayMaxDurationMs: number;
 }
 
 /** 127.0.0.0/8 or ::1, as IP literals (a name such as localhost may resolve elsewhere): only the pod's own network namespace reaches them. */
@@ -96,6 +111,9 @@ export function routerConfigOf(flags: RouterFlags): { router?: RouterOptions } {
       tls: flags.routerTls,
       proxyTimeoutMs: flags.routerProxyTimeout,
       maxRelays: flags.routerMaxRelays,
+      maxRelaysPerNamespace: flags.routerMaxRelaysPerNamespace,
+      relayIdleTimeoutMs: flags.routerRelayIdleTimeout,
+      relayMaxDurationMs: flags.routerRelayMaxDuration,
     },
   };
 }

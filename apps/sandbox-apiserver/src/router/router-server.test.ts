@@ -12,6 +12,8 @@ import { startRouter, type RouterConfig, type RunningRouter } from './router-ser
 const TENANT_TOKEN = 'tenant-token-team-a';
 const SANDBOX_TOKEN = 'sandbox-token-s1-0123456789';
 const alice = { username: 'system:serviceaccount:team-a:alice', groups: [], extra: {} };
+const BOB_TOKEN = 'tenant-token-team-b';
+const bob = { username: 'system:serviceaccount:team-b:bob', groups: [], extra: {} };
 
 interface Reply {
   status: number;
@@ -100,6 +102,9 @@ describe('the sandbox router', () => {
     reviews = new FakeReviews();
     reviews.tokens.set(TENANT_TOKEN, alice);
     for (const name of ['s1', 's2', 'gone']) reviews.grants.add(`${alice.username} create sandboxes/portforward team-a/${name}`);
+    sandboxes.add('team-b', 't1', { node: 'node-1', id: 'sb_t1', token: 'sandbox-token-t1' });
+    reviews.tokens.set(BOB_TOKEN, bob);
+    reviews.grants.add(`${bob.username} create sandboxes/portforward team-b/t1`);
     router = await start({ registry });
   });
 
@@ -253,6 +258,94 @@ describe('the sandbox router', () => {
       expect((await call(small.url, { headers: routed() })).status).toBe(201);
     } finally {
       await small.stop();
+    }
+  });
+
+  it("answers 429 past one namespace's share of relays while another namespace is still served", async () => {
+    const small = await start({ maxRelays: 8, maxRelaysPerNamespace: 1 });
+    try {
+      const hanging = call(small.url, { path: '/hang', headers: routed({ 'x-sandbox-timeout': '5' }) });
+      const before = guest.hanging.size;
+      await eventually(() => expect(guest.hanging.size).toBeGreaterThan(before), { timeoutMs: 5_000, intervalMs: 10 });
+      const refused = await call(small.url, { headers: routed() });
+      expect({ status: refused.status, body: JSON.parse(refused.body) as unknown, retry: refused.headers['retry-after'] }).toEqual({
+        status: 429,
+        body: { detail: 'Too many requests in flight for namespace team-a, retry later.' },
+        retry: '1',
+      });
+      // team-b has a share of its own
+      const other = await call(small.url, {
+        headers: { authorization: `Bearer ${BOB_TOKEN}`, 'x-sandbox-id': 't1', 'x-sandbox-namespace': 'team-b' },
+      });
+      expect(other.status).toBe(201);
+      for (const r of guest.hanging) r.end('late');
+      guest.hanging.clear();
+      expect((await hanging).body).toBe('late');
+    } finally {
+      await small.stop();
+    }
+  });
+
+  it('gives no slot to callers it cannot authenticate, and closes their sockets even when they never close theirs', async () => {
+    const small = await start({ maxRelays: 2 });
+    try {
+      // 40 upgrades with a made-up token, sent by clients that never close nor end their side
+      const sockets = Array.from({ length: 40 }, () => connect({ host: '127.0.0.1', port: small.port, allowHalfOpen: true }));
+      // once the answer has ended, the client pokes: a socket the router destroyed answers with a reset, and closes
+      const closed = sockets.map(
+        (socket) =>
+          new Promise<void>((resolve) => {
+            socket.once('close', () => resolve());
+            socket.once('end', () => {
+              const poke = setInterval(() => socket.write('x'), 20);
+              socket.once('close', () => clearInterval(poke));
+            });
+          }),
+      );
+      for (const socket of sockets) {
+        socket.on('error', () => undefined);
+        socket.resume();
+        socket.write(
+          'GET /ws HTTP/1.1\r\nHost: router\r\nConnection: Upgrade\r\nUpgrade: echo\r\nAuthorization: Bearer made-up\r\nX-Sandbox-ID: s1\r\nX-Sandbox-Namespace: team-a\r\n\r\n',
+        );
+      }
+      // the router destroys every refused socket itself: each closes though the client keeps it open
+      await Promise.all(closed);
+      // and none of them took a slot from the caller who is allowed
+      expect((await call(small.url, { headers: routed() })).status).toBe(201);
+    } finally {
+      await small.stop();
+    }
+  });
+
+  it('closes an upgraded relay that stays idle, and one that lives past its maximum', async () => {
+    const open = async (r: RunningRouter): Promise<{ closedAfterMs: Promise<number>; socket: ReturnType<typeof connect> }> => {
+      const socket = connect({ host: '127.0.0.1', port: r.port });
+      const started = Date.now();
+      const closedAfterMs = new Promise<number>((resolve) => socket.once('close', () => resolve(Date.now() - started)));
+      socket.on('error', () => undefined);
+      await new Promise<void>((resolve) => {
+        socket.once('data', () => resolve());
+        socket.write(
+          `GET /ws HTTP/1.1\r\nHost: router\r\nConnection: Upgrade\r\nUpgrade: echo\r\nAuthorization: Bearer ${TENANT_TOKEN}\r\nX-Sandbox-ID: s1\r\nX-Sandbox-Namespace: team-a\r\n\r\n`,
+        );
+      });
+      return { closedAfterMs, socket };
+    };
+    const idle = await start({ relayIdleTimeoutMs: 300, relayMaxDurationMs: 60_000 });
+    const busy = await start({ relayIdleTimeoutMs: 60_000, relayMaxDurationMs: 500 });
+    try {
+      const a = await open(idle);
+      expect(await a.closedAfterMs).toBeGreaterThanOrEqual(300);
+      // a relay kept busy below its idle time still ends at its maximum
+      const b = await open(busy);
+      const ping = setInterval(() => b.socket.write('x'), 50);
+      const after = await b.closedAfterMs;
+      clearInterval(ping);
+      expect(after).toBeGreaterThanOrEqual(500);
+    } finally {
+      await idle.stop();
+      await busy.stop();
     }
   });
 

@@ -23,6 +23,12 @@ import { DEFAULT_PROXY_TIMEOUT_MS, parseRoutingHeaders, type RoutingTarget } fro
 /** At most this long to reach a guest port (find the sandbox, read its token, open the node's relay), as upstream's connect bound. */
 export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 export const DEFAULT_MAX_RELAYS = 1_024;
+/** Relays of one namespace at once, all its callers together: a quarter of the router's. */
+export const DEFAULT_MAX_RELAYS_PER_NAMESPACE = 256;
+/** An upgraded relay (a WebSocket, say) with no byte either way for this long is closed. */
+export const DEFAULT_RELAY_IDLE_TIMEOUT_MS = 30 * 60_000;
+/** An upgraded relay is closed after this long, however busy. */
+export const DEFAULT_RELAY_MAX_DURATION_MS = 4 * 60 * 60_000;
 /** Request line and headers of one request; past it Node answers 431 itself. */
 export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
 
@@ -50,6 +56,12 @@ export interface RouterConfig {
   readonly connectTimeoutMs?: number;
   /** Requests relayed at once (open upgrades included); one more is a 503. */
   readonly maxRelays?: number;
+  /** Requests relayed at once for one namespace's sandboxes, all callers together; one more is a 429. */
+  readonly maxRelaysPerNamespace?: number;
+  /** An upgraded relay idle (no byte either way) this long is closed. */
+  readonly relayIdleTimeoutMs?: number;
+  /** An upgraded relay is closed after this long. */
+  readonly relayMaxDurationMs?: number;
   readonly maxHeaderBytes?: number;
   readonly maxConnections?: number;
   readonly log: Logger;
@@ -67,24 +79,38 @@ export interface RunningRouter {
 /** The router was asked for Kubernetes authentication without anything to authenticate with. */
 export class RouterConfigError extends SandboxScaleError {}
 
-/** The relays under way, bounded: the slot is held until the caller's connection is done with the request. */
+/**
+ * The relays under way, bounded in all and per namespace: the slot is held until the caller's
+ * connection is done with the request. Slots go to callers already authenticated and authorized,
+ * so sockets that never say who they are hold none, and one namespace (however many
+ * ServiceAccounts it mints) leaves the rest to every other.
+ */
 class RelaySlots {
   #used = 0;
+  readonly #usedIn = new Map<string, number>();
   constructor(
     private readonly max: number,
+    private readonly maxPerNamespace: number,
     private readonly metrics: RouterMetrics,
   ) {}
 
-  /** A release function, or undefined when every slot is taken. */
-  acquire(): (() => void) | undefined {
-    if (this.#used >= this.max) return undefined;
+  /** A release function; a RouterError when every slot, or every slot of the namespace, is taken. */
+  acquire(namespace: string): () => void {
+    if (this.#used >= this.max) throw new RouterError(503, 'Too many requests in flight, retry later.', { retryAfterSeconds: 1 });
+    const inNamespace = this.#usedIn.get(namespace) ?? 0;
+    if (inNamespace >= this.maxPerNamespace)
+      throw new RouterError(429, `Too many requests in flight for namespace ${namespace}, retry later.`, { retryAfterSeconds: 1 });
     this.#used += 1;
+    this.#usedIn.set(namespace, inNamespace + 1);
     this.metrics.relayStarted();
     let released = false;
     return () => {
       if (released) return;
       released = true;
       this.#used -= 1;
+      const left = (this.#usedIn.get(namespace) ?? 1) - 1;
+      if (left <= 0) this.#usedIn.delete(namespace);
+      else this.#usedIn.set(namespace, left);
       this.metrics.relayEnded();
     };
   }
@@ -144,21 +170,48 @@ export async function startRouter(c: RouterConfig): Promise<RunningRouter> {
   const main: Listener = { auth: authOf(c), log: c.log.child({ listener: 'router' }) };
   const tunnel: Listener = { auth: new OpenRouterAuth(), log: c.log.child({ listener: 'router-tunnel' }) };
   const metrics = routerMetrics(c.registry);
-  const slots = new RelaySlots(c.maxRelays ?? DEFAULT_MAX_RELAYS, metrics);
+  const slots = new RelaySlots(c.maxRelays ?? DEFAULT_MAX_RELAYS, c.maxRelaysPerNamespace ?? DEFAULT_MAX_RELAYS_PER_NAMESPACE, metrics);
+  const upgradeBounds = {
+    idleTimeoutMs: c.relayIdleTimeoutMs ?? DEFAULT_RELAY_IDLE_TIMEOUT_MS,
+    maxDurationMs: c.relayMaxDurationMs ?? DEFAULT_RELAY_MAX_DURATION_MS,
+  };
   const proxyTimeoutMs = c.proxyTimeoutMs ?? DEFAULT_PROXY_TIMEOUT_MS;
   const connectTimeoutMs = Math.min(c.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, proxyTimeoutMs);
   const upgraded = new Set<Duplex>();
 
-  /** Everything before the relay: headers, caller, permission, the guest port opened. */
-  const reach = async (l: Listener, req: IncomingMessage, gone: AbortSignal): Promise<Routed> => {
+  /**
+   * Everything before the relay: headers, caller, permission, a relay slot of the sandbox's
+   * namespace (taken only once the caller is known and allowed), the guest port opened. The slot
+   * goes to `hold`, which gives it back when the caller's connection is done.
+   */
+  const reach = async (l: Listener, req: IncomingMessage, gone: AbortSignal, hold: (release: () => void) => void): Promise<Routed> => {
     const target = parseRoutingHeaders(req.headersDistinct, proxyTimeoutMs);
     const deadline = AbortSignal.any([AbortSignal.timeout(target.timeoutMs), gone]);
     const caller = await l.auth.authenticate(req.headersDistinct, deadline);
     await l.auth.authorize(caller, target, deadline);
+    if (gone.aborted) throw gone.reason;
+    hold(slots.acquire(target.namespace));
     if (!c.ready())
       throw new RouterError(503, 'The sandbox router is starting: the served sandboxes are not known yet.', { retryAfterSeconds: 1 });
     const guest = await openGuestPort(c.access, target, AbortSignal.any([deadline, AbortSignal.timeout(connectTimeoutMs)]));
     return { target, caller, guest, deadline };
+  };
+
+  /** Where a request keeps its slot: given back once, when its connection is done, whenever it was taken. */
+  const slotHolder = (): { hold: (release: () => void) => void; release: () => void } => {
+    let held: (() => void) | undefined;
+    let done = false;
+    return {
+      hold: (release) => {
+        if (done) release();
+        else held = release;
+      },
+      release: () => {
+        done = true;
+        held?.();
+        held = undefined;
+      },
+    };
   };
 
   const refused = (l: Listener, req: IncomingMessage, err: unknown, code: number): void => {
@@ -175,16 +228,15 @@ export async function startRouter(c: RouterConfig): Promise<RunningRouter> {
       res.end('{"status":"ok"}');
       return;
     }
-    const release = slots.acquire();
+    const slot = slotHolder();
     const gone = new AbortController();
     res.once('close', () => {
-      release?.();
+      slot.release();
       if (!res.writableFinished) gone.abort(new RouterError(499, 'the caller went away'));
     });
     try {
-      if (release === undefined) throw new RouterError(503, 'Too many requests in flight, retry later.', { retryAfterSeconds: 1 });
       const started = Date.now();
-      const r = await reach(l, req, gone.signal);
+      const r = await reach(l, req, gone.signal, slot.hold);
       await relayRequest(req, res, r.guest, {
         port: r.target.port,
         name: r.target.name,
@@ -215,16 +267,15 @@ export async function startRouter(c: RouterConfig): Promise<RunningRouter> {
   const serveUpgrade = async (l: Listener, req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> => {
     upgraded.add(socket);
     socket.on('error', () => socket.destroy());
-    const release = slots.acquire();
+    const slot = slotHolder();
     const gone = new AbortController();
     socket.once('close', () => {
       upgraded.delete(socket);
-      release?.();
+      slot.release();
       gone.abort(new RouterError(499, 'the caller went away'));
     });
     try {
-      if (release === undefined) throw new RouterError(503, 'Too many requests in flight, retry later.', { retryAfterSeconds: 1 });
-      const r = await reach(l, req, gone.signal);
+      const r = await reach(l, req, gone.signal, slot.hold);
       metrics.answered(101);
       l.log.debug(
         { namespace: r.target.namespace, name: r.target.name, port: r.target.port, user: callerName(r.caller) },
@@ -235,6 +286,7 @@ export async function startRouter(c: RouterConfig): Promise<RunningRouter> {
         name: r.target.name,
         deadline: r.deadline,
         idleTimeoutMs: r.target.timeoutMs,
+        upgraded: upgradeBounds,
       });
     } catch (err) {
       const e = routerErrorOf(err);
