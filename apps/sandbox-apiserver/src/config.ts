@@ -137,6 +137,25 @@ export const SandboxApiserverFlagsSchema = z.object({
     .min(1)
     .default(DEFAULT_INFLIGHT_CAPS.maxRequestsPerUser)
     .describe('Requests of one user served at once (watches aside); more are answered 429'),
+  maxStreams: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_INFLIGHT_CAPS.maxStreams)
+    .describe('Exec, file transfers and port-forwards this replica serves at once, all namespaces together; more are answered 429'),
+  maxStreamsPerNamespace: z.coerce
+    .number()
+    .int()
+    .min(1)
+    .default(DEFAULT_INFLIGHT_CAPS.maxStreamsPerNamespace)
+    .describe(
+      "Exec, file transfers and port-forwards of one namespace's sandboxes at once, all its users together (a tenant's ServiceAccounts share it); more are answered 429",
+    ),
+  maxExecTimeout: durationFlag('10m').describe(
+    'The longest an exec runs: an exec without timeoutSeconds (or with 0) gets this, and one asking for more is answered 400 naming timeoutSeconds',
+  ),
+  portForwardIdleTimeout: durationFlag('30m').describe('A port-forward with no byte either way for this long is closed'),
+  portForwardMaxDuration: durationFlag('4h').describe('A port-forward is closed after this long, however busy'),
   maxFileBytes: z.coerce
     .number()
     .int()
@@ -214,6 +233,8 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     maxTokenReviewsInFlight: flags.maxTokenReviewsInFlight,
     maxFileBytes: flags.maxFileBytes,
     maxExecOutputBytes: flags.maxExecOutputBytes,
+    maxExecTimeoutSeconds: Math.ceil(flags.maxExecTimeout / 1000),
+    portForwardBounds: { idleTimeoutMs: flags.portForwardIdleTimeout, maxDurationMs: flags.portForwardMaxDuration },
     replyMemory: { maxBytes: flags.maxReplyBytes, maxBytesPerNamespace: flags.maxReplyBytesPerNamespace },
     fanOut: { maxInFlight: flags.maxNodeFanOuts, maxPerNamespace: flags.maxNodeFanOutsPerNamespace },
     ...routerConfigOf(flags),
@@ -222,6 +243,8 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
       maxWatchesPerUser: flags.maxWatchesPerUser,
       maxWatchesPerNamespace: flags.maxWatchesPerNamespace,
       maxRequestsPerUser: flags.maxRequestsPerUser,
+      maxStreams: flags.maxStreams,
+      maxStreamsPerNamespace: flags.maxStreamsPerNamespace,
     },
   };
 }

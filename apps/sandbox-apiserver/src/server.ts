@@ -57,6 +57,7 @@ import { DEFAULT_LEASE_TTL_SECONDS } from './storage/lease-policy';
 import { LeaseRenewer } from './storage/lease-renewer';
 import type { RouterOptions } from './router/router-flags';
 import { startRouter, type RunningRouter } from './router/router-server';
+import type { RelayBounds } from './data-plane/relay-bounds';
 
 export interface SandboxApiserverConfig {
   readonly kubeConfig: KubeConfig;
@@ -129,6 +130,10 @@ export interface SandboxApiserverConfig {
   readonly maxExecOutputBytes?: number;
   /** Bytes replies in flight may hold, per replica and per namespace; default DEFAULT_REPLY_MEMORY. */
   readonly replyMemory?: MemoryBudgetCaps;
+  /** The longest an exec runs (and what one without timeoutSeconds gets); default 600 s. */
+  readonly maxExecTimeoutSeconds?: number;
+  /** A port-forward's idle and maximum time; default 30 min and 4 h. */
+  readonly portForwardBounds?: RelayBounds;
   /** The sandbox router (agent-sandbox's sandbox-router for microVMs) on a listener of its own; absent = off. */
   readonly router?: RouterOptions;
   readonly log?: Logger;
@@ -199,6 +204,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     ...(config.maxFileBytes !== undefined ? { maxFileBytes: config.maxFileBytes } : {}),
     ...(config.maxExecOutputBytes !== undefined ? { maxExecOutputBytes: config.maxExecOutputBytes } : {}),
     ...(config.replyMemory !== undefined ? { replyMemory: config.replyMemory } : {}),
+    ...(config.maxExecTimeoutSeconds !== undefined ? { maxExecTimeoutSeconds: config.maxExecTimeoutSeconds } : {}),
+    ...(config.portForwardBounds !== undefined ? { portForwardBounds: config.portForwardBounds } : {}),
   });
   inventories = () => sandboxes.cache.inventories();
   const metadata = new UserMetadataStore({
@@ -282,13 +289,16 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       const d = await authorizer.authorize(user, info);
       if (!d.allowed) throw new StatusError('Forbidden', forbiddenMessage({ user: user.username, reason: d.reason, ...info }));
     }
+    const stream = info.isResource && info.resource === SANDBOXES && isDataPlaneSubresource(info.subresource);
+    // exec and files run as long as their callers make them: a share of the namespace's streams too
+    if (stream) res.once('close', inflight.acquireStream(info.namespace));
     if (url.pathname === '/metrics') {
       res.writeHead(200, { 'Content-Type': registry.contentType });
       res.end(await registry.metrics());
       return;
     }
     // exec and files answer raw bytes and tar streams as well as JSON: their own media types
-    if (info.isResource && info.resource === SANDBOXES && isDataPlaneSubresource(info.subresource)) {
+    if (stream) {
       assertServing();
       return handleDataPlane(dataPlane, { req, res, url, info, user: user.username });
     }
@@ -352,7 +362,19 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
           throw new StatusError('ServiceUnavailable', 'sandbox-apiserver is shutting down', { retryAfterSeconds: 1 });
         assertServing();
       },
-      acquire: (user, namespace) => inflight.acquire(user.username, false, namespace),
+      acquire: (user, namespace) => {
+        const request = inflight.acquire(user.username, false);
+        try {
+          const stream = inflight.acquireStream(namespace);
+          return () => {
+            stream();
+            request();
+          };
+        } catch (err) {
+          request();
+          throw err;
+        }
+      },
     },
     dataPlane.portForward,
     log,

@@ -9,6 +9,9 @@ import { reach, type SandboxResolver } from './reach';
 /** The largest exec request body (the node's own cap on it). */
 export const EXEC_BODY_MAX_BYTES = 1024 * 1024;
 
+/** The longest an exec runs by default; one without timeoutSeconds gets it. */
+export const DEFAULT_MAX_EXEC_TIMEOUT_SECONDS = 600;
+
 /** The most stdout + stderr one exec answers with by default: the node's own cap. */
 export const DEFAULT_MAX_EXEC_OUTPUT_BYTES = EXEC_OUTPUT_LIMIT_BYTES;
 
@@ -81,8 +84,15 @@ export class ExecStorage {
   constructor(
     private readonly resolver: SandboxResolver,
     private readonly audit: DataPlaneAudit,
-    private readonly maxOutputBytes: number = DEFAULT_MAX_EXEC_OUTPUT_BYTES,
+    private readonly limits: { maxOutputBytes: number; maxTimeoutSeconds: number } = {
+      maxOutputBytes: DEFAULT_MAX_EXEC_OUTPUT_BYTES,
+      maxTimeoutSeconds: DEFAULT_MAX_EXEC_TIMEOUT_SECONDS,
+    },
   ) {}
+
+  private get maxOutputBytes(): number {
+    return this.limits.maxOutputBytes;
+  }
 
   /**
    * `caller.memory` holds the bytes of the node's reply as they are read, so a command printing
@@ -99,6 +109,13 @@ export class ExecStorage {
     let req: ExecRequest;
     try {
       options = parseExecOptions(body);
+      // a command runs at most --max-exec-timeout: none asked (or 0) gets it, more is refused
+      const max = this.limits.maxTimeoutSeconds;
+      if ((options.timeoutSeconds ?? 0) > max)
+        throw new BadRequestError(
+          `timeoutSeconds: ${options.timeoutSeconds} is more than this server's maximum of ${max} s (--max-exec-timeout)`,
+        );
+      if (!options.timeoutSeconds) options = { ...options, timeoutSeconds: max };
       req = execRequestOf(options);
     } catch (err) {
       // a refused body is counted and audited too, with what is known of it

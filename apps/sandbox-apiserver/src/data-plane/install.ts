@@ -3,7 +3,8 @@ import type { Registry } from 'prom-client';
 import type { SandboxStorage } from '../storage/sandbox-storage';
 import { DataPlaneAudit } from './data-plane-audit';
 import type { DataPlane } from './data-plane-handler';
-import { DEFAULT_MAX_EXEC_OUTPUT_BYTES, ExecStorage } from './exec-storage';
+import { DEFAULT_MAX_EXEC_OUTPUT_BYTES, DEFAULT_MAX_EXEC_TIMEOUT_SECONDS, ExecStorage } from './exec-storage';
+import { DEFAULT_RELAY_BOUNDS, type RelayBounds } from './relay-bounds';
 import { DEFAULT_MAX_FILE_BYTES, FilesStorage } from './files-storage';
 import { PortForwardStorage } from './portforward';
 import { SandboxAccess } from './sandbox-access';
@@ -19,6 +20,10 @@ export interface DataPlaneOptions {
   readonly maxExecOutputBytes?: number;
   /** Bytes replies in flight may hold; default DEFAULT_REPLY_MEMORY. */
   readonly replyMemory?: MemoryBudgetCaps;
+  /** The longest an exec runs; default DEFAULT_MAX_EXEC_TIMEOUT_SECONDS. */
+  readonly maxExecTimeoutSeconds?: number;
+  /** A port-forward's idle and maximum time; default DEFAULT_RELAY_BOUNDS. */
+  readonly portForwardBounds?: RelayBounds;
 }
 
 /**
@@ -40,8 +45,11 @@ export function installDataPlane(opts: DataPlaneOptions): InstalledDataPlane {
   return {
     access,
     memory: new MemoryBudget(opts.replyMemory ?? DEFAULT_REPLY_MEMORY),
-    exec: new ExecStorage(access, audit, opts.maxExecOutputBytes ?? DEFAULT_MAX_EXEC_OUTPUT_BYTES),
+    exec: new ExecStorage(access, audit, {
+      maxOutputBytes: opts.maxExecOutputBytes ?? DEFAULT_MAX_EXEC_OUTPUT_BYTES,
+      maxTimeoutSeconds: opts.maxExecTimeoutSeconds ?? DEFAULT_MAX_EXEC_TIMEOUT_SECONDS,
+    }),
     files: new FilesStorage(access, audit, opts.maxFileBytes ?? DEFAULT_MAX_FILE_BYTES),
-    portForward: new PortForwardStorage(access, audit),
+    portForward: new PortForwardStorage(access, audit, opts.portForwardBounds ?? DEFAULT_RELAY_BOUNDS),
   };
 }

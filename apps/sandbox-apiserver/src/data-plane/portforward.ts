@@ -3,6 +3,7 @@ import type { Socket } from 'node:net';
 import { BadRequestError } from '@sandbox-scale/scale-core';
 import type { DataPlaneAudit } from './data-plane-audit';
 import { reach, type SandboxResolver } from './reach';
+import { boundRelay, DEFAULT_RELAY_BOUNDS, type RelayBounds } from './relay-bounds';
 
 /** How long opening the node's relay may take (the node wakes a paused sandbox meanwhile). */
 const OPEN_TIMEOUT_MS = 30_000;
@@ -24,6 +25,8 @@ export class PortForwardStorage {
   constructor(
     private readonly resolver: SandboxResolver,
     private readonly audit: DataPlaneAudit,
+    /** How long an open port-forward may idle, and live. */
+    readonly bounds: RelayBounds = DEFAULT_RELAY_BOUNDS,
   ) {}
 
   /** The node's relayed socket to the guest port; a refusal is the Status naming the sandbox and the cause. */
@@ -48,9 +51,10 @@ export class PortForwardStorage {
 /**
  * Relays bytes both ways between the caller's socket and the node's, each direction until its
  * own end (a half-close passes through: the caller may end its side and still read the reply).
- * A failure or a full close of either side ends both.
+ * A failure or a full close of either side ends both, and so do `bounds`' idle and maximum time.
  */
-export function relay(caller: Duplex, upstream: Socket): void {
+export function relay(caller: Duplex, upstream: Socket, bounds: RelayBounds): void {
+  boundRelay(caller, upstream, bounds);
   const endBoth = (): void => {
     caller.destroy();
     upstream.destroy();

@@ -36,6 +36,8 @@ beforeAll(async () => {
   await new Promise<void>((r) => echo.listen(0, '127.0.0.1', () => r()));
   const echoPort = (echo.address() as AddressInfo).port;
   const portForward = {
+    // idle relays end soon here, so a test can see one closed
+    bounds: { idleTimeoutMs: 300, maxDurationMs: 60_000 },
     open: async (namespace: string, name: string, port: number, caller: { user: string }): Promise<Socket> => {
       opened.push({ namespace, name, port, user: caller.user });
       if (port === 9) throw new StatusError('ServiceUnavailable', `cannot reach sandbox ${namespace}/${name}`, { retryAfterSeconds: 1 });
@@ -102,6 +104,15 @@ describe('the upgrade listener', () => {
       });
     }
     expect(opened.at(-1)).toEqual({ namespace: 'team', name: 'box', port: 8080, user: 'alice' });
+  });
+
+  it('closes a port-forward that stays idle past its bound', async () => {
+    const o = await upgrade(`${PF}?port=8080`);
+    if (!o.upgraded) throw new Error(`${o.status} ${o.body}`);
+    // the guest answers only once the caller ends its side, which it never does: only the bound ends it
+    o.socket.resume();
+    const closed = await new Promise<boolean>((resolve) => o.socket.once('close', () => resolve(true)));
+    expect(closed).toBe(true);
   });
 
   it('answers with a Status and closes: 401 anonymous, 403 refused, 400 another path, protocol or port, 503 from the node', async () => {

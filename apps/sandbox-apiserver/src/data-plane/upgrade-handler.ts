@@ -5,6 +5,7 @@ import { requestUrl } from '@sandbox-scale/kube-runtime';
 import { BadRequestError, StatusError } from '@sandbox-scale/scale-core';
 import type { UserInfo } from '../authn/user-info';
 import { requestInfoOf, SANDBOXES, type RequestInfo } from '../http/request-info';
+import { endAndDestroy } from '../http/end-socket';
 import { statusOf } from '../http/status';
 import { guestPort, relay, type PortForwardStorage } from './portforward';
 
@@ -32,7 +33,8 @@ export function refuseUpgrade(socket: Duplex, err: unknown): number {
     'Connection: close',
     ...(retry !== undefined ? [`Retry-After: ${retry}`] : []),
   ];
-  if (!socket.destroyed) socket.end(Buffer.concat([Buffer.from(`${head.join('\r\n')}\r\n\r\n`), body]));
+  // destroyed once the answer is out: a client that never closes its side keeps nothing here
+  endAndDestroy(socket, Buffer.concat([Buffer.from(`${head.join('\r\n')}\r\n\r\n`), body]));
   return status.code;
 }
 
@@ -48,7 +50,7 @@ export class UpgradeHandler {
 
   constructor(
     private readonly gate: UpgradeGate,
-    private readonly portForward: Pick<PortForwardStorage, 'open'>,
+    private readonly portForward: Pick<PortForwardStorage, 'open' | 'bounds'>,
     private readonly log: Logger,
   ) {}
 
@@ -105,6 +107,6 @@ export class UpgradeHandler {
     if (head.length > 0) upstream.write(head);
     this.#open.add(socket);
     socket.once('close', () => this.#open.delete(socket));
-    relay(socket, upstream);
+    relay(socket, upstream, this.portForward.bounds);
   }
 }

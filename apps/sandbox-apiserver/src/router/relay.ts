@@ -2,6 +2,7 @@ import { request as httpRequest, type ClientRequest, type IncomingMessage, type 
 import type { Socket } from 'node:net';
 import { pipeline, type Duplex } from 'node:stream';
 import { forwardedRequestHeaders, forwardedResponseHeaders, forwardedUpgradeHeaders, type RawHeaders } from './forward-headers';
+import { boundRelay, type RelayBounds } from '../data-plane/relay-bounds';
 import { RouterError } from './router-errors';
 
 export interface RelayOptions {
@@ -14,7 +15,7 @@ export interface RelayOptions {
   /** Longest pause of the guest's response body before the relay is cut. */
   readonly idleTimeoutMs: number;
   /** Bounds of a joined (upgraded) connection: closed when idle this long either way, or when this old. */
-  readonly upgraded?: { readonly idleTimeoutMs: number; readonly maxDurationMs: number };
+  readonly upgraded?: RelayBounds;
 }
 
 const unreachable = (name: string, cause: unknown): RouterError =>
@@ -106,25 +107,18 @@ const headerBlock = (raw: RawHeaders): string => {
  * With bounds, both are closed once no byte went either way for `idleTimeoutMs` (a byte relayed is
  * activity on both sockets), or `maxDurationMs` after they were joined.
  */
-function splice(a: Duplex, b: Socket, bounds?: RelayOptions['upgraded']): Promise<void> {
+function splice(a: Duplex, b: Socket, bounds?: RelayBounds): Promise<void> {
   return new Promise<void>((resolve) => {
     let open = 2;
-    let maxTimer: NodeJS.Timeout | undefined;
     const closed = (): void => {
       open -= 1;
-      if (open > 0) return;
-      if (maxTimer !== undefined) clearTimeout(maxTimer);
-      resolve();
+      if (open === 0) resolve();
     };
     const fail = (): void => {
       a.destroy();
       b.destroy();
     };
-    if (bounds !== undefined) {
-      b.setTimeout(bounds.idleTimeoutMs, fail);
-      maxTimer = setTimeout(fail, bounds.maxDurationMs);
-      maxTimer.unref();
-    }
+    if (bounds !== undefined) boundRelay(a, b, bounds);
     a.once('close', closed);
     b.once('close', closed);
     a.once('error', fail);

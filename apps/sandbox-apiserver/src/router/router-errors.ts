@@ -1,6 +1,7 @@
 import type { ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
 import { findInCauseChain, SandboxScaleError } from '@sandbox-scale/scale-core';
+import { endAndDestroy } from '../http/end-socket';
 
 /**
  * A refusal of the router, answered as agent-sandbox's router (a FastAPI app) answers: the HTTP
@@ -78,26 +79,6 @@ const REASONS: Readonly<Record<number, string>> = {
   503: 'Service Unavailable',
   504: 'Gateway Timeout',
 };
-
-/** How long a refused socket has to take its answer before it is destroyed. */
-const REFUSED_SOCKET_GRACE_MS = 5_000;
-
-/**
- * Ends a refused socket with `data` and destroys it once the data is out: a client that never
- * closes its side (or never reads) must not keep the socket, and so a file descriptor, here.
- */
-export function endAndDestroy(socket: Duplex, data: Buffer): void {
-  if (!socket.writable) {
-    socket.destroy();
-    return;
-  }
-  const timer = setTimeout(() => socket.destroy(), REFUSED_SOCKET_GRACE_MS);
-  timer.unref();
-  socket.end(data, () => {
-    clearTimeout(timer);
-    socket.destroy();
-  });
-}
 
 /** The same answer written on the raw socket of an upgrade request (no ServerResponse exists there), then closed. */
 export function writeRouterErrorTo(socket: Duplex, err: RouterError): void {

@@ -6,6 +6,7 @@ import { guardRequests, limitServer, requestUrl, type DelegatedAuth, type Logger
 import { SandboxScaleError } from '@sandbox-scale/scale-core';
 import { asSandboxdHttpError } from '@sandbox-scale/sandboxd-client';
 import type { Registry } from 'prom-client';
+import { DEFAULT_RELAY_BOUNDS } from '../data-plane/relay-bounds';
 import { openGuestPort, type SandboxResolver } from './guest-port';
 import { relayRequest, relayUpgrade } from './relay';
 import {
@@ -25,10 +26,7 @@ export const DEFAULT_CONNECT_TIMEOUT_MS = 5_000;
 export const DEFAULT_MAX_RELAYS = 1_024;
 /** Relays of one namespace at once, all its callers together: a quarter of the router's. */
 export const DEFAULT_MAX_RELAYS_PER_NAMESPACE = 256;
-/** An upgraded relay (a WebSocket, say) with no byte either way for this long is closed. */
-export const DEFAULT_RELAY_IDLE_TIMEOUT_MS = 30 * 60_000;
-/** An upgraded relay is closed after this long, however busy. */
-export const DEFAULT_RELAY_MAX_DURATION_MS = 4 * 60 * 60_000;
+
 /** Request line and headers of one request; past it Node answers 431 itself. */
 export const DEFAULT_MAX_HEADER_BYTES = 16 * 1024;
 
@@ -172,8 +170,8 @@ export async function startRouter(c: RouterConfig): Promise<RunningRouter> {
   const metrics = routerMetrics(c.registry);
   const slots = new RelaySlots(c.maxRelays ?? DEFAULT_MAX_RELAYS, c.maxRelaysPerNamespace ?? DEFAULT_MAX_RELAYS_PER_NAMESPACE, metrics);
   const upgradeBounds = {
-    idleTimeoutMs: c.relayIdleTimeoutMs ?? DEFAULT_RELAY_IDLE_TIMEOUT_MS,
-    maxDurationMs: c.relayMaxDurationMs ?? DEFAULT_RELAY_MAX_DURATION_MS,
+    idleTimeoutMs: c.relayIdleTimeoutMs ?? DEFAULT_RELAY_BOUNDS.idleTimeoutMs,
+    maxDurationMs: c.relayMaxDurationMs ?? DEFAULT_RELAY_BOUNDS.maxDurationMs,
   };
   const proxyTimeoutMs = c.proxyTimeoutMs ?? DEFAULT_PROXY_TIMEOUT_MS;
   const connectTimeoutMs = Math.min(c.connectTimeoutMs ?? DEFAULT_CONNECT_TIMEOUT_MS, proxyTimeoutMs);

@@ -3,7 +3,14 @@ import { InflightLimits } from './inflight-limits';
 
 describe('InflightLimits', () => {
   it('refuses watches past the per-user and overall caps with 429, and frees slots on release', () => {
-    const limits = new InflightLimits({ maxWatches: 3, maxWatchesPerUser: 2, maxWatchesPerNamespace: 10, maxRequestsPerUser: 1 });
+    const limits = new InflightLimits({
+      maxWatches: 3,
+      maxWatchesPerUser: 2,
+      maxWatchesPerNamespace: 10,
+      maxRequestsPerUser: 1,
+      maxStreams: 10,
+      maxStreamsPerNamespace: 10,
+    });
     const a1 = limits.acquire('alice', true);
     limits.acquire('alice', true);
     let refused: unknown;
@@ -23,7 +30,14 @@ describe('InflightLimits', () => {
   });
 
   it('counts other requests per user apart from watches and forgets users without slots', () => {
-    const limits = new InflightLimits({ maxWatches: 10, maxWatchesPerUser: 10, maxWatchesPerNamespace: 10, maxRequestsPerUser: 1 });
+    const limits = new InflightLimits({
+      maxWatches: 10,
+      maxWatchesPerUser: 10,
+      maxWatchesPerNamespace: 10,
+      maxRequestsPerUser: 1,
+      maxStreams: 10,
+      maxStreamsPerNamespace: 10,
+    });
     const release = limits.acquire('alice', false);
     expect(() => limits.acquire('alice', false)).toThrow(/concurrent requests of user "alice"/);
     expect(() => limits.acquire('alice', true)).not.toThrow();
@@ -34,7 +48,14 @@ describe('InflightLimits', () => {
   });
 
   it('caps the watches of one namespace over all its identities, while another namespace and cluster-wide watches are served', () => {
-    const limits = new InflightLimits({ maxWatches: 100, maxWatchesPerUser: 10, maxWatchesPerNamespace: 3, maxRequestsPerUser: 10 });
+    const limits = new InflightLimits({
+      maxStreams: 10,
+      maxStreamsPerNamespace: 10,
+      maxWatches: 100,
+      maxWatchesPerUser: 10,
+      maxWatchesPerNamespace: 3,
+      maxRequestsPerUser: 10,
+    });
     // three ServiceAccounts of team-a, one watch each: the namespace is full
     const held = ['sa-1', 'sa-2', 'sa-3'].map((sa) => limits.acquire(`system:serviceaccount:team-a:${sa}`, true, 'team-a'));
     let refused: unknown;
@@ -57,4 +78,43 @@ describe('InflightLimits', () => {
     expect(() => limits.acquire('system:serviceaccount:team-a:sa-5', true, 'team-a')).toThrow(/namespace "team-a"/);
     expect(limits.namespaces).toBe(2);
   });
+
+  it('shares streams per namespace across its users, and overall', () => {
+    const limits = new InflightLimits({
+      maxWatches: 10,
+      maxWatchesPerUser: 10,
+      maxWatchesPerNamespace: 10,
+      maxRequestsPerUser: 2,
+      maxStreams: 5,
+      maxStreamsPerNamespace: 3,
+    });
+    // three streams of team-a (its ServiceAccounts together) fill its share
+    const held = [1, 2, 3].map(() => limits.acquireStream('team-a'));
+    expect(statusForError(catchOf(() => limits.acquireStream('team-a')))).toMatchObject({
+      code: 429,
+      message: 'too many streams (exec, files, port-forwards) in namespace "team-a", please try again later',
+      details: { retryAfterSeconds: 1 },
+    });
+    // team-b still streams, until the overall cap
+    const b = [limits.acquireStream('team-b'), limits.acquireStream('team-b')];
+    expect(statusForError(catchOf(() => limits.acquireStream('team-c'))).message).toContain(
+      'too many streams (exec, files, port-forwards),',
+    );
+    expect({ streams: limits.streams, namespaces: limits.namespaces }).toEqual({ streams: 5, namespaces: 2 });
+    held[0]?.();
+    held[0]?.();
+    expect(limits.streams).toBe(4);
+    expect(() => limits.acquireStream('team-c')).not.toThrow();
+    for (const release of [...held, ...b]) release();
+    expect(limits.streams).toBe(1);
+  });
 });
+
+function catchOf(f: () => unknown): unknown {
+  try {
+    f();
+  } catch (err) {
+    return err;
+  }
+  throw new Error('expected a refusal');
+}

@@ -12,6 +12,13 @@ export interface InflightCaps {
   readonly maxWatchesPerNamespace: number;
   /** Requests of one identity being served at once, watches not included. */
   readonly maxRequestsPerUser: number;
+  /**
+   * Streams (exec, file transfers, port-forwards: requests as long as their callers make them)
+   * of all callers together.
+   */
+  readonly maxStreams: number;
+  /** Streams of one namespace's sandboxes, every identity together, as watches. */
+  readonly maxStreamsPerNamespace: number;
 }
 
 export const DEFAULT_INFLIGHT_CAPS: InflightCaps = {
@@ -19,6 +26,8 @@ export const DEFAULT_INFLIGHT_CAPS: InflightCaps = {
   maxWatchesPerUser: 256,
   maxWatchesPerNamespace: 1024,
   maxRequestsPerUser: 400,
+  maxStreams: 2048,
+  maxStreamsPerNamespace: 256,
 };
 
 function tooMany(what: string): StatusError {
@@ -35,6 +44,8 @@ export class InflightLimits {
   readonly #watchesOf = new Map<string, number>();
   readonly #watchesIn = new Map<string, number>();
   readonly #requestsOf = new Map<string, number>();
+  #streams = 0;
+  readonly #streamsIn = new Map<string, number>();
 
   constructor(private readonly caps: InflightCaps = DEFAULT_INFLIGHT_CAPS) {}
 
@@ -66,6 +77,31 @@ export class InflightLimits {
     };
   }
 
+  /**
+   * A stream's slot, beside the request slot its user holds already: one of the streams overall
+   * and of the namespace, so one namespace (however many ServiceAccounts it mints) leaves the rest
+   * of the streams to every other. Taken once the caller is allowed, so a caller refused for the
+   * namespace never holds one of its slots. Throws 429 past either cap; the release is idempotent.
+   */
+  acquireStream(namespace: string): () => void {
+    if (this.#streams >= this.caps.maxStreams) throw tooMany('streams (exec, files, port-forwards)');
+    if ((this.#streamsIn.get(namespace) ?? 0) >= this.caps.maxStreamsPerNamespace)
+      throw tooMany(`streams (exec, files, port-forwards) in namespace "${namespace}"`);
+    this.#streams++;
+    this.#streamsIn.set(namespace, (this.#streamsIn.get(namespace) ?? 0) + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      this.#streams--;
+      decrement(this.#streamsIn, namespace);
+    };
+  }
+
+  get streams(): number {
+    return this.#streams;
+  }
+
   get watches(): number {
     return this.#watches;
   }
@@ -75,9 +111,9 @@ export class InflightLimits {
     return new Set([...this.#watchesOf.keys(), ...this.#requestsOf.keys()]).size;
   }
 
-  /** Namespaces holding a watch slot (entries go with their last watch). */
+  /** Namespaces holding a watch or a stream slot (entries go with their last one). */
   get namespaces(): number {
-    return this.#watchesIn.size;
+    return new Set([...this.#watchesIn.keys(), ...this.#streamsIn.keys()]).size;
   }
 }
 
