@@ -109,3 +109,17 @@ export function unprovenRefMetric(registry: Registry, action: 'renew'): () => vo
     });
   return () => total.inc({ action });
 }
+
+/** Requests held open at once: watches, and streams (exec, file transfers, port-forwards), read at scrape time. */
+export function inflightMetrics(registry: Registry, inflight: { readonly watches: number; readonly streams: number }): void {
+  new Gauge({
+    name: 'sandbox_scale_apiserver_long_running_in_flight',
+    help: 'Requests held open at once: watches, and streams (exec, file transfers and port-forwards).',
+    labelNames: ['kind'],
+    registers: [registry],
+    collect() {
+      this.set({ kind: 'watch' }, inflight.watches);
+      this.set({ kind: 'stream' }, inflight.streams);
+    },
+  });
+}

@@ -39,7 +39,7 @@ import { isDataPlaneSubresource } from './data-plane/subresources';
 import { requestLogLevel } from './http/request-log';
 import { UpgradeHandler } from './data-plane/upgrade-handler';
 import { HealthChecks } from './health';
-import { inventoryMetrics, requestMetrics, unprovenRefMetric } from './metrics';
+import { inflightMetrics, inventoryMetrics, requestMetrics, unprovenRefMetric } from './metrics';
 import { OwnerRouting } from './peers/owner-routing';
 import { servePeerCall } from './peers/peer-endpoint';
 import { OverlayShare } from './peers/overlay-share';
@@ -247,6 +247,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
   const serviceName = config.serviceName ?? 'sandbox-apiserver';
   const serviceNamespace = config.serviceNamespace ?? 'sandbox-system';
   const inflight = new InflightLimits({ ...DEFAULT_INFLIGHT_CAPS, ...config.inflight });
+  inflightMetrics(registry, inflight);
   const notices =
     delegatedAuth !== undefined && config.noticePublisher
       ? new NodeNotices({ cache: sandboxes.cache, auth: delegatedAuth, publisher: config.noticePublisher, log, registry })

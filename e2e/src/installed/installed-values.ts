@@ -25,6 +25,13 @@ export const MAX_TOKEN_REVIEWS_IN_FLIGHT = 8;
 export const MAX_NODE_FAN_OUTS_PER_NAMESPACE = 2;
 /** The largest file one PUT of sandboxes/files writes (data-plane-api writes one byte more and is refused). */
 export const MAX_FILE_BYTES = 4 * 1024 * 1024;
+/**
+ * Exec, file transfers and port-forwards of one namespace at once, and router relays to one
+ * namespace's sandboxes (fair-share-streams fills both through 25 ServiceAccounts). Above what
+ * any other suite holds at once in one namespace.
+ */
+export const MAX_STREAMS_PER_NAMESPACE = 16;
+export const ROUTER_MAX_RELAYS_PER_NAMESPACE = 16;
 export const SANDBOX_APISERVER_ARGS = [
   `--max-watches-per-user=${MAX_WATCHES_PER_USER}`,
   `--max-watches-per-namespace=${MAX_WATCHES_PER_NAMESPACE}`,
@@ -71,5 +78,9 @@ export function installedSuiteHelmArgs(): string[] {
     `router.serviceName=${ROUTER_SERVICE_NAME}`,
     '--set',
     'router.tunnel.enabled=true',
+    '--set',
+    `sandboxApiserver.maxStreamsPerNamespace=${MAX_STREAMS_PER_NAMESPACE}`,
+    '--set',
+    `router.maxRelaysPerNamespace=${ROUTER_MAX_RELAYS_PER_NAMESPACE}`,
   ];
 }
