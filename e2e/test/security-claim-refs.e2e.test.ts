@@ -1,14 +1,19 @@
 import { randomUUID } from 'node:crypto';
-import { CoreV1Api, CustomObjectsApi } from '@kubernetes/client-node';
-import { eventually, runSuffix } from '../src/index';
+import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
+import { Agent, request } from 'undici';
+import { eventually, kubectlOk, runSuffix } from '../src/index';
+import { jsonOf, kubeRaw } from '../src/testing/data-plane-requests';
+import { samples } from '../src/testing/metric-names';
+import { grantEditRole } from '../src/testing/tenant-role';
 import { applyWarmPool, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { sandboxdCall, sandboxdRow, type SandboxdNode } from '../src/testing/sandboxd';
 
 // A node, or a tenant holding a node token, writes any claim_ref it likes. One that names
 // another namespace must not steer the control plane there: claim-controller's orphan pass
-// creates no SandboxClaim or token Secret for a forged `fastclaim:` reference, and
-// sandbox-apiserver never renews a forged `+renew` one. Both are served, counted and left alone.
+// creates no SandboxClaim or token Secret for a forged `fastclaim:` reference, sandbox-apiserver
+// never renews a forged `+renew` one, and a VM published under a tenant's sandbox name never
+// receives that tenant's commands, files or router traffic. All are served, counted and left alone.
 
 const attacker = `t-refs-a-${runSuffix()}`;
 const victim = `t-refs-v-${runSuffix()}`;
@@ -85,6 +90,97 @@ describe('claim references a node wrote', () => {
     // the VM is left alone on its node, unreleased
     expect((await sandboxdRow(node, forged.id))?.id).toBe(forged.id);
   }, 120_000);
+
+  it("a VM a node publishes under a tenant's name first never gets that tenant's exec, files or router traffic", async () => {
+    const node = sys.nodes[0] as SandboxdNode;
+    const G = `/apis/agents.x-k8s.io/v1beta1/namespaces/${victim}/sandboxes/agent-7`;
+    const forged = await claimDirect(node, `claim:${randomUUID()}:${victim}/agent-7`, 600);
+    // what the node's own VM holds (commands run in the sandbox's root): the victim must never read it, nor write over it
+    const nodeExec = async (argv: string[]): Promise<{ exit_code: number; stdout: string }> => {
+      const r = await sandboxdCall(node, `/v1/sandboxes/${forged.id}/exec`, { method: 'POST', body: { argv } });
+      if (r.status !== 200) throw new Error(`node exec: ${r.status} ${await r.text()}`);
+      return (await r.json()) as { exit_code: number; stdout: string };
+    };
+    await nodeExec(['sh', '-c', 'mkdir -p work && echo forged > work/who']);
+    await grantEditRole(sys.kubeConfig, victim, 'agent');
+    const tenant: KubeConfig = (await sys.tenant(victim, 'agent')).kubeConfig;
+    const exec = (argv: string[]) =>
+      kubeRaw(tenant, {
+        method: 'POST',
+        path: `${G}/exec`,
+        headers: { 'content-type': 'application/json' },
+        body: JSON.stringify({ argv }),
+      });
+    // served under the victim's name, and refused for anything but reading
+    await eventually(async () => expect((await kubeRaw(tenant, { method: 'GET', path: G })).status).toBe(200), {
+      timeoutMs: 60_000,
+      intervalMs: 250,
+    });
+    const refused = await exec(['cat', 'work/who']);
+    expect({ status: refused.status, message: jsonOf<{ message: string }>(refused).message }).toEqual({
+      status: 403,
+      message: expect.stringContaining('under a claim reference it did not write') as unknown,
+    });
+    // the victim's own claim of that name
+    await applyWarmPool(sys, victim, { image: 'ghcr.io/example/refs-victim:1.0', replicas: 1 });
+    await kubectlOk(['apply', '-f', '-'], {
+      kubeconfig: sys.kubeconfigPath,
+      input: JSON.stringify({
+        apiVersion: `${GROUP}/v1beta1`,
+        kind: 'SandboxClaim',
+        metadata: { name: 'agent-7', namespace: victim },
+        spec: { warmPoolRef: { name: 'agent' } },
+      }),
+    });
+    await kubectlOk(['-n', victim, 'wait', '--for=condition=Ready', 'sandboxclaim/agent-7', '--timeout=120s'], {
+      kubeconfig: sys.kubeconfigPath,
+    });
+    // once its node publishes it, the name is the victim's: its exec, files and router calls reach its own VM
+    await eventually(
+      async () => {
+        const r = await exec(['sh', '-c', 'cat work/who 2>/dev/null || echo nothing']);
+        expect({ status: r.status, stdout: r.status === 200 ? jsonOf<{ stdout: string }>(r).stdout : r.body.toString() }).toEqual({
+          status: 200,
+          stdout: 'nothing\n',
+        });
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    const put = await kubeRaw(tenant, { method: 'PUT', path: `${G}/files?path=/work/who`, body: 'victim\n' });
+    expect(put.status).toBe(201);
+    expect(jsonOf<{ stdout: string }>(await exec(['cat', 'work/who'])).stdout).toBe('victim\n');
+    const routed = await fetch(`${await sys.routerUrl()}/download/work/who`, {
+      headers: {
+        authorization: `Bearer ${(await sys.tenant(victim, 'agent')).token}`,
+        'x-sandbox-id': 'agent-7',
+        'x-sandbox-namespace': victim,
+        'x-sandbox-port': '8888',
+      },
+    });
+    expect({ status: routed.status, body: await routed.text() }).toEqual({ status: 200, body: 'victim\n' });
+    // the node's VM kept what it had, and the refused row was counted
+    expect((await nodeExec(['cat', 'work/who'])).stdout).toBe('forged\n');
+    // once the node publishes both under the one name, the forged entry is refused the name and counted
+    const dispatcher = new Agent({ connect: { ca: sys.servingCa, servername: sys.servernameOf(sys.apiserverUrl) } });
+    const token = await sys.metricsReaderToken();
+    await eventually(
+      async () => {
+        const shadowed = await Promise.all(
+          sys.apiserverUrls.map(async (url) => {
+            const page = await (await request(`${url}/metrics`, { dispatcher, headers: { authorization: `Bearer ${token}` } })).body.text();
+            return (
+              samples(page, 'sandbox_scale_apiserver_unproven_claim_refs_total').find((x) => x.labels['action'] === 'shadow')?.value ?? 0
+            );
+          }),
+        );
+        expect(shadowed.reduce((a, b) => a + b, 0)).toBeGreaterThan(0);
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+    await dispatcher.close();
+    // and the victim's calls still reach its own VM
+    expect(jsonOf<{ stdout: string }>(await exec(['cat', 'work/who'])).stdout).toBe('victim\n');
+  }, 240_000);
 
   it('a forged +renew reference is never renewed: its node lease stays where the node set it', async () => {
     const node = sys.nodes[0] as SandboxdNode;

@@ -98,12 +98,12 @@ export function inventoryMetrics(registry: Registry, inventories: () => readonly
  * one: a node's or a sandboxd tenant's) where the reference would have made it act, by what it
  * would have done; counted once per sandbox. They are served, never acted on.
  */
-export function unprovenRefMetric(registry: Registry, action: 'renew'): () => void {
+export function unprovenRefMetric(registry: Registry, action: 'renew' | 'shadow'): () => void {
   const total =
     (registry.getSingleMetric('sandbox_scale_apiserver_unproven_claim_refs_total') as Counter<'action'> | undefined) ??
     new Counter({
       name: 'sandbox_scale_apiserver_unproven_claim_refs_total',
-      help: 'Sandboxes under a claim reference without a valid MAC, by the action refused (renew); served, never acted on',
+      help: 'Sandboxes under a claim reference without a valid MAC, by the action refused (renew; shadow: taking a name a proven sandbox of another node holds); served, never acted on',
       labelNames: ['action'],
       registers: [registry],
     });

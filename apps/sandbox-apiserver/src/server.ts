@@ -193,6 +193,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     watchHistory: config.watchHistory ?? 10_000,
     rng: config.rng ?? Math.random,
     claimRefKey: config.claimRefKey,
+    onShadowRefused: unprovenRefMetric(registry, 'shadow'),
     ...(config.fanOut !== undefined ? { fanOut: config.fanOut } : {}),
     log,
   });

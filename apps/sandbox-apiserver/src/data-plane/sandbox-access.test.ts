@@ -20,12 +20,12 @@ class FakeNode {
   } as unknown as SandboxdClient;
 }
 
-function locator(node: FakeNode, rows: Record<string, { node: string; claimId: string }>): SandboxLocator {
+function locator(node: FakeNode, rows: Record<string, { node: string; claimId: string; proven?: boolean }>): SandboxLocator {
   return {
     locate: async (namespace: string, name: string): Promise<SandboxLocation> => {
       const row = rows[`${namespace}/${name}`];
       if (row === undefined) throw new NotFoundError({ group: 'agents.x-k8s.io', resource: 'sandboxes' }, name);
-      return { ...row, object: {} as SandboxLocation['object'] };
+      return { proven: true, ...row, object: {} as SandboxLocation['object'] };
     },
     router: { clientFor: () => node.client },
   };
@@ -91,6 +91,16 @@ describe('SandboxAccess', () => {
     expect(await failure(access.resolve('a', 'y'))).toMatchObject({ code: 500 });
     expect(node.reads).toBe(1);
     expect(await failure(access.resolve('a', 'missing'))).toMatchObject({ code: 404 });
+  });
+
+  it('refuses with 403 a sandbox whose claim reference this control plane did not write, before asking its node anything', async () => {
+    const node = new FakeNode();
+    node.tokens.set('sb_9', 'forged-node-token');
+    const access = new SandboxAccess(locator(node, { 'team-a/agent-7': { node: 'evil', claimId: 'sb_9', proven: false } }));
+    const refused = await failure(access.resolve('team-a', 'agent-7'));
+    expect(refused.code).toBe(403);
+    expect(refused.message).toContain('node evil reports team-a/agent-7 under a claim reference it did not write');
+    expect(node.reads).toBe(0);
   });
 
   it('holds at most maxEntries tokens, dropping the oldest', async () => {

@@ -1,7 +1,7 @@
 import { TtlLru, untilAborted } from '@sandbox-scale/kube-runtime';
 import { NotFoundError, StatusError } from '@sandbox-scale/scale-core';
 import { isNotFound as isSandboxdMissing, type SandboxdClient } from '@sandbox-scale/sandboxd-client';
-import { SANDBOX_RESOURCE, type SandboxLocation } from '../storage/sandbox-storage';
+import { actionable, SANDBOX_RESOURCE, type SandboxLocation } from '../storage/sandbox-storage';
 
 /** How long a sandbox token read from its node is reused. */
 export const TOKEN_TTL_MS = 30_000;
@@ -57,7 +57,7 @@ export class SandboxAccess {
    */
   async resolve(namespace: string, name: string, signal?: AbortSignal): Promise<SandboxTarget> {
     signal?.throwIfAborted();
-    const loc = await this.#locator.locate(namespace, name);
+    const loc = actionable(await this.#locator.locate(namespace, name), namespace, name, 'exec, files, port-forward and the router');
     if (loc.claimId === '')
       throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to reach it by name`);
     const client = this.#locator.router.clientFor(loc.node, 'reach', loc.claimId);

@@ -1,7 +1,8 @@
 import { createServer, request, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { createLogger } from '@sandbox-scale/kube-runtime';
-import type { NodeInventory } from '@sandbox-scale/scale-core';
+import { randomBytes } from 'node:crypto';
+import { formatOwnerRef, OWNER_KINDS, OwnerRefKey, type NodeInventory } from '@sandbox-scale/scale-core';
 import { LocalVerbs } from '../peers/sandbox-verbs';
 import { installStorages } from '../storage/install';
 import { negotiate } from './negotiate';
@@ -32,8 +33,16 @@ function crowded(): NodeInventory {
   };
 }
 
+/** The key the control plane proves its claim references with: team-a's sandboxes are its own. */
+const refKey = new OwnerRefKey(randomBytes(32));
+
 function inventory(): NodeInventory {
-  const entries = ['s1', 's2'].map((n, i) => ({ name: `team-a/${n}`, id: `sb_${i}`, phase: 'Running', claimRef: `team-a/${n}` }));
+  const entries = ['s1', 's2'].map((n, i) => ({
+    name: `team-a/${n}`,
+    id: `sb_${i}`,
+    phase: 'Running',
+    claimRef: formatOwnerRef({ kind: OWNER_KINDS.sandbox, uid: `uid-${n}`, namespace: 'team-a', name: n }, refKey),
+  }));
   return {
     apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
     kind: 'NodeInventory',
@@ -68,6 +77,7 @@ describe('handleResource', () => {
     claimIndexMaxBytes: 1 << 20,
     watchHistory: 100,
     rng: Math.random,
+    claimRefKey: refKey,
     log: createLogger({ name: 'test', level: 'silent' }),
   });
 

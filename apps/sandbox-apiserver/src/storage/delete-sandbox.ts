@@ -1,7 +1,7 @@
 import { BadRequestError, ConflictError, issuesText, StatusError, type ServedSandbox } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { dryRunOf } from '../resource/dry-run';
-import type { SandboxStorage } from './sandbox-storage';
+import { actionable, type SandboxStorage } from './sandbox-storage';
 
 const DeleteOptionsSchema = z.looseObject({
   dryRun: z.array(z.string()).optional(),
@@ -47,7 +47,7 @@ export interface DeleteRequest {
 export async function deleteSandbox(storage: SandboxStorage, namespace: string, name: string, req: DeleteRequest): Promise<ServedSandbox> {
   const opts = deleteOptionsOf(req.body);
   const dryRun = req.dryRun || dryRunOf(opts.dryRun ?? []);
-  const loc = await storage.locate(namespace, name);
+  const loc = actionable(await storage.locate(namespace, name), namespace, name, 'delete');
   checkPreconditions(loc.object, opts.preconditions ?? {});
   if (dryRun) return loc.object;
   if (loc.claimId === '')

@@ -16,7 +16,7 @@ import {
 } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { listClaimed } from './claimed-listing';
-import type { SandboxStorage } from './sandbox-storage';
+import { actionable, type SandboxStorage } from './sandbox-storage';
 import { snapshotStatusError } from './snapshot-errors';
 import { isSnapshotAction, SNAPSHOT_ACTIONS, SnapshotStorage } from './snapshot-storage';
 
@@ -108,7 +108,7 @@ export class LifecycleStorage {
       throw new InvalidError({ group: SANDBOX_GROUP, kind: OPTION_KINDS.promote ?? 'SandboxPromoteOptions' }, name, [
         { reason: 'FieldValueInvalid', field: 'template', message: `Invalid value: ${JSON.stringify(body.template)}: ${promoteProblem}` },
       ]);
-    const loc = await this.storage.locate(namespace, name);
+    const loc = actionable(await this.storage.locate(namespace, name), namespace, name, action);
     if (loc.claimId === '')
       throw new StatusError('InternalError', `sandbox ${namespace}/${name} carries no claim id; refusing to act by name`);
     if (dryRun) return result(OPTION_KINDS[action] ?? '');

@@ -235,3 +235,48 @@ describe('SandboxCache.inventories', () => {
     expect(Object.isFrozen(cache.inventories())).toBe(true);
   });
 });
+
+describe('SandboxCache with claim references a node may have made up', () => {
+  /** Proven = what this control plane wrote; here a reference that starts with `ok:`. */
+  function proving() {
+    const refused: string[] = [];
+    const cache = new SandboxCache({
+      graceMs: 50,
+      hub: new WatchHub(100),
+      revisions: new Revisions(),
+      proves: (ref) => ref?.startsWith('ok:') === true,
+      onShadowRefused: (row, holder) => refused.push(`${row.node}/${row.entry.id ?? ''} kept from ${holder.node}/${holder.entry.id ?? ''}`),
+    });
+    cache.live = true;
+    return { cache, refused };
+  }
+  const entry = (id: string, claimRef: string) => ({ name: 'team-a/agent-7', phase: 'Running', id, claimRef });
+
+  it('hands a name a node published first to the proven sandbox of another node, and back only when that one goes', () => {
+    const { cache, refused } = proving();
+    cache.upsertInventory(inv('evil', '1', [entry('sb_forged', 'claim:x:team-a/agent-7')]));
+    expect(cache.get('team-a', 'agent-7')).toMatchObject({ node: 'evil', proven: false });
+    cache.upsertInventory(inv('real', '2', [entry('sb_real', 'ok:team-a/agent-7')]));
+    expect(cache.get('team-a', 'agent-7')).toMatchObject({ node: 'real', proven: true });
+    expect(refused).toEqual(['evil/sb_forged kept from real/sb_real']);
+    // the forged node publishes again: it does not take the name back
+    cache.upsertInventory(inv('evil', '3', [entry('sb_forged', 'claim:y:team-a/agent-7')]));
+    expect(cache.get('team-a', 'agent-7')?.node).toBe('real');
+    expect(refused).toHaveLength(2);
+    // the real sandbox released: the other row is served again, still unproven
+    cache.upsertInventory(inv('real', '4', []));
+    expect(cache.get('team-a', 'agent-7')).toMatchObject({ node: 'evil', proven: false });
+  });
+
+  it('keeps the proven entry when one node reports a name twice, in either order', () => {
+    for (const order of [
+      [entry('sb_forged', 'claim:x:team-a/agent-7'), entry('sb_real', 'ok:team-a/agent-7')],
+      [entry('sb_real', 'ok:team-a/agent-7'), entry('sb_forged', 'claim:x:team-a/agent-7')],
+    ]) {
+      const { cache, refused } = proving();
+      cache.upsertInventory(inv('n1', '1', order));
+      expect(cache.get('team-a', 'agent-7')).toMatchObject({ entry: { id: 'sb_real' }, proven: true });
+      expect(refused).toHaveLength(1);
+    }
+  });
+});

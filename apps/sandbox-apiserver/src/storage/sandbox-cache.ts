@@ -22,6 +22,12 @@ export interface Row {
   readonly seenAt: string;
   /** A sandbox created here and not yet published: the object the create answered. */
   readonly created?: ServedSandbox;
+  /**
+   * Its claim reference carries this control plane's MAC (or it was created here): only such a
+   * row is acted on (exec, files, port-forward, the router, lifecycle verbs, delete), and an
+   * unproven row never hides a proven one of the same name.
+   */
+  readonly proven: boolean;
 }
 
 interface NodeState {
@@ -37,6 +43,10 @@ export interface SandboxCacheOptions {
   readonly revisions: Revisions;
   /** How long a created-but-unpublished sandbox, or a released one, is remembered. */
   readonly overlayTtlMs?: number;
+  /** Whether a claim reference is one this control plane wrote (its MAC is right); default every one. */
+  readonly proves?: (claimRef: string | undefined) => boolean;
+  /** Told of a row that claims a name a proven row of another node holds: it is not served. */
+  readonly onShadowRefused?: (row: Row, holder: Row) => void;
 }
 
 const keyOf = (e: InventoryEntry): string => {
@@ -131,7 +141,7 @@ export class SandboxCache {
     };
     const state = this.#nodes.get(row.node);
     if (state?.rows.get(row.key) === row) state.rows.set(row.key, next);
-    this.#index(next, row);
+    this.#index(next);
   }
 
   /** A NodeInventory (a node's own object or one of its parts) was added or changed. */
@@ -152,7 +162,7 @@ export class SandboxCache {
       (rev = rev === 0 ? this.opts.revisions.observe(inv.metadata.resourceVersion) : this.opts.revisions.next());
     const seenAt = inv.metadata.creationTimestamp ?? new Date().toISOString();
     const next = new Map<string, Row>();
-    for (const entry of inv.entries ?? []) {
+    for (const entry of this.#oneEntryPerName(inv.entries ?? [], node)) {
       if (entry.id !== undefined && this.#released.has(entry.id)) continue;
       const key = keyOf(entry);
       const fingerprint = entryFingerprint(entry);
@@ -161,9 +171,10 @@ export class SandboxCache {
         next.set(key, old);
         continue;
       }
-      const row: Row = { key, node, entry, fingerprint, rev: nextRev(), seenAt: old?.seenAt ?? seenAt };
+      const proven = this.opts.proves?.(entry.claimRef) ?? true;
+      const row: Row = { key, node, entry, fingerprint, rev: nextRev(), seenAt: old?.seenAt ?? seenAt, proven };
       next.set(key, row);
-      this.#index(row, old);
+      this.#index(row);
     }
     for (const [key, old] of state.rows) {
       if (next.has(key)) continue;
@@ -175,6 +186,50 @@ export class SandboxCache {
     if (rev === 0) this.opts.revisions.advanceTo(inv.metadata.resourceVersion);
     state.rows = next;
     this.#forgetReleased(inv);
+  }
+
+  /**
+   * The entries of one inventory, one per name: a node that reports a name twice keeps the entry
+   * whose claim reference is proven (the first such, else the first), and the other is refused.
+   * Only names reported twice are proven here; the rest as their rows are made.
+   */
+  #oneEntryPerName(entries: readonly InventoryEntry[], node: string): readonly InventoryEntry[] {
+    const seen = new Set<string>();
+    let twice: Set<string> | undefined;
+    for (const e of entries) {
+      const key = keyOf(e);
+      if (seen.has(key)) (twice ??= new Set()).add(key);
+      seen.add(key);
+    }
+    if (twice === undefined) return entries;
+    const kept = new Map<string, { entry: InventoryEntry; proven: boolean }>();
+    const refused: { entry: InventoryEntry; proven: boolean }[] = [];
+    for (const entry of entries) {
+      const key = keyOf(entry);
+      if (!twice.has(key)) continue;
+      const proven = this.opts.proves?.(entry.claimRef) ?? true;
+      const held = kept.get(key);
+      if (held === undefined) kept.set(key, { entry, proven });
+      else if (proven && !held.proven) {
+        refused.push(held);
+        kept.set(key, { entry, proven });
+      } else refused.push({ entry, proven });
+    }
+    for (const r of refused) {
+      const holder = kept.get(keyOf(r.entry));
+      if (holder === undefined || r.proven || !holder.proven) continue;
+      const rowOf = (x: { entry: InventoryEntry; proven: boolean }): Row => ({
+        key: keyOf(x.entry),
+        node,
+        entry: x.entry,
+        fingerprint: '',
+        rev: 0,
+        seenAt: '',
+        proven: x.proven,
+      });
+      this.opts.onShadowRefused?.(rowOf(r), rowOf(holder));
+    }
+    return entries.filter((e) => !twice.has(keyOf(e)) || kept.get(keyOf(e))?.entry === e);
   }
 
   /** A NodeInventory (by object name) vanished: keep its rows for the grace period, then drop them. */
@@ -198,10 +253,12 @@ export class SandboxCache {
       rev,
       seenAt: created.metadata.creationTimestamp ?? new Date().toISOString(),
       created,
+      // this replica wrote its claim reference
+      proven: true,
     };
     const state = this.#nodes.get(node);
     state?.rows.set(key, row);
-    this.#index(row, undefined);
+    this.#index(row);
     const timer = setTimeout(() => this.#expireCreated(row), this.opts.overlayTtlMs ?? 300_000);
     timer.unref();
     this.#createdExpiry.set(key, timer);
@@ -234,9 +291,17 @@ export class SandboxCache {
     this.opts.hub.emit(prev === undefined ? { type, rev, object } : { type, rev, object, prev: this.objectOf(prev) });
   }
 
-  #index(row: Row, old: Row | undefined): void {
+  #index(row: Row): void {
     const cur = this.#byName.get(row.key);
-    if (cur !== undefined && cur.node !== row.node && cur.created === undefined && old === undefined) return;
+    // a name two nodes report: the first keeps it, unless only the newcomer's claim reference is
+    // proven (a node cannot take a tenant's name by publishing it first)
+    if (cur !== undefined && cur.node !== row.node && cur.created === undefined) {
+      if (cur.proven || !row.proven) {
+        if (cur.proven && !row.proven) this.opts.onShadowRefused?.(row, cur);
+        return;
+      }
+      this.opts.onShadowRefused?.(cur, row);
+    }
     const t = this.#createdExpiry.get(row.key);
     if (t !== undefined && row.created === undefined) {
       clearTimeout(t);
@@ -253,14 +318,21 @@ export class SandboxCache {
     this.#byName.delete(row.key);
     this.#sorted.delete(row.key);
     this.#emit('DELETED', row, rev);
+    // another node's row of the name takes its place, a proven one first
+    let next: Row | undefined;
     for (const s of this.#nodes.values()) {
       const other = s.rows.get(row.key);
-      if (other !== undefined && other !== row) {
-        this.#byName.set(row.key, other);
-        this.#sorted.set(other);
-        this.#emit('ADDED', other, this.opts.revisions.next());
-        return;
+      if (other === undefined || other === row) continue;
+      if (other.proven) {
+        next = other;
+        break;
       }
+      next ??= other;
+    }
+    if (next !== undefined) {
+      this.#byName.set(row.key, next);
+      this.#sorted.set(next);
+      this.#emit('ADDED', next, this.opts.revisions.next());
     }
   }
 

@@ -5,10 +5,12 @@ import {
   ClaimIndex,
   NotFoundError,
   OwnerRefKey,
+  provenOwnerOf,
   RESOURCES,
   SANDBOX_API_VERSION,
   SANDBOX_GROUP,
   sandboxPhaseOf,
+  StatusError,
   synthesizeSandbox,
   type ServedSandbox,
 } from '@sandbox-scale/scale-core';
@@ -37,6 +39,23 @@ export interface SandboxLocation {
   readonly node: string;
   readonly claimId: string;
   readonly object: ServedSandbox;
+  /** Its claim reference is one this control plane wrote: only then is it acted on (actionable()). */
+  readonly proven: boolean;
+}
+
+/**
+ * The location of a sandbox this control plane may act on, or a 403: a sandbox whose node reports
+ * it under a claim reference this control plane did not write (another tool's, an older release's,
+ * or one a node made up) is served for reading only, so what a node says never decides where a
+ * tenant's commands, files, port-forwards or lifecycle calls go.
+ */
+export function actionable(loc: SandboxLocation, namespace: string, name: string, what: string): SandboxLocation {
+  if (loc.proven) return loc;
+  throw new StatusError(
+    'Forbidden',
+    `sandboxes.${SANDBOX_GROUP} "${name}" is forbidden: ${what} acts only on sandboxes this control plane claimed, and node ${loc.node} reports ${namespace}/${name} under a claim reference it did not write`,
+    { name, group: SANDBOX_GROUP, kind: SANDBOX_RESOURCE.resource },
+  );
 }
 
 /**
@@ -134,7 +153,12 @@ export class SandboxStorage {
     const row = this.cache.get(namespace, name);
     if (row !== undefined) {
       const object = this.cache.objectOf(row);
-      return { node: row.node, claimId: row.entry.id ?? object.metadata.annotations?.[ANNOTATIONS.claimId] ?? '', object };
+      return {
+        node: row.node,
+        claimId: row.entry.id ?? object.metadata.annotations?.[ANNOTATIONS.claimId] ?? '',
+        object,
+        proven: row.proven,
+      };
     }
     const loc = this.index.getByName(namespace, name);
     if (loc === undefined || !this.router.configured) throw new NotFoundError(SANDBOX_RESOURCE, name);
@@ -151,7 +175,8 @@ export class SandboxStorage {
         ...(detail.claimedAt ? { claimedAt: detail.claimedAt.toISOString() } : {}),
       };
       const object = synthesizeSandbox(loc.node, entry, { resourceVersion: String(this.revisions.current) });
-      return { node: loc.node, claimId: loc.claimId, object };
+      // the claim-time index holds what this replica claimed; the node's word on the owner is checked still
+      return { node: loc.node, claimId: loc.claimId, object, proven: provenOwnerOf(detail.claimRef, this.refKey) !== undefined };
     } catch (err) {
       if (isSandboxdMissing(err)) {
         this.index.deleteByName(namespace, name);

@@ -2,6 +2,7 @@ import type { Logger } from '@sandbox-scale/kube-runtime';
 import {
   CapacityLedger,
   ClaimIndex,
+  provenOwnerOf,
   RESOURCES,
   SANDBOX_API_VERSION,
   SANDBOX_SELECTABLE_FIELDS,
@@ -57,6 +58,8 @@ export interface SandboxesRESTOptions {
   readonly leaseTtlSeconds?: number;
   /** Proves the claim references written here (see OwnerRefKey); shared with claim-controller and every replica. */
   readonly claimRefKey?: OwnerRefKey;
+  /** Told each time a node's unproven row is kept from a name a proven row holds (a metric counts it). */
+  readonly onShadowRefused?: () => void;
   /** Requests that ask every node, in flight at once (see FanOutGate); default DEFAULT_FAN_OUT_CAPS. */
   readonly fanOut?: FanOutCaps;
 }
@@ -92,7 +95,21 @@ export class SandboxesREST implements ResourceStorage {
   constructor(opts: SandboxesRESTOptions) {
     const revisions = new Revisions();
     this.hub = new WatchHub(opts.watchHistory);
-    this.cache = new SandboxCache({ graceMs: opts.graceMs, hub: this.hub, revisions, overlayTtlMs: opts.overlayTtlMs });
+    this.cache = new SandboxCache({
+      graceMs: opts.graceMs,
+      hub: this.hub,
+      revisions,
+      overlayTtlMs: opts.overlayTtlMs,
+      // the storage's key, set just below to the one every replica and claim-controller share
+      proves: (claimRef) => provenOwnerOf(claimRef, this.reads.refKey) !== undefined,
+      onShadowRefused: (row, holder) => {
+        opts.onShadowRefused?.();
+        opts.log.warn(
+          { node: row.node, sandboxId: row.entry.id, name: row.key, servedFrom: holder.node },
+          'a node reports a sandbox name under a claim reference this control plane did not write; another node holds the name under one it did, and keeps it',
+        );
+      },
+    });
     this.reads = new SandboxStorage(
       this.cache,
       new ClaimIndex({ maxBytes: opts.claimIndexMaxBytes }),

@@ -1,7 +1,15 @@
 import type { Row } from './sandbox-cache';
 import { lowerBound, SortedRows, sortKeyOf, upperBound } from './sorted-rows';
 
-const row = (key: string, rev = 1): Row => ({ key, node: 'n', entry: { name: key, phase: 'Running' }, fingerprint: '', rev, seenAt: '' });
+const row = (key: string, rev = 1): Row => ({
+  key,
+  node: 'n',
+  entry: { name: key, phase: 'Running' },
+  fingerprint: '',
+  rev,
+  seenAt: '',
+  proven: true,
+});
 
 describe('SortedRows', () => {
   it('keeps namespace-then-name order across inserts, replacements and deletes', () => {
