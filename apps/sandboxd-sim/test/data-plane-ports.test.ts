@@ -62,21 +62,56 @@ describe('GET /v1/sandboxes/{id}/ports/{port}', () => {
   });
   afterAll(() => t.close());
 
-  it('relays bytes to a server on the host, with half-close in both directions', async () => {
-    const { server, port } = await listenOnce((s) => {
-      let got = '';
-      s.on('data', (d: Buffer) => (got += d.toString()));
-      // answers only after the client's EOF: the relay must carry the half-close through
-      s.on('end', () => s.end(`echo:${got}`));
+  /** A free port on the host, let go again. */
+  const freePort = async (): Promise<number> => {
+    const probe = await listenOnce(() => undefined);
+    probe.server.close();
+    return probe.port;
+  };
+
+  /** Starts `script` with node in the sandbox (detached) and waits until the sandbox's port relays. */
+  async function serveInSandbox(target: { id: string; token: string }, port: number, script: string): Promise<void> {
+    const agent = await t.root().openAgent(target.id, target.token);
+    await agent.exec({ argv: ['node', '-e', script], detach: true });
+    agent.close();
+    await eventually(async () => {
+      const socket = await t
+        .root()
+        .openPort(target.id, target.token, port)
+        .catch(() => undefined);
+      socket?.destroy();
+      return socket !== undefined;
     });
+  }
+
+  it('relays bytes to a server the sandbox started, with half-close in both directions', async () => {
+    const port = await freePort();
+    // answers only after the client's EOF: the relay must carry the half-close through
+    const echo = `require('net').createServer({ allowHalfOpen: true }, (s) => { let got = ''; s.on('data', (d) => (got += d)); s.on('end', () => s.end('echo:' + got)); }).listen(${port}, '127.0.0.1')`;
+    await serveInSandbox(sb, port, echo);
+    const socket = await open(port);
+    const reply = readToEnd(socket);
+    socket.end('ping');
+    expect(await reply).toBe('echo:ping');
+  });
+
+  it("answers 502 for a port the host or another sandbox listens on: the loopback is not the guest's", async () => {
+    const host = await listenOnce((s) => s.end('host'));
     try {
-      const socket = await open(port);
-      const reply = readToEnd(socket);
-      socket.end('ping');
-      expect(await reply).toBe('echo:ping');
+      expect(statusOf(await caught(open(host.port)))).toBe(502);
     } finally {
-      server.close();
+      host.server.close();
     }
+    const other = await t.claim();
+    const port = await freePort();
+    await serveInSandbox(other, port, `require('net').createServer((s) => s.end('other')).listen(${port}, '127.0.0.1')`);
+    const refused = await caught(open(port));
+    expect({ status: statusOf(refused), message: asSandboxdHttpError(refused)?.message }).toEqual({
+      status: 502,
+      message: `nothing listening on guest port ${port} (no process of the sandbox listens there)`,
+    });
+    // its owner still reaches it
+    expect(await readToEnd(await t.root().openPort(other.id, other.token, port))).toBe('other');
   });
 
   it('reaches a server that exec started in the sandbox', async () => {
@@ -133,16 +168,14 @@ describe('GET /v1/sandboxes/{id}/ports/{port}', () => {
   });
 
   it('drops open relays when the node is partitioned', async () => {
-    const { server, port } = await listenOnce(() => undefined);
     try {
-      const socket = await open(port);
+      const socket = await open(8888);
       const closed = new Promise<void>((r) => socket.once('close', () => r()));
       t.sim.node('node-0').setFaults({ partition: 'close' });
       await closed;
       expect(socket.destroyed).toBe(true);
     } finally {
       t.sim.node('node-0').clearFaults();
-      server.close();
     }
   });
 

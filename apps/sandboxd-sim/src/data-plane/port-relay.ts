@@ -3,6 +3,7 @@ import { PORT_UPGRADE_PROTOCOL } from '@sandbox-scale/sandboxd-client';
 import { ApiError } from '../api-error';
 import type { SandboxAccess } from './access';
 import { guestRuntimeOf } from './guest-runtime';
+import { ownsListener } from './port-owner';
 import { switchProtocols } from './upgrade-reply';
 
 /** The guest port served by the built-in guest runtime (the port agent-sandbox's clients use). */
@@ -11,8 +12,9 @@ const HOST = '127.0.0.1';
 
 /**
  * Relays an upgraded connection to a guest port: 8888 to the built-in guest runtime over the
- * sandbox's root, any other port to 127.0.0.1:{port} on the simulator's host (so a server that
- * exec started is reachable). Nothing listening is 502 before the 101. Each direction is closed
+ * sandbox's root, any other port to 127.0.0.1:{port} on the simulator's host when a process the
+ * sandbox started listens there (so a server that exec started is reachable, and no other
+ * sandbox's or the host's). Nothing of the sandbox listening is 502 before the 101. Each direction is closed
  * on its own EOF (half-close), and the relay holds the sandbox's idle clock while it is open.
  */
 export async function relayPort(access: SandboxAccess, socket: Socket, head: Buffer, port: number): Promise<void> {
@@ -23,6 +25,9 @@ export async function relayPort(access: SandboxAccess, socket: Socket, head: Buf
     guestRuntimeOf(access.dp).accept(socket, access);
     return;
   }
+  // the host's loopback is every sandbox's: only a listener of this sandbox's own processes is its port
+  if (!(await ownsListener(access.dp.groups.pids(access.sb.id), port)))
+    throw new ApiError(502, `nothing listening on guest port ${port} (no process of the sandbox listens there)`);
   const upstream = await connectHost(port);
   if (socket.destroyed) return void upstream.destroy();
   switchProtocols(socket, PORT_UPGRADE_PROTOCOL);
