@@ -177,6 +177,47 @@ describe('the sandbox-scale chart', () => {
     expect(res.stdout).toMatch(new RegExp(`daemonset\\.apps/${fullname}-inventory-publisher created \\(server dry run\\)`));
   });
 
+  it('keeps sandbox-apiserver drainable and first in line: no budget at one replica, a critical priority, and a fast path Service reachable from outside when asked', async () => {
+    const budgets = (docs: Rendered[]): string[] => docs.filter((d) => d.kind === 'PodDisruptionBudget').map((d) => d.metadata.name);
+    const apiserverBudget = `${fullname}-sandbox-apiserver`;
+    expect(budgets(renderedDocs(await helmTemplate()))).toContain(apiserverBudget);
+    // minAvailable 1 of one replica would refuse every eviction, so no node running it could drain
+    const single = renderedDocs(await helmTemplate(['--set', 'sandboxApiserver.replicas=1']));
+    expect(budgets(single)).not.toContain(apiserverBudget);
+    const deployment = (docs: Rendered[]): Rendered | undefined =>
+      docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `${fullname}-sandbox-apiserver`);
+    const podSpec = (d: Rendered | undefined): Record<string, unknown> =>
+      ((d?.spec?.['template'] as { spec?: Record<string, unknown> } | undefined)?.spec ?? {}) as Record<string, unknown>;
+    expect(podSpec(deployment(single))['priorityClassName']).toBe('system-cluster-critical');
+    // a quota for that class, which clusters limiting critical pods to namespaces with one require
+    const quota = single.find((d) => d.kind === 'ResourceQuota');
+    expect(quota?.spec).toEqual({
+      hard: { pods: '3' },
+      scopeSelector: { matchExpressions: [{ operator: 'In', scopeName: 'PriorityClass', values: ['system-cluster-critical'] }] },
+    });
+    const noPriority = renderedDocs(await helmTemplate(['--set', 'sandboxApiserver.priorityClassName=']));
+    expect(podSpec(deployment(noPriority))).not.toHaveProperty('priorityClassName');
+    expect(noPriority.filter((d) => d.kind === 'ResourceQuota')).toEqual([]);
+    const fastPath = (docs: Rendered[]): (Rendered & { metadata: { annotations?: Record<string, string> } }) | undefined =>
+      docs.find((d) => d.kind === 'Service' && d.metadata.name === `${fullname}-claim-controller`);
+    expect(fastPath(single)?.spec?.['type']).toBe('ClusterIP');
+    const outside = renderedDocs(
+      await helmTemplate([
+        '--set',
+        'claimController.fastPath.service.type=LoadBalancer',
+        '--set-json',
+        'claimController.fastPath.service.annotations={"service.beta.kubernetes.io/aws-load-balancer-scheme":"internal"}',
+      ]),
+    );
+    expect({ type: fastPath(outside)?.spec?.['type'], annotations: fastPath(outside)?.metadata.annotations }).toEqual({
+      type: 'LoadBalancer',
+      annotations: { 'service.beta.kubernetes.io/aws-load-balancer-scheme': 'internal' },
+    });
+    const refused = await runTool('helm', ['template', release, chartDir, '--set', 'claimController.fastPath.service.type=External']);
+    expect(refused.code).not.toBe(0);
+    expect(refused.stderr).toContain('/claimController/fastPath/service/type');
+  });
+
   it('puts every CRD in the sandbox-scale category (kubectl get sandbox-scale)', async () => {
     const crds = renderedDocs(await helmTemplate(['--include-crds'])).filter((d) => d.kind === 'CustomResourceDefinition');
     expect(crds.map((c) => c.metadata.name).sort()).toEqual(
