@@ -1,8 +1,8 @@
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
-import { kubectlOk, runSuffix } from '../src/index';
-import { applyWarmPool, startSuiteSystem } from '../src/system/suite-system';
+import { runSuffix } from '../src/index';
+import { applyWarmPool, claimReady, startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { jsonOf, kubeRaw, type RawReply, type RawRequest } from '../src/testing/data-plane-requests';
 import { samples } from '../src/testing/metric-names';
@@ -29,21 +29,6 @@ const NUL_BYTES = 8_000_000;
 let sys: SystemUnderTest;
 let tenantA: KubeConfig;
 let tenantB: KubeConfig;
-
-async function claim(namespace: string, name: string): Promise<void> {
-  await kubectlOk(['apply', '-f', '-'], {
-    kubeconfig: sys.kubeconfigPath,
-    input: JSON.stringify({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxClaim',
-      metadata: { name, namespace },
-      spec: { warmPoolRef: { name: 'agent' } },
-    }),
-  });
-  await kubectlOk(['-n', namespace, 'wait', '--for=condition=Ready', `sandboxclaim/${name}`, '--timeout=120s'], {
-    kubeconfig: sys.kubeconfigPath,
-  });
-}
 
 /**
  * An exec through kube-apiserver whose answer is read slowly: nothing for `stallMs`, then at the
@@ -109,8 +94,8 @@ beforeAll(async () => {
   await grantEditRole(sys.kubeConfig, nsB, 'agent');
   await applyWarmPool(sys, nsA, { image: 'ghcr.io/example/fair-a:1.0', replicas: 1 });
   await applyWarmPool(sys, nsB, { image: 'ghcr.io/example/fair-b:1.0', replicas: 1 });
-  await claim(nsA, 'loud');
-  await claim(nsB, 'quiet');
+  await claimReady(sys, nsA, 'loud');
+  await claimReady(sys, nsB, 'quiet');
 }, 300_000);
 
 afterAll(async () => {

@@ -5,9 +5,9 @@ import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
-import { eventually, kubectlOk, runSuffix } from '../src/index';
+import { eventually, runSuffix } from '../src/index';
 import { MAX_STREAMS_PER_NAMESPACE, ROUTER_MAX_RELAYS_PER_NAMESPACE } from '../src/installed/installed-values';
-import { applyWarmPool, startSuiteSystem } from '../src/system/suite-system';
+import { applyWarmPool, claimReady, startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { exchange, jsonOf, kubeRaw, kubeUpgrade } from '../src/testing/data-plane-requests';
 import { samples } from '../src/testing/metric-names';
@@ -32,21 +32,6 @@ const tenantsA: { kubeConfig: KubeConfig; token: string }[] = [];
 let tenantB: { kubeConfig: KubeConfig; token: string };
 /** Everything tenant A holds open, closed at the end. */
 const held: { destroy(): void }[] = [];
-
-async function claim(namespace: string, name: string): Promise<void> {
-  await kubectlOk(['apply', '-f', '-'], {
-    kubeconfig: sys.kubeconfigPath,
-    input: JSON.stringify({
-      apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
-      kind: 'SandboxClaim',
-      metadata: { name, namespace },
-      spec: { warmPoolRef: { name: 'agent' } },
-    }),
-  });
-  await kubectlOk(['-n', namespace, 'wait', '--for=condition=Ready', `sandboxclaim/${name}`, '--timeout=120s'], {
-    kubeconfig: sys.kubeconfigPath,
-  });
-}
 
 /** The sum over sandbox-apiserver replicas of a gauge's series matching `labels`. */
 async function gaugeSum(dispatcher: Agent, token: string, name: string, labels: Record<string, string> = {}): Promise<number> {
@@ -178,8 +163,8 @@ beforeAll(async () => {
   await grantEditRole(sys.kubeConfig, nsB, 'agent');
   await applyWarmPool(sys, nsA, { image: 'ghcr.io/example/streams-a:1.0', replicas: 1 });
   await applyWarmPool(sys, nsB, { image: 'ghcr.io/example/streams-b:1.0', replicas: 1 });
-  await claim(nsA, 'loud');
-  await claim(nsB, 'quiet');
+  await claimReady(sys, nsA, 'loud');
+  await claimReady(sys, nsB, 'quiet');
   // kube-controller-manager folds the chart's roles into edit a moment after they exist
   await eventually(
     async () => {

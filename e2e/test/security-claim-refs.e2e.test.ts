@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
 import { Agent, request } from 'undici';
-import { eventually, kubectlOk, runSuffix } from '../src/index';
+import { eventually, runSuffix } from '../src/index';
 import { jsonOf, kubeRaw } from '../src/testing/data-plane-requests';
 import { samples } from '../src/testing/metric-names';
 import { grantEditRole } from '../src/testing/tenant-role';
-import { applyWarmPool, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
+import { applyWarmPool, claimReady, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { sandboxdCall, sandboxdRow, type SandboxdNode } from '../src/testing/sandboxd';
 
@@ -123,18 +123,7 @@ describe('claim references a node wrote', () => {
     });
     // the victim's own claim of that name
     await applyWarmPool(sys, victim, { image: 'ghcr.io/example/refs-victim:1.0', replicas: 1 });
-    await kubectlOk(['apply', '-f', '-'], {
-      kubeconfig: sys.kubeconfigPath,
-      input: JSON.stringify({
-        apiVersion: `${GROUP}/v1beta1`,
-        kind: 'SandboxClaim',
-        metadata: { name: 'agent-7', namespace: victim },
-        spec: { warmPoolRef: { name: 'agent' } },
-      }),
-    });
-    await kubectlOk(['-n', victim, 'wait', '--for=condition=Ready', 'sandboxclaim/agent-7', '--timeout=120s'], {
-      kubeconfig: sys.kubeconfigPath,
-    });
+    await claimReady(sys, victim, 'agent-7');
     // once its node publishes it, the name is the victim's: its exec, files and router calls reach its own VM
     await eventually(
       async () => {

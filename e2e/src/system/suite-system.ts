@@ -6,6 +6,7 @@ import { join } from 'node:path';
 import { auditArgs } from '../control-plane/audit';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
 import { connectInstalled } from '../installed/installed-target';
+import { kubectlOk } from '../testing/cluster';
 import { eventually } from '../testing/eventually';
 import { chartServiceAccountUsers } from '../testing/audit-log';
 import { RELEASE, startLocalSystem, SYSTEM_NAMESPACE, type LocalSystemOptions } from './local-system';
@@ -130,6 +131,27 @@ export async function applyWarmPool(sys: Pick<SystemUnderTest, 'kubeConfig'>, na
     },
   ];
   for (const o of objects) await custom.createNamespacedCustomObject({ ...EXT, namespace, plural: o.plural, body: o.body });
+}
+
+/** A SandboxClaim of the namespace's warm pool (default `agent`), applied and waited on until Ready. */
+export async function claimReady(
+  sys: Pick<SystemUnderTest, 'kubeconfigPath'>,
+  namespace: string,
+  name: string,
+  pool = 'agent',
+): Promise<void> {
+  await kubectlOk(['apply', '-f', '-'], {
+    kubeconfig: sys.kubeconfigPath,
+    input: JSON.stringify({
+      apiVersion: `${EXT.group}/${EXT.version}`,
+      kind: 'SandboxClaim',
+      metadata: { name, namespace },
+      spec: { warmPoolRef: { name: pool } },
+    }),
+  });
+  await kubectlOk(['-n', namespace, 'wait', '--for=condition=Ready', `sandboxclaim/${name}`, '--timeout=120s'], {
+    kubeconfig: sys.kubeconfigPath,
+  });
 }
 
 /** Waits until the pool reports `replicas` ready (at least, with `atLeast`). */
