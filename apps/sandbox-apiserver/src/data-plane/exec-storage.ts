@@ -90,10 +90,6 @@ export class ExecStorage {
     },
   ) {}
 
-  private get maxOutputBytes(): number {
-    return this.limits.maxOutputBytes;
-  }
-
   /**
    * `caller.memory` holds the bytes of the node's reply as they are read, so a command printing
    * megabytes is refused with 429 once its namespace's (or the server's) share is full, before the
@@ -135,7 +131,7 @@ export class ExecStorage {
       const memory = caller.memory;
       const opts = {
         ...(caller.signal !== undefined ? { signal: caller.signal } : {}),
-        replyLimitBytes: execReplyLimitBytes(this.maxOutputBytes),
+        replyLimitBytes: execReplyLimitBytes(this.limits.maxOutputBytes),
         ...(memory !== undefined ? { holdReplyBytes: (bytes: number) => memory.take(bytes * EXEC_REPLY_HOLD_FACTOR) } : {}),
       };
       let r: ExecResult;
@@ -152,7 +148,7 @@ export class ExecStorage {
       // the reply and its text are garbage now: the request holds only the output it answers with
       memory?.keep(2 * (r.stdout.length + r.stderr.length));
       // the node caps output at its own limit; a lower cap of this server is applied here
-      if (Buffer.byteLength(r.stdout) + Buffer.byteLength(r.stderr) > this.maxOutputBytes) throw this.#tooLarge(namespace, name);
+      if (Buffer.byteLength(r.stdout) + Buffer.byteLength(r.stderr) > this.limits.maxOutputBytes) throw this.#tooLarge(namespace, name);
       outcome.exitCode = r.exitCode;
       return { apiVersion: SANDBOX_API_VERSION, kind: 'SandboxExecResult', exitCode: r.exitCode, stdout: r.stdout, stderr: r.stderr };
     });
@@ -161,7 +157,7 @@ export class ExecStorage {
   #tooLarge(namespace: string, name: string): StatusError {
     return new StatusError(
       'RequestEntityTooLarge',
-      `exec in sandbox ${namespace}/${name}: the command's output (stdout and stderr together) is larger than the API's cap of ${this.maxOutputBytes} bytes (--max-exec-output-bytes); write it to a file and read it through sandboxes/files`,
+      `exec in sandbox ${namespace}/${name}: the command's output (stdout and stderr together) is larger than the API's cap of ${this.limits.maxOutputBytes} bytes (--max-exec-output-bytes); write it to a file and read it through sandboxes/files`,
       { name, group: SANDBOX_GROUP, kind: 'sandboxes' },
     );
   }

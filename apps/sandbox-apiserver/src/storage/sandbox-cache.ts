@@ -36,6 +36,9 @@ interface NodeState {
   goneTimer?: NodeJS.Timeout;
 }
 
+/** One side of two entries giving the same name: which node reports it, and the entry. */
+export type ShadowSide = Pick<Row, 'node' | 'entry'>;
+
 export interface SandboxCacheOptions {
   /** How long a vanished inventory's entries are kept, so a brief gap is not DELETED+ADDED. */
   readonly graceMs: number;
@@ -45,8 +48,8 @@ export interface SandboxCacheOptions {
   readonly overlayTtlMs?: number;
   /** Whether a claim reference is one this control plane wrote (its MAC is right); default every one. */
   readonly proves?: (claimRef: string | undefined) => boolean;
-  /** Told of a row that claims a name a proven row of another node holds: it is not served. */
-  readonly onShadowRefused?: (row: Row, holder: Row) => void;
+  /** Told of an entry kept from a name because a proven one (of its node or another) holds it: it is not served. */
+  readonly onShadowRefused?: (refused: ShadowSide, holder: ShadowSide) => void;
 }
 
 const keyOf = (e: InventoryEntry): string => {
@@ -203,7 +206,6 @@ export class SandboxCache {
     }
     if (twice === undefined) return entries;
     const kept = new Map<string, { entry: InventoryEntry; proven: boolean }>();
-    const refused: { entry: InventoryEntry; proven: boolean }[] = [];
     for (const entry of entries) {
       const key = keyOf(entry);
       if (!twice.has(key)) continue;
@@ -211,23 +213,9 @@ export class SandboxCache {
       const held = kept.get(key);
       if (held === undefined) kept.set(key, { entry, proven });
       else if (proven && !held.proven) {
-        refused.push(held);
+        this.opts.onShadowRefused?.({ node, entry: held.entry }, { node, entry });
         kept.set(key, { entry, proven });
-      } else refused.push({ entry, proven });
-    }
-    for (const r of refused) {
-      const holder = kept.get(keyOf(r.entry));
-      if (holder === undefined || r.proven || !holder.proven) continue;
-      const rowOf = (x: { entry: InventoryEntry; proven: boolean }): Row => ({
-        key: keyOf(x.entry),
-        node,
-        entry: x.entry,
-        fingerprint: '',
-        rev: 0,
-        seenAt: '',
-        proven: x.proven,
-      });
-      this.opts.onShadowRefused?.(rowOf(r), rowOf(holder));
+      } else if (!proven && held.proven) this.opts.onShadowRefused?.({ node, entry }, { node, entry: held.entry });
     }
     return entries.filter((e) => !twice.has(keyOf(e)) || kept.get(keyOf(e))?.entry === e);
   }

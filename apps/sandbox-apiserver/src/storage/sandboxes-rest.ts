@@ -105,7 +105,7 @@ export class SandboxesREST implements ResourceStorage {
       onShadowRefused: (row, holder) => {
         opts.onShadowRefused?.();
         opts.log.warn(
-          { node: row.node, sandboxId: row.entry.id, name: row.key, servedFrom: holder.node },
+          { node: row.node, sandboxId: row.entry.id, name: row.entry.name, servedFrom: holder.node },
           'a node reports a sandbox name under a claim reference this control plane did not write; another node holds the name under one it did, and keeps it',
         );
       },
