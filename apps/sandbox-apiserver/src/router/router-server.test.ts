@@ -92,6 +92,26 @@ describe('the sandbox router', () => {
     });
   }
 
+  /**
+   * A request the guest never answers, sent to `url` and waited on until the guest holds it (so
+   * it holds its relay slot); `release` answers every held request and gives the first's reply.
+   */
+  async function holdOne(url: string, headers: Record<string, string>): Promise<{ release: () => Promise<Reply> }> {
+    const hanging = call(url, { path: '/hang', headers: { ...headers, 'x-sandbox-timeout': '5' } });
+    const before = guest.hanging.size;
+    await eventually(() => expect(guest.hanging.size).toBeGreaterThan(before), { timeoutMs: 5_000, intervalMs: 10 });
+    return {
+      release: async () => {
+        for (const r of guest.hanging) r.end('late');
+        guest.hanging.clear();
+        return hanging;
+      },
+    };
+  }
+
+  /** A refusal as the caller sees it: status, `{detail}` body and Retry-After. */
+  const refusal = (r: Reply): unknown => ({ status: r.status, body: JSON.parse(r.body) as unknown, retry: r.headers['retry-after'] });
+
   beforeAll(async () => {
     guest = new FakeGuest();
     await guest.start();
@@ -242,19 +262,14 @@ describe('the sandbox router', () => {
   it('answers 503 past its relays in flight, and serves again once one ends', async () => {
     const small = await start({ maxRelays: 1 });
     try {
-      const hanging = call(small.url, { path: '/hang', headers: routed({ 'x-sandbox-timeout': '5' }) });
       // the hanging request holds the only slot once the guest has it
-      const before = guest.hanging.size;
-      await eventually(() => expect(guest.hanging.size).toBeGreaterThan(before), { timeoutMs: 5_000, intervalMs: 10 });
-      const refused = await call(small.url, { headers: routed() });
-      expect({ status: refused.status, body: JSON.parse(refused.body) as unknown, retry: refused.headers['retry-after'] }).toEqual({
+      const held = await holdOne(small.url, routed());
+      expect(refusal(await call(small.url, { headers: routed() }))).toEqual({
         status: 503,
         body: { detail: 'Too many requests in flight, retry later.' },
         retry: '1',
       });
-      for (const r of guest.hanging) r.end('late');
-      guest.hanging.clear();
-      expect((await hanging).body).toBe('late');
+      expect((await held.release()).body).toBe('late');
       expect((await call(small.url, { headers: routed() })).status).toBe(201);
     } finally {
       await small.stop();
@@ -264,11 +279,8 @@ describe('the sandbox router', () => {
   it("answers 429 past one namespace's share of relays while another namespace is still served", async () => {
     const small = await start({ maxRelays: 8, maxRelaysPerNamespace: 1 });
     try {
-      const hanging = call(small.url, { path: '/hang', headers: routed({ 'x-sandbox-timeout': '5' }) });
-      const before = guest.hanging.size;
-      await eventually(() => expect(guest.hanging.size).toBeGreaterThan(before), { timeoutMs: 5_000, intervalMs: 10 });
-      const refused = await call(small.url, { headers: routed() });
-      expect({ status: refused.status, body: JSON.parse(refused.body) as unknown, retry: refused.headers['retry-after'] }).toEqual({
+      const held = await holdOne(small.url, routed());
+      expect(refusal(await call(small.url, { headers: routed() }))).toEqual({
         status: 429,
         body: { detail: 'Too many requests in flight for namespace team-a, retry later.' },
         retry: '1',
@@ -278,9 +290,7 @@ describe('the sandbox router', () => {
         headers: { authorization: `Bearer ${BOB_TOKEN}`, 'x-sandbox-id': 't1', 'x-sandbox-namespace': 'team-b' },
       });
       expect(other.status).toBe(201);
-      for (const r of guest.hanging) r.end('late');
-      guest.hanging.clear();
-      expect((await hanging).body).toBe('late');
+      expect((await held.release()).body).toBe('late');
     } finally {
       await small.stop();
     }
@@ -465,16 +475,9 @@ describe('the sandbox router', () => {
   it('shares its relay slots between its listeners', async () => {
     const small = await start({ maxRelays: 1, tunnel: { host: '127.0.0.1', port: 0 } });
     try {
-      const hanging = call(small.tunnelUrl ?? '', {
-        path: '/hang',
-        headers: { 'x-sandbox-id': 's1', 'x-sandbox-namespace': 'team-a', 'x-sandbox-timeout': '5' },
-      });
-      const before = guest.hanging.size;
-      await eventually(() => expect(guest.hanging.size).toBeGreaterThan(before), { timeoutMs: 5_000, intervalMs: 10 });
+      const held = await holdOne(small.tunnelUrl ?? '', { 'x-sandbox-id': 's1', 'x-sandbox-namespace': 'team-a' });
       expect((await call(small.url, { headers: routed() })).status).toBe(503);
-      for (const r of guest.hanging) r.end('late');
-      guest.hanging.clear();
-      expect((await hanging).body).toBe('late');
+      expect((await held.release()).body).toBe('late');
       expect((await call(small.url, { headers: routed() })).status).toBe(201);
     } finally {
       await small.stop();
