@@ -11,6 +11,7 @@ import { RbacAuthorizationV1Api, type KubeConfig } from '@kubernetes/client-node
 import { eventually, freePort, kubectlJson, kubectlOk, runSuffix } from '../src/index';
 import { applyWarmPool, itWhere, startSuiteSystem } from '../src/system/suite-system';
 import { e2eTarget, type SystemUnderTest } from '../src/system/system-under-test';
+import { GUEST_UIDS } from '../src/installed/installed-system';
 import { MAX_FILE_BYTES } from '../src/installed/installed-values';
 import { exchange, jsonOf, kubeRaw, kubeUpgrade, type RawReply, type RawRequest } from '../src/testing/data-plane-requests';
 import { samples } from '../src/testing/metric-names';
@@ -342,6 +343,26 @@ describe('files', () => {
   });
 });
 
+/** Starts python's HTTP server on `port` in sandbox `name`, serving `cwd`. */
+async function serveHttp(name: string, port: number, cwd?: string): Promise<void> {
+  const start = await exec(editor, name, {
+    argv: ['sh', '-c', `python3 -m http.server ${port} --bind 127.0.0.1 >/dev/null 2>&1 &`],
+    ...(cwd !== undefined ? { cwd } : {}),
+  });
+  expect(jsonOf<ExecResult>(start).exitCode).toBe(0);
+}
+
+/** GET `path` through a port-forward to sandbox `name`, once something answers there. */
+const getForwarded = (name: string, port: number, path: string): Promise<string> =>
+  eventually(
+    async () => {
+      const up = await kubeUpgrade(editor, 'POST', `${base(name)}/portforward?port=${port}`);
+      if (!up.upgraded) throw new Error(`${up.reply.status} ${up.reply.body.toString()}`);
+      return (await exchange(up.socket, `GET ${path} HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n\r\n`)).toString('utf8');
+    },
+    { timeoutMs: 20_000, intervalMs: 300 },
+  );
+
 describe('portforward', () => {
   it("relays to the sandbox's built-in runtime on 8888 through kube-apiserver, POST or GET upgrade", async () => {
     for (const method of ['POST', 'GET'] as const) {
@@ -357,19 +378,8 @@ describe('portforward', () => {
   it('fetches a file from an HTTP server a command in the sandbox started', async () => {
     const port = await freePort();
     expect((await files(editor, 'PUT', 'a', 'path=/served/hello.txt', { body: 'served through the tunnel\n' })).status).toBe(201);
-    const start = await exec(editor, 'a', {
-      argv: ['sh', '-c', `python3 -m http.server ${port} --bind 127.0.0.1 >/dev/null 2>&1 &`],
-      cwd: '/served',
-    });
-    expect(jsonOf<ExecResult>(start).exitCode).toBe(0);
-    const body = await eventually(
-      async () => {
-        const up = await kubeUpgrade(editor, 'POST', `${base('a')}/portforward?port=${port}`);
-        if (!up.upgraded) throw new Error(`${up.reply.status} ${up.reply.body.toString()}`);
-        return (await exchange(up.socket, 'GET /hello.txt HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n\r\n')).toString('utf8');
-      },
-      { timeoutMs: 20_000, intervalMs: 300 },
-    );
+    await serveHttp('a', port, '/served');
+    const body = await getForwarded('a', port, '/hello.txt');
     expect(body).toMatch(/^HTTP\/1\.[01] 200/);
     expect(body).toContain('served through the tunnel');
   });
@@ -406,6 +416,39 @@ describe('portforward', () => {
     // the request is sent and the caller's side ended before the answer comes back
     const answer = (await exchange(socket, 'GET / HTTP/1.1\r\nHost: sandbox\r\nConnection: close\r\n\r\n', { halfClose: true })).toString();
     expect(answer).toContain('"status":"ok"');
+  });
+});
+
+describe("the guest's reach on the node", () => {
+  // The installed simulator gives each sandbox a uid of its own (--guest-uids); the local one runs
+  // commands as its own user, isolated by path only.
+  const guestUids = itWhere(e2eTarget() === 'installed', 'the local simulator runs guest commands as its own user');
+
+  guestUids("cannot read the node's root token, nor write outside its root", async () => {
+    const probe = [
+      'id -u',
+      'cat /var/run/sandboxd/api-token; echo token=$?',
+      'touch /var/lib/sandboxd-sim/x; echo data-dir=$?',
+      'touch /dev/shm/x; echo shm=$?',
+      'touch own.txt; echo own=$?',
+    ].join('; ');
+    const r = jsonOf<ExecResult>(await exec(editor, 'a', { argv: ['sh', '-c', probe] }));
+    const [uid, ...codes] = r.stdout.trim().split('\n');
+    expect(Number(uid)).toBeGreaterThanOrEqual(GUEST_UIDS.first);
+    expect(Number(uid)).toBeLessThanOrEqual(GUEST_UIDS.last);
+    expect(codes).toEqual(['token=1', 'data-dir=1', 'shm=1', 'own=0']);
+    expect(r.stderr).toContain('Permission denied');
+    for (const node of sys.nodes) expect(r.stdout + r.stderr).not.toContain(node.token);
+  });
+
+  guestUids("refuses a port-forward to another sandbox's listener, and relays it for its owner", async () => {
+    const port = await freePort();
+    await serveHttp('p', port);
+    const owner = await getForwarded('p', port, '/');
+    expect(owner).toMatch(/^HTTP\/1\.[01] 200/);
+    const other = await kubeUpgrade(editor, 'POST', `${base('a')}/portforward?port=${port}`);
+    if (other.upgraded) throw new Error("sandbox a reached sandbox p's listener");
+    expect(other.reply.status).toBe(503);
   });
 });
 

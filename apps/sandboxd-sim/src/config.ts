@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { z } from 'zod';
 import { booleanFlag } from '@sandbox-scale/kube-runtime';
+import { GuestUidRangeSchema } from './data-plane/guest-ids';
 import { FaultsSchema } from './faults';
 import { LatencyProfileSchema } from './latency';
 
@@ -88,6 +89,18 @@ export const SimOptionsSchema = NodeConfigSchema.extend({
   dataPlane: z.boolean().default(false),
   /** Where sandbox roots live (a directory per node); '' = a fresh directory under the OS temp dir, removed on stop. */
   dataDir: z.string().default(''),
+  /**
+   * Each sandbox's commands run as a uid of its own from this range, and its files belong to it,
+   * so a guest reads none of the simulator's files (a root token file included), writes nowhere but
+   * its root, and reaches no other sandbox. Needs the simulator to run as root; absent = commands
+   * run as the simulator's user.
+   */
+  guestUids: z.object({ first: z.number().int(), count: z.number().int().positive() }).optional(),
+  /**
+   * Directories guests could otherwise write to (a container's /dev/shm), made writable by their
+   * owner only at start; only with `guestUids`.
+   */
+  closedDirs: z.array(z.string().min(1)).default([]),
 });
 export type SimOptions = z.infer<typeof SimOptionsSchema>;
 export type SimOptionsInput = z.input<typeof SimOptionsSchema>;
@@ -163,7 +176,7 @@ export const SandboxdSimFlagsSchema = z.object({
     .enum(['on', 'off'])
     .default('off')
     .describe(
-      "on: each claimed sandbox gets a root directory under --data-dir, exec and the agent run real processes and files there, guest port 8888 is a built-in runtime and other guest ports relay to the simulator's host. This isolates paths, not the host: keep it off on shared hosts. off: the data-plane endpoints answer 501",
+      "on: each claimed sandbox gets a root directory under --data-dir, exec and the agent run real processes and files there, guest port 8888 is a built-in runtime and other guest ports relay to the simulator's host. This isolates paths (and users with --guest-uids), not the host: keep it off on shared hosts. off: the data-plane endpoints answer 501",
     ),
   dataDir: z
     .string()
@@ -171,14 +184,41 @@ export const SandboxdSimFlagsSchema = z.object({
     .describe(
       'Directory for the sandbox roots (a subdirectory per node, cleared at start); empty = a fresh directory under the OS temp dir',
     ),
+  guestUids: z
+    .string()
+    .default('')
+    .pipe(z.union([z.literal(''), GuestUidRangeSchema]))
+    .describe(
+      "<first>-<last>: each sandbox's commands run as a uid of its own from this range (gid the same, no supplementary groups), and the files written for it belong to it, so a guest cannot read the simulator's files (its root token file included), write outside its root, or reach another sandbox's files or listeners. Needs the simulator to run as root. Empty = commands run as the simulator's user",
+    ),
+  guestClosedDirs: listFlag
+    .optional()
+    .describe(
+      "Comma-separated directories guests could write to otherwise (a container's /dev/shm), made writable by their owner only at start; only with --guest-uids",
+    ),
   logLevel: z.string().default('info').describe('Log level'),
 });
 export type SandboxdSimFlags = z.infer<typeof SandboxdSimFlagsSchema>;
 
 export function simOptionsFromFlags(f: SandboxdSimFlags): SimOptionsInput {
-  const { logLevel: _logLevel, tokenFile, tenants, pools, images, peers, latency, faults, dataPlane, ...rest } = f;
+  const {
+    logLevel: _logLevel,
+    tokenFile,
+    tenants,
+    pools,
+    images,
+    peers,
+    latency,
+    faults,
+    dataPlane,
+    guestUids,
+    guestClosedDirs,
+    ...rest
+  } = f;
   return {
     ...rest,
+    ...(guestUids !== '' ? { guestUids } : {}),
+    closedDirs: guestClosedDirs ?? [],
     dataPlane: dataPlane === 'on',
     ...(tokenFile !== '' ? { token: readFileSync(tokenFile, 'utf8').trim() } : {}),
     tenants: tenants ?? [],

@@ -1,4 +1,4 @@
-import { mkdir, mkdtemp, rm } from 'node:fs/promises';
+import { chmod, mkdir, mkdtemp, rm } from 'node:fs/promises';
 import type { Server } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -163,6 +163,7 @@ interface Shared {
   board: GossipBoard;
   /** The data directory when the data plane is on. */
   dataDir: string | undefined;
+  guestUids: SimOptions['guestUids'];
 }
 
 function buildNode(opts: SimOptions, index: number, shared: Shared, override: Partial<NodeConfigInput>): NodeHandle {
@@ -175,7 +176,12 @@ function buildNode(opts: SimOptions, index: number, shared: Shared, override: Pa
   const latency = new LatencyModel({ profile: opts.latency, speed: opts.speed, nested: opts.profile === 'nested', rng });
   const state = new NodeState({ name, config, keys: shared.keys, clock: shared.clock, rng, latency, faults });
   if (shared.dataDir !== undefined)
-    state.dataPlane = new DataPlane({ nodeDir: join(shared.dataDir, name), logger: shared.logger.child({ node: name }) });
+    state.dataPlane = new DataPlane({
+      nodeDir: join(shared.dataDir, name),
+      logger: shared.logger.child({ node: name }),
+      // a range per node, so no two nodes of the process hand out the same uid
+      guestUids: nodeUids(shared.guestUids, index, opts.nodes),
+    });
   const server = createNodeServer({ node: state, faults, logger: shared.logger });
   return new NodeHandle({ name, token: config.token, state, faults, server, board: shared.board });
 }
@@ -219,17 +225,43 @@ async function closeServer(server: Server): Promise<void> {
   await new Promise<void>((resolve) => server.close(() => resolve()));
 }
 
+/** Node `index`'s share of the guest uids: an equal slice of the range. */
+function nodeUids(range: SimOptions['guestUids'], index: number, nodes: number): SimOptions['guestUids'] {
+  if (range === undefined) return undefined;
+  const count = Math.floor(range.count / nodes);
+  if (count < 1) throw new Error(`--guest-uids holds ${range.count} uids, fewer than the ${nodes} nodes`);
+  return { first: range.first + index * count, count };
+}
+
 /**
  * The data directory: the one given (created if missing; each node clears its own subdirectory),
- * or a fresh one under the OS temp dir, removed again on close.
+ * or a fresh one under the OS temp dir, removed again on close. With guest uids, guests may pass
+ * through it to their own root and nothing more.
  */
-async function openDataDir(given: string): Promise<{ dir: string; close: () => Promise<void> }> {
+async function openDataDir(given: string, guests: boolean): Promise<{ dir: string; close: () => Promise<void> }> {
+  let dir: string;
+  let close = async (): Promise<void> => undefined;
   if (given !== '') {
     await mkdir(given, { recursive: true });
-    return { dir: resolve(given), close: async () => undefined };
+    dir = resolve(given);
+  } else {
+    dir = await mkdtemp(join(tmpdir(), 'sandboxd-sim-'));
+    close = () => rm(dir, { recursive: true, force: true });
   }
-  const dir = await mkdtemp(join(tmpdir(), 'sandboxd-sim-'));
-  return { dir, close: () => rm(dir, { recursive: true, force: true }) };
+  if (guests) await chmod(dir, 0o711);
+  return { dir, close };
+}
+
+/** Guest uids are handed out by root only: refuse them at start otherwise, and close the directories named. */
+async function prepareGuests(opts: SimOptions): Promise<void> {
+  if (opts.guestUids === undefined) {
+    if (opts.closedDirs.length > 0) throw new Error('--guest-closed-dirs needs --guest-uids');
+    return;
+  }
+  if (!opts.dataPlane) throw new Error('--guest-uids needs --data-plane=on');
+  if (process.getuid?.() !== 0)
+    throw new Error('--guest-uids needs the simulator to run as root: it starts commands as other users and gives them their files');
+  for (const d of opts.closedDirs) await chmod(d, 0o755);
 }
 
 /**
@@ -241,8 +273,9 @@ export async function startSim(input: StartSimOptions = {}): Promise<Sim> {
   const opts = SimOptionsSchema.parse(rest);
   const handles: NodeHandle[] = [];
   const board = new GossipBoard(() => handles.map((h) => ({ addr: h.addr, state: h.state, reachable: () => h.reachable() })));
-  const data = opts.dataPlane ? await openDataDir(opts.dataDir) : undefined;
-  const shared: Shared = { keys: new KeyTable(), clock, logger, board, dataDir: data?.dir };
+  await prepareGuests(opts);
+  const data = opts.dataPlane ? await openDataDir(opts.dataDir, opts.guestUids !== undefined) : undefined;
+  const shared: Shared = { keys: new KeyTable(), clock, logger, board, dataDir: data?.dir, guestUids: opts.guestUids };
   for (let i = 0; i < opts.nodes; i++) handles.push(buildNode(opts, i, shared, perNode?.(i) ?? {}));
   try {
     await Promise.all(handles.map((h) => h.state.dataPlane?.init()));
@@ -252,7 +285,12 @@ export async function startSim(input: StartSimOptions = {}): Promise<Sim> {
     await data?.close();
     throw err;
   }
-  if (data) logger.warn({ dataDir: data.dir }, 'data plane on: sandboxes run real processes on this host, isolated by path only');
+  if (data && opts.guestUids === undefined)
+    logger.warn(
+      { dataDir: data.dir },
+      "data plane on: sandboxes run real processes on this host as the simulator's user, isolated by path only",
+    );
+  else if (data) logger.info({ dataDir: data.dir, guestUids: opts.guestUids }, 'data plane on: each sandbox runs as a uid of its own');
   // commands lead process groups of their own, which outlive the simulator unless killed on the way out
   const killOnExit = (): void => handles.forEach((h) => h.state.dataPlane?.groups.killEverything());
   if (data) process.once('exit', killOnExit);

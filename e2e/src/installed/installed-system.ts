@@ -49,7 +49,18 @@ export class InstallError extends Error {
 }
 export const isInstallError = (e: unknown): e is InstallError => e instanceof InstallError;
 
-/** sandboxd-sim on every node, listening on the node address as sandboxd would, with the node's own token from the node. */
+/**
+ * The uids sandboxd-sim hands its sandboxes, one each: none of them may read the node's token
+ * (65532's, mode 0400) or anything of the simulator's.
+ */
+export const GUEST_UIDS = { first: 200_000, last: 299_999 };
+
+/**
+ * sandboxd-sim on every node, listening on the node address as sandboxd would, with the node's own
+ * token from the node. It runs as root with only the capabilities it needs to start each sandbox's
+ * commands as a uid of its own and give it its files (SETUID, SETGID, CHOWN, FOWNER), read and
+ * remove those files (DAC_OVERRIDE) and signal those commands (KILL); the guests hold none of them.
+ */
 function sandboxdSimDaemonSet(image: string, speed: number, tokenPath: string): object {
   return {
     apiVersion: 'apps/v1',
@@ -62,7 +73,7 @@ function sandboxdSimDaemonSet(image: string, speed: number, tokenPath: string): 
         spec: {
           hostNetwork: true,
           automountServiceAccountToken: false,
-          securityContext: { runAsNonRoot: true, runAsUser: 65532, runAsGroup: 65532, seccompProfile: { type: 'RuntimeDefault' } },
+          securityContext: { runAsNonRoot: false, runAsUser: 0, runAsGroup: 0, seccompProfile: { type: 'RuntimeDefault' } },
           containers: [
             {
               name: 'sandboxd-sim',
@@ -78,6 +89,9 @@ function sandboxdSimDaemonSet(image: string, speed: number, tokenPath: string): 
                 '--data-plane=on',
                 // the root filesystem is read-only: sandbox roots live on the pod's emptyDir
                 '--data-dir=/var/lib/sandboxd-sim',
+                `--guest-uids=${GUEST_UIDS.first}-${GUEST_UIDS.last}`,
+                // the pod's /dev/shm is the one directory every guest could write otherwise (the root filesystem is read-only)
+                '--guest-closed-dirs=/dev/shm',
               ],
               env: [
                 { name: 'NODE_IP', valueFrom: { fieldRef: { fieldPath: 'status.hostIP' } } },
@@ -88,7 +102,11 @@ function sandboxdSimDaemonSet(image: string, speed: number, tokenPath: string): 
                 { name: 'data', mountPath: '/var/lib/sandboxd-sim' },
               ],
               readinessProbe: { tcpSocket: { port: SANDBOXD_PORT }, periodSeconds: 1 },
-              securityContext: { allowPrivilegeEscalation: false, readOnlyRootFilesystem: true, capabilities: { drop: ['ALL'] } },
+              securityContext: {
+                allowPrivilegeEscalation: false,
+                readOnlyRootFilesystem: true,
+                capabilities: { drop: ['ALL'], add: ['SETUID', 'SETGID', 'CHOWN', 'FOWNER', 'DAC_OVERRIDE', 'KILL'] },
+              },
             },
           ],
           volumes: [

@@ -4,6 +4,7 @@ import { wake } from '../lifecycle-ops';
 import type { NodeState } from '../node-state';
 import { RUNNING, type Sandbox } from '../sandbox';
 import type { DataPlane } from './data-plane';
+import type { GuestOwner } from './guest-ids';
 
 export const DATA_PLANE_DISABLED = 'data plane disabled on this node (--data-plane=off)';
 
@@ -12,6 +13,8 @@ export interface SandboxAccess {
   dp: DataPlane;
   /** The root's real path (created on first use). */
   root: string;
+  /** The uid and gid its commands run as and the files written for it belong to; undefined = the simulator's own. */
+  owner: GuestOwner | undefined;
   /** Restarts the sandbox's idle clock (each RPC and request over a relay is a use). */
   touch: () => void;
 }
@@ -36,5 +39,6 @@ export async function accessSandbox(node: NodeState, bearer: string | undefined,
     sb.idleSince = node.now();
   };
   touch();
-  return { sb, dp, root: await dp.roots.ensure(sb.id), touch };
+  const root = await dp.roots.ensure(sb.id);
+  return { sb, dp, root, owner: dp.roots.ownerOf(sb.id), touch };
 }

@@ -12,19 +12,21 @@ type ExecFrame = Extract<AgentRequest, { op: 'exec' }>;
  * `exec`: `started{pid}`, the output as `stdout`/`stderr` frames while it runs, then `exit{code}`.
  * A detached command is answered `started` then `done` and runs on (until release kills it). The
  * connection closing kills a command that is not detached. `user` is accepted and ignored: every
- * command runs as the simulator's user.
+ * command runs as the sandbox's own uid (with --guest-uids), else as the simulator's user.
  */
 export async function agentExec(io: AgentIo, req: ExecFrame): Promise<void> {
-  const { sb, dp, root } = io.access;
+  const { sb, dp, root, owner } = io.access;
   const bad = badEnvName(req.env);
   if (bad !== undefined) throw new AgentFail('bad_request', `env: invalid variable ${JSON.stringify(bad)}`);
   const cwd = await hostCwd(root, req.cwd).catch((err: unknown) => {
     throw isApiError(err) && err.status === 400 ? new AgentFail('bad_request', err.message) : err;
   });
   const output = req.detach ? 'ignore' : 'pipe';
-  const child = await spawnGuest(dp.groups, { sandboxId: sb.id, argv: req.argv, cwd, env: req.env, output }).catch((err: unknown) => {
-    throw isSpawnError(err) ? new AgentFail('bad_request', err.message) : err;
-  });
+  const child = await spawnGuest(dp.groups, { sandboxId: sb.id, argv: req.argv, cwd, env: req.env, output, owner }).catch(
+    (err: unknown) => {
+      throw isSpawnError(err) ? new AgentFail('bad_request', err.message) : err;
+    },
+  );
   const pid = child.pid ?? -1;
   await io.send({ type: 'started', pid });
   if (req.detach) {

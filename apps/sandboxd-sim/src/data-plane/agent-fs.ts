@@ -1,5 +1,5 @@
 import type { Stats } from 'node:fs';
-import { lstat, mkdir, opendir, rename, rm, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
+import { lchown, lstat, mkdir, opendir, rename, rm, rmdir, stat, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
 import {
   AGENT_CHUNK_BYTES,
@@ -59,7 +59,7 @@ export async function fsWrite(io: AgentIo, req: Op<'fs_write'>): Promise<void> {
   let target: WriteTarget | undefined;
   let file: FileHandle | undefined;
   try {
-    target = await writeTarget(io.access.root, req.path, req.mode);
+    target = await writeTarget(io.access.root, req.path, io.access.owner, req.mode);
     file = await openTemp(target);
   } catch (err) {
     failure = err;
@@ -131,10 +131,12 @@ export async function fsStat(io: AgentIo, req: Op<'fs_stat'>): Promise<void> {
 
 export async function fsMkdir(io: AgentIo, req: Op<'fs_mkdir'>): Promise<void> {
   await mapped(req.path, async () => {
-    if (req.parents) return void (await ensureDir(io.access.root, req.path));
-    const target = await resolveName(io.access.root, req.path);
+    const { root, owner } = io.access;
+    if (req.parents) return void (await ensureDir(root, req.path, owner));
+    const target = await resolveName(root, req.path);
     if (target.name === '') throw new AgentFail('bad_request', 'the sandbox root exists');
     await mkdir(target.host);
+    if (owner !== undefined) await lchown(target.host, owner.uid, owner.gid);
   });
   await io.send({ type: 'done' });
 }

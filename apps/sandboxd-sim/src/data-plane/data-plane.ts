@@ -1,6 +1,7 @@
 import type { Socket } from 'node:net';
 import type { Logger } from '@sandbox-scale/kube-runtime';
 import { ExecMemory } from './exec-runner';
+import type { GuestUidRange } from './guest-ids';
 import { ProcessGroups } from './process-groups';
 import { SandboxRoots } from './sandbox-root';
 
@@ -11,6 +12,8 @@ export interface DataPlaneOptions {
   /** This node's own directory under the data directory. */
   nodeDir: string;
   logger: Logger;
+  /** Each sandbox's commands run as a uid of this range, and its files belong to it; absent = the simulator's own user. */
+  guestUids?: GuestUidRange | undefined;
 }
 
 /**
@@ -30,7 +33,7 @@ export class DataPlane {
   readonly #removals = new Map<string, Promise<void>>();
 
   constructor(opts: DataPlaneOptions) {
-    this.roots = new SandboxRoots(opts.nodeDir);
+    this.roots = new SandboxRoots(opts.nodeDir, opts.guestUids);
     this.logger = opts.logger;
   }
 

@@ -49,12 +49,12 @@ function outcomeReply(o: BufferedOutcome, body: ExecBody): Reply {
 
 async function runExec(c: RouteCtx): Promise<Reply> {
   dataPlaneOf(c.node);
-  const { sb, dp, root } = await accessSandbox(c.node, c.bearer, c.id);
+  const { sb, dp, root, owner } = await accessSandbox(c.node, c.bearer, c.id);
   const body = decodeExecBody(c.rawBody);
   const cwd = await hostCwd(root, body.cwd);
   const release = dp.hold(sb.id);
   try {
-    const child = await spawnGuest(dp.groups, { sandboxId: sb.id, argv: body.argv, cwd, env: body.env, output: 'pipe' }).catch(
+    const child = await spawnGuest(dp.groups, { sandboxId: sb.id, argv: body.argv, cwd, env: body.env, output: 'pipe', owner }).catch(
       (err: unknown) => {
         throw isSpawnError(err) ? new ApiError(400, err.message) : err;
       },

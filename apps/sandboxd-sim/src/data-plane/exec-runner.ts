@@ -1,4 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
+import type { GuestOwner } from './guest-ids';
 import { signalGroup, type ProcessGroups } from './process-groups';
 
 /** The host variables a command inherits; everything else of the simulator's environment is cleared. */
@@ -71,6 +72,8 @@ export interface SpawnSpec {
   env?: Readonly<Record<string, string>> | null | undefined;
   /** 'ignore' for a detached command, whose output nobody reads. */
   output: 'pipe' | 'ignore';
+  /** Runs as this uid and gid (with no supplementary groups); absent = the simulator's user. */
+  owner?: GuestOwner | undefined;
 }
 
 /**
@@ -88,6 +91,7 @@ export function spawnGuest(groups: ProcessGroups, spec: SpawnSpec): Promise<Chil
     detached: true,
     stdio: ['ignore', spec.output, spec.output],
     windowsHide: true,
+    ...(spec.owner !== undefined ? { uid: spec.owner.uid, gid: spec.owner.gid } : {}),
   });
   return new Promise<ChildProcess>((resolve, reject) => {
     child.once('error', (err: NodeJS.ErrnoException) => reject(spawnFailure(command, err)));

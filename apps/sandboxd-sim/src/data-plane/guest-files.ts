@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { constants, type Stats } from 'node:fs';
 import { lstat, open, readdir, rename, unlink, type FileHandle } from 'node:fs/promises';
 import { join } from 'node:path';
+import type { GuestOwner } from './guest-ids';
 import { GuestPathError, ensureDir, guestSegments, resolveFollow, resolveName } from './guest-path';
 
 const DEFAULT_FILE_MODE = 0o644;
@@ -21,6 +22,8 @@ export interface WriteTarget {
   host: string;
   temp: string;
   mode: number;
+  /** Who the file belongs to (the sandbox's uid); undefined = the simulator's user. */
+  owner: GuestOwner | undefined;
 }
 
 /**
@@ -28,16 +31,16 @@ export interface WriteTarget {
  * target refused when it is a directory, the mode of a file it overwrites kept (else `mode`, else
  * 0644). A symbolic link in the target's place is replaced, never followed.
  */
-export async function writeTarget(root: string, path: string, mode?: number | null): Promise<WriteTarget> {
+export async function writeTarget(root: string, path: string, owner: GuestOwner | undefined, mode?: number | null): Promise<WriteTarget> {
   const segs = guestSegments(path);
   const name = segs.pop();
   if (name === undefined) throw new GuestPathError('bad_request', 'cannot write the sandbox root');
-  const parent = await ensureDir(root, path, segs);
+  const parent = await ensureDir(root, path, owner, segs);
   const host = join(parent, name);
   const existing = await lstatOrUndefined(host);
   if (existing?.isDirectory()) throw new GuestPathError('bad_request', `is a directory: ${JSON.stringify(path)}`);
   const kept = existing?.isFile() ? existing.mode & PERMISSION_BITS : undefined;
-  return { host, temp: join(parent, `.${name}.${randomBytes(6).toString('hex')}.tmp`), mode: kept ?? mode ?? DEFAULT_FILE_MODE };
+  return { host, temp: join(parent, `.${name}.${randomBytes(6).toString('hex')}.tmp`), mode: kept ?? mode ?? DEFAULT_FILE_MODE, owner };
 }
 
 /** The temp file, created exclusively (never through a link). */
@@ -48,6 +51,7 @@ export function openTemp(target: WriteTarget): Promise<FileHandle> {
 /** Closes the temp file, then renames it over the target, or removes it when the write failed. */
 export async function commitTemp(file: FileHandle, target: WriteTarget, ok: boolean): Promise<void> {
   try {
+    if (ok && target.owner !== undefined) await file.chown(target.owner.uid, target.owner.gid);
     if (ok) await file.chmod(target.mode);
   } finally {
     await file.close();
@@ -56,8 +60,8 @@ export async function commitTemp(file: FileHandle, target: WriteTarget, ok: bool
   else await unlink(target.temp).catch(() => undefined);
 }
 
-export async function writeAtomic(root: string, path: string, data: Buffer): Promise<void> {
-  const target = await writeTarget(root, path);
+export async function writeAtomic(root: string, path: string, data: Buffer, owner: GuestOwner | undefined): Promise<void> {
+  const target = await writeTarget(root, path, owner);
   const file = await openTemp(target);
   let ok = false;
   try {

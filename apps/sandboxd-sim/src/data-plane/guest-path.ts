@@ -1,4 +1,5 @@
-import { lstat, mkdir, realpath } from 'node:fs/promises';
+import { lchown, lstat, mkdir, realpath } from 'node:fs/promises';
+import type { GuestOwner } from './guest-ids';
 import { join, sep } from 'node:path';
 
 /** Why a guest path was refused or failed; the agent, exec and the guest runtime each map it to their answer. */
@@ -95,7 +96,12 @@ export async function resolveFollow(root: string, guest: string): Promise<string
  * `mkdir -p` under the root, one component at a time, so a symbolic link on the way is followed
  * only when it stays inside the root. Returns the real path of the directory.
  */
-export async function ensureDir(root: string, guest: string, segs: readonly string[] = guestSegments(guest)): Promise<string> {
+export async function ensureDir(
+  root: string,
+  guest: string,
+  owner: GuestOwner | undefined,
+  segs: readonly string[] = guestSegments(guest),
+): Promise<string> {
   let at = root;
   for (const seg of segs) {
     const next = join(at, seg);
@@ -104,9 +110,14 @@ export async function ensureDir(root: string, guest: string, segs: readonly stri
       throw err;
     });
     if (st === undefined) {
-      await mkdir(next).catch((err: unknown) => {
-        if ((err as { code?: unknown }).code !== 'EEXIST') throw err;
-      });
+      const made = await mkdir(next).then(
+        () => true,
+        (err: unknown) => {
+          if ((err as { code?: unknown }).code !== 'EEXIST') throw err;
+          return false;
+        },
+      );
+      if (made && owner !== undefined) await lchown(next, owner.uid, owner.gid);
       at = await realInside(root, next, guest);
     } else if (st.isSymbolicLink()) at = await realInside(root, next, guest);
     else if (st.isDirectory()) at = next;

@@ -140,12 +140,16 @@ async function execute(access: SandboxAccess, req: IncomingMessage): Promise<Rep
     throw new HttpFail(400, isShlexError(err) ? `cannot split the command: ${err.message}` : 'cannot split the command');
   }
   if (argv.length === 0) throw new HttpFail(400, 'empty command');
-  const child = await spawnGuest(access.dp.groups, { sandboxId: access.sb.id, argv, cwd: access.root, output: 'pipe' }).catch(
-    (err: unknown) => {
-      if (isSpawnError(err)) return err;
-      throw err;
-    },
-  );
+  const child = await spawnGuest(access.dp.groups, {
+    sandboxId: access.sb.id,
+    argv,
+    cwd: access.root,
+    output: 'pipe',
+    owner: access.owner,
+  }).catch((err: unknown) => {
+    if (isSpawnError(err)) return err;
+    throw err;
+  });
   // a command that cannot start reads as a shell would answer it
   if (isSpawnError(child))
     return {
@@ -185,7 +189,7 @@ async function upload(access: SandboxAccess, req: IncomingMessage): Promise<Repl
   if (file === null || typeof file === 'string' || file.name === '')
     throw new HttpFail(400, 'want a field "file" whose filename is the path');
   const data = Buffer.from(await file.arrayBuffer());
-  await files(() => writeAtomic(access.root, file.name, data));
+  await files(() => writeAtomic(access.root, file.name, data, access.owner));
   return { status: 200, json: { message: `File '${file.name}' uploaded successfully` } };
 }
 

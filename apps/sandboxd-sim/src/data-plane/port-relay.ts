@@ -26,7 +26,7 @@ export async function relayPort(access: SandboxAccess, socket: Socket, head: Buf
     return;
   }
   // the host's loopback is every sandbox's: only a listener of this sandbox's own processes is its port
-  if (!(await ownsListener(access.dp.groups.pids(access.sb.id), port)))
+  if (!(await ownsListener(access.dp.groups.pids(access.sb.id), port, access.owner)))
     throw new ApiError(502, `nothing listening on guest port ${port} (no process of the sandbox listens there)`);
   const upstream = await connectHost(port);
   if (socket.destroyed) return void upstream.destroy();

@@ -1,5 +1,6 @@
-import { cp, mkdir, realpath, rm } from 'node:fs/promises';
+import { chmod, chown, cp, lchown, mkdir, opendir, realpath, rm } from 'node:fs/promises';
 import { join } from 'node:path';
+import { GuestIds, type GuestOwner, type GuestUidRange } from './guest-ids';
 
 /**
  * The directories of one node under the data directory: `sandboxes/<id>` is a sandbox's root,
@@ -12,10 +13,16 @@ export class SandboxRoots {
   /** Real paths of the roots created so far, by sandbox id. */
   readonly #roots = new Map<string, Promise<string>>();
   readonly #checkpointCopies = new Set<string>();
+  /** With guest uids: each root belongs to its sandbox's own uid. */
+  readonly #guests: GuestIds | undefined;
 
-  constructor(readonly nodeDir: string) {
+  constructor(
+    readonly nodeDir: string,
+    guestUids?: GuestUidRange,
+  ) {
     this.#sandboxes = join(nodeDir, 'sandboxes');
     this.#checkpoints = join(nodeDir, 'checkpoints');
+    this.#guests = guestUids === undefined ? undefined : new GuestIds(guestUids);
   }
 
   /** Clears what an earlier run of this node left behind and creates the node's directories. */
@@ -23,6 +30,13 @@ export class SandboxRoots {
     await rm(this.nodeDir, { recursive: true, force: true });
     await mkdir(this.#sandboxes, { recursive: true });
     await mkdir(this.#checkpoints, { recursive: true });
+    // guests pass through to their own root, and list or write none of these
+    if (this.#guests !== undefined) for (const d of [this.nodeDir, this.#sandboxes, this.#checkpoints]) await chmod(d, 0o711);
+  }
+
+  /** The uid and gid the sandbox's commands run as and its files belong to; undefined without guest uids. */
+  ownerOf(id: string): GuestOwner | undefined {
+    return this.#guests?.of(id);
   }
 
   has(id: string): boolean {
@@ -34,7 +48,14 @@ export class SandboxRoots {
     let root = this.#roots.get(id);
     if (root === undefined) {
       const dir = join(this.#sandboxes, id);
-      root = mkdir(dir, { recursive: true, mode: 0o755 }).then(() => realpath(dir));
+      root = mkdir(dir, { recursive: true, mode: 0o755 }).then(async () => {
+        const owner = this.#guests?.assign(id);
+        if (owner !== undefined) {
+          await chown(dir, owner.uid, owner.gid);
+          await chmod(dir, 0o700);
+        }
+        return realpath(dir);
+      });
       this.#roots.set(id, root);
       root.catch(() => this.#roots.delete(id));
     }
@@ -76,6 +97,8 @@ export class SandboxRoots {
     const root = this.#roots.get(id);
     if (root === undefined) return;
     this.#roots.delete(id);
+    // its processes first, so none writes into the root while it goes, or outlives it under a uid that comes back
+    await this.#guests?.release(id);
     await rm(join(this.#sandboxes, id), { recursive: true, force: true });
   }
 
@@ -83,6 +106,7 @@ export class SandboxRoots {
   async removeAll(): Promise<void> {
     this.#roots.clear();
     this.#checkpointCopies.clear();
+    await this.#guests?.releaseAll();
     await rm(this.nodeDir, { recursive: true, force: true });
   }
 
@@ -90,5 +114,16 @@ export class SandboxRoots {
     const dest = await this.ensure(id);
     // symbolic links are copied as they are: a link is resolved (and checked) when it is used
     await cp(src, dest, { recursive: true, verbatimSymlinks: true, preserveTimestamps: true });
+    const owner = this.ownerOf(id);
+    if (owner !== undefined) await chownTree(dest, owner);
+  }
+}
+
+/** Gives everything under `dir` (links themselves, never their targets) to `owner`. */
+async function chownTree(dir: string, owner: GuestOwner): Promise<void> {
+  for await (const entry of await opendir(dir)) {
+    const path = join(dir, entry.name);
+    await lchown(path, owner.uid, owner.gid);
+    if (entry.isDirectory()) await chownTree(path, owner);
   }
 }
