@@ -483,7 +483,7 @@ describe('the sandbox-scale chart', () => {
         spec: {
           type: 'ClusterIP',
           selector: expect.objectContaining({ 'app.kubernetes.io/component': 'sandbox-apiserver' }),
-          ports: [{ name: 'http', port: 8080, targetPort: 'router', protocol: 'TCP' }],
+          ports: [{ name: 'https', port: 8080, targetPort: 'router', protocol: 'TCP' }],
         },
       },
     ]);
@@ -491,6 +491,7 @@ describe('the sandbox-scale chart', () => {
     expect(c?.args.filter((a) => a.startsWith('--router-'))).toEqual([
       '--router-bind-address=:8080',
       '--router-authentication=kubernetes',
+      '--router-tls=true',
       // fair shares: relays per namespace, and upgraded relays bounded in idle time and age
       '--router-max-relays=1024',
       '--router-max-relays-per-namespace=256',
@@ -513,6 +514,37 @@ describe('the sandbox-scale chart', () => {
     const bad = await runTool('helm', ['template', release, chartDir, '--namespace', ns, '--set', 'router.authentication=open']);
     expect(bad.code).not.toBe(0);
     expect(bad.stderr).toMatch(/router\/authentication/);
+  });
+
+  it("serves the router over HTTPS with sandbox-apiserver's certificate, which names the router Service; router.tls=false is plain HTTP and drops the names", async () => {
+    const { X509Certificate } = await import('node:crypto');
+    const servingOf = (docs: Rendered[]): InstanceType<typeof X509Certificate> => {
+      const secret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === `${fullname}-sandbox-apiserver-serving`);
+      return new X509Certificate(Buffer.from(secret?.data?.['tls.crt'] ?? '', 'base64').toString());
+    };
+    const namesOf = (cert: InstanceType<typeof X509Certificate>): string[] => (cert.subjectAltName ?? '').split(', ').sort();
+    const svcNames = (svc: string): string[] =>
+      [svc, `${svc}.${ns}`, `${svc}.${ns}.svc`, `${svc}.${ns}.svc.cluster.local`].map((n) => `DNS:${n}`);
+
+    const tls = renderedDocs(await helmTemplate(['--set', 'router.serviceName=sandbox-router-svc']));
+    expect(namesOf(servingOf(tls))).toEqual([...svcNames(`${fullname}-sandbox-apiserver`), ...svcNames('sandbox-router-svc')].sort());
+    // cert-manager issues the same names
+    const managed = renderedDocs(
+      await helmTemplate(['--set', 'router.serviceName=sandbox-router-svc', '--set', 'certManager.enabled=true']),
+    );
+    const certificate = managed.find((d) => d.kind === 'Certificate' && d.metadata.name === `${fullname}-sandbox-apiserver-serving`);
+    expect(((certificate?.spec as { dnsNames?: string[] })?.dnsNames ?? []).map((n) => `DNS:${n}`).sort()).toEqual(namesOf(servingOf(tls)));
+
+    const plain = renderedDocs(await helmTemplate(['--set', 'router.tls=false']));
+    expect(namesOf(servingOf(plain))).toEqual(svcNames(`${fullname}-sandbox-apiserver`).sort());
+    const router = plain.find((d) => d.kind === 'Service' && d.metadata.name === `${fullname}-router`);
+    expect((router?.spec as { ports: { name: string }[] }).ports.map((p) => p.name)).toEqual(['http']);
+    const args = (
+      plain.find((d) => d.kind === 'Deployment' && d.metadata.name === `${fullname}-sandbox-apiserver`)?.spec as {
+        template: { spec: { containers: { args: string[] }[] } };
+      }
+    ).template.spec.containers[0]?.args;
+    expect(args).toContain('--router-tls=false');
   });
 
   it('with router.tunnel.enabled, binds the authenticated router to the pod address and a tunnel listener to the loopback on the same port; without it, one listener on every interface', async () => {
@@ -540,6 +572,7 @@ describe('the sandbox-scale chart', () => {
       '--router-bind-address=[$(POD_IP)]:8080',
       '--router-tunnel-bind-address=127.0.0.1:8080',
       '--router-authentication=kubernetes',
+      '--router-tls=true',
       '--router-max-relays=1024',
       '--router-max-relays-per-namespace=256',
       '--router-relay-idle-timeout=30m',

@@ -1,16 +1,16 @@
 import type { ClientRequest } from 'node:http';
-import { request as httpRequest } from 'node:http';
 import { request as httpsRequest, type RequestOptions } from 'node:https';
 import { connect, type Socket } from 'node:net';
 import { connect as tlsConnect } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { Agent, request } from 'undici';
+import { Agent, fetch, request } from 'undici';
 import { eventually, runSuffix } from '../src/index';
 import { MAX_STREAMS_PER_NAMESPACE, ROUTER_MAX_RELAYS_PER_NAMESPACE } from '../src/installed/installed-values';
 import { applyWarmPool, claimReady, startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { exchange, jsonOf, kubeRaw, kubeUpgrade } from '../src/testing/data-plane-requests';
 import { samples } from '../src/testing/metric-names';
+import { routerAgent, routerTls } from '../src/testing/router-client';
 import { grantEditRole } from '../src/testing/tenant-role';
 
 // Connections, relays and long requests are shared fairly. Tenant A, through 25 ServiceAccounts
@@ -95,7 +95,10 @@ async function execRequest(kc: KubeConfig, path: string): Promise<ClientRequest>
 
 function routerRequest(token: string, namespace: string, name: string, path: string): ClientRequest {
   const u = new URL(`${routerUrl}${path}`);
-  return httpRequest({
+  const { ca, servername } = routerTls(sys, routerUrl);
+  return httpsRequest({
+    ca,
+    ...(servername !== undefined ? { servername } : {}),
     hostname: u.hostname,
     port: u.port,
     path: u.pathname,
@@ -242,7 +245,9 @@ describe('long requests are shared fairly', () => {
     const forward = await kubeUpgrade(tenantB.kubeConfig, 'POST', `${base(nsB, 'quiet')}/portforward?port=8888`);
     if (!forward.upgraded) throw new Error(`tenant B's port-forward: ${forward.reply.status} ${forward.reply.body.toString()}`);
     const overForward = (await exchange(forward.socket, 'GET / HTTP/1.1\r\nHost: guest\r\nConnection: close\r\n\r\n')).toString();
+    const toRouter = routerAgent(sys, routerUrl);
     const routed = await fetch(`${routerUrl}/`, {
+      dispatcher: toRouter,
       headers: { authorization: `Bearer ${tenantB.token}`, 'x-sandbox-id': 'quiet', 'x-sandbox-namespace': nsB, 'x-sandbox-port': '8888' },
     });
     const summary = Object.fromEntries(Object.entries(answers).map(([k, m]) => [k, Object.fromEntries(m)]));
@@ -257,6 +262,7 @@ describe('long requests are shared fairly', () => {
     expect(overForward).toMatch(/^HTTP\/1\.[01] 200/);
     expect(routed.status).toBe(200);
     await dispatcher.close();
+    await toRouter.close();
   }, 600_000);
 
   it('refuses an exec asking for more than the longest exec with 400 naming timeoutSeconds', async () => {
@@ -277,18 +283,10 @@ describe('long requests are shared fairly', () => {
     const upgrade = 'GET /ws HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: websocket\r\nX-Sandbox-ID: loud\r\n\r\n';
     const api = new URL(sys.apiserverUrl);
     const apiUpgrade = `POST ${base(nsA, 'loud')}/portforward?port=8888 HTTP/1.1\r\nHost: x\r\nConnection: Upgrade\r\nUpgrade: tcp\r\n\r\n`;
-    const [toRouter, toApi] = await Promise.all([
-      flood(() => connect({ host: router.hostname, port: Number(router.port), allowHalfOpen: true }), FLOOD, upgrade),
-      flood(
-        () =>
-          tlsConnect({
-            socket: connect({ host: api.hostname, port: Number(api.port), allowHalfOpen: true }),
-            rejectUnauthorized: false,
-          }),
-        FLOOD,
-        apiUpgrade,
-      ),
-    ]);
+    // both serve TLS; the client checks nothing (it never gets as far as sending a credential)
+    const opener = (u: URL) => (): Socket =>
+      tlsConnect({ socket: connect({ host: u.hostname, port: Number(u.port), allowHalfOpen: true }), rejectUnauthorized: false });
+    const [toRouter, toApi] = await Promise.all([flood(opener(router), FLOOD, upgrade), flood(opener(api), FLOOD, apiUpgrade)]);
     process.stdout.write(
       `[fair-share] ${sys.target}: of ${FLOOD} unauthenticated upgrades each, closed by the router ${toRouter}, by sandbox-apiserver ${toApi}\n`,
     );

@@ -90,12 +90,13 @@ describe('README quick start against npm start', () => {
     expect(commands.length).toBeGreaterThanOrEqual(5);
     start = spawn('npm', ['start'], { cwd: root, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     // the last of npm start's export lines: once it is printed, every one before it is too
-    await waitForLine(start, /^export SANDBOX_SCALE_ROUTER_URL=http:\/\/\S+$/m, START_DEADLINE_MS);
+    await waitForLine(start, /^export SANDBOX_SCALE_ROUTER_URL=https:\/\/\S+$/m, START_DEADLINE_MS);
     const printed = Object.fromEntries([...startOutput.matchAll(/^export (\w+)=(\S+)$/gm)].map((m) => [m[1] ?? '', m[2] ?? '']));
     expect(Object.keys(printed).sort()).toEqual([
       'KUBECONFIG',
       'SANDBOX_SCALE_FAST_PATH_CA_FILE',
       'SANDBOX_SCALE_FAST_PATH_URL',
+      'SANDBOX_SCALE_ROUTER_CA_FILE',
       'SANDBOX_SCALE_ROUTER_URL',
     ]);
     const env: NodeJS.ProcessEnv = { ...process.env, ...printed };

@@ -1,9 +1,10 @@
 import { randomUUID } from 'node:crypto';
 import { CoreV1Api, CustomObjectsApi, type KubeConfig } from '@kubernetes/client-node';
-import { Agent, request } from 'undici';
+import { Agent, fetch, request } from 'undici';
 import { eventually, runSuffix } from '../src/index';
 import { jsonOf, kubeRaw } from '../src/testing/data-plane-requests';
 import { samples } from '../src/testing/metric-names';
+import { routerAgent } from '../src/testing/router-client';
 import { grantEditRole } from '../src/testing/tenant-role';
 import { applyWarmPool, claimReady, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
@@ -138,7 +139,10 @@ describe('claim references a node wrote', () => {
     const put = await kubeRaw(tenant, { method: 'PUT', path: `${G}/files?path=/work/who`, body: 'victim\n' });
     expect(put.status).toBe(201);
     expect(jsonOf<{ stdout: string }>(await exec(['cat', 'work/who'])).stdout).toBe('victim\n');
-    const routed = await fetch(`${await sys.routerUrl()}/download/work/who`, {
+    const routerUrl = await sys.routerUrl();
+    const toRouter = routerAgent(sys, routerUrl);
+    const routed = await fetch(`${routerUrl}/download/work/who`, {
+      dispatcher: toRouter,
       headers: {
         authorization: `Bearer ${(await sys.tenant(victim, 'agent')).token}`,
         'x-sandbox-id': 'agent-7',
@@ -147,6 +151,7 @@ describe('claim references a node wrote', () => {
       },
     });
     expect({ status: routed.status, body: await routed.text() }).toEqual({ status: 200, body: 'victim\n' });
+    await toRouter.close();
     // the node's VM kept what it had, and the refused row was counted
     expect((await nodeExec(['cat', 'work/who'])).stdout).toBe('forged\n');
     // once the node publishes both under the one name, the forged entry is refused the name and counted

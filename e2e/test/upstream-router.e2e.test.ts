@@ -1,11 +1,13 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
+import { fetch, type Agent, type Headers } from 'undici';
 import { eventually, freePort, runSuffix, kubectlOk, kubectlJson } from '../src/index';
 import { runProcess } from '../src/system/run-command';
 import { applyWarmPool, itWhere, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import { e2eTarget, type SystemUnderTest, type TenantCredentials } from '../src/system/system-under-test';
+import { routerAgent, routerForPython } from '../src/testing/router-client';
 import { grantEditRole } from '../src/testing/tenant-role';
 import { upstreamPythonVenv } from '../src/testing/upstream-python';
 
@@ -28,6 +30,10 @@ let system: SystemUnderTest;
 let workDir: string;
 let python: string;
 let routerUrl: string;
+/** Checks the router's certificate (HTTPS, the serving CA). */
+let routerDispatcher: Agent;
+/** The router as the Python client reaches it: the URL its certificate names, with ROUTER_CA and ROUTER_ADDRESS. */
+let pythonRouter: { url: string; env: Record<string, string> };
 /** The local sandbox-apiserver's tunnel listener (no authentication, on the loopback); the installed one is reached by kubectl port-forward only. */
 let tunnelUrl: string;
 const local = e2eTarget() === 'local';
@@ -48,6 +54,7 @@ interface Reply {
 
 async function route(headers: Record<string, string>, o: { method?: string; path?: string; body?: string } = {}): Promise<Reply> {
   const res = await fetch(`${routerUrl}${o.path ?? '/'}`, {
+    dispatcher: routerDispatcher,
     method: o.method ?? 'GET',
     headers,
     ...(o.body !== undefined ? { body: o.body } : {}),
@@ -121,18 +128,24 @@ beforeAll(async () => {
   });
   await kubectlOk(['-n', ns, 'wait', '--for=condition=Ready', `sandboxclaim/${TS_CLAIM}`, '--timeout=90s'], { kubeconfig: alice.path });
   routerUrl = await system.routerUrl();
+  routerDispatcher = routerAgent(system, routerUrl);
+  const caFile = join(workDir, 'router-ca.crt');
+  writeFileSync(caFile, system.servingCa);
+  pythonRouter = routerForPython(system, routerUrl, caFile);
 }, 400_000);
 
 afterAll(async () => {
+  await routerDispatcher?.close();
   await system?.stop();
   if (workDir) rmSync(workDir, { recursive: true, force: true });
 }, 60_000);
 
 describe("agent-sandbox's Python client through the sandbox router", () => {
   it('claims a sandbox from a warm pool and runs commands and moves files in Direct mode with a bearer token', async () => {
-    const r = await runProcess(python, [join(__dirname, 'upstream', 'router_client_flow.py'), ns, POOL, PY_CLAIM, routerUrl], {
+    const r = await runProcess(python, [join(__dirname, 'upstream', 'router_client_flow.py'), ns, POOL, PY_CLAIM, pythonRouter.url], {
       KUBECONFIG: alice.path,
       ROUTER_TOKEN: alice.token,
+      ...pythonRouter.env,
     });
     if (r.code !== 0) throw new Error(`router_client_flow.py exited ${r.code}: ${r.stderr}`);
     const out = JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as {
@@ -243,9 +256,10 @@ interface TunnelFlow {
   missingExists?: boolean;
 }
 
-async function tunnelFlow(connection: string, claim: string): Promise<TunnelFlow> {
+async function tunnelFlow(connection: string, claim: string, env: Record<string, string> = {}): Promise<TunnelFlow> {
   const r = await runProcess(python, [join(__dirname, 'upstream', 'tunnel_client_flow.py'), connection, ns, claim], {
     KUBECONFIG: alice.path,
+    ...env,
   });
   if (r.code !== 0) throw new Error(`tunnel_client_flow.py exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as TunnelFlow;
@@ -277,7 +291,7 @@ describe("the sandbox router's tunnel listener", () => {
   itLocal(
     'leaves the authenticated listener refusing the same requests without a token',
     async () => {
-      const out = await tunnelFlow(`direct:${routerUrl}`, TS_CLAIM);
+      const out = await tunnelFlow(`direct:${pythonRouter.url}`, TS_CLAIM, pythonRouter.env);
       process.stdout.write(`python client without a token at the authenticated listener: ${JSON.stringify(out)}\n`);
       expect(out).toEqual({
         sandboxId: TS_CLAIM,

@@ -2,12 +2,14 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import type { KubernetesObject } from '@kubernetes/client-node';
+import { fetch } from 'undici';
 import { kubectlJson, kubectlOk, runSuffix } from '../src/index';
 import { INSTALLED_NAMESPACE } from '../src/installed/installed-system';
 import { ROUTER_SERVICE_NAME } from '../src/installed/installed-values';
 import { runProcess } from '../src/system/run-command';
 import { applyWarmPool, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
+import { routerAgent } from '../src/testing/router-client';
 import { upstreamPythonVenv } from '../src/testing/upstream-python';
 
 // agent-sandbox's Python client in its default LocalTunnel mode against the chart as installed
@@ -54,7 +56,7 @@ type Service = KubernetesObject & {
 /** The router's base URL at a pod's address (an IPv6 one in brackets). */
 const atPod = (p: Pod): string => {
   const ip = p.status?.podIP ?? '';
-  return `http://${ip.includes(':') ? `[${ip}]` : ip}:${ROUTER_PORT}`;
+  return `https://${ip.includes(':') ? `[${ip}]` : ip}:${ROUTER_PORT}`;
 };
 
 /** tunnel_client_flow.py in LocalTunnel mode, with the admin kubeconfig and the tools' kubectl first on PATH. */
@@ -68,12 +70,19 @@ async function tunnelFlow(claim: string, pool?: string): Promise<TunnelFlow> {
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '{}') as TunnelFlow;
 }
 
-/** A routed request without a token, as LocalTunnel sends it, to a router address of the cluster network. */
+/**
+ * A routed request without a token, as LocalTunnel sends it, to a router address of the cluster
+ * network: over TLS, checked against the router Service's name, which every replica's certificate holds.
+ */
 async function untokened(base: string): Promise<{ status: number; body: unknown }> {
+  const dispatcher = routerAgent(system, await system.routerUrl());
   const res = await fetch(`${base}/list/.`, {
+    dispatcher,
     headers: { 'x-sandbox-id': TEST_CLAIM, 'x-sandbox-namespace': ns, 'x-sandbox-port': '8888' },
   });
-  return { status: res.status, body: (await res.json()) as unknown };
+  const body = (await res.json()) as unknown;
+  await dispatcher.close();
+  return { status: res.status, body };
 }
 
 async function apiserverPods(): Promise<Pod[]> {
@@ -132,7 +141,7 @@ describe("agent-sandbox's Python client in LocalTunnel mode", () => {
     });
     expect({ type: svc.spec.type, ports: svc.spec.ports }).toEqual({
       type: 'ClusterIP',
-      ports: [{ name: 'http', port: ROUTER_PORT, targetPort: 'router', protocol: 'TCP' }],
+      ports: [{ name: 'https', port: ROUTER_PORT, targetPort: 'router', protocol: 'TCP' }],
     });
   });
 

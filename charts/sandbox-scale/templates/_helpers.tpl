@@ -61,6 +61,31 @@ app.kubernetes.io/component: {{ .app }}
 {{- include "sandbox-scale.appName" (dict "root" . "app" "sandbox-apiserver") -}}
 {{- end -}}
 
+{{/* The router's Service: callers in Direct mode name it, so sandbox-apiserver's serving certificate names it too. */}}
+{{- define "sandbox-scale.routerServiceName" -}}
+{{- .Values.router.serviceName | default (printf "%s-router" (include "sandbox-scale.fullname" .)) -}}
+{{- end -}}
+
+{{/* Every in-cluster DNS name of a Service: (dict "root" $ "service" "<name>"), one per line. */}}
+{{- define "sandbox-scale.serviceDnsNames" -}}
+{{- $ns := .root.Release.Namespace -}}
+{{ .service }}
+{{ printf "%s.%s" .service $ns }}
+{{ printf "%s.%s.svc" .service $ns }}
+{{ printf "%s.%s.svc.cluster.local" .service $ns }}
+{{- end -}}
+
+{{/*
+The names sandbox-apiserver's serving certificate holds: its own Service's, and the router
+Service's when the router serves HTTPS (both listeners present the one certificate).
+*/}}
+{{- define "sandbox-scale.apiserverDnsNames" -}}
+{{- include "sandbox-scale.serviceDnsNames" (dict "root" . "service" (include "sandbox-scale.apiserverServiceName" .)) }}
+{{- if and .Values.router.enabled .Values.router.tls }}
+{{ include "sandbox-scale.serviceDnsNames" (dict "root" . "service" (include "sandbox-scale.routerServiceName" .)) }}
+{{- end -}}
+{{- end -}}
+
 {{- define "sandbox-scale.fastPathServiceName" -}}
 {{- include "sandbox-scale.appName" (dict "root" . "app" "claim-controller") -}}
 {{- end -}}
@@ -204,12 +229,18 @@ upgrade does not invalidate the certificates already mounted.
 {{- end -}}
 {{- end -}}
 
-{{/* A serving certificate for a Service: (dict "root" $ "service" "<name>"). Emits Secret data. */}}
+{{/*
+A serving certificate for a Service: (dict "root" $ "service" "<name>" "dnsNames" "<one per line>");
+dnsNames defaults to the Service's own. Emits Secret data.
+*/}}
 {{- define "sandbox-scale.servingCertData" -}}
 {{- include "sandbox-scale.ca" .root -}}
 {{- $ca := .root.Values.__sandboxScaleCa -}}
 {{- $ns := .root.Release.Namespace -}}
-{{- $dns := list .service (printf "%s.%s" .service $ns) (printf "%s.%s.svc" .service $ns) (printf "%s.%s.svc.cluster.local" .service $ns) -}}
+{{- $dns := list -}}
+{{- range splitList "\n" (.dnsNames | default (include "sandbox-scale.serviceDnsNames" .)) -}}
+{{- $dns = append $dns . -}}
+{{- end -}}
 {{- $cert := genSignedCert (printf "%s.%s.svc" .service $ns) nil $dns (int .root.Values.certValidityDays) $ca -}}
 tls.crt: {{ $cert.Cert | b64enc }}
 tls.key: {{ $cert.Key | b64enc }}

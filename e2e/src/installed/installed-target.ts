@@ -48,6 +48,8 @@ const COMPONENT_LABEL = 'app.kubernetes.io/component';
 const SERVICE_DNS = (app: string): string => `${INSTALLED_RELEASE}-${app}.${INSTALLED_NAMESPACE}.svc`;
 /** The chart's ports (values.yaml `ports`, `sandboxApiserver.securePort`). */
 const PORTS = { metrics: 8080, health: 8081, apiserver: 6443, fastPath: 9443 };
+/** The name the router's certificate (sandbox-apiserver's) holds for the router Service. */
+const ROUTER_DNS = `${ROUTER_SERVICE_NAME}.${INSTALLED_NAMESPACE}.svc`;
 
 interface Pod {
   metadata: { name: string; creationTimestamp?: string; deletionTimestamp?: string; labels?: Record<string, string> };
@@ -153,6 +155,8 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
     return holder.includes('_') ? holder.slice(0, holder.lastIndexOf('_')) : undefined;
   };
 
+  /** The router Service's URL, once routerUrl() found it. */
+  let routerBase: string | undefined;
   const target: SystemUnderTest = {
     target: 'installed',
     kubeconfigPath: state.kubeconfigPath,
@@ -172,8 +176,9 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
       const svc = JSON.parse(await kubectl(['-n', INSTALLED_NAMESPACE, 'get', 'service', ROUTER_SERVICE_NAME, '-o', 'json'])) as {
         spec: { clusterIP: string; ports: { name?: string; port: number }[] };
       };
-      const port = svc.spec.ports.find((p) => p.name === 'http')?.port ?? svc.spec.ports[0]?.port;
-      return routerAnswering(`http://${svc.spec.clusterIP}:${port}`);
+      const port = svc.spec.ports.find((p) => p.name === 'https')?.port ?? svc.spec.ports[0]?.port;
+      routerBase = `https://${svc.spec.clusterIP}:${port}`;
+      return routerAnswering(routerBase, servingCa, ROUTER_DNS);
     },
     fastPathUrls: async () =>
       (await pods('claim-controller'))
@@ -187,6 +192,8 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
     servernameOf(url) {
       if (url.startsWith(fastPathUrl) || new RegExp(`^https://[\\d.]+:${PORTS.fastPath}(/|$)`).test(url))
         return SERVICE_DNS('claim-controller');
+      // the router Service's cluster IP: sandbox-apiserver's certificate names the router Service too
+      if (routerBase !== undefined && (url === routerBase || url.startsWith(`${routerBase}/`))) return ROUTER_DNS;
       // a replica's pod address: its certificate names the Service
       return new RegExp(`^https://[\\d.]+:${PORTS.apiserver}(/|$)`).test(url) ? SERVICE_DNS('sandbox-apiserver') : undefined;
     },

@@ -25,7 +25,9 @@ async function main(): Promise<void> {
   process.stdout.write(`export SANDBOX_SCALE_FAST_PATH_URL=${system.fastPathUrl}\n`);
   process.stdout.write(`export SANDBOX_SCALE_FAST_PATH_CA_FILE=${system.servingCaPath}\n`);
   // the sandbox router agent-sandbox's Python client takes as api_url in Direct mode (with a
-  // Kubernetes bearer token); printed last, so a reader of these lines knows they are all out
+  // Kubernetes bearer token), and the CA its certificate chains to (the client's ca_cert); the
+  // URL printed last, so a reader of these lines knows they are all out
+  process.stdout.write(`export SANDBOX_SCALE_ROUTER_CA_FILE=${system.servingCaPath}\n`);
   process.stdout.write(`export SANDBOX_SCALE_ROUTER_URL=${system.routerUrls[0] ?? ''}\n`);
   process.stderr.write(
     [

@@ -390,7 +390,7 @@ async function startApps(
       `${RELEASE}-sandbox-apiserver`,
       '--service-namespace',
       SYSTEM_NAMESPACE,
-      // the sandbox router, as the chart runs it: plain HTTP, Kubernetes bearer tokens
+      // the sandbox router, as the chart runs it: HTTPS with the serving certificate, Kubernetes bearer tokens
       '--router-bind-address',
       `127.0.0.1:${ports.router[i] ?? 0}`,
       ...(ctx.extraArgs['sandbox-apiserver'] ?? []),
@@ -595,7 +595,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
       apiserverUrls: apiserverPorts.map((p) => `https://127.0.0.1:${p}`),
       fastPathUrl: `https://127.0.0.1:${fastPathPorts[0] ?? 0}`,
       fastPathUrls: fastPathPorts.map((p) => `https://127.0.0.1:${p}`),
-      routerUrls: routerPorts.map((p) => `http://127.0.0.1:${p}`),
+      routerUrls: routerPorts.map((p) => `https://127.0.0.1:${p}`),
       servingCaPath: certs.ca,
       logDir,
       apps: ctx.apps,

@@ -2,6 +2,7 @@ import { CoreV1Api } from '@kubernetes/client-node';
 import { kubeApiClient } from '@sandbox-scale/kube-runtime';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { Agent, request } from 'undici';
 import { kubeconfigForServiceAccount, runSuffix } from '../testing/cluster';
 import { MetricsScraper, type MetricsEndpoint } from '../testing/metrics-scraper';
 import { eventually } from '../testing/eventually';
@@ -30,15 +31,24 @@ export async function tenantCredentials(
   return { kubeConfig, path, token: kubeConfig.getCurrentUser()?.token ?? '' };
 }
 
-/** `url` once its /healthz answers 200: the router listens a moment after sandbox-apiserver's secure port does. */
-export async function routerAnswering(url: string): Promise<string> {
-  await eventually(
-    async () => {
-      const res = await fetch(`${url}/healthz`);
-      if (res.status !== 200) throw new Error(`${url}/healthz answered ${res.status}`);
-    },
-    { timeoutMs: 60_000, intervalMs: 250 },
-  );
+/**
+ * `url` once its /healthz answers 200 over TLS checked against `ca` (and `servername`): the router
+ * listens a moment after sandbox-apiserver's secure port does.
+ */
+export async function routerAnswering(url: string, ca: string, servername: string | undefined): Promise<string> {
+  const dispatcher = new Agent({ connect: { ca, ...(servername !== undefined ? { servername } : {}) } });
+  try {
+    await eventually(
+      async () => {
+        const res = await request(`${url}/healthz`, { dispatcher });
+        await res.body.dump();
+        if (res.statusCode !== 200) throw new Error(`${url}/healthz answered ${res.statusCode}`);
+      },
+      { timeoutMs: 60_000, intervalMs: 250 },
+    );
+  } finally {
+    await dispatcher.close();
+  }
   return url;
 }
 
@@ -76,7 +86,8 @@ export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onS
     apiserverUrl: sys.apiserverUrl,
     fastPathUrl: sys.fastPathUrl,
     fastPathUrls: () => Promise.resolve(sys.fastPathUrls),
-    routerUrl: () => routerAnswering(sys.routerUrls[0] ?? ''),
+    // the local certificate names 127.0.0.1, where the router listens
+    routerUrl: () => routerAnswering(sys.routerUrls[0] ?? '', servingCa, undefined),
     servingCa,
     clusterCa: { cert: readFileSync(cp.files.caCert, 'utf8'), key: readFileSync(cp.files.caKey, 'utf8') },
     frontProxyClient,

@@ -61,9 +61,10 @@ export interface SystemUnderTest {
   /** Each claim-controller replica's fast path, reached directly rather than through its Service. */
   fastPathUrls(): Promise<string[]>;
   /**
-   * Base URL of the sandbox router (agent-sandbox's sandbox-router for microVMs), plain HTTP, once
-   * it answers /healthz (local: the first sandbox-apiserver replica's router listener; installed:
-   * the router Service's cluster IP and port).
+   * Base URL of the sandbox router (agent-sandbox's sandbox-router for microVMs), HTTPS with the
+   * serving certificate (servingCa; servernameOf names what it holds), once it answers /healthz
+   * (local: the first sandbox-apiserver replica's router listener; installed: the router
+   * Service's cluster IP and port).
    */
   routerUrl(): Promise<string>;
   /** PEM of the CA that signed the serving certificates of sandbox-apiserver and the fast path. */

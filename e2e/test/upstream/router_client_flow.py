@@ -1,7 +1,7 @@
 """agent-sandbox's Python client (k8s-agent-sandbox), unchanged, in Direct mode against the sandbox
 router: SandboxClient.create_sandbox claims a sandbox from a warm pool (a SandboxClaim, with the
 caller's kubeconfig), then commands and files go through the router with the caller's bearer
-token in extra_headers. Prints one JSON line with what each call returned; the test asserts
+token in extra_headers, over HTTPS with the router's CA (router_tls.py). Prints one JSON line with what each call returned; the test asserts
 every field.
 
 argv: namespace, warm pool, claim name, router URL. The bearer token comes in ROUTER_TOKEN (a
@@ -12,7 +12,8 @@ import os
 import sys
 
 from k8s_agent_sandbox import SandboxClient
-from k8s_agent_sandbox.models import SandboxDirectConnectionConfig
+
+from router_tls import direct_config
 
 # every byte value, a NUL and bytes that are not UTF-8: a round trip must keep them all
 BLOB = bytes(range(256)) * 64 + b"\x00\xff\xfe end"
@@ -20,10 +21,7 @@ BLOB = bytes(range(256)) * 64 + b"\x00\xff\xfe end"
 
 def main() -> None:
     namespace, pool, claim, router_url = sys.argv[1:5]
-    config = SandboxDirectConnectionConfig(
-        api_url=router_url,
-        extra_headers={"Authorization": f"Bearer {os.environ['ROUTER_TOKEN']}"},
-    )
+    config = direct_config(router_url, extra_headers={"Authorization": f"Bearer {os.environ['ROUTER_TOKEN']}"})
     client = SandboxClient(connection_config=config)
     sandbox = client.create_sandbox(warmpool=pool, namespace=namespace, claim_name=claim)
 

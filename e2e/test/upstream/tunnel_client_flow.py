@@ -16,6 +16,8 @@ from k8s_agent_sandbox import SandboxClient
 from k8s_agent_sandbox.exceptions import SandboxRequestError
 from k8s_agent_sandbox.models import SandboxDirectConnectionConfig, SandboxLocalTunnelConnectionConfig
 
+from router_tls import direct_config
+
 # every byte value, a NUL and bytes that are not UTF-8: a round trip must keep them all
 BLOB = bytes(range(256)) * 16 + b"\x00\xff\xfe tunnel"
 
@@ -25,7 +27,8 @@ def connection(spec: str):
     if kind == "tunnel":
         return SandboxLocalTunnelConnectionConfig(server_port=8888, router_namespace=value)
     if kind == "direct":
-        return SandboxDirectConnectionConfig(api_url=value)
+        # the tunnel listener is plain HTTP; the authenticated one HTTPS (router_tls.py)
+        return SandboxDirectConnectionConfig(api_url=value) if value.startswith("http://") else direct_config(value)
     raise SystemExit(f"connection must be tunnel:<namespace> or direct:<url>, not {spec!r}")
 
 

@@ -15,13 +15,13 @@ describe('router flags', () => {
     expect(parse(['--router-bind-address', '0'])).toEqual({});
   });
 
-  it('start it with Kubernetes authentication, plain HTTP, 180 s, 1,024 relays (256 a namespace), 30 m idle and 4 h at most by default', () => {
+  it('start it with Kubernetes authentication, HTTPS, 180 s, 1,024 relays (256 a namespace), 30 m idle and 4 h at most by default', () => {
     expect(parse(['--router-bind-address', ':8080'])).toEqual({
       router: {
         host: '',
         port: 8080,
         authentication: 'kubernetes',
-        tls: false,
+        tls: true,
         proxyTimeoutMs: 180_000,
         maxRelays: 1024,
         maxRelaysPerNamespace: 256,
@@ -31,14 +31,14 @@ describe('router flags', () => {
     });
   });
 
-  it('take none, TLS, a shorter proxy timeout and another relay cap only when given', () => {
+  it('take none, plain HTTP, a shorter proxy timeout and another relay cap only when given', () => {
     expect(
       parse([
         '--router-bind-address',
         '127.0.0.1:0',
         '--router-authentication',
         'none',
-        '--router-tls',
+        '--router-tls=false',
         '--router-proxy-timeout',
         '30s',
         '--router-max-relays',
@@ -55,7 +55,7 @@ describe('router flags', () => {
         host: '127.0.0.1',
         port: 0,
         authentication: 'none',
-        tls: true,
+        tls: false,
         proxyTimeoutMs: 30_000,
         maxRelays: 8,
         maxRelaysPerNamespace: 2,
@@ -72,7 +72,7 @@ describe('router flags', () => {
         port: 8080,
         authentication: 'kubernetes',
         tunnel: { host: '127.0.0.1', port: 8080 },
-        tls: false,
+        tls: true,
         proxyTimeoutMs: 180_000,
         maxRelays: 1024,
         maxRelaysPerNamespace: 256,

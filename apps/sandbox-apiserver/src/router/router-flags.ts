@@ -22,7 +22,9 @@ export const routerFlagShape = {
     .describe(
       "A second router listener, plain HTTP and without authentication, on a loopback address only (0 = off): where `kubectl port-forward` to the pod arrives, since the container runtime dials localhost inside the pod, so the tunnel's own authorization (create pods/portforward) is the only check. It serves agent-sandbox's LocalTunnel mode, which sends no bearer token; --router-bind-address then names the pod's address on the same port",
     ),
-  routerTls: booleanFlag(false).describe('Serve the router over HTTPS with the serving certificate (default plain HTTP, as upstream)'),
+  routerTls: booleanFlag(true).describe(
+    "Serve the router over HTTPS with the serving certificate (--tls-cert-file, which must name the router's address too), since every request carries a full Kubernetes bearer token; false = plain HTTP, as upstream's (the tunnel listener is plain HTTP either way: it is on the pod's loopback)",
+  ),
   routerProxyTimeout: durationFlag('180s').describe(
     "Longest a relayed request waits for the guest's answer (and then between reads of its body); the default and the cap of X-Sandbox-Timeout",
   ),
