@@ -1,4 +1,4 @@
-import { durationFlag, managerFlagShape } from '@sandbox-scale/kube-runtime';
+import { durationFlag, KeptObjectsSchema, managerFlagShape } from '@sandbox-scale/kube-runtime';
 import { sandboxdTokensFlag } from '@sandbox-scale/sandboxd-client';
 import { LIMITS } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
@@ -33,6 +33,27 @@ export const WarmpoolDriverFlagsSchema = z.object({
   ),
   warmPoolSyncInterval: durationFlag(`${LIMITS.warmPoolSyncIntervalMs / 1000}s`).describe(
     'Resync period of the warm targets and of the pool status',
+  ),
+  keepCertificates: z
+    .string()
+    .default('')
+    .transform((s, ctx): unknown => {
+      if (s === '') return undefined;
+      try {
+        return JSON.parse(s) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'not valid JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(KeptObjectsSchema.optional())
+    .describe(
+      'JSON {"namespace","caSecret","serving":[{"secret","dnsNames"}],"claimRefKeySecret","apiService"}: on the leader, create the CA, the serving certificates it signs and the claim-reference key in these Secrets when absent (never replacing a Secret it did not create), sign its serving certificates again before they end, and keep the APIService caBundle on the CA. Empty = off',
+    ),
+  caValidity: durationFlag('87600h').describe('Lifetime of a CA --keep-certificates creates'),
+  certificateValidity: durationFlag('2160h').describe('Lifetime of a serving certificate --keep-certificates signs'),
+  certificateRenewBefore: durationFlag('720h').describe(
+    'A serving certificate --keep-certificates signed is signed again this long before it ends',
   ),
 });
 export type WarmpoolDriverFlags = z.infer<typeof WarmpoolDriverFlagsSchema>;

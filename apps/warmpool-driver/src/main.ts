@@ -1,7 +1,10 @@
-import { fleetTokenInput, kubeConfigInput, managerOptionsFromFlags, runApp } from '@sandbox-scale/kube-runtime';
+import { ConfigError, fleetTokenInput, kubeConfigInput, managerOptionsFromFlags, runApp } from '@sandbox-scale/kube-runtime';
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
 import { WarmpoolDriverFlagsSchema } from './config';
 import { startDriver } from './start-driver';
+
+/** How often the leader looks at the kept certificates besides each one's renewal time: a deleted Secret comes back within it. */
+const CERTIFICATE_RESYNC_MS = 5 * 60_000;
 
 void runApp({
   name: 'warmpool-driver',
@@ -12,6 +15,9 @@ void runApp({
     fleetToken: fleetTokenInput,
   },
   start: ({ config, inputs: { kubeConfig, fleetToken }, log, registry }) => {
+    // a certificate due for renewal as soon as it is signed would be signed again on every pass
+    if (config.keepCertificates && config.certificateRenewBefore >= config.certificateValidity)
+      throw new ConfigError('must be shorter than --certificate-validity', 'certificateRenewBefore');
     const {
       log: _log,
       registry: _registry,
@@ -28,6 +34,19 @@ void runApp({
       namespace: config.namespace,
       nodeInventorySelector: config.nodeInventorySelector,
       limits: { perPool: config.maxReplicasPerPool, perNamespace: config.maxReplicasPerNamespace },
+      ...(config.keepCertificates
+        ? {
+            certificates: {
+              objects: config.keepCertificates,
+              times: {
+                caValidityMs: config.caValidity,
+                servingValidityMs: config.certificateValidity,
+                renewBeforeMs: config.certificateRenewBefore,
+                resyncMs: CERTIFICATE_RESYNC_MS,
+              },
+            },
+          }
+        : {}),
       manager,
     });
   },

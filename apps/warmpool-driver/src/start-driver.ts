@@ -1,5 +1,6 @@
 import type { KubeConfig } from '@kubernetes/client-node';
 import {
+  CertificateKeeper,
   Manager,
   controller,
   createEventRecorder,
@@ -7,6 +8,8 @@ import {
   defaultIdentity,
   generationChanged,
   type InformerOptions,
+  type KeeperTimes,
+  type KeptObjects,
   type KubeObject,
   type Logger,
   type ManagerOptions,
@@ -47,6 +50,8 @@ export interface StartDriverOptions {
    * binary's flags default to 1,000 and 5,000.
    */
   limits?: ReplicaLimits;
+  /** The certificates and keys the leader keeps (absent: none). */
+  certificates?: { objects: KeptObjects; times: KeeperTimes };
   /** Leader election, listeners, shutdown timeout (from the shared manager flags). */
   manager?: Partial<Omit<ManagerOptions, 'log' | 'registry' | 'kubeConfig'>>;
 }
@@ -117,6 +122,8 @@ export function startDriver(opts: StartDriverOptions): RunningDriver {
     .addInformer(inventories)
     .add(events)
     .add(ctrl);
+  if (opts.certificates)
+    manager.add(new CertificateKeeper({ kubeConfig: kc, ...opts.certificates, manager: FIELD_MANAGERS.warmpoolDriver, log, registry }));
   const stopper = new AbortController();
   const done = manager.start(stopper.signal).finally(() => clients?.close());
   return {

@@ -40,6 +40,8 @@ export {
   resourceName,
   apiVersionOf,
   ConfigMapResource,
+  SecretResource,
+  APIServiceResource,
   NamespaceResource,
   LeaseResource,
   EventResource,
@@ -140,6 +142,15 @@ export { sendJson, sendKubeStatus } from './http/json-reply';
 export { postJson } from './http/post-json';
 export type { JsonReply, PostFailure, PostJsonOptions } from './http/post-json';
 export { selfSignedCert } from './http/self-signed-cert';
+export {
+  CertificateKeeper,
+  KeptObjectsSchema,
+  KEPT_BY_LABEL,
+  type KeptObjects,
+  type KeeperTimes,
+  type CertificateKeeperOptions,
+} from './certs/certificate-keeper';
+export { createCA, signLeaf, certFacts, type CertPair, type LeafOptions, type CertFacts } from './certs/pki';
 export type { SelfSignedCert, SelfSignedCertOptions } from './http/self-signed-cert';
 export type { StatusReplyOptions } from './http/json-reply';
 export type { InflightCaps } from './http/inflight-limits';

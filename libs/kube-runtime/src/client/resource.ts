@@ -36,6 +36,14 @@ export function resourcePath(res: KubeResource, opts: PathOptions = {}): string 
   return path;
 }
 
+export const SecretResource: KubeResource = { group: '', version: 'v1', plural: 'secrets', kind: 'Secret', namespaced: true };
+export const APIServiceResource: KubeResource = {
+  group: 'apiregistration.k8s.io',
+  version: 'v1',
+  plural: 'apiservices',
+  kind: 'APIService',
+  namespaced: false,
+};
 export const ConfigMapResource: KubeResource = { group: '', version: 'v1', plural: 'configmaps', kind: 'ConfigMap', namespaced: true };
 export const NamespaceResource: KubeResource = { group: '', version: 'v1', plural: 'namespaces', kind: 'Namespace', namespaced: false };
 export const LeaseResource: KubeResource = {

@@ -1,0 +1,216 @@
+import { Registry } from 'prom-client';
+import { z } from 'zod';
+import { createTestNamespace, deleteNamespace, testKubeConfig } from '@sandbox-scale/e2e';
+import {
+  APIServiceResource,
+  CertificateKeeper,
+  KEPT_BY_LABEL,
+  ResourceClient,
+  SecretResource,
+  certFacts,
+  createCA,
+  signLeaf,
+  type KeeperTimes,
+  type KeptObjects,
+} from '../src/index';
+import { captureLog } from '../src/testing';
+
+// The keeper against a real API server: it makes what is absent, leaves what exists and is
+// sound, signs its own serving certificates again when due, and never writes a Secret it did
+// not make.
+
+const kc = testKubeConfig();
+const secrets = new ResourceClient(kc, SecretResource);
+const apiServices = new ResourceClient(kc, APIServiceResource);
+const DAY = 86_400_000;
+const TIMES: KeeperTimes = { caValidityMs: 3650 * DAY, servingValidityMs: 90 * DAY, renewBeforeMs: 30 * DAY, resyncMs: 600_000 };
+const GROUP = `keeper-${process.pid}.example.com`;
+const API_SERVICE = `v1.${GROUP}`;
+let ns: string;
+
+const SecretSchema = z.object({
+  metadata: z.object({ resourceVersion: z.string(), labels: z.record(z.string(), z.string()).optional() }),
+  type: z.string().optional(),
+  data: z.record(z.string(), z.string()),
+});
+const read = async (name: string) => SecretSchema.parse(await secrets.get(ns, name));
+const text = (s: z.infer<typeof SecretSchema>, key: string): string => Buffer.from(s.data[key] ?? '', 'base64').toString('utf8');
+const caBundle = async (): Promise<string | undefined> =>
+  z.object({ spec: z.object({ caBundle: z.string().optional() }) }).parse(await apiServices.get(undefined, API_SERVICE)).spec.caBundle;
+
+function objects(over: Partial<KeptObjects> = {}): KeptObjects {
+  return {
+    namespace: ns,
+    caSecret: 'demo-ca',
+    serving: [
+      { secret: 'demo-apiserver-serving', dnsNames: [`demo-apiserver.${ns}.svc`, `demo-router.${ns}.svc`] },
+      { secret: 'demo-fast-path-serving', dnsNames: [`demo-fast-path.${ns}.svc`] },
+    ],
+    claimRefKeySecret: 'demo-claim-ref-key',
+    apiService: API_SERVICE,
+    ...over,
+  };
+}
+const keeper = (over: Partial<KeptObjects> = {}, times: Partial<KeeperTimes> = {}) =>
+  new CertificateKeeper({
+    kubeConfig: kc,
+    objects: objects(over),
+    times: { ...TIMES, ...times },
+    manager: 'sandbox-scale/keeper-test',
+    log: captureLog().log,
+    registry: new Registry(),
+  });
+const versions = async (): Promise<string[]> =>
+  Promise.all(
+    ['demo-ca', 'demo-apiserver-serving', 'demo-fast-path-serving', 'demo-claim-ref-key'].map(
+      async (n) => (await read(n)).metadata.resourceVersion,
+    ),
+  );
+
+beforeAll(async () => {
+  ns = await createTestNamespace(kc, 'kr-keeper');
+  // an APIService of the suite's own: the keeper sets its caBundle (nothing serves it)
+  await apiServices.create(undefined, {
+    apiVersion: 'apiregistration.k8s.io/v1',
+    kind: 'APIService',
+    metadata: { name: API_SERVICE },
+    spec: {
+      group: GROUP,
+      version: 'v1',
+      groupPriorityMinimum: 10,
+      versionPriority: 10,
+      service: { namespace: ns, name: 'demo-apiserver', port: 443 },
+    },
+  });
+});
+afterAll(async () => {
+  await apiServices.delete(undefined, API_SERVICE).catch(() => undefined);
+  await deleteNamespace(kc, ns);
+});
+
+describe('the certificate keeper', () => {
+  it('creates the CA, the serving certificates it signs, the claim-reference key and the caBundle, once', async () => {
+    const next = await keeper().keepOnce();
+    expect(next).toBe(TIMES.resyncMs);
+    const ca = await read('demo-ca');
+    expect(ca.type).toBe('kubernetes.io/tls');
+    expect(ca.metadata.labels?.[KEPT_BY_LABEL]).toBe('sandbox-scale.keeper-test');
+    const caPem = text(ca, 'tls.crt');
+    for (const s of objects().serving) {
+      const serving = await read(s.secret);
+      const facts = certFacts(text(serving, 'tls.crt'));
+      expect({ names: facts?.dnsNames.sort(), signed: facts?.signedBy(caPem), ca: text(serving, 'ca.crt') }).toEqual({
+        names: [...s.dnsNames].sort(),
+        signed: true,
+        ca: caPem,
+      });
+      const days = ((facts?.notAfterMs ?? 0) - Date.now()) / DAY;
+      expect(days).toBeGreaterThan(89);
+      expect(days).toBeLessThanOrEqual(90);
+    }
+    const key = Buffer.from(text(await read('demo-claim-ref-key'), 'key'), 'base64');
+    expect(key.length).toBe(32);
+    expect(await caBundle()).toBe(Buffer.from(caPem).toString('base64'));
+
+    // a second pass, and another keeper's (a new leader), write nothing
+    const before = await versions();
+    await keeper().keepOnce();
+    await keeper().keepOnce();
+    expect(await versions()).toEqual(before);
+  });
+
+  it('signs its serving certificate again when due, when its names change, and when the CA changes, and follows with the caBundle', async () => {
+    const first = await read('demo-apiserver-serving');
+    // renewal is due once renewBefore reaches past the end
+    await keeper({}, { renewBeforeMs: 91 * DAY }).keepOnce();
+    const renewed = await read('demo-apiserver-serving');
+    expect(renewed.metadata.resourceVersion).not.toBe(first.metadata.resourceVersion);
+    expect(text(renewed, 'tls.crt')).not.toBe(text(first, 'tls.crt'));
+
+    const names = [`demo-apiserver.${ns}.svc`, `demo-apiserver.${ns}.svc.cluster.local`];
+    await keeper({ serving: [{ secret: 'demo-apiserver-serving', dnsNames: names }] }).keepOnce();
+    expect(certFacts(text(await read('demo-apiserver-serving'), 'tls.crt'))?.dnsNames.sort()).toEqual(names.sort());
+
+    // the CA Secret replaced (by hand): everything it signs follows
+    const ca = await createCA('replaced-by-hand', 30);
+    const current = await read('demo-ca');
+    await secrets.replace(ns, 'demo-ca', {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'demo-ca', namespace: ns, resourceVersion: current.metadata.resourceVersion, labels: current.metadata.labels },
+      type: 'kubernetes.io/tls',
+      data: { 'tls.crt': Buffer.from(ca.cert).toString('base64'), 'tls.key': Buffer.from(ca.key).toString('base64') },
+    });
+    await keeper().keepOnce();
+    for (const s of objects().serving) {
+      const serving = await read(s.secret);
+      expect({ signed: certFacts(text(serving, 'tls.crt'))?.signedBy(ca.cert), ca: text(serving, 'ca.crt') }).toEqual({
+        signed: true,
+        ca: ca.cert,
+      });
+    }
+    expect(await caBundle()).toBe(Buffer.from(ca.cert).toString('base64'));
+  });
+
+  it('comes back for a renewal when it is due, sooner than the resync', async () => {
+    const next = await keeper({}, { renewBeforeMs: 89.5 * DAY, resyncMs: 7 * DAY }).keepOnce();
+    expect(next).toBeGreaterThan(0);
+    expect(next).toBeLessThanOrEqual(0.5 * DAY);
+  });
+
+  it('never writes a Secret it did not make, nor replaces a claim-reference key', async () => {
+    const ca = await createCA('the-users-own', 1);
+    const leaf = await signLeaf(ca, { commonName: 'elsewhere', dnsNames: ['elsewhere.example.com'], validDays: 1 });
+    await secrets.create(ns, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'users-serving', namespace: ns },
+      type: 'kubernetes.io/tls',
+      data: { 'tls.crt': Buffer.from(leaf.cert).toString('base64'), 'tls.key': Buffer.from(leaf.key).toString('base64') },
+    });
+    await secrets.create(ns, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'users-key', namespace: ns },
+      data: { key: 'dXNlcnMta2V5' },
+    });
+    const before = await Promise.all(['users-serving', 'users-key'].map(async (n) => (await read(n)).metadata.resourceVersion));
+    await keeper({
+      serving: [{ secret: 'users-serving', dnsNames: [`demo-apiserver.${ns}.svc`] }],
+      claimRefKeySecret: 'users-key',
+    }).keepOnce();
+    expect(await Promise.all(['users-serving', 'users-key'].map(async (n) => (await read(n)).metadata.resourceVersion))).toEqual(before);
+    expect(text(await read('users-key'), 'key')).toBe('users-key');
+  });
+
+  it('leaves a CA Secret without a usable key alone, and signs nothing with it', async () => {
+    await secrets.create(ns, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'broken-ca', namespace: ns },
+      type: 'Opaque',
+      data: { 'tls.crt': Buffer.from('not a certificate').toString('base64') },
+    });
+    const log = captureLog();
+    const k = new CertificateKeeper({
+      kubeConfig: kc,
+      objects: objects({ caSecret: 'broken-ca', serving: [{ secret: 'never-signed', dnsNames: ['x.example.com'] }], apiService: '' }),
+      times: TIMES,
+      manager: 'sandbox-scale/keeper-test',
+      log: log.log,
+      registry: new Registry(),
+    });
+    await k.keepOnce();
+    await expect(secrets.get(ns, 'never-signed')).rejects.toMatchObject({ code: 404 });
+    expect(log.lines.some((l) => String(l.msg).includes('no usable tls.crt and tls.key') && l.secret === 'broken-ca')).toBe(true);
+  });
+
+  it('runs until stopped, on the leader only', async () => {
+    const k = keeper();
+    expect(k.needLeaderElection).toBe(true);
+    const stop = new AbortController();
+    const running = k.start(stop.signal);
+    stop.abort();
+    await expect(running).resolves.toBeUndefined();
+  });
+});
