@@ -39,7 +39,7 @@ let installed = false;
 interface Rendered {
   kind: string;
   apiVersion?: string;
-  metadata: { name: string; namespace?: string; labels?: Record<string, string> };
+  metadata: { name: string; namespace?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   spec?: Record<string, unknown>;
   data?: Record<string, string>;
 }
@@ -112,6 +112,25 @@ function policySpecOf(out: string, policyName: string): Record<string, unknown> 
   return docs[0]?.spec ?? {};
 }
 
+/** What a cluster with cert-manager's CRDs reports to `helm template`. */
+const CERT_MANAGER_API = ['--api-versions', 'cert-manager.io/v1/Certificate', '--api-versions', 'cert-manager.io/v1/Issuer'];
+
+interface KeptObjects {
+  namespace: string;
+  caSecret?: string;
+  serving?: { secret: string; dnsNames: string[] }[];
+  claimRefKeySecret?: string;
+  apiService?: string;
+}
+
+/** warmpool-driver's --keep-certificates, parsed; undefined when it keeps nothing. */
+function keptObjectsOf(docs: Rendered[]): KeptObjects | undefined {
+  const driver = docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `${fullname}-warmpool-driver`)?.spec as
+    { template: { spec: { containers: { args: string[] }[] } } } | undefined;
+  const arg = driver?.template.spec.containers[0]?.args.find((a) => a.startsWith('--keep-certificates='));
+  return arg === undefined ? undefined : (JSON.parse(arg.slice('--keep-certificates='.length)) as KeptObjects);
+}
+
 async function helmTemplate(extra: string[] = []): Promise<string> {
   const res = await runTool('helm', ['template', release, chartDir, '--namespace', ns, ...extra]);
   expect(res.stderr).toBe('');
@@ -129,7 +148,11 @@ afterAll(async () => {
 
 describe('the sandbox-scale chart', () => {
   it('lints clean, with the chart-issued certificates and with cert-manager', async () => {
-    for (const extra of [[], ['--set', 'certManager.enabled=true'], ['--set', 'claimController.secretNamespaces={team-a,team-b}']]) {
+    for (const extra of [
+      [],
+      ['--set', 'certificates.existingSecrets=true', '--set', 'apiService.caBundle=Y2E='],
+      ['--set', 'claimController.secretNamespaces={team-a,team-b}'],
+    ]) {
       const res = await runTool('helm', ['lint', '--strict', chartDir, ...extra]);
       expect(res.stdout).toContain('0 chart(s) failed');
       expect(res.stdout).not.toMatch(/\[(WARNING|ERROR)\]/);
@@ -299,8 +322,9 @@ describe('the sandbox-scale chart', () => {
         serverName: `${fullname}-${app}.${ns}.svc`,
         insecure: undefined,
       });
-      const caSecret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === tls?.ca?.secret.name);
-      expect(caSecret?.data?.[tls?.ca?.secret.key ?? '']).toBeTruthy();
+      // a Secret warmpool-driver keeps (it is never rendered), whose ca.crt is the chart's CA
+      expect(tls?.ca?.secret).toEqual({ name: `${fullname}-${app}-serving`, key: 'ca.crt' });
+      expect(keptObjectsOf(docs)?.serving?.map((k) => k.secret)).toContain(tls?.ca?.secret.name);
     }
     // the others make their certificate at start: no CA to give
     for (const app of ['warmpool-driver', 'inventory-publisher'])
@@ -421,22 +445,91 @@ describe('the sandbox-scale chart', () => {
     expect(bare.stdout).toContain('No workloads (workloads=false)');
   });
 
-  it('signs the APIService caBundle and the serving certificate with the same CA', async () => {
+  it('renders byte-identical output twice and generates no certificate or key: warmpool-driver keeps them, named in its --keep-certificates', async () => {
+    for (const values of [
+      [],
+      ['--set', 'certManager.enabled=true', ...CERT_MANAGER_API],
+      ['--set', 'certificates.existingSecrets=true', '--set', 'apiService.caBundle=Y2E='],
+    ]) {
+      const first = await helmTemplate(values);
+      expect(await helmTemplate(values)).toBe(first);
+      expect(renderedDocs(first).filter((d) => d.kind === 'Secret')).toEqual([]);
+    }
     const docs = renderedDocs(await helmTemplate());
-    const apiService = docs.find((d) => d.kind === 'APIService');
-    const serving = docs.find((d) => d.kind === 'Secret' && d.metadata.name === `${fullname}-sandbox-apiserver-serving`);
-    expect(apiService?.spec).toMatchObject({
-      group: 'agents.x-k8s.io',
-      version: 'v1beta1',
-      service: { namespace: ns, name: `${fullname}-sandbox-apiserver`, port: 443 },
+    expect(keptObjectsOf(docs)).toEqual({
+      namespace: ns,
+      caSecret: `${fullname}-ca`,
+      serving: [
+        { secret: `${fullname}-sandbox-apiserver-serving`, dnsNames: expect.arrayContaining([`${fullname}-sandbox-apiserver.${ns}.svc`]) },
+        { secret: `${fullname}-claim-controller-serving`, dnsNames: expect.arrayContaining([`${fullname}-claim-controller.${ns}.svc`]) },
+      ],
+      claimRefKeySecret: `${fullname}-claim-ref-key`,
+      apiService: 'v1beta1.agents.x-k8s.io',
     });
-    expect(serving?.data?.['ca.crt']).toBeTruthy();
-    expect(apiService?.spec?.caBundle).toBe(serving?.data?.['ca.crt']);
-    const certPem = Buffer.from(serving?.data?.['tls.crt'] ?? '', 'base64').toString();
-    const { X509Certificate } = await import('node:crypto');
-    const cert = new X509Certificate(certPem);
-    expect(cert.subjectAltName).toContain(`DNS:${fullname}-sandbox-apiserver.${ns}.svc`);
-    expect(cert.verify(new X509Certificate(Buffer.from(serving?.data?.['ca.crt'] ?? '', 'base64').toString()).publicKey)).toBe(true);
+    // the template holds no caBundle, so no render undoes the one the keeper sets
+    expect(docs.find((d) => d.kind === 'APIService')?.spec).not.toHaveProperty('caBundle');
+    // it may read and update exactly those Secrets, and patch that APIService
+    const role = docs.find((d) => d.kind === 'Role' && d.metadata.name === `${fullname}-warmpool-driver-certificates`);
+    expect((role as { rules?: unknown } | undefined)?.rules).toEqual([
+      { apiGroups: [''], resources: ['secrets'], verbs: ['create'] },
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: [
+          `${fullname}-ca`,
+          `${fullname}-sandbox-apiserver-serving`,
+          `${fullname}-claim-controller-serving`,
+          `${fullname}-claim-ref-key`,
+        ],
+        verbs: ['get', 'update'],
+      },
+    ]);
+    const apiServiceRole = docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === `${fullname}-warmpool-driver-apiservice-ca`);
+    expect((apiServiceRole as { rules?: unknown } | undefined)?.rules).toEqual([
+      {
+        apiGroups: ['apiregistration.k8s.io'],
+        resources: ['apiservices'],
+        resourceNames: ['v1beta1.agents.x-k8s.io'],
+        verbs: ['get', 'patch'],
+      },
+    ]);
+
+    // cert-manager issues the certificates (and injects the caBundle); the key is still kept
+    const managed = renderedDocs(await helmTemplate(['--set', 'certManager.enabled=true', ...CERT_MANAGER_API]));
+    expect(keptObjectsOf(managed)).toEqual({ namespace: ns, claimRefKeySecret: `${fullname}-claim-ref-key` });
+    expect(managed.find((d) => d.kind === 'APIService')?.metadata.annotations).toEqual({
+      'cert-manager.io/inject-ca-from': `${ns}/${fullname}-sandbox-apiserver-serving`,
+    });
+    const durations = managed
+      .filter((d) => d.kind === 'Certificate')
+      .map((d) => (d.spec as { duration?: string; renewBefore?: string }) ?? {})
+      .map((spec) => [spec.duration, spec.renewBefore]);
+    expect(durations).toEqual(
+      expect.arrayContaining([
+        ['87600h', undefined],
+        ['2160h', '720h'],
+      ]),
+    );
+    // Secrets of the user's own: nothing kept, the caBundle is the value given
+    const own = renderedDocs(await helmTemplate(['--set', 'certificates.existingSecrets=true', '--set', 'apiService.caBundle=Y2E=']));
+    expect(keptObjectsOf(own)).toBeUndefined();
+    expect(own.find((d) => d.kind === 'APIService')?.spec).toMatchObject({ caBundle: 'Y2E=' });
+  });
+
+  it('refuses, naming what is missing, cert-manager without its CRDs, Secrets of the own without a caBundle, and no warmpool-driver to keep them', async () => {
+    const refused = async (values: string[]): Promise<string> => {
+      const res = await runTool('helm', ['template', release, chartDir, '--namespace', ns, ...values]);
+      expect(res.code).not.toBe(0);
+      return res.stderr;
+    };
+    expect(await refused(['--set', 'certManager.enabled=true'])).toContain(
+      "certManager.enabled=true needs cert-manager's CRDs (cert-manager.io/v1 Certificate and Issuer)",
+    );
+    expect(await refused(['--set', 'certificates.existingSecrets=true'])).toContain('set apiService.caBundle');
+    expect(await refused(['--set', 'warmpoolDriver.enabled=false'])).toContain(
+      'set warmpoolDriver.enabled=true, or certificates.existingSecrets=true',
+    );
+    expect(await refused(['--set', 'certificates.validity=90d'])).toMatch(/certificates\/validity/);
   });
 
   it('points the APIService at an external endpoint through an ExternalName Service, accepted by the server', async () => {
@@ -517,26 +610,21 @@ describe('the sandbox-scale chart', () => {
   });
 
   it("serves the router over HTTPS with sandbox-apiserver's certificate, which names the router Service; router.tls=false is plain HTTP and drops the names", async () => {
-    const { X509Certificate } = await import('node:crypto');
-    const servingOf = (docs: Rendered[]): InstanceType<typeof X509Certificate> => {
-      const secret = docs.find((d) => d.kind === 'Secret' && d.metadata.name === `${fullname}-sandbox-apiserver-serving`);
-      return new X509Certificate(Buffer.from(secret?.data?.['tls.crt'] ?? '', 'base64').toString());
-    };
-    const namesOf = (cert: InstanceType<typeof X509Certificate>): string[] => (cert.subjectAltName ?? '').split(', ').sort();
-    const svcNames = (svc: string): string[] =>
-      [svc, `${svc}.${ns}`, `${svc}.${ns}.svc`, `${svc}.${ns}.svc.cluster.local`].map((n) => `DNS:${n}`);
+    const namesOf = (docs: Rendered[]): string[] =>
+      (keptObjectsOf(docs)?.serving ?? []).find((s) => s.secret === `${fullname}-sandbox-apiserver-serving`)?.dnsNames.sort() ?? [];
+    const svcNames = (svc: string): string[] => [svc, `${svc}.${ns}`, `${svc}.${ns}.svc`, `${svc}.${ns}.svc.cluster.local`];
 
     const tls = renderedDocs(await helmTemplate(['--set', 'router.serviceName=sandbox-router-svc']));
-    expect(namesOf(servingOf(tls))).toEqual([...svcNames(`${fullname}-sandbox-apiserver`), ...svcNames('sandbox-router-svc')].sort());
+    expect(namesOf(tls)).toEqual([...svcNames(`${fullname}-sandbox-apiserver`), ...svcNames('sandbox-router-svc')].sort());
     // cert-manager issues the same names
     const managed = renderedDocs(
-      await helmTemplate(['--set', 'router.serviceName=sandbox-router-svc', '--set', 'certManager.enabled=true']),
+      await helmTemplate(['--set', 'router.serviceName=sandbox-router-svc', '--set', 'certManager.enabled=true', ...CERT_MANAGER_API]),
     );
     const certificate = managed.find((d) => d.kind === 'Certificate' && d.metadata.name === `${fullname}-sandbox-apiserver-serving`);
-    expect(((certificate?.spec as { dnsNames?: string[] })?.dnsNames ?? []).map((n) => `DNS:${n}`).sort()).toEqual(namesOf(servingOf(tls)));
+    expect(((certificate?.spec as { dnsNames?: string[] })?.dnsNames ?? []).sort()).toEqual(namesOf(tls));
 
     const plain = renderedDocs(await helmTemplate(['--set', 'router.tls=false']));
-    expect(namesOf(servingOf(plain))).toEqual(svcNames(`${fullname}-sandbox-apiserver`).sort());
+    expect(namesOf(plain)).toEqual(svcNames(`${fullname}-sandbox-apiserver`).sort());
     const router = plain.find((d) => d.kind === 'Service' && d.metadata.name === `${fullname}-router`);
     expect((router?.spec as { ports: { name: string }[] }).ports.map((p) => p.name)).toEqual(['http']);
     const args = (

@@ -1,6 +1,10 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { request as httpsRequest } from 'node:https';
-import { waitInstalled, INSTALLED_NAMESPACE } from '../src/installed/installed-system';
+import { createHash } from 'node:crypto';
+import { join } from 'node:path';
+import { KEPT_BY_LABEL } from '@sandbox-scale/kube-runtime';
+import { REPO_ROOT } from '../src/images/images';
+import { waitInstalled, INSTALLED_NAMESPACE, INSTALLED_RELEASE } from '../src/installed/installed-system';
 import { connectInstalled, readInstalledState } from '../src/installed/installed-target';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { toolPath } from '../src/control-plane/tools';
@@ -343,5 +347,55 @@ describe('sandbox-scale installed by helm on a real node', () => {
       expect(text).not.toContain(system.sandboxdToken);
     }
     expect(lines).toBeGreaterThan(pods.items.length);
+  });
+
+  it("keeps the certificates and the claim-reference key warmpool-driver's leader made, and a helm upgrade with the same values changes no Secret", async () => {
+    type Secret = KubernetesObject & { metadata: { name: string; resourceVersion: string }; type?: string; data?: Record<string, string> };
+    // every Secret but Helm's own record of each release revision: its version and a digest of its data
+    const secrets = async (): Promise<Map<string, string>> =>
+      new Map(
+        (await kJson<Listed<Secret>>(['-n', INSTALLED_NAMESPACE, 'get', 'secrets'])).items
+          .filter((s) => s.type !== 'helm.sh/release.v1')
+          .map((s) => [
+            s.metadata.name,
+            `${s.metadata.resourceVersion} ${createHash('sha256')
+              .update(JSON.stringify(s.data ?? {}))
+              .digest('hex')}`,
+          ]),
+      );
+    const kept = await kJson<Listed<Secret>>(['-n', INSTALLED_NAMESPACE, 'get', 'secrets', '-l', KEPT_BY_LABEL]);
+    const fullname = INSTALLED_RELEASE;
+    expect(kept.items.map((s) => s.metadata.name).sort()).toEqual(
+      [
+        `${fullname}-ca`,
+        `${fullname}-claim-controller-serving`,
+        `${fullname}-claim-ref-key`,
+        `${fullname}-sandbox-apiserver-serving`,
+      ].sort(),
+    );
+    const ca = kept.items.find((s) => s.metadata.name === `${fullname}-ca`)?.data?.['tls.crt'];
+    const apiService = await kJson<{ spec: { caBundle?: string } }>(['get', 'apiservice', 'v1beta1.agents.x-k8s.io']);
+    expect(apiService.spec.caBundle).toBe(ca);
+
+    const before = await secrets();
+    await runCommand(
+      toolPath(state.binDir, 'helm'),
+      [
+        'upgrade',
+        INSTALLED_RELEASE,
+        join(REPO_ROOT, 'charts/sandbox-scale'),
+        '-n',
+        INSTALLED_NAMESPACE,
+        '--reuse-values',
+        '--wait',
+        '--timeout',
+        '2m',
+      ],
+      { KUBECONFIG: state.kubeconfigPath },
+    );
+    await waitInstalled(system.kubectl);
+    expect(await secrets()).toEqual(before);
+    const after = await kJson<{ spec: { caBundle?: string } }>(['get', 'apiservice', 'v1beta1.agents.x-k8s.io']);
+    expect(after.spec.caBundle).toBe(ca);
   });
 });

@@ -202,6 +202,15 @@ tolerations:
 
 {{/* Validates combinations the schema cannot express. */}}
 {{- define "sandbox-scale.validate" -}}
+{{- if and (include "sandbox-scale.keptObjects" .) (not .Values.warmpoolDriver.enabled) -}}
+{{- fail "warmpool-driver's leader creates and renews the certificates and the claim-reference key: set warmpoolDriver.enabled=true, or certificates.existingSecrets=true with Secrets of your own (docs/operations.md, Certificates)" -}}
+{{- end -}}
+{{- if and .Values.certManager.enabled (or (include "sandbox-scale.servesApiserver" .) (include "sandbox-scale.servesFastPath" .)) (not (.Capabilities.APIVersions.Has "cert-manager.io/v1/Certificate")) -}}
+{{- fail "certManager.enabled=true needs cert-manager's CRDs (cert-manager.io/v1 Certificate and Issuer), which this cluster does not serve: install cert-manager first, or leave certManager.enabled=false" -}}
+{{- end -}}
+{{- if and .Values.certificates.existingSecrets .Values.apiService.enabled (not .Values.apiService.caBundle) (not .Values.apiService.insecureSkipTLSVerify) (not .Values.certManager.enabled) -}}
+{{- fail "certificates.existingSecrets=true: set apiService.caBundle to the base64 PEM of the CA that signed <fullname>-sandbox-apiserver-serving" -}}
+{{- end -}}
 {{- if and .Values.apiService.caBundle .Values.apiService.insecureSkipTLSVerify -}}
 {{- fail "apiService.caBundle and apiService.insecureSkipTLSVerify are exclusive: kube-apiserver rejects an APIService with both" -}}
 {{- end -}}
@@ -210,39 +219,47 @@ tolerations:
 {{- end -}}
 {{- end -}}
 
-{{/*
-The chart's CA, generated once per render and reused by every template that needs it (the
-serving Secrets and the APIService caBundle must agree); an existing CA Secret is reused so an
-upgrade does not invalidate the certificates already mounted.
-*/}}
-{{- define "sandbox-scale.ca" -}}
-{{- if not (hasKey .Values "__sandboxScaleCa") -}}
-{{- $name := printf "%s-ca" (include "sandbox-scale.fullname" .) -}}
-{{- $existing := lookup "v1" "Secret" .Release.Namespace $name -}}
-{{- $ca := dict -}}
-{{- if and $existing (hasKey $existing.data "tls.crt") (hasKey $existing.data "tls.key") -}}
-{{- $ca = buildCustomCert (index $existing.data "tls.crt") (index $existing.data "tls.key") -}}
-{{- else -}}
-{{- $ca = genCA $name (int .Values.certValidityDays) -}}
+{{/* Which of the chart's servers run in the cluster, and so need a serving certificate. */}}
+{{- define "sandbox-scale.servesApiserver" -}}
+{{- if and .Values.workloads .Values.sandboxApiserver.enabled (not .Values.apiService.external.host) }}true{{ end -}}
 {{- end -}}
-{{- $_ := set .Values "__sandboxScaleCa" $ca -}}
+{{- define "sandbox-scale.servesFastPath" -}}
+{{- if and .Values.workloads .Values.claimController.enabled .Values.claimController.fastPath.enabled }}true{{ end -}}
 {{- end -}}
+{{- define "sandbox-scale.usesClaimRefKey" -}}
+{{- if and .Values.workloads (or .Values.claimController.enabled .Values.sandboxApiserver.enabled) }}true{{ end -}}
 {{- end -}}
 
 {{/*
-A serving certificate for a Service: (dict "root" $ "service" "<name>" "dnsNames" "<one per line>");
-dnsNames defaults to the Service's own. Emits Secret data.
+What warmpool-driver's leader keeps (its --keep-certificates), as JSON; empty when it keeps
+nothing. By default: the CA, the serving certificates it signs, the claim-reference key and the
+APIService caBundle. Under cert-manager the claim-reference key only (cert-manager issues
+certificates, not MAC keys); with certificates.existingSecrets nothing.
 */}}
-{{- define "sandbox-scale.servingCertData" -}}
-{{- include "sandbox-scale.ca" .root -}}
-{{- $ca := .root.Values.__sandboxScaleCa -}}
-{{- $ns := .root.Release.Namespace -}}
-{{- $dns := list -}}
-{{- range splitList "\n" (.dnsNames | default (include "sandbox-scale.serviceDnsNames" .)) -}}
-{{- $dns = append $dns . -}}
+{{- define "sandbox-scale.keptObjects" -}}
+{{- if not .Values.certificates.existingSecrets -}}
+{{- $fullname := include "sandbox-scale.fullname" . -}}
+{{- $kept := dict "namespace" .Release.Namespace -}}
+{{- if include "sandbox-scale.usesClaimRefKey" . -}}
+{{- $_ := set $kept "claimRefKeySecret" (include "sandbox-scale.claimRefKeySecretName" .) -}}
 {{- end -}}
-{{- $cert := genSignedCert (printf "%s.%s.svc" .service $ns) nil $dns (int .root.Values.certValidityDays) $ca -}}
-tls.crt: {{ $cert.Cert | b64enc }}
-tls.key: {{ $cert.Key | b64enc }}
-ca.crt: {{ $ca.Cert | b64enc }}
+{{- $serving := list -}}
+{{- if include "sandbox-scale.servesApiserver" . -}}
+{{- $serving = append $serving (dict "secret" (printf "%s-serving" (include "sandbox-scale.apiserverServiceName" .)) "dnsNames" (splitList "\n" (include "sandbox-scale.apiserverDnsNames" .))) -}}
+{{- end -}}
+{{- if include "sandbox-scale.servesFastPath" . -}}
+{{- $svc := include "sandbox-scale.fastPathServiceName" . -}}
+{{- $serving = append $serving (dict "secret" (printf "%s-serving" $svc) "dnsNames" (splitList "\n" (include "sandbox-scale.serviceDnsNames" (dict "root" . "service" $svc)))) -}}
+{{- end -}}
+{{- if and $serving (not .Values.certManager.enabled) -}}
+{{- $_ := set $kept "caSecret" (printf "%s-ca" $fullname) -}}
+{{- $_ := set $kept "serving" $serving -}}
+{{- if and .Values.apiService.enabled (include "sandbox-scale.servesApiserver" .) (not .Values.apiService.insecureSkipTLSVerify) -}}
+{{- $_ := set $kept "apiService" "v1beta1.agents.x-k8s.io" -}}
+{{- end -}}
+{{- end -}}
+{{- if or (hasKey $kept "claimRefKeySecret") (hasKey $kept "caSecret") -}}
+{{- toJson $kept -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
