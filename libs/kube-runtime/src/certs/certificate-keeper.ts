@@ -158,8 +158,7 @@ export class CertificateKeeper implements Runnable {
     const existing = await this.#read(name, signal);
     if (existing === undefined) {
       const ca = await createCA(`${name}@${Math.floor(Date.now() / 1000)}`, this.o.times.caValidityMs / DAY_MS);
-      if (!(await this.#create(name, 'kubernetes.io/tls', { 'tls.crt': b64(ca.cert), 'tls.key': b64(ca.key) }, signal)))
-        return undefined; // made by another writer meanwhile: the next pass reads it
+      if (!(await this.#create(name, 'kubernetes.io/tls', { 'tls.crt': b64(ca.cert), 'tls.key': b64(ca.key) }, signal))) return undefined; // made by another writer meanwhile: the next pass reads it
       this.o.log.info({ secret: name }, 'created the CA');
       this.#observe(name, ca.cert);
       return ca;
