@@ -483,6 +483,7 @@ describe('the sandbox-scale chart', () => {
         ],
         verbs: ['get', 'update'],
       },
+      { apiGroups: [''], resources: ['secrets'], resourceNames: [`${fullname}-ca`], verbs: ['list', 'watch'] },
     ]);
     const apiServiceRole = docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === `${fullname}-warmpool-driver-apiservice-ca`);
     expect((apiServiceRole as { rules?: unknown } | undefined)?.rules).toEqual([

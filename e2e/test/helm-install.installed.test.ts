@@ -375,7 +375,11 @@ describe('sandbox-scale installed by helm on a real node', () => {
     );
     const ca = kept.items.find((s) => s.metadata.name === `${fullname}-ca`)?.data?.['tls.crt'];
     const apiService = await kJson<{ spec: { caBundle?: string } }>(['get', 'apiservice', 'v1beta1.agents.x-k8s.io']);
-    expect(apiService.spec.caBundle).toBe(ca);
+    const decoded = (b64: string | undefined): string =>
+      Buffer.from(b64 ?? '', 'base64')
+        .toString('utf8')
+        .trim();
+    expect(decoded(apiService.spec.caBundle)).toBe(decoded(ca));
 
     const before = await secrets();
     await runCommand(
@@ -396,6 +400,6 @@ describe('sandbox-scale installed by helm on a real node', () => {
     await waitInstalled(system.kubectl);
     expect(await secrets()).toEqual(before);
     const after = await kJson<{ spec: { caBundle?: string } }>(['get', 'apiservice', 'v1beta1.agents.x-k8s.io']);
-    expect(after.spec.caBundle).toBe(ca);
+    expect(after.spec.caBundle).toBe(apiService.spec.caBundle);
   });
 });

@@ -3,7 +3,8 @@ import { Agent, request } from 'undici';
 import { eventually, kubectl, kubectlJson, kubectlOk, runSuffix, serviceAccountToken, type RunResult } from '../src/index';
 import { installedSuiteHelmArgs, CLAIM_CONTROLLER_ARGS } from '../src/installed/installed-values';
 import { RELEASE, SYSTEM_NAMESPACE } from '../src/system/local-system';
-import { applyWarmPool, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
+import { applyWarmPool, itWhere, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
+import { e2eTarget } from '../src/system/system-under-test';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { apiUses, chartServiceAccountUsers, readAuditLog, useLabel, type ApiUse } from '../src/testing/audit-log';
 import { chartGrants, grantCovers, renderChartRbac, type Grant } from '../src/testing/chart-grants';
@@ -44,14 +45,7 @@ function exceptions(target: SystemUnderTest['target']): Record<ChartApp, Record<
       // Secret's create, never a request of its own, so no audit event can show it
       [`${EXT}/sandboxclaims/finalizers update (cluster)`]: 'checked by admission on the Secret create, not a request',
     },
-    'warmpool-driver':
-      target === 'installed'
-        ? {
-            // its leader signs a serving certificate again 30 days before it ends (90-day certificates), or when the CA changes
-            [`core/secrets update (${SYSTEM_NAMESPACE}) [${['ca', 'sandbox-apiserver-serving', 'claim-controller-serving', 'claim-ref-key'].map((n) => `${RELEASE}-${n}`).join(',')}]`]:
-              'no certificate is due for renewal in a run',
-          }
-        : {},
+    'warmpool-driver': {},
     'inventory-publisher': {
       // only a node whose inventory shrinks from several objects (over ~3,700 sandboxes) to fewer deletes its parts
       [`${EXT}/nodeinventories delete (cluster)`]: 'a split inventory shrinking back; nodes here hold a few sandboxes',
@@ -305,6 +299,30 @@ describe("the chart's RBAC is exactly what the apps use", () => {
       { timeoutMs: 60_000, intervalMs: 500 },
     );
   }, 300_000);
+
+  // warmpool-driver's leader keeps the certificates on the installed chart (locally they are files)
+  itWhere(e2eTarget() === 'installed', 'the local system makes its certificates as files; no keeper runs')(
+    "repairs a serving Secret whose CA bundle drifted: warmpool-driver's leader writes it back, woken by its watch of the CA Secret",
+    async () => {
+      const secret = `${RELEASE}-claim-controller-serving`;
+      const read = () =>
+        kubectlJson<{ data: Record<string, string> }>(['-n', SYSTEM_NAMESPACE, 'get', 'secret', secret], {
+          kubeconfig: sys.kubeconfigPath,
+        });
+      const kept = (await read()).data['ca.crt'] ?? '';
+      // the same CA without its last newline: another bundle to the keeper, the same trust to every reader
+      const drifted = Buffer.from(Buffer.from(kept, 'base64').toString('utf8').trimEnd()).toString('base64');
+      await k(['-n', SYSTEM_NAMESPACE, 'patch', 'secret', secret, '--type=merge', '-p', JSON.stringify({ data: { 'ca.crt': drifted } })]);
+      await k(['-n', SYSTEM_NAMESPACE, 'annotate', 'secret', `${RELEASE}-ca`, `rbac-audit/touched=${Date.now()}`, '--overwrite']);
+      await eventually(
+        async () => {
+          expect((await read()).data['ca.crt']).toBe(kept);
+        },
+        { timeoutMs: 60_000, intervalMs: 500 },
+      );
+    },
+    120_000,
+  );
 
   it('uses every grant of the chart, but the listed exceptions, and is refused nothing', async () => {
     // the requests come as the apps get to them (an event series is written within 30 s): wait until every grant is used

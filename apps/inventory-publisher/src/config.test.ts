@@ -51,6 +51,7 @@ describe('publisher configuration', () => {
     expect(noticeTargetOfFlags(flags, read)).toEqual({
       service: { namespace: 'sandbox-system', name: 'sandbox-apiserver' },
       caPem: 'pem of /ca.crt',
+      caFile: '/ca.crt',
     });
     expect(publisherConfigFromFlags(flags, '').noticeIntervalMs).toBe(100);
     expect(() => parse(['--node-name=n1', '--notice-service=just-a-name'])).toThrow(/--notice-service: must be <namespace>\/<name>/);

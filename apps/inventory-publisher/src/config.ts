@@ -77,6 +77,8 @@ export interface PublisherConfig {
 export interface NoticeTarget {
   service: { namespace: string; name: string };
   caPem: string;
+  /** Where caPem was read: followed, so a CA rotation is trusted without a restart. */
+  caFile?: string;
 }
 
 /** The default advertise address: host:port of the sandboxd URL, with the scheme's port when none is given. */
@@ -105,5 +107,5 @@ export function noticeTargetOfFlags(flags: InventoryPublisherFlags, readFile: (p
   if (flags.noticeService === '') return undefined;
   if (flags.noticeCaFile === '') throw new ConfigError('is required with --notice-service', 'noticeCaFile');
   const [namespace = '', name = ''] = flags.noticeService.split('/');
-  return { service: { namespace, name }, caPem: readFile(flags.noticeCaFile) };
+  return { service: { namespace, name }, caPem: readFile(flags.noticeCaFile), caFile: flags.noticeCaFile };
 }

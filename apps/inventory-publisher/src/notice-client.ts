@@ -79,18 +79,11 @@ const MAX_REPLY_BYTES = 64 * 1024;
  */
 export class NoticeClient implements NoticeSender {
   readonly informer: Informer<Slice>;
-  readonly #agent: Agent;
+  #agent: Agent;
   readonly #timeoutMs: number;
 
   constructor(private readonly o: NoticeClientOptions) {
-    const serverName = `${o.service.name}.${o.service.namespace}.svc`;
-    this.#agent = new Agent({
-      keepAlive: true,
-      maxSockets: 4,
-      ca: o.caPem,
-      servername: serverName,
-      checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(serverName, cert),
-    });
+    this.#agent = this.#agentFor(o.caPem);
     this.#timeoutMs = o.timeoutMs ?? 2_000;
     this.informer = createInformer<Slice>(o.kubeConfig, {
       resource: ENDPOINT_SLICES,
@@ -98,6 +91,22 @@ export class NoticeClient implements NoticeSender {
       labelSelector: `kubernetes.io/service-name=${o.service.name}`,
       parse: (obj) => parseObject(SliceSchema, obj),
       log: o.log,
+    });
+  }
+
+  /** Trusts this CA bundle from now on (a CA rotation); notices under way finish on their connections. */
+  trust(caPem: string): void {
+    this.#agent = this.#agentFor(caPem);
+  }
+
+  #agentFor(caPem: string): Agent {
+    const serverName = `${this.o.service.name}.${this.o.service.namespace}.svc`;
+    return new Agent({
+      keepAlive: true,
+      maxSockets: 4,
+      ca: caPem,
+      servername: serverName,
+      checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(serverName, cert),
     });
   }
 

@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { Manager, createInformer, type Logger, type ManagerOptions } from '@sandbox-scale/kube-runtime';
+import { Manager, createInformer, followCaFile, type Logger, type ManagerOptions } from '@sandbox-scale/kube-runtime';
 import { NodeInventorySchema, parseObject, type NodeInventory } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import type { Dispatcher } from 'undici';
@@ -61,6 +61,7 @@ export function startPublisher(opts: StartPublisherOptions): RunningPublisher {
   const sandboxd = new SandboxdClient({ baseUrl: opts.sandboxdUrl, token: opts.fleetToken, dispatcher: opts.dispatcher });
   const noticeClient =
     opts.notices === undefined ? undefined : new NoticeClient({ kubeConfig: opts.kubeConfig, ...opts.notices, log: opts.log });
+  if (noticeClient !== undefined && opts.notices?.caFile) followCaFile(opts.notices.caFile, opts.log, (pem) => noticeClient.trust(pem));
   const counted = noticeClient === undefined ? undefined : noticeMetrics(opts.registry);
   const notifier =
     noticeClient === undefined

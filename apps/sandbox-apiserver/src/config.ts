@@ -219,7 +219,7 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     sandboxdTokens: flags.sandboxdTokens,
     claimRefKey: inputs.claimRefKey,
     advertiseAddress: flags.advertiseAddress,
-    ...(inputs.peerCaPem === undefined ? {} : { peerCaPem: inputs.peerCaPem }),
+    ...(inputs.peerCaPem === undefined ? {} : { peerCaPem: inputs.peerCaPem, peerCaFile: flags.peerCaFile }),
     peerSettleMs: flags.peerSettlePeriod,
     inventoryGraceMs: flags.inventoryGracePeriod,
     bookmarkIntervalMs: flags.bookmarkInterval,

@@ -16,7 +16,9 @@ import {
   PeerIdentity,
   PeerSet,
   requestUrl,
+  serveWatched,
   startPeerInformer,
+  watchCaFile,
   type InflightCaps,
   type MemoryBudgetCaps,
   type Informer,
@@ -52,7 +54,7 @@ import { installStorages } from './storage/install';
 import { startInventoryInformer } from './storage/inventory-informer';
 import { ClaimFollower, startClaimFollower, type FollowedClaim } from './storage/claim-follower';
 import { UserMetadataStore } from './storage/user-metadata';
-import { loadServingCert, selfSignedServingCert } from './tls/serving-cert';
+import { servingCertOf } from './tls/serving-cert';
 import { DEFAULT_LEASE_TTL_SECONDS } from './storage/lease-policy';
 import { LeaseRenewer } from './storage/lease-renewer';
 import type { RouterOptions } from './router/router-flags';
@@ -79,6 +81,8 @@ export interface SandboxApiserverConfig {
   readonly advertiseAddress?: string;
   /** CA a peer's serving certificate must chain to; default: this replica's own caBundle. */
   readonly peerCaPem?: string;
+  /** The file peerCaPem was read from: read again when it changes (a CA rotation). */
+  readonly peerCaFile?: string;
   /** After the peers change, how long a miss also asks every peer and the nodes. */
   readonly peerSettleMs?: number;
   /** Off only for in-process benches: every caller is then treated as system:masters. */
@@ -162,10 +166,7 @@ const HEALTH = /^\/(healthz|livez|readyz)(\/[a-z-]+)?$/;
 export async function startSandboxApiserver(config: SandboxApiserverConfig): Promise<RunningSandboxApiserver> {
   const log = config.log ?? createLogger({ name: 'sandbox-apiserver' });
   const kc = config.kubeConfig;
-  const serving =
-    config.tlsCertFile && config.tlsPrivateKeyFile
-      ? await loadServingCert(config.tlsCertFile, config.tlsPrivateKeyFile)
-      : await selfSignedServingCert(config.serviceName ?? 'sandbox-apiserver', config.serviceNamespace ?? 'sandbox-system');
+  const serving = await servingCertOf(config, log);
   const delegated = config.delegatedAuth ?? true;
   const delegatedAuth = delegated
     ? new DelegatedAuth(kc, {
@@ -333,16 +334,14 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       end(res.statusCode);
     }
   };
+  // the serving certificate, and the client CAs the front proxy's certificate may chain to: a
+  // renewal of either is served to new connections at once, without a restart
+  const clientCas = (): { ca?: string[] } => (authConfig ? { ca: acceptedCasOf(authConfig.current) } : {});
   const server: Server = createServer(
-    {
-      cert: serving.cert,
-      key: serving.key,
-      requestCert: true,
-      rejectUnauthorized: false,
-      ...(authConfig ? { ca: acceptedCasOf(authConfig.current) } : {}),
-    },
+    { ...serving.pair.current, requestCert: true, rejectUnauthorized: false, ...clientCas() },
     guardRequests(serve, { log, fail: (res, err) => sendStatus(res, err) }),
   );
+  serveWatched(server, serving.pair, clientCas);
   // a watch is a long response, not a long request: the request deadline does not end it
   limitServer(server, {
     keepAliveTimeoutMs: 120_000,
@@ -382,7 +381,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     log,
   );
   server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => upgrades.handle(req, socket, head));
-  authConfig?.onChange((cfg) => server.setSecureContext({ cert: serving.cert, key: serving.key, ca: acceptedCasOf(cfg) }));
+  authConfig?.onChange(() => server.setSecureContext({ ...serving.pair.current, ...clientCas() }));
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(config.securePort, config.bindAddress ?? '0.0.0.0', () => resolve());
@@ -403,6 +402,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       ? startPeerInformer(kc, peers, { name: serviceName, namespace: serviceNamespace, role: 'sandbox-apiserver' }, log)
       : undefined;
   if (peerInformer !== undefined) peersSynced.check = () => peerInformer.hasSynced();
+  const peerCa = peerClient !== undefined && config.peerCaFile ? await watchCaFile(config.peerCaFile, log) : undefined;
+  peerCa?.onChange(({ ca }) => peerClient?.trust(ca));
   if (peerClient === undefined) log.info({}, 'no --advertise-address (or no delegated auth): this replica serves every name itself');
   sandboxes.routeThrough(new OwnerRouting({ local, peers, client: peerClient, settleMs: config.peerSettleMs ?? 60_000, log }));
   if (peerClient !== undefined) local.share = new OverlayShare({ storage: sandboxes.reads, peers, client: peerClient, log });
@@ -411,7 +412,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     ? await startRouter({
         host: config.router.host,
         port: config.router.port,
-        ...(config.router.tls ? { tls: { cert: serving.cert, key: serving.key } } : {}),
+        ...(config.router.tls ? { tls: serving.pair } : {}),
         authentication: config.router.authentication,
         ...(config.router.tunnel !== undefined ? { tunnel: config.router.tunnel } : {}),
         ...(delegatedAuth !== undefined ? { delegatedAuth } : {}),
@@ -467,6 +468,8 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       await router?.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
+      serving.pair.close();
+      peerCa?.close();
       await informer.stop();
       await following?.stop();
       await metadata.stop();

@@ -51,6 +51,12 @@ export const WarmpoolDriverFlagsSchema = z.object({
       'JSON {"namespace","caSecret","serving":[{"secret","dnsNames"}],"claimRefKeySecret","apiService"}: on the leader, create the CA, the serving certificates it signs and the claim-reference key in these Secrets when absent (never replacing a Secret it did not create), sign its serving certificates again before they end, and keep the APIService caBundle on the CA. Empty = off',
     ),
   caValidity: durationFlag('87600h').describe('Lifetime of a CA --keep-certificates creates'),
+  caRenewBefore: durationFlag('8760h').describe(
+    'A CA --keep-certificates created is rotated this long before it ends (annotate its Secret sandbox-scale.io/rotate-ca=<new value> to rotate it now)',
+  ),
+  caRotationOverlap: durationFlag('10m').describe(
+    "Each step of a CA rotation (trust both CAs; sign with the new; drop the old) is held this long, so every pod has read the step before: more than the kubelet's sync period plus a minute",
+  ),
   certificateValidity: durationFlag('2160h').describe('Lifetime of a serving certificate --keep-certificates signs'),
   certificateRenewBefore: durationFlag('720h').describe(
     'A serving certificate --keep-certificates signed is signed again this long before it ends',

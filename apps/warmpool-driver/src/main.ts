@@ -18,6 +18,8 @@ void runApp({
     // a certificate due for renewal as soon as it is signed would be signed again on every pass
     if (config.keepCertificates && config.certificateRenewBefore >= config.certificateValidity)
       throw new ConfigError('must be shorter than --certificate-validity', 'certificateRenewBefore');
+    if (config.keepCertificates && config.caRenewBefore >= config.caValidity)
+      throw new ConfigError('must be shorter than --ca-validity', 'caRenewBefore');
     const {
       log: _log,
       registry: _registry,
@@ -40,6 +42,8 @@ void runApp({
               objects: config.keepCertificates,
               times: {
                 caValidityMs: config.caValidity,
+                caRenewBeforeMs: config.caRenewBefore,
+                caRotationOverlapMs: config.caRotationOverlap,
                 servingValidityMs: config.certificateValidity,
                 renewBeforeMs: config.certificateRenewBefore,
                 resyncMs: CERTIFICATE_RESYNC_MS,

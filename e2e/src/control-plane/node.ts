@@ -295,6 +295,9 @@ export async function startNode(opts: StartNodeOptions, earlyExit: () => string 
       imageGCHighThresholdPercent: 100,
       imageGCLowThresholdPercent: 99,
       nodeStatusUpdateFrequency: '5s',
+      // a changed Secret reaches the pods' volumes within a sync: 10 s instead of a minute, so a
+      // CA rotation's steps (certificates.caRotationOverlap in installed-values.ts) can be short
+      syncFrequency: '10s',
       serializeImagePulls: false,
       localStorageCapacityIsolation: false,
     }),

@@ -57,6 +57,12 @@ export const WARMPOOL_DRIVER_ARGS = [
 export const ROUTER_SERVICE_NAME = 'sandbox-router-svc';
 
 /** The `helm install` arguments beyond image registry, tag and pull policy. */
+/**
+ * Each step of a CA rotation: the node's kubelet syncs every 10 s (node.ts) and every listener
+ * reads its files every 10 s, so a step is seen everywhere well within it.
+ */
+export const CA_ROTATION_OVERLAP = '40s';
+
 export function installedSuiteHelmArgs(): string[] {
   return [
     '--set',
@@ -82,5 +88,7 @@ export function installedSuiteHelmArgs(): string[] {
     `sandboxApiserver.maxStreamsPerNamespace=${MAX_STREAMS_PER_NAMESPACE}`,
     '--set',
     `router.maxRelaysPerNamespace=${ROUTER_MAX_RELAYS_PER_NAMESPACE}`,
+    '--set',
+    `certificates.caRotationOverlap=${CA_ROTATION_OVERLAP}`,
   ];
 }

@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import type { IncomingHttpHeaders } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import { request, type RequestOptions } from 'node:https';
 import type { Socket } from 'node:net';
 
@@ -49,6 +49,17 @@ export async function kubeRaw(kc: KubeConfig, r: RawRequest): Promise<RawReply> 
 }
 
 /** The JSON of a reply (a Status on failure). */
+/** A long response through kube-apiserver as `kc` (a watch), its body left for the caller to read. */
+export async function kubeStream(kc: KubeConfig, path: string): Promise<IncomingMessage> {
+  const opts = await optionsOf(kc, 'GET', path, {});
+  opts.agent = false;
+  return new Promise((resolve, reject) => {
+    const req = request(opts, resolve);
+    req.on('error', reject);
+    req.end();
+  });
+}
+
 export function jsonOf<T = Record<string, unknown>>(r: RawReply): T {
   return JSON.parse(r.body.toString('utf8')) as T;
 }

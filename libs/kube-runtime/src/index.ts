@@ -146,16 +146,30 @@ export {
   CertificateKeeper,
   KeptObjectsSchema,
   KEPT_BY_LABEL,
+  ROTATE_CA_ANNOTATION,
   type KeptObjects,
   type KeeperTimes,
   type CertificateKeeperOptions,
 } from './certs/certificate-keeper';
+export {
+  CERT_POLL_MS,
+  WatchedFiles,
+  fixedPair,
+  isCertBundle,
+  keyMatchesCert,
+  watchCaFile,
+  followCaFile,
+  serveWatched,
+  watchServingFiles,
+  type ServingPair,
+  type WatchedFilesOptions,
+} from './certs/watched-files';
 export { createCA, signLeaf, certFacts, type CertPair, type LeafOptions, type CertFacts } from './certs/pki';
 export type { SelfSignedCert, SelfSignedCertOptions } from './http/self-signed-cert';
 export type { StatusReplyOptions } from './http/json-reply';
 export type { InflightCaps } from './http/inflight-limits';
 export { MemoryBudget, type MemoryBudgetCaps, type BudgetLease } from './http/memory-budget';
-export type { ListenerRole, MetricsAuthenticator, ProbeServerOptions, ServingCert } from './health/probe-server';
+export type { ListenerRole, MetricsAuthenticator, ProbeServerOptions } from './health/probe-server';
 export { CheckSet, renderChecks } from './health/checks';
 export type { Check, CheckResult } from './health/checks';
 export { parseBindAddress, BindAddressError, isBindAddressError } from './health/bind-address';

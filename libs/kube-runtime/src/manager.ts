@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 import type { KubeConfig } from '@kubernetes/client-node';
 import type { Registry } from 'prom-client';
@@ -6,7 +5,8 @@ import { SandboxScaleError } from '@sandbox-scale/scale-core';
 import { DelegatedAuth } from './auth/delegated-auth';
 import { type BindAddress, parseBindAddress } from './health/bind-address';
 import type { Check } from './health/checks';
-import { type ListenerRole, type MetricsAuthenticator, ProbeServer, type ServingCert } from './health/probe-server';
+import { type ListenerRole, type MetricsAuthenticator, ProbeServer } from './health/probe-server';
+import { fixedPair, watchServingFiles, type ServingPair } from './certs/watched-files';
 import { selfSignedCert } from './http/self-signed-cert';
 import { type LeaderElectionTimings, type LeaderElector, type LeaderElectorOptions, createLeaderElector } from './leader/leader-elector';
 import type { Logger } from './log/logger';
@@ -179,11 +179,13 @@ export class Manager {
     return { registry: this.opts.registry, metricsAuth, tls: await this.metricsCert() };
   }
 
-  private async metricsCert(): Promise<ServingCert> {
+  private async metricsCert(): Promise<ServingPair> {
     const { metricsTlsCertFile: certFile, metricsTlsPrivateKeyFile: keyFile } = this.opts;
-    if (certFile && keyFile) return { cert: readFileSync(certFile, 'utf8'), key: readFileSync(keyFile, 'utf8') };
+    // files (a mounted Secret) are read again when renewed; the app's own certificate never changes
+    if (certFile && keyFile) return watchServingFiles(certFile, keyFile, this.opts.log);
     const host = hostname();
-    return selfSignedCert({ commonName: host, dnsNames: [host, 'localhost'], ips: ['127.0.0.1'] });
+    const made = await selfSignedCert({ commonName: host, dnsNames: [host, 'localhost'], ips: ['127.0.0.1'] });
+    return fixedPair(made.cert, made.key);
   }
 
   private campaign(): void {

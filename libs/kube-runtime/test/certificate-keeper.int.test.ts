@@ -1,10 +1,11 @@
 import { Registry } from 'prom-client';
 import { z } from 'zod';
-import { createTestNamespace, deleteNamespace, testKubeConfig } from '@sandbox-scale/e2e';
+import { createTestNamespace, deleteNamespace, eventually, testKubeConfig } from '@sandbox-scale/e2e';
 import {
   APIServiceResource,
   CertificateKeeper,
   KEPT_BY_LABEL,
+  ROTATE_CA_ANNOTATION,
   ResourceClient,
   SecretResource,
   certFacts,
@@ -23,13 +24,24 @@ const kc = testKubeConfig();
 const secrets = new ResourceClient(kc, SecretResource);
 const apiServices = new ResourceClient(kc, APIServiceResource);
 const DAY = 86_400_000;
-const TIMES: KeeperTimes = { caValidityMs: 3650 * DAY, servingValidityMs: 90 * DAY, renewBeforeMs: 30 * DAY, resyncMs: 600_000 };
+const TIMES: KeeperTimes = {
+  caValidityMs: 3650 * DAY,
+  caRenewBeforeMs: 365 * DAY,
+  caRotationOverlapMs: 1_500,
+  servingValidityMs: 90 * DAY,
+  renewBeforeMs: 30 * DAY,
+  resyncMs: 600_000,
+};
 const GROUP = `keeper-${process.pid}.example.com`;
 const API_SERVICE = `v1.${GROUP}`;
 let ns: string;
 
 const SecretSchema = z.object({
-  metadata: z.object({ resourceVersion: z.string(), labels: z.record(z.string(), z.string()).optional() }),
+  metadata: z.object({
+    resourceVersion: z.string(),
+    labels: z.record(z.string(), z.string()).optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
+  }),
   type: z.string().optional(),
   data: z.record(z.string(), z.string()),
 });
@@ -37,6 +49,12 @@ const read = async (name: string) => SecretSchema.parse(await secrets.get(ns, na
 const text = (s: z.infer<typeof SecretSchema>, key: string): string => Buffer.from(s.data[key] ?? '', 'base64').toString('utf8');
 const caBundle = async (): Promise<string | undefined> =>
   z.object({ spec: z.object({ caBundle: z.string().optional() }) }).parse(await apiServices.get(undefined, API_SERVICE)).spec.caBundle;
+
+/** The APIService's caBundle as text, trimmed. */
+const bundleText = async (): Promise<string> =>
+  Buffer.from((await caBundle()) ?? '', 'base64')
+    .toString('utf8')
+    .trim();
 
 function objects(over: Partial<KeptObjects> = {}): KeptObjects {
   return {
@@ -99,10 +117,10 @@ describe('the certificate keeper', () => {
     for (const s of objects().serving) {
       const serving = await read(s.secret);
       const facts = certFacts(text(serving, 'tls.crt'));
-      expect({ names: facts?.dnsNames.sort(), signed: facts?.signedBy(caPem), ca: text(serving, 'ca.crt') }).toEqual({
+      expect({ names: facts?.dnsNames.sort(), signed: facts?.signedBy(caPem), ca: text(serving, 'ca.crt').trim() }).toEqual({
         names: [...s.dnsNames].sort(),
         signed: true,
-        ca: caPem,
+        ca: caPem.trim(),
       });
       const days = ((facts?.notAfterMs ?? 0) - Date.now()) / DAY;
       expect(days).toBeGreaterThan(89);
@@ -110,7 +128,7 @@ describe('the certificate keeper', () => {
     }
     const key = Buffer.from(text(await read('demo-claim-ref-key'), 'key'), 'base64');
     expect(key.length).toBe(32);
-    expect(await caBundle()).toBe(Buffer.from(caPem).toString('base64'));
+    expect(await bundleText()).toBe(caPem.trim());
 
     // a second pass, and another keeper's (a new leader), write nothing
     const before = await versions();
@@ -132,7 +150,8 @@ describe('the certificate keeper', () => {
     expect(certFacts(text(await read('demo-apiserver-serving'), 'tls.crt'))?.dnsNames.sort()).toEqual(names.sort());
 
     // the CA Secret replaced (by hand): everything it signs follows
-    const ca = await createCA('replaced-by-hand', 30);
+    // long-lived: one ending within caRenewBefore would start a rotation at once
+    const ca = await createCA('replaced-by-hand', 3650);
     const current = await read('demo-ca');
     await secrets.replace(ns, 'demo-ca', {
       apiVersion: 'v1',
@@ -144,18 +163,87 @@ describe('the certificate keeper', () => {
     await keeper().keepOnce();
     for (const s of objects().serving) {
       const serving = await read(s.secret);
-      expect({ signed: certFacts(text(serving, 'tls.crt'))?.signedBy(ca.cert), ca: text(serving, 'ca.crt') }).toEqual({
+      expect({ signed: certFacts(text(serving, 'tls.crt'))?.signedBy(ca.cert), ca: text(serving, 'ca.crt').trim() }).toEqual({
         signed: true,
-        ca: ca.cert,
+        ca: ca.cert.trim(),
       });
     }
-    expect(await caBundle()).toBe(Buffer.from(ca.cert).toString('base64'));
+    expect(await bundleText()).toBe(ca.cert.trim());
   });
 
   it('comes back for a renewal when it is due, sooner than the resync', async () => {
     const next = await keeper({}, { renewBeforeMs: 89.5 * DAY, resyncMs: 7 * DAY }).keepOnce();
     expect(next).toBeGreaterThan(0);
     expect(next).toBeLessThanOrEqual(0.5 * DAY);
+  });
+
+  it('rotates the CA on request in three steps: trust both, sign with the new, drop the old; clients trust every server throughout', async () => {
+    const certsIn = (bundle: string): string[] => bundle.match(/-----BEGIN CERTIFICATE-----[\s\S]+?-----END CERTIFICATE-----/g) ?? [];
+    const bundleOf = async (): Promise<string[]> => certsIn(Buffer.from((await caBundle()) ?? '', 'base64').toString('utf8'));
+    const k = keeper();
+    await k.keepOnce();
+    const before = await read('demo-ca');
+    const oldCa = text(before, 'tls.crt');
+    const oldLeaf = text(await read('demo-apiserver-serving'), 'tls.crt');
+    const annotate = async (value: string) => {
+      const s = await read('demo-ca');
+      await secrets.mergePatch(ns, 'demo-ca', {
+        metadata: { annotations: { [ROTATE_CA_ANNOTATION]: value }, resourceVersion: s.metadata.resourceVersion },
+      });
+    };
+    await annotate('first');
+
+    // 1. both CAs trusted everywhere; the old still signs, so nothing served changes
+    const wait1 = await k.keepOnce();
+    expect(wait1).toBeLessThanOrEqual(TIMES.caRotationOverlapMs);
+    const trusting = await read('demo-ca');
+    const newCa = text(trusting, 'next.crt');
+    expect({ signing: text(trusting, 'tls.crt'), phase: trusting.metadata.annotations?.['sandbox-scale.io/ca-rotation'] }).toEqual({
+      signing: oldCa,
+      phase: 'trusting-new',
+    });
+    expect((await bundleOf()).map((c) => c.trim())).toEqual([oldCa.trim(), newCa.trim()]);
+    const serving1 = await read('demo-apiserver-serving');
+    expect(text(serving1, 'tls.crt')).toBe(oldLeaf);
+    expect(certsIn(text(serving1, 'ca.crt'))).toHaveLength(2);
+    // a second pass within the overlap changes nothing
+    const v1 = await versions();
+    await k.keepOnce();
+    expect(await versions()).toEqual(v1);
+
+    // 2. after the overlap the new CA signs; the old is still trusted
+    await eventually(async () => {
+      await k.keepOnce();
+      expect((await read('demo-ca')).metadata.annotations?.['sandbox-scale.io/ca-rotation']).toBe('dropping-old');
+    });
+    const dropping = await read('demo-ca');
+    expect({ signing: text(dropping, 'tls.crt'), previous: text(dropping, 'previous.crt') }).toEqual({ signing: newCa, previous: oldCa });
+    for (const s of objects().serving) {
+      const serving = await read(s.secret);
+      expect(certFacts(text(serving, 'tls.crt'))?.signedBy(newCa)).toBe(true);
+      expect(certsIn(text(serving, 'ca.crt')).map((c) => c.trim())).toEqual([newCa.trim(), oldCa.trim()]);
+    }
+
+    // 3. then the old CA leaves every bundle
+    await eventually(async () => {
+      await k.keepOnce();
+      expect((await read('demo-ca')).metadata.annotations?.['sandbox-scale.io/ca-rotation']).toBeUndefined();
+    });
+    const done = await read('demo-ca');
+    expect({
+      signing: text(done, 'tls.crt'),
+      keys: Object.keys(done.data).sort(),
+      handled: done.metadata.annotations?.['sandbox-scale.io/rotated-ca'],
+    }).toEqual({
+      signing: newCa,
+      keys: ['tls.crt', 'tls.key'],
+      handled: 'first',
+    });
+    expect((await bundleOf()).map((c) => c.trim())).toEqual([newCa.trim()]);
+    expect(certsIn(text(await read('demo-fast-path-serving'), 'ca.crt')).map((c) => c.trim())).toEqual([newCa.trim()]);
+    // the request was acted on once: another pass starts nothing
+    await k.keepOnce();
+    expect((await read('demo-ca')).metadata.annotations?.['sandbox-scale.io/ca-rotation']).toBeUndefined();
   });
 
   it('never writes a Secret it did not make, nor replaces a claim-reference key', async () => {
@@ -203,6 +291,42 @@ describe('the certificate keeper', () => {
     await k.keepOnce();
     await expect(secrets.get(ns, 'never-signed')).rejects.toMatchObject({ code: 404 });
     expect(log.lines.some((l) => String(l.msg).includes('no usable tls.crt and tls.key') && l.secret === 'broken-ca')).toBe(true);
+  });
+
+  it('acts on a rotation asked for while it runs at once, not at its next resync', async () => {
+    const log = captureLog();
+    const k = new CertificateKeeper({
+      kubeConfig: kc,
+      objects: objects(),
+      times: TIMES,
+      manager: 'sandbox-scale/keeper-test',
+      log: log.log,
+      registry: new Registry(),
+    });
+    await k.keepOnce();
+    const stop = new AbortController();
+    const running = k.start(stop.signal);
+    try {
+      const s = await read('demo-ca');
+      await secrets.mergePatch(ns, 'demo-ca', { metadata: { annotations: { [ROTATE_CA_ANNOTATION]: 'while-running' } } });
+      expect(s.metadata.annotations?.['sandbox-scale.io/rotated-ca']).not.toBe('while-running');
+      // the resync is 10 minutes: only the watch of the CA Secret can start it this soon, and the loop ends it
+      await eventually(
+        async () => {
+          const now = await read('demo-ca');
+          expect(now.metadata.annotations?.['sandbox-scale.io/rotated-ca']).toBe('while-running');
+          expect(now.metadata.annotations?.['sandbox-scale.io/ca-rotation']).toBeUndefined();
+        },
+        { timeoutMs: 30_000 },
+      ).catch((err: unknown) => {
+        // what the keeper said, when it did not get there
+        process.stdout.write(`${log.lines.map((l) => JSON.stringify(l)).join('\n')}\n`);
+        throw err;
+      });
+    } finally {
+      stop.abort();
+      await running;
+    }
   });
 
   it('runs until stopped, on the leader only', async () => {

@@ -9,6 +9,7 @@ import {
   PeerSet,
   podNamespace,
   startPeerInformer,
+  followCaFile,
   type Logger,
 } from '@sandbox-scale/kube-runtime';
 import type { ClaimControllerFlags } from '../config';
@@ -69,6 +70,8 @@ export function startFastPathPeering(
     // a forwarded claim is a node claim (warm: milliseconds; cold: the node's boot, bounded by it)
     timeoutMs: 150_000,
   });
+  // a CA rotation reaches the file (a mounted Secret) first with both CAs, then with the new alone
+  followCaFile(caFile, log, (pem) => client.trust(pem));
   // a replica's own ServiceAccount token is issued for the API server, not the fast path's audiences
   const identity = new PeerIdentity(
     kc,

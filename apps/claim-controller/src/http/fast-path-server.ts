@@ -1,7 +1,16 @@
-import { readFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
-import { guardRequests, limitServer, selfSignedCert, sendKubeStatus, type Logger } from '@sandbox-scale/kube-runtime';
+import {
+  fixedPair,
+  guardRequests,
+  limitServer,
+  selfSignedCert,
+  sendKubeStatus,
+  serveWatched,
+  watchServingFiles,
+  type Logger,
+  type ServingPair,
+} from '@sandbox-scale/kube-runtime';
 import { statusForError } from '@sandbox-scale/scale-core';
 import { handleClaim, type ClaimHandlerDeps } from './claim-handler';
 
@@ -17,10 +26,11 @@ export interface FastPathServerOptions {
   maxConnections?: number;
 }
 
-async function servingCert(o: FastPathServerOptions): Promise<{ cert: string; key: string }> {
-  if (o.certFile && o.keyFile) return { cert: readFileSync(o.certFile, 'utf8'), key: readFileSync(o.keyFile, 'utf8') };
+/** The certificate files, read again whenever they change (a renewed Secret); else one made now for localhost. */
+async function servingCert(o: FastPathServerOptions): Promise<ServingPair> {
+  if (o.certFile && o.keyFile) return watchServingFiles(o.certFile, o.keyFile, o.log);
   const { cert, key } = await selfSignedCert({ commonName: 'localhost', dnsNames: ['localhost'], ips: ['127.0.0.1'] });
-  return { cert, key };
+  return fixedPair(cert, key);
 }
 
 /** The HTTPS listener of the L2 fast path; returns its base URL and a close function. */
@@ -29,12 +39,13 @@ export async function startFastPathServer(o: FastPathServerOptions): Promise<{ u
   const server = createServer(
     // an answer is one small write: sent at once, never held back by Nagle for the client's
     // delayed ACK (tens of milliseconds). Node's default today, stated so it cannot drift.
-    { ...tls, noDelay: true },
+    { ...tls.current, noDelay: true },
     guardRequests((req, res) => handleClaim(req, res, o.deps), {
       log: o.log,
       fail: (res, err) => sendKubeStatus(res, statusForError(err)),
     }),
   );
+  serveWatched(server, tls);
   limitServer(server, {
     headersTimeoutMs: 10_000,
     requestTimeoutMs: 30_000,
@@ -52,6 +63,7 @@ export async function startFastPathServer(o: FastPathServerOptions): Promise<{ u
     server,
     close: () =>
       new Promise<void>((resolve) => {
+        tls.close();
         server.close(() => resolve());
         server.closeAllConnections();
       }),

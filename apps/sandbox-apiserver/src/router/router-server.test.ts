@@ -4,7 +4,7 @@ import { request as httpsRequest } from 'node:https';
 import { connect } from 'node:net';
 import { Writable } from 'node:stream';
 import { eventually } from '@sandbox-scale/e2e';
-import { createLogger, selfSignedCert } from '@sandbox-scale/kube-runtime';
+import { createLogger, fixedPair, selfSignedCert } from '@sandbox-scale/kube-runtime';
 import { Registry } from 'prom-client';
 import { FakeGuest, FakeReviews, FakeSandboxes } from './router-fixture';
 import { startRouter, type RouterConfig, type RunningRouter } from './router-server';
@@ -416,7 +416,7 @@ describe('the sandbox router', () => {
 
   it('serves HTTPS with the serving certificate when told to', async () => {
     const serving = await selfSignedCert({ commonName: 'router', dnsNames: ['localhost'], ips: ['127.0.0.1'] });
-    const tls = await start({ tls: { cert: serving.cert, key: serving.key } });
+    const tls = await start({ tls: fixedPair(serving.cert, serving.key) });
     try {
       expect(tls.url.startsWith('https://127.0.0.1:')).toBe(true);
       const body = await new Promise<string>((resolve, reject) => {

@@ -2,7 +2,15 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo, Socket } from 'node:net';
 import type { Duplex } from 'node:stream';
-import { guardRequests, limitServer, requestUrl, type DelegatedAuth, type Logger } from '@sandbox-scale/kube-runtime';
+import {
+  guardRequests,
+  limitServer,
+  requestUrl,
+  serveWatched,
+  type DelegatedAuth,
+  type Logger,
+  type ServingPair,
+} from '@sandbox-scale/kube-runtime';
 import { SandboxScaleError } from '@sandbox-scale/scale-core';
 import { asSandboxdHttpError } from '@sandbox-scale/sandboxd-client';
 import type { Registry } from 'prom-client';
@@ -34,8 +42,8 @@ export interface RouterConfig {
   /** '' listens on every interface. 0 picks a free port. */
   readonly host: string;
   readonly port: number;
-  /** Serve HTTPS with this certificate (the server's serving certificate); default plain HTTP, as upstream's router. */
-  readonly tls?: { readonly cert: string; readonly key: string };
+  /** Serve HTTPS with this certificate (the server's serving certificate), and each it changes to; default plain HTTP, as upstream's router. */
+  readonly tls?: ServingPair;
   readonly authentication: RouterAuthentication;
   /**
    * A second listener, plain HTTP and without authentication, for `kubectl port-forward`: the
@@ -300,9 +308,12 @@ export async function startRouter(c: RouterConfig): Promise<RunningRouter> {
       log: l.log,
       fail: (res, err) => sendRouterError(res, routerErrorOf(err)),
     });
-    const server: Server = tls
-      ? createHttpsServer({ cert: tls.cert, key: tls.key, maxHeaderSize }, onRequest)
-      : createHttpServer({ maxHeaderSize }, onRequest);
+    let server: Server;
+    if (tls) {
+      const httpsServer = createHttpsServer({ ...tls.current, maxHeaderSize }, onRequest);
+      serveWatched(httpsServer, tls);
+      server = httpsServer;
+    } else server = createHttpServer({ maxHeaderSize }, onRequest);
     server.on('upgrade', (req: IncomingMessage, socket: Duplex, head: Buffer) => {
       serveUpgrade(l, req, socket, head).catch((err: unknown) => {
         l.log.error({ err }, 'router upgrade failed unexpectedly');

@@ -1,15 +1,17 @@
-import { readFile } from 'node:fs/promises';
-import { selfSignedCert, type SelfSignedCert } from '@sandbox-scale/kube-runtime';
+import { fixedPair, selfSignedCert, watchServingFiles, type Logger, type ServingPair } from '@sandbox-scale/kube-runtime';
 
-/** `caBundle` is the CA to put in the APIService (the cert itself when loaded from files). */
-export type ServingCert = SelfSignedCert;
+/** What the replica serves, and `caBundle`, the CA to put in an APIService (the certificate itself when read from files). */
+export interface ServingCert {
+  pair: ServingPair;
+  caBundle: string;
+}
 
 /**
  * A CA and a serving cert for `<service>.<namespace>.svc` (what the aggregator verifies),
  * `.svc.cluster.local`, localhost and 127.0.0.1. Used when no
  * --tls-cert-file is given: fine for development, a chart should mount a managed cert.
  */
-export function selfSignedServingCert(service: string, namespace: string): Promise<ServingCert> {
+async function selfSignedServingCert(service: string, namespace: string): Promise<ServingCert> {
   const dnsNames = [
     `${service}.${namespace}.svc`,
     `${service}.${namespace}.svc.cluster.local`,
@@ -17,10 +19,17 @@ export function selfSignedServingCert(service: string, namespace: string): Promi
     service,
     'localhost',
   ];
-  return selfSignedCert({ commonName: `${service}.${namespace}.svc`, dnsNames, ips: ['127.0.0.1'] });
+  const made = await selfSignedCert({ commonName: `${service}.${namespace}.svc`, dnsNames, ips: ['127.0.0.1'] });
+  return { pair: fixedPair(made.cert, made.key), caBundle: made.caBundle };
 }
 
-export async function loadServingCert(certFile: string, keyFile: string): Promise<ServingCert> {
-  const [cert, key] = await Promise.all([readFile(certFile, 'utf8'), readFile(keyFile, 'utf8')]);
-  return { cert, key, caBundle: cert };
+/** --tls-cert-file and --tls-private-key-file, read again whenever they change; else a self-signed certificate. */
+export async function servingCertOf(
+  o: { tlsCertFile?: string; tlsPrivateKeyFile?: string; serviceName?: string; serviceNamespace?: string },
+  log: Logger,
+): Promise<ServingCert> {
+  if (!o.tlsCertFile || !o.tlsPrivateKeyFile)
+    return selfSignedServingCert(o.serviceName ?? 'sandbox-apiserver', o.serviceNamespace ?? 'sandbox-system');
+  const pair = await watchServingFiles(o.tlsCertFile, o.tlsPrivateKeyFile, log);
+  return { pair, caBundle: pair.current.cert };
 }

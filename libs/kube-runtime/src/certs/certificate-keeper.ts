@@ -6,10 +6,13 @@ import { z } from 'zod';
 import { isAlreadyExists, isConflict, isNotFound } from '../client/api-errors';
 import { ResourceClient } from '../client/resource-client';
 import { APIServiceResource, SecretResource } from '../client/resource';
+import { parseUntyped, type KubeObject } from '../client/object-meta';
+import { createInformer, type Informer } from '../informer/informer';
 import type { Logger } from '../log/logger';
 import { gauge } from '../metrics/metric-factory';
 import type { Runnable } from '../runnable';
 import { LOOP_WAIT } from '../time';
+import { advance, phaseEndsAt, rotationStep, trustBundle, type CaState } from './ca-rotation';
 import { certFacts, createCA, signLeaf, type CertPair } from './pki';
 
 /** What the keeper keeps, by name (`--keep-certificates`). */
@@ -29,6 +32,10 @@ export type KeptObjects = z.infer<typeof KeptObjectsSchema>;
 
 export interface KeeperTimes {
   caValidityMs: number;
+  /** The CA is rotated this long before it ends (0 = on request only). */
+  caRenewBeforeMs: number;
+  /** Each step of a CA rotation is held this long, so every pod has read the step before. */
+  caRotationOverlapMs: number;
   servingValidityMs: number;
   /** A serving certificate is signed again this long before it ends. */
   renewBeforeMs: number;
@@ -52,11 +59,29 @@ export interface CertificateKeeperOptions {
  */
 export const KEPT_BY_LABEL = 'sandbox-scale.io/kept-by';
 
+/** Set (to any new value) on the CA Secret to rotate the CA now: `kubectl annotate secret <ca> sandbox-scale.io/rotate-ca=$(date +%s) --overwrite`. */
+export const ROTATE_CA_ANNOTATION = 'sandbox-scale.io/rotate-ca';
+const ROTATED_CA_ANNOTATION = 'sandbox-scale.io/rotated-ca';
+const PHASE_ANNOTATION = 'sandbox-scale.io/ca-rotation';
+const SINCE_ANNOTATION = 'sandbox-scale.io/ca-rotation-since';
+
+/** The CA that signs now and the bundle every client trusts (both CAs while a rotation overlaps). */
+interface Authority {
+  signing: CertPair;
+  bundle: string;
+  /** When the rotation under way next needs a step (ms), if one is. */
+  stepAtMs?: number;
+}
+
 const ON_ERROR_MS = 15_000;
 const DAY_MS = 86_400_000;
 
 const TlsSecretSchema = z.object({
-  metadata: z.object({ resourceVersion: z.string().optional(), labels: z.record(z.string(), z.string()).optional() }),
+  metadata: z.object({
+    resourceVersion: z.string().optional(),
+    labels: z.record(z.string(), z.string()).optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
+  }),
   data: z.record(z.string(), z.string()).optional(),
 });
 type TlsSecret = z.infer<typeof TlsSecretSchema>;
@@ -97,17 +122,51 @@ export class CertificateKeeper implements Runnable {
   }
 
   async start(signal: AbortSignal): Promise<void> {
-    while (!signal.aborted) {
-      let waitMs: number;
-      try {
-        waitMs = await this.keepOnce(signal);
-      } catch (err) {
-        if (signal.aborted) return;
-        this.o.log.warn({ err }, 'keeping the certificates failed; trying again');
-        waitMs = ON_ERROR_MS;
+    // a change of the CA Secret (a rotation asked for, a CA replaced by hand) ends the wait at
+    // once, as does the stop; each pass gets a controller of its own
+    let wake = new AbortController();
+    const onStop = (): void => wake.abort();
+    signal.addEventListener('abort', onStop, { once: true });
+    const watch = this.#watchCa(() => {
+      this.o.log.debug({ secret: this.o.objects.caSecret }, 'the CA Secret changed: looking now');
+      wake.abort();
+    });
+    try {
+      while (!signal.aborted) {
+        // fresh before the pass: a change during it ends the wait after it at once
+        wake = new AbortController();
+        let waitMs: number;
+        try {
+          waitMs = await this.keepOnce(signal);
+        } catch (err) {
+          if (signal.aborted) return;
+          this.o.log.warn({ err }, 'keeping the certificates failed; trying again');
+          waitMs = ON_ERROR_MS;
+        }
+        this.o.log.debug({ waitMs }, 'certificates kept; next look');
+        await sleep(waitMs, wake.signal, LOOP_WAIT);
       }
-      await sleep(waitMs, signal, LOOP_WAIT);
+    } finally {
+      signal.removeEventListener('abort', onStop);
+      await watch?.stop();
     }
+  }
+
+  /** An informer of the CA Secret alone (by name), calling `changed` on each event; none without a CA. */
+  #watchCa(changed: () => void): Informer<KubeObject> | undefined {
+    const { caSecret, namespace } = this.o.objects;
+    if (caSecret === '') return undefined;
+    const informer = createInformer<KubeObject>(this.o.kubeConfig, {
+      resource: SecretResource,
+      namespace,
+      fieldSelector: `metadata.name=${caSecret}`,
+      // its metadata only: the cache never holds the CA's key
+      parse: (obj) => ({ metadata: parseUntyped(obj).metadata }),
+      log: this.o.log,
+    });
+    informer.on({ add: changed, update: changed, delete: changed });
+    informer.start();
+    return informer;
   }
 
   /** One pass over everything kept; resolves with how long until the next is due. */
@@ -121,6 +180,8 @@ export class CertificateKeeper implements Runnable {
         if (notAfterMs !== undefined) next = Math.min(next, Math.max(ON_ERROR_MS, notAfterMs - times.renewBeforeMs - Date.now()));
       }
       if (objects.apiService !== '') await this.#syncCaBundle(objects.apiService, ca, signal);
+      // a rotation's next step is due at the end of its overlap, not at the next resync
+      if (ca.stepAtMs !== undefined) next = Math.min(next, Math.max(1_000, ca.stepAtMs - Date.now()));
     }
     if (objects.claimRefKeySecret !== '') await this.#ensureClaimRefKey(objects.claimRefKeySecret, signal);
     return next;
@@ -153,28 +214,85 @@ export class CertificateKeeper implements Runnable {
     }
   }
 
-  async #ensureCA(signal?: AbortSignal): Promise<CertPair | undefined> {
+  async #ensureCA(signal?: AbortSignal): Promise<Authority | undefined> {
     const name = this.o.objects.caSecret;
     const existing = await this.#read(name, signal);
     if (existing === undefined) {
       const ca = await createCA(`${name}@${Math.floor(Date.now() / 1000)}`, this.o.times.caValidityMs / DAY_MS);
-      if (!(await this.#create(name, 'kubernetes.io/tls', { 'tls.crt': b64(ca.cert), 'tls.key': b64(ca.key) }, signal))) return undefined; // made by another writer meanwhile: the next pass reads it
+      // made by another writer meanwhile: the next pass reads it
+      if (!(await this.#create(name, 'kubernetes.io/tls', { 'tls.crt': b64(ca.cert), 'tls.key': b64(ca.key) }, signal))) return undefined;
       this.o.log.info({ secret: name }, 'created the CA');
       this.#observe(name, ca.cert);
-      return ca;
+      return { signing: ca, bundle: trustBundle({ signing: ca }) };
     }
-    const ca = { cert: unb64(existing.data?.['tls.crt']), key: unb64(existing.data?.['tls.key']) };
-    if (certFacts(ca.cert) === undefined || ca.key === '') {
+    let state = caStateOf(existing);
+    const facts = state === undefined ? undefined : certFacts(state.signing.cert);
+    if (state === undefined || facts === undefined) {
       // never replaced: whoever made it may still rely on it; say what is wrong instead
       this.o.log.error({ secret: name }, 'the CA Secret holds no usable tls.crt and tls.key; nothing is signed until it does');
       return undefined;
     }
-    this.#observe(name, ca.cert);
-    return ca;
+    // a CA the user provides is used as it is: rotating it is theirs
+    if (existing.metadata.labels?.[KEPT_BY_LABEL] !== undefined) {
+      const { times } = this.o;
+      const requested = existing.metadata.annotations?.[ROTATE_CA_ANNOTATION];
+      const now = Date.now();
+      const step = rotationStep(state, {
+        now,
+        overlapMs: times.caRotationOverlapMs,
+        renewBeforeMs: times.caRenewBeforeMs,
+        signingNotAfterMs: facts.notAfterMs,
+        requested,
+      });
+      if (step.kind === 'advance') {
+        const made =
+          step.to === 'trusting-new' ? await createCA(`${name}@${Math.floor(now / 1000)}`, times.caValidityMs / DAY_MS) : undefined;
+        const nextState = advance(state, step.to, now, made, requested);
+        if (!(await this.#writeCA(name, existing, nextState, signal))) return undefined;
+        this.o.log.info({ secret: name, step: step.to }, 'CA rotation: next step');
+        state = nextState;
+      }
+    }
+    this.#observe(name, state.signing.cert);
+    const stepAtMs = phaseEndsAt(state, this.o.times.caRotationOverlapMs);
+    return { signing: state.signing, bundle: trustBundle(state), ...(stepAtMs !== undefined ? { stepAtMs } : {}) };
   }
 
-  /** The serving Secret, created or signed again when due; resolves with its end, or undefined for one kept by someone else. */
-  async #ensureServing(name: string, dnsNames: readonly string[], ca: CertPair, signal?: AbortSignal): Promise<number | undefined> {
+  /** Writes the CA state at the version read; false when another writer moved it (the next pass reads it again). */
+  async #writeCA(name: string, existing: TlsSecret, state: CaState, signal?: AbortSignal): Promise<boolean> {
+    const annotations = Object.fromEntries(
+      Object.entries(existing.metadata.annotations ?? {}).filter(
+        ([k]) => ![PHASE_ANNOTATION, SINCE_ANNOTATION, ROTATED_CA_ANNOTATION].includes(k),
+      ),
+    );
+    if (state.phase !== undefined) annotations[PHASE_ANNOTATION] = state.phase;
+    if (state.sinceMs !== undefined && state.phase !== undefined) annotations[SINCE_ANNOTATION] = new Date(state.sinceMs).toISOString();
+    if (state.handled !== undefined) annotations[ROTATED_CA_ANNOTATION] = state.handled;
+    const data: Record<string, string> = { 'tls.crt': b64(state.signing.cert), 'tls.key': b64(state.signing.key) };
+    if (state.next !== undefined) Object.assign(data, { 'next.crt': b64(state.next.cert), 'next.key': b64(state.next.key) });
+    if (state.previous !== undefined) data['previous.crt'] = b64(state.previous);
+    const body = {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { ...existing.metadata, name, namespace: this.o.objects.namespace, annotations },
+      type: 'kubernetes.io/tls',
+      data,
+    };
+    try {
+      await this.#secrets.replace(this.o.objects.namespace, name, body, { fieldManager: this.o.manager, ...(signal ? { signal } : {}) });
+      return true;
+    } catch (err) {
+      if (isConflict(err)) return false;
+      throw err;
+    }
+  }
+
+  /**
+   * The serving Secret, created or signed again when due (or its `ca.crt` alone brought to the
+   * bundle while a CA rotation overlaps); resolves with its end, or undefined for one kept by
+   * someone else.
+   */
+  async #ensureServing(name: string, dnsNames: readonly string[], ca: Authority, signal?: AbortSignal): Promise<number | undefined> {
     const existing = await this.#read(name, signal);
     if (existing !== undefined && existing.metadata.labels?.[KEPT_BY_LABEL] === undefined) return undefined;
     const current = existing === undefined ? undefined : certFacts(unb64(existing.data?.['tls.crt']));
@@ -183,19 +301,33 @@ export class CertificateKeeper implements Runnable {
         ? 'absent'
         : current === undefined
           ? 'unreadable'
-          : !current.signedBy(ca.cert) || unb64(existing.data?.['ca.crt']) !== ca.cert
+          : !current.signedBy(ca.signing.cert)
             ? 'signed by another CA'
             : !sameNames(current.dnsNames, dnsNames)
               ? 'names changed'
               : current.notAfterMs - this.o.times.renewBeforeMs <= Date.now()
                 ? 'due for renewal'
                 : undefined;
-    if (why === undefined && current !== undefined) {
-      this.#observe(name, unb64(existing?.data?.['tls.crt']));
+    const bundle = b64(ca.bundle);
+    if (why === undefined && current !== undefined && existing?.data?.['ca.crt'] === bundle) {
+      this.#observe(name, unb64(existing.data['tls.crt']));
       return current.notAfterMs;
     }
-    const leaf = await signLeaf(ca, { commonName: dnsNames[0] ?? name, dnsNames, validDays: this.o.times.servingValidityMs / DAY_MS });
-    const data = { 'tls.crt': b64(leaf.cert), 'tls.key': b64(leaf.key), 'ca.crt': b64(ca.cert) };
+    let data: Record<string, string>;
+    let notAfterMs: number | undefined;
+    if (why === undefined && existing?.data !== undefined) {
+      // the certificate stands; only the CAs its clients trust changed
+      data = { ...existing.data, 'ca.crt': bundle };
+      notAfterMs = current?.notAfterMs;
+    } else {
+      const leaf = await signLeaf(ca.signing, {
+        commonName: dnsNames[0] ?? name,
+        dnsNames,
+        validDays: this.o.times.servingValidityMs / DAY_MS,
+      });
+      data = { 'tls.crt': b64(leaf.cert), 'tls.key': b64(leaf.key), 'ca.crt': bundle };
+      notAfterMs = certFacts(leaf.cert)?.notAfterMs;
+    }
     if (existing === undefined) {
       if (!(await this.#create(name, 'kubernetes.io/tls', data, signal))) return undefined;
     } else {
@@ -214,9 +346,9 @@ export class CertificateKeeper implements Runnable {
         throw err;
       }
     }
-    this.o.log.info({ secret: name, why }, 'signed a serving certificate');
-    this.#observe(name, leaf.cert);
-    return certFacts(leaf.cert)?.notAfterMs;
+    this.o.log.info({ secret: name, why: why ?? 'trusted CAs changed' }, 'wrote a serving certificate');
+    this.#observe(name, unb64(data['tls.crt']));
+    return notAfterMs;
   }
 
   async #ensureClaimRefKey(name: string, signal?: AbortSignal): Promise<void> {
@@ -226,7 +358,7 @@ export class CertificateKeeper implements Runnable {
       this.o.log.info({ secret: name }, 'created the claim-reference key');
   }
 
-  async #syncCaBundle(name: string, ca: CertPair, signal?: AbortSignal): Promise<void> {
+  async #syncCaBundle(name: string, ca: Authority, signal?: AbortSignal): Promise<void> {
     let svc: z.infer<typeof APIServiceSchema>;
     try {
       svc = APIServiceSchema.parse(await this.#apiServices.get(undefined, name, signal));
@@ -235,7 +367,7 @@ export class CertificateKeeper implements Runnable {
       if (isNotFound(err)) return;
       throw err;
     }
-    const want = b64(ca.cert);
+    const want = b64(ca.bundle);
     if (svc.spec?.insecureSkipTLSVerify === true || svc.spec?.caBundle === want) return;
     await this.#apiServices.mergePatch(
       undefined,
@@ -243,13 +375,33 @@ export class CertificateKeeper implements Runnable {
       { spec: { caBundle: want } },
       { fieldManager: this.o.manager, ...(signal ? { signal } : {}) },
     );
-    this.o.log.info({ apiService: name }, 'set the caBundle to the CA');
+    this.o.log.info({ apiService: name }, 'set the caBundle to the CAs clients trust');
   }
 
   #observe(secret: string, pem: string): void {
     const facts = certFacts(pem);
     if (facts !== undefined) this.#expiry.set({ secret }, Math.floor(facts.notAfterMs / 1000));
   }
+}
+
+/** The CA state the Secret holds; undefined without a signing CA and key. */
+function caStateOf(secret: TlsSecret): CaState | undefined {
+  const d = secret.data ?? {};
+  const signing = { cert: unb64(d['tls.crt']), key: unb64(d['tls.key']) };
+  if (signing.cert === '' || signing.key === '') return undefined;
+  const a = secret.metadata.annotations ?? {};
+  const phase = a[PHASE_ANNOTATION];
+  const next =
+    d['next.crt'] !== undefined && d['next.key'] !== undefined ? { cert: unb64(d['next.crt']), key: unb64(d['next.key']) } : undefined;
+  const since = a[SINCE_ANNOTATION] !== undefined ? Date.parse(a[SINCE_ANNOTATION]) : undefined;
+  return {
+    signing,
+    ...(next !== undefined ? { next } : {}),
+    ...(d['previous.crt'] !== undefined ? { previous: unb64(d['previous.crt']) } : {}),
+    ...(phase === 'trusting-new' || phase === 'dropping-old' ? { phase } : {}),
+    ...(since !== undefined && !Number.isNaN(since) ? { sinceMs: since } : {}),
+    ...(a[ROTATED_CA_ANNOTATION] !== undefined ? { handled: a[ROTATED_CA_ANNOTATION] } : {}),
+  };
 }
 
 function sameNames(a: readonly string[], b: readonly string[]): boolean {

@@ -4,6 +4,7 @@ import { type MetricsAuthenticator, ProbeServer } from './probe-server';
 import { BindAddressError, parseBindAddress } from './bind-address';
 import { captureLog } from '../testing/capture-log';
 import { AuthUnavailableError, type AccessAttributes, type UserInfo } from '../auth/delegated-auth';
+import { fixedPair } from '../certs/watched-files';
 import { selfSignedCert } from '../http/self-signed-cert';
 
 describe('ProbeServer', () => {
@@ -96,7 +97,7 @@ describe('ProbeServer with delegated metrics auth', () => {
     const registry = new Registry();
     new Counter({ name: 'sandbox_scale_guarded_total', help: 'x', registers: [registry] }).inc(2);
     const tls = await selfSignedCert({ commonName: 'localhost', dnsNames: ['localhost'], ips: ['127.0.0.1'] });
-    server = new ProbeServer({ log: captureLog().log, registry, metricsAuth: auth, tls });
+    server = new ProbeServer({ log: captureLog().log, registry, metricsAuth: auth, tls: fixedPair(tls.cert, tls.key) });
     server.addHealthzCheck('ping', () => true);
     const a = await server.listen({ host: '127.0.0.1', port: 0 });
     base = `https://127.0.0.1:${a.port}`;

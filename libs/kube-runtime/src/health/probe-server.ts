@@ -1,5 +1,6 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import { createServer as createTlsServer } from 'node:https';
+import { serveWatched, type ServingPair } from '../certs/watched-files';
 import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { StatusError, statusForError } from '@sandbox-scale/scale-core';
@@ -12,12 +13,6 @@ import { type Check, CheckSet, renderChecks } from './checks';
 
 /** The part of DelegatedAuth the /metrics guard calls (a fake stands in for it in unit tests). */
 export type MetricsAuthenticator = Pick<DelegatedAuth, 'authenticateToken' | 'authorize'>;
-
-/** A serving certificate and its key (PEM). */
-export interface ServingCert {
-  readonly cert: string;
-  readonly key: string;
-}
 
 /** What kube-apiserver and metrics-server ask for a scrape: get on the non-resource URL /metrics. */
 export const METRICS_ACCESS: AccessAttributes = { nonResource: { path: '/metrics', verb: 'get' } };
@@ -34,8 +29,8 @@ export interface ProbeServerOptions {
    * sends no token.
    */
   metricsAuth?: MetricsAuthenticator;
-  /** Listen over HTTPS with this certificate (a bearer token is never sent in the clear); plain HTTP without. */
-  tls?: ServingCert;
+  /** Listen over HTTPS with this certificate, and each one it changes to (a bearer token is never sent in the clear); plain HTTP without. */
+  tls?: ServingPair;
   /** Shared check sets, so two listeners (metrics and probe addresses) answer alike. */
   healthz?: CheckSet;
   readyz?: CheckSet;
@@ -53,6 +48,7 @@ export class ProbeServer {
   readonly healthz: CheckSet;
   readonly readyz: CheckSet;
   private server: Server | undefined;
+  private unwatch: (() => void) | undefined;
 
   constructor(private readonly opts: ProbeServerOptions) {
     this.healthz = opts.healthz ?? new CheckSet();
@@ -75,7 +71,12 @@ export class ProbeServer {
   async listen(addr: BindAddress): Promise<BindAddress> {
     const handler = guardRequests((req, res) => this.handle(req, res), { log: this.opts.log });
     const tls = this.opts.tls;
-    const server: Server = tls ? createTlsServer({ cert: tls.cert, key: tls.key }, handler) : createServer(handler);
+    let server: Server;
+    if (tls) {
+      const tlsServer = createTlsServer({ ...tls.current }, handler);
+      this.unwatch = serveWatched(tlsServer, tls);
+      server = tlsServer;
+    } else server = createServer(handler);
     // probes and scrapes only: a few connections at a time
     limitServer(server, { requestTimeoutMs: 10_000, headersTimeoutMs: 10_000, keepAliveTimeoutMs: 5_000, maxConnections: 256 });
     this.server = server;
@@ -101,6 +102,8 @@ export class ProbeServer {
   }
 
   async close(): Promise<void> {
+    this.unwatch?.();
+    this.opts.tls?.close();
     const s = this.server;
     this.server = undefined;
     if (!s) return;

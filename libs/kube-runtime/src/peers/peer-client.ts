@@ -63,19 +63,31 @@ const MAX_REPLY_BYTES = 4 * 1024 * 1024;
  * schema of what one replica may ask another.
  */
 export class PeerClient<Call = unknown> {
-  readonly #agent: Agent;
+  #agent: Agent;
   readonly #timeoutMs: number;
 
   constructor(private readonly o: PeerClientOptions) {
-    this.#agent = new Agent({
-      keepAlive: true,
-      maxSockets: 64,
-      ca: o.caPem,
-      servername: o.serverName,
-      checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(o.serverName, cert),
-    });
+    this.#agent = this.#agentFor(o.caPem);
     // longer than a create may take on the owner (claim, then asking the node about a lost reply)
     this.#timeoutMs = o.timeoutMs ?? 50_000;
+  }
+
+  /**
+   * Trusts this CA bundle from now on (a CA rotation: both CAs while it overlaps). New calls open
+   * connections checked against it; calls under way finish on the connections they have.
+   */
+  trust(caPem: string): void {
+    this.#agent = this.#agentFor(caPem);
+  }
+
+  #agentFor(caPem: string): Agent {
+    return new Agent({
+      keepAlive: true,
+      maxSockets: 64,
+      ca: caPem,
+      servername: this.o.serverName,
+      checkServerIdentity: (_host: string, cert: PeerCertificate) => checkServerIdentity(this.o.serverName, cert),
+    });
   }
 
   /** `maxReplyBytes`: the largest reply taken (default 4 MiB; a page of a list may be larger). */
