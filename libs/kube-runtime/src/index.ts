@@ -133,7 +133,15 @@ export type { EventSink, EventBody, EventSeries } from './events/event-sink';
 
 // health, metrics, manager
 export { METRICS_ACCESS, ProbeServer, authorizeScrape } from './health/probe-server';
-export { DEFAULT_SERVER_LIMITS, decodeSegment, guardRequests, limitServer, readBounded, requestUrl } from './http/guarded-server';
+export {
+  DEFAULT_SERVER_LIMITS,
+  closeServer,
+  decodeSegment,
+  guardRequests,
+  limitServer,
+  readBounded,
+  requestUrl,
+} from './http/guarded-server';
 export type { FailureWriter, GuardOptions, RequestHandler, ServerLimits } from './http/guarded-server';
 export { DEFAULT_INFLIGHT_CAPS, InflightLimits } from './http/inflight-limits';
 export { readRequestBody } from './http/request-body';

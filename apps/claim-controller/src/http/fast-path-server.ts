@@ -1,6 +1,7 @@
 import { createServer, type Server } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import {
+  closeServer,
   fixedPair,
   guardRequests,
   limitServer,
@@ -61,11 +62,9 @@ export async function startFastPathServer(o: FastPathServerOptions): Promise<{ u
   return {
     url: `https://${host}:${port}`,
     server,
-    close: () =>
-      new Promise<void>((resolve) => {
-        tls.close();
-        server.close(() => resolve());
-        server.closeAllConnections();
-      }),
+    close: () => {
+      tls.close();
+      return closeServer(server);
+    },
   };
 }

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import type { Registry } from 'prom-client';
 import { StatusError, statusForError } from '@sandbox-scale/scale-core';
 import type { AccessAttributes, Decision, DelegatedAuth, UserInfo } from '../auth/delegated-auth';
-import { guardRequests, limitServer, requestUrl } from '../http/guarded-server';
+import { closeServer, guardRequests, limitServer, requestUrl } from '../http/guarded-server';
 import { sendKubeStatus } from '../http/json-reply';
 import type { Logger } from '../log/logger';
 import type { BindAddress } from './bind-address';
@@ -107,8 +107,7 @@ export class ProbeServer {
     const s = this.server;
     this.server = undefined;
     if (!s) return;
-    s.closeAllConnections();
-    await new Promise<void>((resolve) => s.close(() => resolve()));
+    await closeServer(s);
   }
 
   private async handle(req: IncomingMessage, res: ServerResponse): Promise<void> {

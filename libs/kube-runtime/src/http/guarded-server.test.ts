@@ -2,7 +2,7 @@ import { createServer, request, type Server } from 'node:http';
 import { connect, type AddressInfo } from 'node:net';
 import { captureLog } from '../testing/capture-log';
 import { ProbeServer } from '../health/probe-server';
-import { decodeSegment, guardRequests, limitServer, readBounded, requestUrl } from './guarded-server';
+import { closeServer, decodeSegment, guardRequests, limitServer, readBounded, requestUrl } from './guarded-server';
 
 function get(port: number, path: string): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
@@ -204,4 +204,24 @@ describe('readBounded', () => {
       await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   }, 20_000);
+});
+
+describe('closeServer', () => {
+  it('ends a TLS server at once, a client that never finishes its handshake included', async () => {
+    const { createServer: createHttpsServer } = await import('node:https');
+    const { selfSignedCert } = await import('./self-signed-cert');
+    const tls = await selfSignedCert({ commonName: 'localhost', dnsNames: ['localhost'] });
+    const server = createHttpsServer({ cert: tls.cert, key: tls.key }, (_req, res) => res.end('ok'));
+    limitServer(server);
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    // a TCP connection that sends nothing: still in its handshake, unknown to closeAllConnections
+    const silent = connect((server.address() as AddressInfo).port, '127.0.0.1');
+    await new Promise<void>((r) => silent.once('connect', r));
+    const closedSilent = new Promise<void>((r) => silent.once('close', () => r()));
+    silent.on('error', () => undefined);
+    // a close that waited for the handshake would wait its 120 s timeout, far past this test's
+    await closeServer(server);
+    await closedSilent;
+    expect(server.listening).toBe(false);
+  });
 });

@@ -1,4 +1,5 @@
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { Socket } from 'node:net';
 import type { Logger } from '../log/logger';
 
 export type RequestHandler = (req: IncomingMessage, res: ServerResponse) => Promise<void> | void;
@@ -75,7 +76,16 @@ export const DEFAULT_SERVER_LIMITS: Required<ServerLimits> = {
 };
 
 /** Applies request/header timeouts, header and connection caps; node then answers 408/431/400 itself and closes. */
+/** Every socket of each limited server, from its first byte (a TLS one before its handshake ends). */
+const SOCKETS = new WeakMap<Server, Set<Socket>>();
+
 export function limitServer(server: Server, limits: ServerLimits = {}): void {
+  const sockets = new Set<Socket>();
+  SOCKETS.set(server, sockets);
+  server.on('connection', (s: Socket) => {
+    sockets.add(s);
+    s.once('close', () => sockets.delete(s));
+  });
   const l = { ...DEFAULT_SERVER_LIMITS, ...limits };
   server.requestTimeout = l.requestTimeoutMs;
   // node measures both from the first byte; a header deadline past the request one would never fire
@@ -83,6 +93,19 @@ export function limitServer(server: Server, limits: ServerLimits = {}): void {
   server.keepAliveTimeout = l.keepAliveTimeoutMs;
   server.maxHeadersCount = l.maxHeadersCount;
   server.maxConnections = l.maxConnections;
+}
+
+/**
+ * Stops listening and ends every connection at once, those still in their TLS handshake
+ * included (closeAllConnections reaches only sockets already speaking HTTP, so a half-open
+ * handshake would otherwise hold the close until its timeout).
+ */
+export function closeServer(server: Server): Promise<void> {
+  return new Promise<void>((resolve) => {
+    server.close(() => resolve());
+    server.closeAllConnections();
+    for (const s of SOCKETS.get(server) ?? []) s.destroy();
+  });
 }
 
 /**
