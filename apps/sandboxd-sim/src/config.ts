@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { cpus } from 'node:os';
 import { z } from 'zod';
-import { booleanFlag } from '@sandbox-scale/kube-runtime';
+import { booleanFlag, jsonFlag } from '@sandbox-scale/kube-runtime';
 import { GuestUidRangeSchema } from './data-plane/guest-ids';
 import { FaultsSchema } from './faults';
 import { LatencyProfileSchema } from './latency';
@@ -107,21 +107,6 @@ export type SimOptionsInput = z.input<typeof SimOptionsSchema>;
 
 export function autoRefillConcurrency(): number {
   return Math.min(256, Math.max(4, Math.floor((cpus().length * 2) / 3)));
-}
-
-/** A flag holding JSON, validated by `schema`; the error names the flag. */
-function jsonFlag<T extends z.ZodType>(schema: T) {
-  return z
-    .string()
-    .transform((s, ctx): unknown => {
-      try {
-        return JSON.parse(s) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'not valid JSON' });
-        return z.NEVER;
-      }
-    })
-    .pipe(schema);
 }
 
 const listFlag = z.string().transform((s) =>

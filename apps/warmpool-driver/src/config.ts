@@ -1,4 +1,4 @@
-import { durationFlag, KeptObjectsSchema, managerFlagShape } from '@sandbox-scale/kube-runtime';
+import { durationFlag, jsonFlag, KeptObjectsSchema, managerFlagShape } from '@sandbox-scale/kube-runtime';
 import { sandboxdTokensFlag } from '@sandbox-scale/sandboxd-client';
 import { LIMITS } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
@@ -34,19 +34,8 @@ export const WarmpoolDriverFlagsSchema = z.object({
   warmPoolSyncInterval: durationFlag(`${LIMITS.warmPoolSyncIntervalMs / 1000}s`).describe(
     'Resync period of the warm targets and of the pool status',
   ),
-  keepCertificates: z
-    .string()
-    .default('')
-    .transform((s, ctx): unknown => {
-      if (s === '') return undefined;
-      try {
-        return JSON.parse(s) as unknown;
-      } catch {
-        ctx.addIssue({ code: 'custom', message: 'not valid JSON' });
-        return z.NEVER;
-      }
-    })
-    .pipe(KeptObjectsSchema.optional())
+  keepCertificates: jsonFlag(KeptObjectsSchema)
+    .optional()
     .describe(
       'JSON {"namespace","caSecret","serving":[{"secret","dnsNames"}],"claimRefKeySecret","apiService"}: on the leader, create the CA, the serving certificates it signs and the claim-reference key in these Secrets when absent (never replacing a Secret it did not create), sign its serving certificates again before they end, and keep the APIService caBundle on the CA. Empty = off',
     ),

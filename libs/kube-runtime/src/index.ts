@@ -1,7 +1,7 @@
 // Public API of @sandbox-scale/kube-runtime: named exports only.
 
 // config and logging
-export { ConfigError, isConfigError, parseFlags, booleanFlag, renderHelp, flagName, envName, isHelp } from './config/flags';
+export { ConfigError, isConfigError, parseFlags, booleanFlag, jsonFlag, renderHelp, flagName, envName, isHelp } from './config/flags';
 export type { FlagDoc, ParseFlagsOptions, HelpRequested } from './config/flags';
 export { managerFlagShape, ManagerFlagsSchema, durationFlag, bindAddressFlag, parseDuration } from './config/manager-flags';
 export type { ManagerFlags } from './config/manager-flags';

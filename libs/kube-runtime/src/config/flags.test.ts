@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { booleanFlag, isConfigError, isHelp, parseFlags } from './flags';
+import { booleanFlag, isConfigError, isHelp, jsonFlag, parseFlags } from './flags';
 
 const schema = z.object({
   publishInterval: z.coerce.number().int().positive().default(30).describe('Seconds between publishes'),
@@ -50,5 +50,16 @@ describe('parseFlags', () => {
       expect(r.help).toContain('SANDBOX_SCALE_PUBLISH_INTERVAL');
       expect(r.help).toContain('(default 30)');
     }
+  });
+  it('reads a JSON flag through its schema, empty as unset, and names the flag on bad JSON', () => {
+    const json = z.object({
+      pools: jsonFlag(z.array(z.object({ name: z.string() })))
+        .optional()
+        .describe('JSON'),
+    });
+    expect(parseFlags(json, { ...opts, argv: ['--pools=[{"name":"a"}]'] })).toEqual({ pools: [{ name: 'a' }] });
+    expect(parseFlags(json, { ...opts, argv: ['--pools='] })).toEqual({ pools: undefined });
+    expect(parseFlags(json, { ...opts, argv: [] })).toEqual({});
+    for (const bad of ['--pools=[{', '--pools=[{"name":1}]']) expect(() => parseFlags(json, { ...opts, argv: [bad] })).toThrow(/--pools/);
   });
 });

@@ -157,6 +157,22 @@ export function isHelp(v: unknown): v is HelpRequested {
   return typeof v === 'object' && v !== null && 'help' in v && typeof (v as HelpRequested).help === 'string';
 }
 
+/** A flag holding JSON, validated by `schema`; empty is unset; a parse error names the flag. */
+export function jsonFlag<T extends z.ZodType>(schema: T) {
+  return z
+    .string()
+    .transform((s, ctx): unknown => {
+      if (s === '') return undefined;
+      try {
+        return JSON.parse(s) as unknown;
+      } catch {
+        ctx.addIssue({ code: 'custom', message: 'not valid JSON' });
+        return z.NEVER;
+      }
+    })
+    .pipe(schema.optional());
+}
+
 /** A boolean flag: `--x`, `--x=true|false`, env `true|false|1|0`. */
 export function booleanFlag(defaultValue: boolean) {
   return z
