@@ -2,12 +2,13 @@ import { X509Certificate } from 'node:crypto';
 import type { IncomingMessage } from 'node:http';
 import { request } from 'node:https';
 import { connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'node:tls';
-import { ROTATE_CA_ANNOTATION } from '@sandbox-scale/kube-runtime';
+import { ROTATE_CA_ANNOTATION, ROTATE_KEY_ANNOTATION } from '@sandbox-scale/kube-runtime';
 import { eventually, kubectlJson, kubectlOk, runSuffix } from '../src/index';
 import { INSTALLED_NAMESPACE, INSTALLED_RELEASE } from '../src/installed/installed-system';
 import { CA_ROTATION_OVERLAP } from '../src/installed/installed-values';
 import { startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
+import { waitReplicasHold } from '../src/testing/claim-ref-keys';
 import { kubeRaw, kubeStream } from '../src/testing/data-plane-requests';
 
 // The chart's CA rotated on the installed chart while clients work: the APIService lists and
@@ -19,6 +20,7 @@ import { kubeRaw, kubeStream } from '../src/testing/data-plane-requests';
 const ns = `t-rotate-${runSuffix()}`;
 const CA_SECRET = `${INSTALLED_RELEASE}-ca`;
 const FAST_PATH_SECRET = `${INSTALLED_RELEASE}-claim-controller-serving`;
+const KEY_SECRET = `${INSTALLED_RELEASE}-claim-ref-key`;
 let sys: SystemUnderTest;
 
 interface Secret {
@@ -63,7 +65,56 @@ afterAll(async () => {
   await sys?.stop();
 });
 
-describe("the chart's CA, rotated while clients work", () => {
+describe("the chart's claim-reference key and CA, rotated while clients work", () => {
+  // first: the CA rotation below leaves this suite's clients trusting a CA the servers no longer serve
+  it("rotates the claim-reference key on request through warmpool-driver's leader: each replica holds the new key before it signs, and no pod restarts", async () => {
+    const podsBefore = await restarts();
+    const keysOf = async (): Promise<{ keys: string[]; step: string | undefined }> => {
+      const s = await secret(KEY_SECRET);
+      return {
+        keys: text(s, 'key')
+          .split('\n')
+          .map((l) => l.trim())
+          .filter((l) => l !== ''),
+        step: s.metadata.annotations?.['sandbox-scale.io/key-rotation'],
+      };
+    };
+    const before = await keysOf();
+    expect(before.step).toBeUndefined();
+    await kubectlOk(
+      ['-n', INSTALLED_NAMESPACE, 'annotate', 'secret', KEY_SECRET, `${ROTATE_KEY_ANNOTATION}=${runSuffix()}`, '--overwrite'],
+      kube,
+    );
+    // step 1 at once (the leader watches the Secret): a new key joins last, verifying only
+    let adding: string[] = [];
+    await eventually(
+      async () => {
+        const now = await keysOf();
+        expect(now.step).toBe('adding');
+        adding = now.keys;
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    expect(adding.slice(0, -1)).toEqual(before.keys);
+    expect(adding).toHaveLength(before.keys.length + 1);
+    // every replica holds it while it only verifies (a replica that missed the step would be seen holding step 2's ring instead)
+    const holding = await waitReplicasHold(sys, adding);
+    // step 2 after the overlap: the new key signs, the old ones still verify (for certificates.claimRefKeyGrace)
+    const signing = [adding[adding.length - 1] as string, ...before.keys];
+    await eventually(async () => expect(await keysOf()).toEqual({ keys: signing, step: 'signing' }), {
+      timeoutMs: 180_000,
+      intervalMs: 1_000,
+    });
+    const signingEverywhere = await waitReplicasHold(sys, signing);
+    const restarted = Object.entries(await restarts()).filter(([pod, n]) => n !== podsBefore[pod]).length;
+    process.stdout.write(
+      `[key-rotation] overlap ${CA_ROTATION_OVERLAP}; the new key verifying on ${holding} replicas, then signing on ${signingEverywhere}; ${restarted} pods restarted\n`,
+    );
+    expect(holding).toBeGreaterThanOrEqual(4);
+    expect(signingEverywhere).toBe(holding);
+    expect(restarted).toBe(0);
+  }, 420_000);
+
   it('serves every list, watch and fast-path call through the three steps, ends on the new certificates and restarts no pod', async () => {
     // found now: the target checks the router with the CA it read at start, which the rotation replaces
     const routerUrl = await sys.routerUrl();

@@ -483,7 +483,13 @@ describe('the sandbox-scale chart', () => {
         ],
         verbs: ['get', 'update'],
       },
-      { apiGroups: [''], resources: ['secrets'], resourceNames: [`${fullname}-ca`], verbs: ['list', 'watch'] },
+      // watched by name, so a rotation asked for on either starts at once
+      {
+        apiGroups: [''],
+        resources: ['secrets'],
+        resourceNames: [`${fullname}-ca`, `${fullname}-claim-ref-key`],
+        verbs: ['list', 'watch'],
+      },
     ]);
     const apiServiceRole = docs.find((d) => d.kind === 'ClusterRole' && d.metadata.name === `${fullname}-warmpool-driver-apiservice-ca`);
     expect((apiServiceRole as { rules?: unknown } | undefined)?.rules).toEqual([

@@ -44,7 +44,10 @@ export const WarmpoolDriverFlagsSchema = z.object({
     'A CA --keep-certificates created is rotated this long before it ends (annotate its Secret sandbox-scale.io/rotate-ca=<new value> to rotate it now)',
   ),
   caRotationOverlap: durationFlag('10m').describe(
-    "Each step of a CA rotation (trust both CAs; sign with the new; drop the old) is held this long, so every pod has read the step before: more than the kubelet's sync period plus a minute",
+    "Each step of a CA rotation (trust both CAs; sign with the new; drop the old), and the first of a claim-reference key rotation (the new key verifies before it signs), is held this long, so every pod has read the step before: more than the kubelet's sync period plus a minute",
+  ),
+  claimRefKeyGrace: durationFlag('720h').describe(
+    'Once a rotated claim-reference key signs, the old key still verifies this long, then leaves the keyring (annotate the key Secret sandbox-scale.io/rotate-key=<new value> to rotate). A sandbox kept alive by lease renewal that was claimed before the rotation is renewed only while its key verifies: keep this longer than such sandboxes live',
   ),
   certificateValidity: durationFlag('2160h').describe('Lifetime of a serving certificate --keep-certificates signs'),
   certificateRenewBefore: durationFlag('720h').describe(

@@ -44,6 +44,7 @@ void runApp({
                 caValidityMs: config.caValidity,
                 caRenewBeforeMs: config.caRenewBefore,
                 caRotationOverlapMs: config.caRotationOverlap,
+                claimRefKeyGraceMs: config.claimRefKeyGrace,
                 servingValidityMs: config.certificateValidity,
                 renewBeforeMs: config.certificateRenewBefore,
                 resyncMs: CERTIFICATE_RESYNC_MS,

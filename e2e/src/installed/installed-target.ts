@@ -7,7 +7,7 @@ import { z } from 'zod';
 import { toolPath } from '../control-plane/tools';
 import { ensureNamespace, routerAnswering, tenantCredentials } from '../system/local-target';
 import { runCommand } from '../system/run-command';
-import type { LeaderComponent, SystemUnderTest } from '../system/system-under-test';
+import { keyringKeys, type LeaderComponent, type SystemUnderTest } from '../system/system-under-test';
 import { runSuffix } from '../testing/cluster';
 import { eventually } from '../testing/eventually';
 import { MetricsScraper, type MetricsEndpoint } from '../testing/metrics-scraper';
@@ -45,6 +45,7 @@ export function readInstalledState(): InstalledState {
 }
 
 const COMPONENT_LABEL = 'app.kubernetes.io/component';
+const CLAIM_REF_KEY_SECRET = `${INSTALLED_RELEASE}-claim-ref-key`;
 const SERVICE_DNS = (app: string): string => `${INSTALLED_RELEASE}-${app}.${INSTALLED_NAMESPACE}.svc`;
 /** The chart's ports (values.yaml `ports`, `sandboxApiserver.securePort`). */
 const PORTS = { metrics: 8080, health: 8081, apiserver: 6443, fastPath: 9443 };
@@ -254,6 +255,17 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
         }
       }
       return logs;
+    },
+    async claimRefKeys() {
+      const secret = z
+        .object({ data: z.object({ key: z.string() }) })
+        .parse(JSON.parse(await kubectl(['-n', INSTALLED_NAMESPACE, 'get', 'secret', CLAIM_REF_KEY_SECRET, '-o', 'json'])));
+      return keyringKeys(Buffer.from(secret.data.key, 'base64').toString('utf8'));
+    },
+    async setClaimRefKeys(keys) {
+      // as an operator rotating by hand would: the Secret's data, which the kubelet carries to each pod's mount
+      const patch = { data: { key: Buffer.from(`${keys.join('\n')}\n`).toString('base64') } };
+      await kubectl(['-n', INSTALLED_NAMESPACE, 'patch', 'secret', CLAIM_REF_KEY_SECRET, '--type=merge', '-p', JSON.stringify(patch)]);
     },
     async appsThatExited() {
       return (await pods())

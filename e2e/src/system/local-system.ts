@@ -87,6 +87,8 @@ export interface LocalSystem {
   routerUrls: string[];
   /** CA (PEM file) that signed the serving certificate of sandbox-apiserver and the fast path. */
   servingCaPath: string;
+  /** The claim-reference keyring file claim-controller and sandbox-apiserver follow (one base64 key per line, the first signs). */
+  claimRefKeyFile: string;
   logDir: string;
   apps: Map<string, SupervisedApp>;
   /** App name -> https://127.0.0.1:<port>/metrics of its current process (with `metrics: true`; http:// under --metrics-auth=none). */
@@ -597,6 +599,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
       fastPathUrls: fastPathPorts.map((p) => `https://127.0.0.1:${p}`),
       routerUrls: routerPorts.map((p) => `https://127.0.0.1:${p}`),
       servingCaPath: certs.ca,
+      claimRefKeyFile,
       logDir,
       apps: ctx.apps,
       metricsUrls: ctx.metricsUrls,

@@ -1,13 +1,13 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { kubeApiClient } from '@sandbox-scale/kube-runtime';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Agent, request } from 'undici';
 import { kubeconfigForServiceAccount, runSuffix } from '../testing/cluster';
 import { MetricsScraper, type MetricsEndpoint } from '../testing/metrics-scraper';
 import { eventually } from '../testing/eventually';
 import { RELEASE, SYSTEM_NAMESPACE, type LocalSystem } from './local-system';
-import type { SystemUnderTest, TenantCredentials } from './system-under-test';
+import { keyringKeys, type SystemUnderTest, type TenantCredentials } from './system-under-test';
 
 /** Creates a namespace; one that exists already is fine. */
 export async function ensureNamespace(sys: Pick<SystemUnderTest, 'kubeConfig'>, name: string): Promise<void> {
@@ -115,6 +115,12 @@ export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onS
       const logs = new Map<string, string>();
       for (const f of readdirSync(sys.logDir)) logs.set(f.replace(/\.log$/, ''), readFileSync(join(sys.logDir, f), 'utf8'));
       return logs;
+    },
+    claimRefKeys: async () => keyringKeys(readFileSync(sys.claimRefKeyFile, 'utf8')),
+    async setClaimRefKeys(keys) {
+      // written whole, then renamed over, as a Secret volume swaps its files
+      writeFileSync(`${sys.claimRefKeyFile}.next`, `${keys.join('\n')}\n`, { mode: 0o600 });
+      renameSync(`${sys.claimRefKeyFile}.next`, sys.claimRefKeyFile);
     },
     appsThatExited: async () => [...sys.apps].filter(([, a]) => a.restarts > 0 || !a.running).map(([n]) => n),
     async stop() {

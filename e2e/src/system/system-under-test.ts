@@ -116,9 +116,25 @@ export interface SystemUnderTest {
   metricsReaderToken(): Promise<string>;
   /** Base URL of each controller's and publisher's plain-HTTP probe server (/healthz, /readyz, /livez), keyed as metricsEndpoints. */
   probeUrls(): Promise<Map<string, string>>;
+  /** The claim-reference keyring claim-controller and sandbox-apiserver are given (base64 keys, the signing one first). */
+  claimRefKeys(): Promise<string[]>;
+  /**
+   * Replaces the keyring where the apps read it (local: the file, renamed over; installed: the
+   * Secret, which reaches the pods' mounts within the kubelet's sync). Resolves once written, not
+   * once read: sandbox_scale_claim_ref_key_info says when each replica has it.
+   */
+  setClaimRefKeys(keys: readonly string[]): Promise<void>;
   /** Every app's log text so far, by app (installed: by pod, previous containers included). */
   appLogs(): Promise<Map<string, string>>;
   /** Apps that exited without being asked to since the suite connected (local: processes; installed: container restarts). */
   appsThatExited(): Promise<string[]>;
   stop(): Promise<void>;
+}
+
+/** The keys of a claim-reference keyring's text, the signing one first. */
+export function keyringKeys(text: string): string[] {
+  return text
+    .split('\n')
+    .map((l) => l.trim())
+    .filter((l) => l !== '');
 }

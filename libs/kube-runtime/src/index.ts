@@ -155,6 +155,7 @@ export {
   KeptObjectsSchema,
   KEPT_BY_LABEL,
   ROTATE_CA_ANNOTATION,
+  ROTATE_KEY_ANNOTATION,
   type KeptObjects,
   type KeeperTimes,
   type CertificateKeeperOptions,
@@ -172,6 +173,7 @@ export {
   type ServingPair,
   type WatchedFilesOptions,
 } from './certs/watched-files';
+export { followClaimRefKey, type ClaimRefKeyFollower, type FollowClaimRefKeyOptions } from './certs/claim-ref-key-file';
 export { createCA, signLeaf, certFacts, type CertPair, type LeafOptions, type CertFacts } from './certs/pki';
 export type { SelfSignedCert, SelfSignedCertOptions } from './http/self-signed-cert';
 export type { StatusReplyOptions } from './http/json-reply';

@@ -1,4 +1,5 @@
 import { Registry } from 'prom-client';
+import { formatOwnerRef, OwnerRefKey, provenOwnerOf, type SandboxOwner } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { createTestNamespace, deleteNamespace, eventually, testKubeConfig } from '@sandbox-scale/e2e';
 import {
@@ -6,6 +7,7 @@ import {
   CertificateKeeper,
   KEPT_BY_LABEL,
   ROTATE_CA_ANNOTATION,
+  ROTATE_KEY_ANNOTATION,
   ResourceClient,
   SecretResource,
   certFacts,
@@ -28,6 +30,7 @@ const TIMES: KeeperTimes = {
   caValidityMs: 3650 * DAY,
   caRenewBeforeMs: 365 * DAY,
   caRotationOverlapMs: 1_500,
+  claimRefKeyGraceMs: 3_000,
   servingValidityMs: 90 * DAY,
   renewBeforeMs: 30 * DAY,
   resyncMs: 600_000,
@@ -327,6 +330,96 @@ describe('the certificate keeper', () => {
       stop.abort();
       await running;
     }
+  });
+
+  it('rotates the claim-reference key on request: the new key verifies, then signs while the old verifies for the grace, then the old is gone', async () => {
+    const k = keeper();
+    await k.keepOnce();
+    const ring = async (): Promise<OwnerRefKey> => OwnerRefKey.fromText(text(await read('demo-claim-ref-key'), 'key'));
+    const phase = async (): Promise<string | undefined> =>
+      (await read('demo-claim-ref-key')).metadata.annotations?.['sandbox-scale.io/key-rotation'];
+    const owner: SandboxOwner = { kind: 'FastPathClaim', uid: '0b3e6f0c-2d7a-4a55-9c51-6a0f3f1d2e4b', namespace: 'team-a', name: 'f1' };
+    const before = await ring();
+    const oldRef = formatOwnerRef(owner, before);
+    expect(before.ids).toHaveLength(1);
+
+    await secrets.mergePatch(ns, 'demo-claim-ref-key', { metadata: { annotations: { [ROTATE_KEY_ANNOTATION]: 'r1' } } });
+    // step 1: the new key joins last; what the ring signs is unchanged, and the keeper comes back at the overlap's end
+    const wait1 = await k.keepOnce();
+    expect(wait1).toBeLessThanOrEqual(TIMES.caRotationOverlapMs);
+    const adding = await ring();
+    expect(await phase()).toBe('adding');
+    expect(adding.ids).toEqual([before.ids[0], expect.stringMatching(/^[0-9a-f]{12}$/)]);
+    expect(formatOwnerRef(owner, adding)).toBe(oldRef);
+    const newId = adding.ids[1];
+
+    // step 2, after the overlap: the new key signs, the old still proves what it made
+    await eventually(
+      async () => {
+        await k.keepOnce();
+        expect(await phase()).toBe('signing');
+      },
+      { timeoutMs: 15_000, intervalMs: 250 },
+    );
+    const signing = await ring();
+    expect(signing.ids).toEqual([newId, before.ids[0]]);
+    const newRef = formatOwnerRef(owner, signing);
+    expect(newRef).not.toBe(oldRef);
+    expect(provenOwnerOf(oldRef, signing)).toBeDefined();
+
+    // step 3, after the grace: the old key is gone, and with it the proof of what it made
+    await eventually(
+      async () => {
+        await k.keepOnce();
+        expect(await phase()).toBeUndefined();
+      },
+      { timeoutMs: 20_000, intervalMs: 250 },
+    );
+    const done = await ring();
+    expect(done.ids).toEqual([newId]);
+    expect(provenOwnerOf(newRef, done)).toBeDefined();
+    expect(provenOwnerOf(oldRef, done)).toBeUndefined();
+    const after = await read('demo-claim-ref-key');
+    expect(after.metadata.annotations?.['sandbox-scale.io/rotated-key']).toBe('r1');
+    // acted on once: another pass writes nothing
+    await k.keepOnce();
+    expect((await read('demo-claim-ref-key')).metadata.resourceVersion).toBe(after.metadata.resourceVersion);
+  });
+
+  it('acts on a key rotation asked for while it runs at once, and never rotates a keyring it did not make', async () => {
+    const k = keeper();
+    await k.keepOnce();
+    const first = OwnerRefKey.fromText(text(await read('demo-claim-ref-key'), 'key')).ids[0];
+    const stop = new AbortController();
+    const running = k.start(stop.signal);
+    try {
+      await secrets.mergePatch(ns, 'demo-claim-ref-key', { metadata: { annotations: { [ROTATE_KEY_ANNOTATION]: 'while-running' } } });
+      // the resync is 10 minutes: only the watch of the key Secret, then each step's own timer, get there this soon
+      await eventually(
+        async () => {
+          const now = await read('demo-claim-ref-key');
+          expect(now.metadata.annotations?.['sandbox-scale.io/rotated-key']).toBe('while-running');
+          expect(now.metadata.annotations?.['sandbox-scale.io/key-rotation']).toBeUndefined();
+          const ids = OwnerRefKey.fromText(text(now, 'key')).ids;
+          expect(ids).toHaveLength(1);
+          expect(ids[0]).not.toBe(first);
+        },
+        { timeoutMs: 30_000 },
+      );
+    } finally {
+      stop.abort();
+      await running;
+    }
+    // a keyring the user provides is theirs: a request on it changes nothing
+    await secrets.create(ns, {
+      apiVersion: 'v1',
+      kind: 'Secret',
+      metadata: { name: 'users-ring', namespace: ns, annotations: { [ROTATE_KEY_ANNOTATION]: 'please' } },
+      data: { key: Buffer.from(`${Buffer.alloc(32, 7).toString('base64')}\n`).toString('base64') },
+    });
+    const rv = (await read('users-ring')).metadata.resourceVersion;
+    await keeper({ claimRefKeySecret: 'users-ring' }).keepOnce();
+    expect((await read('users-ring')).metadata.resourceVersion).toBe(rv);
   });
 
   it('runs until stopped, on the leader only', async () => {

@@ -279,4 +279,25 @@ describe('SandboxCache with claim references a node may have made up', () => {
       expect(refused).toHaveLength(1);
     }
   });
+
+  it('proves a row again with the keys held now: a key that left proves nothing, with no new publish', () => {
+    const keys = new Set(['k1']);
+    const cache = new SandboxCache({
+      graceMs: 50,
+      hub: new WatchHub(100),
+      revisions: new Revisions(),
+      proves: (ref) => [...keys].some((k) => ref?.startsWith(`${k}:`) === true),
+    });
+    cache.live = true;
+    cache.upsertInventory(inv('n1', '1', [entry('sb_old', 'k1:team-a/agent-7')]));
+    const row = cache.get('team-a', 'agent-7');
+    if (row === undefined) throw new Error('no row');
+    expect(cache.provenNow(row)).toBe(true);
+    // a rotation: the new key signs, the old still verifies
+    keys.add('k2');
+    expect(cache.provenNow(row)).toBe(true);
+    keys.delete('k1');
+    expect(row.proven).toBe(true);
+    expect(cache.provenNow(row)).toBe(false);
+  });
 });

@@ -124,6 +124,16 @@ export class SandboxCache {
     return this.#inventories;
   }
 
+  /**
+   * Whether the row's claim reference is proven with the keys held now, not those of when the row
+   * was made: a key that left the keyring since proves nothing any more. What acts on a sandbox
+   * asks this; a row made here without a reference keeps its own word.
+   */
+  provenNow(row: Row): boolean {
+    if (row.entry.claimRef === undefined) return row.proven;
+    return this.opts.proves?.(row.entry.claimRef) ?? true;
+  }
+
   /** The Sandbox a read serves for a row. */
   objectOf(row: Row): ServedSandbox {
     if (row.created !== undefined) return this.decorate(row.created);

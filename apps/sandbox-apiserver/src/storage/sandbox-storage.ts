@@ -157,7 +157,7 @@ export class SandboxStorage {
         node: row.node,
         claimId: row.entry.id ?? object.metadata.annotations?.[ANNOTATIONS.claimId] ?? '',
         object,
-        proven: row.proven,
+        proven: this.cache.provenNow(row),
       };
     }
     const loc = this.index.getByName(namespace, name);

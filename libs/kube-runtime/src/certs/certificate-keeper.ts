@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { sleep } from '@sandbox-scale/scale-core';
+import { OwnerRefKey, sleep } from '@sandbox-scale/scale-core';
 import type { Registry } from 'prom-client';
 import { z } from 'zod';
 import { isAlreadyExists, isConflict, isNotFound } from '../client/api-errors';
@@ -13,6 +13,7 @@ import { gauge } from '../metrics/metric-factory';
 import type { Runnable } from '../runnable';
 import { LOOP_WAIT } from '../time';
 import { advance, phaseEndsAt, rotationStep, trustBundle, type CaState } from './ca-rotation';
+import { advanceKeyring, keyRotationStep, keyringStepAt, keyringText, keysOfText, type KeyringState } from './key-rotation';
 import { certFacts, createCA, signLeaf, type CertPair } from './pki';
 
 /** What the keeper keeps, by name (`--keep-certificates`). */
@@ -23,7 +24,7 @@ export const KeptObjectsSchema = z.object({
   caSecret: z.string().default(''),
   /** Serving Secrets (kubernetes.io/tls: tls.crt, tls.key, ca.crt) the CA signs, each for its DNS names. */
   serving: z.array(z.object({ secret: z.string().min(1), dnsNames: z.array(z.string().min(1)).min(1) })).default([]),
-  /** The claim-reference key Secret (Opaque: `key`, base64 of 32 random bytes); '' = none. */
+  /** The claim-reference key Secret (Opaque: `key`, one base64 key of 32 random bytes per line, the first signs); '' = none. */
   claimRefKeySecret: z.string().default(''),
   /** The APIService whose caBundle follows the CA; '' = none. */
   apiService: z.string().default(''),
@@ -34,8 +35,10 @@ export interface KeeperTimes {
   caValidityMs: number;
   /** The CA is rotated this long before it ends (0 = on request only). */
   caRenewBeforeMs: number;
-  /** Each step of a CA rotation is held this long, so every pod has read the step before. */
+  /** Each step of a CA rotation, and the first of a key rotation, is held this long, so every pod has read the step before. */
   caRotationOverlapMs: number;
+  /** Old claim-reference keys still verify this long after a new one signs. */
+  claimRefKeyGraceMs: number;
   servingValidityMs: number;
   /** A serving certificate is signed again this long before it ends. */
   renewBeforeMs: number;
@@ -64,6 +67,12 @@ export const ROTATE_CA_ANNOTATION = 'sandbox-scale.io/rotate-ca';
 const ROTATED_CA_ANNOTATION = 'sandbox-scale.io/rotated-ca';
 const PHASE_ANNOTATION = 'sandbox-scale.io/ca-rotation';
 const SINCE_ANNOTATION = 'sandbox-scale.io/ca-rotation-since';
+
+/** Set (to any new value) on the claim-reference key Secret to rotate the key: `kubectl annotate secret <key> sandbox-scale.io/rotate-key=$(date +%s) --overwrite`. */
+export const ROTATE_KEY_ANNOTATION = 'sandbox-scale.io/rotate-key';
+const ROTATED_KEY_ANNOTATION = 'sandbox-scale.io/rotated-key';
+const KEY_PHASE_ANNOTATION = 'sandbox-scale.io/key-rotation';
+const KEY_SINCE_ANNOTATION = 'sandbox-scale.io/key-rotation-since';
 
 /** The CA that signs now and the bundle every client trusts (both CAs while a rotation overlaps). */
 interface Authority {
@@ -127,10 +136,15 @@ export class CertificateKeeper implements Runnable {
     let wake = new AbortController();
     const onStop = (): void => wake.abort();
     signal.addEventListener('abort', onStop, { once: true });
-    const watch = this.#watchCa(() => {
-      this.o.log.debug({ secret: this.o.objects.caSecret }, 'the CA Secret changed: looking now');
-      wake.abort();
-    });
+    // the CA and the key Secret: a rotation asked for on either is acted on at once
+    const watches = [this.o.objects.caSecret, this.o.objects.claimRefKeySecret]
+      .filter((n) => n !== '')
+      .map((secret) =>
+        this.#watchSecret(secret, () => {
+          this.o.log.debug({ secret }, 'a kept Secret changed: looking now');
+          wake.abort();
+        }),
+      );
     try {
       while (!signal.aborted) {
         // fresh before the pass: a change during it ends the wait after it at once
@@ -148,19 +162,17 @@ export class CertificateKeeper implements Runnable {
       }
     } finally {
       signal.removeEventListener('abort', onStop);
-      await watch?.stop();
+      await Promise.all(watches.map((w) => w.stop()));
     }
   }
 
-  /** An informer of the CA Secret alone (by name), calling `changed` on each event; none without a CA. */
-  #watchCa(changed: () => void): Informer<KubeObject> | undefined {
-    const { caSecret, namespace } = this.o.objects;
-    if (caSecret === '') return undefined;
+  /** An informer of one Secret alone (by name), calling `changed` on each event. */
+  #watchSecret(name: string, changed: () => void): Informer<KubeObject> {
     const informer = createInformer<KubeObject>(this.o.kubeConfig, {
       resource: SecretResource,
-      namespace,
-      fieldSelector: `metadata.name=${caSecret}`,
-      // its metadata only: the cache never holds the CA's key
+      namespace: this.o.objects.namespace,
+      fieldSelector: `metadata.name=${name}`,
+      // its metadata only: the cache never holds a key
       parse: (obj) => ({ metadata: parseUntyped(obj).metadata }),
       log: this.o.log,
     });
@@ -183,7 +195,10 @@ export class CertificateKeeper implements Runnable {
       // a rotation's next step is due at the end of its overlap, not at the next resync
       if (ca.stepAtMs !== undefined) next = Math.min(next, Math.max(1_000, ca.stepAtMs - Date.now()));
     }
-    if (objects.claimRefKeySecret !== '') await this.#ensureClaimRefKey(objects.claimRefKeySecret, signal);
+    if (objects.claimRefKeySecret !== '') {
+      const stepAtMs = await this.#ensureClaimRefKey(objects.claimRefKeySecret, signal);
+      if (stepAtMs !== undefined) next = Math.min(next, Math.max(1_000, stepAtMs - Date.now()));
+    }
     return next;
   }
 
@@ -271,13 +286,18 @@ export class CertificateKeeper implements Runnable {
     const data: Record<string, string> = { 'tls.crt': b64(state.signing.cert), 'tls.key': b64(state.signing.key) };
     if (state.next !== undefined) Object.assign(data, { 'next.crt': b64(state.next.cert), 'next.key': b64(state.next.key) });
     if (state.previous !== undefined) data['previous.crt'] = b64(state.previous);
-    const body = {
-      apiVersion: 'v1',
-      kind: 'Secret',
-      metadata: { ...existing.metadata, name, namespace: this.o.objects.namespace, annotations },
-      type: 'kubernetes.io/tls',
-      data,
-    };
+    return this.#replace(name, { ...existing.metadata, annotations }, 'kubernetes.io/tls', data, signal);
+  }
+
+  /** Replaces the Secret at the resourceVersion in `metadata`; false when another writer moved it since (the next pass reads it again). */
+  async #replace(
+    name: string,
+    metadata: TlsSecret['metadata'],
+    type: string,
+    data: Record<string, string>,
+    signal?: AbortSignal,
+  ): Promise<boolean> {
+    const body = { apiVersion: 'v1', kind: 'Secret', metadata: { ...metadata, name, namespace: this.o.objects.namespace }, type, data };
     try {
       await this.#secrets.replace(this.o.objects.namespace, name, body, { fieldManager: this.o.manager, ...(signal ? { signal } : {}) });
       return true;
@@ -330,32 +350,57 @@ export class CertificateKeeper implements Runnable {
     }
     if (existing === undefined) {
       if (!(await this.#create(name, 'kubernetes.io/tls', data, signal))) return undefined;
-    } else {
-      const body = {
-        apiVersion: 'v1',
-        kind: 'Secret',
-        metadata: { ...existing.metadata, name, namespace: this.o.objects.namespace },
-        type: 'kubernetes.io/tls',
-        data,
-      };
-      try {
-        await this.#secrets.replace(this.o.objects.namespace, name, body, { fieldManager: this.o.manager, ...(signal ? { signal } : {}) });
-      } catch (err) {
-        // another writer moved it since the read: the next pass reads it again
-        if (isConflict(err)) return undefined;
-        throw err;
-      }
+    } else if (!(await this.#replace(name, existing.metadata, 'kubernetes.io/tls', data, signal))) {
+      return undefined;
     }
     this.o.log.info({ secret: name, why: why ?? 'trusted CAs changed' }, 'wrote a serving certificate');
     this.#observe(name, unb64(data['tls.crt']));
     return notAfterMs;
   }
 
-  async #ensureClaimRefKey(name: string, signal?: AbortSignal): Promise<void> {
-    if ((await this.#read(name, signal)) !== undefined) return;
-    // the key file holds base64 of 32 random bytes; the Secret's data is that text, base64 again
-    if (await this.#create(name, 'Opaque', { key: b64(randomBytes(32).toString('base64')) }, signal))
-      this.o.log.info({ secret: name }, 'created the claim-reference key');
+  /**
+   * The claim-reference key, created when absent and rotated in steps on request (only one this
+   * keeper made: a user's keyring is theirs to rotate); resolves with when its rotation next needs
+   * a step, if one is under way.
+   */
+  async #ensureClaimRefKey(name: string, signal?: AbortSignal): Promise<number | undefined> {
+    const existing = await this.#read(name, signal);
+    if (existing === undefined) {
+      // the key file holds base64 of 32 random bytes; the Secret's data is that text, base64 again
+      if (await this.#create(name, 'Opaque', { key: b64(keyringText({ keys: [newClaimRefKey()] })) }, signal))
+        this.o.log.info({ secret: name }, 'created the claim-reference key');
+      return undefined;
+    }
+    if (existing.metadata.labels?.[KEPT_BY_LABEL] === undefined) return undefined;
+    const keys = keysOfText(unb64(existing.data?.key));
+    if (keys.length === 0) {
+      // never replaced: references on nodes were made with what it held; say what is wrong instead
+      this.o.log.error({ secret: name }, 'the claim-reference key Secret holds no key; nothing is rotated until it does');
+      return undefined;
+    }
+    let state = keyringStateOf(existing, keys);
+    const times = { overlapMs: this.o.times.caRotationOverlapMs, graceMs: this.o.times.claimRefKeyGraceMs };
+    const requested = existing.metadata.annotations?.[ROTATE_KEY_ANNOTATION];
+    const now = Date.now();
+    const step = keyRotationStep(state, { now, ...times, requested });
+    if (step.kind === 'advance') {
+      const next = advanceKeyring(state, step.to, now, step.to === 'adding' ? newClaimRefKey() : undefined, requested);
+      const annotations = Object.fromEntries(
+        Object.entries(existing.metadata.annotations ?? {}).filter(
+          ([k]) => ![KEY_PHASE_ANNOTATION, KEY_SINCE_ANNOTATION, ROTATED_KEY_ANNOTATION].includes(k),
+        ),
+      );
+      if (next.phase !== undefined) annotations[KEY_PHASE_ANNOTATION] = next.phase;
+      if (next.phase !== undefined && next.sinceMs !== undefined) annotations[KEY_SINCE_ANNOTATION] = new Date(next.sinceMs).toISOString();
+      if (next.handled !== undefined) annotations[ROTATED_KEY_ANNOTATION] = next.handled;
+      const text = keyringText(next);
+      if (!(await this.#replace(name, { ...existing.metadata, annotations }, 'Opaque', { ...existing.data, key: b64(text) }, signal)))
+        return undefined;
+      // the ids are hashes: the log says which keys sign and verify, never the keys
+      this.o.log.info({ secret: name, step: step.to, keyIds: OwnerRefKey.fromText(text).ids }, 'claim-reference key rotation: next step');
+      state = next;
+    }
+    return keyringStepAt(state, times);
   }
 
   async #syncCaBundle(name: string, ca: Authority, signal?: AbortSignal): Promise<void> {
@@ -403,6 +448,22 @@ function caStateOf(secret: TlsSecret): CaState | undefined {
     ...(a[ROTATED_CA_ANNOTATION] !== undefined ? { handled: a[ROTATED_CA_ANNOTATION] } : {}),
   };
 }
+
+/** The rotation state of a keyring Secret this keeper made. */
+function keyringStateOf(secret: TlsSecret, keys: readonly string[]): KeyringState {
+  const a = secret.metadata.annotations ?? {};
+  const phase = a[KEY_PHASE_ANNOTATION];
+  const since = a[KEY_SINCE_ANNOTATION] !== undefined ? Date.parse(a[KEY_SINCE_ANNOTATION]) : undefined;
+  return {
+    keys,
+    ...(phase === 'adding' || phase === 'signing' ? { phase } : {}),
+    ...(since !== undefined && !Number.isNaN(since) ? { sinceMs: since } : {}),
+    ...(a[ROTATED_KEY_ANNOTATION] !== undefined ? { handled: a[ROTATED_KEY_ANNOTATION] } : {}),
+  };
+}
+
+/** A new claim-reference key: 32 random bytes, base64, as one line of the keyring. */
+const newClaimRefKey = (): string => randomBytes(32).toString('base64');
 
 function sameNames(a: readonly string[], b: readonly string[]): boolean {
   return a.length === b.length && [...a].sort().join('\n') === [...b].sort().join('\n');

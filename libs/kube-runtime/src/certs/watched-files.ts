@@ -60,16 +60,16 @@ export class WatchedFiles<K extends string> {
     this.#reading = true;
     try {
       const next = await readAll(this.files).catch((err: unknown) => {
-        this.o.log.debug({ err, files: this.files }, 'certificate files unreadable this pass; keeping the current ones');
+        this.o.log.debug({ err, files: this.files }, 'mounted files unreadable this pass; keeping the current ones');
         return undefined;
       });
       if (next === undefined || sameContents(next, this.#current)) return false;
       if (this.o.valid && !this.o.valid(next)) {
-        this.o.log.debug({ files: this.files }, 'certificate files changed but do not make a usable set yet');
+        this.o.log.debug({ files: this.files }, 'mounted files changed but do not make a usable set yet');
         return false;
       }
       this.#current = next;
-      this.o.log.info({ files: Object.values(this.files) }, 'certificate files changed: serving and trusting the new ones');
+      this.o.log.info({ files: Object.values(this.files) }, 'mounted files changed: using the new ones');
       for (const fn of this.#listeners) fn(next);
       return true;
     } finally {

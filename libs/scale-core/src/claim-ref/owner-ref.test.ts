@@ -165,6 +165,62 @@ describe('proof of authorship', () => {
   });
 });
 
+describe('a rotating keyring', () => {
+  const fast: SandboxOwner = { kind: 'FastPathClaim', uid, namespace: 'victim', name: 'f1' };
+  const k1 = randomBytes(32).toString('base64');
+  const k2 = randomBytes(32).toString('base64url');
+
+  it('the first line signs, every line verifies, a removed line stops verifying', () => {
+    const old = OwnerRefKey.fromText(k1);
+    const before = formatOwnerRef(fast, old);
+    // the new key verifies only: what it signs is still made with the old one
+    const adding = OwnerRefKey.fromText(`${k1}\n${k2}\n`);
+    expect(formatOwnerRef(fast, adding)).toBe(before);
+    const signing = OwnerRefKey.fromText(`  ${k2}\n\n${k1}  `);
+    const after = formatOwnerRef(fast, signing);
+    expect(after).not.toBe(before);
+    expect(provenOwnerOf(before, signing)).toBeDefined();
+    expect(provenOwnerOf(after, signing)).toBeDefined();
+    expect(provenOwnerOf(after, old)).toBeUndefined();
+    const done = OwnerRefKey.fromText(k2);
+    expect(provenOwnerOf(after, done)).toBeDefined();
+    expect(provenOwnerOf(before, done)).toBeUndefined();
+  });
+
+  it('replaceWith swaps the keys for every holder of the object', () => {
+    const held = OwnerRefKey.fromText(k1);
+    const before = formatOwnerRef(fast, held);
+    held.replaceWith(OwnerRefKey.fromText(`${k2}\n${k1}`));
+    expect(formatOwnerRef(fast, held)).not.toBe(before);
+    expect(provenOwnerOf(before, held)).toBeDefined();
+    held.replaceWith(OwnerRefKey.fromText(k2));
+    expect(provenOwnerOf(before, held)).toBeUndefined();
+  });
+
+  it('ids name each key by a hash, signing key first, the same for the same key however written', () => {
+    const ring = OwnerRefKey.fromText(`${k2}\n${k1}`);
+    expect(ring.ids).toHaveLength(2);
+    expect(ring.ids[0]).toMatch(/^[0-9a-f]{12}$/);
+    expect(ring.ids[1]).toBe(OwnerRefKey.fromText(Buffer.from(k1, 'base64').toString('base64url')).ids[0]);
+    expect(ring.ids.join('')).not.toContain(k1.slice(0, 8));
+  });
+
+  it('one bad line refuses the whole ring, as does a ring of more than 8', () => {
+    for (const bad of [
+      `${k1}\nc2hvcnQ=`,
+      `${k1}\nnot base64!`,
+      Array.from({ length: 9 }, () => randomBytes(32).toString('base64')).join('\n'),
+    ]) {
+      try {
+        OwnerRefKey.fromText(bad);
+        throw new Error(`accepted ${bad.length} characters`);
+      } catch (err) {
+        expect(isInvalidOwnerRefKey(err)).toBe(true);
+      }
+    }
+  });
+});
+
 describe('served names', () => {
   it('serve a fork child under a valid object name', () => {
     const ref = `${formatOwnerRefPrefix({ kind: 'ForkChild', uid: 'u1', namespace: 'team-a', name: 'agent-' }, key)}sb_12`;
