@@ -120,6 +120,19 @@ async function sendList(c: HandlerContext, q: ListQuery): Promise<void> {
   sendJson(c.res, 200, bodyOf(c, await c.storage.list(q), now).body);
 }
 
+/** The name of a transform every watch shares (the same bytes for the same object); a table's is its own. */
+function sharedEncodingOf(c: HandlerContext): string | undefined {
+  const { shape } = c;
+  if (shape.kind === 'metadata') return `metadata/${shape.version}`;
+  if (shape.kind !== 'table') return 'object';
+  return undefined;
+}
+
+function sharedEncodingOption(c: HandlerContext): { sharedEncoding?: string } {
+  const sharedEncoding = sharedEncodingOf(c);
+  return sharedEncoding === undefined ? {} : { sharedEncoding };
+}
+
 /** Each watch event's object as the response shape asks; a Table's columns come with the first event only. */
 function watchTransform(c: HandlerContext): (object: ServedSandbox) => unknown {
   const { shape } = c;
@@ -160,6 +173,7 @@ export async function handleResource(c: HandlerContext): Promise<void> {
       return serveWatch(req, c.res, storage, q, {
         params: c.url.searchParams,
         transform: watchTransform(c),
+        ...sharedEncodingOption(c),
         bookmarkIntervalMs: c.bookmarkIntervalMs,
       });
     return sendList(c, q);

@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { createLogger } from '@sandbox-scale/kube-runtime';
 import { parseListQuery } from '../http/list-query';
 import { SandboxesREST } from '../storage/sandboxes-rest';
-import { serveWatch } from './watch-stream';
+import { serveWatch, type WatchOptions } from './watch-stream';
 
 /** Sandboxes with no node clients: watches only read the cache, so no node is ever called. */
 export function cacheOnlySandboxes(o: { readonly watchHistory: number; readonly graceMs: number }): SandboxesREST {
@@ -35,6 +35,7 @@ export async function startWatchServer(
   sandboxes: SandboxesREST,
   namespace: string,
   onResponse: (res: ServerResponse) => void = () => undefined,
+  encoding: Partial<Pick<WatchOptions, 'transform' | 'sharedEncoding'>> = {},
 ): Promise<WatchServer> {
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const url = new URL(req.url ?? '/', 'http://localhost');
@@ -42,6 +43,7 @@ export async function startWatchServer(
     serveWatch(req, res, sandboxes, parseListQuery(namespace, url.searchParams), {
       params: url.searchParams,
       transform: (s) => s,
+      ...encoding,
       bookmarkIntervalMs: 60_000,
     });
   });

@@ -17,7 +17,35 @@ export interface WatchOptions {
   readonly params: URLSearchParams;
   /** The object as the response shape wants it (the object, its metadata, or a table row); bookmarks are sent as they are. */
   readonly transform: (object: ServedSandbox) => unknown;
+  /**
+   * Names the transform when it gives every watch the same bytes for the same object (the
+   * object itself, its metadata at one version; not a table, whose first row differs): each
+   * event is then encoded once, and every watch of that encoding writes the same buffer.
+   */
+  readonly sharedEncoding?: string;
   readonly bookmarkIntervalMs: number;
+}
+
+/**
+ * Events encoded in this turn of the event loop, per object and per encoding and type. The hub
+ * hands one change to every watch in the same turn, so a thousand watchers of it cost one
+ * JSON.stringify and one buffer, not a thousand; the map is dropped at the turn's end, so it
+ * never holds more than one turn's events (the cache's objects are never kept encoded). A watch
+ * that writes the event in a later turn (its socket was full) encodes it again.
+ */
+let encodedThisTurn: Map<ServedSandbox, Map<string, Buffer>> | undefined;
+
+function sharedEventBytes(encoding: string, type: string, object: ServedSandbox, transform: (o: ServedSandbox) => unknown): Buffer {
+  if (encodedThisTurn === undefined) {
+    encodedThisTurn = new Map();
+    setImmediate(() => (encodedThisTurn = undefined));
+  }
+  let byKey = encodedThisTurn.get(object);
+  if (byKey === undefined) encodedThisTurn.set(object, (byKey = new Map()));
+  const key = `${encoding}\u0000${type}`;
+  let bytes = byKey.get(key);
+  if (bytes === undefined) byKey.set(key, (bytes = Buffer.from(`${JSON.stringify({ type, object: transform(object) })}\n`)));
+  return bytes;
 }
 
 export const INITIAL_EVENTS_END = 'k8s.io/initial-events-end';
@@ -103,7 +131,10 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, source: Wa
     const out = eventForWatch(q, ev);
     if (out === undefined) return;
     lastRev = Math.max(lastRev, ev.rev);
-    res.write(`${encode(out.type, out.object)}\n`);
+    // a live event is the same for every watch of it; the initial list is each watch's own
+    if (!replay && opts.sharedEncoding !== undefined)
+      res.write(sharedEventBytes(opts.sharedEncoding, out.type, out.object, opts.transform));
+    else res.write(`${encode(out.type, out.object)}\n`);
   };
   let initial: InitialEvents = NO_EVENTS;
   let initialDone = false;
