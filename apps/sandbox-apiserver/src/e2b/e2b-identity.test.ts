@@ -1,0 +1,35 @@
+import { isE2bApiError } from '@sandbox-scale/e2b-protocol';
+import { apiKeyOf, e2bNamespaceOf } from './e2b-identity';
+
+const user = (username: string) => ({ username, uid: 'u', groups: [], extra: {} });
+
+function refusal(f: () => unknown): { status: number; message: string } | undefined {
+  try {
+    f();
+  } catch (err) {
+    if (isE2bApiError(err)) return { status: err.status, message: err.message };
+    throw err;
+  }
+  return undefined;
+}
+
+describe('the e2b caller', () => {
+  it("puts a ServiceAccount's sandboxes in its own namespace, and another user's in the chart's default", () => {
+    expect(e2bNamespaceOf(user('system:serviceaccount:team-a:agent'), 'shared')).toBe('team-a');
+    expect(e2bNamespaceOf(user('alice@example.com'), 'shared')).toBe('shared');
+    expect(refusal(() => e2bNamespaceOf(user('alice@example.com'), undefined))).toMatchObject({ status: 403 });
+    // a name that only looks like a ServiceAccount's is another user
+    expect(refusal(() => e2bNamespaceOf(user('system:serviceaccount:Team_A:agent'), undefined))).toMatchObject({ status: 403 });
+  });
+
+  it('takes the key from X-API-KEY for the control plane and X-Access-Token for envd, once', () => {
+    expect(apiKeyOf({ 'x-api-key': 'k1' }, 'control-plane')).toBe('k1');
+    expect(apiKeyOf({ 'x-access-token': 'k2', 'x-api-key': 'no' }, 'envd')).toBe('k2');
+    expect(refusal(() => apiKeyOf({}, 'control-plane'))).toMatchObject({
+      status: 401,
+      message: expect.stringMatching(/^An API key is required/) as unknown,
+    });
+    expect(refusal(() => apiKeyOf({ 'x-access-token': ['a', 'b'] }, 'envd'))).toMatchObject({ status: 401 });
+    expect(refusal(() => apiKeyOf({ 'x-api-key': '' }, 'control-plane'))).toMatchObject({ status: 401 });
+  });
+});
