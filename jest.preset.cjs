@@ -31,4 +31,7 @@ module.exports = {
   },
   transformIgnorePatterns: [`/node_modules/(?!(${esmDeps.join('|')})/)`],
   moduleFileExtensions: ['ts', 'js', 'mjs', 'cjs', 'json'],
+  // built packages (dist/sandbox-sdk, the suites' own builds) carry the names of the workspace's
+  // packages: the sources are the modules, the builds only files the suites run
+  modulePathIgnorePatterns: ['<rootDir>/dist/'],
 };

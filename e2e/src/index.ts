@@ -13,6 +13,7 @@ export { eventually, type EventuallyOptions } from './testing/eventually';
 export { hostAddress, requireHostAddress } from './testing/host-address';
 export { countingKubeConfig, type KubeRequestCount } from './testing/request-counter';
 export { installChartAppRbac, type ChartApp, type ChartAppIdentity } from './testing/chart-rbac';
+export { builtSdkPackage, type BuiltSdkPackage } from './testing/sdk-package';
 export {
   MetricsScraper,
   NoMetricsEndpointError,

@@ -7,7 +7,7 @@ import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
 import { isBadRequest, isDeadlineExceeded, isNotFound, isWrongFileKind, SandboxClient, type Sandbox } from '@sandbox-scale/sdk';
 import { describeTree, writeTree } from '@sandbox-scale/sdk/testing';
-import { eventually, freePort, REPO_ROOT, runSuffix } from '../src/index';
+import { builtSdkPackage, eventually, freePort, runSuffix } from '../src/index';
 import { runProcess, type RunResult } from '../src/system/run-command';
 import { applyWarmPool, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest, TenantCredentials } from '../src/system/system-under-test';
@@ -57,7 +57,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'data-plane-sdk-'));
   pathDir = join(dir, 'bin');
   mkdirSync(pathDir);
-  symlinkSync(join(REPO_ROOT, 'libs/sandbox-sdk/bin/kubectl-sandbox'), join(pathDir, 'kubectl-sandbox'));
+  symlinkSync((await builtSdkPackage()).bin, join(pathDir, 'kubectl-sandbox'));
   sys = await startSuiteSystem({ namespaces: [ns], local: { nodes: 1, speed: 0, publishInterval: '1s' } });
   tenant = await sys.tenant(ns, 'editor');
   await grantEditRole(sys.kubeConfig, ns, 'editor');

@@ -1,7 +1,6 @@
-import { join } from 'node:path';
 import { grantEditRole } from '../src/testing/tenant-role';
 import { promotedTemplateName } from '@sandbox-scale/scale-core';
-import { eventually, kubectl, REPO_ROOT, runSuffix } from '../src/index';
+import { builtSdkPackage, eventually, kubectl, runSuffix } from '../src/index';
 import { runProcess } from '../src/system/run-command';
 import { applyWarmPool, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
@@ -17,7 +16,6 @@ const nsA = `proma-${suffix}`;
 const nsB = `promb-${suffix}`;
 const IMAGE_A = 'ghcr.io/example/tenant-a:1';
 const IMAGE_B = 'ghcr.io/example/tenant-b:1';
-const PLUGIN = join(REPO_ROOT, 'node_modules/.bin/kubectl-sandbox');
 
 let sys: SystemUnderTest;
 const kubeconfigs: Record<string, string> = {};
@@ -98,12 +96,12 @@ describe('promote, as two tenants', () => {
     expect(templateOf(a)).not.toBe(templateOf(b));
 
     // the plugin, as the tenant runs it
-    const plugin = await runProcess(PLUGIN, ['promote', 'src', '--template', 'agent-v2', '-n', nsA], {
+    const plugin = await runProcess((await builtSdkPackage()).bin, ['promote', 'src', '--template', 'agent-v2', '-n', nsA], {
       KUBECONFIG: kubeconfigs[nsA] ?? '',
     });
     expect({ code: plugin.code, stderr: plugin.stderr }).toEqual({ code: 0, stderr: '' });
     expect(plugin.stdout).toContain(promotedTemplateName(nsA, 'agent-v2'));
-    const badPlugin = await runProcess(PLUGIN, ['promote', 'src', '--template', IMAGE_B, '-n', nsA], {
+    const badPlugin = await runProcess((await builtSdkPackage()).bin, ['promote', 'src', '--template', IMAGE_B, '-n', nsA], {
       KUBECONFIG: kubeconfigs[nsA] ?? '',
     });
     expect(badPlugin.code).not.toBe(0);

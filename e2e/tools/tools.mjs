@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Builds the Go binaries the local control plane runs (kube-apiserver, kube-controller-manager,
-// kubectl, etcd, helm) from the Go module proxy at pinned versions, cached outside the repo.
+// kubectl, etcd, helm, krew) from the Go module proxy at pinned versions, cached outside the repo.
 // Usage: node e2e/tools/tools.mjs path   -> builds what is missing, prints the bin dir (last line)
 //        node e2e/tools/tools.mjs check  -> exits 1 when something is missing, builds nothing
 //        node e2e/tools/tools.mjs node   -> also the node: kubelet, kube-scheduler, kube-proxy and a
@@ -33,6 +33,9 @@ const binaries = {
   kubectl: `kubectl-${versions.kubernetes}`,
   etcd: `etcd-${versions.etcd}`,
   helm: `helm-${versions.helm}`,
+  // Krew, to install the plugin as its users do, and krew-index's own manifest check
+  'kubectl-krew': `kubectl-krew-${versions.krew}`,
+  'validate-krew-manifest': `validate-krew-manifest-${versions.krew}`,
 };
 
 /** Built only when a node is asked for (`node`): a slow build nobody else should wait on. */
@@ -275,6 +278,23 @@ function buildPrometheusAdapter() {
   install(join(dir, 'adapter'), 'prometheus-adapter');
 }
 
+/** sigs.k8s.io/krew's plugin and manifest validator, built in a module of its own as the adapter is. */
+function buildKrew() {
+  const dir = join(buildRoot, `krew-${versions.krew}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'go.mod'), `module sandbox-scale/krew-build\n\ngo 1.22.1\n\nrequire sigs.k8s.io/krew ${versions.krew}\n`);
+  log(`building krew ${versions.krew}`);
+  const ldflags = `-s -w -X sigs.k8s.io/krew/internal/version.gitTag=${versions.krew}`;
+  run('go', ['build', '-trimpath', '-ldflags', ldflags, '-o', join(dir, 'kubectl-krew'), 'sigs.k8s.io/krew/cmd/krew'], dir);
+  run(
+    'go',
+    ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'validate-krew-manifest'), 'sigs.k8s.io/krew/cmd/validate-krew-manifest'],
+    dir,
+  );
+  install(join(dir, 'kubectl-krew'), 'kubectl-krew');
+  install(join(dir, 'validate-krew-manifest'), 'validate-krew-manifest');
+}
+
 function missingPackages() {
   return Object.entries(nodePackages)
     .filter(([, file]) => !existsSync(file))
@@ -376,6 +396,7 @@ function ensure() {
     if (todo.some((n) => ['kube-apiserver', 'kube-controller-manager', 'kubectl'].includes(n))) buildKubernetes();
     if (todo.includes('etcd')) buildEtcd();
     if (todo.includes('helm')) buildHelm();
+    if (todo.includes('kubectl-krew') || todo.includes('validate-krew-manifest')) buildKrew();
     log(`built ${todo.join(', ')} in ${Math.round((Date.now() - started) / 1000)} s`);
   });
 }

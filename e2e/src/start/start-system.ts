@@ -1,6 +1,8 @@
 // `npm start`: the whole system locally — control plane, chart (CRDs, RBAC, APIService), simulated
-// sandboxd nodes, the four apps as their own processes, and the examples — until Ctrl-C.
+// sandboxd nodes, the four apps as their own processes, the examples, and the kubectl-sandbox
+// plugin's package in dist/sandbox-sdk — until Ctrl-C.
 import { startLocalSystem } from '../system/local-system';
+import { buildSdkPackage, LOCAL_SDK_PACKAGE_DIR } from '../testing/sdk-package';
 import { stableKubeconfigPath, waitForSignal } from './foreground';
 
 async function main(): Promise<void> {
@@ -9,8 +11,11 @@ async function main(): Promise<void> {
     process.stderr.write(`[start] ${m}\n`);
   };
   const stopping = waitForSignal();
-  const system = await Promise.race([
-    startLocalSystem({ log }),
+  // the kubectl-sandbox plugin, built as its package is published, while the system starts: the
+  // README puts its bin directory on PATH
+  const sdk = buildSdkPackage(LOCAL_SDK_PACKAGE_DIR).then((p) => log(`kubectl-sandbox plugin built in ${p.bin}`));
+  const [system] = await Promise.race([
+    Promise.all([startLocalSystem({ log }), sdk]),
     stopping.then(() => {
       throw new Error('interrupted while starting');
     }),

@@ -17,6 +17,8 @@ export const ClaimObjectSchema = z.looseObject({
     name: z.string(),
     namespace: z.string().optional(),
     uid: z.string().optional(),
+    resourceVersion: z.string().optional(),
+    labels: z.record(z.string(), z.string()).optional(),
     creationTimestamp: z.string().optional(),
     deletionTimestamp: z.string().optional(),
   }),

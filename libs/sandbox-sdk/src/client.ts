@@ -3,6 +3,8 @@ import type { KubeConfig } from '@kubernetes/client-node';
 import { EXTENSIONS_API_VERSION, retry } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { ClaimObjectSchema, claimPhase, type BoundSandbox, type ClaimObject } from './claim-status';
+import { waitForClaim } from './claim-wait';
+import { listClaimObjects, listSandboxObjects, type ListScope, type SandboxObject } from './listing';
 import { deadlineOf, wait, type CallOptions, type Deadline } from './deadline';
 import {
   AbortedError,
@@ -10,6 +12,7 @@ import {
   ClaimOutcomeUnknownError,
   ClaimTimeoutError,
   isAlreadyExists,
+  isNotFound,
   type UnavailableError,
 } from './errors';
 import {
@@ -50,7 +53,6 @@ export interface ClaimOptions extends CallOptions {
 
 /** Default limit of a claim, waiting included; a warm claim takes milliseconds, a cold one can take long. */
 const DEFAULT_CLAIM_TIMEOUT_MS = 120_000;
-const POLL_MS = 250;
 /**
  * How long after a claim a 404 from sandbox-apiserver or the SandboxClaim path means "not
  * listed yet" rather than "gone": sandbox-apiserver serves a sandbox once its node publishes its
@@ -59,7 +61,6 @@ const POLL_MS = 250;
  */
 const NEW_SANDBOX_SETTLE_MS = 30_000;
 
-const ClaimListSchema = z.looseObject({ items: z.array(ClaimObjectSchema).default([]) });
 const SecretSchema = z.looseObject({ data: z.record(z.string(), z.string()).optional() });
 
 function claimName(pool: string): string {
@@ -129,16 +130,28 @@ export class SandboxClient {
   }
 
   /** SandboxClaims of a namespace, or of every namespace with `allNamespaces` (needs list on them cluster-wide). */
-  async listClaims(o: CallOptions & { namespace?: string; allNamespaces?: boolean } = {}): Promise<ClaimObject[]> {
-    const namespace = o.namespace ?? this.namespace;
+  async listClaims(o: CallOptions & { namespace?: string; allNamespaces?: boolean; labelSelector?: string } = {}): Promise<ClaimObject[]> {
     const d = deadlineOf(o);
-    const path = o.allNamespaces ? `/apis/${EXTENSIONS_API_VERSION}/sandboxclaims` : claimsPath(namespace);
-    const raw = await call(
-      this.kubeConfig,
-      { method: 'GET', path, signal: d.signal },
-      o.allNamespaces ? { ...claimTarget('list', ''), namespace: undefined } : claimTarget('list', namespace),
-    );
-    return ClaimListSchema.parse(raw).items;
+    return listClaimObjects(this.kubeConfig, { ...this.#scope(o), signal: d.signal });
+  }
+
+  /**
+   * Sandboxes of a namespace (or every namespace) as the API serves them: those a claim holds and
+   * those made without one (kubectl create, a fork, a restore). Read in pages.
+   */
+  async listSandboxes(
+    o: CallOptions & { namespace?: string; allNamespaces?: boolean; labelSelector?: string } = {},
+  ): Promise<SandboxObject[]> {
+    const d = deadlineOf(o);
+    return listSandboxObjects(this.kubeConfig, { ...this.#scope(o), signal: d.signal });
+  }
+
+  #scope(o: { namespace?: string; allNamespaces?: boolean; labelSelector?: string }): ListScope {
+    return {
+      namespace: o.namespace ?? this.namespace,
+      ...(o.allNamespaces ? { allNamespaces: true } : {}),
+      ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}),
+    };
   }
 
   /** The sandbox token a claim-controller stored in the claim's Secret. */
@@ -234,20 +247,39 @@ export class SandboxClient {
         'claim',
       );
     try {
-      for (;;) {
-        const claim = await this.getClaim(name, { namespace, signal: d.signal });
-        const phase = claimPhase(claim);
-        if (phase.state === 'ready')
-          return this.#handle(namespace, name, phase.sandbox, await this.#tokenOf(namespace, name, phase.sandbox, d.signal), 'claim');
-        if (phase.state === 'failed')
-          throw new ClaimFailedError(`claim ${namespace}/${name} failed: ${phase.reason}: ${phase.message}`, phase.reason);
-        await wait(POLL_MS, d.signal);
-      }
+      const phase = await waitForClaim(this.kubeConfig, {
+        namespace,
+        name,
+        signal: d.signal,
+        read: () => this.getClaim(name, { namespace, signal: d.signal }),
+      });
+      if (phase.state === 'failed')
+        throw new ClaimFailedError(`claim ${namespace}/${name} failed: ${phase.reason}: ${phase.message}`, phase.reason);
+      return this.#handle(namespace, name, phase.sandbox, await this.#freshTokenOf(namespace, name, phase.sandbox, d.signal), 'claim');
     } catch (err) {
       // the claim was ours and nobody will get a handle on it: release it rather than leak a VM
       if (d.signal?.aborted || err instanceof ClaimFailedError) await this.#releaseQuietly(namespace, name);
       throw err;
     }
+  }
+
+  /**
+   * The token of a claim seen Ready a moment ago: claim-controller writes the claim's status and
+   * its token Secret side by side, and the watch can bring Ready before the Secret is readable,
+   * so while the status names the Secret a 404 is retried for a few seconds (about 7.5 s over 12
+   * reads) before it is an answer.
+   */
+  #freshTokenOf(namespace: string, claim: string, sandbox: BoundSandbox, signal?: AbortSignal): Promise<string> {
+    if (sandbox.tokenSecretName === undefined) return this.#tokenOf(namespace, claim, sandbox, signal);
+    return retry((_attempt, s) => this.#tokenOf(namespace, claim, sandbox, s), {
+      attempts: 12,
+      baseMs: 50,
+      maxMs: 1_000,
+      jitter: 0.2,
+      ...(signal ? { signal } : {}),
+      shouldRetry: isNotFound,
+      sleep: wait,
+    });
   }
 
   async #tokenOf(namespace: string, claim: string, sandbox: BoundSandbox | undefined, signal?: AbortSignal): Promise<string> {
@@ -296,7 +328,8 @@ export class SandboxClient {
         `${what}: timed out${err instanceof Error && !(err instanceof DOMException) ? ` (last: ${err.message})` : ''}`,
         { cause: err },
       );
-    if (d.signal?.aborted && !(err instanceof AbortedError)) return new AbortedError(`${what}: cancelled`, { cause: err });
+    // the claim was cancelled, whichever of its calls was under way: the error names the claim
+    if (d.signal?.aborted) return new AbortedError(`${what}: cancelled`, { cause: err });
     return err;
   }
 }

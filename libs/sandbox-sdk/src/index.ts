@@ -1,5 +1,6 @@
 // Public API of @sandbox-scale/sdk: named exports only.
 export { SandboxClient } from './client';
+export { SDK_VERSION } from './version';
 export type { SandboxClientOptions, ClaimOptions } from './client';
 export { Sandbox } from './sandbox';
 export type { SandboxRef, ForkChild, SnapshotInfo, SnapshotListItem, SandboxStats, PromoteResult } from './sandbox';
@@ -10,6 +11,8 @@ export { userKubeConfig, contextNamespace } from './kube-context';
 export type { ContextOptions } from './kube-context';
 export { boundSandboxOf, claimPhase } from './claim-status';
 export type { BoundSandbox, ClaimObject, ClaimPhase } from './claim-status';
+export { SandboxObjectSchema } from './listing';
+export type { SandboxObject } from './listing';
 export type { SandboxAction } from './kube-api';
 export type { ExecOptions, ExecResult } from './sandbox-exec';
 export { SandboxFiles } from './sandbox-files';

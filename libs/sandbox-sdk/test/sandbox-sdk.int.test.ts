@@ -1,9 +1,11 @@
 import { CoreV1Api } from '@kubernetes/client-node';
 import { bindServiceAccount } from '@sandbox-scale/kube-runtime/testing';
-import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { once } from 'node:events';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { delimiter, join } from 'node:path';
-import { eventually, kubeconfigForServiceAccount, kubectl, REPO_ROOT, runSuffix, testBinDir } from '@sandbox-scale/e2e';
+import { builtSdkPackage, eventually, kubeconfigForServiceAccount, kubectl, REPO_ROOT, runSuffix, testBinDir } from '@sandbox-scale/e2e';
 import { runProcess, type RunResult } from '@sandbox-scale/e2e/src/system/run-command';
 import { RELEASE, startLocalSystem, SYSTEM_NAMESPACE, type LocalSystem } from '@sandbox-scale/e2e/src/system/local-system';
 import { isAborted, isClaimFailed, isClaimTimeout, isFastPathUnavailable, isForbidden, isUnavailable, SandboxClient } from '../src/index';
@@ -77,9 +79,7 @@ const client = (as: keyof typeof kubeconfigs, fastPath = {}): SandboxClient =>
 
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), 'sandbox-sdk-'));
-  pathDir = join(dir, 'bin');
-  mkdirSync(pathDir);
-  symlinkSync(join(REPO_ROOT, 'libs/sandbox-sdk/bin/kubectl-sandbox'), join(pathDir, 'kubectl-sandbox'));
+  pathDir = (await builtSdkPackage()).binDir;
   sys = await startLocalSystem({
     nodes: 2,
     speed: 0,
@@ -184,7 +184,43 @@ describe('kubectl sandbox', () => {
     expect(readFileSync(file, 'utf8').trim()).toBe(token);
     // no -n: the context's namespace
     const listed = await ok(['list']);
-    expect(listed).toMatch(/p-claim\s+agent\s+True\s+p-claim\s+sim-node-\d+/);
+    expect(listed).toMatch(/^NAME\s+POOL\s+READY\s+REASON\s+CLAIM\s+NODE\s+AGE\n/);
+    expect(listed).toMatch(/\np-claim\s+agent\s+True\s+(?:\S+\s+)?p-claim\s+sim-node-\d+\s+\d+[smhd]\n/);
+  });
+
+  it('completes commands, pools and sandbox names through kubectl, and in bash from its completion script', async () => {
+    const env = { PATH: `${pathDir}${delimiter}${process.env.PATH ?? ''}`, KUBECONFIG: kubeconfigs.dev };
+    // kubectl runs kubectl_complete-sandbox from PATH for `kubectl sandbox <TAB>`
+    const completion = async (...words: string[]): Promise<string[]> => {
+      const r = await runProcess(join(testBinDir(), 'kubectl'), ['__complete', 'sandbox', ...words], env);
+      expect(r.code).toBe(0);
+      return r.stdout.split('\n').filter((l) => l !== '');
+    };
+    expect(await completion('rel')).toEqual(['release', ':4']);
+    expect(await completion('claim', '')).toEqual([POOL, ':4']);
+    expect(await completion('exec', 'p-c')).toEqual(['p-claim', ':4']);
+    expect(await completion('cp', './x', 'p-c')).toEqual(['p-claim:', ':2']);
+    expect(await completion('list', '-o', '')).toEqual(['json', 'yaml', 'name', 'wide', ':4']);
+    // a user who may not list sandboxes gets no names, and no error in the shell
+    const denied = await runProcess(join(testBinDir(), 'kubectl'), ['__complete', 'sandbox', 'exec', '-n', offNs, 'p'], {
+      ...env,
+      KUBECONFIG: kubeconfigs.viewer,
+    });
+    expect(denied.stdout.split('\n').filter((l) => l !== '')).toEqual([':4']);
+
+    const script = await plugin(['completion', 'bash']);
+    expect(script.code).toBe(0);
+    const bash = await runProcess(
+      'bash',
+      ['-c', `${script.stdout}\nCOMP_WORDS=(kubectl-sandbox exec p-c); COMP_CWORD=2; _kubectl_sandbox; printf '%s\\n' "\${COMPREPLY[@]}"`],
+      env,
+    );
+    expect(bash).toEqual({ code: 0, stdout: 'p-claim\n', stderr: '' });
+    const zsh = await plugin(['completion', 'zsh']);
+    expect(zsh.stdout).toMatch(/^#compdef kubectl-sandbox\n/);
+    expect((await plugin(['exec', '--help'])).stdout).toMatch(
+      /^Runs a command in the sandbox[\s\S]*\nUsage:\n {2}kubectl sandbox exec NAME /,
+    );
   });
 
   it('claims on the fast path found through its Service, writing the token to a file only', async () => {
@@ -235,9 +271,29 @@ describe('kubectl sandbox', () => {
     expect((await admin(['get', 'sandbox', 'p-restored', '-n', ns, '-o', 'name'])).stdout.trim()).toBe(
       'sandbox.agents.x-k8s.io/p-restored',
     );
+    // list shows what no claim holds (the children, the restored one) beside the claimed one
+    const made = ['p-restored', ...forked.children.map((c) => c.name)];
+    await eventually(
+      async () => {
+        const names = (await ok(['list', '-n', ns, '-o', 'name'])).split('\n');
+        for (const n of ['p-claim', ...made]) expect(names).toContain(`sandbox.agents.x-k8s.io/${n}`);
+      },
+      { timeoutMs: 30_000, intervalMs: 250 },
+    );
+    const table = await ok(['list', '-n', ns, '--no-headers', '-o', 'wide']);
+    expect(table).not.toMatch(/^NAME/);
+    expect(table).toMatch(new RegExp(`(^|\\n)p-restored\\s+<none>\\s+\\S+\\s+\\S+\\s+<none>\\s+sim-node-\\d+\\s+\\d+[smhd]\\s+\\S+`));
+    // -l selects by the sandbox's labels, as kubectl get -l does
+    await admin(['label', 'sandbox', 'p-restored', '-n', ns, 'picked=yes']);
+    await eventually(
+      async () => expect(await ok(['list', '-n', ns, '-l', 'picked=yes', '-o', 'name'])).toBe('sandbox.agents.x-k8s.io/p-restored\n'),
+      {
+        timeoutMs: 30_000,
+        intervalMs: 250,
+      },
+    );
 
-    for (const name of ['p-restored', ...forked.children.map((c) => c.name)])
-      expect(await ok(['release', name, '-n', ns])).toBe(`sandbox/${name} released\n`);
+    for (const name of made) expect(await ok(['release', name, '-n', ns])).toBe(`sandbox/${name} released\n`);
     await eventually(
       async () => {
         const left = (await admin(['get', 'sandboxes', '-n', ns, '-o', 'name'])).stdout;
@@ -271,11 +327,42 @@ describe('kubectl sandbox', () => {
     expect(await ok(['claim', POOL, '--name', 'p-nowait', '-n', ns])).toBe(
       `sandboxclaim/p-nowait created; \`kubectl sandbox list -n ${ns}\` shows when it is Ready\n`,
     );
-    await eventually(async () => expect(await ok(['list', '-n', ns])).toMatch(/p-nowait\s+agent\s+True\s+p-nowait\s+sim-node-\d+/), {
-      timeoutMs: 30_000,
-      intervalMs: 500,
-    });
+    await eventually(
+      async () => expect(await ok(['list', '-n', ns])).toMatch(/p-nowait\s+agent\s+True\s+(?:\S+\s+)?p-nowait\s+sim-node-\d+/),
+      {
+        timeoutMs: 30_000,
+        intervalMs: 500,
+      },
+    );
     await ok(['release', 'p-nowait', '-n', ns]);
+  });
+
+  it('deletes the claim it made when Ctrl-C ends claim --wait', async () => {
+    // offNs's pool is never warm, so the claim waits until interrupted
+    const child = spawn(join(testBinDir(), 'kubectl'), ['sandbox', 'claim', POOL, '--wait', '--name', 'p-ctrl-c', '-n', offNs], {
+      env: { ...process.env, PATH: `${pathDir}${delimiter}${process.env.PATH ?? ''}`, KUBECONFIG: kubeconfigs.dev },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    let stderr = '';
+    child.stderr.on('data', (c: Buffer) => (stderr += c.toString()));
+    const exited = once(child, 'exit') as Promise<[number | null, NodeJS.Signals | null]>;
+    await eventually(
+      async () => {
+        const r = await kubectl(['get', 'sandboxclaim', 'p-ctrl-c', '-n', offNs, '-o', 'name'], { kubeconfig: sys.kubeconfigPath });
+        expect(r.stdout.trim()).toBe('sandboxclaim.extensions.agents.x-k8s.io/p-ctrl-c');
+      },
+      { timeoutMs: 30_000, intervalMs: 200 },
+    );
+    child.kill('SIGINT'); // kubectl ran the plugin in its own process: the terminal's Ctrl-C reaches it
+    const [code] = await exited;
+    expect({ code, stderr }).toEqual({
+      code: 1,
+      stderr: expect.stringMatching(/^error: claim sdko-\S+\/p-ctrl-c from pool agent: cancelled/) as unknown,
+    });
+    const left = await kubectl(['get', 'sandboxclaim', 'p-ctrl-c', '-n', offNs, '--ignore-not-found', '-o', 'name'], {
+      kubeconfig: sys.kubeconfigPath,
+    });
+    expect(left.stdout.trim()).toBe('');
   });
 });
 

@@ -30,7 +30,14 @@ describe('kubectl sandbox arguments', () => {
     [['pause'], 'pause needs NAME'],
     [['frobnicate', 'x'], 'unknown command "frobnicate"'],
     [['fork', 'x', '--count', '0'], '--count must be a whole number >= 1, got "0"'],
-    [['stats', 'x', '-o', 'wide'], '--output must be json or yaml, got "wide"'],
+    [['stats', 'x', '-o', 'table'], '--output must be one of json, yaml, name, wide, got "table"'],
+    [['token', 'x', '-o', 'name'], '--output of token must be json or yaml, got "name"'],
+    [['exec', 'x', '-o', 'json', '--', 'ls'], '--output does not apply to exec'],
+    [['exec', 'x', '--no-headers', '--', 'ls'], '--no-headers applies to commands that print objects, not exec'],
+    [['stats', 'x', '-l', 'a=b'], '-l applies to list only'],
+    [['list', '-l', 'a in (b'], '-l "a in (b" is not a label selector'],
+    [['completion', 'fish'], 'completion takes bash or zsh, got "fish"'],
+    [['completion'], 'completion needs bash or zsh'],
     [['pause', 'x', '-A'], '-A applies to list only'],
     [['restore', 'x', '--snapshot', 'cp_1'], 'restore needs --snapshot ID and --name NEW'],
     [['claim', 'p', '--show-token', '--token-file', 'f'], '--show-token and --token-file exclude each other'],
@@ -40,9 +47,24 @@ describe('kubectl sandbox arguments', () => {
     expect(() => parseInvocation(argv)).toThrow(message);
   });
 
-  it('asks for help with no command', () => {
-    expect(parseInvocation([]).command).toBe('help');
-    expect(parseInvocation(['--help']).command).toBe('help');
+  it("asks for help with no command, and for one command's page with it", () => {
+    expect(parseInvocation([])).toMatchObject({ command: 'help', helpFor: undefined });
+    expect(parseInvocation(['--help'])).toMatchObject({ command: 'help', helpFor: undefined });
+    expect(parseInvocation(['exec', '--help'])).toMatchObject({ command: 'help', helpFor: 'exec' });
+    expect(parseInvocation(['help', 'cp'])).toMatchObject({ command: 'help', helpFor: 'cp' });
+    expect(parseInvocation(['claim', '-h'])).toMatchObject({ command: 'help', helpFor: 'claim' });
+  });
+
+  it('takes -o name|wide, --no-headers and -l where a command prints objects', () => {
+    expect(parseInvocation(['list', '-l', 'team=a,tier!=x', '-o', 'wide', '--no-headers'])).toMatchObject({
+      command: 'list',
+      labelSelector: 'team=a,tier!=x',
+      output: 'wide',
+      noHeaders: true,
+    });
+    expect(parseInvocation(['pause', 'x', '-o', 'name']).output).toBe('name');
+    expect(parseInvocation(['token', 'x', '-o', 'yaml']).output).toBe('yaml');
+    expect(parseInvocation(['completion', 'zsh'])).toMatchObject({ command: 'completion', target: 'zsh' });
   });
 
   it("takes exec's command from after --, flags included, and its own flags from before", () => {

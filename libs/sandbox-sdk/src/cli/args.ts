@@ -1,6 +1,8 @@
 import { parseArgs } from 'node:util';
 import { parseDuration } from '@sandbox-scale/kube-runtime';
+import { parseLabelSelector } from '@sandbox-scale/scale-core';
 import { parseCopy, parseEnv, parsePortSpec, type CopySpec, type PortSpec } from './data-plane-args';
+import { OUTPUT_FORMATS, type OutputFormat } from './output';
 import { UsageError } from './usage-error';
 
 export { UsageError } from './usage-error';
@@ -23,59 +25,17 @@ export const COMMANDS = [
   'exec',
   'cp',
   'port-forward',
+  'version',
+  'completion',
 ] as const;
 export type Command = (typeof COMMANDS)[number];
-
-export const USAGE = `Claim and drive sandbox-scale sandboxes.
-
-Usage:
-  kubectl sandbox claim POOL [--wait] [--fast] [--name NAME] [--ttl SECONDS] [--show-token | --token-file FILE]
-  kubectl sandbox list [-A]
-  kubectl sandbox pause NAME
-  kubectl sandbox resume NAME
-  kubectl sandbox fork NAME [--count N] [--ttl SECONDS]
-  kubectl sandbox snapshot NAME [--snapshot-name LABEL]
-  kubectl sandbox snapshots NAME
-  kubectl sandbox restore NAME --snapshot ID --name NEW [--ttl SECONDS] [--show-token | --token-file FILE]
-  kubectl sandbox promote NAME --template TEMPLATE
-  kubectl sandbox stats NAME
-  kubectl sandbox token NAME          (the claim's sandbox token, from its Secret)
-  kubectl sandbox release NAME        (deletes the claim, or the sandbox when no claim holds it)
-  kubectl sandbox exec NAME [--timeout 30s] [--cwd DIR] [--env K=V]... -- CMD [ARGS...]
-  kubectl sandbox cp LOCAL NAME:PATH  (a file, or a directory as a tar)
-  kubectl sandbox cp NAME:PATH LOCAL
-  kubectl sandbox port-forward NAME [LOCAL:]REMOTE
-
-NAME is a sandbox (kubectl get sandboxes); a claimed sandbox has its claim's name.
-exec exits with the command's exit code. cp copies a directory's contents into PATH (or LOCAL),
-as kubectl cp does. port-forward listens on 127.0.0.1:LOCAL (REMOTE alone: the same port;
-:REMOTE: a free one) until interrupted.
-
-Flags:
-  -n, --namespace NS       namespace (default: the current context's)
-  -A, --all-namespaces     list: every namespace
-  -o, --output json|yaml   print the object instead of a table
-      --kubeconfig FILE    kubeconfig (default: $KUBECONFIG, then ~/.kube/config)
-      --context NAME       kubeconfig context (default: the current one)
-      --request-timeout D  give up after D (e.g. 30s; claim default 2m)
-  claim:
-      --fast               the fast path (POST /v1/claims): a warm VM in one round trip
-      --wait               wait until the claim is Ready and print where it runs (implied by --fast)
-      --fast-path-url URL  the fast path's URL ($SANDBOX_SCALE_FAST_PATH_URL; default: found from its Service)
-      --fast-path-ca FILE  CA of its serving certificate ($SANDBOX_SCALE_FAST_PATH_CA_FILE)
-      --fast-path-token-file FILE   a token for its audience (default: minted for your ServiceAccount)
-      --show-token         print the sandbox token (it is never printed otherwise)
-      --token-file FILE    write the sandbox token to FILE (mode 0600)
-  exec:
-      --timeout D          the command's time limit (e.g. 30s); the node kills it after D
-      --cwd DIR            working directory in the sandbox
-      --env K=V            add to the command's environment (repeatable)
-`;
 
 const OPTIONS = {
   namespace: { type: 'string', short: 'n' },
   'all-namespaces': { type: 'boolean', short: 'A' },
   output: { type: 'string', short: 'o' },
+  'no-headers': { type: 'boolean' },
+  selector: { type: 'string', short: 'l' },
   kubeconfig: { type: 'string' },
   context: { type: 'string' },
   'request-timeout': { type: 'string' },
@@ -98,13 +58,23 @@ const OPTIONS = {
   help: { type: 'boolean', short: 'h' },
 } as const;
 
+/** Every flag: its long name, its letter, and whether it takes a value (for completion). */
+export const OPTION_NAMES: readonly { name: string; short: string | undefined; takesValue: boolean }[] = Object.entries(OPTIONS).map(
+  ([name, o]) => ({ name, short: 'short' in o ? o.short : undefined, takesValue: o.type === 'string' }),
+);
+
 export interface Invocation {
   command: Command | 'help';
-  /** POOL for claim, NAME for the rest. */
+  /** help: the command whose page to print (`kubectl sandbox exec --help`); none: the overview. */
+  helpFor: Command | undefined;
+  /** POOL for claim, the shell for completion, NAME for the rest. */
   target: string;
   namespace: string | undefined;
   allNamespaces: boolean;
-  output: 'json' | 'yaml' | undefined;
+  output: OutputFormat | undefined;
+  noHeaders: boolean;
+  /** list -l */
+  labelSelector: string | undefined;
   kubeconfig: string | undefined;
   context: string | undefined;
   timeoutMs: number | undefined;
@@ -155,7 +125,35 @@ const NEEDS_TARGET: Record<Command, string | undefined> = {
   exec: 'NAME',
   cp: 'SRC and DST',
   'port-forward': 'NAME',
+  version: undefined,
+  completion: 'bash or zsh',
 };
+
+/** The commands that print a value, not an object: -o json|yaml only. */
+const PRINTS_VALUE: ReadonlySet<Command> = new Set(['token', 'version']);
+/** The commands whose output is the guest's, a stream, or a script: no -o. */
+const PRINTS_OTHER: ReadonlySet<Command> = new Set(['exec', 'cp', 'port-forward', 'completion']);
+/** The rest print objects: every -o format, and --no-headers. */
+const PRINTS_OBJECTS: ReadonlySet<Command> = new Set(COMMANDS.filter((c) => !PRINTS_VALUE.has(c) && !PRINTS_OTHER.has(c)));
+
+export const SHELLS = ['bash', 'zsh'] as const;
+
+function outputOf(command: Command, v: ParsedValues): OutputFormat | undefined {
+  const o = v.output;
+  if (v['no-headers'] && !PRINTS_OBJECTS.has(command))
+    throw new UsageError(`--no-headers applies to commands that print objects, not ${command}`);
+  if (o === undefined) return undefined;
+  if (PRINTS_OBJECTS.has(command)) {
+    if (!(OUTPUT_FORMATS as readonly string[]).includes(o))
+      throw new UsageError(`--output must be one of ${OUTPUT_FORMATS.join(', ')}, got "${o}"`);
+    return o as OutputFormat;
+  }
+  if (PRINTS_VALUE.has(command)) {
+    if (o !== 'json' && o !== 'yaml') throw new UsageError(`--output of ${command} must be json or yaml, got "${o}"`);
+    return o;
+  }
+  throw new UsageError(`--output does not apply to ${command}`);
+}
 
 /** What a command takes after its target: cp's DST, port-forward's ports. */
 const SECOND: Partial<Record<Command, string>> = { cp: 'SRC and DST', 'port-forward': 'NAME and [LOCAL:]REMOTE' };
@@ -174,6 +172,15 @@ function split(argv: string[]): { v: ParsedValues; before: string[]; after: stri
   return { v: parsed.values, before, after: terminator ? argv.slice(terminator.index + 1) : [] };
 }
 type ParsedValues = ReturnType<typeof parseArgs<{ options: typeof OPTIONS; allowPositionals: true; strict: true }>>['values'];
+
+/** A label selector is checked here, so a typo is a usage error before any request. */
+function selectorOf(text: string): void {
+  try {
+    parseLabelSelector(text);
+  } catch (err) {
+    throw new UsageError(`-l "${text}" is not a label selector: ${(err as Error).message}`, { cause: err });
+  }
+}
 
 function duration(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
@@ -198,25 +205,34 @@ function checkCommand(command: Command, v: ParsedValues, rest: { second: string 
 export function parseInvocation(argv: string[]): Invocation {
   const { v, before, after } = split(argv);
   const [cmd, target, ...more] = before;
-  if (v.help || cmd === undefined || cmd === 'help') return { ...empty(), command: 'help' };
-  if (!(COMMANDS as readonly string[]).includes(cmd)) throw new UsageError(`unknown command "${cmd}"; one of ${COMMANDS.join(', ')}`);
-  const command = cmd as Command;
+  const known = (c: string | undefined): c is Command => c !== undefined && (COMMANDS as readonly string[]).includes(c);
+  // `kubectl sandbox exec --help` and `kubectl sandbox help exec`: that command's page
+  if (cmd === 'help') return { ...empty(), helpFor: known(target) ? target : undefined };
+  if (v.help || cmd === undefined) return { ...empty(), helpFor: known(cmd) ? cmd : undefined };
+  if (!known(cmd)) throw new UsageError(`unknown command "${cmd}"; one of ${COMMANDS.join(', ')}`);
+  const command = cmd;
   const needs = NEEDS_TARGET[command];
   if (needs && !target) throw new UsageError(`${command} needs ${needs}`);
   const [second, ...extra] = SECOND[command] ? more : [undefined, ...more];
   if (extra.length > 0 || (!needs && target)) throw new UsageError(`unexpected argument "${extra[0] ?? target}"`);
-  if (v.output !== undefined && v.output !== 'json' && v.output !== 'yaml')
-    throw new UsageError(`--output must be json or yaml, got "${v.output}"`);
+  const output = outputOf(command, v);
+  if (command === 'completion' && !(SHELLS as readonly string[]).includes(target ?? ''))
+    throw new UsageError(`completion takes ${SHELLS.join(' or ')}, got "${target ?? ''}"`);
   if (v['all-namespaces'] && command !== 'list') throw new UsageError('-A applies to list only');
+  if (v.selector !== undefined && command !== 'list') throw new UsageError('-l applies to list only');
+  if (v.selector !== undefined) selectorOf(v.selector);
   if (v['all-namespaces'] && v.namespace) throw new UsageError('-A and -n exclude each other');
   const timeoutMs = duration('request-timeout', v['request-timeout']);
   checkCommand(command, v, { second, after });
   return {
     command,
+    helpFor: undefined,
     target: target ?? '',
     namespace: v.namespace,
     allNamespaces: v['all-namespaces'] ?? false,
-    output: v.output as Invocation['output'],
+    output,
+    noHeaders: v['no-headers'] ?? false,
+    labelSelector: v.selector,
     kubeconfig: v.kubeconfig,
     context: v.context,
     timeoutMs,
@@ -245,10 +261,13 @@ export function parseInvocation(argv: string[]): Invocation {
 function empty(): Invocation {
   return {
     command: 'help',
+    helpFor: undefined,
     target: '',
     namespace: undefined,
     allNamespaces: false,
     output: undefined,
+    noHeaders: false,
+    labelSelector: undefined,
     kubeconfig: undefined,
     context: undefined,
     timeoutMs: undefined,

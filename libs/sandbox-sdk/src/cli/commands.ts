@@ -1,11 +1,11 @@
 import { SandboxClient } from '../client';
 import { NotFoundError } from '../errors';
-import { boundSandboxOf, claimPhase, conditionOf } from '../claim-status';
 import type { Sandbox } from '../sandbox';
 import { writeTokenFile } from './token-file';
 import type { Invocation } from './args';
 import { isDataPlaneCommand, runDataPlane, type DataPlaneIo } from './data-plane-commands';
-import { age, structured, table } from './output';
+import { listing } from './list-command';
+import { age, CLAIM_RESOURCE, render, SANDBOX_RESOURCE, structured, type Printable } from './output';
 
 /** Where a command writes; the token goes to stdout only when asked for. */
 export type Io = DataPlaneIo;
@@ -25,27 +25,38 @@ function clientOf(inv: Invocation): SandboxClient {
 
 const call = (inv: Invocation): { timeoutMs?: number } => (inv.timeoutMs !== undefined ? { timeoutMs: inv.timeoutMs } : {});
 
-/** Prints a claimed (or restored) sandbox; its token only with --show-token, or into --token-file. */
+/** What a claimed (or restored) sandbox prints; its token only with --show-token, or into --token-file. */
 function printSandbox(inv: Invocation, io: Io, sb: Sandbox, verb: string): void {
   if (inv.tokenFile) writeTokenFile(inv.tokenFile, sb.token);
   const withToken = inv.showToken ? { token: sb.token } : {};
-  if (inv.output) {
-    io.out(structured(inv.output, { ...sb.toJSON(), ...withToken }));
-    return;
+  print(inv, io, {
+    object: { ...sb.toJSON(), ...withToken },
+    names: [`${SANDBOX_RESOURCE}/${sb.name}`],
+    status: `sandbox/${sb.name} ${verb}`,
+    headers: ['NAME', 'NAMESPACE', 'NODE', 'ADDRESS'],
+    rows: [[sb.name, sb.namespace, sb.node || '<pending>', sb.address || '<pending>']],
+    wide: {
+      headers: ['VIA', 'CLAIM', 'CLAIM-ID', 'DEADLINE'],
+      rows: [[sb.via, sb.claimName ?? '<none>', sb.claimId ?? '', sb.deadline ?? '']],
+    },
+  });
+  if (inv.output === undefined || inv.output === 'wide') {
+    if (inv.showToken) io.out(`token: ${sb.token}\n`);
+    if (inv.tokenFile) io.out(`token written to ${inv.tokenFile}\n`);
   }
-  io.out(`sandbox/${sb.name} ${verb}\n`);
-  io.out(table(['NAME', 'NAMESPACE', 'NODE', 'ADDRESS'], [[sb.name, sb.namespace, sb.node || '<pending>', sb.address || '<pending>']]));
-  if (inv.showToken) io.out(`token: ${sb.token}\n`);
-  if (inv.tokenFile) io.out(`token written to ${inv.tokenFile}\n`);
+}
+
+function print(inv: Invocation, io: Io, p: Printable): void {
+  io.out(render(p, { output: inv.output, noHeaders: inv.noHeaders }));
 }
 
 function handleOf(c: SandboxClient, inv: Invocation): Sandbox {
   return c.sandbox(inv.target, inv.namespace ?? c.namespace);
 }
 
+/** A command that acted on one sandbox: `sandbox/NAME paused`, or the result as an object. */
 function done(inv: Invocation, io: Io, name: string, what: string, obj: unknown): void {
-  if (inv.output) io.out(structured(inv.output, obj));
-  else io.out(`sandbox/${name} ${what}\n`);
+  print(inv, io, { object: obj, names: [`${SANDBOX_RESOURCE}/${name}`], status: `sandbox/${name} ${what}`, headers: [], rows: [] });
 }
 
 /** Runs the command; resolves with the exit code where the command decides it (exec passes its command's on). */
@@ -67,42 +78,22 @@ export async function run(inv: Invocation, io: Io): Promise<number | undefined> 
         ...call(inv),
       });
       if (!inv.fast && !inv.wait) {
-        if (inv.output) io.out(structured(inv.output, { ...sb.toJSON() }));
-        else io.out(`sandboxclaim/${sb.claimName ?? sb.name} created; \`kubectl sandbox list -n ${ns}\` shows when it is Ready\n`);
+        const claim = sb.claimName ?? sb.name;
+        print(inv, io, {
+          object: { ...sb.toJSON() },
+          names: [`${CLAIM_RESOURCE}/${claim}`],
+          status: `sandboxclaim/${claim} created; \`kubectl sandbox list -n ${ns}\` shows when it is Ready`,
+          headers: [],
+          rows: [],
+        });
         return;
       }
       printSandbox(inv, io, sb, inv.fast ? 'claimed (fast path)' : 'claimed');
       return;
     }
-    case 'list': {
-      const claims = await c.listClaims({ namespace: ns, allNamespaces: inv.allNamespaces, ...call(inv) });
-      if (inv.output) {
-        io.out(structured(inv.output, { apiVersion: 'v1', kind: 'List', items: claims }));
-        return;
-      }
-      const rows = claims.map((cl) => {
-        const b = boundSandboxOf(cl);
-        const p = claimPhase(cl);
-        const ready = conditionOf(cl, 'Ready') ?? conditionOf(cl, 'Bound');
-        const cells = [
-          cl.metadata.name,
-          cl.spec?.warmPoolRef?.name ?? '',
-          p.state === 'ready' ? 'True' : (ready?.status ?? 'Unknown'),
-          p.state === 'ready' ? '' : p.reason,
-          b?.name ?? '',
-          b?.node ?? '',
-          age(cl.metadata.creationTimestamp),
-        ];
-        return inv.allNamespaces ? [cl.metadata.namespace ?? '', ...cells] : cells;
-      });
-      if (rows.length === 0) {
-        io.out(inv.allNamespaces ? 'No sandbox claims found.\n' : `No sandbox claims found in ${ns} namespace.\n`);
-        return;
-      }
-      const headers = ['NAME', 'POOL', 'READY', 'REASON', 'SANDBOX', 'NODE', 'AGE'];
-      io.out(table(inv.allNamespaces ? ['NAMESPACE', ...headers] : headers, rows));
+    case 'list':
+      print(inv, io, await listing(c, inv, ns));
       return;
-    }
     case 'pause':
       await handleOf(c, inv).pause(call(inv));
       done(inv, io, inv.target, 'paused', { name: inv.target, namespace: ns, paused: true });
@@ -118,34 +109,36 @@ export async function run(inv: Invocation, io: Io): Promise<number | undefined> 
         ...(io.interrupted ? { signal: io.interrupted } : {}),
         ...call(inv),
       });
-      if (inv.output) io.out(structured(inv.output, { parent: inv.target, namespace: ns, children }));
-      else
-        io.out(
-          `sandbox/${inv.target} forked ${children.length}\n` +
-            table(
-              ['NAME', 'NODE', 'ADDRESS'],
-              children.map((ch) => [ch.name, ch.nodeName ?? '', ch.address ?? '']),
-            ),
-        );
+      print(inv, io, {
+        object: { parent: inv.target, namespace: ns, children },
+        names: children.map((ch) => `${SANDBOX_RESOURCE}/${ch.name}`),
+        status: `sandbox/${inv.target} forked ${children.length}`,
+        headers: ['NAME', 'NODE', 'ADDRESS'],
+        rows: children.map((ch) => [ch.name, ch.nodeName ?? '', ch.address ?? '']),
+        wide: { headers: ['SANDBOX-ID'], rows: children.map((ch) => [ch.sandboxID ?? '']) },
+      });
       return;
     }
     case 'snapshot': {
       const s = await handleOf(c, inv).snapshot({ ...(inv.snapshotName ? { name: inv.snapshotName } : {}), ...call(inv) });
-      if (inv.output) io.out(structured(inv.output, s));
-      else io.out(`sandbox/${inv.target} snapshot ${s.snapshotID} taken${s.name ? ` (${s.name})` : ''} on ${s.nodeName ?? 'its node'}\n`);
+      print(inv, io, {
+        object: s,
+        names: [`snapshot/${s.snapshotID}`],
+        status: `sandbox/${inv.target} snapshot ${s.snapshotID} taken${s.name ? ` (${s.name})` : ''} on ${s.nodeName ?? 'its node'}`,
+        headers: [],
+        rows: [],
+      });
       return;
     }
     case 'snapshots': {
       const items = await handleOf(c, inv).snapshots(call(inv));
-      if (inv.output) io.out(structured(inv.output, { items }));
-      else if (items.length === 0) io.out(`sandbox/${inv.target} has no snapshots\n`);
-      else
-        io.out(
-          table(
-            ['SNAPSHOT', 'NAME', 'NODE', 'AGE'],
-            items.map((s) => [s.snapshotID, s.name ?? '', s.nodeName ?? '', age(s.creationTimestamp ?? undefined)]),
-          ),
-        );
+      print(inv, io, {
+        object: { items },
+        names: items.map((s) => `snapshot/${s.snapshotID}`),
+        headers: ['SNAPSHOT', 'NAME', 'NODE', 'AGE'],
+        rows: items.map((s) => [s.snapshotID, s.name ?? '', s.nodeName ?? '', age(s.creationTimestamp ?? undefined)]),
+        empty: `sandbox/${inv.target} has no snapshots`,
+      });
       return;
     }
     case 'restore': {
@@ -166,16 +159,13 @@ export async function run(inv: Invocation, io: Io): Promise<number | undefined> 
     }
     case 'stats': {
       const s = await handleOf(c, inv).stats(call(inv));
-      if (inv.output) io.out(structured(inv.output, s));
-      else {
-        const mib = (b: number | undefined): string => (b === undefined ? '' : `${Math.round(b / 1048576)}Mi`);
-        io.out(
-          table(
-            ['NAME', 'NODE', 'CPUS', 'MEMORY USED', 'MEMORY TOTAL', 'PAUSED'],
-            [[inv.target, s.nodeName ?? '', String(s.cpuCount ?? ''), mib(s.memUsedBytes), mib(s.memTotalBytes), String(s.paused ?? '')]],
-          ),
-        );
-      }
+      const mib = (b: number | undefined): string => (b === undefined ? '' : `${Math.round(b / 1048576)}Mi`);
+      print(inv, io, {
+        object: s,
+        names: [`${SANDBOX_RESOURCE}/${inv.target}`],
+        headers: ['NAME', 'NODE', 'CPUS', 'MEMORY USED', 'MEMORY TOTAL', 'PAUSED'],
+        rows: [[inv.target, s.nodeName ?? '', String(s.cpuCount ?? ''), mib(s.memUsedBytes), mib(s.memTotalBytes), String(s.paused ?? '')]],
+      });
       return;
     }
     case 'token': {
@@ -183,7 +173,7 @@ export async function run(inv: Invocation, io: Io): Promise<number | undefined> 
       if (inv.tokenFile) {
         writeTokenFile(inv.tokenFile, token);
         io.out(`token written to ${inv.tokenFile}\n`);
-      } else if (inv.output) io.out(structured(inv.output, { name: inv.target, namespace: ns, token }));
+      } else if (inv.output === 'json' || inv.output === 'yaml') io.out(structured(inv.output, { name: inv.target, namespace: ns, token }));
       else io.out(`${token}\n`);
       return;
     }
@@ -199,6 +189,8 @@ export async function run(inv: Invocation, io: Io): Promise<number | undefined> 
       return;
     }
     case 'help':
+    case 'version':
+    case 'completion':
       return;
   }
 }

@@ -1,7 +1,15 @@
 import { isKubeConfigError } from '@sandbox-scale/kube-runtime';
 import { isSdkError } from '../errors';
-import { parseInvocation, USAGE, UsageError } from './args';
+import { COMMANDS, parseInvocation, UsageError, type Command } from './args';
+import { SDK_VERSION } from '../version';
 import { run, type Io } from './commands';
+import { BASH_COMPLETION, complete, formatCompletion, ZSH_COMPLETION } from './completion';
+import { clusterLookup } from './completion-lookup';
+import { commandHelp, overview } from './help';
+import { structured } from './output';
+
+/** The hidden command the completion scripts and kubectl_complete-sandbox ask. */
+export const COMPLETE_COMMAND = '__complete';
 
 /**
  * `kubectl sandbox …`: kubectl finds this executable as `kubectl-sandbox` on PATH and passes
@@ -13,10 +21,28 @@ export async function main(
   io: Io = { out: (t: string) => void process.stdout.write(t), err: (t: string) => void process.stderr.write(t) },
 ): Promise<number> {
   let release = (): void => undefined;
+  if (argv[0] === COMPLETE_COMMAND) {
+    // a shell waits on this: it answers, and never fails
+    io.out(formatCompletion(await complete(argv.slice(1), clusterLookup(argv.slice(1)))));
+    return 0;
+  }
   try {
     const inv = parseInvocation(argv);
     if (inv.command === 'help') {
-      io.out(USAGE);
+      io.out(inv.helpFor ? commandHelp(inv.helpFor) : overview());
+      return 0;
+    }
+    // need no cluster
+    if (inv.command === 'version') {
+      io.out(
+        inv.output === 'json' || inv.output === 'yaml'
+          ? structured(inv.output, { sdkVersion: SDK_VERSION })
+          : `kubectl-sandbox ${SDK_VERSION}\n`,
+      );
+      return 0;
+    }
+    if (inv.command === 'completion') {
+      io.out(inv.target === 'zsh' ? ZSH_COMPLETION : BASH_COMPLETION);
       return 0;
     }
     // port-forward runs until interrupted; it ends on SIGINT or SIGTERM by closing its listener and exiting 0.
@@ -31,7 +57,8 @@ export async function main(
     return (await run(inv, io)) ?? 0;
   } catch (err) {
     if (err instanceof UsageError) {
-      io.err(`error: ${err.message}\n\n${USAGE}`);
+      const page = knownCommand(argv);
+      io.err(`error: ${err.message}\nSee '${page ? `kubectl sandbox ${page} --help` : 'kubectl sandbox --help'}' for usage.\n`);
       return 1;
     }
     const message = isSdkError(err) || isKubeConfigError(err) ? (err as Error).message : describeUnexpected(err);
@@ -40,6 +67,11 @@ export async function main(
   } finally {
     release();
   }
+}
+
+/** The command a refused line was for, so its error points at that command's page. */
+function knownCommand(argv: readonly string[]): Command | undefined {
+  return argv.find((a): a is Command => (COMMANDS as readonly string[]).includes(a));
 }
 
 const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
