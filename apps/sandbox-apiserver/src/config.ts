@@ -7,6 +7,7 @@ import { DEFAULT_FAN_OUT_CAPS } from './storage/fan-out-gate';
 import { DEFAULT_MAX_FILE_BYTES } from './data-plane/files-storage';
 import { DEFAULT_MAX_EXEC_OUTPUT_BYTES } from './data-plane/exec-storage';
 import { DEFAULT_REPLY_MEMORY } from './data-plane/install';
+import { e2bConfigOf, e2bFlagShape } from './e2b/e2b-flags';
 import { routerConfigOf, routerFlagShape } from './router/router-flags';
 import { z } from 'zod';
 import type { SandboxApiserverConfig } from './server';
@@ -190,6 +191,7 @@ export const SandboxApiserverFlagsSchema = z.object({
       "Bytes the replies of exec in flight may hold for one namespace, all its users together (a tenant's ServiceAccounts share it); past it 429 with Retry-After, while other namespaces keep the rest of --max-reply-bytes",
     ),
   ...routerFlagShape,
+  ...e2bFlagShape,
 });
 export type SandboxApiserverFlags = z.infer<typeof SandboxApiserverFlagsSchema>;
 
@@ -238,6 +240,7 @@ export function configFromFlags(flags: SandboxApiserverFlags, inputs: SandboxApi
     replyMemory: { maxBytes: flags.maxReplyBytes, maxBytesPerNamespace: flags.maxReplyBytesPerNamespace },
     fanOut: { maxInFlight: flags.maxNodeFanOuts, maxPerNamespace: flags.maxNodeFanOutsPerNamespace },
     ...routerConfigOf(flags),
+    ...e2bConfigOf(flags),
     inflight: {
       maxWatches: flags.maxWatches,
       maxWatchesPerUser: flags.maxWatchesPerUser,

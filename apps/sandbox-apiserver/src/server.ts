@@ -59,6 +59,8 @@ import { DEFAULT_LEASE_TTL_SECONDS } from './storage/lease-policy';
 import { LeaseRenewer } from './storage/lease-renewer';
 import type { RouterOptions } from './router/router-flags';
 import { startRouter, type RunningRouter } from './router/router-server';
+import type { E2bOptions } from './e2b/e2b-flags';
+import { E2bConfigError, startE2bServer, type RunningE2bServer } from './e2b/e2b-server';
 import type { RelayBounds } from './data-plane/relay-bounds';
 
 export interface SandboxApiserverConfig {
@@ -140,6 +142,8 @@ export interface SandboxApiserverConfig {
   readonly portForwardBounds?: RelayBounds;
   /** The sandbox router (agent-sandbox's sandbox-router for microVMs) on a listener of its own; absent = off. */
   readonly router?: RouterOptions;
+  /** e2b's control-plane API and envd on a listener of its own; absent = off. */
+  readonly e2b?: E2bOptions;
   readonly log?: Logger;
   readonly rng?: Rng;
   /** Where /metrics reads from (main.ts adds the process metrics); default a registry of its own. */
@@ -157,6 +161,8 @@ export interface RunningSandboxApiserver {
   readonly routerUrl?: string;
   /** The sandbox router's tunnel listener (no authentication, a loopback address), when it runs. */
   readonly routerTunnelUrl?: string;
+  /** e2b's API base URL (E2B_API_URL and E2B_SANDBOX_URL), when it runs. */
+  readonly e2bUrl?: string;
   stop(): Promise<void>;
 }
 
@@ -429,6 +435,21 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
         registry,
       })
     : undefined;
+  let e2b: RunningE2bServer | undefined;
+  if (config.e2b !== undefined) {
+    if (delegatedAuth === undefined)
+      throw new E2bConfigError("--e2b-bind-address needs delegated authentication: e2b's API keys are Kubernetes tokens");
+    e2b = await startE2bServer({
+      host: config.e2b.host,
+      port: config.e2b.port,
+      ...(config.e2b.tls ? { tls: serving.pair } : {}),
+      kubeConfig: kc,
+      auth: delegatedAuth,
+      ...(config.e2b.defaultNamespace !== undefined ? { defaultNamespace: config.e2b.defaultNamespace } : {}),
+      ...(config.maxConnections !== undefined ? { maxConnections: config.maxConnections } : {}),
+      log,
+    });
+  }
   const renewer = new LeaseRenewer({
     cache: sandboxes.cache,
     router: sandboxes.reads.router,
@@ -457,6 +478,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
     synced,
     ...(router !== undefined ? { routerUrl: router.url } : {}),
     ...(router?.tunnelUrl !== undefined ? { routerTunnelUrl: router.tunnelUrl } : {}),
+    ...(e2b !== undefined ? { e2bUrl: e2b.url } : {}),
     async stop() {
       health.shuttingDown = true;
       // still serving, watches included, while the endpoints let go of this replica
@@ -466,6 +488,7 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       sandboxes.stop();
       upgrades.closeAll();
       await router?.stop();
+      await e2b?.stop();
       server.closeAllConnections();
       await new Promise<void>((resolve) => server.close(() => resolve()));
       serving.pair.close();

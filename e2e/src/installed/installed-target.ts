@@ -172,6 +172,9 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
       return urls[0] as string;
     },
     fastPathUrl,
+    e2bUrl() {
+      return Promise.reject(new Error("the installed chart's e2b listener is not reached by this suite (e2b.enabled)"));
+    },
     async routerUrl() {
       // the chart's router Service (router.serviceName of installed-values.ts), reached at its cluster IP as the fast path is
       const svc = JSON.parse(await kubectl(['-n', INSTALLED_NAMESPACE, 'get', 'service', ROUTER_SERVICE_NAME, '-o', 'json'])) as {

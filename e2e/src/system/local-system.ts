@@ -85,6 +85,8 @@ export interface LocalSystem {
   fastPathUrls: string[];
   /** Each sandbox-apiserver replica's sandbox router (plain HTTP), in the order of apiserverUrls. */
   routerUrls: string[];
+  /** Each sandbox-apiserver replica's e2b API (plain HTTP on loopback: E2B_API_URL and E2B_SANDBOX_URL), in the same order. */
+  e2bUrls: string[];
   /** CA (PEM file) that signed the serving certificate of sandbox-apiserver and the fast path. */
   servingCaPath: string;
   /** The claim-reference keyring file claim-controller and sandbox-apiserver follow (one base64 key per line, the first signs). */
@@ -340,7 +342,7 @@ async function publishPeerSlices(ctx: Ctx, address: string, services: Record<str
 async function startApps(
   ctx: Ctx,
   nodes: SimNode[],
-  ports: { apiserver: number[]; fastPath: number[]; router: number[] },
+  ports: { apiserver: number[]; fastPath: number[]; router: number[]; e2b: number[] },
   certs: { cert: string; key: string; ca: string },
   publishInterval: string,
 ): Promise<void> {
@@ -395,6 +397,12 @@ async function startApps(
       // the sandbox router, as the chart runs it: HTTPS with the serving certificate, Kubernetes bearer tokens
       '--router-bind-address',
       `127.0.0.1:${ports.router[i] ?? 0}`,
+      // e2b's API on loopback, plain HTTP as its value allows there; a user's sandboxes in the default namespace
+      '--e2b-bind-address',
+      `127.0.0.1:${ports.e2b[i] ?? 0}`,
+      '--e2b-tls=false',
+      '--e2b-default-namespace',
+      'default',
       ...(ctx.extraArgs['sandbox-apiserver'] ?? []),
     ]);
   });
@@ -558,7 +566,9 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     for (let i = 0; i < ctx.claimControllerReplicas; i++) fastPathPorts.push(await freePort());
     const routerPorts: number[] = [];
     for (let i = 0; i < apiserverPorts.length; i++) routerPorts.push(await freePort());
-    const ports = { apiserver: apiserverPorts, fastPath: fastPathPorts, router: routerPorts };
+    const e2bPorts: number[] = [];
+    for (let i = 0; i < apiserverPorts.length; i++) e2bPorts.push(await freePort());
+    const ports = { apiserver: apiserverPorts, fastPath: fastPathPorts, router: routerPorts, e2b: e2bPorts };
     const ca = await createCA('sandbox-scale-local-serving-ca');
     const serving = await createLeaf(ca, {
       commonName: `${RELEASE}-sandbox-apiserver`,
@@ -598,6 +608,7 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
       fastPathUrl: `https://127.0.0.1:${fastPathPorts[0] ?? 0}`,
       fastPathUrls: fastPathPorts.map((p) => `https://127.0.0.1:${p}`),
       routerUrls: routerPorts.map((p) => `https://127.0.0.1:${p}`),
+      e2bUrls: e2bPorts.map((p) => `http://127.0.0.1:${p}`),
       servingCaPath: certs.ca,
       claimRefKeyFile,
       logDir,

@@ -67,6 +67,8 @@ export interface SystemUnderTest {
    * Service's cluster IP and port).
    */
   routerUrl(): Promise<string>;
+  /** e2b's API (E2B_API_URL and E2B_SANDBOX_URL) of sandbox-apiserver; local: plain HTTP on loopback. */
+  e2bUrl(): Promise<string>;
   /** PEM of the CA that signed the serving certificates of sandbox-apiserver and the fast path. */
   readonly servingCa: string;
   /** The cluster CA (PEM certificate and key): kube-apiserver's serving certificate and client certificates. */

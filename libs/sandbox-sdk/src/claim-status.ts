@@ -19,10 +19,16 @@ export const ClaimObjectSchema = z.looseObject({
     uid: z.string().optional(),
     resourceVersion: z.string().optional(),
     labels: z.record(z.string(), z.string()).optional(),
+    annotations: z.record(z.string(), z.string()).optional(),
     creationTimestamp: z.string().optional(),
     deletionTimestamp: z.string().optional(),
   }),
-  spec: z.looseObject({ warmPoolRef: z.looseObject({ name: z.string() }).optional() }).optional(),
+  spec: z
+    .looseObject({
+      warmPoolRef: z.looseObject({ name: z.string() }).optional(),
+      lifecycle: z.looseObject({ shutdownTime: z.string().optional() }).optional(),
+    })
+    .optional(),
   status: z
     .looseObject({
       sandbox: z

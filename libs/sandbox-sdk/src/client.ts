@@ -4,7 +4,7 @@ import { EXTENSIONS_API_VERSION, retry } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 import { ClaimObjectSchema, claimPhase, type BoundSandbox, type ClaimObject } from './claim-status';
 import { waitForClaim } from './claim-wait';
-import { listClaimObjects, listSandboxObjects, type ListScope, type SandboxObject } from './listing';
+import { listClaimObjects, listSandboxObjects, SandboxObjectSchema, type ListScope, type SandboxObject } from './listing';
 import { deadlineOf, wait, type CallOptions, type Deadline } from './deadline';
 import {
   AbortedError,
@@ -25,7 +25,7 @@ import {
   mayHaveClaimed,
   type FastPathOptions,
 } from './fast-path';
-import { call, claimsPath, claimTarget } from './kube-api';
+import { call, claimsPath, claimTarget, sandboxesPath, sandboxTarget } from './kube-api';
 import { contextNamespace, userKubeConfig, type ContextOptions } from './kube-context';
 import { Sandbox, type SandboxRef } from './sandbox';
 
@@ -49,6 +49,13 @@ export interface ClaimOptions extends CallOptions {
   ttlSeconds?: number;
   /** Claim path: wait until the claim is Ready (default true); false returns as soon as it is created. */
   wait?: boolean;
+  /** Claim path: read the sandbox token from the claim's Secret once Ready (default true); false leaves the handle's token empty. */
+  withToken?: boolean;
+  /** Claim path: when the claim ends and its sandbox is released (spec.lifecycle.shutdownTime); absent: never. */
+  shutdownTime?: Date;
+  /** Claim path: labels and annotations of the SandboxClaim. */
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
 }
 
 /** Default limit of a claim, waiting included; a warm claim takes milliseconds, a cold one can take long. */
@@ -146,12 +153,47 @@ export class SandboxClient {
     return listSandboxObjects(this.kubeConfig, { ...this.#scope(o), signal: d.signal });
   }
 
+  /** One Sandbox as the API serves it; a NotFoundError when none is served under the name. */
+  async getSandbox(name: string, o: CallOptions & { namespace?: string } = {}): Promise<SandboxObject> {
+    const namespace = o.namespace ?? this.namespace;
+    const d = deadlineOf(o);
+    return SandboxObjectSchema.parse(
+      await call(
+        this.kubeConfig,
+        { method: 'GET', path: sandboxesPath(namespace, name), signal: d.signal },
+        sandboxTarget('get', namespace, name),
+      ),
+    );
+  }
+
   #scope(o: { namespace?: string; allNamespaces?: boolean; labelSelector?: string }): ListScope {
     return {
       namespace: o.namespace ?? this.namespace,
       ...(o.allNamespaces ? { allNamespaces: true } : {}),
       ...(o.labelSelector ? { labelSelector: o.labelSelector } : {}),
     };
+  }
+
+  /**
+   * Moves when a claim ends (spec.lifecycle.shutdownTime): earlier or later, its sandbox is
+   * released then. A merge patch, so only this field changes.
+   */
+  async setShutdownTime(claim: string, at: Date, o: CallOptions & { namespace?: string } = {}): Promise<ClaimObject> {
+    const namespace = o.namespace ?? this.namespace;
+    const d = deadlineOf(o);
+    return ClaimObjectSchema.parse(
+      await call(
+        this.kubeConfig,
+        {
+          method: 'PATCH',
+          path: claimsPath(namespace, claim),
+          body: { spec: { lifecycle: { shutdownTime: rfc3339(at) } } },
+          contentType: 'application/merge-patch+json',
+          signal: d.signal,
+        },
+        claimTarget('patch', namespace, claim),
+      ),
+    );
   }
 
   /** The sandbox token a claim-controller stored in the claim's Secret. */
@@ -219,8 +261,16 @@ export class SandboxClient {
     const body = {
       apiVersion: EXTENSIONS_API_VERSION,
       kind: 'SandboxClaim',
-      metadata: { name, namespace },
-      spec: { warmPoolRef: { name: o.pool } },
+      metadata: {
+        name,
+        namespace,
+        ...(o.labels !== undefined ? { labels: o.labels } : {}),
+        ...(o.annotations !== undefined ? { annotations: o.annotations } : {}),
+      },
+      spec: {
+        warmPoolRef: { name: o.pool },
+        ...(o.shutdownTime !== undefined ? { lifecycle: { shutdownTime: rfc3339(o.shutdownTime) } } : {}),
+      },
     };
     await retry(
       async (attempt, signal) => {
@@ -255,7 +305,8 @@ export class SandboxClient {
       });
       if (phase.state === 'failed')
         throw new ClaimFailedError(`claim ${namespace}/${name} failed: ${phase.reason}: ${phase.message}`, phase.reason);
-      return this.#handle(namespace, name, phase.sandbox, await this.#freshTokenOf(namespace, name, phase.sandbox, d.signal), 'claim');
+      const token = o.withToken === false ? '' : await this.#freshTokenOf(namespace, name, phase.sandbox, d.signal);
+      return this.#handle(namespace, name, phase.sandbox, token, 'claim');
     } catch (err) {
       // the claim was ours and nobody will get a handle on it: release it rather than leak a VM
       if (d.signal?.aborted || err instanceof ClaimFailedError) await this.#releaseQuietly(namespace, name);
@@ -332,4 +383,9 @@ export class SandboxClient {
     if (d.signal?.aborted) return new AbortedError(`${what}: cancelled`, { cause: err });
     return err;
   }
+}
+
+/** A time as the API's RFC 3339 at whole seconds (metav1.Time). */
+function rfc3339(t: Date): string {
+  return `${t.toISOString().slice(0, 19)}Z`;
 }

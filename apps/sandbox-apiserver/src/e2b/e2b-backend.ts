@@ -1,0 +1,372 @@
+import {
+  ConnectError,
+  connectCodeOfStatus,
+  E2bApiError,
+  MAX_LIST_LIMIT,
+  type E2bBackend,
+  type E2bSandbox,
+  type EnvdBackend,
+  type FileFacts,
+  type ListFilter,
+} from '@sandbox-scale/e2b-protocol';
+import {
+  isAlreadyExists,
+  isBadRequest,
+  isClaimFailed,
+  isClaimTimeout,
+  isDeadlineExceeded,
+  isForbidden,
+  isNotFound,
+  isSdkError,
+  isTooLarge,
+  isUnauthorized,
+  isUnavailable,
+  isWrongFileKind,
+  type ClaimObject,
+  type SandboxClient,
+  type SandboxObject,
+  type SandboxStats,
+} from '@sandbox-scale/sdk';
+import { Readable } from 'node:stream';
+import { SANDBOX_LABELS } from '@sandbox-scale/scale-core';
+import { z } from 'zod';
+
+/**
+ * e2b's verbs done as the caller: every call goes to the Kubernetes API with the caller's own
+ * token (a SandboxClaim to create, the served Sandbox to read, the lifecycle, exec and files
+ * subresources), so kube-apiserver and sandbox-apiserver authorize each one exactly as they
+ * would a kubectl call of the same user. Nothing here acts with the server's own rights.
+ */
+
+/** Where e2b's own fields of a sandbox live on its SandboxClaim. */
+export const E2B_ANNOTATIONS = {
+  /** The caller's metadata map, as JSON. */
+  metadata: 'e2b.sandbox-scale.io/metadata',
+} as const;
+/** Every claim e2b made carries it, so `kubectl get sandboxclaims -l e2b.sandbox-scale.io/created-by=e2b` finds them. */
+export const E2B_CREATED_LABEL = 'e2b.sandbox-scale.io/created-by';
+
+/** The largest metadata map kept on a claim (annotations share 256 KiB per object). */
+const MAX_METADATA_BYTES = 16 * 1024;
+/** The largest file one envd call reads or writes: the server holds it whole while it passes. */
+export const E2B_MAX_FILE_BYTES = 32 * 1024 * 1024;
+
+const MetadataSchema = z.record(z.string(), z.string());
+
+/** The status and words e2b's SDKs should see for an error of the SDK's calls. */
+function statusOf(err: unknown): { status: number; message: string } | undefined {
+  if (!isSdkError(err) || !(err instanceof Error)) return undefined;
+  const message = err.message;
+  if (isNotFound(err)) return { status: 404, message };
+  if (isForbidden(err)) return { status: 403, message };
+  if (isUnauthorized(err)) return { status: 401, message };
+  if (isAlreadyExists(err)) return { status: 409, message };
+  if (isBadRequest(err) || isWrongFileKind(err)) return { status: 400, message };
+  if (isTooLarge(err)) return { status: 413, message };
+  if (isClaimTimeout(err) || isDeadlineExceeded(err)) return { status: 504, message };
+  if (isClaimFailed(err) || isUnavailable(err)) return { status: 503, message };
+  return undefined;
+}
+
+/** An SDK error as the control plane answers it; anything else stays unexpected (a 500, logged). */
+export function asApiError(err: unknown): unknown {
+  const s = statusOf(err);
+  return s === undefined ? err : new E2bApiError(s.status, s.message, s.status === 503 ? 1 : undefined);
+}
+
+/** An SDK error as envd answers it: a Connect error with its string code. */
+export function asConnectError(err: unknown): unknown {
+  const s = statusOf(err);
+  if (s === undefined) return err;
+  return new ConnectError(connectCodeOfStatus(s.status), s.message);
+}
+
+async function translated<T>(f: () => Promise<T>, as: (err: unknown) => unknown): Promise<T> {
+  try {
+    return await f();
+  } catch (err) {
+    throw as(err);
+  }
+}
+
+function metadataOf(claim: ClaimObject | undefined): Record<string, string> {
+  const raw = claim?.metadata.annotations?.[E2B_ANNOTATIONS.metadata];
+  if (raw === undefined) return {};
+  try {
+    const r = MetadataSchema.safeParse(JSON.parse(raw));
+    return r.success ? r.data : {};
+  } catch {
+    return {};
+  }
+}
+
+const isPaused = (s: SandboxObject): boolean => (s.metadata.labels?.[SANDBOX_LABELS.phase] ?? '').toLowerCase() === 'paused';
+
+/** A served Sandbox, the claim that holds it (if any) and what its node measured (if read) as e2b reports a sandbox. */
+export function e2bSandboxOf(s: SandboxObject, claim: ClaimObject | undefined, now: Date, stats?: SandboxStats): E2bSandbox {
+  const started = new Date(s.metadata.creationTimestamp ?? claim?.metadata.creationTimestamp ?? now.toISOString());
+  const shutdown = claim?.spec?.lifecycle?.shutdownTime;
+  return {
+    sandboxID: s.metadata.name,
+    templateID: claim?.spec?.warmPoolRef?.name ?? '',
+    // the node's own word when it was asked; the served phase lags it by a publish
+    state: (stats?.paused ?? isPaused(s)) ? 'paused' : 'running',
+    startedAt: started,
+    // a sandbox no claim ends runs until it is deleted: e2b has no word for that, so a far end
+    endAt: shutdown !== undefined ? new Date(shutdown) : new Date(started.getTime() + 10 * 365 * 24 * 3_600_000),
+    metadata: metadataOf(claim),
+    cpuCount: stats?.cpuCount ?? 0,
+    memoryMB: Math.round((stats?.memTotalBytes ?? 0) / (1024 * 1024)),
+    diskSizeMB: 0,
+  };
+}
+
+function matches(s: E2bSandbox, f: ListFilter): boolean {
+  if (f.states !== undefined && !f.states.includes(s.state)) return false;
+  if (f.template !== undefined && s.templateID !== f.template) return false;
+  if (f.startedAfter !== undefined && s.startedAt <= f.startedAfter) return false;
+  for (const [k, v] of Object.entries(f.metadata ?? {})) if (s.metadata[k] !== v) return false;
+  return true;
+}
+
+/**
+ * What the sandbox's node says of it now (paused or not, its size), as the caller reads it:
+ * `gone` when the node no longer has it, undefined when it could not be asked (a sandbox made
+ * without a claim, a node out of reach), so the served object's own word stands.
+ */
+export async function statsOf(client: SandboxClient, namespace: string, name: string): Promise<SandboxStats | 'gone' | undefined> {
+  try {
+    return await client.sandbox(name, namespace).stats();
+  } catch (err) {
+    return isNotFound(err) ? 'gone' : undefined;
+  }
+}
+
+/** The control-plane verbs of one caller in its namespace. */
+export class CallerBackend implements E2bBackend {
+  constructor(
+    private readonly client: SandboxClient,
+    private readonly namespace: string,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  create(r: Parameters<E2bBackend['create']>[0]): Promise<E2bSandbox> {
+    return translated(async () => {
+      if (Object.keys(r.envVars).length > 0)
+        throw new E2bApiError(400, 'not supported here: envVars on create (pass envs to each command instead)');
+      const metadata = JSON.stringify(r.metadata);
+      if (Buffer.byteLength(metadata) > MAX_METADATA_BYTES)
+        throw new E2bApiError(400, `metadata is larger than ${MAX_METADATA_BYTES} bytes as JSON`);
+      const sb = await this.client.claim({
+        pool: r.templateID,
+        namespace: this.namespace,
+        withToken: false,
+        shutdownTime: new Date(this.now().getTime() + r.timeoutSeconds * 1000),
+        labels: { [E2B_CREATED_LABEL]: 'e2b' },
+        annotations: { [E2B_ANNOTATIONS.metadata]: metadata },
+      });
+      const got = await this.get(sb.name);
+      if (got === undefined) throw new E2bApiError(503, `sandbox "${sb.name}" was claimed but is not served yet`, 1);
+      return got;
+    }, asApiError);
+  }
+
+  async #claimOf(name: string): Promise<ClaimObject | undefined> {
+    try {
+      return await this.client.getClaim(name, { namespace: this.namespace });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  async #servedOf(name: string): Promise<SandboxObject | undefined> {
+    try {
+      return await this.client.getSandbox(name, { namespace: this.namespace });
+    } catch (err) {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    }
+  }
+
+  get(id: string): Promise<E2bSandbox | undefined> {
+    return translated(async () => {
+      const [served, claim, stats] = await Promise.all([this.#servedOf(id), this.#claimOf(id), statsOf(this.client, this.namespace, id)]);
+      // a sandbox its node no longer knows is gone, though the API serves it until the node publishes again
+      if (served === undefined || stats === 'gone') return undefined;
+      return e2bSandboxOf(served, claim, this.now(), stats);
+    }, asApiError);
+  }
+
+  list(f: ListFilter): Promise<{ items: E2bSandbox[]; nextToken?: string }> {
+    return translated(async () => {
+      const [served, claims] = await Promise.all([
+        this.client.listSandboxes({ namespace: this.namespace }),
+        this.client.listClaims({ namespace: this.namespace }),
+      ]);
+      const claimOf = new Map(claims.map((c) => [c.metadata.name, c]));
+      const now = this.now();
+      const all = served
+        .map((s) => e2bSandboxOf(s, claimOf.get(s.metadata.name), now))
+        .filter((s) => matches(s, f))
+        .sort((a, b) => a.startedAt.getTime() - b.startedAt.getTime() || a.sandboxID.localeCompare(b.sandboxID));
+      if (f.order === 'desc') all.reverse();
+      const start = f.nextToken !== undefined ? Number.parseInt(f.nextToken, 10) : 0;
+      if (!Number.isSafeInteger(start) || start < 0) throw new E2bApiError(400, 'nextToken is not one this server gave');
+      const end = start + (f.limit ?? MAX_LIST_LIMIT);
+      return { items: all.slice(start, end), ...(end < all.length ? { nextToken: String(end) } : {}) };
+    }, asApiError);
+  }
+
+  kill(id: string): Promise<boolean> {
+    return translated(async () => {
+      // a sandbox its node let go of is gone for e2b, though the API lists it until the next publish
+      if ((await this.get(id)) === undefined) return false;
+      return this.client.sandbox(id, this.namespace).release();
+    }, asApiError);
+  }
+
+  setTimeout(id: string, seconds: number): Promise<void> {
+    return translated(async () => {
+      await this.client.setShutdownTime(id, new Date(this.now().getTime() + seconds * 1000), { namespace: this.namespace });
+    }, asApiError);
+  }
+
+  pause(id: string): Promise<boolean> {
+    return translated(async () => {
+      const s = await this.get(id);
+      if (s === undefined) throw new E2bApiError(404, `sandbox "${id}" not found`);
+      if (s.state === 'paused') return false;
+      await this.client.sandbox(id, this.namespace).pause();
+      return true;
+    }, asApiError);
+  }
+
+  connect(id: string, timeoutSeconds: number): Promise<{ sandbox: E2bSandbox; resumed: boolean }> {
+    return translated(async () => {
+      const s = await this.get(id);
+      if (s === undefined) throw new E2bApiError(404, `sandbox "${id}" not found`);
+      const resumed = s.state === 'paused';
+      if (resumed) await this.client.sandbox(id, this.namespace).resume();
+      // connect only ever moves the end later
+      const wanted = new Date(this.now().getTime() + timeoutSeconds * 1000);
+      let endAt = s.endAt;
+      if (wanted > s.endAt && (await this.#claimOf(id)) !== undefined) {
+        await this.client.setShutdownTime(id, wanted, { namespace: this.namespace });
+        endAt = wanted;
+      }
+      return { sandbox: { ...s, state: 'running', endAt }, resumed };
+    }, asApiError);
+  }
+
+  snapshot(id: string, name: string | undefined): Promise<{ snapshotID: string; names: string[] }> {
+    return translated(async () => {
+      const snap = await this.client.sandbox(id, this.namespace).snapshot(name !== undefined ? { name } : {});
+      return { snapshotID: snap.snapshotID, names: snap.name !== undefined ? [snap.name] : [] };
+    }, asApiError);
+  }
+}
+
+/** The environment envd gives its default user's commands. */
+const GUEST_USER_ENV = { HOME: '/home/user', USER: 'user' };
+
+/** A tar archive with no entry: its two zero blocks. */
+const EMPTY_TAR = Buffer.alloc(1024);
+
+const KIND_MODE: Record<FileFacts['kind'], number> = { file: 0o100644, dir: 0o040755, symlink: 0o120777, other: 0 };
+
+function baseName(path: string): string {
+  const parts = path.split('/').filter((p) => p !== '');
+  return parts[parts.length - 1] ?? '/';
+}
+
+function joinPath(dir: string, name: string): string {
+  return `${dir.replace(/\/+$/, '')}/${name}`;
+}
+
+/** envd's operations on one sandbox, as its caller. */
+export class CallerEnvd implements EnvdBackend {
+  constructor(
+    private readonly client: SandboxClient,
+    private readonly namespace: string,
+    private readonly name: string,
+  ) {}
+
+  get #sandbox() {
+    return this.client.sandbox(this.name, this.namespace);
+  }
+
+  exec(r: Parameters<EnvdBackend['exec']>[0]): Promise<{ exitCode: number; stdout: Buffer; stderr: Buffer }> {
+    return translated(async () => {
+      const res = await this.#sandbox.exec([r.cmd, ...r.args], {
+        // envd's default user, whose home a login shell reads; the caller's own envs win
+        env: { ...GUEST_USER_ENV, ...r.envs },
+        ...(r.cwd !== undefined && r.cwd !== '' ? { cwd: r.cwd } : {}),
+        ...(r.timeoutMs !== undefined && r.timeoutMs > 0 ? { timeoutMs: r.timeoutMs } : {}),
+        signal: r.signal,
+      });
+      return { exitCode: res.exitCode, stdout: Buffer.from(res.stdout, 'utf8'), stderr: Buffer.from(res.stderr, 'utf8') };
+    }, asConnectError);
+  }
+
+  stat(path: string): Promise<FileFacts> {
+    return translated(async () => {
+      const info = await this.#sandbox.files.stat(path);
+      return {
+        name: baseName(path),
+        path,
+        kind: info.type,
+        size: info.size,
+        mode: info.mode !== 0 ? info.mode | (KIND_MODE[info.type] & ~0o7777) : KIND_MODE[info.type],
+        ...(info.mtime !== undefined ? { modifiedTime: info.mtime } : {}),
+      };
+    }, asConnectError);
+  }
+
+  listDir(path: string): Promise<FileFacts[]> {
+    return translated(async () => {
+      const entries = await this.#sandbox.files.list(path);
+      return entries.map((e) => ({ name: e.name, path: joinPath(path, e.name), kind: e.kind, size: e.size, mode: KIND_MODE[e.kind] }));
+    }, asConnectError);
+  }
+
+  makeDir(path: string): Promise<boolean> {
+    return translated(async () => {
+      try {
+        await this.#sandbox.files.stat(path);
+        return false;
+      } catch (err) {
+        if (!isNotFound(err)) throw err;
+      }
+      // an empty archive unpacked under the path: the files subresource creates it, parents included
+      await this.#sandbox.files.upload(path, Readable.from([EMPTY_TAR]));
+      return true;
+    }, asConnectError);
+  }
+
+  remove(path: string): Promise<void> {
+    return translated(() => this.#sandbox.files.remove(path, { recursive: true }), asConnectError);
+  }
+
+  /** A file moves by the files subresource alone (read, written, removed), so it needs no command in the guest. */
+  move(source: string, destination: string): Promise<FileFacts> {
+    return translated(async () => {
+      const from = await this.#sandbox.files.stat(source);
+      if (from.type !== 'file') throw new ConnectError('unimplemented', `only a file can be moved here; ${source} is a ${from.type}`);
+      const data = await this.#sandbox.files.read(source, { maxBytes: E2B_MAX_FILE_BYTES });
+      await this.#sandbox.files.write(destination, data, { mode: from.mode & 0o7777 });
+      await this.#sandbox.files.remove(source);
+      return this.stat(destination);
+    }, asConnectError);
+  }
+
+  readFile(path: string): Promise<Buffer> {
+    return translated(() => this.#sandbox.files.read(path, { maxBytes: E2B_MAX_FILE_BYTES }), asConnectError);
+  }
+
+  writeFile(path: string, data: Buffer): Promise<void> {
+    return translated(async () => {
+      await this.#sandbox.files.write(path, data);
+    }, asConnectError);
+  }
+}

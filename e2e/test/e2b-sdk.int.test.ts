@@ -1,0 +1,199 @@
+import { z } from 'zod';
+import { kubectlOk, runSuffix } from '../src/index';
+import { runProcess } from '../src/system/run-command';
+import { applyWarmPool, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
+import type { SystemUnderTest, TenantCredentials } from '../src/system/system-under-test';
+import { grantEditRole } from '../src/testing/tenant-role';
+
+// e2b's own JS SDK (npm `e2b`, unmodified) against sandbox-apiserver's e2b listener, as an agent
+// builder runs it: E2B_API_URL and E2B_SANDBOX_URL set to the listener, a ServiceAccount token
+// holding exactly the chart's edit role as E2B_API_KEY. It creates a sandbox from a warm pool (a
+// SandboxClaim the tenant made), runs commands (output, a failing exit, a background command it
+// kills), moves files, lists, pauses and resumes, moves the timeout and kills; the sandbox is a
+// Sandbox kubectl lists. Another namespace's key, a bad key and a key without the role are refused.
+
+const suffix = runSuffix();
+const ns = `e2b-${suffix}`;
+const other = `e2bo-${suffix}`;
+let sys: SystemUnderTest;
+let tenant: TenantCredentials;
+let stranger: TenantCredentials;
+let e2bUrl: string;
+
+/** A program as an agent builder writes it with e2b's SDK, run by node from the repository (where `e2b` is installed). */
+async function e2b(program: string, apiKey: string): Promise<unknown> {
+  // an ES module given on the command line resolves 'e2b' from the working directory: the repository's node_modules
+  const r = await runProcess('node', ['--input-type=module', '-e', program], {
+    E2B_API_KEY: apiKey,
+    E2B_API_URL: e2bUrl,
+    E2B_SANDBOX_URL: e2bUrl,
+  });
+  if (r.code !== 0) throw new Error(`the e2b program exited ${r.code}: ${r.stderr}`);
+  const last = r.stdout.trim().split('\n').pop() ?? '';
+  return JSON.parse(last) as unknown;
+}
+
+const Lifecycle = z.object({
+  id: z.string(),
+  stdout: z.string(),
+  stderr: z.string(),
+  exitCode: z.number(),
+  failedExit: z.number(),
+  read: z.string(),
+  list: z.array(z.string()),
+  exists: z.boolean(),
+  missing: z.boolean(),
+  made: z.boolean(),
+  madeAgain: z.boolean(),
+  existsAfterRemove: z.boolean(),
+  running: z.boolean(),
+  killedBackground: z.boolean(),
+  backgroundExit: z.number(),
+  state: z.string(),
+  template: z.string(),
+  paused: z.boolean(),
+  pausedState: z.string(),
+  resumedState: z.string(),
+  listed: z.array(z.string()),
+  killed: z.boolean(),
+  killedAgain: z.boolean(),
+  runningAfterKill: z.boolean(),
+});
+
+const LIFECYCLE = `
+import { Sandbox } from 'e2b';
+const out = {};
+const sbx = await Sandbox.create('agent', { timeoutMs: 300_000 });
+out.id = sbx.sandboxId;
+const r = await sbx.commands.run('echo hello-e2b; echo to-stderr >&2');
+Object.assign(out, { stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode });
+out.failedExit = await sbx.commands.run('exit 3').then(() => 0, (e) => e.exitCode);
+await sbx.files.write('/work/e2b/a.txt', 'written by e2b');
+out.read = await sbx.files.read('/work/e2b/a.txt');
+out.list = (await sbx.files.list('/work/e2b')).map((e) => e.name).sort();
+out.exists = await sbx.files.exists('/work/e2b/a.txt');
+out.missing = await sbx.files.exists('/work/e2b/none.txt');
+out.made = await sbx.files.makeDir('/work/e2b/d');
+out.madeAgain = await sbx.files.makeDir('/work/e2b/d');
+await sbx.files.remove('/work/e2b/a.txt');
+out.existsAfterRemove = await sbx.files.exists('/work/e2b/a.txt');
+out.running = await sbx.isRunning();
+const bg = await sbx.commands.run('sleep 120', { background: true });
+out.killedBackground = await bg.kill();
+out.backgroundExit = await bg.wait().then((x) => x.exitCode, (e) => e.exitCode);
+await sbx.setTimeout(600_000);
+const info = await sbx.getInfo();
+out.state = info.state;
+out.template = info.templateId;
+out.paused = await sbx.pause();
+out.pausedState = (await sbx.getInfo()).state;
+const again = await Sandbox.connect(out.id);
+out.resumedState = (await again.getInfo()).state;
+out.listed = (await Sandbox.list().nextItems()).map((s) => s.sandboxId);
+out.killed = await sbx.kill();
+out.killedAgain = await Sandbox.kill(out.id);
+out.runningAfterKill = await sbx.isRunning().catch(() => false);
+console.log(JSON.stringify(out));
+`;
+
+beforeAll(async () => {
+  sys = await startSuiteSystem({ namespaces: [ns, other], local: { nodes: 1, speed: 0, publishInterval: '1s' } });
+  e2bUrl = await sys.e2bUrl();
+  tenant = await sys.tenant(ns, 'editor');
+  await grantEditRole(sys.kubeConfig, ns, 'editor');
+  stranger = await sys.tenant(other, 'editor');
+  await grantEditRole(sys.kubeConfig, other, 'editor');
+  await applyWarmPool(sys, ns, { image: 'ghcr.io/example/python-agent:1', replicas: 2 });
+  await waitPoolReady(sys, ns, 1, { atLeast: true, timeoutMs: 120_000 });
+}, 300_000);
+
+afterAll(async () => {
+  await sys?.stop();
+});
+
+describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
+  it('creates, runs, moves files, pauses, resumes and kills a sandbox', async () => {
+    const out = Lifecycle.parse(await e2b(LIFECYCLE, tenant.token));
+    expect(out).toMatchObject({
+      stdout: 'hello-e2b\n',
+      stderr: 'to-stderr\n',
+      exitCode: 0,
+      failedExit: 3,
+      read: 'written by e2b',
+      list: ['a.txt'],
+      exists: true,
+      missing: false,
+      made: true,
+      madeAgain: false,
+      existsAfterRemove: false,
+      running: true,
+      killedBackground: true,
+      state: 'running',
+      template: 'agent',
+      paused: true,
+      pausedState: 'paused',
+      resumedState: 'running',
+      killed: true,
+      killedAgain: false,
+      runningAfterKill: false,
+    });
+    expect(out.backgroundExit).not.toBe(0);
+    expect(out.listed).toContain(out.id);
+    process.stdout.write(`[e2b-js] sandbox ${out.id} created, used and killed through e2b's SDK\n`);
+  }, 300_000);
+
+  it('refuses a key Kubernetes does not accept, and keeps tenants apart', async () => {
+    const errorName = `const name = (e) => e?.constructor?.name ?? String(e);`;
+    const bad = z
+      .object({ list: z.string() })
+      .parse(
+        await e2b(
+          `import { Sandbox } from 'e2b';\n${errorName}\nconsole.log(JSON.stringify({ list: await Sandbox.list().nextItems().then(() => 'listed', name) }));`,
+          'not-a-token',
+        ),
+      );
+    expect(bad.list).toBe('AuthenticationError');
+    const kept = z
+      .object({ id: z.string() })
+      .parse(
+        await e2b(
+          `import { Sandbox } from 'e2b';\nconst s = await Sandbox.create('agent');\nconsole.log(JSON.stringify({ id: s.sandboxId }));`,
+          tenant.token,
+        ),
+      );
+    // the other tenant names that sandbox: not found in its own namespace, and not listed; its create finds no pool of its own
+    const seen = z.object({ connect: z.string(), kill: z.boolean(), list: z.array(z.string()), create: z.string() }).parse(
+      await e2b(
+        `import { Sandbox } from 'e2b';
+${errorName}
+const out = {};
+out.connect = await Sandbox.connect(${JSON.stringify(kept.id)}).then(() => 'connected', name);
+out.kill = await Sandbox.kill(${JSON.stringify(kept.id)});
+out.list = (await Sandbox.list().nextItems()).map((s) => s.sandboxId);
+out.create = await Sandbox.create('agent').then(() => 'created', name);
+console.log(JSON.stringify(out));`,
+        stranger.token,
+      ),
+    );
+    expect(seen).toEqual({
+      connect: expect.stringMatching(/NotFound/) as unknown,
+      kill: false,
+      list: [],
+      create: expect.not.stringMatching(/^created$/) as unknown,
+    });
+    // what e2b made is a Sandbox kubectl lists, and deleting it there ends it for e2b too
+    const listed = await kubectlOk(['get', 'sandboxes', '-n', ns, '-o', 'name'], { kubeconfig: tenant.path });
+    expect(listed.stdout.split('\n')).toContain(`sandbox.agents.x-k8s.io/${kept.id}`);
+    await kubectlOk(['delete', 'sandbox', kept.id, '-n', ns], { kubeconfig: tenant.path });
+    const after = z.object({ running: z.boolean(), connect: z.string() }).parse(
+      await e2b(
+        `import { Sandbox } from 'e2b';
+${errorName}
+const running = await Sandbox.getInfo(${JSON.stringify(kept.id)}).then(() => true, () => false);
+console.log(JSON.stringify({ running, connect: await Sandbox.connect(${JSON.stringify(kept.id)}).then(() => 'connected', name) }));`,
+        tenant.token,
+      ),
+    );
+    expect(after).toEqual({ running: false, connect: expect.stringMatching(/NotFound/) as unknown });
+  }, 300_000);
+});
