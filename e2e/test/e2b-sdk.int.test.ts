@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { kubectlOk, runSuffix } from '../src/index';
+import { builtSdkPackage, kubectlOk, runSuffix } from '../src/index';
 import { runProcess } from '../src/system/run-command';
 import { applyWarmPool, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest, TenantCredentials } from '../src/system/system-under-test';
@@ -141,6 +141,26 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
     expect(out.listed).toContain(out.id);
     process.stdout.write(`[e2b-js] sandbox ${out.id} created, used and killed through e2b's SDK\n`);
   }, 300_000);
+
+  it("takes the key kubectl sandbox e2b-key mints, with the export lines e2b's SDKs read", async () => {
+    const plugin = await runProcess((await builtSdkPackage()).bin, ['e2b-key', 'editor', '-n', ns, '--duration', '15m', '--url', e2bUrl], {
+      KUBECONFIG: sys.kubeconfigPath,
+    });
+    expect({ code: plugin.code, stderr: plugin.stderr }).toEqual({ code: 0, stderr: '' });
+    const lines = Object.fromEntries([...plugin.stdout.matchAll(/^export (\w+)=(\S+)$/gm)].map((m) => [m[1] ?? '', m[2] ?? '']));
+    expect(Object.keys(lines).sort()).toEqual(['E2B_API_KEY', 'E2B_API_URL', 'E2B_SANDBOX_URL']);
+    expect(lines).toMatchObject({ E2B_API_URL: e2bUrl, E2B_SANDBOX_URL: e2bUrl });
+    // the minted key is the editor's: e2b's list answers it (a key Kubernetes refuses is an AuthenticationError)
+    const listed = z
+      .object({ list: z.string() })
+      .parse(
+        await e2b(
+          `import { Sandbox } from 'e2b';\nconsole.log(JSON.stringify({ list: await Sandbox.list().nextItems().then(() => 'listed', (e) => e?.constructor?.name ?? String(e)) }));`,
+          lines.E2B_API_KEY ?? '',
+        ),
+      );
+    expect(listed.list).toBe('listed');
+  }, 120_000);
 
   it('refuses a key Kubernetes does not accept, and keeps tenants apart', async () => {
     const errorName = `const name = (e) => e?.constructor?.name ?? String(e);`;

@@ -93,6 +93,8 @@ describe('README quick start against npm start', () => {
     await waitForLine(start, /^export SANDBOX_SCALE_ROUTER_URL=https:\/\/\S+$/m, START_DEADLINE_MS);
     const printed = Object.fromEntries([...startOutput.matchAll(/^export (\w+)=(\S+)$/gm)].map((m) => [m[1] ?? '', m[2] ?? '']));
     expect(Object.keys(printed).sort()).toEqual([
+      'E2B_API_URL',
+      'E2B_SANDBOX_URL',
       'KUBECONFIG',
       'SANDBOX_SCALE_FAST_PATH_CA_FILE',
       'SANDBOX_SCALE_FAST_PATH_URL',
@@ -111,6 +113,8 @@ describe('README quick start against npm start', () => {
       const ran = spawnSync('sh', ['-c', script], { cwd: root, env, encoding: 'utf8', timeout: 120_000 });
       if (ran.status !== 0) throw new Error(`\`${command}\` exited ${ran.status}:\n${ran.stdout}${ran.stderr}`);
       if (exported?.[1] !== undefined) env[exported[1]] = ran.stdout;
+      // e2b's SDK ran its command in a sandbox of the python-agent pool and printed its output
+      if (command.includes("from 'e2b'")) expect(ran.stdout.trim()).toBe('hi');
       const claimed = /^sandbox\/(\S+) claimed\b/m.exec(ran.stdout);
       if (claimed?.[1] !== undefined) claimedNames.push((name = claimed[1]));
     }

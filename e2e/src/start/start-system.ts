@@ -29,6 +29,9 @@ async function main(): Promise<void> {
   // where it is, and the CA its certificate chains to, from these two variables
   process.stdout.write(`export SANDBOX_SCALE_FAST_PATH_URL=${system.fastPathUrl}\n`);
   process.stdout.write(`export SANDBOX_SCALE_FAST_PATH_CA_FILE=${system.servingCaPath}\n`);
+  // e2b's SDKs: its control-plane API and envd on one loopback listener, plain HTTP here
+  process.stdout.write(`export E2B_API_URL=${system.e2bUrls[0] ?? ''}\n`);
+  process.stdout.write(`export E2B_SANDBOX_URL=${system.e2bUrls[0] ?? ''}\n`);
   // the sandbox router agent-sandbox's Python client takes as api_url in Direct mode (with a
   // Kubernetes bearer token), and the CA its certificate chains to (the client's ca_cert); the
   // URL printed last, so a reader of these lines knows they are all out

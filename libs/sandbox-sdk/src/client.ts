@@ -68,6 +68,7 @@ const DEFAULT_CLAIM_TIMEOUT_MS = 120_000;
  */
 const NEW_SANDBOX_SETTLE_MS = 30_000;
 
+const TokenRequestSchema = z.looseObject({ status: z.looseObject({ token: z.string().min(1) }) });
 const SecretSchema = z.looseObject({ data: z.record(z.string(), z.string()).optional() });
 
 function claimName(pool: string): string {
@@ -194,6 +195,34 @@ export class SandboxClient {
         claimTarget('patch', namespace, claim),
       ),
     );
+  }
+
+  /**
+   * A token of a ServiceAccount of the namespace for kube-apiserver's own audience (TokenRequest,
+   * as `kubectl create token`): the API key e2b's SDKs send. Needs create on serviceaccounts/token.
+   */
+  async serviceAccountToken(
+    serviceAccount: string,
+    o: CallOptions & { namespace?: string; expirationSeconds?: number } = {},
+  ): Promise<string> {
+    const namespace = o.namespace ?? this.namespace;
+    const d = deadlineOf(o);
+    const body = {
+      apiVersion: 'authentication.k8s.io/v1',
+      kind: 'TokenRequest',
+      spec: { ...(o.expirationSeconds !== undefined ? { expirationSeconds: o.expirationSeconds } : {}) },
+    };
+    const raw = await call(
+      this.kubeConfig,
+      {
+        method: 'POST',
+        path: `/api/v1/namespaces/${encodeURIComponent(namespace)}/serviceaccounts/${encodeURIComponent(serviceAccount)}/token`,
+        body,
+        signal: d.signal,
+      },
+      { verb: 'create', resource: 'serviceaccounts/token', namespace, name: serviceAccount },
+    );
+    return TokenRequestSchema.parse(raw).status.token;
   }
 
   /** The sandbox token a claim-controller stored in the claim's Secret. */

@@ -97,6 +97,18 @@ describe('kubectl sandbox arguments', () => {
     expect(parseInvocation(['exec', 'sb', '--', '--']).argv).toEqual(['--']);
   });
 
+  it("takes e2b-key's ServiceAccount, the key's lifetime in seconds and e2b's URL", () => {
+    const inv = parseInvocation(['e2b-key', 'agent', '-n', 'team', '--duration', '2h', '--url', 'https://e2b.example:8443']);
+    expect(inv).toMatchObject({
+      command: 'e2b-key',
+      target: 'agent',
+      namespace: 'team',
+      keySeconds: 7200,
+      e2bUrl: 'https://e2b.example:8443',
+    });
+    expect(parseInvocation(['e2b-key', 'agent']).keySeconds).toBeUndefined();
+  });
+
   it('keeps an env key named __proto__ as a variable, not a prototype', () => {
     const env = parseInvocation(['exec', 'sb', '--env', '__proto__=x', '--', 'env']).env ?? {};
     expect(Object.keys(env)).toEqual(['__proto__']);
@@ -144,6 +156,10 @@ describe('kubectl sandbox arguments', () => {
     [['port-forward', 'sb', '70000'], 'the port must be a port number in 1-65535, got "70000"'],
     [['port-forward', 'sb', 'x:80'], 'the local port must be a port number in 1-65535, got "x"'],
     [['port-forward', 'sb', '80:'], 'the remote port must be a port number in 1-65535, got ""'],
+    [['e2b-key'], 'e2b-key needs SERVICEACCOUNT'],
+    [['e2b-key', 'agent', '--duration', '1m'], '--duration must be at least 10m, got "1m"'],
+    [['e2b-key', 'agent', '-o', 'json'], '--output does not apply to e2b-key'],
+    [['list', '--url', 'http://x'], '--url applies to e2b-key only'],
   ])('refuses %j', (argv, message) => {
     expect(() => parseInvocation(argv)).toThrow(UsageError);
     expect(() => parseInvocation(argv)).toThrow(message);

@@ -25,6 +25,7 @@ export const COMMANDS = [
   'exec',
   'cp',
   'port-forward',
+  'e2b-key',
   'version',
   'completion',
 ] as const;
@@ -55,6 +56,8 @@ const OPTIONS = {
   timeout: { type: 'string' },
   cwd: { type: 'string' },
   env: { type: 'string', multiple: true },
+  duration: { type: 'string' },
+  url: { type: 'string' },
   help: { type: 'boolean', short: 'h' },
 } as const;
 
@@ -101,6 +104,10 @@ export interface Invocation {
   copy: { from: CopySpec; to: CopySpec } | undefined;
   /** port-forward */
   ports: PortSpec | undefined;
+  /** e2b-key --duration, in seconds */
+  keySeconds: number | undefined;
+  /** e2b-key --url: e2b's API of the cluster */
+  e2bUrl: string | undefined;
 }
 
 function count(flag: string, v: string | undefined, min: number): number | undefined {
@@ -125,6 +132,7 @@ const NEEDS_TARGET: Record<Command, string | undefined> = {
   exec: 'NAME',
   cp: 'SRC and DST',
   'port-forward': 'NAME',
+  'e2b-key': 'SERVICEACCOUNT',
   version: undefined,
   completion: 'bash or zsh',
 };
@@ -132,7 +140,7 @@ const NEEDS_TARGET: Record<Command, string | undefined> = {
 /** The commands that print a value, not an object: -o json|yaml only. */
 const PRINTS_VALUE: ReadonlySet<Command> = new Set(['token', 'version']);
 /** The commands whose output is the guest's, a stream, or a script: no -o. */
-const PRINTS_OTHER: ReadonlySet<Command> = new Set(['exec', 'cp', 'port-forward', 'completion']);
+const PRINTS_OTHER: ReadonlySet<Command> = new Set(['exec', 'cp', 'port-forward', 'completion', 'e2b-key']);
 /** The rest print objects: every -o format, and --no-headers. */
 const PRINTS_OBJECTS: ReadonlySet<Command> = new Set(COMMANDS.filter((c) => !PRINTS_VALUE.has(c) && !PRINTS_OTHER.has(c)));
 
@@ -198,6 +206,8 @@ function checkCommand(command: Command, v: ParsedValues, rest: { second: string 
   if (command !== 'exec' && rest.after.length > 0) throw new UsageError(`unexpected argument "${rest.after[0] ?? ''}" after --`);
   for (const flag of ['timeout', 'cwd', 'env'] as const)
     if (v[flag] !== undefined && command !== 'exec') throw new UsageError(`--${flag} applies to exec only`);
+  for (const flag of ['duration', 'url'] as const)
+    if (v[flag] !== undefined && command !== 'e2b-key') throw new UsageError(`--${flag} applies to e2b-key only`);
   const second = SECOND[command];
   if (second && rest.second === undefined) throw new UsageError(`${command} needs ${second}`);
 }
@@ -255,7 +265,17 @@ export function parseInvocation(argv: string[]): Invocation {
     env: parseEnv(v.env),
     copy: command === 'cp' && target !== undefined && second !== undefined ? parseCopy(target, second) : undefined,
     ports: command === 'port-forward' && second !== undefined ? parsePortSpec(second) : undefined,
+    keySeconds: keySecondsOf(v.duration),
+    e2bUrl: v.url,
   };
+}
+
+/** A token's lifetime as TokenRequest takes it: whole seconds, at least its minimum of ten minutes. */
+function keySecondsOf(text: string | undefined): number | undefined {
+  const ms = duration('duration', text);
+  if (ms === undefined) return undefined;
+  if (ms < 600_000) throw new UsageError(`--duration must be at least 10m, got "${text ?? ''}"`);
+  return Math.floor(ms / 1000);
 }
 
 function empty(): Invocation {
@@ -290,5 +310,7 @@ function empty(): Invocation {
     env: undefined,
     copy: undefined,
     ports: undefined,
+    keySeconds: undefined,
+    e2bUrl: undefined,
   };
 }

@@ -188,6 +188,19 @@ export async function run(inv: Invocation, io: Io): Promise<number | undefined> 
       done(inv, io, inv.target, 'released', { name: inv.target, namespace: ns, released: true });
       return;
     }
+    case 'e2b-key': {
+      // as e2b's SDKs read them: the key is a token of the ServiceAccount, for kube-apiserver's own audience
+      const token = await c.serviceAccountToken(inv.target, {
+        namespace: ns,
+        ...(inv.keySeconds !== undefined ? { expirationSeconds: inv.keySeconds } : {}),
+        ...call(inv),
+      });
+      const url = inv.e2bUrl ?? process.env.E2B_API_URL;
+      io.out(`export E2B_API_KEY=${token}\n`);
+      if (url) io.out(`export E2B_API_URL=${url}\nexport E2B_SANDBOX_URL=${url}\n`);
+      else io.err("no --url and no $E2B_API_URL: set E2B_API_URL and E2B_SANDBOX_URL to the cluster's e2b API\n");
+      return;
+    }
     case 'help':
     case 'version':
     case 'completion':

@@ -119,6 +119,16 @@ export const COMMAND_HELP: Record<Command, CommandHelp> = {
     about: "Prints the sandbox's CPU, memory and disk use, as its node measures them.",
     flags: OUTPUT_FLAGS,
   },
+  'e2b-key': {
+    summary: "print e2b's export lines with a ServiceAccount's key",
+    usage: ['e2b-key SERVICEACCOUNT [--duration 1h] [--url URL]'],
+    about:
+      'Mints a token of the ServiceAccount (TokenRequest, as kubectl create token) and prints export E2B_API_KEY, E2B_API_URL and E2B_SANDBOX_URL: e2b\'s SDKs then create and use sandboxes of the namespace as that ServiceAccount, under its RBAC. eval "$(kubectl sandbox e2b-key agent)" sets them.',
+    flags: [
+      "    --duration D         the token's lifetime (at least 10m; default the API server's, one hour)",
+      "    --url URL            e2b's API of the cluster (default $E2B_API_URL, which npm start prints)",
+    ],
+  },
   token: {
     summary: "print a claim's sandbox token",
     usage: ['token NAME'],
