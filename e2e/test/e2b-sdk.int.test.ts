@@ -1,16 +1,22 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { request } from 'undici';
 import { z } from 'zod';
 import { builtSdkPackage, kubectlOk, runSuffix } from '../src/index';
 import { runProcess } from '../src/system/run-command';
 import { applyWarmPool, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest, TenantCredentials } from '../src/system/system-under-test';
 import { grantEditRole } from '../src/testing/tenant-role';
+import { E2B_PYTHON_SDK, pythonVenv } from '../src/testing/upstream-python';
 
 // e2b's own JS SDK (npm `e2b`, unmodified) against sandbox-apiserver's e2b listener, as an agent
 // builder runs it: E2B_API_URL and E2B_SANDBOX_URL set to the listener, a ServiceAccount token
 // holding exactly the chart's edit role as E2B_API_KEY. It creates a sandbox from a warm pool (a
 // SandboxClaim the tenant made), runs commands (output, a failing exit, a background command it
 // kills), moves files, lists, pauses and resumes, moves the timeout and kills; the sandbox is a
-// Sandbox kubectl lists. Another namespace's key, a bad key and a key without the role are refused.
+// Sandbox kubectl lists. e2b's Python SDK does the same. Another namespace's key and a bad key are
+// refused, and a key kubectl sandbox e2b-key mints works.
 
 const suffix = runSuffix();
 const ns = `e2b-${suffix}`;
@@ -19,6 +25,7 @@ let sys: SystemUnderTest;
 let tenant: TenantCredentials;
 let stranger: TenantCredentials;
 let e2bUrl: string;
+let python: string;
 
 /** A program as an agent builder writes it with e2b's SDK, run by node from the repository (where `e2b` is installed). */
 async function e2b(program: string, apiKey: string): Promise<unknown> {
@@ -32,6 +39,45 @@ async function e2b(program: string, apiKey: string): Promise<unknown> {
   const last = r.stdout.trim().split('\n').pop() ?? '';
   return JSON.parse(last) as unknown;
 }
+
+/** The same with e2b's Python SDK, from its own venv. */
+async function e2bPython(program: string, apiKey: string): Promise<unknown> {
+  const r = await runProcess(python, ['-c', program], { E2B_API_KEY: apiKey, E2B_API_URL: e2bUrl, E2B_SANDBOX_URL: e2bUrl });
+  if (r.code !== 0) throw new Error(`the e2b Python program exited ${r.code}: ${r.stderr}`);
+  return JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as unknown;
+}
+
+const PYTHON_LIFECYCLE = `
+import json
+from e2b import Sandbox
+from e2b.sandbox.commands.command_handle import CommandExitException
+out = {}
+sbx = Sandbox.create('agent', timeout=300)
+out['id'] = sbx.sandbox_id
+r = sbx.commands.run('echo hello-python; echo to-stderr >&2')
+out.update(stdout=r.stdout, stderr=r.stderr, exitCode=r.exit_code)
+try:
+    sbx.commands.run('exit 4')
+    out['failedExit'] = 0
+except CommandExitException as e:
+    out['failedExit'] = e.exit_code
+sbx.files.write('/work/py/a.txt', 'written by python')
+out['read'] = sbx.files.read('/work/py/a.txt')
+out['list'] = sorted(e.name for e in sbx.files.list('/work/py'))
+out['exists'] = sbx.files.exists('/work/py/a.txt')
+out['missing'] = sbx.files.exists('/work/py/none.txt')
+out['made'] = sbx.files.make_dir('/work/py/d')
+out['madeAgain'] = sbx.files.make_dir('/work/py/d')
+out['running'] = sbx.is_running()
+sbx.set_timeout(600)
+info = sbx.get_info()
+out['state'] = info.state.value
+out['template'] = info.template_id
+out['listed'] = [s.sandbox_id for s in Sandbox.list().next_items()]
+out['killed'] = sbx.kill()
+out['killedAgain'] = Sandbox.kill(out['id'])
+print(json.dumps(out))
+`;
 
 const Lifecycle = z.object({
   id: z.string(),
@@ -97,6 +143,7 @@ console.log(JSON.stringify(out));
 `;
 
 beforeAll(async () => {
+  const venv = pythonVenv(mkdtempSync(join(tmpdir(), 'e2b-python-')), E2B_PYTHON_SDK);
   sys = await startSuiteSystem({ namespaces: [ns, other], local: { nodes: 1, speed: 0, publishInterval: '1s' } });
   e2bUrl = await sys.e2bUrl();
   tenant = await sys.tenant(ns, 'editor');
@@ -105,6 +152,7 @@ beforeAll(async () => {
   await grantEditRole(sys.kubeConfig, other, 'editor');
   await applyWarmPool(sys, ns, { image: 'ghcr.io/example/python-agent:1', replicas: 2 });
   await waitPoolReady(sys, ns, 1, { atLeast: true, timeoutMs: 120_000 });
+  python = await venv;
 }, 300_000);
 
 afterAll(async () => {
@@ -142,6 +190,32 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
     process.stdout.write(`[e2b-js] sandbox ${out.id} created, used and killed through e2b's SDK\n`);
   }, 300_000);
 
+  it("does the same with e2b's Python SDK, unmodified", async () => {
+    const out = z
+      .object({ id: z.string(), listed: z.array(z.string()) })
+      .passthrough()
+      .parse(await e2bPython(PYTHON_LIFECYCLE, tenant.token));
+    expect(out).toMatchObject({
+      stdout: 'hello-python\n',
+      stderr: 'to-stderr\n',
+      exitCode: 0,
+      failedExit: 4,
+      read: 'written by python',
+      list: ['a.txt'],
+      exists: true,
+      missing: false,
+      made: true,
+      madeAgain: false,
+      running: true,
+      state: 'running',
+      template: 'agent',
+      killed: true,
+      killedAgain: false,
+    });
+    expect(out.listed).toContain(out.id);
+    process.stdout.write(`[e2b-python] sandbox ${out.id} created, used and killed through e2b's Python SDK\n`);
+  }, 300_000);
+
   it("takes the key kubectl sandbox e2b-key mints, with the export lines e2b's SDKs read", async () => {
     const plugin = await runProcess((await builtSdkPackage()).bin, ['e2b-key', 'editor', '-n', ns, '--duration', '15m', '--url', e2bUrl], {
       KUBECONFIG: sys.kubeconfigPath,
@@ -160,6 +234,47 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
         ),
       );
     expect(listed.list).toBe('listed');
+  }, 120_000);
+
+  it('answers hostile requests with e2b error bodies, and acts on none of them', async () => {
+    const call = async (
+      method: 'GET' | 'POST',
+      path: string,
+      o: { key?: string; body?: string | Buffer; headers?: Record<string, string> } = {},
+    ): Promise<{ status: number; body: unknown }> => {
+      const r = await request(`${e2bUrl}${path}`, {
+        method,
+        headers: { 'content-type': 'application/json', ...(o.key !== undefined ? { 'x-api-key': o.key } : {}), ...(o.headers ?? {}) },
+        ...(o.body !== undefined ? { body: o.body } : {}),
+      });
+      const text = await r.body.text();
+      return { status: r.statusCode, body: text === '' ? undefined : (JSON.parse(text) as unknown) };
+    };
+    const claimsBefore = (await kubectlOk(['get', 'sandboxclaims', '-n', ns, '-o', 'name'], { kubeconfig: tenant.path })).stdout;
+    const refusals = [
+      // no key at all
+      { got: await call('GET', '/v2/sandboxes'), status: 401 },
+      // a prototype key deep in the body
+      {
+        got: await call('POST', '/v2/sandboxes', { key: tenant.token, body: '{"templateID":"agent","metadata":{"__proto__":{"x":"y"}}}' }),
+        status: 422,
+      },
+      { got: await call('POST', '/v2/sandboxes', { key: tenant.token, body: '{"templateID":' }), status: 400 },
+      // a body past the control plane's bound
+      { got: await call('POST', '/v2/sandboxes', { key: tenant.token, body: Buffer.alloc(2 * 1024 * 1024, 0x20) }), status: 400 },
+      // envd with no sandbox named, and with one of another namespace's name
+      {
+        got: await call('POST', '/filesystem.Filesystem/Stat', { headers: { 'x-access-token': tenant.token }, body: '{"path":"/"}' }),
+        status: 400,
+      },
+      { got: await call('GET', '/nowhere', { key: tenant.token }), status: 404 },
+    ];
+    for (const r of refusals) {
+      expect(r.got.status).toBe(r.status);
+      expect(r.got.body).toMatchObject({ code: r.status, message: expect.any(String) as unknown });
+    }
+    expect((await kubectlOk(['get', 'sandboxclaims', '-n', ns, '-o', 'name'], { kubeconfig: tenant.path })).stdout).toBe(claimsBefore);
+    expect(({} as Record<string, unknown>).x).toBeUndefined();
   }, 120_000);
 
   it('refuses a key Kubernetes does not accept, and keeps tenants apart', async () => {
