@@ -616,6 +616,59 @@ describe('the sandbox-scale chart', () => {
     expect(bad.stderr).toMatch(/router\/authentication/);
   });
 
+  it("serves e2b's API only when e2b.enabled, behind <fullname>-e2b over HTTPS with a certificate that names it, and refuses a misspelled value", async () => {
+    type Container = { args: string[]; ports: { name: string; containerPort: number }[] };
+    const apiserverOf = (docs: Rendered[]): Container | undefined =>
+      (
+        docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `${fullname}-sandbox-apiserver`)?.spec as
+          { template: { spec: { containers: Container[] } } } | undefined
+      )?.template.spec.containers[0];
+    const e2bServices = (docs: Rendered[]): Rendered[] =>
+      docs.filter((d) => d.kind === 'Service' && (d.spec as { ports?: { targetPort?: unknown }[] }).ports?.[0]?.targetPort === 'e2b');
+    const namesOf = (docs: Rendered[]): string[] =>
+      (keptObjectsOf(docs)?.serving ?? []).find((s) => s.secret === `${fullname}-sandbox-apiserver-serving`)?.dnsNames ?? [];
+
+    const off = renderedDocs(await helmTemplate());
+    expect(e2bServices(off)).toEqual([]);
+    expect(apiserverOf(off)?.args.filter((a) => a.startsWith('--e2b-'))).toEqual([]);
+    expect(namesOf(off).filter((n) => n.includes('-e2b'))).toEqual([]);
+
+    const on = await helmTemplate(['--set', 'e2b.enabled=true', '--set', 'e2b.defaultNamespace=agents']);
+    const docs = renderedDocs(on);
+    expect(e2bServices(docs).map((d) => ({ name: d.metadata.name, spec: d.spec }))).toEqual([
+      {
+        name: `${fullname}-e2b`,
+        spec: {
+          type: 'ClusterIP',
+          selector: expect.objectContaining({ 'app.kubernetes.io/component': 'sandbox-apiserver' }),
+          ports: [{ name: 'https', port: 3000, targetPort: 'e2b', protocol: 'TCP' }],
+        },
+      },
+    ]);
+    const c = apiserverOf(docs);
+    expect(c?.args.filter((a) => a.startsWith('--e2b-'))).toEqual([
+      '--e2b-bind-address=:3000',
+      '--e2b-tls=true',
+      '--e2b-default-namespace=agents',
+    ]);
+    expect(c?.ports).toEqual(expect.arrayContaining([{ name: 'e2b', containerPort: 3000, protocol: 'TCP' }]));
+    expect(namesOf(docs)).toEqual(expect.arrayContaining([`${fullname}-e2b.${ns}.svc`, `${fullname}-e2b.${ns}.svc.cluster.local`]));
+    const res = await kubectl(['apply', '--dry-run=server', '-f', '-'], { input: on });
+    expect(complaints(res.stderr)).toEqual([]);
+    expect(res.code).toBe(0);
+
+    const plain = renderedDocs(await helmTemplate(['--set', 'e2b.enabled=true', '--set', 'e2b.tls=false']));
+    expect(namesOf(plain).filter((n) => n.includes('-e2b'))).toEqual([]);
+    expect((e2bServices(plain)[0]?.spec as { ports: { name: string }[] }).ports.map((p) => p.name)).toEqual(['http']);
+    for (const [value, path] of [
+      ['e2b.enable=true', /e2b/],
+      ['e2b.defaultNamespace=Not_A_Namespace', /e2b\/defaultNamespace/],
+    ] as const) {
+      const bad = await runTool('helm', ['template', release, chartDir, '--namespace', ns, '--set', value]);
+      expect({ value, code: bad.code === 0 ? 0 : 1, said: path.test(bad.stderr) }).toEqual({ value, code: 1, said: true });
+    }
+  });
+
   it("serves the router over HTTPS with sandbox-apiserver's certificate, which names the router Service; router.tls=false is plain HTTP and drops the names", async () => {
     const namesOf = (docs: Rendered[]): string[] =>
       (keptObjectsOf(docs)?.serving ?? []).find((s) => s.secret === `${fullname}-sandbox-apiserver-serving`)?.dnsNames.sort() ?? [];

@@ -76,14 +76,22 @@ app.kubernetes.io/component: {{ .app }}
 {{- end -}}
 
 {{/*
-The names sandbox-apiserver's serving certificate holds: its own Service's, and the router
-Service's when the router serves HTTPS (both listeners present the one certificate).
+The names sandbox-apiserver's serving certificate holds: its own Service's, and the router's and
+e2b's Services' when they serve HTTPS (every listener presents the one certificate).
 */}}
 {{- define "sandbox-scale.apiserverDnsNames" -}}
 {{- include "sandbox-scale.serviceDnsNames" (dict "root" . "service" (include "sandbox-scale.apiserverServiceName" .)) }}
 {{- if and .Values.router.enabled .Values.router.tls }}
 {{ include "sandbox-scale.serviceDnsNames" (dict "root" . "service" (include "sandbox-scale.routerServiceName" .)) }}
 {{- end -}}
+{{- if and .Values.e2b.enabled .Values.e2b.tls }}
+{{ include "sandbox-scale.serviceDnsNames" (dict "root" . "service" (include "sandbox-scale.e2bServiceName" .)) }}
+{{- end -}}
+{{- end -}}
+
+{{/* e2b's Service: E2B_API_URL names it, so sandbox-apiserver's serving certificate names it too. */}}
+{{- define "sandbox-scale.e2bServiceName" -}}
+{{- printf "%s-e2b" (include "sandbox-scale.fullname" .) -}}
 {{- end -}}
 
 {{- define "sandbox-scale.fastPathServiceName" -}}
