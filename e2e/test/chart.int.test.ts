@@ -146,6 +146,21 @@ afterAll(async () => {
   await deleteNamespace(kc, ns);
 });
 
+type ApiserverContainer = { args: string[]; ports: { name: string; containerPort: number }[] };
+
+/** sandbox-apiserver's container as rendered. */
+function apiserverOf(docs: Rendered[]): ApiserverContainer | undefined {
+  return (
+    docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `${fullname}-sandbox-apiserver`)?.spec as
+      { template: { spec: { containers: ApiserverContainer[] } } } | undefined
+  )?.template.spec.containers[0];
+}
+
+/** The Services whose first port goes to the container port named `port`. */
+function servicesTo(docs: Rendered[], port: string): Rendered[] {
+  return docs.filter((d) => d.kind === 'Service' && (d.spec as { ports?: { targetPort?: unknown }[] }).ports?.[0]?.targetPort === port);
+}
+
 describe('the sandbox-scale chart', () => {
   it('lints clean, with the chart-issued certificates and with cert-manager', async () => {
     for (const extra of [
@@ -567,14 +582,7 @@ describe('the sandbox-scale chart', () => {
   });
 
   it('serves the sandbox router on port 8080 of sandbox-apiserver behind <fullname>-router, or sandbox-router-svc, with Kubernetes authentication unless none is set', async () => {
-    type Container = { args: string[]; ports: { name: string; containerPort: number }[] };
-    const apiserverOf = (docs: Rendered[]): Container | undefined =>
-      (
-        docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `${fullname}-sandbox-apiserver`)?.spec as
-          { template: { spec: { containers: Container[] } } } | undefined
-      )?.template.spec.containers[0];
-    const routerServices = (docs: Rendered[]): Rendered[] =>
-      docs.filter((d) => d.kind === 'Service' && (d.spec as { ports?: { targetPort?: unknown }[] }).ports?.[0]?.targetPort === 'router');
+    const routerServices = (docs: Rendered[]): Rendered[] => servicesTo(docs, 'router');
 
     const byDefault = renderedDocs(await helmTemplate());
     expect(routerServices(byDefault).map((d) => ({ name: d.metadata.name, spec: d.spec }))).toEqual([
@@ -617,14 +625,7 @@ describe('the sandbox-scale chart', () => {
   });
 
   it("serves e2b's API only when e2b.enabled, behind <fullname>-e2b over HTTPS with a certificate that names it, and refuses a misspelled value", async () => {
-    type Container = { args: string[]; ports: { name: string; containerPort: number }[] };
-    const apiserverOf = (docs: Rendered[]): Container | undefined =>
-      (
-        docs.find((d) => d.kind === 'Deployment' && d.metadata.name === `${fullname}-sandbox-apiserver`)?.spec as
-          { template: { spec: { containers: Container[] } } } | undefined
-      )?.template.spec.containers[0];
-    const e2bServices = (docs: Rendered[]): Rendered[] =>
-      docs.filter((d) => d.kind === 'Service' && (d.spec as { ports?: { targetPort?: unknown }[] }).ports?.[0]?.targetPort === 'e2b');
+    const e2bServices = (docs: Rendered[]): Rendered[] => servicesTo(docs, 'e2b');
     const namesOf = (docs: Rendered[]): string[] =>
       (keptObjectsOf(docs)?.serving ?? []).find((s) => s.secret === `${fullname}-sandbox-apiserver-serving`)?.dnsNames ?? [];
 
