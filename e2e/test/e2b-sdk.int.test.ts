@@ -98,6 +98,11 @@ const Lifecycle = z.object({
   state: z.string(),
   template: z.string(),
   paused: z.boolean(),
+  pausedAgain: z.boolean(),
+  envEcho: z.string(),
+  cwdRead: z.string(),
+  filtered: z.array(z.string()),
+  filteredOut: z.array(z.string()),
   pausedState: z.string(),
   resumedState: z.string(),
   listed: z.array(z.string()),
@@ -109,13 +114,15 @@ const Lifecycle = z.object({
 const LIFECYCLE = `
 import { Sandbox } from 'e2b';
 const out = {};
-const sbx = await Sandbox.create('agent', { timeoutMs: 300_000 });
+const sbx = await Sandbox.create('agent', { timeoutMs: 300_000, metadata: { app: 'x y', suite: 'e2b' } });
 out.id = sbx.sandboxId;
 const r = await sbx.commands.run('echo hello-e2b; echo to-stderr >&2');
+out.envEcho = (await sbx.commands.run('echo "$GREETING"', { envs: { GREETING: 'hi there' } })).stdout;
 Object.assign(out, { stdout: r.stdout, stderr: r.stderr, exitCode: r.exitCode });
 out.failedExit = await sbx.commands.run('exit 3').then(() => 0, (e) => e.exitCode);
 await sbx.files.write('/work/e2b/a.txt', 'written by e2b');
 out.read = await sbx.files.read('/work/e2b/a.txt');
+out.cwdRead = (await sbx.commands.run('cat a.txt', { cwd: '/work/e2b' })).stdout;
 out.list = (await sbx.files.list('/work/e2b')).map((e) => e.name).sort();
 out.exists = await sbx.files.exists('/work/e2b/a.txt');
 out.missing = await sbx.files.exists('/work/e2b/none.txt');
@@ -132,10 +139,13 @@ const info = await sbx.getInfo();
 out.state = info.state;
 out.template = info.templateId;
 out.paused = await sbx.pause();
+out.pausedAgain = await sbx.pause();
 out.pausedState = (await sbx.getInfo()).state;
 const again = await Sandbox.connect(out.id);
 out.resumedState = (await again.getInfo()).state;
 out.listed = (await Sandbox.list().nextItems()).map((s) => s.sandboxId);
+out.filtered = (await Sandbox.list({ query: { metadata: { app: 'x y' } } }).nextItems()).map((s) => s.sandboxId);
+out.filteredOut = (await Sandbox.list({ query: { metadata: { app: 'other' } } }).nextItems()).map((s) => s.sandboxId);
 out.killed = await sbx.kill();
 out.killedAgain = await Sandbox.kill(out.id);
 out.runningAfterKill = await sbx.isRunning().catch(() => false);
@@ -179,6 +189,10 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
       state: 'running',
       template: 'agent',
       paused: true,
+      pausedAgain: false,
+      envEcho: 'hi there\n',
+      cwdRead: 'written by e2b',
+      filteredOut: [],
       pausedState: 'paused',
       resumedState: 'running',
       killed: true,
@@ -187,6 +201,7 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
     });
     expect(out.backgroundExit).not.toBe(0);
     expect(out.listed).toContain(out.id);
+    expect(out.filtered).toEqual([out.id]);
     process.stdout.write(`[e2b-js] sandbox ${out.id} created, used and killed through e2b's SDK\n`);
   }, 300_000);
 
@@ -215,6 +230,19 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
     expect(out.listed).toContain(out.id);
     process.stdout.write(`[e2b-python] sandbox ${out.id} created, used and killed through e2b's Python SDK\n`);
   }, 300_000);
+
+  it("serves e2b's older SDKs on the v1 paths (npm e2b 2.50)", async () => {
+    const out = z.object({ id: z.string(), stdout: z.string(), killed: z.boolean(), killedAgain: z.boolean() }).parse(
+      await e2b(
+        `import { Sandbox } from 'e2b-v1';
+const s = await Sandbox.create('agent');
+const r = await s.commands.run('echo v1');
+console.log(JSON.stringify({ id: s.sandboxId, stdout: r.stdout, killed: await s.kill(), killedAgain: await Sandbox.kill(s.sandboxId) }));`,
+        tenant.token,
+      ),
+    );
+    expect(out).toMatchObject({ stdout: 'v1\n', killed: true, killedAgain: false });
+  }, 120_000);
 
   it("takes the key kubectl sandbox e2b-key mints, with the export lines e2b's SDKs read", async () => {
     const plugin = await runProcess((await builtSdkPackage()).bin, ['e2b-key', 'editor', '-n', ns, '--duration', '15m', '--url', e2bUrl], {
@@ -268,6 +296,11 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
         status: 400,
       },
       { got: await call('GET', '/nowhere', { key: tenant.token }), status: 404 },
+      // envd with no access token
+      {
+        got: await call('POST', '/filesystem.Filesystem/Stat', { headers: { 'e2b-sandbox-id': 'any' }, body: '{"path":"/"}' }),
+        status: 401,
+      },
     ];
     for (const r of refusals) {
       expect(r.got.status).toBe(r.status);
@@ -297,25 +330,58 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
         ),
       );
     // the other tenant names that sandbox: not found in its own namespace, and not listed; its create finds no pool of its own
-    const seen = z.object({ connect: z.string(), kill: z.boolean(), list: z.array(z.string()), create: z.string() }).parse(
-      await e2b(
-        `import { Sandbox } from 'e2b';
+    const seen = z
+      .object({
+        connect: z.string(),
+        kill: z.boolean(),
+        info: z.string(),
+        timeout: z.string(),
+        list: z.array(z.string()),
+        create: z.string(),
+      })
+      .parse(
+        await e2b(
+          `import { Sandbox } from 'e2b';
 ${errorName}
 const out = {};
 out.connect = await Sandbox.connect(${JSON.stringify(kept.id)}).then(() => 'connected', name);
 out.kill = await Sandbox.kill(${JSON.stringify(kept.id)});
+out.info = await Sandbox.getInfo(${JSON.stringify(kept.id)}).then(() => 'read', name);
+out.timeout = await Sandbox.setTimeout(${JSON.stringify(kept.id)}, 60_000).then(() => 'set', name);
 out.list = (await Sandbox.list().nextItems()).map((s) => s.sandboxId);
 out.create = await Sandbox.create('agent').then(() => 'created', name);
 console.log(JSON.stringify(out));`,
-        stranger.token,
-      ),
-    );
+          stranger.token,
+        ),
+      );
     expect(seen).toEqual({
       connect: expect.stringMatching(/NotFound/) as unknown,
       kill: false,
+      info: expect.stringMatching(/NotFound/) as unknown,
+      timeout: expect.stringMatching(/NotFound/) as unknown,
       list: [],
       create: expect.not.stringMatching(/^created$/) as unknown,
     });
+    // envd with the other tenant's key names no sandbox of its own
+    const envd = await request(`${e2bUrl}/filesystem.Filesystem/Stat`, {
+      method: 'POST',
+      headers: { 'content-type': 'application/json', 'x-access-token': stranger.token, 'e2b-sandbox-id': kept.id },
+      body: '{"path":"/"}',
+    });
+    expect({ status: envd.statusCode, body: (await envd.body.json()) as unknown }).toMatchObject({
+      status: 404,
+      body: { code: 'not_found' },
+    });
+    // the owner reaches it again from a fresh process, and runs a command
+    const again = z
+      .object({ out: z.string() })
+      .parse(
+        await e2b(
+          `import { Sandbox } from 'e2b';\nconst s = await Sandbox.connect(${JSON.stringify(kept.id)});\nconsole.log(JSON.stringify({ out: (await s.commands.run('echo again')).stdout }));`,
+          tenant.token,
+        ),
+      );
+    expect(again.out).toBe('again\n');
     // what e2b made is a Sandbox kubectl lists, and deleting it there ends it for e2b too
     const listed = await kubectlOk(['get', 'sandboxes', '-n', ns, '-o', 'name'], { kubeconfig: tenant.path });
     expect(listed.stdout.split('\n')).toContain(`sandbox.agents.x-k8s.io/${kept.id}`);

@@ -192,8 +192,9 @@ export class CallerBackend implements E2bBackend {
   get(id: string): Promise<E2bSandbox | undefined> {
     return translated(async () => {
       const [served, claim, stats] = await Promise.all([this.#servedOf(id), this.#claimOf(id), statsOf(this.client, this.namespace, id)]);
-      // a sandbox its node no longer knows is gone, though the API serves it until the node publishes again
-      if (served === undefined || stats === 'gone') return undefined;
+      // a sandbox its node no longer knows is gone, though the API serves it until the node publishes
+      // again; so is one whose claim is being deleted (killed), though its node lets go of it after
+      if (served === undefined || stats === 'gone' || claim?.metadata.deletionTimestamp !== undefined) return undefined;
       return e2bSandboxOf(served, claim, this.now(), stats);
     }, asApiError);
   }
