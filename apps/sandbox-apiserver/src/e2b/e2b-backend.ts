@@ -157,17 +157,28 @@ export class CallerBackend implements E2bBackend {
       const metadata = JSON.stringify(r.metadata);
       if (Buffer.byteLength(metadata) > MAX_METADATA_BYTES)
         throw new E2bApiError(400, `metadata is larger than ${MAX_METADATA_BYTES} bytes as JSON`);
+      const startedAt = this.now();
+      const endAt = new Date(startedAt.getTime() + r.timeoutSeconds * 1000);
       const sb = await this.client.claim({
         pool: r.templateID,
         namespace: this.namespace,
         withToken: false,
-        shutdownTime: new Date(this.now().getTime() + r.timeoutSeconds * 1000),
+        shutdownTime: endAt,
         labels: { [E2B_CREATED_LABEL]: 'e2b' },
         annotations: { [E2B_ANNOTATIONS.metadata]: metadata },
       });
-      const got = await this.get(sb.name);
-      if (got === undefined) throw new E2bApiError(503, `sandbox "${sb.name}" was claimed but is not served yet`, 1);
-      return got;
+      // Ready: the claim is bound and its sandbox served, running; the answer needs nothing more read
+      return {
+        sandboxID: sb.name,
+        templateID: r.templateID,
+        state: 'running',
+        startedAt,
+        endAt,
+        metadata: r.metadata,
+        cpuCount: 0,
+        memoryMB: 0,
+        diskSizeMB: 0,
+      };
     }, asApiError);
   }
 
