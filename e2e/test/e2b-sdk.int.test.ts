@@ -99,6 +99,13 @@ const Lifecycle = z.object({
   template: z.string(),
   paused: z.boolean(),
   pausedAgain: z.boolean(),
+  snapshotNames: z.array(z.string()),
+  snapshotsListed: z.boolean(),
+  snapshotDeleted: z.boolean(),
+  snapshotDeletedAgain: z.boolean(),
+  metrics: z.number(),
+  forkRun: z.string(),
+  forkKilled: z.boolean(),
   envEcho: z.string(),
   cwdRead: z.string(),
   filtered: z.array(z.string()),
@@ -146,6 +153,15 @@ out.resumedState = (await again.getInfo()).state;
 out.listed = (await Sandbox.list().nextItems()).map((s) => s.sandboxId);
 out.filtered = (await Sandbox.list({ query: { metadata: { app: 'x y' } } }).nextItems()).map((s) => s.sandboxId);
 out.filteredOut = (await Sandbox.list({ query: { metadata: { app: 'other' } } }).nextItems()).map((s) => s.sandboxId);
+const snap = await sbx.createSnapshot({ name: 'first' });
+out.snapshotNames = snap.names;
+out.snapshotsListed = (await sbx.listSnapshots().nextItems()).map((x) => x.snapshotId).includes(snap.snapshotId);
+out.snapshotDeleted = await Sandbox.deleteSnapshot(snap.snapshotId);
+out.snapshotDeletedAgain = await Sandbox.deleteSnapshot(snap.snapshotId);
+out.metrics = (await sbx.getMetrics()).length;
+const [child] = await sbx.fork({ count: 1 });
+out.forkRun = child instanceof Error ? String(child) : (await child.commands.run('echo forked')).stdout;
+out.forkKilled = child instanceof Error ? false : await child.kill();
 out.killed = await sbx.kill();
 out.killedAgain = await Sandbox.kill(out.id);
 out.runningAfterKill = await sbx.isRunning().catch(() => false);
@@ -190,6 +206,13 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
       template: 'agent',
       paused: true,
       pausedAgain: false,
+      snapshotNames: ['first'],
+      snapshotsListed: true,
+      snapshotDeleted: true,
+      snapshotDeletedAgain: false,
+      metrics: 1,
+      forkRun: 'forked\n',
+      forkKilled: true,
       envEcho: 'hi there\n',
       cwdRead: 'written by e2b',
       filteredOut: [],

@@ -26,6 +26,31 @@ function backend(over: Partial<E2bBackend> = {}): E2bBackend & { calls: string[]
     pause: async (id) => id === 'sb-1',
     connect: async (id) => ({ sandbox: sandbox(id), resumed: id === 'sb-2' }),
     snapshot: async (_id, name) => ({ snapshotID: 'snap-1', names: name ? [name] : [] }),
+    listSnapshots: async (id) => (
+      calls.push(`snapshots ${id ?? '*'}`),
+      [
+        { snapshotID: 'snap-1', names: ['a'] },
+        { snapshotID: 'snap-2', names: ['b'] },
+      ]
+    ),
+    deleteSnapshot: async (id) => id === 'snap-1',
+    metrics: async () => [
+      {
+        timestamp: at.toISOString(),
+        timestampUnix: at.getTime() / 1000,
+        cpuCount: 1,
+        cpuUsedPct: 0,
+        memUsed: 1,
+        memTotal: 2,
+        memCache: 0,
+        diskUsed: 0,
+        diskTotal: 0,
+      },
+    ],
+    fork: async (id, count, timeout) => (
+      calls.push(`fork ${id} ${count} ${timeout}`),
+      Array.from({ length: count }, (_, i) => sandbox(`${id}-sb-${i}`))
+    ),
     ...over,
   };
 }
@@ -115,6 +140,26 @@ describe('the e2b control plane', () => {
       body: { code: 503, message: 'no warm capacity' },
       headers: { 'retry-after': '2' },
     });
+  });
+
+  it('forks into replies of their own, reads metrics, and lists and deletes snapshots', async () => {
+    const b = backend();
+    const fork = await serveControlPlane(b, identity, req('POST', '/sandboxes/sb-1/fork', { count: 2 }));
+    expect(fork.status).toBe(201);
+    expect((fork.body as { sandbox: { sandboxID: string; envdAccessToken: string } }[]).map((c) => c.sandbox.sandboxID)).toEqual([
+      'sb-1-sb-0',
+      'sb-1-sb-1',
+    ]);
+    const metrics = await serveControlPlane(b, identity, req('GET', '/sandboxes/sb-1/metrics', undefined, 'start=1&end=2'));
+    expect(metrics.status).toBe(200);
+    expect(Object.keys((metrics.body as object[])[0] ?? {}).sort()).toEqual(
+      ['cpuCount', 'cpuUsedPct', 'diskTotal', 'diskUsed', 'memCache', 'memTotal', 'memUsed', 'timestamp', 'timestampUnix'].sort(),
+    );
+    const listed = await serveControlPlane(b, identity, req('GET', '/snapshots', undefined, 'sandboxID=sb-1&name=b'));
+    expect(listed).toEqual({ status: 200, body: [{ snapshotID: 'snap-2', names: ['b'] }] });
+    expect(await serveControlPlane(b, identity, req('DELETE', '/templates/snap-1'))).toEqual({ status: 204 });
+    expect((await serveControlPlane(b, identity, req('DELETE', '/templates/snap-9'))).status).toBe(404);
+    expect(b.calls).toEqual(['fork sb-1 2 300', 'snapshots sb-1']);
   });
 
   it('answers 404 with a body for paths and methods it does not serve', async () => {

@@ -11,6 +11,7 @@ import {
   TimeoutBodySchema,
   type ListFilter,
   type SandboxDetail,
+  type SandboxMetric,
   type SandboxReply,
   type SandboxState,
   type SnapshotInfo,
@@ -58,6 +59,14 @@ export interface E2bBackend {
   /** Resumes a paused sandbox (`resumed`), and never shortens its end. */
   connect(id: string, timeoutSeconds: number): Promise<{ sandbox: E2bSandbox; resumed: boolean }>;
   snapshot(id: string, name: string | undefined): Promise<SnapshotInfo>;
+  /** The checkpoints of one sandbox, or of every sandbox of the caller's. */
+  listSnapshots(sandboxID: string | undefined): Promise<SnapshotInfo[]>;
+  /** false: there was no such checkpoint. */
+  deleteSnapshot(snapshotID: string): Promise<boolean>;
+  /** One sample of what the sandbox's node measures now. */
+  metrics(id: string): Promise<SandboxMetric[]>;
+  /** `count` clones of a running sandbox, each living `timeoutSeconds`. */
+  fork(id: string, count: number, timeoutSeconds: number): Promise<E2bSandbox[]>;
 }
 
 /** An answer the backend chose: a status and words for the caller. */
@@ -161,6 +170,16 @@ function refuseUnsupported(b: z.infer<typeof NewSandboxSchema>): void {
 type Route = { kind: string; id?: string };
 
 function routeOf(method: string, path: string): Route | undefined {
+  if (path === '/snapshots') return method === 'GET' ? { kind: 'listSnapshots' } : undefined;
+  const template = /^\/templates\/([^/]+)$/.exec(path);
+  if (template?.[1] !== undefined) {
+    if (method !== 'DELETE') return undefined;
+    try {
+      return { kind: 'deleteSnapshot', id: decodeURIComponent(template[1]) };
+    } catch {
+      return undefined;
+    }
+  }
   const m = /^\/(v2\/)?sandboxes(?:\/([^/]+)(?:\/([a-z]+))?)?$/.exec(path);
   if (!m) return undefined;
   const [, v2, rawId, action] = m;
@@ -181,6 +200,7 @@ function routeOf(method: string, path: string): Route | undefined {
     if (method === 'DELETE') return { kind: 'kill', id };
     return undefined;
   }
+  if (action === 'metrics' && !v2) return method === 'GET' ? { kind: 'metrics', id } : undefined;
   if (method !== 'POST') return undefined;
   if (action === 'connect') return { kind: 'connect', id };
   if (v2) return undefined;
@@ -248,9 +268,21 @@ async function route(b: E2bBackend, identity: ServedIdentity, r: ControlPlaneReq
       const body = parseBody(SnapshotBodySchema, r.body);
       return { status: 201, body: await b.snapshot(id, body.name) };
     }
-    case 'fork':
-      parseBody(ForkBodySchema, r.body);
-      throw new E2bApiError(501, 'fork through the e2b API is not served yet; use kubectl sandbox fork');
+    case 'fork': {
+      const body = parseBody(ForkBodySchema, r.body);
+      const children = await b.fork(id, body.count ?? 1, body.timeout ?? DEFAULT_TIMEOUT_SECONDS);
+      return { status: 201, body: children.map((c) => ({ sandbox: sandboxReply(c, identity) })) };
+    }
+    case 'metrics':
+      return { status: 200, body: await b.metrics(id) };
+    case 'listSnapshots': {
+      const all = await b.listSnapshots(r.query.get('sandboxID') ?? undefined);
+      const name = r.query.get('name');
+      return { status: 200, body: name === null ? all : all.filter((s) => s.names.includes(name)) };
+    }
+    case 'deleteSnapshot':
+      if (!(await b.deleteSnapshot(id))) throw new E2bApiError(404, `snapshot "${id}" not found`);
+      return { status: 204 };
   }
   throw new E2bApiError(404, `no route for ${r.method} ${r.path}`);
 }

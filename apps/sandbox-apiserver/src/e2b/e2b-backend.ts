@@ -7,6 +7,8 @@ import {
   type E2bSandbox,
   type EnvdBackend,
   type FileFacts,
+  type SandboxMetric,
+  type SnapshotInfo,
   type ListFilter,
 } from '@sandbox-scale/e2b-protocol';
 import {
@@ -271,13 +273,98 @@ export class CallerBackend implements E2bBackend {
     }, asApiError);
   }
 
-  snapshot(id: string, name: string | undefined): Promise<{ snapshotID: string; names: string[] }> {
+  snapshot(id: string, name: string | undefined): Promise<SnapshotInfo> {
     return translated(async () => {
       const snap = await this.client.sandbox(id, this.namespace).snapshot(name !== undefined ? { name } : {});
-      return { snapshotID: snap.snapshotID, names: snap.name !== undefined ? [snap.name] : [] };
+      return { snapshotID: snapshotIdOf(id, snap.snapshotID), names: snap.name !== undefined ? [snap.name] : [] };
+    }, asApiError);
+  }
+
+  listSnapshots(sandboxID: string | undefined): Promise<SnapshotInfo[]> {
+    return translated(async () => {
+      const names =
+        sandboxID !== undefined
+          ? [sandboxID]
+          : (await this.client.listSandboxes({ namespace: this.namespace })).slice(0, MAX_LIST_LIMIT).map((s) => s.metadata.name);
+      const out: SnapshotInfo[] = [];
+      // a few sandboxes at once: each is a call through to its node
+      for (let i = 0; i < names.length; i += SNAPSHOT_LIST_FANOUT) {
+        const pages = await Promise.all(
+          names.slice(i, i + SNAPSHOT_LIST_FANOUT).map(async (name) => {
+            try {
+              return (await this.client.sandbox(name, this.namespace).snapshots()).map((s) => ({
+                snapshotID: snapshotIdOf(name, s.snapshotID),
+                names: s.name !== undefined ? [s.name] : [],
+              }));
+            } catch (err) {
+              // one that is gone, or made without a claim, has none to show
+              if (isNotFound(err) || isBadRequest(err)) return [];
+              throw err;
+            }
+          }),
+        );
+        out.push(...pages.flat());
+      }
+      return out;
+    }, asApiError);
+  }
+
+  deleteSnapshot(snapshotID: string): Promise<boolean> {
+    return translated(async () => {
+      const at = snapshotID.indexOf(SNAPSHOT_ID_SEPARATOR);
+      if (at <= 0) return false;
+      try {
+        await this.client.sandbox(snapshotID.slice(0, at), this.namespace).deleteSnapshot(snapshotID.slice(at + 1));
+        return true;
+      } catch (err) {
+        if (isNotFound(err)) return false;
+        throw err;
+      }
+    }, asApiError);
+  }
+
+  metrics(id: string): Promise<SandboxMetric[]> {
+    return translated(async () => {
+      const stats = await this.client.sandbox(id, this.namespace).stats();
+      const at = stats.measuredAt ? new Date(stats.measuredAt) : this.now();
+      return [
+        {
+          timestamp: at.toISOString(),
+          timestampUnix: Math.floor(at.getTime() / 1000),
+          cpuCount: stats.cpuCount ?? 0,
+          cpuUsedPct: 0,
+          memUsed: stats.memUsedBytes ?? 0,
+          memTotal: stats.memTotalBytes ?? 0,
+          memCache: 0,
+          diskUsed: 0,
+          diskTotal: 0,
+        },
+      ];
+    }, asApiError);
+  }
+
+  fork(id: string, count: number, timeoutSeconds: number): Promise<E2bSandbox[]> {
+    return translated(async () => {
+      const parent = await this.get(id);
+      if (parent === undefined) throw new E2bApiError(404, `sandbox "${id}" not found`);
+      const children = await this.client.sandbox(id, this.namespace).fork({ count, ttlSeconds: timeoutSeconds });
+      const startedAt = this.now();
+      return children.map((c) => ({
+        ...parent,
+        sandboxID: c.name,
+        state: 'running' as const,
+        startedAt,
+        endAt: new Date(startedAt.getTime() + timeoutSeconds * 1000),
+      }));
     }, asApiError);
   }
 }
+
+/** Sandboxes whose checkpoints are read at once when snapshots of every sandbox are listed. */
+const SNAPSHOT_LIST_FANOUT = 8;
+/** Never in a Kubernetes name: e2b's snapshot id is the sandbox's name and its node's checkpoint id, joined by it. */
+const SNAPSHOT_ID_SEPARATOR = '~';
+const snapshotIdOf = (sandbox: string, checkpoint: string): string => `${sandbox}${SNAPSHOT_ID_SEPARATOR}${checkpoint}`;
 
 /** The environment envd gives its default user's commands. */
 const GUEST_USER_ENV = { HOME: '/home/user', USER: 'user' };
