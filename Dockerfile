@@ -20,6 +20,7 @@ COPY apps/inventory-publisher/package.json apps/inventory-publisher/
 COPY apps/sandbox-apiserver/package.json apps/sandbox-apiserver/
 COPY apps/sandboxd-sim/package.json apps/sandboxd-sim/
 COPY apps/warmpool-driver/package.json apps/warmpool-driver/
+COPY libs/e2b-protocol/package.json libs/e2b-protocol/
 COPY libs/kube-runtime/package.json libs/kube-runtime/
 COPY libs/sandbox-sdk/package.json libs/sandbox-sdk/
 COPY libs/sandboxd-client/package.json libs/sandboxd-client/
@@ -29,6 +30,8 @@ COPY bench/package.json bench/
 RUN --mount=type=cache,target=/root/.npm npm ci --ignore-scripts --no-audit --no-fund
 # Then the sources (tests left out by .dockerignore) and one self-contained file: the runtime
 # image needs no node_modules (client-node is ESM-only; esbuild turns it into CommonJS with the rest).
+# --keep-names: the is… predicates compare an error's class name, which a bundle that renames one of
+# two same-named classes (scale-core's and the SDK's NotFoundError) would otherwise change.
 COPY tsconfig.base.json ./
 COPY libs/ libs/
 COPY apps/ apps/
@@ -36,7 +39,7 @@ ARG APP
 ARG NODE_MAJOR=22
 RUN test -f "apps/${APP}/src/main.ts" || { echo "--build-arg APP must name an app of apps/ (got '${APP}')" >&2; exit 1; }; \
     npx esbuild "apps/${APP}/src/main.ts" --bundle --platform=node --target="node${NODE_MAJOR}" --format=cjs \
-      --sourcemap --legal-comments=external --outfile=dist/main.js
+      --keep-names --sourcemap --legal-comments=external --outfile=dist/main.js
 
 FROM ${RUNTIME_IMAGE}
 WORKDIR /app

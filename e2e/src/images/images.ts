@@ -127,12 +127,16 @@ export function nodeRuntimeImage(): string {
   return name;
 }
 
-/** The guest commands a simulated sandbox runs in the installed suite: a shell, a few coreutils and Debian's python3. */
+/**
+ * The guest commands a simulated sandbox runs in the installed suite: a shell, bash (e2b's SDKs run
+ * every command as `/bin/bash -l -c`, as e2b's templates ship it), a few coreutils and Debian's python3.
+ */
 const GUEST_BINARIES = [
   ...['echo', 'cat', 'ls', 'sleep', 'env', 'nohup', 'mkdir', 'rm', 'cp', 'mv', 'touch', 'true', 'false', 'printf', 'test'],
   ...['head', 'tail', 'wc', 'grep', 'sed', 'tr', 'cut', 'sort', 'uniq', 'kill', 'id', 'stat', 'tar'],
 ];
 const GUEST_PYTHON = '/usr/bin/python3.11';
+const GUEST_BASH = '/bin/bash';
 
 /**
  * The simulator's runtime image: the node runtime plus what its sandboxes' commands need. The
@@ -143,7 +147,7 @@ export function simRuntimeImage(): string {
   const runtime = nodeRuntimeImage();
   // the tag names what the image holds, so a change of the list builds a new one
   const contents = createHash('sha256')
-    .update(JSON.stringify([GUEST_BINARIES, GUEST_PYTHON]))
+    .update(JSON.stringify([GUEST_BINARIES, GUEST_PYTHON, GUEST_BASH]))
     .digest('hex')
     .slice(0, 8);
   const name = `${LOCAL_REGISTRY}/sim-runtime:${process.version.slice(1)}-${contents}`;
@@ -154,6 +158,7 @@ export function simRuntimeImage(): string {
     runtime,
     (c) => {
       copyBinary(c, shell, '/bin/sh');
+      if (existsSync(GUEST_BASH)) copyBinary(c, GUEST_BASH, '/bin/bash');
       for (const cmd of GUEST_BINARIES) {
         const bin = ['/usr/bin', '/bin'].map((d) => join(d, cmd)).find((p) => existsSync(p));
         if (bin !== undefined) copyBinary(c, bin, `/usr/bin/${cmd}`);
@@ -231,6 +236,8 @@ function bundle(entry: string, outDir: string): void {
       '--platform=node',
       `--target=node${process.versions.node.split('.')[0]}`,
       '--format=cjs',
+      // the is… predicates compare class names, which renaming a colliding class would change
+      '--keep-names',
       '--sourcemap',
       '--legal-comments=external',
       `--outfile=${join(outDir, 'main.js')}`,

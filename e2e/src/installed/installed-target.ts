@@ -46,6 +46,7 @@ export function readInstalledState(): InstalledState {
 
 const COMPONENT_LABEL = 'app.kubernetes.io/component';
 const CLAIM_REF_KEY_SECRET = `${INSTALLED_RELEASE}-claim-ref-key`;
+const E2B_SERVICE_NAME = `${INSTALLED_RELEASE}-e2b`;
 const SERVICE_DNS = (app: string): string => `${INSTALLED_RELEASE}-${app}.${INSTALLED_NAMESPACE}.svc`;
 /** The chart's ports (values.yaml `ports`, `sandboxApiserver.securePort`). */
 const PORTS = { metrics: 8080, health: 8081, apiserver: 6443, fastPath: 9443 };
@@ -172,8 +173,12 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
       return urls[0] as string;
     },
     fastPathUrl,
-    e2bUrl() {
-      return Promise.reject(new Error("the installed chart's e2b listener is not reached by this suite (e2b.enabled)"));
+    async e2bEndpoint() {
+      // the chart's e2b Service (e2b.enabled in installed-values.ts), named as its certificate names it, at its cluster IP
+      const svc = JSON.parse(await kubectl(['-n', INSTALLED_NAMESPACE, 'get', 'service', E2B_SERVICE_NAME, '-o', 'json'])) as {
+        spec: { clusterIP: string; ports: { port: number }[] };
+      };
+      return { url: `https://${E2B_SERVICE_NAME}.${INSTALLED_NAMESPACE}.svc:${svc.spec.ports[0]?.port ?? 0}`, address: svc.spec.clusterIP };
     },
     async routerUrl() {
       // the chart's router Service (router.serviceName of installed-values.ts), reached at its cluster IP as the fast path is

@@ -90,5 +90,8 @@ export function installedSuiteHelmArgs(): string[] {
     `router.maxRelaysPerNamespace=${ROUTER_MAX_RELAYS_PER_NAMESPACE}`,
     '--set',
     `certificates.caRotationOverlap=${CA_ROTATION_OVERLAP}`,
+    // e2b's API behind its own Service, over HTTPS with the serving certificate
+    '--set',
+    'e2b.enabled=true',
   ];
 }

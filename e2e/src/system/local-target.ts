@@ -88,7 +88,7 @@ export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onS
     fastPathUrls: () => Promise.resolve(sys.fastPathUrls),
     // the local certificate names 127.0.0.1, where the router listens
     routerUrl: () => routerAnswering(sys.routerUrls[0] ?? '', servingCa, undefined),
-    e2bUrl: () => Promise.resolve(sys.e2bUrls[0] ?? ''),
+    e2bEndpoint: () => Promise.resolve({ url: sys.e2bUrls[0] ?? '' }),
     servingCa,
     clusterCa: { cert: readFileSync(cp.files.caCert, 'utf8'), key: readFileSync(cp.files.caKey, 'utf8') },
     frontProxyClient,

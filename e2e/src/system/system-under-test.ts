@@ -36,6 +36,18 @@ export interface TenantCredentials {
   token: string;
 }
 
+/** Where e2b's SDKs reach sandbox-apiserver's e2b listener. */
+export interface E2bEndpoint {
+  /** E2B_API_URL and E2B_SANDBOX_URL. */
+  url: string;
+  /**
+   * The address the URL's host name stands for, when that name is one only cluster DNS answers
+   * (installed: the e2b Service's, which its certificate holds, at its cluster IP); an HTTPS URL
+   * is served with the certificate servingCa signed.
+   */
+  address?: string;
+}
+
 export interface RestartOptions {
   /** Runs once the replica is down (local: the process stopped; installed: the pod deleted). */
   whileDown?: () => Promise<void>;
@@ -67,8 +79,8 @@ export interface SystemUnderTest {
    * Service's cluster IP and port).
    */
   routerUrl(): Promise<string>;
-  /** e2b's API (E2B_API_URL and E2B_SANDBOX_URL) of sandbox-apiserver; local: plain HTTP on loopback. */
-  e2bUrl(): Promise<string>;
+  /** e2b's API of sandbox-apiserver (E2B_API_URL and E2B_SANDBOX_URL); local: plain HTTP on loopback. */
+  e2bEndpoint(): Promise<E2bEndpoint>;
   /** PEM of the CA that signed the serving certificates of sandbox-apiserver and the fast path. */
   readonly servingCa: string;
   /** The cluster CA (PEM certificate and key): kube-apiserver's serving certificate and client certificates. */

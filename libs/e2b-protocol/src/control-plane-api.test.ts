@@ -116,11 +116,26 @@ describe('the e2b control plane', () => {
       status: 400,
       body: { code: 400, message: 'not supported here: autoResume' },
     });
+    expect(
+      await serveControlPlane(
+        b,
+        identity,
+        req('POST', '/v2/sandboxes', { templateID: 't', autoPause: true, allow_internet_access: false }),
+      ),
+    ).toEqual({
+      status: 400,
+      body: {
+        code: 400,
+        message:
+          'not supported here: autoPause (a sandbox past its timeout is released, not paused), allow_internet_access:false (no egress rules are enforced here)',
+      },
+    });
+    expect((await serveControlPlane(b, identity, req('POST', '/v2/sandboxes', { templateID: 't', autoPause: false }))).status).toBe(201);
     const bad = await serveControlPlane(b, identity, req('POST', '/sandboxes/sb-1/timeout', { timeout: 'soon' }));
     expect(bad.status).toBe(400);
     expect((bad.body as { message: string }).message).toMatch(/^invalid request body: timeout: /);
     expect((await serveControlPlane(b, identity, req('GET', '/v2/sandboxes', undefined, 'limit=0'))).status).toBe(400);
-    expect(b.calls).toEqual([]);
+    expect(b.calls).toEqual(['create t 300']);
   });
 
   it('says not to retry a create that failed after it may have acted, and passes Retry-After on', async () => {

@@ -41,6 +41,8 @@ export interface E2bSandbox {
 
 export interface CreateRequest {
   templateID: string;
+  /** The caller's Idempotency-Key: a create sent again with the same key answers the sandbox the first made. */
+  idempotencyKey: string | undefined;
   timeoutSeconds: number;
   metadata: Record<string, string>;
   envVars: Record<string, string>;
@@ -92,6 +94,8 @@ export interface ControlPlaneRequest {
   query: URLSearchParams;
   /** The parsed JSON body; undefined when there was none. */
   body: unknown;
+  /** The Idempotency-Key header, when sent once. */
+  idempotencyKey?: string;
 }
 
 export interface ControlPlaneReply {
@@ -157,6 +161,9 @@ export function sandboxDetail(s: E2bSandbox, id: Omit<ServedIdentity, 'envdAcces
 function refuseUnsupported(b: z.infer<typeof NewSandboxSchema>): void {
   const refused: [boolean, string][] = [
     [b.secure === false, 'secure:false (every sandbox needs its access token)'],
+    [b.autoPause === true, 'autoPause (a sandbox past its timeout is released, not paused)'],
+    [b.autoPauseMemory !== undefined, 'autoPauseMemory'],
+    [b.allow_internet_access === false, 'allow_internet_access:false (no egress rules are enforced here)'],
     [b.network !== undefined, 'network rules'],
     [b.volumeMounts !== undefined && b.volumeMounts.length > 0, 'volumeMounts'],
     [b.autoResume?.enabled === true, 'autoResume'],
@@ -216,6 +223,7 @@ async function route(b: E2bBackend, identity: ServedIdentity, r: ControlPlaneReq
       refuseUnsupported(body);
       const s = await b.create({
         templateID: body.templateID,
+        idempotencyKey: r.idempotencyKey,
         timeoutSeconds: body.timeout ?? DEFAULT_TIMEOUT_SECONDS,
         metadata: body.metadata ?? {},
         envVars: body.envVars ?? {},

@@ -52,6 +52,8 @@ export async function buildSdkPackage(out = join(ROOT, 'dist/sandbox-sdk')): Pro
     target: 'node20',
     external,
     metafile: true,
+    // the is… predicates compare class names, which renaming a colliding class would change
+    keepNames: true,
     legalComments: 'none' as const,
     logLevel: 'warning' as const,
     define: { SANDBOX_SCALE_SDK_VERSION: JSON.stringify(chart.appVersion) },

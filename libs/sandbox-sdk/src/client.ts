@@ -113,12 +113,20 @@ export class SandboxClient {
     return new Sandbox(this.kubeConfig, { name, namespace, node: '', address: '', token: '', claimName: name, via: 'existing' });
   }
 
-  /** A handle on the sandbox a SandboxClaim is bound to, with its token when `withToken` (read from the claim's Secret). */
-  async fromClaim(name: string, o: CallOptions & { namespace?: string; withToken?: boolean } = {}): Promise<Sandbox> {
+  /**
+   * A handle on the sandbox a SandboxClaim is bound to, with its token when `withToken` (read from
+   * the claim's Secret). A claim not bound yet is a ClaimFailedError, or with `wait` is watched
+   * until it is Ready (or fails).
+   */
+  async fromClaim(name: string, o: CallOptions & { namespace?: string; withToken?: boolean; wait?: boolean } = {}): Promise<Sandbox> {
     const namespace = o.namespace ?? this.namespace;
-    const d = deadlineOf(o);
-    const claim = await this.getClaim(name, { namespace, signal: d.signal });
-    const phase = claimPhase(claim);
+    const d = deadlineOf(o, o.wait ? DEFAULT_CLAIM_TIMEOUT_MS : undefined);
+    const read = (): Promise<ClaimObject> => this.getClaim(name, { namespace, signal: d.signal });
+    const phase = o.wait
+      ? await waitForClaim(this.kubeConfig, { namespace, name, signal: d.signal, read }).catch((err: unknown) => {
+          throw this.#ended(err, d, `wait for claim ${namespace}/${name}`);
+        })
+      : claimPhase(await read());
     if (phase.state !== 'ready')
       throw new ClaimFailedError(`claim ${namespace}/${name} is not bound yet (${phase.reason}: ${phase.message})`, phase.reason);
     const token = o.withToken ? await this.#tokenOf(namespace, name, phase.sandbox, d.signal) : '';

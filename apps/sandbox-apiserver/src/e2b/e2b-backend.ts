@@ -12,6 +12,7 @@ import {
   type ListFilter,
 } from '@sandbox-scale/e2b-protocol';
 import {
+  ApiError,
   isAlreadyExists,
   isBadRequest,
   isClaimFailed,
@@ -27,10 +28,12 @@ import {
   type ClaimObject,
   type SandboxClient,
   type SandboxObject,
+  type Sandbox,
   type SandboxStats,
 } from '@sandbox-scale/sdk';
+import { createHash } from 'node:crypto';
 import { Readable } from 'node:stream';
-import { SANDBOX_LABELS } from '@sandbox-scale/scale-core';
+import { encodeTarHeader, SANDBOX_LABELS, TAR_END } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 
 /**
@@ -67,6 +70,8 @@ function statusOf(err: unknown): { status: number; message: string } | undefined
   if (isTooLarge(err)) return { status: 413, message };
   if (isClaimTimeout(err) || isDeadlineExceeded(err)) return { status: 504, message };
   if (isClaimFailed(err) || isUnavailable(err)) return { status: 503, message };
+  // any other answer of the API keeps its status and words (a 429 of a fair share, a node's 502)
+  if (err instanceof ApiError && err.code >= 400 && err.code < 600) return { status: err.code, message };
   return undefined;
 }
 
@@ -83,11 +88,13 @@ export function asConnectError(err: unknown): unknown {
   return new ConnectError(connectCodeOfStatus(s.status), s.message);
 }
 
-async function translated<T>(f: () => Promise<T>, as: (err: unknown) => unknown): Promise<T> {
+async function translated<T>(f: () => Promise<T>, as: (err: unknown) => unknown, onUnexpected?: (err: unknown) => void): Promise<T> {
   try {
     return await f();
   } catch (err) {
-    throw as(err);
+    const answered = as(err);
+    if (answered === err && !(err instanceof ConnectError) && !(err instanceof E2bApiError)) onUnexpected?.(err);
+    throw answered;
   }
 }
 
@@ -161,14 +168,36 @@ export class CallerBackend implements E2bBackend {
         throw new E2bApiError(400, `metadata is larger than ${MAX_METADATA_BYTES} bytes as JSON`);
       const startedAt = this.now();
       const endAt = new Date(startedAt.getTime() + r.timeoutSeconds * 1000);
-      const sb = await this.client.claim({
-        pool: r.templateID,
-        namespace: this.namespace,
-        withToken: false,
-        shutdownTime: endAt,
-        labels: { [E2B_CREATED_LABEL]: 'e2b' },
-        annotations: { [E2B_ANNOTATIONS.metadata]: metadata },
-      });
+      // with an Idempotency-Key the claim's name is the key's: a create sent again finds the first's claim
+      const name = r.idempotencyKey !== undefined ? idempotentName(r.idempotencyKey) : undefined;
+      let sb: Sandbox;
+      try {
+        sb = await this.client.claim({
+          pool: r.templateID,
+          namespace: this.namespace,
+          withToken: false,
+          shutdownTime: endAt,
+          labels: { [E2B_CREATED_LABEL]: 'e2b' },
+          annotations: { [E2B_ANNOTATIONS.metadata]: metadata },
+          ...(name !== undefined ? { name } : {}),
+        });
+      } catch (err) {
+        if (name === undefined || !isAlreadyExists(err)) throw err;
+        const first = await this.client.getClaim(name, { namespace: this.namespace });
+        if (first.spec?.warmPoolRef?.name !== r.templateID)
+          throw new E2bApiError(
+            409,
+            `Idempotency-Key was used for a sandbox of another template (${first.spec?.warmPoolRef?.name ?? 'none'})`,
+          );
+        // the first create may still be waiting on its claim: this one waits on the same
+        await this.client.fromClaim(name, { namespace: this.namespace, wait: true });
+        const shutdown = first.spec?.lifecycle?.shutdownTime;
+        return {
+          ...e2bSandboxOf({ metadata: { name, creationTimestamp: first.metadata.creationTimestamp } }, first, startedAt),
+          state: 'running',
+          ...(shutdown !== undefined ? { endAt: new Date(shutdown) } : {}),
+        };
+      }
       // Ready: the claim is bound and its sandbox served, running; the answer needs nothing more read
       return {
         sandboxID: sb.name,
@@ -369,8 +398,10 @@ const snapshotIdOf = (sandbox: string, checkpoint: string): string => `${sandbox
 /** The environment envd gives its default user's commands. */
 const GUEST_USER_ENV = { HOME: '/home/user', USER: 'user' };
 
-/** A tar archive with no entry: its two zero blocks. */
-const EMPTY_TAR = Buffer.alloc(1024);
+/** The claim name of an Idempotency-Key: a digest, so any key makes a valid name and says nothing of itself. */
+function idempotentName(key: string): string {
+  return `e2b-${createHash('sha256').update(key).digest('hex').slice(0, 20)}`;
+}
 
 const KIND_MODE: Record<FileFacts['kind'], number> = { file: 0o100644, dir: 0o040755, symlink: 0o120777, other: 0 };
 
@@ -389,6 +420,8 @@ export class CallerEnvd implements EnvdBackend {
     private readonly client: SandboxClient,
     private readonly namespace: string,
     private readonly name: string,
+    /** An error no Connect code says: the server logs it, since the caller only sees `internal`. */
+    private readonly onUnexpected: (err: unknown) => void = () => undefined,
   ) {}
 
   get #sandbox() {
@@ -396,76 +429,109 @@ export class CallerEnvd implements EnvdBackend {
   }
 
   exec(r: Parameters<EnvdBackend['exec']>[0]): Promise<{ exitCode: number; stdout: Buffer; stderr: Buffer }> {
-    return translated(async () => {
-      const res = await this.#sandbox.exec([r.cmd, ...r.args], {
-        // envd's default user, whose home a login shell reads; the caller's own envs win
-        env: { ...GUEST_USER_ENV, ...r.envs },
-        ...(r.cwd !== undefined && r.cwd !== '' ? { cwd: r.cwd } : {}),
-        ...(r.timeoutMs !== undefined && r.timeoutMs > 0 ? { timeoutMs: r.timeoutMs } : {}),
-        signal: r.signal,
-      });
-      return { exitCode: res.exitCode, stdout: Buffer.from(res.stdout, 'utf8'), stderr: Buffer.from(res.stderr, 'utf8') };
-    }, asConnectError);
+    return translated(
+      async () => {
+        const res = await this.#sandbox.exec([r.cmd, ...r.args], {
+          // envd's default user, whose home a login shell reads; the caller's own envs win
+          env: { ...GUEST_USER_ENV, ...r.envs },
+          ...(r.cwd !== undefined && r.cwd !== '' ? { cwd: r.cwd } : {}),
+          ...(r.timeoutMs !== undefined && r.timeoutMs > 0 ? { timeoutMs: r.timeoutMs } : {}),
+          signal: r.signal,
+        });
+        return { exitCode: res.exitCode, stdout: Buffer.from(res.stdout, 'utf8'), stderr: Buffer.from(res.stderr, 'utf8') };
+      },
+      asConnectError,
+      this.onUnexpected,
+    );
   }
 
   stat(path: string): Promise<FileFacts> {
-    return translated(async () => {
-      const info = await this.#sandbox.files.stat(path);
-      return {
-        name: baseName(path),
-        path,
-        kind: info.type,
-        size: info.size,
-        mode: info.mode !== 0 ? info.mode | (KIND_MODE[info.type] & ~0o7777) : KIND_MODE[info.type],
-        ...(info.mtime !== undefined ? { modifiedTime: info.mtime } : {}),
-      };
-    }, asConnectError);
+    return translated(
+      async () => {
+        const info = await this.#sandbox.files.stat(path);
+        return {
+          name: baseName(path),
+          path,
+          kind: info.type,
+          size: info.size,
+          mode: info.mode !== 0 ? info.mode | (KIND_MODE[info.type] & ~0o7777) : KIND_MODE[info.type],
+          ...(info.mtime !== undefined ? { modifiedTime: info.mtime } : {}),
+        };
+      },
+      asConnectError,
+      this.onUnexpected,
+    );
   }
 
   listDir(path: string): Promise<FileFacts[]> {
-    return translated(async () => {
-      const entries = await this.#sandbox.files.list(path);
-      return entries.map((e) => ({ name: e.name, path: joinPath(path, e.name), kind: e.kind, size: e.size, mode: KIND_MODE[e.kind] }));
-    }, asConnectError);
+    return translated(
+      async () => {
+        const entries = await this.#sandbox.files.list(path);
+        return entries.map((e) => ({ name: e.name, path: joinPath(path, e.name), kind: e.kind, size: e.size, mode: KIND_MODE[e.kind] }));
+      },
+      asConnectError,
+      this.onUnexpected,
+    );
   }
 
   makeDir(path: string): Promise<boolean> {
-    return translated(async () => {
-      try {
-        await this.#sandbox.files.stat(path);
-        return false;
-      } catch (err) {
-        if (!isNotFound(err)) throw err;
-      }
-      // an empty archive unpacked under the path: the files subresource creates it, parents included
-      await this.#sandbox.files.upload(path, Readable.from([EMPTY_TAR]));
-      return true;
-    }, asConnectError);
+    return translated(
+      async () => {
+        try {
+          await this.#sandbox.files.stat(path);
+          return false;
+        } catch (err) {
+          if (!isNotFound(err)) throw err;
+        }
+        // an archive of the one directory, unpacked under its parent (which the files subresource creates)
+        const trimmed = path.replace(/\/+$/, '');
+        const parent = trimmed.slice(0, trimmed.lastIndexOf('/')) || '/';
+        const entry = encodeTarHeader({
+          path: baseName(trimmed),
+          type: 'dir',
+          mode: 0o755,
+          size: 0,
+          mtimeSecs: Math.floor(Date.now() / 1000),
+        });
+        await this.#sandbox.files.upload(parent, Readable.from([Buffer.concat([entry, TAR_END])]));
+        return true;
+      },
+      asConnectError,
+      this.onUnexpected,
+    );
   }
 
   remove(path: string): Promise<void> {
-    return translated(() => this.#sandbox.files.remove(path, { recursive: true }), asConnectError);
+    return translated(() => this.#sandbox.files.remove(path, { recursive: true }), asConnectError, this.onUnexpected);
   }
 
   /** A file moves by the files subresource alone (read, written, removed), so it needs no command in the guest. */
   move(source: string, destination: string): Promise<FileFacts> {
-    return translated(async () => {
-      const from = await this.#sandbox.files.stat(source);
-      if (from.type !== 'file') throw new ConnectError('unimplemented', `only a file can be moved here; ${source} is a ${from.type}`);
-      const data = await this.#sandbox.files.read(source, { maxBytes: E2B_MAX_FILE_BYTES });
-      await this.#sandbox.files.write(destination, data, { mode: from.mode & 0o7777 });
-      await this.#sandbox.files.remove(source);
-      return this.stat(destination);
-    }, asConnectError);
+    return translated(
+      async () => {
+        const from = await this.#sandbox.files.stat(source);
+        if (from.type !== 'file') throw new ConnectError('unimplemented', `only a file can be moved here; ${source} is a ${from.type}`);
+        const data = await this.#sandbox.files.read(source, { maxBytes: E2B_MAX_FILE_BYTES });
+        await this.#sandbox.files.write(destination, data, { mode: from.mode & 0o7777 });
+        await this.#sandbox.files.remove(source);
+        return this.stat(destination);
+      },
+      asConnectError,
+      this.onUnexpected,
+    );
   }
 
   readFile(path: string): Promise<Buffer> {
-    return translated(() => this.#sandbox.files.read(path, { maxBytes: E2B_MAX_FILE_BYTES }), asConnectError);
+    return translated(() => this.#sandbox.files.read(path, { maxBytes: E2B_MAX_FILE_BYTES }), asConnectError, this.onUnexpected);
   }
 
   writeFile(path: string, data: Buffer): Promise<void> {
-    return translated(async () => {
-      await this.#sandbox.files.write(path, data);
-    }, asConnectError);
+    return translated(
+      async () => {
+        await this.#sandbox.files.write(path, data);
+      },
+      asConnectError,
+      this.onUnexpected,
+    );
   }
 }

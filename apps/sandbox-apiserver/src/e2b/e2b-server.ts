@@ -107,6 +107,14 @@ function callerKubeConfig(server: KubeConfig, token: string, namespace: string):
   return kc;
 }
 
+/** The Idempotency-Key a create may carry (Python sends it when its caller gives one), bounded. */
+function idempotencyKeyOf(req: IncomingMessage): { idempotencyKey?: string } {
+  const key = oneHeader(req.headers, 'idempotency-key');
+  if (key === undefined) return {};
+  if (key.length > 256) throw new E2bApiError(400, 'Idempotency-Key is longer than 256 characters');
+  return { idempotencyKey: key };
+}
+
 function sendE2b(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
   if (status === 204 || body === undefined) {
     res.writeHead(status, headers);
@@ -171,6 +179,7 @@ export async function startE2bServer(c: E2bServerConfig): Promise<RunningE2bServ
       path: url.pathname,
       query: url.searchParams,
       body,
+      ...idempotencyKeyOf(req),
     });
     if (reply.unexpected !== undefined)
       log.error({ err: reply.unexpected, method: req.method, path: url.pathname, namespace: caller.namespace }, 'e2b call failed');
@@ -203,7 +212,9 @@ export async function startE2bServer(c: E2bServerConfig): Promise<RunningE2bServ
   const serveEnvdCall = async (req: IncomingMessage, res: ServerResponse, url: URL, caller: Caller): Promise<void> => {
     const id = oneHeader(req.headers, 'e2b-sandbox-id');
     if (id === undefined) return sendE2b(res, 400, errorBody(400, 'E2b-Sandbox-Id names no sandbox'));
-    const envd = new CallerEnvd(caller.client, caller.namespace, id);
+    const envd = new CallerEnvd(caller.client, caller.namespace, id, (err) =>
+      log.warn({ err, namespace: caller.namespace, sandbox: id, path: url.pathname }, 'e2b envd call failed'),
+    );
     if (url.pathname === '/health') {
       // what isRunning asks: the sandbox's node has it, running (a paused guest's envd would not answer)
       const stats = await statsOf(caller.client, caller.namespace, id);

@@ -1,7 +1,7 @@
-import { mkdtempSync } from 'node:fs';
+import { mkdtempSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { request } from 'undici';
+import { Agent, request, type Dispatcher } from 'undici';
 import { z } from 'zod';
 import { builtSdkPackage, kubectlOk, runSuffix } from '../src/index';
 import { runProcess } from '../src/system/run-command';
@@ -11,11 +11,13 @@ import { grantEditRole } from '../src/testing/tenant-role';
 import { E2B_PYTHON_SDK, pythonVenv } from '../src/testing/upstream-python';
 
 // e2b's own JS SDK (npm `e2b`, unmodified) against sandbox-apiserver's e2b listener, as an agent
-// builder runs it: E2B_API_URL and E2B_SANDBOX_URL set to the listener, a ServiceAccount token
+// builder runs it, locally and on the installed chart (its e2b Service, over HTTPS with the chart's
+// CA): E2B_API_URL and E2B_SANDBOX_URL set to the listener, a ServiceAccount token
 // holding exactly the chart's edit role as E2B_API_KEY. It creates a sandbox from a warm pool (a
 // SandboxClaim the tenant made), runs commands (output, a failing exit, a background command it
 // kills), moves files, lists, pauses and resumes, moves the timeout and kills; the sandbox is a
-// Sandbox kubectl lists. e2b's Python SDK does the same. Another namespace's key and a bad key are
+// Sandbox kubectl lists. e2b's Python SDK does the same, and a create sent again with its
+// Idempotency-Key answers the first's sandbox. Another namespace's key and a bad key are
 // refused, and a key kubectl sandbox e2b-key mints works.
 
 const suffix = runSuffix();
@@ -26,11 +28,34 @@ let tenant: TenantCredentials;
 let stranger: TenantCredentials;
 let e2bUrl: string;
 let python: string;
+/** On the installed chart: the chart's CA, a hosts file naming the e2b Service, and how a raw request reaches it. */
+let caFile: string | undefined;
+let hostsFile: string | undefined;
+let raw: { origin: string; dispatcher?: Agent };
+
+/**
+ * A process of an SDK: where the URL's host name is one only cluster DNS answers, the process
+ * alone sees it in an /etc/hosts of its own (a mount namespace), as a pod's resolver would answer
+ * it; the chart's CA is trusted as each SDK reads it.
+ */
+function sdkProcess(bin: string, args: string[], env: Record<string, string>): ReturnType<typeof runProcess> {
+  const tls: Record<string, string> = caFile !== undefined ? { NODE_EXTRA_CA_CERTS: caFile, SSL_CERT_FILE: caFile } : {};
+  if (hostsFile === undefined) return runProcess(bin, args, { ...env, ...tls });
+  return runProcess('unshare', ['-m', 'sh', '-c', 'mount --bind "$0" /etc/hosts && exec "$@"', hostsFile, bin, ...args], {
+    ...env,
+    ...tls,
+  });
+}
+
+/** A raw HTTP request to the listener, as the SDKs would send it. */
+function rawRequest(path: string, o: Omit<Dispatcher.RequestOptions, 'origin' | 'path'>): ReturnType<typeof request> {
+  return request(`${raw.origin}${path}`, { ...o, ...(raw.dispatcher !== undefined ? { dispatcher: raw.dispatcher } : {}) });
+}
 
 /** A program as an agent builder writes it with e2b's SDK, run by node from the repository (where `e2b` is installed). */
 async function e2b(program: string, apiKey: string): Promise<unknown> {
   // an ES module given on the command line resolves 'e2b' from the working directory: the repository's node_modules
-  const r = await runProcess('node', ['--input-type=module', '-e', program], {
+  const r = await sdkProcess('node', ['--input-type=module', '-e', program], {
     E2B_API_KEY: apiKey,
     E2B_API_URL: e2bUrl,
     E2B_SANDBOX_URL: e2bUrl,
@@ -42,7 +67,7 @@ async function e2b(program: string, apiKey: string): Promise<unknown> {
 
 /** The same with e2b's Python SDK, from its own venv. */
 async function e2bPython(program: string, apiKey: string): Promise<unknown> {
-  const r = await runProcess(python, ['-c', program], { E2B_API_KEY: apiKey, E2B_API_URL: e2bUrl, E2B_SANDBOX_URL: e2bUrl });
+  const r = await sdkProcess(python, ['-c', program], { E2B_API_KEY: apiKey, E2B_API_URL: e2bUrl, E2B_SANDBOX_URL: e2bUrl });
   if (r.code !== 0) throw new Error(`the e2b Python program exited ${r.code}: ${r.stderr}`);
   return JSON.parse(r.stdout.trim().split('\n').pop() ?? '') as unknown;
 }
@@ -76,6 +101,10 @@ out['template'] = info.template_id
 out['listed'] = [s.sandbox_id for s in Sandbox.list().next_items()]
 out['killed'] = sbx.kill()
 out['killedAgain'] = Sandbox.kill(out['id'])
+first = Sandbox.create('agent', timeout=300, idempotency_key='retry-1')
+again = Sandbox.create('agent', timeout=300, idempotency_key='retry-1')
+out['idempotent'] = first.sandbox_id == again.sandbox_id
+out['idempotentKilled'] = first.kill()
 print(json.dumps(out))
 `;
 
@@ -171,7 +200,20 @@ console.log(JSON.stringify(out));
 beforeAll(async () => {
   const venv = pythonVenv(mkdtempSync(join(tmpdir(), 'e2b-python-')), E2B_PYTHON_SDK);
   sys = await startSuiteSystem({ namespaces: [ns, other], local: { nodes: 1, speed: 0, publishInterval: '1s' } });
-  e2bUrl = await sys.e2bUrl();
+  const endpoint = await sys.e2bEndpoint();
+  e2bUrl = endpoint.url;
+  raw = { origin: e2bUrl };
+  if (endpoint.address !== undefined) {
+    const work = mkdtempSync(join(tmpdir(), 'e2b-tls-'));
+    caFile = join(work, 'ca.crt');
+    writeFileSync(caFile, sys.servingCa);
+    const name = new URL(e2bUrl).hostname;
+    hostsFile = join(work, 'hosts');
+    writeFileSync(hostsFile, `127.0.0.1 localhost\n${endpoint.address} ${name}\n`);
+    const origin = new URL(e2bUrl);
+    origin.hostname = endpoint.address;
+    raw = { origin: origin.origin, dispatcher: new Agent({ connect: { ca: sys.servingCa, servername: name } }) };
+  }
   tenant = await sys.tenant(ns, 'editor');
   await grantEditRole(sys.kubeConfig, ns, 'editor');
   stranger = await sys.tenant(other, 'editor');
@@ -249,6 +291,8 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
       template: 'agent',
       killed: true,
       killedAgain: false,
+      idempotent: true,
+      idempotentKilled: true,
     });
     expect(out.listed).toContain(out.id);
     process.stdout.write(`[e2b-python] sandbox ${out.id} created, used and killed through e2b's Python SDK\n`);
@@ -293,7 +337,7 @@ console.log(JSON.stringify({ id: s.sandboxId, stdout: r.stdout, killed: await s.
       path: string,
       o: { key?: string; body?: string | Buffer; headers?: Record<string, string> } = {},
     ): Promise<{ status: number; body: unknown }> => {
-      const r = await request(`${e2bUrl}${path}`, {
+      const r = await rawRequest(path, {
         method,
         headers: { 'content-type': 'application/json', ...(o.key !== undefined ? { 'x-api-key': o.key } : {}), ...(o.headers ?? {}) },
         ...(o.body !== undefined ? { body: o.body } : {}),
@@ -386,7 +430,7 @@ console.log(JSON.stringify(out));`,
       create: expect.not.stringMatching(/^created$/) as unknown,
     });
     // envd with the other tenant's key names no sandbox of its own
-    const envd = await request(`${e2bUrl}/filesystem.Filesystem/Stat`, {
+    const envd = await rawRequest('/filesystem.Filesystem/Stat', {
       method: 'POST',
       headers: { 'content-type': 'application/json', 'x-access-token': stranger.token, 'e2b-sandbox-id': kept.id },
       body: '{"path":"/"}',
