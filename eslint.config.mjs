@@ -25,7 +25,8 @@ const restrict = (patterns, message, extra = []) => ({
 });
 
 export default tseslint.config(
-  { ignores: ['**/node_modules/**', '**/dist/**', '.nx/**', 'coverage/**', '**/*.cjs', '**/*.mjs'] },
+  // generated from .proto files (e2b-protocol:generate), checked by a test that generates them again
+  { ignores: ['**/node_modules/**', '**/dist/**', '.nx/**', 'coverage/**', '**/*.cjs', '**/*.mjs', 'libs/*/src/gen/**'] },
   js.configs.recommended,
   ...tseslint.configs.recommended,
   {

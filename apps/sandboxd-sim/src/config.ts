@@ -161,7 +161,7 @@ export const SandboxdSimFlagsSchema = z.object({
     .enum(['on', 'off'])
     .default('off')
     .describe(
-      "on: each claimed sandbox gets a root directory under --data-dir, exec and the agent run real processes and files there, guest port 8888 is a built-in runtime and other guest ports relay to the simulator's host. This isolates paths (and users with --guest-uids), not the host: keep it off on shared hosts. off: the data-plane endpoints answer 501",
+      "on: each claimed sandbox gets a root directory under --data-dir, exec and the agent run real processes and files there, guest port 8888 is a built-in runtime (agent-sandbox's), 49983 a built-in envd (e2b's) and other guest ports relay to the simulator's host. This isolates paths (and users with --guest-uids), not the host: keep it off on shared hosts. off: the data-plane endpoints answer 501",
     ),
   dataDir: z
     .string()

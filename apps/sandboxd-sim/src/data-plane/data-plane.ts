@@ -31,6 +31,7 @@ export class DataPlane {
   readonly #holds = new Map<string, number>();
   readonly #sockets = new Map<string, Set<Socket>>();
   readonly #removals = new Map<string, Promise<void>>();
+  readonly #discarded: ((sandboxId: string) => void)[] = [];
 
   constructor(opts: DataPlaneOptions) {
     this.roots = new SandboxRoots(opts.nodeDir, opts.guestUids);
@@ -80,9 +81,15 @@ export class DataPlane {
     for (const set of this.#sockets.values()) yield* set;
   }
 
+  /** Called with each sandbox discarded, so what a runtime keeps for it goes too. */
+  onDiscard(fn: (sandboxId: string) => void): void {
+    this.#discarded.push(fn);
+  }
+
   /** The sandbox is gone (release, reap, archive purge): its processes killed, connections closed, root removed. */
   discard(sandboxId: string): void {
     this.groups.killAll(sandboxId);
+    for (const fn of this.#discarded) fn(sandboxId);
     for (const s of this.#sockets.get(sandboxId) ?? []) s.destroy();
     this.#sockets.delete(sandboxId);
     if (!this.roots.has(sandboxId)) return;

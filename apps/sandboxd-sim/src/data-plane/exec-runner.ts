@@ -72,6 +72,8 @@ export interface SpawnSpec {
   env?: Readonly<Record<string, string>> | null | undefined;
   /** 'ignore' for a detached command, whose output nobody reads. */
   output: 'pipe' | 'ignore';
+  /** 'pipe' for a command the caller writes to; absent: none. */
+  stdin?: 'pipe' | 'ignore';
   /** Runs as this uid and gid (with no supplementary groups); absent = the simulator's user. */
   owner?: GuestOwner | undefined;
 }
@@ -89,7 +91,7 @@ export function spawnGuest(groups: ProcessGroups, spec: SpawnSpec): Promise<Chil
     cwd: spec.cwd,
     env: guestEnv(spec.env),
     detached: true,
-    stdio: ['ignore', spec.output, spec.output],
+    stdio: [spec.stdin ?? 'ignore', spec.output, spec.output],
     windowsHide: true,
     ...(spec.owner !== undefined ? { uid: spec.owner.uid, gid: spec.owner.gid } : {}),
   });

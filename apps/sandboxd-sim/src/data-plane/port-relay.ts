@@ -2,6 +2,7 @@ import { connect, type Socket } from 'node:net';
 import { PORT_UPGRADE_PROTOCOL } from '@sandbox-scale/sandboxd-client';
 import { ApiError } from '../api-error';
 import type { SandboxAccess } from './access';
+import { ENVD_PORT, envdRuntimeOf } from './envd-runtime';
 import { guestRuntimeOf } from './guest-runtime';
 import { ownsListener } from './port-owner';
 import { switchProtocols } from './upgrade-reply';
@@ -11,18 +12,18 @@ export const GUEST_RUNTIME_PORT = 8888;
 const HOST = '127.0.0.1';
 
 /**
- * Relays an upgraded connection to a guest port: 8888 to the built-in guest runtime over the
- * sandbox's root, any other port to 127.0.0.1:{port} on the simulator's host when a process the
+ * Relays an upgraded connection to a guest port: 8888 to the built-in guest runtime and 49983 to
+ * the built-in envd, both over the sandbox's root; any other port to 127.0.0.1:{port} on the simulator's host when a process the
  * sandbox started listens there (so a server that exec started is reachable, and no other
  * sandbox's or the host's). Nothing of the sandbox listening is 502 before the 101. Each direction is closed
  * on its own EOF (half-close), and the relay holds the sandbox's idle clock while it is open.
  */
 export async function relayPort(access: SandboxAccess, socket: Socket, head: Buffer, port: number): Promise<void> {
-  if (port === GUEST_RUNTIME_PORT) {
+  if (port === GUEST_RUNTIME_PORT || port === ENVD_PORT) {
     switchProtocols(socket, PORT_UPGRADE_PROTOCOL);
     access.dp.attach(access.sb.id, socket);
     if (head.length > 0) socket.unshift(head);
-    guestRuntimeOf(access.dp).accept(socket, access);
+    (port === ENVD_PORT ? envdRuntimeOf(access.dp) : guestRuntimeOf(access.dp)).accept(socket, access);
     return;
   }
   // the host's loopback is every sandbox's: only a listener of this sandbox's own processes is its port
