@@ -641,7 +641,6 @@ describe('the sandbox-scale chart', () => {
         name: `${fullname}-e2b`,
         spec: {
           type: 'ClusterIP',
-          sessionAffinity: 'ClientIP',
           selector: expect.objectContaining({ 'app.kubernetes.io/component': 'sandbox-apiserver' }),
           ports: [{ name: 'https', port: 3000, targetPort: 'e2b', protocol: 'TCP' }],
         },

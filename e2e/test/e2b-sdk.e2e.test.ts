@@ -94,6 +94,21 @@ out['missing'] = sbx.files.exists('/work/py/none.txt')
 out['made'] = sbx.files.make_dir('/work/py/d')
 out['madeAgain'] = sbx.files.make_dir('/work/py/d')
 out['running'] = sbx.is_running()
+# the synchronous watcher polls (CreateWatcher, GetWatcherEvents, RemoveWatcher)
+import time
+w = sbx.files.watch_dir('/work/py')
+sbx.files.write('/work/py/b.txt', 'x')
+events = []
+for _ in range(100):
+    events += [e.type.value + ':' + e.name for e in w.get_new_events()]
+    if 'create:b.txt' in events:
+        break
+    time.sleep(0.05)
+w.stop()
+out['watched'] = 'create:b.txt' in events
+h = sbx.commands.run('read line; echo "got $line"', background=True, stdin=True)
+sbx.commands.send_stdin(h.pid, 'from-python\\n')
+out['talked'] = h.wait().stdout
 sbx.set_timeout(600)
 info = sbx.get_info()
 out['state'] = info.state.value
@@ -123,6 +138,11 @@ const Lifecycle = z.object({
   existsAfterRemove: z.boolean(),
   running: z.boolean(),
   killedBackground: z.boolean(),
+  listedPids: z.boolean(),
+  talked: z.string(),
+  watchedTalk: z.string(),
+  watched: z.boolean(),
+  renamed: z.string(),
   backgroundExit: z.number(),
   state: z.string(),
   template: z.string(),
@@ -170,6 +190,29 @@ out.running = await sbx.isRunning();
 const bg = await sbx.commands.run('sleep 120', { background: true });
 out.killedBackground = await bg.kill();
 out.backgroundExit = await bg.wait().then((x) => x.exitCode, (e) => e.exitCode);
+// output streams as it comes: the command blocks on its stdin until 'ready' has reached the caller
+let sawReady;
+const ready = new Promise((resolve) => (sawReady = resolve));
+const talk = await sbx.commands.run('echo ready; read line; echo "got $line"', {
+  background: true,
+  stdin: true,
+  onStdout: (d) => d.includes('ready') && sawReady(),
+});
+await ready;
+out.listedPids = (await sbx.commands.list()).map((p) => p.pid).includes(talk.pid);
+const watcher = await sbx.commands.connect(talk.pid);
+await sbx.commands.sendStdin(talk.pid, 'hello\\n');
+out.talked = (await talk.wait()).stdout;
+out.watchedTalk = (await watcher.wait()).stdout;
+// a directory watched while a file is written into it
+await sbx.files.makeDir('/work/w');
+const seen = [];
+const watch = await sbx.files.watchDir('/work/w', (e) => seen.push(e.type + ':' + e.name));
+await sbx.files.write('/work/w/new.txt', 'x');
+for (let i = 0; i < 100 && !seen.includes('create:new.txt'); i++) await new Promise((r) => setTimeout(r, 50));
+await watch.stop();
+out.watched = seen.includes('create:new.txt');
+out.renamed = (await sbx.files.rename('/work/w/new.txt', '/work/w/moved.txt')).path;
 await sbx.setTimeout(600_000);
 const info = await sbx.getInfo();
 out.state = info.state;
@@ -244,6 +287,11 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
       existsAfterRemove: false,
       running: true,
       killedBackground: true,
+      listedPids: true,
+      talked: 'ready\ngot hello\n',
+      watchedTalk: 'got hello\n',
+      watched: true,
+      renamed: '/work/w/moved.txt',
       state: 'running',
       template: 'agent',
       paused: true,
@@ -287,6 +335,8 @@ describe("e2b's JS SDK, unmodified, as a tenant with the edit role", () => {
       made: true,
       madeAgain: false,
       running: true,
+      watched: true,
+      talked: 'got from-python\n',
       state: 'running',
       template: 'agent',
       killed: true,
@@ -388,14 +438,19 @@ console.log(JSON.stringify({ id: s.sandboxId, stdout: r.stdout, killed: await s.
         ),
       );
     expect(bad.list).toBe('AuthenticationError');
-    const kept = z
-      .object({ id: z.string() })
-      .parse(
-        await e2b(
-          `import { Sandbox } from 'e2b';\nconst s = await Sandbox.create('agent');\nconsole.log(JSON.stringify({ id: s.sandboxId }));`,
-          tenant.token,
-        ),
-      );
+    // made raw, as the SDK's create does, to hold each answer's envdAccessToken
+    const created = async () => {
+      const r = await rawRequest('/v2/sandboxes', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-api-key': tenant.token },
+        body: '{"templateID":"agent"}',
+      });
+      expect(r.statusCode).toBe(201);
+      const body = z.object({ sandboxID: z.string(), envdAccessToken: z.string() }).parse(await r.body.json());
+      return { id: body.sandboxID, token: body.envdAccessToken };
+    };
+    const kept = await created();
+    const sibling = await created();
     // the other tenant names that sandbox: not found in its own namespace, and not listed; its create finds no pool of its own
     const seen = z
       .object({
@@ -429,16 +484,23 @@ console.log(JSON.stringify(out));`,
       list: [],
       create: expect.not.stringMatching(/^created$/) as unknown,
     });
-    // envd with the other tenant's key names no sandbox of its own
-    const envd = await rawRequest('/filesystem.Filesystem/Stat', {
-      method: 'POST',
-      headers: { 'content-type': 'application/json', 'x-access-token': stranger.token, 'e2b-sandbox-id': kept.id },
-      body: '{"path":"/"}',
-    });
-    expect({ status: envd.statusCode, body: (await envd.body.json()) as unknown }).toMatchObject({
-      status: 404,
-      body: { code: 'not_found' },
-    });
+    // envd takes only the sandbox's own access token: not a tenant's key, not another sandbox's token
+    const envdWith = async (token: string, id: string) => {
+      const r = await rawRequest('/filesystem.Filesystem/Stat', {
+        method: 'POST',
+        headers: { 'content-type': 'application/json', 'x-access-token': token, 'e2b-sandbox-id': id },
+        body: '{"path":"/"}',
+      });
+      return { status: r.statusCode, body: (await r.body.json()) as unknown };
+    };
+    for (const [token, id] of [
+      [stranger.token, kept.id],
+      [tenant.token, kept.id],
+      [sibling.token, kept.id],
+      [kept.token, sibling.id],
+    ] as const)
+      expect(await envdWith(token, id)).toMatchObject({ status: 401, body: { code: 401 } });
+    expect(await envdWith(kept.token, kept.id)).toMatchObject({ status: 200, body: { entry: { type: 'FILE_TYPE_DIRECTORY' } } });
     // the owner reaches it again from a fresh process, and runs a command
     const again = z
       .object({ out: z.string() })

@@ -24,7 +24,15 @@ import {
   type Informer,
   type Logger,
 } from '@sandbox-scale/kube-runtime';
-import { BadRequestError, NODE_NOTICE_PATH, StatusError, type NodeInventory, type OwnerRefKey, type Rng } from '@sandbox-scale/scale-core';
+import {
+  BadRequestError,
+  NODE_NOTICE_PATH,
+  SANDBOX_LABELS,
+  StatusError,
+  type NodeInventory,
+  type OwnerRefKey,
+  type Rng,
+} from '@sandbox-scale/scale-core';
 import { fleetClients, type NodeTokenMode } from '@sandbox-scale/sandboxd-client';
 import { Registry } from 'prom-client';
 import { startAuthenticationConfigWatch, type ConfigMapRef } from './authn/auth-config';
@@ -61,6 +69,7 @@ import type { RouterOptions } from './router/router-flags';
 import { startRouter, type RunningRouter } from './router/router-server';
 import type { E2bOptions } from './e2b/e2b-flags';
 import { E2bConfigError, startE2bServer, type RunningE2bServer } from './e2b/e2b-server';
+import { EnvdTokens } from './e2b/envd-token';
 import type { RelayBounds } from './data-plane/relay-bounds';
 
 export interface SandboxApiserverConfig {
@@ -445,6 +454,13 @@ export async function startSandboxApiserver(config: SandboxApiserverConfig): Pro
       ...(config.e2b.tls ? { tls: serving.pair } : {}),
       kubeConfig: kc,
       auth: delegatedAuth,
+      access: dataPlane.access,
+      tokens: new EnvdTokens(config.claimRefKey),
+      pausedOf: (namespace, name) => {
+        const row = sandboxes.cache.get(namespace, name);
+        if (row === undefined) return undefined;
+        return (sandboxes.cache.objectOf(row).metadata.labels?.[SANDBOX_LABELS.phase] ?? '').toLowerCase() === 'paused';
+      },
       ...(config.e2b.defaultNamespace !== undefined ? { defaultNamespace: config.e2b.defaultNamespace } : {}),
       ...(config.maxConnections !== undefined ? { maxConnections: config.maxConnections } : {}),
       log,

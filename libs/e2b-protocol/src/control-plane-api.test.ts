@@ -1,6 +1,6 @@
 import { E2bApiError, serveControlPlane, type E2bBackend, type E2bSandbox } from './control-plane-api';
 
-const identity = { envdVersion: '0.5.7', envdAccessToken: 'key-1', clientID: 'sandbox-scale' };
+const identity = { envdVersion: '0.5.7', envdAccessToken: (id: string) => `token-of-${id}`, clientID: 'sandbox-scale' };
 const at = new Date('2026-12-07T00:00:00Z');
 const sandbox = (id: string, state: 'running' | 'paused' = 'running'): E2bSandbox => ({
   sandboxID: id,
@@ -68,7 +68,7 @@ describe('the e2b control plane', () => {
         templateID: 'python-agent',
         clientID: 'sandbox-scale',
         envdVersion: '0.5.7',
-        envdAccessToken: 'key-1',
+        envdAccessToken: 'token-of-sb-1',
         trafficAccessToken: null,
         domain: null,
       },

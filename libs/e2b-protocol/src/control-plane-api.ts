@@ -109,8 +109,8 @@ export interface ControlPlaneReply {
 /** What the server says it runs as envd: the gates the SDKs read from it (§ version gates). */
 export interface ServedIdentity {
   envdVersion: string;
-  /** The API key the caller sent: envd's calls carry it back as X-Access-Token. */
-  envdAccessToken: string;
+  /** The sandbox's envd access token: envd's calls carry it back as X-Access-Token. */
+  envdAccessToken: (sandboxID: string) => string;
   /** An e2b client id; Python requires the field. */
   clientID: string;
 }
@@ -135,7 +135,7 @@ export function sandboxReply(s: E2bSandbox, id: ServedIdentity): SandboxReply {
     templateID: s.templateID,
     clientID: id.clientID,
     envdVersion: id.envdVersion,
-    envdAccessToken: id.envdAccessToken,
+    envdAccessToken: id.envdAccessToken(s.sandboxID),
     trafficAccessToken: null,
     domain: null,
   };

@@ -1,18 +1,5 @@
-// e2b's protocols as e2b's SDKs speak them: the control plane's REST shapes and envd's
-// Connect-JSON RPCs and REST files. Pure translation: the servers that use it only wire it.
-export {
-  encodeEnvelope,
-  messageEnvelope,
-  endStreamEnvelope,
-  EnvelopeReader,
-  EnvelopeError,
-  isEnvelopeError,
-  FLAG_MESSAGE,
-  FLAG_END_STREAM,
-} from './connect-envelope';
-export type { Envelope } from './connect-envelope';
-export { CONNECT_CODES, ConnectError, isConnectError, connectHttpStatus, connectCodeOfStatus } from './connect-errors';
-export type { ConnectCode } from './connect-errors';
+// e2b's protocols as e2b's SDKs speak them: the control plane's REST shapes, and envd's Connect
+// services (generated from proto/) with its REST files, served over a guest a host provides.
 export {
   NewSandboxSchema,
   ConnectBodySchema,
@@ -36,28 +23,10 @@ export type {
   ErrorBody,
   ListFilter,
 } from './control-plane';
-export {
-  StartRequestSchema,
-  ConnectRequestSchema,
-  SendSignalRequestSchema,
-  SendInputRequestSchema,
-  CloseStdinRequestSchema,
-  ProcessSelectorSchema,
-  startEvent,
-  dataEvent,
-  keepaliveEvent,
-  endEvent,
-  exitStatus,
-} from './envd-process';
-export type { StartRequest, ProcessConfig, ProcessEvent } from './envd-process';
-export { PathRequestSchema, ListDirRequestSchema, MoveRequestSchema, entryInfo, permissionString, writtenEntry } from './envd-filesystem';
-export type { FileFacts } from './envd-filesystem';
 export { boundaryOf, parseMultipart, MultipartError, isMultipartError } from './multipart';
 export type { FilePart } from './multipart';
 export { serveControlPlane, sandboxReply, sandboxDetail, E2bApiError, isE2bApiError, DEFAULT_TIMEOUT_SECONDS } from './control-plane-api';
 export type { E2bBackend, E2bSandbox, CreateRequest, ControlPlaneRequest, ControlPlaneReply, ServedIdentity } from './control-plane-api';
-export { serveEnvd, ProcessTable, MAX_RPC_MESSAGE_BYTES } from './envd-api';
-export type { EnvdBackend, EnvdRequest, EnvdReply, ExecRun } from './envd-api';
 export { envdHandler, MAX_RPC_MESSAGE_BYTES as ENVD_MAX_MESSAGE_BYTES } from './envd/envd-handler';
 export type { EnvdHandlerOptions } from './envd/envd-handler';
 export { GuestError, isGuestError } from './envd/guest';

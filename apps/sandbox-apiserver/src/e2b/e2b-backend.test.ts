@@ -1,7 +1,7 @@
-import { ConnectError, E2bApiError } from '@sandbox-scale/e2b-protocol';
+import { E2bApiError } from '@sandbox-scale/e2b-protocol';
 import { ClaimTimeoutError, ForbiddenError, NotFoundError, UnavailableError } from '@sandbox-scale/sdk';
 import { SANDBOX_LABELS } from '@sandbox-scale/scale-core';
-import { asApiError, asConnectError, E2B_ANNOTATIONS, e2bSandboxOf } from './e2b-backend';
+import { asApiError, E2B_ANNOTATIONS, e2bSandboxOf } from './e2b-backend';
 
 const now = new Date('2026-12-07T10:00:00Z');
 const target = { verb: 'get', resource: 'sandboxes', namespace: 'team', name: 'sb' };
@@ -49,26 +49,22 @@ describe('e2bSandboxOf', () => {
 });
 
 describe('the errors of calls made as the caller', () => {
-  it('answer the control plane with the status e2b reads from its body, and envd with a Connect code', () => {
-    const cases: [Error, number, string][] = [
-      [new NotFoundError('gone', { code: 404, target }), 404, 'not_found'],
-      [new ForbiddenError('no', { code: 403, target }), 403, 'permission_denied'],
-      [new UnavailableError('later', { code: 503, target }), 503, 'unavailable'],
-      [new ClaimTimeoutError('slow'), 504, 'deadline_exceeded'],
+  it('answer the control plane with the status e2b reads from its body', () => {
+    const cases: [Error, number][] = [
+      [new NotFoundError('gone', { code: 404, target }), 404],
+      [new ForbiddenError('no', { code: 403, target }), 403],
+      [new UnavailableError('later', { code: 503, target }), 503],
+      [new ClaimTimeoutError('slow'), 504],
     ];
-    for (const [err, status, code] of cases) {
+    for (const [err, status] of cases) {
       const api = asApiError(err);
       expect(api).toBeInstanceOf(E2bApiError);
       expect((api as E2bApiError).status).toBe(status);
-      const connect = asConnectError(err);
-      expect(connect).toBeInstanceOf(ConnectError);
-      expect((connect as ConnectError).code).toBe(code);
     }
   });
 
   it('leaves any other error as it is, so the server logs it and answers 500', () => {
     const plain = new Error('boom');
     expect(asApiError(plain)).toBe(plain);
-    expect(asConnectError(plain)).toBe(plain);
   });
 });

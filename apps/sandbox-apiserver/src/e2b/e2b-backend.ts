@@ -1,12 +1,8 @@
 import {
-  ConnectError,
-  connectCodeOfStatus,
   E2bApiError,
   MAX_LIST_LIMIT,
   type E2bBackend,
   type E2bSandbox,
-  type EnvdBackend,
-  type FileFacts,
   type SandboxMetric,
   type SnapshotInfo,
   type ListFilter,
@@ -32,8 +28,7 @@ import {
   type SandboxStats,
 } from '@sandbox-scale/sdk';
 import { createHash } from 'node:crypto';
-import { Readable } from 'node:stream';
-import { encodeTarHeader, SANDBOX_LABELS, TAR_END } from '@sandbox-scale/scale-core';
+import { SANDBOX_LABELS } from '@sandbox-scale/scale-core';
 import { z } from 'zod';
 
 /**
@@ -53,9 +48,6 @@ export const E2B_CREATED_LABEL = 'e2b.sandbox-scale.io/created-by';
 
 /** The largest metadata map kept on a claim (annotations share 256 KiB per object). */
 const MAX_METADATA_BYTES = 16 * 1024;
-/** The largest file one envd call reads or writes: the server holds it whole while it passes. */
-export const E2B_MAX_FILE_BYTES = 32 * 1024 * 1024;
-
 const MetadataSchema = z.record(z.string(), z.string());
 
 /** The status and words e2b's SDKs should see for an error of the SDK's calls. */
@@ -81,19 +73,12 @@ export function asApiError(err: unknown): unknown {
   return s === undefined ? err : new E2bApiError(s.status, s.message, s.status === 503 ? 1 : undefined);
 }
 
-/** An SDK error as envd answers it: a Connect error with its string code. */
-export function asConnectError(err: unknown): unknown {
-  const s = statusOf(err);
-  if (s === undefined) return err;
-  return new ConnectError(connectCodeOfStatus(s.status), s.message);
-}
-
 async function translated<T>(f: () => Promise<T>, as: (err: unknown) => unknown, onUnexpected?: (err: unknown) => void): Promise<T> {
   try {
     return await f();
   } catch (err) {
     const answered = as(err);
-    if (answered === err && !(err instanceof ConnectError) && !(err instanceof E2bApiError)) onUnexpected?.(err);
+    if (answered === err && !(err instanceof E2bApiError)) onUnexpected?.(err);
     throw answered;
   }
 }
@@ -395,143 +380,7 @@ const SNAPSHOT_LIST_FANOUT = 8;
 const SNAPSHOT_ID_SEPARATOR = '~';
 const snapshotIdOf = (sandbox: string, checkpoint: string): string => `${sandbox}${SNAPSHOT_ID_SEPARATOR}${checkpoint}`;
 
-/** The environment envd gives its default user's commands. */
-const GUEST_USER_ENV = { HOME: '/home/user', USER: 'user' };
-
 /** The claim name of an Idempotency-Key: a digest, so any key makes a valid name and says nothing of itself. */
 function idempotentName(key: string): string {
   return `e2b-${createHash('sha256').update(key).digest('hex').slice(0, 20)}`;
-}
-
-const KIND_MODE: Record<FileFacts['kind'], number> = { file: 0o100644, dir: 0o040755, symlink: 0o120777, other: 0 };
-
-function baseName(path: string): string {
-  const parts = path.split('/').filter((p) => p !== '');
-  return parts[parts.length - 1] ?? '/';
-}
-
-function joinPath(dir: string, name: string): string {
-  return `${dir.replace(/\/+$/, '')}/${name}`;
-}
-
-/** envd's operations on one sandbox, as its caller. */
-export class CallerEnvd implements EnvdBackend {
-  constructor(
-    private readonly client: SandboxClient,
-    private readonly namespace: string,
-    private readonly name: string,
-    /** An error no Connect code says: the server logs it, since the caller only sees `internal`. */
-    private readonly onUnexpected: (err: unknown) => void = () => undefined,
-  ) {}
-
-  get #sandbox() {
-    return this.client.sandbox(this.name, this.namespace);
-  }
-
-  exec(r: Parameters<EnvdBackend['exec']>[0]): Promise<{ exitCode: number; stdout: Buffer; stderr: Buffer }> {
-    return translated(
-      async () => {
-        const res = await this.#sandbox.exec([r.cmd, ...r.args], {
-          // envd's default user, whose home a login shell reads; the caller's own envs win
-          env: { ...GUEST_USER_ENV, ...r.envs },
-          ...(r.cwd !== undefined && r.cwd !== '' ? { cwd: r.cwd } : {}),
-          ...(r.timeoutMs !== undefined && r.timeoutMs > 0 ? { timeoutMs: r.timeoutMs } : {}),
-          signal: r.signal,
-        });
-        return { exitCode: res.exitCode, stdout: Buffer.from(res.stdout, 'utf8'), stderr: Buffer.from(res.stderr, 'utf8') };
-      },
-      asConnectError,
-      this.onUnexpected,
-    );
-  }
-
-  stat(path: string): Promise<FileFacts> {
-    return translated(
-      async () => {
-        const info = await this.#sandbox.files.stat(path);
-        return {
-          name: baseName(path),
-          path,
-          kind: info.type,
-          size: info.size,
-          mode: info.mode !== 0 ? info.mode | (KIND_MODE[info.type] & ~0o7777) : KIND_MODE[info.type],
-          ...(info.mtime !== undefined ? { modifiedTime: info.mtime } : {}),
-        };
-      },
-      asConnectError,
-      this.onUnexpected,
-    );
-  }
-
-  listDir(path: string): Promise<FileFacts[]> {
-    return translated(
-      async () => {
-        const entries = await this.#sandbox.files.list(path);
-        return entries.map((e) => ({ name: e.name, path: joinPath(path, e.name), kind: e.kind, size: e.size, mode: KIND_MODE[e.kind] }));
-      },
-      asConnectError,
-      this.onUnexpected,
-    );
-  }
-
-  makeDir(path: string): Promise<boolean> {
-    return translated(
-      async () => {
-        try {
-          await this.#sandbox.files.stat(path);
-          return false;
-        } catch (err) {
-          if (!isNotFound(err)) throw err;
-        }
-        // an archive of the one directory, unpacked under its parent (which the files subresource creates)
-        const trimmed = path.replace(/\/+$/, '');
-        const parent = trimmed.slice(0, trimmed.lastIndexOf('/')) || '/';
-        const entry = encodeTarHeader({
-          path: baseName(trimmed),
-          type: 'dir',
-          mode: 0o755,
-          size: 0,
-          mtimeSecs: Math.floor(Date.now() / 1000),
-        });
-        await this.#sandbox.files.upload(parent, Readable.from([Buffer.concat([entry, TAR_END])]));
-        return true;
-      },
-      asConnectError,
-      this.onUnexpected,
-    );
-  }
-
-  remove(path: string): Promise<void> {
-    return translated(() => this.#sandbox.files.remove(path, { recursive: true }), asConnectError, this.onUnexpected);
-  }
-
-  /** A file moves by the files subresource alone (read, written, removed), so it needs no command in the guest. */
-  move(source: string, destination: string): Promise<FileFacts> {
-    return translated(
-      async () => {
-        const from = await this.#sandbox.files.stat(source);
-        if (from.type !== 'file') throw new ConnectError('unimplemented', `only a file can be moved here; ${source} is a ${from.type}`);
-        const data = await this.#sandbox.files.read(source, { maxBytes: E2B_MAX_FILE_BYTES });
-        await this.#sandbox.files.write(destination, data, { mode: from.mode & 0o7777 });
-        await this.#sandbox.files.remove(source);
-        return this.stat(destination);
-      },
-      asConnectError,
-      this.onUnexpected,
-    );
-  }
-
-  readFile(path: string): Promise<Buffer> {
-    return translated(() => this.#sandbox.files.read(path, { maxBytes: E2B_MAX_FILE_BYTES }), asConnectError, this.onUnexpected);
-  }
-
-  writeFile(path: string, data: Buffer): Promise<void> {
-    return translated(
-      async () => {
-        await this.#sandbox.files.write(path, data);
-      },
-      asConnectError,
-      this.onUnexpected,
-    );
-  }
 }

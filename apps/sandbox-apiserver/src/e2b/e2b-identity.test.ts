@@ -22,14 +22,13 @@ describe('the e2b caller', () => {
     expect(refusal(() => e2bNamespaceOf(user('system:serviceaccount:Team_A:agent'), undefined))).toMatchObject({ status: 403 });
   });
 
-  it('takes the key from X-API-KEY for the control plane and X-Access-Token for envd, once', () => {
-    expect(apiKeyOf({ 'x-api-key': 'k1' }, 'control-plane')).toBe('k1');
-    expect(apiKeyOf({ 'x-access-token': 'k2', 'x-api-key': 'no' }, 'envd')).toBe('k2');
-    expect(refusal(() => apiKeyOf({}, 'control-plane'))).toMatchObject({
+  it('takes the key from X-API-KEY, sent once', () => {
+    expect(apiKeyOf({ 'x-api-key': 'k1', 'x-access-token': 'no' })).toBe('k1');
+    expect(refusal(() => apiKeyOf({ 'x-access-token': 'k2' }))).toMatchObject({
       status: 401,
       message: expect.stringMatching(/^An API key is required/) as unknown,
     });
-    expect(refusal(() => apiKeyOf({ 'x-access-token': ['a', 'b'] }, 'envd'))).toMatchObject({ status: 401 });
-    expect(refusal(() => apiKeyOf({ 'x-api-key': '' }, 'control-plane'))).toMatchObject({ status: 401 });
+    expect(refusal(() => apiKeyOf({ 'x-api-key': ['a', 'b'] }))).toMatchObject({ status: 401 });
+    expect(refusal(() => apiKeyOf({ 'x-api-key': '' }))).toMatchObject({ status: 401 });
   });
 });

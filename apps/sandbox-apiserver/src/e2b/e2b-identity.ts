@@ -3,8 +3,8 @@ import type { UserInfo } from '@sandbox-scale/kube-runtime';
 
 /**
  * Who calls the e2b API, and in which namespace its sandboxes live. The API key is a Kubernetes
- * bearer token (TokenReview says whose): the control plane gets it as `X-API-KEY`, envd calls as
- * `X-Access-Token` (the create answer hands the same key back as `envdAccessToken`). A
+ * bearer token (TokenReview says whose), sent as `X-API-KEY` on control-plane calls; envd's
+ * calls carry the sandbox's own access token instead (envd-token.ts). A
  * ServiceAccount's sandboxes live in its own namespace; any other user's in the namespace the
  * chart names for them, or nowhere (refused) when it names none. Nothing a client sends names
  * the namespace.
@@ -19,16 +19,11 @@ export function oneHeader(headers: NodeJS.Dict<string | string[]>, name: string)
   return v === undefined || v === '' ? undefined : v;
 }
 
-/** The API key of a control-plane call, or the access token of an envd call. */
-export function apiKeyOf(headers: NodeJS.Dict<string | string[]>, kind: 'control-plane' | 'envd'): string {
-  const key = oneHeader(headers, kind === 'control-plane' ? 'x-api-key' : 'x-access-token');
+/** The API key of a control-plane call. */
+export function apiKeyOf(headers: NodeJS.Dict<string | string[]>): string {
+  const key = oneHeader(headers, 'x-api-key');
   if (key === undefined)
-    throw new E2bApiError(
-      401,
-      kind === 'control-plane'
-        ? 'An API key is required: X-API-KEY: <a Kubernetes token>, e.g. from kubectl create token'
-        : 'An access token is required: X-Access-Token, the envdAccessToken the create or connect answer gave',
-    );
+    throw new E2bApiError(401, 'An API key is required: X-API-KEY: <a Kubernetes token>, e.g. from kubectl create token');
   return key;
 }
 

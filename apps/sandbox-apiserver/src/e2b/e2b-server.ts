@@ -3,23 +3,12 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import {
-  E2bApiError,
-  errorBody,
-  isE2bApiError,
-  MAX_RPC_MESSAGE_BYTES,
-  ProcessTable,
-  serveControlPlane,
-  serveEnvd,
-  type EnvdReply,
-  type ServedIdentity,
-} from '@sandbox-scale/e2b-protocol';
+import { E2bApiError, errorBody, isE2bApiError, serveControlPlane, type ServedIdentity } from '@sandbox-scale/e2b-protocol';
 import {
   closeServer,
   guardRequests,
   InflightLimits,
   limitServer,
-  readBounded,
   readRequestBody,
   requestUrl,
   serveWatched,
@@ -31,19 +20,37 @@ import {
 } from '@sandbox-scale/kube-runtime';
 import { SandboxScaleError, statusErrorOf } from '@sandbox-scale/scale-core';
 import { SandboxClient } from '@sandbox-scale/sdk';
-import { CallerBackend, CallerEnvd, E2B_MAX_FILE_BYTES, statsOf } from './e2b-backend';
+import type { SandboxResolver } from '../data-plane/reach';
+import { openGuestPort } from '../router/guest-port';
+import { relayRequest } from '../router/relay';
+import { asRouterError } from '../router/router-errors';
+import { CallerBackend } from './e2b-backend';
 import { apiKeyOf, e2bNamespaceOf, oneHeader } from './e2b-identity';
+import type { EnvdTokens } from './envd-token';
 
 /**
  * The e2b listener: e2b's control-plane REST API and envd on one address, so e2b's SDKs work
  * unmodified with E2B_API_URL and E2B_SANDBOX_URL both set to it. The API key is a Kubernetes
  * bearer token: TokenReview (through the server's one DelegatedAuth, cached) says who calls and
- * so which namespace holds its sandboxes; every verb is then made against the Kubernetes API with
- * that same token, so RBAC and sandbox-apiserver's own checks decide it as for kubectl.
+ * so which namespace holds its sandboxes; every control-plane verb is then made against the
+ * Kubernetes API with that same token, so RBAC and sandbox-apiserver's own checks decide it as
+ * for kubectl. envd's calls carry the sandbox's access token, handed out with each create and
+ * connect, and are relayed to envd in the guest (port 49983) through the node's port relay, as
+ * the router relays to 8888.
  */
 
-/** The envd version reported: no implicit user (≥ 0.4.0), stdin:false (≥ 0.3.0), multipart uploads (< 0.5.7). */
-export const E2B_ENVD_VERSION = '0.5.4';
+/**
+ * The envd version reported, the gates e2b's SDKs read from it: stdin:false (0.3.0), no
+ * implicit user (0.4.0), CloseStdin (0.5.2), octet-stream uploads (0.5.7); not file metadata (0.6.2).
+ */
+export const E2B_ENVD_VERSION = '0.5.7';
+/** envd's port in the guest. */
+export const ENVD_PORT = 49983;
+/** How long a guest may take to answer, and then to go quiet (a stream's keepalive comes every 50 s). */
+const ENVD_CONNECT_TIMEOUT_MS = 30_000;
+const ENVD_IDLE_TIMEOUT_MS = 120_000;
+/** Credentials of this hop, never the guest's to see. */
+const ENVD_DROPPED_HEADERS: ReadonlySet<string> = new Set(['x-access-token', 'x-api-key', 'e2b-sandbox-id']);
 
 export const DEFAULT_E2B_CAPS = {
   /** Requests of one identity at once. */
@@ -59,7 +66,10 @@ const MAX_CONTROL_PLANE_BODY_BYTES = 256 * 1024;
 const CLIENTS_MAX = 10_000;
 const CLIENT_TTL_MS = 5 * 60_000;
 
+/** What e2b's SDKs call on envd; envd's own (/init, /envs, /metrics, freezing) are the orchestrator's, never relayed. */
 const ENVD_PATHS = /^\/(?:files|health|process\.Process\/[A-Za-z]+|filesystem\.Filesystem\/[A-Za-z]+)$/;
+/** The host form of an envd URL, `49983-<sandbox>.<domain>`, for a client that sets no E2b-Sandbox-Id. */
+const ENVD_HOST = /^49983-([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)\./;
 
 /** The e2b listener was asked for without the Kubernetes authentication its API keys need. */
 export class E2bConfigError extends SandboxScaleError {}
@@ -73,6 +83,12 @@ export interface E2bServerConfig {
   /** The kube-apiserver callers' calls go to (its cluster entry; never its credentials). */
   readonly kubeConfig: KubeConfig;
   readonly auth: Pick<DelegatedAuth, 'authenticateToken'>;
+  /** Where a served sandbox's node is, and the token to reach it there (the router's own). */
+  readonly access: SandboxResolver;
+  /** Each sandbox's envd access token. */
+  readonly tokens: EnvdTokens;
+  /** A served sandbox's phase as this replica's cache has it; undefined: not served. */
+  readonly pausedOf: (namespace: string, name: string) => boolean | undefined;
   /** The namespace of sandboxes of a caller that is not a ServiceAccount; absent: such callers are refused. */
   readonly defaultNamespace?: string;
   readonly caps?: typeof DEFAULT_E2B_CAPS;
@@ -151,11 +167,9 @@ export async function startE2bServer(c: E2bServerConfig): Promise<RunningE2bServ
     maxStreamsPerNamespace: caps.maxStreamsPerNamespace,
   });
   const clients = new TtlLru<string, SandboxClient>(CLIENTS_MAX, CLIENT_TTL_MS);
-  /** Commands running per sandbox (namespace/name), so SendSignal finds a Start's pid; a table goes when its last command does. */
-  const tables = new Map<string, ProcessTable>();
 
-  const callerOf = async (req: IncomingMessage, kind: 'control-plane' | 'envd', signal: AbortSignal): Promise<Caller> => {
-    const key = apiKeyOf(req.headers, kind);
+  const callerOf = async (req: IncomingMessage, signal: AbortSignal): Promise<Caller> => {
+    const key = apiKeyOf(req.headers);
     const user = await c.auth.authenticateToken(key, signal).catch((err: unknown) => {
       throw statusErrorOf(err) ?? err;
     });
@@ -173,7 +187,11 @@ export async function startE2bServer(c: E2bServerConfig): Promise<RunningE2bServ
 
   const serveControl = async (req: IncomingMessage, res: ServerResponse, url: URL, caller: Caller): Promise<void> => {
     const body = await readRequestBody(req, { maxBytes: MAX_CONTROL_PLANE_BODY_BYTES, optional: true });
-    const identity: ServedIdentity = { envdVersion: E2B_ENVD_VERSION, envdAccessToken: caller.key, clientID: caller.namespace };
+    const identity: ServedIdentity = {
+      envdVersion: E2B_ENVD_VERSION,
+      envdAccessToken: (id) => c.tokens.issue(caller.namespace, id),
+      clientID: caller.namespace,
+    };
     const reply = await serveControlPlane(new CallerBackend(caller.client, caller.namespace), identity, {
       method: req.method ?? 'GET',
       path: url.pathname,
@@ -186,60 +204,36 @@ export async function startE2bServer(c: E2bServerConfig): Promise<RunningE2bServ
     sendE2b(res, reply.status, reply.body, reply.headers);
   };
 
-  const writeEnvd = async (res: ServerResponse, reply: EnvdReply): Promise<void> => {
-    if (!('stream' in reply)) {
-      res.writeHead(reply.status, { 'content-type': reply.contentType, 'content-length': reply.body.length });
-      res.end(reply.body);
-      return;
-    }
-    res.writeHead(200, { 'content-type': reply.contentType });
-    const it = reply.stream[Symbol.asyncIterator]();
-    // the caller hanging up ends the stream, and so aborts its command (the generator's finally)
-    const gone = (): void => void it.return?.(undefined);
-    res.once('close', gone);
-    try {
-      for (;;) {
-        const next = await it.next();
-        if (next.done === true || res.destroyed) break;
-        if (!res.write(next.value)) await new Promise<void>((resolve) => res.once('drain', resolve).once('close', resolve));
-      }
-    } finally {
-      res.off('close', gone);
-      res.end();
-    }
-  };
-
-  const serveEnvdCall = async (req: IncomingMessage, res: ServerResponse, url: URL, caller: Caller): Promise<void> => {
-    const id = oneHeader(req.headers, 'e2b-sandbox-id');
+  /**
+   * An envd call: the sandbox its E2b-Sandbox-Id (or Host) names, reached only with that
+   * sandbox's access token, relayed to envd in the guest with the token and every e2b header
+   * dropped. A paused sandbox is not running for envd (its node would wake it on a relay).
+   */
+  const serveEnvdCall = async (req: IncomingMessage, res: ServerResponse, gone: AbortSignal, held: (() => void)[]): Promise<void> => {
+    const id = oneHeader(req.headers, 'e2b-sandbox-id') ?? ENVD_HOST.exec(req.headers.host ?? '')?.[1];
     if (id === undefined) return sendE2b(res, 400, errorBody(400, 'E2b-Sandbox-Id names no sandbox'));
-    const envd = new CallerEnvd(caller.client, caller.namespace, id, (err) =>
-      log.warn({ err, namespace: caller.namespace, sandbox: id, path: url.pathname }, 'e2b envd call failed'),
-    );
-    if (url.pathname === '/health') {
-      // what isRunning asks: the sandbox's node has it, running (a paused guest's envd would not answer)
-      const stats = await statsOf(caller.client, caller.namespace, id);
-      if (stats !== 'gone' && stats !== undefined && stats.paused !== true) return sendE2b(res, 204, undefined);
-      return sendE2b(res, 502, errorBody(502, `sandbox "${id}" was not found running`));
-    }
-    const limit = url.pathname === '/files' ? E2B_MAX_FILE_BYTES + 64 * 1024 : MAX_RPC_MESSAGE_BYTES + 16;
-    const body = await readBounded(req, limit);
-    if (body === undefined) return sendE2b(res, 413, errorBody(413, `request body larger than ${limit} bytes`));
-    const tableKey = `${caller.namespace}/${id}`;
-    let table = tables.get(tableKey);
-    if (table === undefined) tables.set(tableKey, (table = new ProcessTable()));
-    const timeout = Number(oneHeader(req.headers, 'connect-timeout-ms'));
+    const namespace = c.tokens.namespaceOf(oneHeader(req.headers, 'x-access-token'), id);
+    if (namespace === undefined)
+      throw new E2bApiError(401, `X-Access-Token is not the envdAccessToken of sandbox "${id}" (the create or connect answer gives it)`);
+    held.push(limits.acquireStream(namespace));
+    const paused = c.pausedOf(namespace, id);
+    if (paused !== false) throw new E2bApiError(502, `sandbox "${id}" ${paused === true ? 'is paused' : 'was not found'}`);
+    const deadline = AbortSignal.any([AbortSignal.timeout(ENVD_CONNECT_TIMEOUT_MS), gone]);
     try {
-      const reply = await serveEnvd(envd, table, {
-        method: req.method ?? 'GET',
-        path: url.pathname,
-        query: url.searchParams,
-        contentType: req.headers['content-type'],
-        timeoutMs: Number.isFinite(timeout) && timeout > 0 ? timeout : undefined,
-        body,
+      const guest = await openGuestPort(c.access, { namespace, name: id, port: ENVD_PORT, timeoutMs: ENVD_CONNECT_TIMEOUT_MS }, deadline);
+      await relayRequest(req, res, guest, {
+        port: ENVD_PORT,
+        name: id,
+        deadline,
+        idleTimeoutMs: ENVD_IDLE_TIMEOUT_MS,
+        droppedHeaders: ENVD_DROPPED_HEADERS,
       });
-      await writeEnvd(res, reply);
-    } finally {
-      if (table.size === 0) tables.delete(tableKey);
+    } catch (err) {
+      const refused = asRouterError(err);
+      if (refused === undefined) throw err;
+      // the SDKs read a gone sandbox from a 502 ("was not found"), as from e2b's own proxy
+      if (refused.status === 404) throw new E2bApiError(502, `sandbox "${id}" was not found`);
+      throw new E2bApiError(refused.status, refused.detail, refused.retryAfterSeconds);
     }
   };
 
@@ -252,12 +246,10 @@ export async function startE2bServer(c: E2bServerConfig): Promise<RunningE2bServ
     const held: (() => void)[] = [];
     res.once('close', () => held.forEach((release) => release()));
     try {
-      const caller = await callerOf(req, kind, gone.signal);
+      if (kind === 'envd') return await serveEnvdCall(req, res, gone.signal, held);
+      const caller = await callerOf(req, gone.signal);
       held.push(limits.acquire(caller.user.username, false));
-      if (kind === 'envd') {
-        held.push(limits.acquireStream(caller.namespace));
-        await serveEnvdCall(req, res, url, caller);
-      } else await serveControl(req, res, url, caller);
+      await serveControl(req, res, url, caller);
     } catch (err) {
       const r = refusalOf(err);
       if (r === undefined) throw err;

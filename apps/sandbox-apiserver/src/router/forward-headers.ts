@@ -53,11 +53,11 @@ function valueOf(raw: RawHeaders, name: string): string | undefined {
 /**
  * The headers a request is sent on to the guest with. Stripped, as agent-sandbox's router strips
  * them: the routing headers, hop-by-hop headers, Host and Authorization (and Expect); Host is then
- * set to the guest's loopback address and port. A body framed by chunks stays chunked; an upgrade request (`isUpgrade`,
+ * set to the guest's loopback address and port; `dropped` (lower case) names more that stop here. A body framed by chunks stays chunked; an upgrade request (`isUpgrade`,
  * as the server's parser decided) keeps its Upgrade.
  */
-export function forwardedRequestHeaders(raw: RawHeaders, port: number, isUpgrade: boolean): string[] {
-  const out = kept(raw, (name) => name.startsWith(ROUTING_HEADER_PREFIX) || REQUEST_ONLY_HERE.has(name));
+export function forwardedRequestHeaders(raw: RawHeaders, port: number, isUpgrade: boolean, dropped?: ReadonlySet<string>): string[] {
+  const out = kept(raw, (name) => name.startsWith(ROUTING_HEADER_PREFIX) || REQUEST_ONLY_HERE.has(name) || dropped?.has(name) === true);
   out.push('Host', `127.0.0.1:${port}`);
   const upgrade = valueOf(raw, 'upgrade');
   if (isUpgrade && upgrade !== undefined) out.push('Connection', 'Upgrade', 'Upgrade', upgrade);

@@ -16,6 +16,8 @@ export interface RelayOptions {
   readonly idleTimeoutMs: number;
   /** Bounds of a joined (upgraded) connection: closed when idle this long either way, or when this old. */
   readonly upgraded?: RelayBounds;
+  /** Request headers (lower case) that stop here besides the router's own: a credential of this hop. */
+  readonly droppedHeaders?: ReadonlySet<string>;
 }
 
 const unreachable = (name: string, cause: unknown): RouterError =>
@@ -34,7 +36,7 @@ function guestRequest(req: IncomingMessage, guest: Socket, o: RelayOptions, isUp
       createConnection: () => guest,
       method: req.method ?? 'GET',
       path: req.url ?? '/',
-      headers: forwardedRequestHeaders(req.rawHeaders, o.port, isUpgrade),
+      headers: forwardedRequestHeaders(req.rawHeaders, o.port, isUpgrade, o.droppedHeaders),
       setHost: false,
     });
   } catch (err) {

@@ -1,6 +1,14 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { Code, ConnectError, createContextKey, createContextValues, type HandlerContext, type Interceptor } from '@connectrpc/connect';
-import { connectNodeAdapter } from '@connectrpc/connect-node';
+import {
+  Code,
+  ConnectError,
+  createConnectRouter,
+  createContextKey,
+  createContextValues,
+  type HandlerContext,
+  type Interceptor,
+} from '@connectrpc/connect';
+import { universalRequestFromNodeRequest, universalResponseToNodeResponse } from '@connectrpc/connect-node';
 import { Filesystem } from '../gen/filesystem/filesystem_pb';
 import { Process } from '../gen/process/process_pb';
 import { serveRest, type FilesRestOptions } from './files-rest';
@@ -15,7 +23,7 @@ export const MAX_RPC_MESSAGE_BYTES = 1 << 20;
 export interface EnvdHandlerOptions extends FilesRestOptions {
   /** The sandbox a request reached (by its connection); undefined: none, and the call fails. */
   readonly guestOf: (req: IncomingMessage) => EnvdGuest | undefined;
-  /** A REST request that failed unexpectedly (its connection is cut). */
+  /** A request that failed unexpectedly (its connection is cut); a caller hanging up is not one. */
   readonly onError: (err: unknown) => void;
 }
 
@@ -42,23 +50,34 @@ export function envdHandler(o: EnvdHandlerOptions): (req: IncomingMessage, res: 
     }
     return next(req);
   };
-  return connectNodeAdapter({
-    routes: (router) => {
-      router.service(Process, processService(guestOf));
-      router.service(Filesystem, filesystemService(guestOf));
-    },
+  const router = createConnectRouter({
     connect: true,
     grpc: false,
     grpcWeb: false,
     readMaxBytes: MAX_RPC_MESSAGE_BYTES,
     jsonOptions: { ignoreUnknownFields: true },
     interceptors: [users],
-    contextValues: (req) => createContextValues().set(guestKey, o.guestOf(req as IncomingMessage)),
-    fallback: (req, res) => {
-      void serveRest(o.guestOf(req as IncomingMessage), req as IncomingMessage, res as ServerResponse, o).catch((err: unknown) => {
+  });
+  router.service(Process, processService(guestOf));
+  router.service(Filesystem, filesystemService(guestOf));
+  const rpcs = new Map(router.handlers.map((h) => [h.requestPath, h]));
+  // connect-node's own adapter, but a failure is the host's to log, and a caller that hung up
+  // mid-stream is no failure at all
+  return (req, res) => {
+    const rpc = rpcs.get((req.url ?? '').split('?', 1)[0] ?? '');
+    if (rpc === undefined) {
+      void serveRest(o.guestOf(req), req, res, o).catch((err: unknown) => {
         o.onError(err);
         res.destroy();
       });
-    },
-  });
+      return;
+    }
+    const uReq = universalRequestFromNodeRequest(req, res, undefined, createContextValues().set(guestKey, o.guestOf(req)));
+    rpc(uReq)
+      .then((uRes) => universalResponseToNodeResponse(uRes, res))
+      .catch((err: unknown) => {
+        if (res.destroyed || req.destroyed || ConnectError.from(err).code === Code.Aborted) return;
+        o.onError(err);
+      });
+  };
 }

@@ -68,19 +68,23 @@ export class OwnerRefKey {
     return this.#ids;
   }
 
-  /** The MAC of `signed` (a reference without its MAC segment), made with the signing key. */
-  mac(signed: string): string {
-    return macWith(this.#keys[0] as KeyObject, signed);
+  /**
+   * The MAC of `signed` (a reference without its MAC segment), made with the signing key. Another
+   * `domain` MACs something else with the same keyring, so a MAC of one kind never passes as one
+   * of another.
+   */
+  mac(signed: string, domain: string = DOMAIN): string {
+    return macWith(this.#keys[0] as KeyObject, signed, domain);
   }
 
   /** Whether `mac` is the MAC of `signed` under any key held, each compared in constant time. */
-  verify(signed: string, mac: string): boolean {
+  verify(signed: string, mac: string, domain: string = DOMAIN): boolean {
     if (mac.length !== MAC_CHARS) return false;
     const got = Buffer.from(mac, 'ascii');
     if (got.length !== MAC_CHARS) return false;
     let ok = false;
     // every key is tried, so the time taken does not say which one matched
-    for (const k of this.#keys) ok = timingSafeEqual(got, Buffer.from(macWith(k, signed), 'ascii')) || ok;
+    for (const k of this.#keys) ok = timingSafeEqual(got, Buffer.from(macWith(k, signed, domain), 'ascii')) || ok;
     return ok;
   }
 
@@ -90,8 +94,8 @@ export class OwnerRefKey {
   }
 }
 
-function macWith(key: KeyObject, signed: string): string {
-  return createHmac('sha256', key).update(DOMAIN).update(signed).digest().subarray(0, MAC_BYTES).toString('base64url');
+function macWith(key: KeyObject, signed: string, domain: string): string {
+  return createHmac('sha256', key).update(domain).update(signed).digest().subarray(0, MAC_BYTES).toString('base64url');
 }
 
 // a separate domain from the MAC's, so an id says nothing about any MAC
