@@ -31,6 +31,9 @@ app.kubernetes.io/part-of: sandbox-scale
 app.kubernetes.io/instance: {{ .Release.Name }}
 app.kubernetes.io/managed-by: {{ .Release.Service }}
 app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+{{- with .Values.commonLabels }}
+{{ toYaml . }}
+{{- end }}
 {{- end -}}
 
 {{/* Labels of one app's objects; call with (dict "root" $ "app" "<app>"). */}}
@@ -145,24 +148,31 @@ e2b's Services' when they serve HTTPS (every listener presents the one certifica
   protocol: TCP
 {{- end -}}
 
-{{/* Probes on the health port; (dict "port" "https" "scheme" "HTTPS") for a server that serves them itself. */}}
+{{/*
+Probes on the health port, timed by the app's livenessProbe and readinessProbe values:
+(dict "component" .Values.<app>), plus "port" "https" "scheme" "HTTPS" for a server that serves them itself.
+*/}}
 {{- define "sandbox-scale.probes" -}}
 {{- $port := .port | default "health" -}}
 {{- $scheme := .scheme | default "HTTP" -}}
+{{- $live := .component.livenessProbe | default dict -}}
+{{- $ready := .component.readinessProbe | default dict -}}
 livenessProbe:
   httpGet:
     path: /healthz
     port: {{ $port }}
     scheme: {{ $scheme }}
-  periodSeconds: 10
-  failureThreshold: 3
+  timeoutSeconds: {{ $live.timeoutSeconds | default 1 }}
+  periodSeconds: {{ $live.periodSeconds | default 10 }}
+  failureThreshold: {{ $live.failureThreshold | default 3 }}
 readinessProbe:
   httpGet:
     path: /readyz
     port: {{ $port }}
     scheme: {{ $scheme }}
-  periodSeconds: 5
-  failureThreshold: 3
+  timeoutSeconds: {{ $ready.timeoutSeconds | default 1 }}
+  periodSeconds: {{ $ready.periodSeconds | default 5 }}
+  failureThreshold: {{ $ready.failureThreshold | default 3 }}
 startupProbe:
   httpGet:
     path: /healthz
@@ -188,7 +198,23 @@ startupProbe:
         path: {{ .Values.fleetToken.key }}
 {{- end -}}
 
-{{/* Pod-level settings shared by every workload: (dict "root" $ "component" .Values.<app>). */}}
+{{/*
+A pod template's metadata: the app's labels over its podLabels over the top-level podLabels (the
+chart's own keys always win), and its podAnnotations over the top-level ones:
+(dict "root" $ "app" "<app>" "component" .Values.<app>).
+*/}}
+{{- define "sandbox-scale.podMetadata" -}}
+{{- $labels := merge (fromYaml (include "sandbox-scale.appLabels" .)) (deepCopy (.component.podLabels | default dict)) (deepCopy (.root.Values.podLabels | default dict)) -}}
+{{- $annotations := merge (deepCopy (.component.podAnnotations | default dict)) (deepCopy (.root.Values.podAnnotations | default dict)) -}}
+labels:
+  {{- toYaml $labels | nindent 2 }}
+{{- with $annotations }}
+annotations:
+  {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- end -}}
+
+{{/* Pod-level settings shared by every workload: (dict "root" $ "app" "<app>" "component" .Values.<app>). */}}
 {{- define "sandbox-scale.podCommon" -}}
 {{- with .root.Values.imagePullSecrets }}
 imagePullSecrets:
@@ -205,6 +231,17 @@ nodeSelector:
 {{- with .component.tolerations }}
 tolerations:
   {{- toYaml . | nindent 2 }}
+{{- end }}
+{{- $selector := fromYaml (include "sandbox-scale.selectorLabels" .) }}
+{{- with .component.topologySpreadConstraints }}
+topologySpreadConstraints:
+  {{- range . }}
+  {{- $c := deepCopy . }}
+  {{- if not (hasKey $c "labelSelector") }}
+  {{- $_ := set $c "labelSelector" (dict "matchLabels" $selector) }}
+  {{- end }}
+  {{- toYaml (list $c) | nindent 2 }}
+  {{- end }}
 {{- end }}
 {{- end -}}
 

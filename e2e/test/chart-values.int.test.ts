@@ -1,0 +1,206 @@
+import { join } from 'node:path';
+import { parseAllDocuments } from 'yaml';
+import { runTool } from '../src/index';
+
+// The values platform teams set on the chart: each is rendered where it belongs, on every app
+// it names, and a misspelled one is refused by the schema, naming it.
+
+const chartDir = join(__dirname, '..', '..', 'charts', 'sandbox-scale');
+const release = 'pv';
+const fullname = `${release}-sandbox-scale`;
+const APPS = [
+  { key: 'claimController', app: 'claim-controller', kind: 'Deployment' },
+  { key: 'warmpoolDriver', app: 'warmpool-driver', kind: 'Deployment' },
+  { key: 'sandboxApiserver', app: 'sandbox-apiserver', kind: 'Deployment' },
+  { key: 'inventoryPublisher', app: 'inventory-publisher', kind: 'DaemonSet' },
+] as const;
+
+interface Probe {
+  timeoutSeconds?: number;
+  periodSeconds?: number;
+  failureThreshold?: number;
+}
+interface Container {
+  name: string;
+  env?: { name: string; value?: string }[];
+  volumeMounts?: { name: string; mountPath: string }[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+}
+interface PodSpec {
+  containers: Container[];
+  volumes?: { name: string }[];
+  topologySpreadConstraints?: { topologyKey: string; labelSelector?: { matchLabels: Record<string, string> } }[];
+  affinity?: Record<string, unknown>;
+  nodeSelector?: Record<string, string>;
+  tolerations?: unknown[];
+}
+interface Doc {
+  kind: string;
+  metadata: { name: string; labels?: Record<string, string> };
+  spec?: { template?: { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec: PodSpec } };
+}
+
+async function render(...sets: string[]): Promise<Doc[]> {
+  const r = await runTool('helm', ['template', release, chartDir, '--namespace', 'sandbox-scale', ...sets]);
+  if (r.code !== 0) throw new Error(r.stderr);
+  return parseAllDocuments(r.stdout)
+    .map((d) => d.toJSON() as Doc | null)
+    .filter((d): d is Doc => d !== null);
+}
+
+async function refused(...sets: string[]): Promise<string> {
+  const r = await runTool('helm', ['template', release, chartDir, ...sets]);
+  expect(r.code).not.toBe(0);
+  return r.stderr;
+}
+
+function workload(
+  docs: Doc[],
+  app: (typeof APPS)[number],
+): { labels: Record<string, string>; annotations: Record<string, string>; pod: PodSpec } {
+  const d = docs.find((x) => x.kind === app.kind && x.metadata.name === `${fullname}-${app.app}`);
+  const t = d?.spec?.template;
+  if (t === undefined) throw new Error(`no ${app.kind} ${app.app}`);
+  return { labels: t.metadata.labels ?? {}, annotations: t.metadata.annotations ?? {}, pod: t.spec };
+}
+
+const main = (pod: PodSpec, app: (typeof APPS)[number]): Container => {
+  const c = pod.containers.find((x) => x.name === app.app);
+  if (c === undefined) throw new Error(`no container ${app.app}`);
+  return c;
+};
+
+describe("the chart's platform values", () => {
+  it('adds commonLabels to every object, and podLabels and podAnnotations to every pod, the app over the top level', async () => {
+    const sets = ['--set', 'commonLabels.team=platform', '--set', 'podLabels.tier=top', '--set-string', 'podAnnotations.scrape=yes'];
+    for (const a of APPS) sets.push('--set', `${a.key}.podLabels.tier=${a.app}`, '--set-string', `${a.key}.podAnnotations.owner=${a.app}`);
+    const docs = await render(...sets);
+    expect(docs.filter((d) => d.metadata.labels?.team !== 'platform').map((d) => `${d.kind}/${d.metadata.name}`)).toEqual([]);
+    for (const a of APPS) {
+      const w = workload(docs, a);
+      expect(w.labels).toMatchObject({ tier: a.app, team: 'platform', 'app.kubernetes.io/component': a.app });
+      expect(w.annotations).toEqual({ scrape: 'yes', owner: a.app });
+    }
+    // the top level alone, where an app sets none
+    const top = await render('--set', 'podLabels.tier=top');
+    for (const a of APPS) expect(workload(top, a).labels.tier).toBe('top');
+  });
+
+  it("refuses labels that would replace the chart's own keys, and misspelled names, naming them", async () => {
+    expect(await refused('--set', 'podLabels.app\\.kubernetes\\.io/component=x')).toContain('/podLabels');
+    expect(await refused('--set', 'commonLabels.helm\\.sh/chart=x')).toContain('/commonLabels');
+    expect(await refused('--set', 'podLabel.x=y')).toContain("additional properties 'podLabel' not allowed");
+    for (const a of APPS) {
+      for (const wrong of ['extraEnvs', 'extraVolume', 'topologySpreadConstraint', 'livenessProbes', 'podAnnotation'])
+        expect(await refused('--set', `${a.key}.${wrong}=x`)).toContain(`additional properties '${wrong}' not allowed`);
+      expect(await refused('--set', `${a.key}.readinessProbe.timeoutSecond=2`)).toContain(`/${a.key}/readinessProbe`);
+    }
+  });
+
+  it("renders extraEnv, extraVolumes and extraVolumeMounts in each app's container, after the chart's own", async () => {
+    const sets: string[] = [];
+    for (const a of APPS)
+      sets.push(
+        '--set-json',
+        `${a.key}.extraEnv=[{"name":"EXTRA","value":"${a.app}"}]`,
+        '--set-json',
+        `${a.key}.extraVolumes=[{"name":"extra","emptyDir":{}}]`,
+        '--set-json',
+        `${a.key}.extraVolumeMounts=[{"name":"extra","mountPath":"/extra"}]`,
+      );
+    const docs = await render(...sets);
+    for (const a of APPS) {
+      const w = workload(docs, a);
+      const c = main(w.pod, a);
+      expect(c.env?.at(-1)).toEqual({ name: 'EXTRA', value: a.app });
+      expect(c.env?.some((e) => e.name === 'LOG_LEVEL')).toBe(true);
+      expect(c.volumeMounts?.at(-1)).toEqual({ name: 'extra', mountPath: '/extra' });
+      expect(w.pod.volumes?.at(-1)).toEqual({ name: 'extra', emptyDir: {} });
+      expect(w.pod.volumes?.some((v) => v.name === 'tmp')).toBe(true);
+    }
+    expect(await refused('--set-json', 'claimController.extraEnv=[{"value":"no name"}]')).toContain('/claimController/extraEnv/0');
+  });
+
+  it('times the probes by the values, and keeps the defaults otherwise', async () => {
+    const sets: string[] = [];
+    for (const a of APPS)
+      sets.push(
+        '--set',
+        `${a.key}.livenessProbe.timeoutSeconds=4`,
+        '--set',
+        `${a.key}.livenessProbe.periodSeconds=20`,
+        '--set',
+        `${a.key}.readinessProbe.failureThreshold=6`,
+      );
+    const docs = await render(...sets);
+    const defaults = await render();
+    for (const a of APPS) {
+      const c = main(workload(docs, a).pod, a);
+      expect(c.livenessProbe).toMatchObject({ timeoutSeconds: 4, periodSeconds: 20, failureThreshold: 3 });
+      expect(c.readinessProbe).toMatchObject({ timeoutSeconds: 1, periodSeconds: 5, failureThreshold: 6 });
+      const d = main(workload(defaults, a).pod, a);
+      expect(d.livenessProbe).toMatchObject({ timeoutSeconds: 1, periodSeconds: 10, failureThreshold: 3 });
+    }
+    expect(await refused('--set', 'sandboxApiserver.livenessProbe.periodSeconds=0')).toContain(
+      '/sandboxApiserver/livenessProbe/periodSeconds',
+    );
+  });
+
+  it("spreads each app by its topologySpreadConstraints, the app's own selector filled in; sandbox-apiserver by hostname by default", async () => {
+    const defaults = await render();
+    const api = APPS[2];
+    expect(workload(defaults, api).pod.topologySpreadConstraints).toEqual([
+      {
+        maxSkew: 1,
+        topologyKey: 'kubernetes.io/hostname',
+        whenUnsatisfiable: 'DoNotSchedule',
+        labelSelector: {
+          matchLabels: {
+            'app.kubernetes.io/name': 'sandbox-scale',
+            'app.kubernetes.io/instance': release,
+            'app.kubernetes.io/component': 'sandbox-apiserver',
+          },
+        },
+      },
+    ]);
+    const zone = '[{"maxSkew":1,"topologyKey":"topology.kubernetes.io/zone","whenUnsatisfiable":"ScheduleAnyway"}]';
+    const sets: string[] = [];
+    for (const a of APPS) sets.push('--set-json', `${a.key}.topologySpreadConstraints=${zone}`);
+    const docs = await render(...sets);
+    for (const a of APPS) {
+      const spread = workload(docs, a).pod.topologySpreadConstraints;
+      expect(spread?.map((t) => [t.topologyKey, t.labelSelector?.matchLabels['app.kubernetes.io/component']])).toEqual([
+        ['topology.kubernetes.io/zone', a.app],
+      ]);
+    }
+    expect(await refused('--set-json', 'warmpoolDriver.topologySpreadConstraints=[{"maxSkew":1}]')).toContain(
+      '/warmpoolDriver/topologySpreadConstraints/0',
+    );
+  });
+
+  it('places every app by resources, nodeSelector, tolerations and affinity', async () => {
+    const affinity =
+      '{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["control"]}]}]}}}';
+    const sets: string[] = [];
+    for (const a of APPS)
+      sets.push(
+        '--set',
+        `${a.key}.nodeSelector.pool=control`,
+        '--set-json',
+        `${a.key}.tolerations=[{"key":"dedicated","operator":"Exists"}]`,
+        '--set-json',
+        `${a.key}.affinity=${affinity}`,
+        '--set',
+        `${a.key}.resources.limits.memory=300Mi`,
+      );
+    const docs = await render(...sets);
+    for (const a of APPS) {
+      const w = workload(docs, a);
+      expect(w.pod.nodeSelector).toMatchObject({ pool: 'control' });
+      expect(w.pod.tolerations).toEqual([{ key: 'dedicated', operator: 'Exists' }]);
+      expect(w.pod.affinity).toEqual(JSON.parse(affinity));
+      expect((main(w.pod, a) as unknown as { resources: { limits: { memory: string } } }).resources.limits.memory).toBe('300Mi');
+    }
+  });
+});
