@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
-import { runTool } from '../src/index';
+import { createTestNamespace, deleteNamespace, kubectl, runTool, testKubeConfig } from '../src/index';
 
 // The values platform teams set on the chart: each is rendered where it belongs, on every app
 // it names, and a misspelled one is refused by the schema, naming it.
@@ -41,10 +41,14 @@ interface Doc {
   spec?: { template?: { metadata: { labels?: Record<string, string>; annotations?: Record<string, string> }; spec: PodSpec } };
 }
 
-async function render(...sets: string[]): Promise<Doc[]> {
-  const r = await runTool('helm', ['template', release, chartDir, '--namespace', 'sandbox-scale', ...sets]);
+async function renderText(namespace: string, ...sets: string[]): Promise<string> {
+  const r = await runTool('helm', ['template', release, chartDir, '--namespace', namespace, ...sets]);
   if (r.code !== 0) throw new Error(r.stderr);
-  return parseAllDocuments(r.stdout)
+  return r.stdout;
+}
+
+async function render(...sets: string[]): Promise<Doc[]> {
+  return parseAllDocuments(await renderText('sandbox-scale', ...sets))
     .map((d) => d.toJSON() as Doc | null)
     .filter((d): d is Doc => d !== null);
 }
@@ -202,5 +206,87 @@ describe("the chart's platform values", () => {
       expect(w.pod.affinity).toEqual(JSON.parse(affinity));
       expect((main(w.pod, a) as unknown as { resources: { limits: { memory: string } } }).resources.limits.memory).toBe('300Mi');
     }
+  });
+});
+
+interface Policy {
+  kind: string;
+  metadata: { name: string };
+  spec: {
+    podSelector: { matchLabels: Record<string, string> };
+    policyTypes: string[];
+    ingress: { ports: { port: number; protocol: string }[] }[];
+    egress: { ports: { port: number; protocol: string }[]; to?: { podSelector?: unknown; ipBlock?: { cidr: string } }[] }[];
+  };
+}
+
+const portsOf = (rules: { ports: { port: number; protocol: string }[] }[]): string[] =>
+  [...new Set(rules.flatMap((r) => r.ports.map((p) => `${p.protocol}/${p.port}`)))].sort();
+
+// The node's bridge CNI enforces no NetworkPolicy, so these are checked as rendered and as the
+// API server admits them, not by traffic.
+describe("the chart's NetworkPolicies (rendered and admitted; not enforced by the test node's CNI)", () => {
+  const kc = testKubeConfig();
+  let ns: string;
+  beforeAll(async () => {
+    ns = await createTestNamespace(kc, 'netpol');
+  });
+  afterAll(() => deleteNamespace(kc, ns));
+
+  it('renders none by default, and one per app with exactly the ports it serves and dials when enabled', async () => {
+    expect((await render()).filter((d) => d.kind === 'NetworkPolicy')).toEqual([]);
+    const docs = (await render('--set', 'networkPolicy.enabled=true', '--set', 'e2b.enabled=true')) as unknown as Policy[];
+    const policies = new Map(
+      docs.filter((d) => d.kind === 'NetworkPolicy').map((d) => [d.metadata.name.slice(fullname.length + 1), d.spec]),
+    );
+    expect([...policies.keys()].sort()).toEqual(['claim-controller', 'inventory-publisher', 'sandbox-apiserver', 'warmpool-driver']);
+    for (const [app, spec] of policies) {
+      expect(spec.podSelector.matchLabels['app.kubernetes.io/component']).toBe(app);
+      expect(spec.policyTypes).toEqual(['Ingress', 'Egress']);
+    }
+    const common = ['TCP/443', 'TCP/53', 'TCP/6443', 'TCP/7777', 'UDP/53'];
+    const expected: Record<string, { ingress: string[]; egress: string[] }> = {
+      'claim-controller': { ingress: ['TCP/8080', 'TCP/8081', 'TCP/9443'], egress: [...common, 'TCP/9443'].sort() },
+      'warmpool-driver': { ingress: ['TCP/8080', 'TCP/8081'], egress: common },
+      'sandbox-apiserver': { ingress: ['TCP/3000', 'TCP/6443', 'TCP/8080'], egress: common },
+      'inventory-publisher': { ingress: ['TCP/8080', 'TCP/8081'], egress: common },
+    };
+    for (const [app, want] of Object.entries(expected)) {
+      const spec = policies.get(app);
+      expect({ app, ingress: portsOf(spec?.ingress ?? []), egress: portsOf(spec?.egress ?? []) }).toEqual({ app, ...want });
+    }
+    // the peers' rules reach only the app's own pods
+    const peer = policies.get('claim-controller')?.egress.find((r) => r.to?.some((t) => t.podSelector !== undefined));
+    expect(peer?.to).toEqual([
+      { podSelector: { matchLabels: expect.objectContaining({ 'app.kubernetes.io/component': 'claim-controller' }) as unknown } },
+    ]);
+    // kube-apiserver's addresses, when given, bound its ports
+    const bounded = (await render(
+      '--set',
+      'networkPolicy.enabled=true',
+      '--set-json',
+      'networkPolicy.kubeApiServer.cidrs=["10.0.0.1/32"]',
+    )) as unknown as Policy[];
+    const api = bounded.find((d) => d.kind === 'NetworkPolicy')?.spec.egress.find((r) => r.ports.some((p) => p.port === 443));
+    expect(api?.to).toEqual([{ ipBlock: { cidr: '10.0.0.1/32' } }]);
+    expect(await refused('--set', 'networkPolicy.enable=true')).toContain("additional properties 'enable' not allowed");
+    expect(await refused('--set-json', 'networkPolicy.kubeApiServer.cidrs=["10.0.0.1"]')).toContain('/networkPolicy/kubeApiServer/cidrs/0');
+  });
+
+  it('are admitted by the API server in a server-side dry run', async () => {
+    const out = await renderText(
+      ns,
+      '--set',
+      'networkPolicy.enabled=true',
+      '--set',
+      'e2b.enabled=true',
+      '--show-only',
+      'templates/networkpolicy.yaml',
+    );
+    const res = await kubectl(['apply', '--dry-run=server', '-n', ns, '-f', '-'], { input: out });
+    expect(res.stderr).toBe('');
+    expect(res.code).toBe(0);
+    for (const app of ['claim-controller', 'warmpool-driver', 'sandbox-apiserver', 'inventory-publisher'])
+      expect(res.stdout).toContain(`networkpolicy.networking.k8s.io/${fullname}-${app} created (server dry run)`);
   });
 });

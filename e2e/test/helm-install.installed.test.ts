@@ -1,6 +1,8 @@
 import type { KubernetesObject } from '@kubernetes/client-node';
 import { request as httpsRequest } from 'node:https';
 import { createHash } from 'node:crypto';
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KEPT_BY_LABEL } from '@sandbox-scale/kube-runtime';
 import { REPO_ROOT } from '../src/images/images';
@@ -333,6 +335,20 @@ describe('sandbox-scale installed by helm on a real node', () => {
     );
     await waitInstalled((args) => system.kubectl(args), 180_000);
     expect(await system.kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'name'])).toContain('sandbox.agents.x-k8s.io/c3');
+  });
+
+  // the node's bridge CNI enforces no NetworkPolicy: this proves the cluster admits them, not their effect
+  it('has its NetworkPolicies admitted by this cluster in a server-side dry run (the node does not enforce them)', async () => {
+    const env = { KUBECONFIG: state.kubeconfigPath };
+    const helm = toolPath(state.binDir, 'helm');
+    const values = join(mkdtempSync(join(tmpdir(), 'netpol-')), 'values.json');
+    writeFileSync(values, await runCommand(helm, ['get', 'values', INSTALLED_RELEASE, '-n', INSTALLED_NAMESPACE, '-o', 'json'], env));
+    const chart = join(REPO_ROOT, 'charts/sandbox-scale');
+    const only = ['--set', 'networkPolicy.enabled=true', '--show-only', 'templates/networkpolicy.yaml'];
+    const rendered = await runCommand(helm, ['template', INSTALLED_RELEASE, chart, '-n', INSTALLED_NAMESPACE, '-f', values, ...only], env);
+    const applied = await system.kubectl(['apply', '--dry-run=server', '-n', INSTALLED_NAMESPACE, '-f', '-'], rendered);
+    for (const app of ['claim-controller', 'warmpool-driver', 'sandbox-apiserver', 'inventory-publisher'])
+      expect(applied).toMatch(new RegExp(`networkpolicy\\.networking\\.k8s\\.io/\\S+-${app} created \\(server dry run\\)`));
   });
 
   it('keeps sandbox tokens and the fleet token out of every pod log', async () => {
