@@ -35,6 +35,7 @@ import type { Registry } from 'prom-client';
 import { startClaimController } from '@sandbox-scale/claim-controller';
 import { applyCrds, startControlPlane } from '@sandbox-scale/e2e';
 import { toolPath } from '../../e2e/src/control-plane/tools';
+import { HELM_TEMPLATE_KUBE_VERSION } from '../../e2e/src/control-plane/kube-version';
 import { runCommand } from '../../e2e/src/system/run-command';
 import {
   applyObject,
@@ -146,7 +147,16 @@ async function installFinalizerPolicy(binDir: string, kubeconfigPath: string): P
   const api = 'admissionregistration.k8s.io/v1beta1/MutatingAdmissionPolicy';
   const yaml = await runCommand(
     toolPath(binDir, 'helm'),
-    ['template', 'sandbox-scale', 'charts/sandbox-scale', '--show-only', 'templates/claim-finalizer-policy.yaml', '--api-versions', api],
+    [
+      'template',
+      'sandbox-scale',
+      'charts/sandbox-scale',
+      '--show-only',
+      'templates/claim-finalizer-policy.yaml',
+      '--api-versions',
+      api,
+      ...HELM_TEMPLATE_KUBE_VERSION,
+    ],
     { KUBECONFIG: kubeconfigPath },
   );
   await runCommand(toolPath(binDir, 'kubectl'), ['apply', '-f', '-'], { KUBECONFIG: kubeconfigPath }, yaml);

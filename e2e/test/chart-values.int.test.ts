@@ -1,5 +1,6 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { parseAllDocuments } from 'yaml';
+import { parse, parseAllDocuments } from 'yaml';
 import { createTestNamespace, deleteNamespace, kubectl, runTool, testKubeConfig } from '../src/index';
 
 // The values platform teams set on the chart: each is rendered where it belongs, on every app
@@ -288,5 +289,61 @@ describe("the chart's NetworkPolicies (rendered and admitted; not enforced by th
     expect(res.code).toBe(0);
     for (const app of ['claim-controller', 'warmpool-driver', 'sandbox-apiserver', 'inventory-publisher'])
       expect(res.stdout).toContain(`networkpolicy.networking.k8s.io/${fullname}-${app} created (server dry run)`);
+  });
+});
+
+describe("the chart's package facts", () => {
+  const chart = parse(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as {
+    version: string;
+    appVersion: string;
+    kubeVersion: string;
+    home: string;
+    icon: string;
+    sources: string[];
+    annotations: Record<string, string>;
+  };
+  const root = join(chartDir, '..', '..');
+
+  it('names its Kubernetes floor, icon, sources, license and category, as Artifact Hub reads them', () => {
+    expect(chart.kubeVersion).toBe('>=1.30.0-0');
+    expect(chart.sources).toContain(chart.home);
+    // the icon is a file of the repository, at the URL its home serves it from
+    const icon = chart.icon.replace(`${chart.home.replace('github.com', 'raw.githubusercontent.com')}/main/`, '');
+    expect(readFileSync(join(root, icon), 'utf8')).toContain('<svg');
+    const license = (JSON.parse(readFileSync(join(root, 'package.json'), 'utf8')) as { license: string }).license;
+    expect(chart.annotations['artifacthub.io/license']).toBe(license);
+    expect(license).toBe('Apache-2.0');
+    expect(readFileSync(join(root, 'LICENSE'), 'utf8')).toMatch(/Apache License\s+Version 2\.0/);
+    expect(chart.annotations['artifacthub.io/category']).toBe('ai-machine-learning');
+    const changes = parse(chart.annotations['artifacthub.io/changes'] ?? '') as { kind: string; description: string }[];
+    expect(changes.length).toBeGreaterThan(0);
+    for (const c of changes) expect(['added', 'changed', 'deprecated', 'removed', 'fixed', 'security']).toContain(c.kind);
+  });
+
+  it('lists every image the chart runs in artifacthub.io/images, and renders for a cluster older than its floor not at all', async () => {
+    const listed = (parse(chart.annotations['artifacthub.io/images'] ?? '') as { name: string; image: string }[])
+      .map((i) => i.image)
+      .sort();
+    const docs = await render();
+    const used = [
+      ...new Set(docs.flatMap((d) => d.spec?.template?.spec.containers.map((c) => (c as unknown as { image: string }).image) ?? [])),
+    ].sort();
+    expect(listed).toEqual(used);
+    expect(used.every((i) => i.endsWith(`:${chart.appVersion}`))).toBe(true);
+    const old = await runTool('helm', ['template', release, chartDir, '--kube-version', '1.29.9']);
+    expect(old.code).not.toBe(0);
+    expect(old.stderr).toContain('chart requires kubeVersion: >=1.30.0-0');
+  });
+
+  it('pins each image by digest when one is given, and refuses a digest that is not sha256', async () => {
+    const digest = `sha256:${'0123456789abcdef'.repeat(4)}`;
+    const sets: string[] = [];
+    for (const a of APPS) sets.push('--set', `${a.key}.image.digest=${digest}`);
+    const docs = await render(...sets);
+    for (const a of APPS) {
+      const image = (main(workload(docs, a).pod, a) as unknown as { image: string }).image;
+      expect(image).toBe(`ghcr.io/sandbox-scale/${a.app}@${digest}`);
+    }
+    expect(await refused('--set', 'claimController.image.digest=sha256:abc')).toContain('/claimController/image/digest');
   });
 });

@@ -10,6 +10,7 @@ import { waitInstalled, INSTALLED_NAMESPACE, INSTALLED_RELEASE } from '../src/in
 import { connectInstalled, readInstalledState } from '../src/installed/installed-target';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { toolPath } from '../src/control-plane/tools';
+import { HELM_TEMPLATE_KUBE_VERSION } from '../src/control-plane/kube-version';
 import { runCommand } from '../src/system/run-command';
 import { eventually } from '../src/testing/eventually';
 import { claimSecretToken } from '../src/testing/claim-secret';
@@ -344,7 +345,7 @@ describe('sandbox-scale installed by helm on a real node', () => {
     const values = join(mkdtempSync(join(tmpdir(), 'netpol-')), 'values.json');
     writeFileSync(values, await runCommand(helm, ['get', 'values', INSTALLED_RELEASE, '-n', INSTALLED_NAMESPACE, '-o', 'json'], env));
     const chart = join(REPO_ROOT, 'charts/sandbox-scale');
-    const only = ['--set', 'networkPolicy.enabled=true', '--show-only', 'templates/networkpolicy.yaml'];
+    const only = ['--set', 'networkPolicy.enabled=true', '--show-only', 'templates/networkpolicy.yaml', ...HELM_TEMPLATE_KUBE_VERSION];
     const rendered = await runCommand(helm, ['template', INSTALLED_RELEASE, chart, '-n', INSTALLED_NAMESPACE, '-f', values, ...only], env);
     const applied = await system.kubectl(['apply', '--dry-run=server', '-n', INSTALLED_NAMESPACE, '-f', '-'], rendered);
     for (const app of ['claim-controller', 'warmpool-driver', 'sandbox-apiserver', 'inventory-publisher'])

@@ -53,10 +53,14 @@ app.kubernetes.io/component: {{ .app }}
 {{- include "sandbox-scale.appName" . -}}
 {{- end -}}
 
-{{/* Image of one app: (dict "root" $ "image" .Values.<app>.image). */}}
+{{/* Image of one app, by digest when one is pinned, else by tag: (dict "root" $ "image" .Values.<app>.image). */}}
 {{- define "sandbox-scale.image" -}}
+{{- if .image.digest -}}
+{{- printf "%s/%s@%s" .root.Values.image.registry .image.repository .image.digest -}}
+{{- else -}}
 {{- $tag := .image.tag | default .root.Values.image.tag | default .root.Chart.AppVersion -}}
 {{- printf "%s/%s:%s" .root.Values.image.registry .image.repository $tag -}}
+{{- end -}}
 {{- end -}}
 
 {{/* In-cluster DNS name of the sandbox-apiserver Service; the aggregator verifies the certificate against it. */}}

@@ -5,6 +5,7 @@ import { readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { parseAllDocuments } from 'yaml';
 import { BIN_DIR_ENV, FILES_ENV, KUBECONFIG_ENV } from '../control-plane/global-setup';
+import { HELM_TEMPLATE_KUBE_VERSION } from '../control-plane/kube-version';
 import { runProcess, type RunResult } from '../system/run-command';
 import { eventually } from './eventually';
 
@@ -186,7 +187,9 @@ export type { RunResult };
 
 /** Runs a CLI (kubectl, helm) from the tools dir and resolves with its exit code and output. */
 export function runTool(tool: 'kubectl' | 'helm', args: string[], env: Record<string, string> = {}, input?: string): Promise<RunResult> {
-  return runProcess(join(testBinDir(), tool), args, { KUBECONFIG: testKubeconfigPath(), ...env }, input);
+  const full =
+    tool === 'helm' && args[0] === 'template' && !args.includes('--kube-version') ? [...args, ...HELM_TEMPLATE_KUBE_VERSION] : args;
+  return runProcess(join(testBinDir(), tool), full, { KUBECONFIG: testKubeconfigPath(), ...env }, input);
 }
 
 export function kubectl(args: string[], opts: { kubeconfig?: string; input?: string } = {}): Promise<RunResult> {
