@@ -76,7 +76,7 @@ async function createClaim(name: string): Promise<void> {
   });
 }
 
-async function waitBound(names: string[], timeoutMs: number): Promise<Claim[]> {
+async function waitBound(names: string[], timeoutMs: number, onPoll?: (bound: number) => void, intervalMs = 1000): Promise<Claim[]> {
   return eventually(
     async () => {
       const byName = new Map((await listClaims()).map((c) => [c.metadata.name, c]));
@@ -84,11 +84,12 @@ async function waitBound(names: string[], timeoutMs: number): Promise<Claim[]> {
         const c = byName.get(n);
         return !c || !isBound(c);
       });
+      onPoll?.(names.length - unbound.length);
       if (unbound.length > 0)
         throw new Error(`${unbound.length}/${names.length} claims not Bound yet (e.g. ${unbound.slice(0, 3).join(', ')})`);
       return names.map((n) => byName.get(n) as Claim);
     },
-    { timeoutMs, intervalMs: 1000 },
+    { timeoutMs, intervalMs },
   );
 }
 
@@ -272,12 +273,35 @@ describe('sandbox-scale under faults', () => {
         }
       }
     };
+    // the parts of a failover: the Lease taken by another replica, its first Bound, its last
+    let newLeaderAt = 0;
+    const watchingLease = (async () => {
+      while (newLeaderAt === 0 && Date.now() - t0 < 400_000) {
+        if (killedAt > 0) {
+          const holder = await sys.leaderOf('claimController').catch(() => undefined);
+          if (holder !== undefined && holder !== leader) newLeaderAt = Date.now();
+        }
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    })();
     await Promise.all(Array.from({ length: 16 }, () => worker()));
     const createdS = (Date.now() - t0) / 1000;
     const killedLeader = await killed;
-    const restartedAt = Date.now();
-    const claims = await waitBound(names, 240_000);
-    const healS = (Date.now() - restartedAt) / 1000;
+    let boundAtNewLeader = -1;
+    let firstBoundAt = 0;
+    const claims = await waitBound(
+      names,
+      240_000,
+      (bound) => {
+        if (newLeaderAt === 0) return;
+        if (boundAtNewLeader < 0) boundAtNewLeader = bound;
+        else if (firstBoundAt === 0 && bound > boundAtNewLeader) firstBoundAt = Date.now();
+      },
+      250,
+    );
+    const lastBoundAt = Date.now();
+    await watchingLease;
+    const healS = (lastBoundAt - killedAt) / 1000;
     const newLeader = await sys.leaderOf('claimController');
 
     const ids = claims.map((c) => c.status?.sandbox?.claimID ?? '');
@@ -303,6 +327,9 @@ describe('sandbox-scale under faults', () => {
       killed_after_claims: createdAtKill,
       killed_after_s: (killedAt - t0) / 1000,
       heal_s: healS,
+      deletion_to_new_leader_s: (newLeaderAt - killedAt) / 1000,
+      new_leader_to_first_bound_s: firstBoundAt === 0 ? null : (firstBoundAt - newLeaderAt) / 1000,
+      first_to_last_bound_s: firstBoundAt === 0 ? null : (lastBoundAt - firstBoundAt) / 1000,
       total_s: (Date.now() - t0) / 1000,
       killed_leader: killedLeader,
       leader_after: newLeader,
@@ -316,6 +343,7 @@ describe('sandbox-scale under faults', () => {
     expect(refs.size).toBe(BURST);
     expect(doubles).toBe(0);
     expect(newLeader).toBeDefined();
+    expect(newLeaderAt).toBeGreaterThan(killedAt);
     expect(after.releases - before.releases).toBe(0);
     expect(after.claims - before.claims).toBe(BURST);
     expect(exited).toEqual([]);
