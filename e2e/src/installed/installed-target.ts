@@ -214,6 +214,18 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
       const live = (await pods()).find((p) => p.metadata.name === pod && !p.metadata.deletionTimestamp);
       return live ? pod : undefined;
     },
+    async leaderSince(component) {
+      const out = await kubectl([
+        '-n',
+        INSTALLED_NAMESPACE,
+        'get',
+        'lease',
+        LEASE_NAMES[component],
+        '-o',
+        'jsonpath={.spec.acquireTime}',
+      ]).catch(() => '');
+      return out.trim() === '' ? undefined : new Date(out.trim());
+    },
     async killLeader(component) {
       const pod = await leaseHolderPod(component);
       if (pod === undefined) throw new Error(`nobody holds the ${LEASE_NAMES[component]} Lease`);

@@ -101,6 +101,7 @@ export interface LocalSystem {
   restartApp(name: AppName | `claim-controller-${number}`, opts?: { kill?: boolean; beforeStart?: () => Promise<void> }): Promise<void>;
   /** The app holding a component's leader Lease (from its holderIdentity, `<POD_NAME>_<suffix>`), if any. */
   leaderOf(component: keyof typeof LEASE_NAMES): Promise<string | undefined>;
+  leaderSince(component: keyof typeof LEASE_NAMES): Promise<Date | undefined>;
   stop(): Promise<void>;
 }
 
@@ -624,6 +625,18 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
         ctx.probeUrls.delete(name);
         await o.beforeStart?.();
         startApp(ctx, name, spec.entry, spec.args, { env: spec.env });
+      },
+      async leaderSince(component) {
+        try {
+          const lease = await kubeApiClient(cp.kubeConfig, CoordinationV1Api).readNamespacedLease({
+            namespace: SYSTEM_NAMESPACE,
+            name: LEASE_NAMES[component],
+          });
+          const at = lease.spec?.acquireTime;
+          return at === undefined ? undefined : new Date(at);
+        } catch {
+          return undefined;
+        }
       },
       async leaderOf(component) {
         try {

@@ -98,6 +98,7 @@ export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onS
     createNamespace: (name) => ensureNamespace(target, name),
     tenant: (namespace, name) => tenantCredentials(target, sys.logDir, namespace, name),
     leaderOf: (component) => sys.leaderOf(component),
+    leaderSince: (component) => sys.leaderSince(component),
     async killLeader(component) {
       const leader = await sys.leaderOf(component);
       if (leader === undefined) throw new Error(`no ${component} process holds its Lease`);

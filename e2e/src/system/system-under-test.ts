@@ -100,6 +100,8 @@ export interface SystemUnderTest {
   tenant(namespace: string, name: string): Promise<TenantCredentials>;
   /** Who holds a component's leader Lease (local: the app's name; installed: the pod's), if anyone. */
   leaderOf(component: LeaderComponent): Promise<string | undefined>;
+  /** When the current holder of a component's leader Lease acquired it (the Lease's spec.acquireTime), if anyone holds it. */
+  leaderSince(component: LeaderComponent): Promise<Date | undefined>;
   /**
    * Kills the leader of a component and resolves once it is gone and its replacement is on its
    * way (local: SIGKILL of the process, started again with the same flags; installed: the leader's
