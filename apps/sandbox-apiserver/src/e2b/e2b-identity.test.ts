@@ -1,5 +1,5 @@
 import { isE2bApiError } from '@sandbox-scale/e2b-protocol';
-import { apiKeyOf, e2bNamespaceOf } from './e2b-identity';
+import { apiKeyOf, e2bNamespaceOf, sandboxIdOfHost } from './e2b-identity';
 
 const user = (username: string) => ({ username, uid: 'u', groups: [], extra: {} });
 
@@ -30,5 +30,12 @@ describe('the e2b caller', () => {
     });
     expect(refusal(() => apiKeyOf({ 'x-api-key': ['a', 'b'] }))).toMatchObject({ status: 401 });
     expect(refusal(() => apiKeyOf({ 'x-api-key': '' }))).toMatchObject({ status: 401 });
+  });
+
+  it("reads the sandbox from an envd URL's host form, never a domain's dots", () => {
+    expect(sandboxIdOfHost('49983-agent-3f2a.e2b.example.com')).toBe('agent-3f2a');
+    expect(sandboxIdOfHost('49983-agent-3f2a.localhost:3000')).toBe('agent-3f2a');
+    for (const host of [undefined, '', 'agent-3f2a.example.com', '8888-agent.example.com', '49983-.example.com', '49983-Agent.example.com'])
+      expect(sandboxIdOfHost(host)).toBeUndefined();
   });
 });

@@ -37,3 +37,12 @@ export function e2bNamespaceOf(user: UserInfo, defaultNamespace: string | undefi
     `${user.username} is not a ServiceAccount, and no namespace is set for other users' e2b sandboxes (the chart's e2b.defaultNamespace)`,
   );
 }
+
+/**
+ * The sandbox of an envd URL's host form, `49983-<sandbox>.<domain>[:port]`, for a client that
+ * sets no E2b-Sandbox-Id: the first DNS label after the port, so a domain's own dots never
+ * become part of the name.
+ */
+export function sandboxIdOfHost(host: string | undefined): string | undefined {
+  return /^49983-([a-z0-9](?:[-a-z0-9]{0,61}[a-z0-9])?)\./.exec(host ?? '')?.[1];
+}

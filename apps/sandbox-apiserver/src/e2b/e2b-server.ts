@@ -25,7 +25,7 @@ import { openGuestPort } from '../router/guest-port';
 import { relayRequest } from '../router/relay';
 import { asRouterError } from '../router/router-errors';
 import { CallerBackend } from './e2b-backend';
-import { apiKeyOf, e2bNamespaceOf, oneHeader } from './e2b-identity';
+import { apiKeyOf, e2bNamespaceOf, oneHeader, sandboxIdOfHost } from './e2b-identity';
 import type { EnvdTokens } from './envd-token';
 
 /**
@@ -68,8 +68,6 @@ const CLIENT_TTL_MS = 5 * 60_000;
 
 /** What e2b's SDKs call on envd; envd's own (/init, /envs, /metrics, freezing) are the orchestrator's, never relayed. */
 const ENVD_PATHS = /^\/(?:files|health|process\.Process\/[A-Za-z]+|filesystem\.Filesystem\/[A-Za-z]+)$/;
-/** The host form of an envd URL, `49983-<sandbox>.<domain>`, for a client that sets no E2b-Sandbox-Id. */
-const ENVD_HOST = /^49983-([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?)\./;
 
 /** The e2b listener was asked for without the Kubernetes authentication its API keys need. */
 export class E2bConfigError extends SandboxScaleError {}
@@ -210,7 +208,7 @@ export async function startE2bServer(c: E2bServerConfig): Promise<RunningE2bServ
    * dropped. A paused sandbox is not running for envd (its node would wake it on a relay).
    */
   const serveEnvdCall = async (req: IncomingMessage, res: ServerResponse, gone: AbortSignal, held: (() => void)[]): Promise<void> => {
-    const id = oneHeader(req.headers, 'e2b-sandbox-id') ?? ENVD_HOST.exec(req.headers.host ?? '')?.[1];
+    const id = oneHeader(req.headers, 'e2b-sandbox-id') ?? sandboxIdOfHost(req.headers.host);
     if (id === undefined) return sendE2b(res, 400, errorBody(400, 'E2b-Sandbox-Id names no sandbox'));
     const namespace = c.tokens.namespaceOf(oneHeader(req.headers, 'x-access-token'), id);
     if (namespace === undefined)
