@@ -206,12 +206,12 @@ out.talked = (await talk.wait()).stdout;
 out.watchedTalk = (await watcher.wait()).stdout;
 // a directory watched while a file is written into it
 await sbx.files.makeDir('/work/w');
-const seen = [];
-const watch = await sbx.files.watchDir('/work/w', (e) => seen.push(e.type + ':' + e.name));
+let sawCreate;
+const created = new Promise((resolve) => (sawCreate = resolve));
+const watch = await sbx.files.watchDir('/work/w', (e) => e.type + ':' + e.name === 'create:new.txt' && sawCreate(true));
 await sbx.files.write('/work/w/new.txt', 'x');
-for (let i = 0; i < 100 && !seen.includes('create:new.txt'); i++) await new Promise((r) => setTimeout(r, 50));
+out.watched = await Promise.race([created, new Promise((resolve) => setTimeout(() => resolve(false), 10_000))]);
 await watch.stop();
-out.watched = seen.includes('create:new.txt');
 out.renamed = (await sbx.files.rename('/work/w/new.txt', '/work/w/moved.txt')).path;
 await sbx.setTimeout(600_000);
 const info = await sbx.getInfo();

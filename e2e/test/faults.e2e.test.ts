@@ -326,7 +326,11 @@ describe('sandbox-scale under faults', () => {
     expect(refs.size).toBe(BURST);
     expect(doubles).toBe(0);
     expect(newLeader).toBeDefined();
+    // the parts printed are ordered: deletion, a new holder, its first Bound, its last
     expect(newLeaderAt).toBeGreaterThan(killedAt);
+    expect(firstBoundAt).toBeGreaterThanOrEqual(newLeaderAt);
+    expect(lastBoundAt).toBeGreaterThanOrEqual(firstBoundAt);
+    expect(healS).toBe((lastBoundAt - killedAt) / 1000);
     expect(after.releases - before.releases).toBe(0);
     expect(after.claims - before.claims).toBe(BURST);
     expect(exited).toEqual([]);

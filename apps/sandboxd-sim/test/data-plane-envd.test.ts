@@ -115,17 +115,18 @@ describe('envd on guest port 49983', () => {
     expect(pid).toBeGreaterThan(0);
     expect((await proc.list({})).processes.map((p) => [p.pid, p.tag, p.config?.cmd])).toContainEqual([pid, 'the-cat', '/bin/cat']);
 
-    // a second reader, from a fresh connection, sees what comes from now on
+    // a second reader, from a fresh connection, sees what comes from now on: input is sent once
+    // its start event says it reads
     const connected: string[] = [];
+    const attached = proc.connect({ process: { selector: { case: 'tag', value: 'the-cat' } } })[Symbol.asyncIterator]();
+    expect((await attached.next()).value?.event?.event).toEqual({ case: 'start', value: expect.objectContaining({ pid }) as unknown });
     const reader = (async () => {
-      for await (const r of proc.connect({ process: { selector: { case: 'tag', value: 'the-cat' } } })) {
-        const e = r.event?.event;
+      for (let n = await attached.next(); !n.done; n = await attached.next()) {
+        const e = n.value.event?.event;
         if (e?.case === 'data' && e.value.output.case === 'stdout') connected.push(text(e.value.output.value));
         if (e?.case === 'end') connected.push(`end:${e.value.exitCode}`);
       }
     })();
-    await eventually(async () => (await proc.list({})).processes.length > 0);
-    await new Promise((r) => setTimeout(r, 100));
     await proc.sendInput({
       process: { selector: { case: 'pid', value: pid } },
       input: { input: { case: 'stdin', value: Buffer.from('hello cat\n') } },

@@ -142,17 +142,13 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
     name: `metrics-scraper-${runSuffix()}`,
     clusterRole: `${INSTALLED_RELEASE}-metrics-reader`,
   });
+  /** One field of a component's leader Lease ('' when there is none). */
+  const leaseField = async (component: LeaderComponent, field: 'holderIdentity' | 'acquireTime'): Promise<string> =>
+    (
+      await kubectl(['-n', INSTALLED_NAMESPACE, 'get', 'lease', LEASE_NAMES[component], '-o', `jsonpath={.spec.${field}}`]).catch(() => '')
+    ).trim();
   const leaseHolderPod = async (component: LeaderComponent): Promise<string | undefined> => {
-    const out = await kubectl([
-      '-n',
-      INSTALLED_NAMESPACE,
-      'get',
-      'lease',
-      LEASE_NAMES[component],
-      '-o',
-      'jsonpath={.spec.holderIdentity}',
-    ]).catch(() => '');
-    const holder = out.trim();
+    const holder = await leaseField(component, 'holderIdentity');
     // holderIdentity is `<POD_NAME>_<suffix>`
     return holder.includes('_') ? holder.slice(0, holder.lastIndexOf('_')) : undefined;
   };
@@ -215,16 +211,8 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
       return live ? pod : undefined;
     },
     async leaderSince(component) {
-      const out = await kubectl([
-        '-n',
-        INSTALLED_NAMESPACE,
-        'get',
-        'lease',
-        LEASE_NAMES[component],
-        '-o',
-        'jsonpath={.spec.acquireTime}',
-      ]).catch(() => '');
-      return out.trim() === '' ? undefined : new Date(out.trim());
+      const at = await leaseField(component, 'acquireTime');
+      return at === '' ? undefined : new Date(at);
     },
     async killLeader(component) {
       const pod = await leaseHolderPod(component);

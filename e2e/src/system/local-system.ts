@@ -1,4 +1,4 @@
-import { CoordinationV1Api, CoreV1Api, type KubeConfig } from '@kubernetes/client-node';
+import { CoordinationV1Api, CoreV1Api, type KubeConfig, type V1Lease } from '@kubernetes/client-node';
 import { kubeApiClient } from '@sandbox-scale/kube-runtime';
 import { nodeToken } from '@sandbox-scale/sandboxd-client';
 import { LEASE_NAMES } from '@sandbox-scale/scale-core';
@@ -556,6 +556,11 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
     metricsUrls: new Map(),
     probeUrls: new Map(),
   };
+  /** A component's leader Lease; undefined when there is none (yet). */
+  const readLease = (component: keyof typeof LEASE_NAMES): Promise<V1Lease | undefined> =>
+    kubeApiClient(cp.kubeConfig, CoordinationV1Api)
+      .readNamespacedLease({ namespace: SYSTEM_NAMESPACE, name: LEASE_NAMES[component] })
+      .catch(() => undefined);
   const stopAll = async (): Promise<void> => {
     for (const app of [...ctx.apps.values()].reverse()) await app.stop();
     if (ownsControlPlane) await cp.stop();
@@ -627,29 +632,13 @@ export async function startLocalSystem(opts: LocalSystemOptions = {}): Promise<L
         startApp(ctx, name, spec.entry, spec.args, { env: spec.env });
       },
       async leaderSince(component) {
-        try {
-          const lease = await kubeApiClient(cp.kubeConfig, CoordinationV1Api).readNamespacedLease({
-            namespace: SYSTEM_NAMESPACE,
-            name: LEASE_NAMES[component],
-          });
-          const at = lease.spec?.acquireTime;
-          return at === undefined ? undefined : new Date(at);
-        } catch {
-          return undefined;
-        }
+        const at = (await readLease(component))?.spec?.acquireTime;
+        return at === undefined ? undefined : new Date(at);
       },
       async leaderOf(component) {
-        try {
-          const lease = await kubeApiClient(cp.kubeConfig, CoordinationV1Api).readNamespacedLease({
-            namespace: SYSTEM_NAMESPACE,
-            name: LEASE_NAMES[component],
-          });
-          const holder = lease.spec?.holderIdentity ?? '';
-          const app = holder.slice(0, holder.lastIndexOf('_'));
-          return ctx.apps.has(app) ? app : undefined;
-        } catch {
-          return undefined;
-        }
+        const holder = (await readLease(component))?.spec?.holderIdentity ?? '';
+        const app = holder.slice(0, holder.lastIndexOf('_'));
+        return ctx.apps.has(app) ? app : undefined;
       },
       stop: stopAll,
     };
