@@ -29,7 +29,7 @@ export { serveControlPlane, sandboxReply, sandboxDetail, E2bApiError, isE2bApiEr
 export type { E2bBackend, E2bSandbox, CreateRequest, ControlPlaneRequest, ControlPlaneReply, ServedIdentity } from './control-plane-api';
 export { envdHandler, MAX_RPC_MESSAGE_BYTES as ENVD_MAX_MESSAGE_BYTES } from './envd/envd-handler';
 export type { EnvdHandlerOptions } from './envd/envd-handler';
-export { GuestError, isGuestError } from './envd/guest';
+export { ENVD_PORT, GuestError, isGuestError } from './envd/guest';
 export type { EnvdGuest, GuestChild, StartSpec, WatchEventType, GuestErrorCode, FileFacts as GuestFileFacts } from './envd/guest';
 export { EnvdState } from './envd/envd-state';
 export { DEFAULT_USER } from './envd/user';

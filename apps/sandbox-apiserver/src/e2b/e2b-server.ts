@@ -3,7 +3,7 @@ import { createServer as createHttpServer, type IncomingMessage, type Server, ty
 import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { KubeConfig } from '@kubernetes/client-node';
-import { E2bApiError, errorBody, isE2bApiError, serveControlPlane, type ServedIdentity } from '@sandbox-scale/e2b-protocol';
+import { E2bApiError, ENVD_PORT, errorBody, isE2bApiError, serveControlPlane, type ServedIdentity } from '@sandbox-scale/e2b-protocol';
 import {
   closeServer,
   guardRequests,
@@ -44,8 +44,6 @@ import type { EnvdTokens } from './envd-token';
  * implicit user (0.4.0), CloseStdin (0.5.2), octet-stream uploads (0.5.7); not file metadata (0.6.2).
  */
 export const E2B_ENVD_VERSION = '0.5.7';
-/** envd's port in the guest. */
-export const ENVD_PORT = 49983;
 /** How long a guest may take to answer, and then to go quiet (a stream's keepalive comes every 50 s). */
 const ENVD_CONNECT_TIMEOUT_MS = 30_000;
 const ENVD_IDLE_TIMEOUT_MS = 120_000;

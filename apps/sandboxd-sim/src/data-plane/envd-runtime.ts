@@ -1,14 +1,12 @@
 import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { Socket } from 'node:net';
 import { envdHandler, EnvdState } from '@sandbox-scale/e2b-protocol';
+export { ENVD_PORT } from '@sandbox-scale/e2b-protocol';
 import { guardRequests, readBounded } from '@sandbox-scale/kube-runtime';
 import type { SandboxAccess } from './access';
 import type { DataPlane } from './data-plane';
 import { SimEnvdGuest } from './envd-guest';
 import { UPLOAD_LIMIT_BYTES } from './guest-runtime';
-
-/** The guest port envd listens on in e2b's templates, which e2b's SDKs reach. */
-export const ENVD_PORT = 49983;
 
 /**
  * envd on guest port 49983, over the sandbox's root, as a stand-in for a template image that

@@ -9,8 +9,8 @@ const PIPE_GRACE_MS = 250;
 /** Commands at once per sandbox, and watchers per sandbox (each an inotify set on the node). */
 export const MAX_PROCESSES = 256;
 export const MAX_WATCHERS = 64;
-/** Events a polled watcher keeps between two polls; older ones are dropped. */
-const MAX_WATCHER_EVENTS = 10_000;
+/** Events a watcher holds unread (a polled one between two polls); past it events are lost. */
+export const MAX_WATCHER_EVENTS = 10_000;
 
 export type ProcessOutput =
   { kind: 'stdout' | 'stderr'; data: Buffer } | { kind: 'end'; exitCode: number; exited: boolean; status: string };
@@ -139,17 +139,22 @@ export class EnvdProcess {
     this.child.stdout.destroy();
     this.child.stderr.destroy();
     this.child.stdin?.destroy();
-    this.#ended =
-      code !== null
-        ? { kind: 'end', exitCode: code, exited: true, status: `exit status ${code}` }
-        : { kind: 'end', exitCode: -1, exited: false, status: `signal: ${signalWord(signal)}` };
+    const end = endOf(code, signal);
+    this.#ended = end;
     for (const r of this.#readers) {
-      r.push(this.#ended);
+      r.push(end);
       r.close();
     }
     this.#readers.clear();
     onEnd();
   }
+}
+
+/** A command's end as envd reports it: the exit status, or the signal as Go's os.ProcessState words it. */
+export function endOf(code: number | null, signal: string | null): ProcessOutput & { kind: 'end' } {
+  return code !== null
+    ? { kind: 'end', exitCode: code, exited: true, status: `exit status ${code}` }
+    : { kind: 'end', exitCode: -1, exited: false, status: `signal: ${signalWord(signal)}` };
 }
 
 /** How Go's os.ProcessState words a signal, which is what envd reports. */

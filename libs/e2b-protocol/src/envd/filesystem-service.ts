@@ -3,7 +3,7 @@ import type { MessageInitShape } from '@bufbuild/protobuf';
 import { EventType, type Filesystem, type FilesystemEventSchema } from '../gen/filesystem/filesystem_pb';
 import { guarded } from './errors';
 import { entryInfo } from './entry-info';
-import { keepEvent, MAX_WATCHERS } from './envd-state';
+import { keepEvent, MAX_WATCHER_EVENTS, MAX_WATCHERS } from './envd-state';
 import type { EnvdGuest, WatchEventType } from './guest';
 
 const EVENT_TYPE: Record<WatchEventType, EventType> = {
@@ -71,7 +71,7 @@ export function filesystemService(guestOf: (ctx: HandlerContext) => EnvdGuest): 
       let overflow = false;
       const stop = await guarded(() =>
         guest.watch(required(req.path), req.recursive, (name, type) => {
-          if (queue.length >= 10_000) overflow = true;
+          if (queue.length >= MAX_WATCHER_EVENTS) overflow = true;
           else queue.push(fsEvent(name, type));
           wake?.();
         }),

@@ -62,6 +62,9 @@ export interface StartSpec {
   stdin: boolean;
 }
 
+/** The guest port envd listens on in e2b's templates, which e2b's SDKs reach. */
+export const ENVD_PORT = 49983;
+
 export type WatchEventType = 'create' | 'write' | 'remove' | 'rename' | 'chmod';
 
 export interface EnvdGuest {

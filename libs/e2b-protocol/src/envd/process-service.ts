@@ -9,7 +9,7 @@ import {
   type StreamInputRequest,
 } from '../gen/process/process_pb';
 import { guarded } from './errors';
-import { MAX_PROCESSES, type EnvdProcess, type OutputReader } from './envd-state';
+import { endOf, MAX_PROCESSES, type EnvdProcess, type OutputReader } from './envd-state';
 import type { EnvdGuest } from './guest';
 
 type EventInit = MessageInitShape<typeof ProcessEventSchema>;
@@ -157,17 +157,8 @@ export function processService(guestOf: (ctx: HandlerContext) => EnvdGuest): Ser
 /** A process that ended between its start and its first read: only its end is left to say. */
 async function* ended(proc: EnvdProcess): AsyncGenerator<{ event: EventInit }> {
   const { code, signal } = await proc.child.exited;
-  yield {
-    event: {
-      event: {
-        case: 'end',
-        value:
-          code !== null
-            ? { exitCode: code, exited: true, status: `exit status ${code}` }
-            : { exitCode: -1, exited: false, status: `signal: ${signal ?? 'unknown'}` },
-      },
-    },
-  };
+  const { exitCode, exited, status } = endOf(code, signal);
+  yield { event: { event: { case: 'end', value: { exitCode, exited, status } } } };
 }
 
 function writeStdin(proc: EnvdProcess, data: Uint8Array): Promise<void> {
