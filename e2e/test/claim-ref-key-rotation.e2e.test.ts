@@ -45,8 +45,8 @@ afterAll(async () => {
     const res = await sandboxdCall(sys.nodes[0] as SandboxdNode, `/v1/sandboxes/${encodeURIComponent(id)}/release`, { method: 'POST' });
     if (res.status !== 204 && res.status !== 404) throw new Error(`release ${id}: ${res.status} ${await res.text()}`);
   }
-  // the keys every other suite's sandboxes were made with
-  if (original !== undefined) await sys?.setClaimRefKeys(original);
+  // the keys every other suite's sandboxes were made with, held by every replica before the next suite claims
+  if (original !== undefined && sys !== undefined) await rotateTo(original);
   await sys?.stop();
 }, 120_000);
 
