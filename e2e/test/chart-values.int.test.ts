@@ -292,6 +292,85 @@ describe("the chart's NetworkPolicies (rendered and admitted; not enforced by th
   });
 });
 
+describe('the node DaemonSet in a namespace of its own (inventoryPublisher.namespace)', () => {
+  interface Obj {
+    kind: string;
+    metadata: { name: string; namespace?: string };
+    spec?: Record<string, unknown>;
+    subjects?: { name: string; namespace: string }[];
+    rules?: { apiGroups: string[]; resources: string[]; resourceNames?: string[]; verbs: string[] }[];
+  }
+  const objects = async (...sets: string[]): Promise<Obj[]> => (await render(...sets)) as unknown as Obj[];
+  const apart = ['--set', 'inventoryPublisher.namespace=sandbox-nodes', '--set', 'networkPolicy.enabled=true'];
+  const isPublisher = (o: Obj): boolean => o.metadata.name.startsWith(`${fullname}-inventory-publisher`);
+
+  it('moves the DaemonSet, its ServiceAccount, metrics Service and NetworkPolicy, and names it there everywhere it is trusted', async () => {
+    const docs = await objects(...apart);
+    const placed = docs
+      .filter((o) => isPublisher(o) && o.metadata.namespace !== undefined)
+      .map((o) => `${o.kind}/${o.metadata.namespace ?? ''}`)
+      .sort();
+    expect(placed).toEqual([
+      'DaemonSet/sandbox-nodes',
+      'NetworkPolicy/sandbox-nodes',
+      // the notices Role reads the sandbox-apiserver Service's EndpointSlices, in the release's namespace
+      'Role/sandbox-scale',
+      'RoleBinding/sandbox-scale',
+      'Service/sandbox-nodes',
+      'ServiceAccount/sandbox-nodes',
+    ]);
+    // every other namespaced object stays where it was: the release's namespace (and kube-system's auth reader)
+    expect(new Set(docs.filter((o) => !isPublisher(o)).map((o) => o.metadata.namespace ?? 'cluster'))).toEqual(
+      new Set(['cluster', 'kube-system', 'sandbox-scale']),
+    );
+    const user = `system:serviceaccount:sandbox-nodes:${fullname}-inventory-publisher`;
+    for (const b of docs.filter((o) => isPublisher(o) && o.kind.endsWith('Binding')))
+      expect(b.subjects).toEqual([{ kind: 'ServiceAccount', name: `${fullname}-inventory-publisher`, namespace: 'sandbox-nodes' }]);
+    const text = await renderText('sandbox-scale', ...apart);
+    expect(text).toContain(`--notice-publisher=${user}`);
+    expect(text).toContain(`request.userInfo.username == "${user}"`);
+    // the NetworkPolicy lets it reach sandbox-apiserver's pods across namespaces
+    expect(text).toContain('kubernetes.io/metadata.name: sandbox-scale');
+  });
+
+  it("trusts the APIService's caBundle for notices instead of mounting the serving Secret, granted reading that one APIService", async () => {
+    const ds = (await objects(...apart)).find((o) => o.kind === 'DaemonSet');
+    const text = JSON.stringify(ds);
+    expect(text).toContain('--notice-ca-apiservice=v1beta1.agents.x-k8s.io');
+    expect(text).not.toContain('--notice-ca-file');
+    expect(text).not.toContain('-serving');
+    const role = (await objects(...apart)).find((o) => o.kind === 'ClusterRole' && o.metadata.name === `${fullname}-inventory-publisher`);
+    expect(role?.rules).toContainEqual({
+      apiGroups: ['apiregistration.k8s.io'],
+      resources: ['apiservices'],
+      resourceNames: ['v1beta1.agents.x-k8s.io'],
+      verbs: ['list', 'watch'],
+    });
+    // in the release's namespace: the mounted CA file, and no grant on APIServices
+    const same = await objects();
+    expect(JSON.stringify(same.find((o) => o.kind === 'DaemonSet'))).toContain('--notice-ca-file=');
+    const sameRole = same.find((o) => o.kind === 'ClusterRole' && o.metadata.name === `${fullname}-inventory-publisher`);
+    expect(JSON.stringify(sameRole)).not.toContain('apiservices');
+  });
+
+  it('refuses a namespace that is not a DNS label, and notices without an APIService to trust', async () => {
+    expect(await refused('--set', 'inventoryPublisher.namespace=Nodes_1')).toContain('/inventoryPublisher/namespace');
+    expect(await refused('--set', 'inventoryPublisher.namespace=nodes', '--set', 'apiService.enabled=false')).toContain(
+      "reads the CA for node notices from the APIService's caBundle",
+    );
+    await expect(
+      objects(
+        '--set',
+        'inventoryPublisher.namespace=nodes',
+        '--set',
+        'apiService.enabled=false',
+        '--set',
+        'inventoryPublisher.notices.enabled=false',
+      ),
+    ).resolves.toContainEqual(expect.objectContaining({ kind: 'DaemonSet' }));
+  });
+});
+
 describe("the chart's package facts", () => {
   const chart = parse(readFileSync(join(chartDir, 'Chart.yaml'), 'utf8')) as {
     version: string;

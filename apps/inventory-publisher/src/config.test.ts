@@ -57,6 +57,19 @@ describe('publisher configuration', () => {
     expect(() => parse(['--node-name=n1', '--notice-service=just-a-name'])).toThrow(/--notice-service: must be <namespace>\/<name>/);
   });
 
+  it('takes the notice CA from an APIService instead of a file, never from both', () => {
+    const read = (path: string): string => `pem of ${path}`;
+    const service = '--notice-service=sandbox-system/sandbox-apiserver';
+    expect(noticeTargetOfFlags(parse(['--node-name=n1', service, '--notice-ca-apiservice=v1beta1.agents.x-k8s.io']), read)).toEqual({
+      service: { namespace: 'sandbox-system', name: 'sandbox-apiserver' },
+      caApiService: 'v1beta1.agents.x-k8s.io',
+    });
+    expect(() =>
+      noticeTargetOfFlags(parse(['--node-name=n1', service, '--notice-ca-file=/ca.crt', '--notice-ca-apiservice=v1beta1.agents.x-k8s.io']), read),
+    ).toThrow(/exclusive/);
+    expect(() => parse(['--node-name=n1', '--notice-ca-apiservice=../secrets'])).toThrow(/--notice-ca-apiservice: must be an APIService name/);
+  });
+
   it('names the flag when node name is missing or labels are malformed', () => {
     expect(() => parse([])).toThrow(/--node-name: is required/);
     expect(() => parse(['--node-name=n', '--inventory-labels=oops'])).toThrow(/--inventory-labels/);

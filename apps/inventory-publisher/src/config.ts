@@ -54,7 +54,14 @@ export const InventoryPublisherFlagsSchema = z.object({
   noticeCaFile: z
     .string()
     .default('')
-    .describe("CA (PEM) the sandbox-apiserver replicas' serving certificate chains to; required with --notice-service"),
+    .describe("CA (PEM) the sandbox-apiserver replicas' serving certificate chains to, followed as it changes; with --notice-service, this or --notice-ca-apiservice"),
+  noticeCaApiservice: z
+    .string()
+    .default('')
+    .refine((v) => v === '' || /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(v), 'must be an APIService name (<version>.<group>)')
+    .describe(
+      "APIService whose caBundle the replicas' serving certificate chains to, watched so a CA rotation is trusted without a restart: for a publisher in a namespace of its own, which cannot mount the serving Secret. With --notice-service, this or --notice-ca-file",
+    ),
   noticeInterval: durationFlag('250ms').describe('With --notice-service: how often sandboxd is read for changes to tell (no etcd write)'),
 });
 export type InventoryPublisherFlags = z.infer<typeof InventoryPublisherFlagsSchema>;
@@ -73,12 +80,15 @@ export interface PublisherConfig {
   noticeIntervalMs?: number;
 }
 
-/** Where node notices go (docs/adr/0007), from --notice-service and --notice-ca-file. */
+/** Where node notices go (docs/adr/0007), from --notice-service and --notice-ca-file or --notice-ca-apiservice. */
 export interface NoticeTarget {
   service: { namespace: string; name: string };
-  caPem: string;
+  /** The CA to trust from the start; absent when it comes from an APIService (trusted once read). */
+  caPem?: string;
   /** Where caPem was read: followed, so a CA rotation is trusted without a restart. */
   caFile?: string;
+  /** The APIService whose caBundle is the CA, watched for the same reason. */
+  caApiService?: string;
 }
 
 /** The default advertise address: host:port of the sandboxd URL, with the scheme's port when none is given. */
@@ -105,7 +115,11 @@ export function publisherConfigFromFlags(flags: InventoryPublisherFlags, fleetTo
 /** The notice target of the flags; undefined when --notice-service is empty. Reads --notice-ca-file. */
 export function noticeTargetOfFlags(flags: InventoryPublisherFlags, readFile: (path: string) => string): NoticeTarget | undefined {
   if (flags.noticeService === '') return undefined;
-  if (flags.noticeCaFile === '') throw new ConfigError('is required with --notice-service', 'noticeCaFile');
   const [namespace = '', name = ''] = flags.noticeService.split('/');
-  return { service: { namespace, name }, caPem: readFile(flags.noticeCaFile), caFile: flags.noticeCaFile };
+  const service = { namespace, name };
+  if (flags.noticeCaFile !== '' && flags.noticeCaApiservice !== '')
+    throw new ConfigError('and --notice-ca-apiservice are exclusive: the CA comes from one of them', 'noticeCaFile');
+  if (flags.noticeCaApiservice !== '') return { service, caApiService: flags.noticeCaApiservice };
+  if (flags.noticeCaFile === '') throw new ConfigError('(or --notice-ca-apiservice) is required with --notice-service', 'noticeCaFile');
+  return { service, caPem: readFile(flags.noticeCaFile), caFile: flags.noticeCaFile };
 }

@@ -1,7 +1,7 @@
 import { Agent } from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { createInformer, kubeAuthorization, postJson, type Informer, type KubeResource, type Logger } from '@sandbox-scale/kube-runtime';
+import { APIServiceResource, createInformer, kubeAuthorization, postJson, type Informer, type KubeResource, type Logger } from '@sandbox-scale/kube-runtime';
 import {
   findInCauseChain,
   NODE_NOTICE_PATH,
@@ -48,6 +48,21 @@ const SliceSchema = z.looseObject({
 });
 type Slice = z.infer<typeof SliceSchema>;
 
+const ApiServiceSchema = z.looseObject({
+  apiVersion: z.string().optional(),
+  kind: z.string().optional(),
+  metadata: z.looseObject({ name: z.string().optional(), resourceVersion: z.string().optional() }),
+  spec: z.looseObject({ caBundle: z.string().nullish() }).nullish(),
+});
+type ApiService = z.infer<typeof ApiServiceSchema>;
+
+/** The PEM of an APIService's caBundle (base64 in the object); '' when it holds none. */
+export function caPemOfApiService(apiService: ApiService): string {
+  const bundle = apiService.spec?.caBundle ?? '';
+  const pem = Buffer.from(bundle, 'base64').toString('utf8');
+  return pem.includes('-----BEGIN CERTIFICATE-----') ? pem : '';
+}
+
 /** The ready replicas one slice lists, as host:port on its `https` port (or its only port). */
 export function replicasOfSlice(slice: Slice): string[] {
   const ports = slice.ports ?? [];
@@ -63,8 +78,13 @@ export interface NoticeClientOptions {
   kubeConfig: KubeConfig;
   /** The sandbox-apiserver Service whose EndpointSlices list the replicas. */
   service: { namespace: string; name: string };
-  /** The CA the replicas' serving certificate chains to. */
-  caPem: string;
+  /** The CA the replicas' serving certificate chains to, when known at start. */
+  caPem?: string;
+  /**
+   * The APIService whose caBundle is that CA (a publisher in a namespace of its own cannot mount
+   * the serving Secret): watched by name, so every CA rotation's bundle is trusted as it lands.
+   */
+  caApiService?: string;
   log: Logger;
   timeoutMs?: number;
 }
@@ -79,12 +99,16 @@ const MAX_REPLY_BYTES = 64 * 1024;
  */
 export class NoticeClient implements NoticeSender {
   readonly informer: Informer<Slice>;
-  #agent: Agent;
+  /** The APIService informer when the CA comes from one. */
+  readonly caInformer: Informer<ApiService> | undefined;
+  /** Undefined until a CA is known: no notice (and no token) leaves before. */
+  #agent: Agent | undefined;
   readonly #timeoutMs: number;
 
   constructor(private readonly o: NoticeClientOptions) {
-    this.#agent = this.#agentFor(o.caPem);
+    if (o.caPem !== undefined) this.#agent = this.#agentFor(o.caPem);
     this.#timeoutMs = o.timeoutMs ?? 2_000;
+    this.caInformer = o.caApiService === undefined ? undefined : this.#followApiService(o.caApiService);
     this.informer = createInformer<Slice>(o.kubeConfig, {
       resource: ENDPOINT_SLICES,
       namespace: o.service.namespace,
@@ -97,6 +121,25 @@ export class NoticeClient implements NoticeSender {
   /** Trusts this CA bundle from now on (a CA rotation); notices under way finish on their connections. */
   trust(caPem: string): void {
     this.#agent = this.#agentFor(caPem);
+  }
+
+  #followApiService(name: string): Informer<ApiService> {
+    const informer = createInformer<ApiService>(this.o.kubeConfig, {
+      resource: APIServiceResource,
+      fieldSelector: `metadata.name=${name}`,
+      parse: (obj) => parseObject(ApiServiceSchema, obj),
+      log: this.o.log,
+    });
+    let trusted = '';
+    const follow = (apiService: ApiService): void => {
+      const pem = caPemOfApiService(apiService);
+      if (pem === '' || pem === trusted) return;
+      trusted = pem;
+      this.trust(pem);
+      this.o.log.info({ apiService: name }, 'trusting the CA bundle of the APIService for node notices');
+    };
+    informer.on({ add: follow, update: follow });
+    return informer;
   }
 
   #agentFor(caPem: string): Agent {
@@ -115,10 +158,13 @@ export class NoticeClient implements NoticeSender {
   }
 
   async send(target: string, notice: NodeNotice): Promise<NoticeOutcome> {
+    const agent = this.#agent;
+    if (agent === undefined)
+      throw new NoticeRefusedError(`no CA to verify replica ${target} with yet (APIService ${this.o.caApiService ?? ''} has no caBundle)`, 0);
     const authorization = await kubeAuthorization(this.o.kubeConfig);
     if (!authorization.startsWith('Bearer ')) throw new NoticeRefusedError('no ServiceAccount token to authenticate node notices with', 0);
     const reply = await postJson(`https://${target}${NODE_NOTICE_PATH}`, notice, {
-      agent: this.#agent,
+      agent,
       authorization,
       timeoutMs: this.#timeoutMs,
       maxReplyBytes: MAX_REPLY_BYTES,
@@ -132,7 +178,7 @@ export class NoticeClient implements NoticeSender {
   }
 
   close(): void {
-    this.#agent.destroy();
+    this.#agent?.destroy();
   }
 }
 

@@ -81,6 +81,7 @@ export function startPublisher(opts: StartPublisherOptions): RunningPublisher {
     .addInformer(inventories)
     .add(publisher);
   if (noticeClient !== undefined) manager.addInformer(noticeClient.informer);
+  if (noticeClient?.caInformer !== undefined) manager.addInformer(noticeClient.caInformer);
   const stopper = new AbortController();
   const done = manager.start(stopper.signal).finally(() => {
     noticeClient?.close();

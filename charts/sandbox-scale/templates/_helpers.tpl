@@ -263,10 +263,28 @@ topologySpreadConstraints:
 {{- if and .Values.apiService.caBundle .Values.apiService.insecureSkipTLSVerify -}}
 {{- fail "apiService.caBundle and apiService.insecureSkipTLSVerify are exclusive: kube-apiserver rejects an APIService with both" -}}
 {{- end -}}
+{{- if and (include "sandbox-scale.publisherApart" .) .Values.inventoryPublisher.enabled .Values.inventoryPublisher.notices.enabled (or (not .Values.apiService.enabled) .Values.apiService.insecureSkipTLSVerify) -}}
+{{- fail "inventoryPublisher.namespace: a publisher in a namespace of its own reads the CA for node notices from the APIService's caBundle; set apiService.enabled=true without insecureSkipTLSVerify, or inventoryPublisher.notices.enabled=false" -}}
+{{- end -}}
 {{- if and .Values.apiService.external.host .Values.sandboxApiserver.enabled .Values.workloads -}}
 {{- fail "apiService.external.host points the APIService outside the cluster: set sandboxApiserver.enabled=false (or workloads=false) as well" -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The namespace of the node DaemonSet, its ServiceAccount and its metrics Service: the release's
+unless inventoryPublisher.namespace names one of its own (its hostPath mount of the node's token
+needs Pod Security "privileged", which the rest of the control plane should not share).
+*/}}
+{{- define "sandbox-scale.publisherNamespace" -}}
+{{- .Values.inventoryPublisher.namespace | default .Release.Namespace -}}
+{{- end -}}
+{{/* True when the publisher lives in a namespace of its own, so it cannot mount the serving Secret's CA. */}}
+{{- define "sandbox-scale.publisherApart" -}}
+{{- if ne (include "sandbox-scale.publisherNamespace" .) .Release.Namespace }}true{{ end -}}
+{{- end -}}
+{{/* The APIService's fixed name (<version>.<group>). */}}
+{{- define "sandbox-scale.apiServiceName" -}}v1beta1.agents.x-k8s.io{{- end -}}
 
 {{/* Which of the chart's servers run in the cluster, and so need a serving certificate. */}}
 {{- define "sandbox-scale.servesApiserver" -}}
