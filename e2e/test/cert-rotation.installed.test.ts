@@ -5,6 +5,7 @@ import { connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'nod
 import { ROTATE_CA_ANNOTATION, ROTATE_KEY_ANNOTATION } from '@sandbox-scale/kube-runtime';
 import { eventually, kubectlJson, kubectlOk, runSuffix } from '../src/index';
 import { INSTALLED_NAMESPACE, INSTALLED_RELEASE } from '../src/installed/installed-system';
+import { NODE_NAMESPACE } from '../src/installed/installed-values';
 import { CA_ROTATION_OVERLAP } from '../src/installed/installed-values';
 import { startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
@@ -32,13 +33,15 @@ type Pod = { metadata: { name: string }; status?: { containerStatuses?: { restar
 const kube = { kubeconfig: '' };
 const secret = (name: string): Promise<Secret> => kubectlJson<Secret>(['-n', INSTALLED_NAMESPACE, 'get', 'secret', name], kube);
 const text = (s: Secret, key: string): string => Buffer.from(s.data[key] ?? '', 'base64').toString('utf8');
-const restarts = async (): Promise<Record<string, number>> =>
-  Object.fromEntries(
-    (await kubectlJson<{ items: Pod[] }>(['-n', INSTALLED_NAMESPACE, 'get', 'pods'], kube)).items.map((p) => [
-      p.metadata.name,
-      (p.status?.containerStatuses ?? []).reduce((n, c) => n + c.restartCount, 0),
-    ]),
+/** Restarts of every pod, the control plane's and the node side's (the publisher follows the CA through the APIService). */
+const restarts = async (): Promise<Record<string, number>> => {
+  const pods: Pod[] = [];
+  for (const ns of [INSTALLED_NAMESPACE, NODE_NAMESPACE])
+    pods.push(...(await kubectlJson<{ items: Pod[] }>(['-n', ns, 'get', 'pods'], kube)).items);
+  return Object.fromEntries(
+    pods.map((p) => [p.metadata.name, (p.status?.containerStatuses ?? []).reduce((n, c) => n + c.restartCount, 0)]),
   );
+};
 
 /** The certificate a new TLS connection to `url` is served, checked against `ca` under `servername`. */
 function presented(url: string, ca: string, servername: string | undefined): Promise<X509Certificate> {

@@ -6,7 +6,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KEPT_BY_LABEL } from '@sandbox-scale/kube-runtime';
 import { REPO_ROOT } from '../src/images/images';
+import { kubectl } from '../src/index';
 import { waitInstalled, INSTALLED_NAMESPACE, INSTALLED_RELEASE } from '../src/installed/installed-system';
+import { NODE_NAMESPACE } from '../src/installed/installed-values';
 import { connectInstalled, readInstalledState } from '../src/installed/installed-target';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { toolPath } from '../src/control-plane/tools';
@@ -69,6 +71,13 @@ async function sandboxReady(name: string, ready: { status: string; reason: strin
   );
 }
 
+/** Every pod of the control plane's namespace and of the node side's. */
+async function allPods(): Promise<Pod[]> {
+  const out: Pod[] = [];
+  for (const n of [INSTALLED_NAMESPACE, NODE_NAMESPACE]) out.push(...(await kJson<Listed<Pod>>(['-n', n, 'get', 'pods'])).items);
+  return out;
+}
+
 const apiserverPods = (): Promise<Listed<Pod>> =>
   kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=sandbox-apiserver']);
 
@@ -114,13 +123,14 @@ describe('sandbox-scale installed by helm on a real node', () => {
     expect(byName['sandbox-scale-warmpool-driver']?.status?.readyReplicas).toBe(2);
     for (const d of deployments.items) expect(d.spec.template.spec.serviceAccountName).toBe(d.metadata?.name);
     // no app exited on its way to Ready (a crash on start shows as a restart)
-    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods']);
-    expect(pods.items.map((p) => `${p.metadata.name} ${p.status?.containerStatuses?.[0]?.restartCount}`)).toEqual(
-      pods.items.map((p) => `${p.metadata.name} 0`),
+    const pods = await allPods();
+    expect(pods.map((p) => `${p.metadata.name} ${p.status?.containerStatuses?.[0]?.restartCount}`)).toEqual(
+      pods.map((p) => `${p.metadata.name} 0`),
     );
+    // the node DaemonSet lives in the node side's namespace, apart from the control plane
     const ds = await kJson<KubernetesObject & { status: { numberReady: number } }>([
       '-n',
-      INSTALLED_NAMESPACE,
+      NODE_NAMESPACE,
       'get',
       'daemonset',
       'sandbox-scale-inventory-publisher',
@@ -128,6 +138,40 @@ describe('sandbox-scale installed by helm on a real node', () => {
     expect(ds.status.numberReady).toBe(1);
     // discovery through the aggregated API: kube-apiserver reaches sandbox-apiserver through its Service
     expect(await system.kubectl(['api-resources', '--api-group=agents.x-k8s.io', '-o', 'name'])).toContain('sandboxes.agents.x-k8s.io');
+  });
+
+  it('runs the control plane under Pod Security "restricted", which refuses a pod that asks for more', async () => {
+    const labels = async (name: string): Promise<Record<string, string>> =>
+      (await kJson<KubernetesObject>(['get', 'namespace', name])).metadata?.labels ?? {};
+    expect(await labels(INSTALLED_NAMESPACE)).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'restricted' });
+    expect(await labels(NODE_NAMESPACE)).toMatchObject({ 'pod-security.kubernetes.io/enforce': 'privileged' });
+    // every app but the publisher runs there, admitted at that level
+    const components = new Set(
+      (await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods'])).items.map(
+        (p) => p.metadata.labels?.['app.kubernetes.io/component'] ?? '',
+      ),
+    );
+    expect([...components].sort()).toEqual(['claim-controller', 'sandbox-apiserver', 'warmpool-driver']);
+    // the level is enforced: the publisher's own pod, as the chart renders it, is refused there
+    const publisher = await kJson<KubernetesObject & { spec: { template: { spec: { serviceAccountName?: string } } } }>([
+      '-n',
+      NODE_NAMESPACE,
+      'get',
+      'daemonset',
+      'sandbox-scale-inventory-publisher',
+    ]);
+    // under the namespace's default ServiceAccount: the publisher's lives in the node namespace
+    const spec = { ...publisher.spec.template.spec, serviceAccountName: 'default' };
+    const pod = { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'restricted-probe' }, spec };
+    const refused = await kubectl(['-n', INSTALLED_NAMESPACE, 'apply', '--dry-run=server', '-f', '-'], {
+      kubeconfig: state.kubeconfigPath,
+      input: JSON.stringify(pod),
+    });
+    expect(refused.code).not.toBe(0);
+    // and for its hostPath mount of the node's token alone: its container asks for nothing else
+    expect(refused.stderr.trim()).toMatch(
+      /violates PodSecurity "restricted:latest": restricted volume types \(volume "node-token" uses restricted volume type "hostPath"\)$/,
+    );
   });
 
   it('warms the pool, binds claims, lists them as sandboxes and releases a deleted claim', async () => {
@@ -191,6 +235,23 @@ describe('sandbox-scale installed by helm on a real node', () => {
       { timeoutMs: 120_000, intervalMs: 1000 },
     );
     await system.kubectl(['-n', ns, 'scale', 'sandboxwarmpool/agent', '--replicas=3']);
+  });
+
+  it("tells sandbox-apiserver of the node's changes from the node namespace, trusting the APIService's CA", async () => {
+    // the claims above changed the node between publishes; each change was a notice, verified
+    // against the CA the publisher read from the APIService's caBundle (it cannot mount the Secret)
+    const [app] = [...(await sut.metricsEndpoints()).keys()].filter((a) => a.startsWith('inventory-publisher-'));
+    if (app === undefined) throw new Error('no publisher pod to scrape');
+    const page = await sut.scrapeMetrics(app);
+    expect(page.status).toBe(200);
+    // applied, or ignored as already published (the suite publishes every second): either way a
+    // replica answered over TLS the publisher verified
+    const answered = ['applied', 'ignored']
+      .map(
+        (r) => new RegExp(`^sandbox_scale_inventory_publisher_notices_total\\{[^}]*result="${r}"[^}]*\\} (\\d+)`, 'm').exec(page.text)?.[1],
+      )
+      .reduce((n, v) => n + Number(v ?? 0), 0);
+    expect(answered).toBeGreaterThan(0);
   });
 
   it('explains sandboxes and prints them as a table through kube-apiserver', async () => {
@@ -347,23 +408,24 @@ describe('sandbox-scale installed by helm on a real node', () => {
     const chart = join(REPO_ROOT, 'charts/sandbox-scale');
     const only = ['--set', 'networkPolicy.enabled=true', '--show-only', 'templates/networkpolicy.yaml', ...HELM_TEMPLATE_KUBE_VERSION];
     const rendered = await runCommand(helm, ['template', INSTALLED_RELEASE, chart, '-n', INSTALLED_NAMESPACE, '-f', values, ...only], env);
-    const applied = await system.kubectl(['apply', '--dry-run=server', '-n', INSTALLED_NAMESPACE, '-f', '-'], rendered);
+    // each policy in its app's namespace (the publisher's in the node namespace)
+    const applied = await system.kubectl(['apply', '--dry-run=server', '-f', '-'], rendered);
     for (const app of ['claim-controller', 'warmpool-driver', 'sandbox-apiserver', 'inventory-publisher'])
       expect(applied).toMatch(new RegExp(`networkpolicy\\.networking\\.k8s\\.io/\\S+-${app} created \\(server dry run\\)`));
   });
 
   it('keeps sandbox tokens and the fleet token out of every pod log', async () => {
     expect(sandboxToken).not.toBe('');
-    const pods = await kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods']);
+    const pods = await allPods();
     let lines = 0;
-    for (const p of pods.items) {
-      const text = await system.kubectl(['-n', INSTALLED_NAMESPACE, 'logs', p.metadata.name]);
+    for (const p of pods) {
+      const text = await system.kubectl(['-n', p.metadata.namespace ?? INSTALLED_NAMESPACE, 'logs', p.metadata.name]);
       lines += text.split('\n').length;
       expect(text).not.toContain(sandboxToken);
       expect(text).not.toContain(system.fleetToken);
       expect(text).not.toContain(system.sandboxdToken);
     }
-    expect(lines).toBeGreaterThan(pods.items.length);
+    expect(lines).toBeGreaterThan(pods.length);
   });
 
   it("keeps the certificates and the claim-reference key warmpool-driver's leader made, and a helm upgrade with the same values changes no Secret", async () => {

@@ -1,5 +1,5 @@
 import type { KubeConfig } from '@kubernetes/client-node';
-import { RELEASE, SYSTEM_NAMESPACE } from '../src/system/local-system';
+import { RELEASE } from '../src/system/local-system';
 import { startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { kubeconfigForServiceAccount, kubectl, runSuffix } from '../src/index';
@@ -39,7 +39,7 @@ beforeAll(async () => {
   foreign = `other-${suffix}`;
   const created = await admin(['apply', '-f', '-'], JSON.stringify(inventoryBody(foreign, foreign)));
   if (created.code !== 0) throw new Error(`kubectl apply: ${created.stderr}`);
-  asPublisher = await kubeconfigForServiceAccount(sys.kubeConfig, SYSTEM_NAMESPACE, PUBLISHER_SA, 600, own);
+  asPublisher = await kubeconfigForServiceAccount(sys.kubeConfig, sys.publisherNamespace, PUBLISHER_SA, 600, own);
 }, 300_000);
 
 afterAll(async () => {

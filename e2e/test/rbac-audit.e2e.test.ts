@@ -21,8 +21,9 @@ import { grantEditRole, grantTenantRole } from '../src/testing/tenant-role';
 const ns = `rbac-audit-${runSuffix()}`;
 const IMAGE = 'ghcr.io/example/rbac-audit:1.0';
 const EXT = 'extensions.agents.x-k8s.io';
-const users = chartServiceAccountUsers(SYSTEM_NAMESPACE, RELEASE);
-const appOf = new Map([...users].map(([app, user]) => [user, app]));
+/** The chart's ServiceAccounts as users (the publisher's in its own namespace where the system puts it there). */
+let users: Map<ChartApp, string>;
+let appOf: Map<string, ChartApp>;
 let sys: SystemUnderTest;
 let grants: Grant[];
 /** Grants every authenticated identity has (system:basic-user, system:discovery, system:public-info-viewer). */
@@ -124,22 +125,28 @@ beforeAll(async () => {
     },
   });
   startedAt = new Date().toISOString();
+  users = chartServiceAccountUsers(SYSTEM_NAMESPACE, RELEASE, sys.publisherNamespace);
+  appOf = new Map([...users].map(([app, user]) => [user, app]));
+  const namespaces = [SYSTEM_NAMESPACE, sys.publisherNamespace];
   // the values the system was installed with (locally the chart without workloads, the apps as processes)
   const rendered = await renderChartRbac({
     release: RELEASE,
     namespace: SYSTEM_NAMESPACE,
     args: sys.target === 'installed' ? installedSuiteHelmArgs() : ['--set', 'workloads=false'],
   });
-  grants = await chartGrants(sys.kubeConfig, rendered, SYSTEM_NAMESPACE);
+  grants = await chartGrants(sys.kubeConfig, rendered, namespaces);
   // what kube-apiserver grants every authenticated identity, bound here to the chart's ServiceAccounts to be matched the same way
   const everyone = ['system:basic-user', 'system:discovery', 'system:public-info-viewer'].map((role) => ({
     apiVersion: 'rbac.authorization.k8s.io/v1',
     kind: 'ClusterRoleBinding',
     metadata: { name: role },
     roleRef: { kind: 'ClusterRole', name: role },
-    subjects: [...users].map(([app]) => ({ kind: 'ServiceAccount', name: `${RELEASE}-${app}`, namespace: SYSTEM_NAMESPACE })),
+    subjects: [...users.values()].map((user) => {
+      const [, , namespace, name] = user.split(':');
+      return { kind: 'ServiceAccount', name, namespace };
+    }),
   }));
-  baseline = await chartGrants(sys.kubeConfig, everyone, SYSTEM_NAMESPACE);
+  baseline = await chartGrants(sys.kubeConfig, everyone, namespaces);
   const tenant = await sys.tenant(ns, 'editor');
   tenantKubeconfig = tenant.path;
   tenantToken = tenant.token;

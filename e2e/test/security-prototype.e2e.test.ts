@@ -252,7 +252,13 @@ describe('keys that name a prototype, in every body, from a namespace editor', (
 
     // what only a node's publisher and a peer replica send: their own identities, minted here by
     // the admin (the publisher's bound to the node, as its pod's is), so the body is what is refused
-    const publisher = await kubeconfigForServiceAccount(sys.kubeConfig, SYSTEM_NAMESPACE, `${RELEASE}-inventory-publisher`, 600, node.name);
+    const publisher = await kubeconfigForServiceAccount(
+      sys.kubeConfig,
+      sys.publisherNamespace,
+      `${RELEASE}-inventory-publisher`,
+      600,
+      node.name,
+    );
     const peer = await kubeconfigForServiceAccount(sys.kubeConfig, SYSTEM_NAMESPACE, `${RELEASE}-sandbox-apiserver`, 600);
     const internal: Array<[string, string, string | undefined, Json]> = [
       [

@@ -6,7 +6,7 @@ import { BIN_DIR_ENV, FILES_ENV, KUBECONFIG_ENV } from '../control-plane/global-
 import { TARGET_ENV } from '../system/system-under-test';
 import { INSTALLED_NAMESPACE, INSTALLED_RELEASE, startInstalledSystem, type InstalledSystem } from './installed-system';
 import { publishInstalledState } from './installed-target';
-import { installedSuiteHelmArgs } from './installed-values';
+import { installedSuiteHelmArgs, NODE_NAMESPACE } from './installed-values';
 
 declare global {
   var __sandboxScaleInstalled: { system: InstalledSystem; readyAt: number; setupMs: number } | undefined;
@@ -26,7 +26,7 @@ export default async function globalSetup(): Promise<void> {
   // SubjectAccessReviews with their bodies, and every request of the chart's ServiceAccounts (rbac-audit)
   const audit = auditArgs(auditDir, {
     subjectAccessReviews: true,
-    users: [...chartServiceAccountUsers(INSTALLED_NAMESPACE, INSTALLED_RELEASE).values()],
+    users: [...chartServiceAccountUsers(INSTALLED_NAMESPACE, INSTALLED_RELEASE, NODE_NAMESPACE).values()],
   });
   const system = await startInstalledSystem({ log, helmArgs: installedSuiteHelmArgs(), apiserverArgs: audit.args });
   const cp = system.cp;

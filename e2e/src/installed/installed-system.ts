@@ -8,6 +8,7 @@ import { toolPath } from '../control-plane/tools';
 import { APPS, appImage, LOCAL_REGISTRY, LOCAL_TAG, REPO_ROOT, type BuiltImage } from '../images/images';
 import { runCommand } from '../system/run-command';
 import { eventually } from '../testing/eventually';
+import { NODE_NAMESPACE } from './installed-values';
 
 /**
  * sandbox-scale as a user installs it: a control plane with a real node, the apps' images built
@@ -65,7 +66,7 @@ function sandboxdSimDaemonSet(image: string, speed: number, tokenPath: string): 
   return {
     apiVersion: 'apps/v1',
     kind: 'DaemonSet',
-    metadata: { name: 'sandboxd-sim', namespace: INSTALLED_NAMESPACE, labels: { 'app.kubernetes.io/name': 'sandboxd-sim' } },
+    metadata: { name: 'sandboxd-sim', namespace: NODE_NAMESPACE, labels: { 'app.kubernetes.io/name': 'sandboxd-sim' } },
     spec: {
       selector: { matchLabels: { 'app.kubernetes.io/name': 'sandboxd-sim' } },
       template: {
@@ -119,6 +120,17 @@ function sandboxdSimDaemonSet(image: string, speed: number, tokenPath: string): 
   };
 }
 
+/** A namespace whose Pod Security admission enforces `level`, and warns and audits at it too. */
+function podSecurityNamespace(name: string, level: 'restricted' | 'privileged'): object {
+  const labels = Object.fromEntries(
+    ['enforce', 'warn', 'audit'].flatMap((mode) => [
+      [`pod-security.kubernetes.io/${mode}`, level],
+      [`pod-security.kubernetes.io/${mode}-version`, 'latest'],
+    ]),
+  );
+  return { apiVersion: 'v1', kind: 'Namespace', metadata: { name, labels } };
+}
+
 interface PodList {
   items: {
     metadata: { name: string };
@@ -168,7 +180,13 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
     const fleetToken = randomBytes(24).toString('hex');
     const tokenFile = join(work, 'fleet-token');
     writeFileSync(tokenFile, fleetToken, { mode: 0o600 });
-    await kubectl(['create', 'namespace', INSTALLED_NAMESPACE]);
+    // as a platform team sets them up: the control plane under Pod Security "restricted", the
+    // node side (the publisher's hostPath mount of the node's token, sandboxd) at "privileged"
+    for (const [name, level] of [
+      [INSTALLED_NAMESPACE, 'restricted'],
+      [NODE_NAMESPACE, 'privileged'],
+    ] as const)
+      await kubectl(['apply', '-f', '-'], JSON.stringify(podSecurityNamespace(name, level)));
     await kubectl([
       '-n',
       INSTALLED_NAMESPACE,
@@ -250,11 +268,13 @@ async function keepPodLogs(cp: ControlPlane): Promise<void> {
   }
 }
 
-/** Every pod of the namespace Ready and the APIService Available (kube-apiserver reached it through the Service). */
+/** Every pod of both namespaces Ready and the APIService Available (kube-apiserver reached it through the Service). */
 export async function waitInstalled(kubectl: (args: string[]) => Promise<string>, timeoutMs = 300_000): Promise<void> {
   await eventually(
     async () => {
-      const pods = JSON.parse(await kubectl(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-o', 'json'])) as PodList;
+      const pods: PodList = { items: [] };
+      for (const ns of [INSTALLED_NAMESPACE, NODE_NAMESPACE])
+        pods.items.push(...(JSON.parse(await kubectl(['-n', ns, 'get', 'pods', '-o', 'json'])) as PodList).items);
       const notReady = pods.items.filter((p) => !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
       if (pods.items.length === 0 || notReady.length) {
         throw new InstallError(

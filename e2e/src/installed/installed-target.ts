@@ -12,7 +12,7 @@ import { runSuffix } from '../testing/cluster';
 import { eventually } from '../testing/eventually';
 import { MetricsScraper, type MetricsEndpoint } from '../testing/metrics-scraper';
 import { INSTALLED_NAMESPACE, INSTALLED_RELEASE, waitInstalled } from './installed-system';
-import { ROUTER_SERVICE_NAME } from './installed-values';
+import { NODE_NAMESPACE, ROUTER_SERVICE_NAME } from './installed-values';
 
 /** Where the installed run's global setup says what it installed (a JSON file, InstalledState). */
 export const INSTALLED_STATE_ENV = 'SANDBOX_SCALE_E2E_INSTALLED_STATE';
@@ -54,7 +54,7 @@ const PORTS = { metrics: 8080, health: 8081, apiserver: 6443, fastPath: 9443 };
 const ROUTER_DNS = `${ROUTER_SERVICE_NAME}.${INSTALLED_NAMESPACE}.svc`;
 
 interface Pod {
-  metadata: { name: string; creationTimestamp?: string; deletionTimestamp?: string; labels?: Record<string, string> };
+  metadata: { name: string; namespace?: string; creationTimestamp?: string; deletionTimestamp?: string; labels?: Record<string, string> };
   spec?: { nodeName?: string };
   status?: {
     podIP?: string;
@@ -76,20 +76,19 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
   const dir = mkdtempSync(join(tmpdir(), 'sandbox-scale-installed-suite-'));
   const kubectl = (args: string[], input?: string): Promise<string> =>
     runCommand(toolPath(state.binDir, 'kubectl'), args, { KUBECONFIG: state.kubeconfigPath }, input);
-  const pods = async (component?: string): Promise<Pod[]> =>
+  const podsIn = async (namespace: string, component?: string): Promise<Pod[]> =>
     (
       JSON.parse(
-        await kubectl([
-          '-n',
-          INSTALLED_NAMESPACE,
-          'get',
-          'pods',
-          ...(component ? ['-l', `${COMPONENT_LABEL}=${component}`] : []),
-          '-o',
-          'json',
-        ]),
+        await kubectl(['-n', namespace, 'get', 'pods', ...(component ? ['-l', `${COMPONENT_LABEL}=${component}`] : []), '-o', 'json']),
       ) as { items: Pod[] }
     ).items;
+  /** A component's pods (the publisher's in the node namespace); without one, every pod of both namespaces. */
+  const pods = async (component?: string): Promise<Pod[]> =>
+    component === 'inventory-publisher'
+      ? podsIn(NODE_NAMESPACE, component)
+      : component !== undefined
+        ? podsIn(INSTALLED_NAMESPACE, component)
+        : [...(await podsIn(INSTALLED_NAMESPACE)), ...(await podsIn(NODE_NAMESPACE))];
   const apiserverUrls = async (): Promise<string[]> =>
     (await pods('sandbox-apiserver'))
       .filter((p) => isReady(p) && !p.metadata.deletionTimestamp && p.status?.podIP)
@@ -194,6 +193,7 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
     clusterCa: state.clusterCa,
     frontProxyClient: state.frontProxyClient,
     auditLogPath: state.auditLogPath,
+    publisherNamespace: NODE_NAMESPACE,
     servernameOf(url) {
       if (url.startsWith(fastPathUrl) || new RegExp(`^https://[\\d.]+:${PORTS.fastPath}(/|$)`).test(url))
         return SERVICE_DNS('claim-controller');
@@ -253,7 +253,7 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
         for (const previous of [false, true]) {
           const text = await kubectl([
             '-n',
-            INSTALLED_NAMESPACE,
+            p.metadata.namespace ?? INSTALLED_NAMESPACE,
             'logs',
             p.metadata.name,
             '--all-containers',

@@ -63,8 +63,17 @@ export const ROUTER_SERVICE_NAME = 'sandbox-router-svc';
  */
 export const CA_ROTATION_OVERLAP = '40s';
 
+/**
+ * The node side's namespace, at Pod Security "privileged": the publisher DaemonSet mounts the
+ * node's token file (hostPath), and sandboxd-sim stands in for a node daemon. The control plane's
+ * own namespace enforces "restricted".
+ */
+export const NODE_NAMESPACE = 'sandbox-nodes';
+
 export function installedSuiteHelmArgs(): string[] {
   return [
+    '--set',
+    `inventoryPublisher.namespace=${NODE_NAMESPACE}`,
     '--set',
     `inventoryPublisher.publishInterval=${PUBLISH_INTERVAL}`,
     '--set',

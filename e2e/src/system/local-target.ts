@@ -93,6 +93,7 @@ export function localTarget(sys: LocalSystem, opts: { auditLogPath?: string; onS
     clusterCa: { cert: readFileSync(cp.files.caCert, 'utf8'), key: readFileSync(cp.files.caKey, 'utf8') },
     frontProxyClient,
     auditLogPath: opts.auditLogPath,
+    publisherNamespace: SYSTEM_NAMESPACE,
     // the local serving certificate names localhost (and 127.0.0.1), where the local servers listen
     servernameOf: (url) => ([...sys.apiserverUrls, ...sys.fastPathUrls].some((u) => url.startsWith(u)) ? 'localhost' : undefined),
     createNamespace: (name) => ensureNamespace(target, name),

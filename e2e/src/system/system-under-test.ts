@@ -89,6 +89,8 @@ export interface SystemUnderTest {
   readonly frontProxyClient: CertPair;
   /** kube-apiserver's audit log (SubjectAccessReviews at level Request), if this control plane writes one. */
   readonly auditLogPath: string | undefined;
+  /** The namespace of the node publishers' ServiceAccount (installed: the chart's inventoryPublisher.namespace). */
+  readonly publisherNamespace: string;
   /**
    * The DNS name the serving certificate of sandbox-apiserver (apiserverUrls) or the fast path
    * (fastPathUrl) is checked against, as a TLS servername; undefined for any other URL (its host is).

@@ -101,9 +101,12 @@ export function useLabel(u: Pick<ApiUse, 'apiGroup' | 'resource' | 'verb' | 'nam
 const CHART_APPS: readonly ChartApp[] = ['claim-controller', 'warmpool-driver', 'inventory-publisher', 'sandbox-apiserver'];
 
 /** The user kube-apiserver sees for each app's chart ServiceAccount (`<release>-<app>`, the chart's names for release `sandbox-scale`). */
-export function chartServiceAccountUsers(namespace: string, release: string): Map<ChartApp, string> {
+export function chartServiceAccountUsers(namespace: string, release: string, publisherNamespace = namespace): Map<ChartApp, string> {
   const fullname = release.includes('sandbox-scale') ? release : `${release}-sandbox-scale`;
   return new Map(
-    CHART_APPS.map((app) => [app, `system:serviceaccount:${namespace}:${`${fullname}-${app}`.slice(0, 63).replace(/-+$/, '')}`]),
+    CHART_APPS.map((app) => [
+      app,
+      `system:serviceaccount:${app === 'inventory-publisher' ? publisherNamespace : namespace}:${`${fullname}-${app}`.slice(0, 63).replace(/-+$/, '')}`,
+    ]),
   );
 }

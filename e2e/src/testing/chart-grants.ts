@@ -60,11 +60,11 @@ export async function renderChartRbac(opts: { release: string; namespace: string
 }
 
 /**
- * Every grant the rendered bindings give the ServiceAccounts of `namespace`, one per verb and
+ * Every grant the rendered bindings give the ServiceAccounts of `namespaces`, one per verb and
  * resource. A binding may name a role the chart does not ship (system:auth-delegator,
  * extension-apiserver-authentication-reader): that one is read from the cluster `kc`.
  */
-export async function chartGrants(kc: KubeConfig, rendered: unknown[], namespace: string): Promise<Grant[]> {
+export async function chartGrants(kc: KubeConfig, rendered: unknown[], namespaces: readonly string[]): Promise<Grant[]> {
   const roles = new Map<string, Rule[]>();
   const bindings: z.infer<typeof BindingSchema>[] = [];
   for (const d of rendered) {
@@ -87,9 +87,10 @@ export async function chartGrants(kc: KubeConfig, rendered: unknown[], namespace
   };
   const out: Grant[] = [];
   for (const b of bindings) {
-    const users = (b.subjects ?? [])
-      .filter((s) => s.kind === 'ServiceAccount' && (s.namespace ?? b.metadata.namespace) === namespace)
-      .map((s) => `system:serviceaccount:${namespace}:${s.name}`);
+    const users = (b.subjects ?? []).flatMap((s) => {
+      const ns = s.namespace ?? b.metadata.namespace ?? '';
+      return s.kind === 'ServiceAccount' && namespaces.includes(ns) ? [`system:serviceaccount:${ns}:${s.name}`] : [];
+    });
     if (users.length === 0) continue;
     const scope = b.kind === 'RoleBinding' ? b.metadata.namespace : undefined;
     const source = `${b.kind}/${b.metadata.name} -> ${b.roleRef.kind}/${b.roleRef.name}`;
