@@ -16,12 +16,21 @@ export function stableKubeconfigPath(source: string): string {
   return dest;
 }
 
-/** Resolves on the first SIGINT or SIGTERM. */
+/**
+ * Resolves on the first SIGINT or SIGTERM. Later ones are ignored rather than left to Node's
+ * default (which ends the process at once, before it has stopped its children): one Ctrl-C
+ * reaches this process twice, from the terminal to the whole process group and relayed by tsx.
+ * Every app's stop is bounded (SIGKILL after its grace), so ignoring them never hangs the stop.
+ */
 export function waitForSignal(): Promise<NodeJS.Signals> {
   return new Promise((resolve) => {
+    let first: NodeJS.Signals | undefined;
     const on = (sig: NodeJS.Signals): void => {
-      process.removeListener('SIGINT', on);
-      process.removeListener('SIGTERM', on);
+      if (first !== undefined) {
+        process.stderr.write(`[start] ${sig} again: still stopping\n`);
+        return;
+      }
+      first = sig;
       resolve(sig);
     };
     process.on('SIGINT', on);

@@ -192,6 +192,18 @@ describe('runApp', () => {
     expect(logs.lines.map((l) => l.msg)).toEqual(['stopping', 'stop failed']);
   });
 
+  it('exits 1 when a stop hangs past its deadline, so a stopped process always ends', async () => {
+    const ac = new AbortController();
+    const { app, calls, logs } = fakeApp();
+    const run = runApp(app, { freezeIntrinsics: false, argv: [], env: {}, signal: ac.signal, stopDeadlineMs: 50 });
+    await settle();
+    ac.abort(new Error('received SIGINT'));
+    // the drain never resolves (nothing resolves `drained`)
+    expect(await run).toBe(1);
+    expect(calls).toEqual(['start', 'stop']);
+    expect(logs.lines.map((l) => l.msg)).toEqual(['stopping', 'stop did not finish in time: exiting without it']);
+  });
+
   it('exits 1 when the app fails to start, and stops at once when the signal came while it started', async () => {
     const logs = logLines();
     const failing = await runApp(

@@ -54,6 +54,20 @@ export interface AppIo {
    * Only tests that run several apps in one shared process turn it off.
    */
   freezeIntrinsics?: boolean;
+  /**
+   * How long a stop may take in all before the app gives up on it and exits 1 anyway; default the
+   * app's --graceful-shutdown-timeout (30 s without one) plus 15 s. The manager bounds its own
+   * drain; this bounds everything else a stop waits on (a server's last connections, a final write
+   * to an API server that is gone), so a stopped process always ends.
+   */
+  stopDeadlineMs?: number;
+}
+
+/** The stop deadline of an app's flags: its graceful shutdown timeout plus a margin for the rest of the stop. */
+function stopDeadlineOf(config: object): number {
+  const grace =
+    'gracefulShutdownTimeout' in config && typeof config.gracefulShutdownTimeout === 'number' ? config.gracefulShutdownTimeout : 30_000;
+  return grace + 15_000;
 }
 
 /** 0: stopped cleanly or printed --help; 1: failed to start, failed while running or while stopping; 2: bad configuration. */
@@ -88,7 +102,7 @@ function configure<S extends Shape, I>(app: AppDefinition<S, I>, io: AppIo): { c
 }
 
 /** Waits for the stop signal or the app's own end; on the signal, drains the app. */
-async function serve(name: string, running: RunningApp, signal: AbortSignal, log: Logger): Promise<ExitCode> {
+async function serve(name: string, running: RunningApp, signal: AbortSignal, log: Logger, stopDeadlineMs: number): Promise<ExitCode> {
   const stopRequested = new Promise<Outcome>((resolve) => {
     if (signal.aborted) resolve({ kind: 'signal' });
     else signal.addEventListener('abort', () => resolve({ kind: 'signal' }), { once: true });
@@ -108,13 +122,27 @@ async function serve(name: string, running: RunningApp, signal: AbortSignal, log
   }
   const reason: unknown = signal.reason;
   log.info({ reason: reason instanceof Error ? reason.message : String(reason) }, 'stopping');
-  try {
+  const drain = async (): Promise<'stopped'> => {
     await running.stop();
     // a failure while draining (a shutdown timeout) is the run's outcome too
     await running.done;
+    return 'stopped';
+  };
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<'deadline'>((resolve) => {
+    timer = setTimeout(() => resolve('deadline'), stopDeadlineMs);
+  });
+  try {
+    const outcome = await Promise.race([drain(), deadline]);
+    if (outcome === 'deadline') {
+      log.error({ stopDeadlineMs }, 'stop did not finish in time: exiting without it');
+      return EXIT_CODES.failed;
+    }
   } catch (err) {
     log.error({ err }, 'stop failed');
     return EXIT_CODES.failed;
+  } finally {
+    clearTimeout(timer);
   }
   log.info('stopped');
   return EXIT_CODES.ok;
@@ -146,5 +174,5 @@ export async function runApp<S extends Shape, I = Record<string, never>>(app: Ap
     log.error({ err }, 'failed to start');
     return isConfigError(err) ? EXIT_CODES.badConfig : EXIT_CODES.failed;
   }
-  return serve(app.name, running, signal, log);
+  return serve(app.name, running, signal, log, io.stopDeadlineMs ?? stopDeadlineOf(config));
 }
