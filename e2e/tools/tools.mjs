@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Builds the Go binaries the local control plane runs (kube-apiserver, kube-controller-manager,
-// kubectl, etcd, helm, krew) from the Go module proxy at pinned versions, cached outside the repo.
+// kubectl, etcd, helm, krew, helm-docs) from the Go module proxy at pinned versions, cached outside the repo.
 // Usage: node e2e/tools/tools.mjs path   -> builds what is missing, prints the bin dir (last line)
 //        node e2e/tools/tools.mjs check  -> exits 1 when something is missing, builds nothing
 //        node e2e/tools/tools.mjs node   -> also the node: kubelet, kube-scheduler, kube-proxy and a
@@ -36,6 +36,8 @@ const binaries = {
   // Krew, to install the plugin as its users do, and krew-index's own manifest check
   'kubectl-krew': `kubectl-krew-${versions.krew}`,
   'validate-krew-manifest': `validate-krew-manifest-${versions.krew}`,
+  // the chart's README, generated from values.yaml's comments (and drift-tested)
+  'helm-docs': `helm-docs-${versions.helmDocs}`,
 };
 
 /** Built only when a node is asked for (`node`): a slow build nobody else should wait on. */
@@ -295,6 +297,19 @@ function buildKrew() {
   install(join(dir, 'validate-krew-manifest'), 'validate-krew-manifest');
 }
 
+/** norwoodj/helm-docs, built in a module of its own as krew is. */
+function buildHelmDocs() {
+  const dir = join(buildRoot, `helm-docs-${versions.helmDocs}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'go.mod'),
+    `module sandbox-scale/helm-docs-build\n\ngo 1.22.1\n\nrequire github.com/norwoodj/helm-docs ${versions.helmDocs}\n`,
+  );
+  log(`building helm-docs ${versions.helmDocs}`);
+  run('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'helm-docs'), 'github.com/norwoodj/helm-docs/cmd/helm-docs'], dir);
+  install(join(dir, 'helm-docs'), 'helm-docs');
+}
+
 function missingPackages() {
   return Object.entries(nodePackages)
     .filter(([, file]) => !existsSync(file))
@@ -397,6 +412,7 @@ function ensure() {
     if (todo.includes('etcd')) buildEtcd();
     if (todo.includes('helm')) buildHelm();
     if (todo.includes('kubectl-krew') || todo.includes('validate-krew-manifest')) buildKrew();
+    if (todo.includes('helm-docs')) buildHelmDocs();
     log(`built ${todo.join(', ')} in ${Math.round((Date.now() - started) / 1000)} s`);
   });
 }

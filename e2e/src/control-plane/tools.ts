@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 
 const TOOLS_SCRIPT = resolve(__dirname, '../../tools/tools.mjs');
 
-/** Directory holding kube-apiserver, kube-controller-manager, etcd, kubectl and helm; builds what is missing. */
+/** Directory holding kube-apiserver, kube-controller-manager, etcd, kubectl, helm and helm-docs; builds what is missing. */
 export function toolsDir(): string {
   const out = execFileSync(process.execPath, [TOOLS_SCRIPT, 'path'], { encoding: 'utf8', stdio: ['ignore', 'pipe', 'inherit'] });
   const lines = out.trim().split('\n');
@@ -26,7 +26,7 @@ export function monitoringToolsDir(): string {
 
 export function toolPath(
   dir: string,
-  name: 'kube-apiserver' | 'kube-controller-manager' | 'etcd' | 'kubectl' | 'helm' | 'prometheus' | 'promtool' | 'prometheus-adapter',
+  name: 'kube-apiserver' | 'kube-controller-manager' | 'etcd' | 'kubectl' | 'helm' | 'helm-docs' | 'prometheus' | 'promtool' | 'prometheus-adapter',
 ): string {
   return join(dir, name);
 }
