@@ -47,7 +47,7 @@ type Claim = KubernetesObject & {
 type Pool = KubernetesObject & { status?: { readyReplicas?: number } };
 type Pod = KubernetesObject & {
   metadata: { name: string };
-  status?: { conditions?: Cond[]; containerStatuses?: { restartCount: number }[] };
+  status?: { conditions?: Cond[]; containerStatuses?: { restartCount: number; imageID?: string }[] };
 };
 type Inventory = KubernetesObject & { pools?: { template: string; warm: number; target: number }[] };
 type Lease = KubernetesObject & { spec?: { holderIdentity?: string } };
@@ -138,6 +138,29 @@ describe('sandbox-scale installed by helm on a real node', () => {
     expect(ds.status.numberReady).toBe(1);
     // discovery through the aggregated API: kube-apiserver reaches sandbox-apiserver through its Service
     expect(await system.kubectl(['api-resources', '--api-group=agents.x-k8s.io', '-o', 'name'])).toContain('sandboxes.agents.x-k8s.io');
+  });
+
+  it('runs every pod from the image the release pushed, pulled from its registry by the digest it printed', async () => {
+    const printed = new Map(state.release.images.map((i) => [i.digest, i.app]));
+    expect(printed.size).toBe(5);
+    const pods = await allPods();
+    const seen = new Set<string>();
+    for (const p of pods)
+      for (const c of p.status?.containerStatuses ?? []) {
+        // imageID is what containerd resolved and pulled: <registry>/<repository>@<digest>
+        const digest = /@(sha256:[a-f0-9]{64})$/.exec(c.imageID ?? '')?.[1] ?? '';
+        expect({ pod: p.metadata.name, app: printed.get(digest) }).toEqual({ pod: p.metadata.name, app: expect.any(String) as unknown });
+        expect(c.imageID?.startsWith(state.release.chart.ref.replace(/^oci:\/\//, '').replace(/\/charts\/sandbox-scale$/, ''))).toBe(true);
+        seen.add(printed.get(digest) ?? '');
+      }
+    expect([...seen].sort()).toEqual(['claim-controller', 'inventory-publisher', 'sandbox-apiserver', 'sandboxd-sim', 'warmpool-driver']);
+    // the chart installed is the one the release pushed
+    const installed = JSON.parse(
+      await runCommand(toolPath(state.binDir, 'helm'), ['list', '-n', INSTALLED_NAMESPACE, '-o', 'json'], {
+        KUBECONFIG: state.kubeconfigPath,
+      }),
+    ) as { name: string; chart: string }[];
+    expect(installed.find((r) => r.name === INSTALLED_RELEASE)?.chart).toBe(`sandbox-scale-${state.release.chart.version}`);
   });
 
   it('runs the control plane under Pod Security "restricted", which refuses a pod that asks for more', async () => {
@@ -466,7 +489,11 @@ describe('sandbox-scale installed by helm on a real node', () => {
       [
         'upgrade',
         INSTALLED_RELEASE,
-        join(REPO_ROOT, 'charts/sandbox-scale'),
+        // the same release's chart, as a user upgrades in place
+        state.release.chart.ref,
+        '--version',
+        state.release.chart.version,
+        '--plain-http',
         '-n',
         INSTALLED_NAMESPACE,
         '--reuse-values',

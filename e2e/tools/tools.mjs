@@ -1,6 +1,6 @@
 #!/usr/bin/env node
 // Builds the Go binaries the local control plane runs (kube-apiserver, kube-controller-manager,
-// kubectl, etcd, helm, krew, helm-docs) from the Go module proxy at pinned versions, cached outside the repo.
+// kubectl, etcd, helm, krew, helm-docs, an OCI registry) from the Go module proxy at pinned versions, cached outside the repo.
 // Usage: node e2e/tools/tools.mjs path   -> builds what is missing, prints the bin dir (last line)
 //        node e2e/tools/tools.mjs check  -> exits 1 when something is missing, builds nothing
 //        node e2e/tools/tools.mjs node   -> also the node: kubelet, kube-scheduler, kube-proxy and a
@@ -38,6 +38,8 @@ const binaries = {
   'validate-krew-manifest': `validate-krew-manifest-${versions.krew}`,
   // the chart's README, generated from values.yaml's comments (and drift-tested)
   'helm-docs': `helm-docs-${versions.helmDocs}`,
+  // go-containerregistry's registry: the OCI registry a release is pushed to and the node pulls from
+  registry: `registry-${versions.goContainerregistry}`,
 };
 
 /** Built only when a node is asked for (`node`): a slow build nobody else should wait on. */
@@ -310,6 +312,23 @@ function buildHelmDocs() {
   install(join(dir, 'helm-docs'), 'helm-docs');
 }
 
+/** go-containerregistry's `registry` (an OCI distribution registry), built in a module of its own. */
+function buildRegistry() {
+  const dir = join(buildRoot, `go-containerregistry-${versions.goContainerregistry}`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(
+    join(dir, 'go.mod'),
+    `module sandbox-scale/registry-build\n\ngo 1.25.0\n\nrequire github.com/google/go-containerregistry ${versions.goContainerregistry}\n`,
+  );
+  log(`building go-containerregistry's registry ${versions.goContainerregistry}`);
+  run(
+    'go',
+    ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'registry'), 'github.com/google/go-containerregistry/cmd/registry'],
+    dir,
+  );
+  install(join(dir, 'registry'), 'registry');
+}
+
 function missingPackages() {
   return Object.entries(nodePackages)
     .filter(([, file]) => !existsSync(file))
@@ -413,6 +432,7 @@ function ensure() {
     if (todo.includes('helm')) buildHelm();
     if (todo.includes('kubectl-krew') || todo.includes('validate-krew-manifest')) buildKrew();
     if (todo.includes('helm-docs')) buildHelmDocs();
+    if (todo.includes('registry')) buildRegistry();
     log(`built ${todo.join(', ')} in ${Math.round((Date.now() - started) / 1000)} s`);
   });
 }

@@ -33,6 +33,11 @@ export interface LocalNode {
   containerdAddress: string;
   /** Loads a docker/OCI archive into containerd's k8s.io namespace, where the kubelet finds it. */
   importImage(archive: string): void;
+  /**
+   * Lets containerd pull from a plain-HTTP registry at host:port, as a node is configured for a
+   * private mirror: a hosts.toml under its registry config_path, read at each pull.
+   */
+  pullFrom(registryHost: string): void;
 }
 
 /**
@@ -115,6 +120,11 @@ export function kubeconfigFile(path: string, server: string, ca: string, user: C
   return path;
 }
 
+/** containerd's registry config_path: one directory per registry host, each with a hosts.toml. */
+function registryHostsDir(containerdDir: string): string {
+  return join(containerdDir, 'certs.d');
+}
+
 function containerdConfig(dir: string, address: string, sandboxImage: string, cniConfDir: string): string {
   return [
     'version = 2',
@@ -143,6 +153,9 @@ function containerdConfig(dir: string, address: string, sandboxImage: string, cn
     '  [plugins."io.containerd.grpc.v1.cri".cni]',
     `    bin_dir = "${CNI_BIN_DIR}"`,
     `    conf_dir = "${cniConfDir}"`,
+    // per-registry hosts (pullFrom): how this node reaches the registries its images name
+    '  [plugins."io.containerd.grpc.v1.cri".registry]',
+    `    config_path = "${registryHostsDir(dir)}"`,
     '',
   ].join('\n');
 }
@@ -200,6 +213,14 @@ export async function startNode(opts: StartNodeOptions, earlyExit: () => string 
       } catch (err) {
         throw new NodeStartError(`ctr images import ${archive} failed: ${String((err as { stderr?: Buffer }).stderr ?? err)}`);
       }
+    },
+    pullFrom(registryHost: string): void {
+      const hostDir = join(registryHostsDir(containerdDir), registryHost);
+      mkdirSync(hostDir, { recursive: true });
+      writeFileSync(
+        join(hostDir, 'hosts.toml'),
+        [`server = "http://${registryHost}"`, '', `[host."http://${registryHost}"]`, '  capabilities = ["pull", "resolve"]', ''].join('\n'),
+      );
     },
   };
 

@@ -26,7 +26,16 @@ export function monitoringToolsDir(): string {
 
 export function toolPath(
   dir: string,
-  name: 'kube-apiserver' | 'kube-controller-manager' | 'etcd' | 'kubectl' | 'helm' | 'helm-docs' | 'prometheus' | 'promtool' | 'prometheus-adapter',
+  name:
+    | 'kube-apiserver'
+    | 'kube-controller-manager'
+    | 'etcd'
+    | 'kubectl'
+    | 'helm'
+    | 'helm-docs'
+    | 'prometheus'
+    | 'promtool'
+    | 'prometheus-adapter',
 ): string {
   return join(dir, name);
 }

@@ -253,8 +253,10 @@ export interface BuiltImage {
 }
 
 export interface AppImageOptions {
-  /** Tag of the image (default `local`, what the installed suite installs the chart with). */
+  /** Tag of the image (default `local`). */
   tag?: string;
+  /** Also export it as a docker archive for `ctr images import` (default true); a release pushes instead. */
+  archive?: boolean;
 }
 
 /** The version an image is stamped with: the repository's own (package.json). */
@@ -303,6 +305,7 @@ export function appImage(app: AppName, outDir: string, opts: AppImageOptions = {
     name,
     REPO_ROOT,
   ]);
+  if (opts.archive === false) return { name, archive: '' };
   const archive = join(outDir, `${app}.tar`);
   exportArchive(name, archive);
   return { name, archive };

@@ -1,22 +1,25 @@
 import { nodeToken } from '@sandbox-scale/sandboxd-client';
 import { randomBytes } from 'node:crypto';
-import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
 import { toolPath } from '../control-plane/tools';
-import { APPS, appImage, LOCAL_REGISTRY, LOCAL_TAG, REPO_ROOT, type BuiltImage } from '../images/images';
+import { REPO_ROOT } from '../images/images';
+import { startLocalRegistry, type LocalRegistry } from '../release/local-registry';
+import { release, releaseReport, type Release } from '../release/release';
 import { runCommand } from '../system/run-command';
 import { eventually } from '../testing/eventually';
 import { NODE_NAMESPACE } from './installed-values';
 
 /**
- * sandbox-scale as a user installs it: a control plane with a real node, the apps' images built
- * here and loaded into the node's containerd, `helm install` of charts/sandbox-scale with its
- * defaults except the image registry, tag, pull policy and the fleet token Secret, and
- * sandboxd-sim as a DaemonSet on the node's host network standing in for sandboxd. The node is
- * provisioned as a platform provisions one for per-node tokens (the chart's default): its own
- * sandboxd root token in a file on the node, which its sandboxd and its publisher read.
+ * sandbox-scale as a user installs it: a control plane with a real node; a release (npm run
+ * release) pushed to an OCI registry on this machine, which the node's containerd pulls from (no
+ * image is preloaded); `helm install oci://…` of the chart that release pushed, with its defaults
+ * (the images by digest) plus the suites' values; and sandboxd-sim, from the same release, as a
+ * DaemonSet on the node's host network standing in for sandboxd. The node is provisioned as a
+ * platform provisions one for per-node tokens (the chart's default): its own sandboxd root token
+ * in a file on the node, which its sandboxd and its publisher read.
  */
 
 export const INSTALLED_NAMESPACE = 'sandbox-system';
@@ -26,6 +29,7 @@ export const SANDBOXD_PORT = 7777;
 
 export interface InstalledFigures {
   controlPlaneMs: number;
+  /** The release: every image built and pushed, the chart packaged and pushed. */
   imagesMs: number;
   /** From `helm install` to every pod Ready and the APIService Available. */
   installToReadyMs: number;
@@ -41,6 +45,8 @@ export interface InstalledSystem {
   nodeName: string;
   sandboxdToken: string;
   figures: InstalledFigures;
+  /** What the release the chart was installed from printed. */
+  release: Release;
   kubectl(args: string[], input?: string): Promise<string>;
   stop(): Promise<void>;
 }
@@ -79,7 +85,7 @@ function sandboxdSimDaemonSet(image: string, speed: number, tokenPath: string): 
             {
               name: 'sandboxd-sim',
               image,
-              imagePullPolicy: 'Never',
+              imagePullPolicy: 'IfNotPresent',
               args: [
                 '--nodes=1',
                 `--base-port=${SANDBOXD_PORT}`,
@@ -138,6 +144,9 @@ interface PodList {
   }[];
 }
 
+/** The version the installed run releases as: the repository's, marked as this run's. */
+const INSTALLED_VERSION = `${(JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version}-installed`;
+
 export interface InstallOptions {
   log?: (msg: string) => void;
   /** sandboxd-sim latency multiplier (0 = instant). */
@@ -154,9 +163,11 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
   const cp = await startControlPlane({ node: true, log, apiserverArgs: opts.apiserverArgs });
   const node = cp.node;
   const work = mkdtempSync(join(tmpdir(), 'sandbox-scale-installed-'));
+  let registry: LocalRegistry | undefined;
   const stop = async (): Promise<void> => {
     await keepPodLogs(cp);
     await cp.stop();
+    await registry?.stop();
     rmSync(work, { recursive: true, force: true });
   };
   try {
@@ -167,15 +178,13 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
     const helm = (args: string[]): Promise<string> => runCommand(toolPath(cp.binDir, 'helm'), args, env);
 
     const t1 = Date.now();
-    const images = new Map<string, BuiltImage>();
-    for (const app of APPS) {
-      log(`building image ${LOCAL_REGISTRY}/${app}:${LOCAL_TAG}`);
-      const image = appImage(app, work);
-      node.importImage(image.archive);
-      images.set(app, image);
-    }
+    registry = await startLocalRegistry(cp.binDir, cp.dir);
+    node.pullFrom(registry.host);
+    const released = await release({ registry: registry.host, version: INSTALLED_VERSION, plainHttp: true, log, binDir: cp.binDir });
     const imagesMs = Date.now() - t1;
-    log(`images built and loaded in ${imagesMs} ms`);
+    log(`released to ${registry.host} in ${imagesMs} ms:\n${releaseReport(released)}`);
+    const sim = released.images.find((i) => i.app === 'sandboxd-sim');
+    if (sim === undefined) throw new InstallError('the release pushed no sandboxd-sim image');
 
     const fleetToken = randomBytes(24).toString('hex');
     const tokenFile = join(work, 'fleet-token');
@@ -203,23 +212,20 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
     chownSync(nodeTokenPath, 65532, 65532);
     await kubectl(
       ['apply', '-f', '-'],
-      JSON.stringify(sandboxdSimDaemonSet(images.get('sandboxd-sim')?.name as string, opts.speed ?? 0.02, nodeTokenPath)),
+      JSON.stringify(sandboxdSimDaemonSet(`${registry.host}/sandbox-scale/sandboxd-sim@${sim.digest}`, opts.speed ?? 0.02, nodeTokenPath)),
     );
 
     const t2 = Date.now();
-    log('helm install');
+    log(`helm install ${released.chart.ref} --version ${released.chart.version}`);
     await helm([
       'install',
       INSTALLED_RELEASE,
-      join(REPO_ROOT, 'charts/sandbox-scale'),
+      released.chart.ref,
+      '--version',
+      released.chart.version,
+      '--plain-http',
       '-n',
       INSTALLED_NAMESPACE,
-      '--set',
-      `image.registry=${LOCAL_REGISTRY}`,
-      '--set',
-      `image.tag=${LOCAL_TAG}`,
-      '--set',
-      'image.pullPolicy=Never',
       '--set',
       `inventoryPublisher.sandboxdTokenPath=${nodeTokenPath}`,
       ...(opts.helmArgs ?? []),
@@ -235,6 +241,7 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
       nodeName: node.name,
       sandboxdToken,
       figures: { controlPlaneMs, imagesMs, installToReadyMs },
+      release: released,
       kubectl,
       stop,
     };

@@ -13,6 +13,7 @@ import { eventually } from '../testing/eventually';
 import { MetricsScraper, type MetricsEndpoint } from '../testing/metrics-scraper';
 import { INSTALLED_NAMESPACE, INSTALLED_RELEASE, waitInstalled } from './installed-system';
 import { NODE_NAMESPACE, ROUTER_SERVICE_NAME } from './installed-values';
+import { ReleaseSchema } from '../release/release';
 
 /** Where the installed run's global setup says what it installed (a JSON file, InstalledState). */
 export const INSTALLED_STATE_ENV = 'SANDBOX_SCALE_E2E_INSTALLED_STATE';
@@ -27,6 +28,8 @@ export const InstalledStateSchema = z.object({
   clusterCa: z.object({ cert: z.string(), key: z.string() }),
   frontProxyClient: z.object({ cert: z.string(), key: z.string() }),
   auditLogPath: z.string().optional(),
+  /** What the release the chart was installed from printed. */
+  release: ReleaseSchema,
 });
 export type InstalledState = z.infer<typeof InstalledStateSchema>;
 
