@@ -65,9 +65,14 @@ describe('publisher configuration', () => {
       caApiService: 'v1beta1.agents.x-k8s.io',
     });
     expect(() =>
-      noticeTargetOfFlags(parse(['--node-name=n1', service, '--notice-ca-file=/ca.crt', '--notice-ca-apiservice=v1beta1.agents.x-k8s.io']), read),
+      noticeTargetOfFlags(
+        parse(['--node-name=n1', service, '--notice-ca-file=/ca.crt', '--notice-ca-apiservice=v1beta1.agents.x-k8s.io']),
+        read,
+      ),
     ).toThrow(/exclusive/);
-    expect(() => parse(['--node-name=n1', '--notice-ca-apiservice=../secrets'])).toThrow(/--notice-ca-apiservice: must be an APIService name/);
+    expect(() => parse(['--node-name=n1', '--notice-ca-apiservice=../secrets'])).toThrow(
+      /--notice-ca-apiservice: must be an APIService name/,
+    );
   });
 
   it('names the flag when node name is missing or labels are malformed', () => {

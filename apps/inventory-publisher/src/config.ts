@@ -54,11 +54,16 @@ export const InventoryPublisherFlagsSchema = z.object({
   noticeCaFile: z
     .string()
     .default('')
-    .describe("CA (PEM) the sandbox-apiserver replicas' serving certificate chains to, followed as it changes; with --notice-service, this or --notice-ca-apiservice"),
+    .describe(
+      "CA (PEM) the sandbox-apiserver replicas' serving certificate chains to, followed as it changes; with --notice-service, this or --notice-ca-apiservice",
+    ),
   noticeCaApiservice: z
     .string()
     .default('')
-    .refine((v) => v === '' || /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(v), 'must be an APIService name (<version>.<group>)')
+    .refine(
+      (v) => v === '' || /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)+$/.test(v),
+      'must be an APIService name (<version>.<group>)',
+    )
     .describe(
       "APIService whose caBundle the replicas' serving certificate chains to, watched so a CA rotation is trusted without a restart: for a publisher in a namespace of its own, which cannot mount the serving Secret. With --notice-service, this or --notice-ca-file",
     ),

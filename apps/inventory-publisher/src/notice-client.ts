@@ -1,7 +1,15 @@
 import { Agent } from 'node:https';
 import { checkServerIdentity, type PeerCertificate } from 'node:tls';
 import type { KubeConfig } from '@kubernetes/client-node';
-import { APIServiceResource, createInformer, kubeAuthorization, postJson, type Informer, type KubeResource, type Logger } from '@sandbox-scale/kube-runtime';
+import {
+  APIServiceResource,
+  createInformer,
+  kubeAuthorization,
+  postJson,
+  type Informer,
+  type KubeResource,
+  type Logger,
+} from '@sandbox-scale/kube-runtime';
 import {
   findInCauseChain,
   NODE_NOTICE_PATH,
@@ -160,7 +168,10 @@ export class NoticeClient implements NoticeSender {
   async send(target: string, notice: NodeNotice): Promise<NoticeOutcome> {
     const agent = this.#agent;
     if (agent === undefined)
-      throw new NoticeRefusedError(`no CA to verify replica ${target} with yet (APIService ${this.o.caApiService ?? ''} has no caBundle)`, 0);
+      throw new NoticeRefusedError(
+        `no CA to verify replica ${target} with yet (APIService ${this.o.caApiService ?? ''} has no caBundle)`,
+        0,
+      );
     const authorization = await kubeAuthorization(this.o.kubeConfig);
     if (!authorization.startsWith('Bearer ')) throw new NoticeRefusedError('no ServiceAccount token to authenticate node notices with', 0);
     const reply = await postJson(`https://${target}${NODE_NOTICE_PATH}`, notice, {
