@@ -23,6 +23,12 @@ export interface PrometheusOptions {
   /** The metrics reader's token (the chart's metrics-reader ClusterRole). */
   token: string;
   scrapeIntervalSeconds: number;
+  /**
+   * Scrape configurations instead of the static job (each may name `tokenFile` below as its
+   * credentials_file); with `rules`, the rule files Prometheus loads and evaluates.
+   */
+  scrapeConfigs?: (tokenFile: string) => object[];
+  rules?: string[];
 }
 
 export interface Prometheus {
@@ -30,8 +36,22 @@ export interface Prometheus {
   url: string;
   /** An instant query's vector: labels and value of each series. */
   query(expr: string): Promise<{ labels: Record<string, string>; value: number }[]>;
+  /** The active targets: job, scrape URL, health and last error. */
+  targets(): Promise<z.infer<typeof TargetSchema>[]>;
+  /** Alerts now pending or firing, by name and state. */
+  alerts(): Promise<z.infer<typeof AlertSchema>[]>;
   stop(): Promise<void>;
 }
+
+const TargetSchema = z.object({
+  labels: z.record(z.string(), z.string()),
+  scrapeUrl: z.string(),
+  health: z.string(),
+  lastError: z.string(),
+});
+const TargetsReplySchema = z.object({ status: z.literal('success'), data: z.object({ activeTargets: z.array(TargetSchema) }) });
+const AlertSchema = z.object({ labels: z.record(z.string(), z.string()), state: z.string(), activeAt: z.string().optional() });
+const AlertsReplySchema = z.object({ status: z.literal('success'), data: z.object({ alerts: z.array(AlertSchema) }) });
 
 const QueryReplySchema = z.object({
   status: z.literal('success'),
@@ -53,9 +73,19 @@ export async function startPrometheus(o: PrometheusOptions): Promise<Prometheus>
   const port = await freePort();
   const tokenFile = join(dir, 'token');
   writeFileSync(tokenFile, o.token, { mode: 0o600 });
+  const ruleFiles = (o.rules ?? []).map((text, i) => {
+    const file = join(dir, `rules-${i}.yaml`);
+    writeFileSync(file, text);
+    return file;
+  });
   const config = {
-    global: { scrape_interval: `${o.scrapeIntervalSeconds}s`, scrape_timeout: `${o.scrapeIntervalSeconds}s` },
-    scrape_configs: [
+    global: {
+      scrape_interval: `${o.scrapeIntervalSeconds}s`,
+      scrape_timeout: `${o.scrapeIntervalSeconds}s`,
+      evaluation_interval: `${o.scrapeIntervalSeconds}s`,
+    },
+    rule_files: ruleFiles,
+    scrape_configs: o.scrapeConfigs?.(tokenFile) ?? [
       {
         job_name: o.job,
         scheme: 'https',
@@ -100,5 +130,13 @@ export async function startPrometheus(o: PrometheusOptions): Promise<Prometheus>
     await group.stop();
     throw err;
   }
-  return { url, query, stop: () => group.stop() };
+  const targets = async (): Promise<z.infer<typeof TargetSchema>[]> => {
+    const r = await request(`${url}/api/v1/targets?state=active`);
+    return TargetsReplySchema.parse(await r.body.json()).data.activeTargets;
+  };
+  const alerts = async (): Promise<z.infer<typeof AlertSchema>[]> => {
+    const r = await request(`${url}/api/v1/alerts`);
+    return AlertsReplySchema.parse(await r.body.json()).data.alerts;
+  };
+  return { url, query, targets, alerts, stop: () => group.stop() };
 }

@@ -1,0 +1,207 @@
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { parseAllDocuments, stringify } from 'yaml';
+import { z } from 'zod';
+import { HELM_TEMPLATE_KUBE_VERSION } from '../src/control-plane/kube-version';
+import { monitoringToolsDir, toolPath } from '../src/control-plane/tools';
+import { REPO_ROOT } from '../src/images/images';
+import { INSTALLED_NAMESPACE, INSTALLED_RELEASE } from '../src/installed/installed-system';
+import { connectInstalled, readInstalledState } from '../src/installed/installed-target';
+import { startPrometheus, type Prometheus } from '../src/monitoring/prometheus';
+import {
+  endpointTargetGroups,
+  parseEndpointSlice,
+  scrapeConfigsOfServiceMonitor,
+  ServiceMonitorSchema,
+} from '../src/monitoring/service-monitor';
+import { runCommand } from '../src/system/run-command';
+import type { SystemUnderTest } from '../src/system/system-under-test';
+import { eventually } from '../src/testing/eventually';
+import { warmPoolList } from '../src/testing/sandbox-manifests';
+
+// The chart's monitoring pack as a cluster's Prometheus runs it: a real Prometheus scrapes the
+// installed pods with the scrape configuration the chart's ServiceMonitors mean (endpoints
+// discovery, the Service labels and port they select, HTTPS, the CA they name, a bearer token of
+// the metrics reader), loads the chart's PrometheusRule, and every panel of the chart's Grafana
+// dashboard gets a series.
+
+const state = readInstalledState();
+const ns = 'monitoring-e2e';
+const kube = { KUBECONFIG: state.kubeconfigPath };
+const kubectl = (args: string[], input?: string): Promise<string> => runCommand(toolPath(state.binDir, 'kubectl'), args, kube, input);
+const CHART_JOBS = '.+-(claim-controller|warmpool-driver|inventory-publisher|sandbox-apiserver)-metrics';
+let sut: SystemUnderTest;
+let prometheus: Prometheus;
+let monitors: z.infer<typeof ServiceMonitorSchema>[];
+let targetsFile: string;
+
+const PrometheusRuleSchema = z.object({ kind: z.literal('PrometheusRule'), spec: z.object({ groups: z.array(z.unknown()) }) });
+const DashboardSchema = z.object({
+  panels: z.array(z.object({ title: z.string(), targets: z.array(z.object({ expr: z.string() })) })),
+});
+
+/** The chart's ServiceMonitors and PrometheusRule, rendered with the installed release's values. */
+async function renderedMonitoring(): Promise<unknown[]> {
+  const helm = toolPath(state.binDir, 'helm');
+  const dir = mkdtempSync(join(tmpdir(), 'monitoring-'));
+  const values = join(dir, 'values.json');
+  writeFileSync(values, await runCommand(helm, ['get', 'values', INSTALLED_RELEASE, '-n', INSTALLED_NAMESPACE, '-o', 'json'], kube));
+  const out = await runCommand(
+    helm,
+    [
+      'template',
+      INSTALLED_RELEASE,
+      join(REPO_ROOT, 'charts/sandbox-scale'),
+      '-n',
+      INSTALLED_NAMESPACE,
+      '-f',
+      values,
+      '--set',
+      'metrics.serviceMonitor.enabled=true',
+      '--set',
+      'metrics.prometheusRule.enabled=true',
+      '--api-versions',
+      'monitoring.coreos.com/v1',
+      '--api-versions',
+      'monitoring.coreos.com/v1/ServiceMonitor',
+      '--show-only',
+      'templates/metrics.yaml',
+      ...HELM_TEMPLATE_KUBE_VERSION,
+    ],
+    kube,
+  );
+  return parseAllDocuments(out)
+    .map((d) => d.toJSON() as unknown)
+    .filter((d) => d !== null);
+}
+
+/** Endpoints discovery, into the file Prometheus reads: every EndpointSlice address, labelled with its Service's labels. */
+async function discover(): Promise<void> {
+  const services = z
+    .object({
+      items: z.array(
+        z.object({ metadata: z.object({ name: z.string(), namespace: z.string(), labels: z.record(z.string(), z.string()).optional() }) }),
+      ),
+    })
+    .parse(JSON.parse(await kubectl(['get', 'services', '-A', '-o', 'json'])));
+  const labelsOf = new Map(services.items.map((s) => [`${s.metadata.namespace}/${s.metadata.name}`, s.metadata.labels ?? {}]));
+  const slices = (JSON.parse(await kubectl(['get', 'endpointslices', '-A', '-o', 'json'])) as { items: unknown[] }).items.map(
+    parseEndpointSlice,
+  );
+  writeFileSync(targetsFile, JSON.stringify(endpointTargetGroups(slices, (ns, svc) => labelsOf.get(`${ns}/${svc}`))));
+}
+
+beforeAll(async () => {
+  sut = await connectInstalled();
+  const docs = await renderedMonitoring();
+  monitors = docs.flatMap((d) => {
+    const m = ServiceMonitorSchema.safeParse(d);
+    return m.success ? [m.data] : [];
+  });
+  const rules = docs.flatMap((d) => {
+    const r = PrometheusRuleSchema.safeParse(d);
+    return r.success ? [stringify({ groups: r.data.spec.groups })] : [];
+  });
+  const dir = mkdtempSync(join(tmpdir(), 'monitoring-ca-'));
+  targetsFile = join(dir, 'targets.json');
+  await discover();
+  const caFile = (namespace: string, secret: string, key: string): string => join(dir, `${namespace}-${secret}-${key}`);
+  // the Secrets the monitors name for their CA, written where their scrape configurations read them
+  for (const m of monitors)
+    for (const ep of m.spec.endpoints) {
+      const ca = ep.tlsConfig?.ca?.secret;
+      if (ca === undefined) continue;
+      const data = JSON.parse(await kubectl(['-n', m.metadata.namespace, 'get', 'secret', ca.name, '-o', 'json'])) as {
+        data: Record<string, string>;
+      };
+      writeFileSync(caFile(m.metadata.namespace, ca.name, ca.key), Buffer.from(data.data[ca.key] ?? '', 'base64'));
+    }
+  const token = await sut.metricsReaderToken();
+  prometheus = await startPrometheus({
+    binDir: monitoringToolsDir(),
+    job: 'unused',
+    targets: [],
+    token,
+    scrapeIntervalSeconds: 2,
+    scrapeConfigs: (tokenFile) =>
+      monitors.flatMap((m) => scrapeConfigsOfServiceMonitor(m, { targetsFile, tokenFile, caFile, interval: '2s' })),
+    rules,
+  });
+  // some traffic for every panel: a pool, claims bound from it, sandboxes read through the API
+  await kubectl(['create', 'namespace', ns]);
+  await kubectl(['apply', '-f', '-'], warmPoolList(ns, { image: 'ghcr.io/example/monitoring:1.0', replicas: 2, claims: ['m1', 'm2'] }));
+  await eventually(
+    async () => {
+      const out = await kubectl(['-n', ns, 'get', 'sandboxes', '-o', 'name']);
+      for (const c of ['m1', 'm2']) expect(out).toContain(`sandbox.agents.x-k8s.io/${c}`);
+    },
+    { timeoutMs: 120_000, intervalMs: 1000 },
+  );
+}, 300_000);
+
+afterAll(async () => {
+  await prometheus?.stop();
+  await kubectl(['delete', 'namespace', ns, '--wait=false']).catch(() => '');
+  await sut?.stop();
+});
+
+describe("the chart's monitoring, scraped by a real Prometheus as its ServiceMonitors say", () => {
+  it('scrapes every pod of every app over HTTPS with the reader token, each target up', async () => {
+    expect(monitors.map((m) => m.metadata.name).sort()).toEqual(
+      ['claim-controller', 'inventory-publisher', 'sandbox-apiserver', 'warmpool-driver'].map((a) => `${INSTALLED_RELEASE}-${a}`),
+    );
+    const want = [...(await sut.metricsEndpoints()).keys()].length + sut.apiserverUrls.length;
+    await eventually(
+      async () => {
+        await discover();
+        const targets = await prometheus.targets();
+        const down = targets.filter((t) => t.health !== 'up').map((t) => `${t.scrapeUrl}: ${t.health} ${t.lastError}`);
+        expect(down).toEqual([]);
+        expect(targets.length).toBe(want);
+        for (const t of targets) {
+          expect(t.scrapeUrl.startsWith('https://')).toBe(true);
+          expect(t.labels.job).toMatch(new RegExp(`^${CHART_JOBS}$`));
+        }
+      },
+      { timeoutMs: 90_000, intervalMs: 1000 },
+    );
+  });
+
+  it("fills every panel of the chart's dashboard: each has a query that returns a series", async () => {
+    const dashboard = DashboardSchema.parse(
+      JSON.parse(readFileSync(join(REPO_ROOT, 'charts/sandbox-scale/files/grafana-dashboard.json'), 'utf8')),
+    );
+    expect(dashboard.panels.length).toBeGreaterThan(5);
+    await eventually(
+      async () => {
+        const empty: string[] = [];
+        for (const panel of dashboard.panels) {
+          let series = 0;
+          for (const t of panel.targets) series += (await prometheus.query(t.expr.replaceAll('$job', CHART_JOBS))).length;
+          if (series === 0) empty.push(panel.title);
+        }
+        expect(empty).toEqual([]);
+      },
+      { timeoutMs: 120_000, intervalMs: 2000 },
+    );
+  });
+
+  it("loads the chart's alert rules, with none firing on the healthy install", async () => {
+    const groups = await eventually(
+      async () => {
+        const r = await fetch(`${prometheus.url}/api/v1/rules`);
+        const body = z
+          .object({ data: z.object({ groups: z.array(z.object({ rules: z.array(z.object({ name: z.string(), health: z.string() })) })) }) })
+          .parse(await r.json());
+        const rules = body.data.groups.flatMap((g) => g.rules);
+        expect(rules.length).toBeGreaterThan(5);
+        expect(rules.filter((x) => x.health !== 'ok')).toEqual([]);
+        return rules;
+      },
+      { timeoutMs: 60_000, intervalMs: 1000 },
+    );
+    expect(groups.map((r) => r.name)).toContain('SandboxScaleTargetDown');
+    expect((await prometheus.alerts()).filter((a) => a.state === 'firing').map((a) => a.labels.alertname)).toEqual([]);
+  });
+});
