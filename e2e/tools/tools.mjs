@@ -266,67 +266,65 @@ function unpackPrometheus() {
 }
 
 /**
- * sigs.k8s.io/prometheus-adapter's adapter, built in a module of its own that requires the
- * pinned release: `go install module@version` also asks the proxy for the module's version list
- * (its deprecation check), which a proxy may refuse (403) while it serves the pinned version.
+ * Go binaries from one pinned module, built in a module of its own that requires that release
+ * (`dir` under the build root): `go install module@version` also asks the proxy for the module's
+ * version list (its deprecation check), which a proxy may refuse (403) while it serves the pinned
+ * version. Each binary is built from its package and installed under its name.
  */
+function buildPinned({ dir, module, version, go = '1.22.1', note = '', binaries }) {
+  const at = join(buildRoot, dir);
+  mkdirSync(at, { recursive: true });
+  const name = dir.replace(/-v?[\d.]+$/, '');
+  writeFileSync(join(at, 'go.mod'), `module sandbox-scale/${name}-build\n\ngo ${go}\n\nrequire ${module} ${version}\n`);
+  log(`building ${binaries.map((b) => b.bin).join(', ')} from ${module} ${version}${note}`);
+  for (const b of binaries)
+    run('go', ['build', '-trimpath', '-ldflags', `-s -w${b.ldflags ? ` ${b.ldflags}` : ''}`, '-o', join(at, b.bin), b.pkg], at);
+  for (const b of binaries) install(join(at, b.bin), b.installAs ?? b.bin);
+}
+
+/** sigs.k8s.io/prometheus-adapter's adapter. */
 function buildPrometheusAdapter() {
-  const dir = join(buildRoot, `prometheus-adapter-${versions.prometheusAdapter}`);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, 'go.mod'),
-    `module sandbox-scale/prometheus-adapter-build\n\ngo 1.22.1\n\nrequire sigs.k8s.io/prometheus-adapter ${versions.prometheusAdapter}\n`,
-  );
-  log(`building prometheus-adapter ${versions.prometheusAdapter} (about 3 minutes on 2 cores)`);
-  run('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'adapter'), 'sigs.k8s.io/prometheus-adapter/cmd/adapter'], dir);
-  install(join(dir, 'adapter'), 'prometheus-adapter');
+  buildPinned({
+    dir: `prometheus-adapter-${versions.prometheusAdapter}`,
+    module: 'sigs.k8s.io/prometheus-adapter',
+    version: versions.prometheusAdapter,
+    note: ' (about 3 minutes on 2 cores)',
+    binaries: [{ pkg: 'sigs.k8s.io/prometheus-adapter/cmd/adapter', bin: 'adapter', installAs: 'prometheus-adapter' }],
+  });
 }
 
-/** sigs.k8s.io/krew's plugin and manifest validator, built in a module of its own as the adapter is. */
+/** sigs.k8s.io/krew's plugin and manifest validator. */
 function buildKrew() {
-  const dir = join(buildRoot, `krew-${versions.krew}`);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'go.mod'), `module sandbox-scale/krew-build\n\ngo 1.22.1\n\nrequire sigs.k8s.io/krew ${versions.krew}\n`);
-  log(`building krew ${versions.krew}`);
-  const ldflags = `-s -w -X sigs.k8s.io/krew/internal/version.gitTag=${versions.krew}`;
-  run('go', ['build', '-trimpath', '-ldflags', ldflags, '-o', join(dir, 'kubectl-krew'), 'sigs.k8s.io/krew/cmd/krew'], dir);
-  run(
-    'go',
-    ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'validate-krew-manifest'), 'sigs.k8s.io/krew/cmd/validate-krew-manifest'],
-    dir,
-  );
-  install(join(dir, 'kubectl-krew'), 'kubectl-krew');
-  install(join(dir, 'validate-krew-manifest'), 'validate-krew-manifest');
+  buildPinned({
+    dir: `krew-${versions.krew}`,
+    module: 'sigs.k8s.io/krew',
+    version: versions.krew,
+    binaries: [
+      { pkg: 'sigs.k8s.io/krew/cmd/krew', bin: 'kubectl-krew', ldflags: `-X sigs.k8s.io/krew/internal/version.gitTag=${versions.krew}` },
+      { pkg: 'sigs.k8s.io/krew/cmd/validate-krew-manifest', bin: 'validate-krew-manifest' },
+    ],
+  });
 }
 
-/** norwoodj/helm-docs, built in a module of its own as krew is. */
+/** norwoodj/helm-docs: the chart's README from values.yaml's comments. */
 function buildHelmDocs() {
-  const dir = join(buildRoot, `helm-docs-${versions.helmDocs}`);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, 'go.mod'),
-    `module sandbox-scale/helm-docs-build\n\ngo 1.22.1\n\nrequire github.com/norwoodj/helm-docs ${versions.helmDocs}\n`,
-  );
-  log(`building helm-docs ${versions.helmDocs}`);
-  run('go', ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'helm-docs'), 'github.com/norwoodj/helm-docs/cmd/helm-docs'], dir);
-  install(join(dir, 'helm-docs'), 'helm-docs');
+  buildPinned({
+    dir: `helm-docs-${versions.helmDocs}`,
+    module: 'github.com/norwoodj/helm-docs',
+    version: versions.helmDocs,
+    binaries: [{ pkg: 'github.com/norwoodj/helm-docs/cmd/helm-docs', bin: 'helm-docs' }],
+  });
 }
 
-/** go-containerregistry's `registry` (an OCI distribution registry), built in a module of its own. */
+/** go-containerregistry's `registry` (an OCI distribution registry). */
 function buildRegistry() {
-  const dir = join(buildRoot, `go-containerregistry-${versions.goContainerregistry}`);
-  mkdirSync(dir, { recursive: true });
-  writeFileSync(
-    join(dir, 'go.mod'),
-    `module sandbox-scale/registry-build\n\ngo 1.25.0\n\nrequire github.com/google/go-containerregistry ${versions.goContainerregistry}\n`,
-  );
-  log(`building go-containerregistry's registry ${versions.goContainerregistry}`);
-  run(
-    'go',
-    ['build', '-trimpath', '-ldflags', '-s -w', '-o', join(dir, 'registry'), 'github.com/google/go-containerregistry/cmd/registry'],
-    dir,
-  );
-  install(join(dir, 'registry'), 'registry');
+  buildPinned({
+    dir: `go-containerregistry-${versions.goContainerregistry}`,
+    module: 'github.com/google/go-containerregistry',
+    version: versions.goContainerregistry,
+    go: '1.25.0',
+    binaries: [{ pkg: 'github.com/google/go-containerregistry/cmd/registry', bin: 'registry' }],
+  });
 }
 
 function missingPackages() {
