@@ -4,8 +4,7 @@ import { request } from 'node:https';
 import { connect as tlsConnect, type PeerCertificate, type TLSSocket } from 'node:tls';
 import { ROTATE_CA_ANNOTATION, ROTATE_KEY_ANNOTATION } from '@sandbox-scale/kube-runtime';
 import { eventually, kubectlJson, kubectlOk, runSuffix } from '../src/index';
-import { INSTALLED_NAMESPACE, INSTALLED_RELEASE } from '../src/installed/installed-system';
-import { NODE_NAMESPACE } from '../src/installed/installed-values';
+import { INSTALLED_NAMESPACE, INSTALLED_RELEASE, installedPods } from '../src/installed/installed-system';
 import { CA_ROTATION_OVERLAP } from '../src/installed/installed-values';
 import { startSuiteSystem } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
@@ -35,9 +34,7 @@ const secret = (name: string): Promise<Secret> => kubectlJson<Secret>(['-n', INS
 const text = (s: Secret, key: string): string => Buffer.from(s.data[key] ?? '', 'base64').toString('utf8');
 /** Restarts of every pod, the control plane's and the node side's (the publisher follows the CA through the APIService). */
 const restarts = async (): Promise<Record<string, number>> => {
-  const pods: Pod[] = [];
-  for (const ns of [INSTALLED_NAMESPACE, NODE_NAMESPACE])
-    pods.push(...(await kubectlJson<{ items: Pod[] }>(['-n', ns, 'get', 'pods'], kube)).items);
+  const pods = await installedPods<Pod>(async (args) => (await kubectlOk(args, kube)).stdout);
   return Object.fromEntries(
     pods.map((p) => [p.metadata.name, (p.status?.containerStatuses ?? []).reduce((n, c) => n + c.restartCount, 0)]),
   );
@@ -209,8 +206,16 @@ describe("the chart's claim-reference key and CA, rotated while clients work", (
       { timeoutMs: 300_000, intervalMs: 500 },
     );
     steps.done = Date.now() - t0;
-    // at least a minute of clients, and a few more seconds on the new certificate alone
-    while (Date.now() - t0 < Math.max(60_000, steps.done + 5_000)) await new Promise((r) => setTimeout(r, 500));
+    // at least a minute of clients, and then fast-path calls on the new certificate alone (25: about
+    // five seconds of them)
+    const newLeafAtDone = counts.newLeaf;
+    await eventually(
+      () => {
+        if (Date.now() - t0 < 60_000) throw new Error('less than a minute of clients yet');
+        if (counts.newLeaf - newLeafAtDone < 25) throw new Error(`${counts.newLeaf - newLeafAtDone} calls on the new certificate alone`);
+      },
+      { timeoutMs: 120_000, intervalMs: 500 },
+    );
     stopped = true;
     await Promise.all([refresh, lists, fastPath]);
     watch.destroy();

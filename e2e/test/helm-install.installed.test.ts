@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { KEPT_BY_LABEL } from '@sandbox-scale/kube-runtime';
 import { REPO_ROOT } from '../src/images/images';
 import { kubectl } from '../src/index';
-import { waitInstalled, INSTALLED_NAMESPACE, INSTALLED_RELEASE } from '../src/installed/installed-system';
+import { installedPods, waitInstalled, INSTALLED_NAMESPACE, INSTALLED_RELEASE } from '../src/installed/installed-system';
 import { NODE_NAMESPACE } from '../src/installed/installed-values';
 import { connectInstalled, readInstalledState } from '../src/installed/installed-target';
 import type { SystemUnderTest } from '../src/system/system-under-test';
@@ -72,11 +72,7 @@ async function sandboxReady(name: string, ready: { status: string; reason: strin
 }
 
 /** Every pod of the control plane's namespace and of the node side's. */
-async function allPods(): Promise<Pod[]> {
-  const out: Pod[] = [];
-  for (const n of [INSTALLED_NAMESPACE, NODE_NAMESPACE]) out.push(...(await kJson<Listed<Pod>>(['-n', n, 'get', 'pods'])).items);
-  return out;
-}
+const allPods = (): Promise<Pod[]> => installedPods<Pod>((args) => system.kubectl(args));
 
 const apiserverPods = (): Promise<Listed<Pod>> =>
   kJson<Listed<Pod>>(['-n', INSTALLED_NAMESPACE, 'get', 'pods', '-l', 'app.kubernetes.io/component=sandbox-apiserver']);
@@ -141,7 +137,7 @@ describe('sandbox-scale installed by helm on a real node', () => {
   });
 
   it('runs every pod from the image the release pushed, pulled from its registry by the digest it printed', async () => {
-    const printed = new Map(state.release.images.map((i) => [i.digest, i.app]));
+    const printed = new Map(state.release.images.map((i) => [i.digest, i]));
     expect(printed.size).toBe(5);
     const pods = await allPods();
     const seen = new Set<string>();
@@ -149,9 +145,13 @@ describe('sandbox-scale installed by helm on a real node', () => {
       for (const c of p.status?.containerStatuses ?? []) {
         // imageID is what containerd resolved and pulled: <registry>/<repository>@<digest>
         const digest = /@(sha256:[a-f0-9]{64})$/.exec(c.imageID ?? '')?.[1] ?? '';
-        expect({ pod: p.metadata.name, app: printed.get(digest) }).toEqual({ pod: p.metadata.name, app: expect.any(String) as unknown });
-        expect(c.imageID?.startsWith(state.release.chart.ref.replace(/^oci:\/\//, '').replace(/\/charts\/sandbox-scale$/, ''))).toBe(true);
-        seen.add(printed.get(digest) ?? '');
+        const image = printed.get(digest);
+        // the repository the release pushed it to (its reference without the tag), by that digest
+        expect({ pod: p.metadata.name, imageID: c.imageID }).toEqual({
+          pod: p.metadata.name,
+          imageID: image === undefined ? 'a digest the release printed' : `${image.ref.replace(/:[^:/]+$/, '')}@${digest}`,
+        });
+        seen.add(image?.app ?? '');
       }
     expect([...seen].sort()).toEqual(['claim-controller', 'inventory-publisher', 'sandbox-apiserver', 'sandboxd-sim', 'warmpool-driver']);
     // the chart installed is the one the release pushed

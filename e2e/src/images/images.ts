@@ -260,7 +260,7 @@ export interface AppImageOptions {
 }
 
 /** The version an image is stamped with: the repository's own (package.json). */
-function repoVersion(): string {
+export function repoVersion(): string {
   return (JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version;
 }
 

@@ -1,11 +1,11 @@
 import { nodeToken } from '@sandbox-scale/sandboxd-client';
 import { randomBytes } from 'node:crypto';
-import { chownSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
 import { toolPath } from '../control-plane/tools';
-import { REPO_ROOT } from '../images/images';
+import { repoVersion } from '../images/images';
 import { startLocalRegistry, type LocalRegistry } from '../release/local-registry';
 import { release, releaseReport, type Release } from '../release/release';
 import { runCommand } from '../system/run-command';
@@ -145,7 +145,7 @@ interface PodList {
 }
 
 /** The version the installed run releases as: the repository's, marked as this run's. */
-const INSTALLED_VERSION = `${(JSON.parse(readFileSync(join(REPO_ROOT, 'package.json'), 'utf8')) as { version: string }).version}-installed`;
+const INSTALLED_VERSION = `${repoVersion()}-installed`;
 
 export interface InstallOptions {
   log?: (msg: string) => void;
@@ -178,7 +178,7 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
     const helm = (args: string[]): Promise<string> => runCommand(toolPath(cp.binDir, 'helm'), args, env);
 
     const t1 = Date.now();
-    registry = await startLocalRegistry(cp.binDir, cp.dir);
+    registry = await startLocalRegistry(cp.binDir);
     node.pullFrom(registry.host);
     const released = await release({ registry: registry.host, version: INSTALLED_VERSION, plainHttp: true, log, binDir: cp.binDir });
     const imagesMs = Date.now() - t1;
@@ -275,13 +275,22 @@ async function keepPodLogs(cp: ControlPlane): Promise<void> {
   }
 }
 
+/** The namespaces the installed run puts pods in: the control plane's, then the node side's. */
+export const INSTALLED_NAMESPACES = [INSTALLED_NAMESPACE, NODE_NAMESPACE] as const;
+
+/** Every pod of the installed run's namespaces, as `kubectl get pods -o json` lists them. */
+export async function installedPods<P>(kubectl: (args: string[]) => Promise<string>): Promise<P[]> {
+  const out: P[] = [];
+  for (const ns of INSTALLED_NAMESPACES)
+    out.push(...(JSON.parse(await kubectl(['-n', ns, 'get', 'pods', '-o', 'json'])) as { items: P[] }).items);
+  return out;
+}
+
 /** Every pod of both namespaces Ready and the APIService Available (kube-apiserver reached it through the Service). */
 export async function waitInstalled(kubectl: (args: string[]) => Promise<string>, timeoutMs = 300_000): Promise<void> {
   await eventually(
     async () => {
-      const pods: PodList = { items: [] };
-      for (const ns of [INSTALLED_NAMESPACE, NODE_NAMESPACE])
-        pods.items.push(...(JSON.parse(await kubectl(['-n', ns, 'get', 'pods', '-o', 'json'])) as PodList).items);
+      const pods: PodList = { items: await installedPods<PodList['items'][number]>(kubectl) };
       const notReady = pods.items.filter((p) => !p.status?.conditions?.some((c) => c.type === 'Ready' && c.status === 'True'));
       if (pods.items.length === 0 || notReady.length) {
         throw new InstallError(

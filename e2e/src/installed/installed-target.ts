@@ -11,7 +11,7 @@ import { keyringKeys, type LeaderComponent, type SystemUnderTest } from '../syst
 import { runSuffix } from '../testing/cluster';
 import { eventually } from '../testing/eventually';
 import { MetricsScraper, type MetricsEndpoint } from '../testing/metrics-scraper';
-import { INSTALLED_NAMESPACE, INSTALLED_RELEASE, waitInstalled } from './installed-system';
+import { INSTALLED_NAMESPACE, INSTALLED_RELEASE, installedPods, waitInstalled } from './installed-system';
 import { NODE_NAMESPACE, ROUTER_SERVICE_NAME } from './installed-values';
 import { ReleaseSchema } from '../release/release';
 
@@ -91,7 +91,7 @@ export async function connectInstalled(): Promise<SystemUnderTest> {
       ? podsIn(NODE_NAMESPACE, component)
       : component !== undefined
         ? podsIn(INSTALLED_NAMESPACE, component)
-        : [...(await podsIn(INSTALLED_NAMESPACE)), ...(await podsIn(NODE_NAMESPACE))];
+        : installedPods<Pod>(kubectl);
   const apiserverUrls = async (): Promise<string[]> =>
     (await pods('sandbox-apiserver'))
       .filter((p) => isReady(p) && !p.metadata.deletionTimestamp && p.status?.podIP)
