@@ -40,6 +40,8 @@ const binaries = {
   'helm-docs': `helm-docs-${versions.helmDocs}`,
   // go-containerregistry's registry: the OCI registry a release is pushed to and the node pulls from
   registry: `registry-${versions.goContainerregistry}`,
+  // ShellCheck (Debian's package, unpacked): the kind script's check
+  shellcheck: `shellcheck-${versions.shellcheck}`,
 };
 
 /** Built only when a node is asked for (`node`): a slow build nobody else should wait on. */
@@ -230,24 +232,24 @@ function buildPause() {
 }
 
 /**
- * Prometheus from Debian's package, unpacked into the cache: `apt-get download` as any user, no
+ * Binaries from a Debian package, unpacked into the cache: `apt-get download` as any user, no
  * dpkg install, so no service starts and nothing outside the cache changes. A stale package list
  * is refreshed once (root only). The package's upstream version must be the pinned one.
  */
-function unpackPrometheus() {
-  const dir = join(buildRoot, `prometheus-${versions.prometheus}`);
+function unpackDebian({ pkg, version: pinned, files }) {
+  const dir = join(buildRoot, `${pkg}-${pinned}`);
   execFileSync('rm', ['-rf', dir]);
   mkdirSync(dir, { recursive: true });
-  log(`downloading Debian's prometheus package (apt-get download) for Prometheus ${versions.prometheus}`);
+  log(`downloading Debian's ${pkg} package (apt-get download) for ${pkg} ${pinned}`);
   const download = () =>
-    execFileSync('apt-get', ['-o', 'APT::Sandbox::User=root', 'download', 'prometheus'], {
+    execFileSync('apt-get', ['-o', 'APT::Sandbox::User=root', 'download', pkg], {
       cwd: dir,
       stdio: ['ignore', 'ignore', 'inherit'],
     });
   try {
     download();
   } catch (err) {
-    if (process.getuid?.() !== 0) throw new Error(`apt-get download prometheus failed (${err.message}); run apt-get update as root first`);
+    if (process.getuid?.() !== 0) throw new Error(`apt-get download ${pkg} failed (${err.message}); run apt-get update as root first`);
     log('$ apt-get update');
     execFileSync('apt-get', ['update'], {
       stdio: ['ignore', 'inherit', 'inherit'],
@@ -255,14 +257,31 @@ function unpackPrometheus() {
     });
     download();
   }
-  const deb = execFileSync('bash', ['-c', 'ls prometheus_*.deb'], { cwd: dir, encoding: 'utf8' }).trim();
+  const deb = execFileSync('bash', ['-c', `ls ${pkg}_*.deb`], { cwd: dir, encoding: 'utf8' }).trim();
   const version = execFileSync('dpkg-deb', ['-f', deb, 'Version'], { cwd: dir, encoding: 'utf8' }).trim();
-  if (!version.startsWith(`${versions.prometheus}+`) && version !== versions.prometheus)
-    throw new Error(`Debian's prometheus package is ${version}, not ${versions.prometheus}: update versions.json`);
+  const upstream = version.replace(/^\d+:/, '');
+  if (!upstream.startsWith(`${pinned}+`) && !upstream.startsWith(`${pinned}-`) && upstream !== pinned)
+    throw new Error(`Debian's ${pkg} package is ${version}, not ${pinned}: update versions.json`);
   execFileSync('dpkg-deb', ['-x', deb, 'root'], { cwd: dir });
-  log(`unpacked prometheus ${version}`);
-  install(join(dir, 'root', 'usr', 'bin', 'prometheus'), 'prometheus');
-  install(join(dir, 'root', 'usr', 'bin', 'promtool'), 'promtool');
+  log(`unpacked ${pkg} ${version}`);
+  for (const [from, name] of files) install(join(dir, 'root', from), name);
+}
+
+/** Prometheus and promtool, from Debian's prometheus package. */
+function unpackPrometheus() {
+  unpackDebian({
+    pkg: 'prometheus',
+    version: versions.prometheus,
+    files: [
+      ['usr/bin/prometheus', 'prometheus'],
+      ['usr/bin/promtool', 'promtool'],
+    ],
+  });
+}
+
+/** ShellCheck, from Debian's package: the repository's shell scripts are checked with it. */
+function unpackShellcheck() {
+  unpackDebian({ pkg: 'shellcheck', version: versions.shellcheck, files: [['usr/bin/shellcheck', 'shellcheck']] });
 }
 
 /**
@@ -431,6 +450,7 @@ function ensure() {
     if (todo.includes('kubectl-krew') || todo.includes('validate-krew-manifest')) buildKrew();
     if (todo.includes('helm-docs')) buildHelmDocs();
     if (todo.includes('registry')) buildRegistry();
+    if (todo.includes('shellcheck')) unpackShellcheck();
     log(`built ${todo.join(', ')} in ${Math.round((Date.now() - started) / 1000)} s`);
   });
 }

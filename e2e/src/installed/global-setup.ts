@@ -1,12 +1,19 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { auditArgs } from '../control-plane/audit';
-import { chartServiceAccountUsers } from '../testing/audit-log';
-import { BIN_DIR_ENV, FILES_ENV, KUBECONFIG_ENV } from '../control-plane/global-setup';
+import { INSTALLED_AUDIT } from './audit-policy';
+import { BIN_DIR_ENV, KUBECONFIG_ENV } from '../control-plane/global-setup';
 import { TARGET_ENV } from '../system/system-under-test';
-import { INSTALLED_NAMESPACE, INSTALLED_RELEASE, startInstalledSystem, type InstalledSystem } from './installed-system';
+import {
+  connectExistingCluster,
+  EXISTING_CLUSTER_ENV,
+  readExistingCluster,
+  startLocalInstallTarget,
+  type InstallTarget,
+} from './install-target';
+import { removeInstalled, startInstalledSystem, type InstalledSystem } from './installed-system';
 import { publishInstalledState } from './installed-target';
-import { installedSuiteHelmArgs, NODE_NAMESPACE } from './installed-values';
+import { installedSuiteHelmArgs } from './installed-values';
 
 declare global {
   var __sandboxScaleInstalled: { system: InstalledSystem; readyAt: number; setupMs: number } | undefined;
@@ -14,39 +21,40 @@ declare global {
 
 const log = (m: string): void => void process.stderr.write(`[installed] ${m}\n`);
 
+async function installTarget(): Promise<InstallTarget> {
+  const existing = process.env[EXISTING_CLUSTER_ENV];
+  if (existing) {
+    log(`installing into the cluster ${existing} describes`);
+    return connectExistingCluster(readExistingCluster(existing), removeInstalled);
+  }
+  const auditDir = join('/tmp', `sandbox-scale-installed-audit-${process.pid}`);
+  mkdirSync(auditDir, { recursive: true, mode: 0o700 });
+  const audit = auditArgs(auditDir, INSTALLED_AUDIT);
+  const target = await startLocalInstallTarget({ log, apiserverArgs: audit.args });
+  return { ...target, auditLogPath: audit.logPath };
+}
+
 /**
- * The installed run: one control plane with a real node, the images built and loaded, the chart
- * installed once by helm; every suite of the run connects to it (SANDBOX_SCALE_E2E_TARGET=installed).
+ * The installed run: a cluster with one node (started here, or kind's), a release pushed to a
+ * registry its node pulls from, the chart installed once by helm; every suite of the run connects
+ * to it (SANDBOX_SCALE_E2E_TARGET=installed).
  */
 export default async function globalSetup(): Promise<void> {
   const started = Date.now();
   process.env[TARGET_ENV] = 'installed';
-  const auditDir = join('/tmp', `sandbox-scale-installed-audit-${process.pid}`);
-  mkdirSync(auditDir, { recursive: true, mode: 0o700 });
-  // SubjectAccessReviews with their bodies, and every request of the chart's ServiceAccounts (rbac-audit)
-  const audit = auditArgs(auditDir, {
-    subjectAccessReviews: true,
-    users: [...chartServiceAccountUsers(INSTALLED_NAMESPACE, INSTALLED_RELEASE, NODE_NAMESPACE).values()],
-  });
-  const system = await startInstalledSystem({ log, helmArgs: installedSuiteHelmArgs(), apiserverArgs: audit.args });
-  const cp = system.cp;
-  process.env[KUBECONFIG_ENV] = cp.kubeconfigPath;
-  process.env[BIN_DIR_ENV] = cp.binDir;
-  const filesPath = join(cp.dir, 'files.json');
-  writeFileSync(filesPath, JSON.stringify({ ...cp.files, server: cp.server, dir: cp.dir }));
-  process.env[FILES_ENV] = filesPath;
-  publishInstalledState(cp.dir, {
-    kubeconfigPath: cp.kubeconfigPath,
-    binDir: cp.binDir,
+  const target = await installTarget();
+  const system = await startInstalledSystem(target, { log, helmArgs: installedSuiteHelmArgs() });
+  process.env[KUBECONFIG_ENV] = target.kubeconfigPath;
+  process.env[BIN_DIR_ENV] = target.binDir;
+  publishInstalledState(target.dir, {
+    kubeconfigPath: target.kubeconfigPath,
+    binDir: target.binDir,
     fleetToken: system.fleetToken,
     sandboxdUrl: system.sandboxdUrl,
     sandboxdToken: system.sandboxdToken,
-    clusterCa: { cert: readFileSync(cp.files.caCert, 'utf8'), key: readFileSync(cp.files.caKey, 'utf8') },
-    frontProxyClient: {
-      cert: readFileSync(join(cp.dir, 'front-proxy-client.crt'), 'utf8'),
-      key: readFileSync(join(cp.dir, 'front-proxy-client.key'), 'utf8'),
-    },
-    auditLogPath: audit.logPath,
+    clusterCa: target.clusterCa,
+    frontProxyClient: target.frontProxyClient,
+    auditLogPath: target.auditLogPath,
     release: system.release,
   });
   const setupMs = Date.now() - started;

@@ -1,21 +1,19 @@
 import { nodeToken } from '@sandbox-scale/sandboxd-client';
 import { randomBytes } from 'node:crypto';
-import { chownSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { startControlPlane, type ControlPlane } from '../control-plane/control-plane';
 import { toolPath } from '../control-plane/tools';
 import { repoVersion } from '../images/images';
-import { startLocalRegistry, type LocalRegistry } from '../release/local-registry';
+import type { InstallTarget } from './install-target';
 import { release, releaseReport, type Release } from '../release/release';
 import { runCommand } from '../system/run-command';
 import { eventually } from '../testing/eventually';
 import { NODE_NAMESPACE } from './installed-values';
 
 /**
- * sandbox-scale as a user installs it: a control plane with a real node; a release (npm run
- * release) pushed to an OCI registry on this machine, which the node's containerd pulls from (no
- * image is preloaded); `helm install oci://…` of the chart that release pushed, with its defaults
+ * sandbox-scale as a user installs it, on an InstallTarget (a control plane with a real node on
+ * this machine, or a kind cluster): a release (npm run release) pushed to an OCI registry the
+ * node's containerd pulls from (no image is preloaded); `helm install oci://…` of the chart that release pushed, with its defaults
  * (the images by digest) plus the suites' values; and sandboxd-sim, from the same release, as a
  * DaemonSet on the node's host network standing in for sandboxd. The node is provisioned as a
  * platform provisions one for per-node tokens (the chart's default): its own sandboxd root token
@@ -36,8 +34,7 @@ export interface InstalledFigures {
 }
 
 export interface InstalledSystem {
-  cp: ControlPlane;
-  kubeconfigPath: string;
+  target: InstallTarget;
   fleetToken: string;
   /** The simulated sandboxd of the node, as the node's pods reach it. */
   sandboxdUrl: string;
@@ -153,42 +150,27 @@ export interface InstallOptions {
   speed?: number;
   /** Extra `helm install` arguments (the suite's own, e.g. a shorter publish interval). */
   helmArgs?: string[];
-  /** Extra kube-apiserver flags (e.g. an audit log). */
-  apiserverArgs?: string[];
 }
 
-export async function startInstalledSystem(opts: InstallOptions = {}): Promise<InstalledSystem> {
+export async function startInstalledSystem(target: InstallTarget, opts: InstallOptions = {}): Promise<InstalledSystem> {
   const log = opts.log ?? (() => undefined);
-  const t0 = Date.now();
-  const cp = await startControlPlane({ node: true, log, apiserverArgs: opts.apiserverArgs });
-  const node = cp.node;
-  const work = mkdtempSync(join(tmpdir(), 'sandbox-scale-installed-'));
-  let registry: LocalRegistry | undefined;
   const stop = async (): Promise<void> => {
-    await keepPodLogs(cp);
-    await cp.stop();
-    await registry?.stop();
-    rmSync(work, { recursive: true, force: true });
+    await keepPodLogs(target);
+    await target.stop();
   };
   try {
-    if (!node) throw new InstallError('the control plane started without its node');
-    const controlPlaneMs = Date.now() - t0;
-    const env = { KUBECONFIG: cp.kubeconfigPath };
-    const kubectl = (args: string[], input?: string): Promise<string> => runCommand(toolPath(cp.binDir, 'kubectl'), args, env, input);
-    const helm = (args: string[]): Promise<string> => runCommand(toolPath(cp.binDir, 'helm'), args, env);
+    const env = { KUBECONFIG: target.kubeconfigPath };
+    const kubectl = (args: string[], input?: string): Promise<string> => runCommand(toolPath(target.binDir, 'kubectl'), args, env, input);
+    const helm = (args: string[]): Promise<string> => runCommand(toolPath(target.binDir, 'helm'), args, env);
 
     const t1 = Date.now();
-    registry = await startLocalRegistry(cp.binDir);
-    node.pullFrom(registry.host);
-    const released = await release({ registry: registry.host, version: INSTALLED_VERSION, plainHttp: true, log, binDir: cp.binDir });
+    const released = await release({ registry: target.registry, version: INSTALLED_VERSION, plainHttp: true, log, binDir: target.binDir });
     const imagesMs = Date.now() - t1;
-    log(`released to ${registry.host} in ${imagesMs} ms:\n${releaseReport(released)}`);
+    log(`released to ${target.registry} in ${imagesMs} ms:\n${releaseReport(released)}`);
     const sim = released.images.find((i) => i.app === 'sandboxd-sim');
     if (sim === undefined) throw new InstallError('the release pushed no sandboxd-sim image');
 
     const fleetToken = randomBytes(24).toString('hex');
-    const tokenFile = join(work, 'fleet-token');
-    writeFileSync(tokenFile, fleetToken, { mode: 0o600 });
     // as a platform team sets them up: the control plane under Pod Security "restricted", the
     // node side (the publisher's hostPath mount of the node's token, sandboxd) at "privileged"
     for (const [name, level] of [
@@ -196,23 +178,23 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
       [NODE_NAMESPACE, 'privileged'],
     ] as const)
       await kubectl(['apply', '-f', '-'], JSON.stringify(podSecurityNamespace(name, level)));
-    await kubectl([
-      '-n',
-      INSTALLED_NAMESPACE,
-      'create',
-      'secret',
-      'generic',
-      'sandbox-scale-fleet-token',
-      `--from-file=token=${tokenFile}`,
-    ]);
-    // the node's provisioning: its own root token, readable by the pods' user (65532) only
-    const sandboxdToken = nodeToken(fleetToken, node.name);
-    const nodeTokenPath = join(work, 'sandboxd-api-token');
-    writeFileSync(nodeTokenPath, sandboxdToken, { mode: 0o400 });
-    chownSync(nodeTokenPath, 65532, 65532);
     await kubectl(
       ['apply', '-f', '-'],
-      JSON.stringify(sandboxdSimDaemonSet(`${registry.host}/sandbox-scale/sandboxd-sim@${sim.digest}`, opts.speed ?? 0.02, nodeTokenPath)),
+      JSON.stringify({
+        apiVersion: 'v1',
+        kind: 'Secret',
+        metadata: { name: 'sandbox-scale-fleet-token', namespace: INSTALLED_NAMESPACE },
+        stringData: { token: fleetToken },
+      }),
+    );
+    // the node's provisioning: its own root token, readable by the pods' user (65532) only
+    const sandboxdToken = nodeToken(fleetToken, target.node.name);
+    const nodeTokenPath = await target.provisionNodeToken(sandboxdToken);
+    await kubectl(
+      ['apply', '-f', '-'],
+      JSON.stringify(
+        sandboxdSimDaemonSet(`${target.registry}/sandbox-scale/sandboxd-sim@${sim.digest}`, opts.speed ?? 0.02, nodeTokenPath),
+      ),
     );
 
     const t2 = Date.now();
@@ -234,13 +216,12 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
     const installToReadyMs = Date.now() - t2;
     log(`every pod Ready and the APIService Available ${installToReadyMs} ms after helm install`);
     return {
-      cp,
-      kubeconfigPath: cp.kubeconfigPath,
+      target,
       fleetToken,
-      sandboxdUrl: `http://${node.hostIp}:${SANDBOXD_PORT}`,
-      nodeName: node.name,
+      sandboxdUrl: `http://${target.node.hostIp}:${SANDBOXD_PORT}`,
+      nodeName: target.node.name,
       sandboxdToken,
-      figures: { controlPlaneMs, imagesMs, installToReadyMs },
+      figures: { controlPlaneMs: target.startMs, imagesMs, installToReadyMs },
       release: released,
       kubectl,
       stop,
@@ -251,13 +232,26 @@ export async function startInstalledSystem(opts: InstallOptions = {}): Promise<I
   }
 }
 
+/**
+ * What a run against a cluster that already runs removes before and after it: the release, its
+ * namespaces (the node's sandboxd with them) and what the chart leaves cluster-wide.
+ */
+export async function removeInstalled(
+  kubectl: (args: string[]) => Promise<string>,
+  helm: (args: string[]) => Promise<string>,
+): Promise<void> {
+  await helm(['uninstall', INSTALLED_RELEASE, '-n', INSTALLED_NAMESPACE, '--ignore-not-found', '--wait']);
+  await kubectl(['delete', 'namespace', ...INSTALLED_NAMESPACES, '--ignore-not-found', '--wait=true', '--timeout=300s']);
+}
+
 /** SANDBOX_SCALE_KEEP_LOGS=<dir>: every container's log (current and previous) beside the components' logs. */
-async function keepPodLogs(cp: ControlPlane): Promise<void> {
+async function keepPodLogs(target: InstallTarget): Promise<void> {
   const keep = process.env.SANDBOX_SCALE_KEEP_LOGS;
   if (!keep) return;
-  const to = join(keep, `${cp.dir.split('/').pop() as string}-pods`);
+  const to = join(keep, `${target.dir.split('/').pop() as string}-pods`);
   mkdirSync(to, { recursive: true });
-  const kubectl = (args: string[]): Promise<string> => runCommand(toolPath(cp.binDir, 'kubectl'), args, { KUBECONFIG: cp.kubeconfigPath });
+  const kubectl = (args: string[]): Promise<string> =>
+    runCommand(toolPath(target.binDir, 'kubectl'), args, { KUBECONFIG: target.kubeconfigPath });
   try {
     const pods = JSON.parse(await kubectl(['get', 'pods', '-A', '-o', 'json'])) as {
       items: { metadata: { name: string; namespace: string } }[];
