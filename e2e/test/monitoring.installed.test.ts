@@ -1,4 +1,4 @@
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseAllDocuments, stringify } from 'yaml';
@@ -8,6 +8,7 @@ import { monitoringToolsDir, toolPath } from '../src/control-plane/tools';
 import { REPO_ROOT } from '../src/images/images';
 import { INSTALLED_NAMESPACE, INSTALLED_RELEASE } from '../src/installed/installed-system';
 import { connectInstalled, readInstalledState } from '../src/installed/installed-target';
+import { NODE_NAMESPACE } from '../src/installed/installed-values';
 import { startPrometheus, type Prometheus } from '../src/monitoring/prometheus';
 import {
   endpointTargetGroups,
@@ -24,7 +25,8 @@ import { warmPoolList } from '../src/testing/sandbox-manifests';
 // installed pods with the scrape configuration the chart's ServiceMonitors mean (endpoints
 // discovery, the Service labels and port they select, HTTPS, the CA they name, a bearer token of
 // the metrics reader), loads the chart's PrometheusRule, and every panel of the chart's Grafana
-// dashboard gets a series.
+// dashboard gets a series. Then two faults a platform team pages on, provoked for real: the node's
+// sandboxd hangs, and Prometheus cannot reach a controller's metrics; each fires its alert.
 
 const state = readInstalledState();
 const ns = 'monitoring-e2e';
@@ -91,6 +93,48 @@ async function discover(): Promise<void> {
   );
   writeFileSync(targetsFile, JSON.stringify(endpointTargetGroups(slices, (ns, svc) => labelsOf.get(`${ns}/${svc}`))));
 }
+
+/**
+ * The node's sandboxd, hung: SIGSTOP to its process (found by the flags only its DaemonSet passes).
+ * It keeps its port, its sandboxes and its pod, and answers nothing, as a wedged sandboxd does.
+ * Returns what resumes it.
+ */
+function hangSandboxd(): () => void {
+  const pids = readdirSync('/proc').filter((d) => {
+    if (!/^\d+$/.test(d)) return false;
+    try {
+      const argv = readFileSync(`/proc/${d}/cmdline`, 'utf8').split('\0');
+      return argv.includes('--guest-closed-dirs=/dev/shm') && argv.includes('--token-file=/var/run/sandboxd/api-token');
+    } catch {
+      return false; // exited meanwhile
+    }
+  });
+  expect(pids).toHaveLength(1);
+  const pid = Number(pids[0]);
+  process.kill(pid, 'SIGSTOP');
+  return () => process.kill(pid, 'SIGCONT');
+}
+
+/**
+ * A target Prometheus cannot reach: this machine drops what it sends to one pod's metrics port
+ * (the pod stays Ready: its probes are on another port). Returns what lets it through again.
+ */
+async function cutMetrics(podIp: string): Promise<() => Promise<void>> {
+  const rule = ['OUTPUT', '-d', podIp, '-p', 'tcp', '--dport', '8080', '-m', 'comment', '--comment', 'monitoring-e2e', '-j', 'DROP'];
+  await runCommand('iptables', ['-w', '-I', ...rule]);
+  return async () => void (await runCommand('iptables', ['-w', '-D', ...rule]));
+}
+
+interface Pod {
+  metadata: { name: string };
+  status?: { podIP?: string };
+}
+const podsOf = async (namespace: string, component: string): Promise<Pod[]> =>
+  (
+    JSON.parse(await kubectl(['-n', namespace, 'get', 'pods', '-l', `app.kubernetes.io/component=${component}`, '-o', 'json'])) as {
+      items: Pod[];
+    }
+  ).items;
 
 beforeAll(async () => {
   sut = await connectInstalled();
@@ -203,5 +247,70 @@ describe("the chart's monitoring, scraped by a real Prometheus as its ServiceMon
     );
     expect(groups.map((r) => r.name)).toContain('SandboxScaleTargetDown');
     expect((await prometheus.alerts()).filter((a) => a.state === 'firing').map((a) => a.labels.alertname)).toEqual([]);
+  });
+
+  it("fires SandboxScaleNodeInventoryStale when the node's sandboxd hangs and SandboxScaleTargetDown when a controller cannot be scraped, then resolves both", async () => {
+    const [publisher] = await podsOf(NODE_NAMESPACE, 'inventory-publisher');
+    const [controller] = await podsOf(INSTALLED_NAMESPACE, 'claim-controller');
+    if (publisher === undefined || controller?.status?.podIP === undefined) throw new Error('no publisher or claim-controller pod');
+    const faults = [
+      {
+        alert: 'SandboxScaleNodeInventoryStale',
+        fault: "the node's sandboxd hung (SIGSTOP)",
+        namespace: NODE_NAMESPACE,
+        pod: publisher.metadata.name,
+      },
+      {
+        alert: 'SandboxScaleTargetDown',
+        fault: "claim-controller's metrics port unreachable",
+        namespace: INSTALLED_NAMESPACE,
+        pod: controller.metadata.name,
+      },
+    ];
+    const started = Date.now();
+    const resume = hangSandboxd();
+    let reconnect: (() => Promise<void>) | undefined;
+    const firedAt = new Map<string, number>();
+    const activeAt = new Map<string, number>();
+    try {
+      reconnect = await cutMetrics(controller.status.podIP);
+      await eventually(
+        async () => {
+          const alerts = await prometheus.alerts();
+          for (const f of faults) {
+            const a = alerts.find((x) => x.labels.alertname === f.alert && x.labels.pod === f.pod && x.labels.namespace === f.namespace);
+            if (a?.activeAt !== undefined && !activeAt.has(f.alert)) activeAt.set(f.alert, Date.parse(a.activeAt));
+            if (a?.state === 'firing' && !firedAt.has(f.alert)) firedAt.set(f.alert, Date.now());
+          }
+          expect(faults.filter((f) => !firedAt.has(f.alert)).map((f) => f.alert)).toEqual([]);
+        },
+        { timeoutMs: 10 * 60_000, intervalMs: 2000 },
+      );
+    } finally {
+      resume();
+      await reconnect?.();
+    }
+    const restored = Date.now();
+    // the alerts name the pods the faults hit, and nothing else fired
+    const firing = (await prometheus.alerts()).filter((a) => a.state === 'firing');
+    expect(firing.map((a) => `${a.labels.alertname} ${a.labels.namespace}/${a.labels.pod}`).sort()).toEqual(
+      faults.map((f) => `${f.alert} ${f.namespace}/${f.pod}`).sort(),
+    );
+    await eventually(async () => expect((await prometheus.alerts()).filter((a) => a.state === 'firing')).toEqual([]), {
+      timeoutMs: 120_000,
+      intervalMs: 1000,
+    });
+    const resolvedS = (Date.now() - restored) / 1000;
+    const rows = faults.map((f) => {
+      const pendingS = ((activeAt.get(f.alert) ?? NaN) - started) / 1000;
+      const firingS = ((firedAt.get(f.alert) ?? NaN) - started) / 1000;
+      // pending only after the fault, firing only after its `for`
+      expect(pendingS).toBeGreaterThanOrEqual(-1);
+      expect(firingS).toBeGreaterThan(pendingS);
+      return { alert: f.alert, fault: f.fault, pending_after_s: Number(pendingS.toFixed(1)), firing_after_s: Number(firingS.toFixed(1)) };
+    });
+    process.stderr.write(
+      `${rows.map((r) => `${r.alert.padEnd(32)} ${r.fault.padEnd(46)} pending ${r.pending_after_s} s, firing ${r.firing_after_s} s`).join('\n')}\nboth resolved ${resolvedS.toFixed(1)} s after the faults ended\n${JSON.stringify({ alerts: rows, resolved_s: resolvedS })}\n`,
+    );
   });
 });
