@@ -426,3 +426,51 @@ describe("the chart's package facts", () => {
     expect(await refused('--set', 'claimController.image.digest=sha256:abc')).toContain('/claimController/image/digest');
   });
 });
+
+describe("the chart's alert overrides (metrics.prometheusRule.overrides)", () => {
+  interface Rule {
+    alert: string;
+    for?: string;
+    labels?: Record<string, string>;
+  }
+  const MONITORING = ['--set', 'metrics.prometheusRule.enabled=true', '--api-versions', 'monitoring.coreos.com/v1'];
+  const rules = async (...sets: string[]): Promise<Rule[]> => {
+    const docs = (await render(...MONITORING, ...sets)) as unknown as { kind: string; spec?: { groups?: { rules: Rule[] }[] } }[];
+    return docs.filter((d) => d.kind === 'PrometheusRule').flatMap((d) => (d.spec?.groups ?? []).flatMap((g) => g.rules));
+  };
+
+  it("sets one alert's for and merges its labels over its own, leaving every other alert as the file has it", async () => {
+    const plain = await rules();
+    const changed = await rules(
+      '--set-json',
+      'metrics.prometheusRule.overrides={"SandboxScaleTargetDown":{"for":"90s","labels":{"severity":"critical","team":"platform"}}}',
+    );
+    const target = changed.find((r) => r.alert === 'SandboxScaleTargetDown');
+    expect(target?.for).toBe('90s');
+    expect(target?.labels).toEqual({ severity: 'critical', team: 'platform' });
+    expect(plain.find((r) => r.alert === 'SandboxScaleTargetDown')?.for).toBe('5m');
+    expect(changed.filter((r) => r.alert !== 'SandboxScaleTargetDown')).toEqual(plain.filter((r) => r.alert !== 'SandboxScaleTargetDown'));
+    const labelsOnly = await rules(
+      '--set-json',
+      'metrics.prometheusRule.overrides={"SandboxScaleAPIErrors":{"labels":{"team":"platform"}}}',
+    );
+    const errors = labelsOnly.find((r) => r.alert === 'SandboxScaleAPIErrors');
+    expect(errors?.labels).toEqual({
+      severity: plain.find((r) => r.alert === 'SandboxScaleAPIErrors')?.labels?.severity,
+      team: 'platform',
+    });
+    expect(errors?.for).toBe(plain.find((r) => r.alert === 'SandboxScaleAPIErrors')?.for);
+  });
+
+  it('refuses an alert the chart does not have, a for that is not a duration, and a field it does not know, naming the value', async () => {
+    expect(await refused(...MONITORING, '--set', 'metrics.prometheusRule.overrides.SandboxScaleTargetDwn.for=1m')).toContain(
+      'metrics.prometheusRule.overrides.SandboxScaleTargetDwn: the chart has no alert of that name (it has SandboxScaleNodeInventoryStale,',
+    );
+    expect(await refused(...MONITORING, '--set', 'metrics.prometheusRule.overrides.SandboxScaleTargetDown.for=5 minutes')).toContain(
+      'metrics.prometheusRule.overrides.SandboxScaleTargetDown.for: "5 minutes" is not a Prometheus duration',
+    );
+    expect(await refused(...MONITORING, '--set', 'metrics.prometheusRule.overrides.SandboxScaleTargetDown.severity=critical')).toContain(
+      '/metrics/prometheusRule/overrides/SandboxScaleTargetDown',
+    );
+  });
+});

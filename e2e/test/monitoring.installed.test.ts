@@ -8,7 +8,7 @@ import { monitoringToolsDir, toolPath } from '../src/control-plane/tools';
 import { REPO_ROOT } from '../src/images/images';
 import { INSTALLED_NAMESPACE, INSTALLED_RELEASE } from '../src/installed/installed-system';
 import { connectInstalled, readInstalledState } from '../src/installed/installed-target';
-import { NODE_NAMESPACE } from '../src/installed/installed-values';
+import { ALERT_OVERRIDES, NODE_NAMESPACE } from '../src/installed/installed-values';
 import { startPrometheus, type Prometheus } from '../src/monitoring/prometheus';
 import {
   endpointTargetGroups,
@@ -267,6 +267,16 @@ describe("the chart's monitoring, scraped by a real Prometheus as its ServiceMon
         pod: controller.metadata.name,
       },
     ];
+    // each alert's `for` as Prometheus loaded it: the chart's override the installed run sets (1m)
+    const rules = z
+      .object({
+        data: z.object({ groups: z.array(z.object({ rules: z.array(z.object({ name: z.string(), duration: z.number().optional() })) })) }),
+      })
+      .parse(await (await fetch(`${prometheus.url}/api/v1/rules`)).json())
+      .data.groups.flatMap((g) => g.rules);
+    const forS = new Map(faults.map((f) => [f.alert, rules.find((r) => r.name === f.alert)?.duration]));
+    for (const f of faults)
+      expect(`${forS.get(f.alert)}s`).toBe(`${Number.parseInt(ALERT_OVERRIDES[f.alert as keyof typeof ALERT_OVERRIDES].for) * 60}s`);
     const started = Date.now();
     const resume = hangSandboxd();
     let reconnect: (() => Promise<void>) | undefined;
@@ -307,10 +317,16 @@ describe("the chart's monitoring, scraped by a real Prometheus as its ServiceMon
       // pending only after the fault, firing only after its `for`
       expect(pendingS).toBeGreaterThanOrEqual(-1);
       expect(firingS).toBeGreaterThan(pendingS);
-      return { alert: f.alert, fault: f.fault, pending_after_s: Number(pendingS.toFixed(1)), firing_after_s: Number(firingS.toFixed(1)) };
+      return {
+        alert: f.alert,
+        fault: f.fault,
+        for_s: forS.get(f.alert),
+        pending_after_s: Number(pendingS.toFixed(1)),
+        firing_after_s: Number(firingS.toFixed(1)),
+      };
     });
     process.stderr.write(
-      `${rows.map((r) => `${r.alert.padEnd(32)} ${r.fault.padEnd(46)} pending ${r.pending_after_s} s, firing ${r.firing_after_s} s`).join('\n')}\nboth resolved ${resolvedS.toFixed(1)} s after the faults ended\n${JSON.stringify({ alerts: rows, resolved_s: resolvedS })}\n`,
+      `${rows.map((r) => `${r.alert.padEnd(32)} ${r.fault.padEnd(46)} for ${r.for_s} s: pending ${r.pending_after_s} s, firing ${r.firing_after_s} s`).join('\n')}\nboth resolved ${resolvedS.toFixed(1)} s after the faults ended\n${JSON.stringify({ alerts: rows, resolved_s: resolvedS })}\n`,
     );
   });
 });

@@ -146,7 +146,10 @@ const INSTALLED_VERSION = `${repoVersion()}-installed`;
 
 export interface InstallOptions {
   log?: (msg: string) => void;
-  /** sandboxd-sim latency multiplier (0 = instant). */
+  /**
+   * sandboxd-sim latency multiplier (0 = instant, the default: as most suites' local systems run,
+   * so the faults suite's failover measures the failover, not one simulated node's boot rate).
+   */
   speed?: number;
   /** Extra `helm install` arguments (the suite's own, e.g. a shorter publish interval). */
   helmArgs?: string[];
@@ -192,9 +195,7 @@ export async function startInstalledSystem(target: InstallTarget, opts: InstallO
     const nodeTokenPath = await target.provisionNodeToken(sandboxdToken);
     await kubectl(
       ['apply', '-f', '-'],
-      JSON.stringify(
-        sandboxdSimDaemonSet(`${target.registry}/sandbox-scale/sandboxd-sim@${sim.digest}`, opts.speed ?? 0.02, nodeTokenPath),
-      ),
+      JSON.stringify(sandboxdSimDaemonSet(`${target.registry}/sandbox-scale/sandboxd-sim@${sim.digest}`, opts.speed ?? 0, nodeTokenPath)),
     );
 
     const t2 = Date.now();
