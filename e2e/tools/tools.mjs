@@ -10,6 +10,8 @@
 //        node e2e/tools/tools.mjs monitoring -> also Prometheus (the Debian package's binary, unpacked,
 //                                           never installed as a service) and prometheus-adapter
 //                                           built from the Go module proxy: the HPA suite's metrics path
+//        node e2e/tools/tools.mjs upstream -> also the node, and kubernetes-sigs/agent-sandbox's controller
+//                                           built from the Go module proxy at a pinned release: bench:upstream
 // The node tools build under their own lock, so `path` never waits on a kubelet build.
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync, openSync, closeSync, unlinkSync, statSync, renameSync } from 'node:fs';
@@ -50,6 +52,11 @@ const nodeBinaries = {
   'kube-scheduler': `kube-scheduler-${versions.kubernetes}`,
   'kube-proxy': `kube-proxy-${versions.kubernetes}`,
   pause: `pause-${versions.pause}`,
+};
+
+/** Built only for bench:upstream (`upstream`): agent-sandbox's controller, measured beside ours. */
+const upstreamBinaries = {
+  'agent-sandbox-controller': `agent-sandbox-controller-${versions.agentSandbox}`,
 };
 
 /** Built or unpacked only when the monitoring path is asked for (`monitoring`): the HPA suite's. */
@@ -312,6 +319,18 @@ function buildPrometheusAdapter() {
   });
 }
 
+/** sigs.k8s.io/agent-sandbox's controller (its extensions included behind --extensions). */
+function buildAgentSandbox() {
+  buildPinned({
+    dir: `agent-sandbox-${versions.agentSandbox}`,
+    module: 'sigs.k8s.io/agent-sandbox',
+    version: versions.agentSandbox,
+    go: '1.26.0',
+    note: ' (a few minutes on 2 cores)',
+    binaries: [{ pkg: 'sigs.k8s.io/agent-sandbox/cmd/agent-sandbox-controller', bin: 'agent-sandbox-controller' }],
+  });
+}
+
 /** sigs.k8s.io/krew's plugin and manifest validator. */
 function buildKrew() {
   buildPinned({
@@ -378,7 +397,7 @@ function installPackages() {
 }
 
 function install(src, name) {
-  const file = binaries[name] ?? nodeBinaries[name] ?? monitoringBinaries[name];
+  const file = binaries[name] ?? nodeBinaries[name] ?? monitoringBinaries[name] ?? upstreamBinaries[name];
   const dest = join(binDir, file);
   const tmp = `${dest}.tmp-${process.pid}`;
   execFileSync('cp', [src, tmp]);
@@ -479,6 +498,17 @@ function ensureMonitoring() {
   }, 'monitoring-build.lock');
 }
 
+function ensureUpstream() {
+  mkdirSync(binDir, { recursive: true });
+  if (missing(upstreamBinaries).length === 0) return;
+  withLock(() => {
+    if (missing(upstreamBinaries).length === 0) return;
+    const started = Date.now();
+    buildAgentSandbox();
+    log(`built agent-sandbox-controller in ${Math.round((Date.now() - started) / 1000)} s`);
+  }, 'upstream-build.lock');
+}
+
 const cmd = process.argv[2] ?? 'path';
 if (cmd === 'path') {
   ensure();
@@ -510,6 +540,16 @@ if (cmd === 'path') {
   ensure();
   ensureMonitoring();
   process.stdout.write(`${binDir}\n`);
+} else if (cmd === 'upstream') {
+  try {
+    ensure();
+    ensureNode();
+    ensureUpstream();
+  } catch (err) {
+    log(`cannot provide agent-sandbox's controller and the node: ${err.message}`);
+    process.exit(1);
+  }
+  process.stdout.write(`${binDir}\n`);
 } else if (cmd === 'check-monitoring') {
   const m = [...missing(), ...missing(monitoringBinaries)];
   if (m.length) {
@@ -520,6 +560,6 @@ if (cmd === 'path') {
 } else if (cmd === 'versions') {
   process.stdout.write(`${JSON.stringify(versions)}\n`);
 } else {
-  process.stderr.write('usage: tools.mjs path|check|node|check-node|monitoring|check-monitoring|versions\n');
+  process.stderr.write('usage: tools.mjs path|check|node|check-node|monitoring|check-monitoring|upstream|versions\n');
   process.exit(2);
 }

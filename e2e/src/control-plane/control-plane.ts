@@ -15,6 +15,8 @@ export interface ControlPlane {
   kubeconfigPath: string;
   kubeConfig: KubeConfig;
   server: string;
+  /** etcd's client URL (plain HTTP on loopback): what a bench counts stored objects through. */
+  etcdUrl: string;
   /** Directory with kube-apiserver, etcd, kubectl, helm. */
   binDir: string;
   /** Directory holding certs, etcd data and logs; removed by stop(). */
@@ -374,7 +376,18 @@ export async function startControlPlane(opts: ControlPlaneOptions = {}): Promise
       serviceAccountKey: p['sa.key'] as string,
       serviceAccountPub: p['sa.pub'] as string,
     };
-    return { kubeconfigPath, kubeConfig, server, binDir, dir, files, startupMs: Date.now() - started, node, stop: () => group.stop() };
+    return {
+      kubeconfigPath,
+      kubeConfig,
+      server,
+      etcdUrl: `http://127.0.0.1:${etcdPort}`,
+      binDir,
+      dir,
+      files,
+      startupMs: Date.now() - started,
+      node,
+      stop: () => group.stop(),
+    };
   } catch (err) {
     await group.stop();
     throw err;

@@ -321,6 +321,9 @@ export async function startNode(opts: StartNodeOptions, earlyExit: () => string 
       syncFrequency: '10s',
       serializeImagePulls: false,
       localStorageCapacityIsolation: false,
+      // as many pods as the bridge's /24 has addresses, not the default 110: bench:upstream holds
+      // a warm pool of pods and the claims it binds on this one node
+      maxPods: 250,
     }),
   );
   log('starting kubelet');
