@@ -40,6 +40,8 @@ export interface Prometheus {
   targets(): Promise<z.infer<typeof TargetSchema>[]>;
   /** Alerts now pending or firing, by name and state. */
   alerts(): Promise<z.infer<typeof AlertSchema>[]>;
+  /** Every loaded rule of every group: its name, health and (alerting rules) `for` in seconds. */
+  rules(): Promise<z.infer<typeof RuleSchema>[]>;
   stop(): Promise<void>;
 }
 
@@ -52,6 +54,11 @@ const TargetSchema = z.object({
 const TargetsReplySchema = z.object({ status: z.literal('success'), data: z.object({ activeTargets: z.array(TargetSchema) }) });
 const AlertSchema = z.object({ labels: z.record(z.string(), z.string()), state: z.string(), activeAt: z.string().optional() });
 const AlertsReplySchema = z.object({ status: z.literal('success'), data: z.object({ alerts: z.array(AlertSchema) }) });
+const RuleSchema = z.object({ name: z.string(), health: z.string(), duration: z.number().optional() });
+const RulesReplySchema = z.object({
+  status: z.literal('success'),
+  data: z.object({ groups: z.array(z.object({ rules: z.array(RuleSchema) })) }),
+});
 
 const QueryReplySchema = z.object({
   status: z.literal('success'),
@@ -138,5 +145,9 @@ export async function startPrometheus(o: PrometheusOptions): Promise<Prometheus>
     const r = await request(`${url}/api/v1/alerts`);
     return AlertsReplySchema.parse(await r.body.json()).data.alerts;
   };
-  return { url, query, targets, alerts, stop: () => group.stop() };
+  const rules = async (): Promise<z.infer<typeof RuleSchema>[]> => {
+    const r = await request(`${url}/api/v1/rules`);
+    return RulesReplySchema.parse(await r.body.json()).data.groups.flatMap((g) => g.rules);
+  };
+  return { url, query, targets, alerts, rules, stop: () => group.stop() };
 }
