@@ -1,6 +1,12 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { parse, parseAllDocuments } from 'yaml';
+import { ClaimControllerFlagsSchema } from '@sandbox-scale/claim-controller';
+import { isHelp, managerOptionsFromFlags, parseFlags } from '@sandbox-scale/kube-runtime';
+import { captureLog } from '@sandbox-scale/kube-runtime/testing';
+import { WarmpoolDriverFlagsSchema } from '@sandbox-scale/warmpool-driver';
+import { Registry } from 'prom-client';
+import { KubeConfig } from '@kubernetes/client-node';
 import { createTestNamespace, deleteNamespace, kubectl, runTool, testKubeConfig } from '../src/index';
 
 // The values platform teams set on the chart: each is rendered where it belongs, on every app
@@ -23,6 +29,7 @@ interface Probe {
 }
 interface Container {
   name: string;
+  args?: string[];
   env?: { name: string; value?: string }[];
   volumeMounts?: { name: string; mountPath: string }[];
   livenessProbe?: Probe;
@@ -472,5 +479,54 @@ describe("the chart's alert overrides (metrics.prometheusRule.overrides)", () =>
     expect(await refused(...MONITORING, '--set', 'metrics.prometheusRule.overrides.SandboxScaleTargetDown.severity=critical')).toContain(
       '/metrics/prometheusRule/overrides/SandboxScaleTargetDown',
     );
+  });
+});
+
+describe("the chart's leader election timings (leaderElection)", () => {
+  const opts = (app: string, argv: string[]) => ({ program: app, summary: '', argv, env: {} });
+  // each leader-elected app reads its rendered args with its own flag schema
+  const LEADERS = [
+    { app: APPS[0], flags: (argv: string[]) => parseFlags(ClaimControllerFlagsSchema, opts('claim-controller', argv)) },
+    { app: APPS[1], flags: (argv: string[]) => parseFlags(WarmpoolDriverFlagsSchema, opts('warmpool-driver', argv)) },
+  ] as const;
+  // ...and starts its Manager with these election options
+  const timings = async (...sets: string[]) => {
+    const docs = await render(...sets);
+    return LEADERS.map(({ app, flags }) => {
+      const parsed = flags(main(workload(docs, app).pod, app).args ?? []);
+      if (isHelp(parsed)) throw new Error(`${app.app}: the rendered args asked for --help`);
+      const le = managerOptionsFromFlags(parsed, {
+        log: captureLog().log,
+        registry: new Registry(),
+        kubeConfig: new KubeConfig(),
+        leaseName: app.app,
+        env: { POD_NAMESPACE: 'sandbox-scale' },
+      }).leaderElection;
+      return { app: app.app, ...le };
+    });
+  };
+
+  it("gives both leader-elected apps the values' timings, Kubernetes' own by default", async () => {
+    for (const t of await timings()) expect(t).toMatchObject({ leaseDurationMs: 15_000, renewDeadlineMs: 10_000, retryPeriodMs: 2000 });
+    const set = await timings(
+      '--set',
+      'leaderElection.leaseDuration=1m30s,leaderElection.renewDeadline=40s,leaderElection.retryPeriod=500ms',
+    );
+    expect(set.map((t) => t.app)).toEqual(['claim-controller', 'warmpool-driver']);
+    for (const t of set) expect(t).toMatchObject({ leaseDurationMs: 90_000, renewDeadlineMs: 40_000, retryPeriodMs: 500 });
+  });
+
+  it('refuses timings under which two replicas could lead at once, and what is not a duration, naming the value', async () => {
+    expect(await refused('--set', 'leaderElection.renewDeadline=15s')).toContain(
+      'leaderElection.renewDeadline (15s) must be shorter than leaderElection.leaseDuration (15s)',
+    );
+    expect(await refused('--set', 'leaderElection.retryPeriod=9s')).toContain(
+      'leaderElection.retryPeriod (9s) x 1.2 must be shorter than leaderElection.renewDeadline (10s)',
+    );
+    expect(
+      await refused('--set', 'leaderElection.leaseDuration=900ms,leaderElection.renewDeadline=600ms,leaderElection.retryPeriod=100ms'),
+    ).toContain('leaderElection.leaseDuration (900ms) must be at least 1s');
+    expect(await refused('--set', 'leaderElection.leaseDuration=15')).toContain('/leaderElection/leaseDuration');
+    expect(await refused('--set', 'leaderElection.lease=15s')).toContain('/leaderElection');
   });
 });

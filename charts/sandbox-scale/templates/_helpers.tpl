@@ -125,9 +125,43 @@ e2b's Services' when they serve HTTPS (every listener presents the one certifica
 
 {{- define "sandbox-scale.leaderArgs" -}}
 {{- if .component.leaderElect }}
+{{- $le := .root.Values.leaderElection }}
+{{- $lease := include "sandbox-scale.durationMs" (dict "value" $le.leaseDuration "field" "leaderElection.leaseDuration") | atoi }}
+{{- $renew := include "sandbox-scale.durationMs" (dict "value" $le.renewDeadline "field" "leaderElection.renewDeadline") | atoi }}
+{{- $retry := include "sandbox-scale.durationMs" (dict "value" $le.retryPeriod "field" "leaderElection.retryPeriod") | atoi }}
+{{- if ge $renew $lease }}
+{{- fail (printf "leaderElection.renewDeadline (%s) must be shorter than leaderElection.leaseDuration (%s): a leader must stop leading before a standby may take over" $le.renewDeadline $le.leaseDuration) }}
+{{- end }}
+{{- if ge (mul $retry 6) (mul $renew 5) }}
+{{- fail (printf "leaderElection.retryPeriod (%s) x 1.2 must be shorter than leaderElection.renewDeadline (%s): the leader needs room for a retry" $le.retryPeriod $le.renewDeadline) }}
+{{- end }}
+{{- if lt $lease 1000 }}
+{{- fail (printf "leaderElection.leaseDuration (%s) must be at least 1s: a Lease counts whole seconds" $le.leaseDuration) }}
+{{- end }}
 - --leader-elect=true
 - --leader-election-namespace={{ .root.Release.Namespace }}
+- --leader-elect-lease-duration={{ $le.leaseDuration }}
+- --leader-elect-renew-deadline={{ $le.renewDeadline }}
+- --leader-elect-retry-period={{ $le.retryPeriod }}
 {{- end }}
+{{- end -}}
+
+{{/*
+A duration as the apps' flags read it (1h30m, 15s, 500ms) in whole milliseconds; fails naming
+the field when it is not one.
+*/}}
+{{- define "sandbox-scale.durationMs" -}}
+{{- $v := toString .value }}
+{{- if not (regexMatch "^([0-9]+(ms|s|m|h))+$" $v) }}
+{{- fail (printf "%s: %q is not a duration (500ms, 15s, 1m, 1h30m)" .field $v) }}
+{{- end }}
+{{- $ms := 0 }}
+{{- range regexFindAll "[0-9]+(ms|s|m|h)" $v -1 }}
+{{- $n := regexFind "^[0-9]+" . | atoi }}
+{{- $unit := trimPrefix (regexFind "^[0-9]+" .) . }}
+{{- $ms = add $ms (mul $n (get (dict "ms" 1 "s" 1000 "m" 60000 "h" 3600000) $unit)) }}
+{{- end }}
+{{- $ms -}}
 {{- end -}}
 
 {{- define "sandbox-scale.env" -}}

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { KubeConfig } from '@kubernetes/client-node';
 import { Registry } from 'prom-client';
-import { parseFlags } from './flags';
+import { type ConfigError, isConfigError, parseFlags } from './flags';
 import { ManagerFlagsSchema, type ManagerFlags } from './manager-flags';
 import { managerOptionsFromFlags, podNamespace } from './manager-options';
 import { captureLog } from '../testing/capture-log';
@@ -38,6 +38,26 @@ describe('managerOptionsFromFlags', () => {
     expect(managerOptionsFromFlags(flags(['--leader-elect', '--leader-election-namespace=ops']), wiring).leaderElection?.namespace).toBe(
       'ops',
     );
+  });
+
+  it('refuses election timings under which two replicas could lead at once, naming the flag', () => {
+    const refused = (argv: string[]): string => {
+      try {
+        managerOptionsFromFlags(flags(['--leader-elect', ...argv]), wiring);
+        return '';
+      } catch (err) {
+        expect(isConfigError(err)).toBe(true);
+        return (err as ConfigError).flag ?? '';
+      }
+    };
+    expect(refused(['--leader-elect-lease-duration=10s'])).toBe('leader-elect-renew-deadline');
+    expect(refused(['--leader-elect-renew-deadline=2s'])).toBe('leader-elect-retry-period');
+    expect(
+      refused(['--leader-elect-lease-duration=800ms', '--leader-elect-renew-deadline=500ms', '--leader-elect-retry-period=100ms']),
+    ).toBe('leader-elect-lease-duration');
+    expect(refused(['--leader-elect-lease-duration=8s', '--leader-elect-renew-deadline=6s', '--leader-elect-retry-period=1s'])).toBe('');
+    // off, the timings are not read
+    expect(managerOptionsFromFlags(flags(['--leader-elect-lease-duration=1s']), wiring).leaderElection).toBeUndefined();
   });
 });
 

@@ -1,9 +1,9 @@
-import { defaultIdentity, LeaderElector } from './leader-elector';
+import { defaultIdentity, type LeaderElectionTimings, LeaderElector } from './leader-elector';
 import { MemoryLease } from '../testing/memory-lease';
 import { FakeClock, settle } from '../testing/fake-clock';
 import { captureLog } from '../testing/capture-log';
 
-function candidate(store: MemoryLease, clock: FakeClock, identity: string) {
+function candidate(store: MemoryLease, clock: FakeClock, identity: string, timings: LeaderElectionTimings = {}) {
   const { log } = captureLog();
   const events: string[] = [];
   let leadership: AbortSignal | undefined;
@@ -12,6 +12,7 @@ function candidate(store: MemoryLease, clock: FakeClock, identity: string) {
       namespace: 'ns',
       name: 'lock',
       identity,
+      ...timings,
       log,
       now: clock.now,
       sleep: clock.sleep,
@@ -67,6 +68,38 @@ describe('LeaderElector', () => {
     expect(store.lease?.spec?.leaseTransitions).toBe(4);
     b.stop.abort();
     await b.done;
+  });
+
+  it('tries at the moment the lease it saw runs out, not a retry period later', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLease();
+    store.lease = {
+      metadata: { name: 'lock', namespace: 'ns', resourceVersion: '1' },
+      spec: { holderIdentity: 'ghost', leaseDurationSeconds: 15, renewTime: '2020-01-01T00:00:00.000000Z', leaseTransitions: 0 },
+    };
+    // a retry period that does not divide the lease: tries at 0, 4.x, 8.x, 12.x s would next come after 16 s
+    const b = candidate(store, clock, 'b', { retryPeriodMs: 4000 });
+    await clock.advance(14_999);
+    expect(b.elector.isLeader()).toBe(false);
+    await clock.advance(1);
+    expect(b.elector.isLeader()).toBe(true);
+    b.stop.abort();
+    await b.done;
+  });
+
+  it('waits out a lease the holder keeps renewing, whatever its own retry period', async () => {
+    const clock = new FakeClock();
+    const store = new MemoryLease();
+    const a = candidate(store, clock, 'a', { retryPeriodMs: 2000 });
+    await settle();
+    const b = candidate(store, clock, 'b', { retryPeriodMs: 4000 });
+    await clock.advance(60_000);
+    expect(a.elector.isLeader()).toBe(true);
+    expect(b.elector.isLeader()).toBe(false);
+    expect(store.lease?.spec?.leaseTransitions ?? 0).toBe(0);
+    a.stop.abort();
+    b.stop.abort();
+    await Promise.all([a.done, b.done]);
   });
 
   it('renews every retry period and stops leading when renewals fail past the renew deadline', async () => {

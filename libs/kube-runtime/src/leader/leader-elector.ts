@@ -81,7 +81,7 @@ export class LeaderElector {
   /** Campaigns, leads, and returns when leadership is lost or the signal aborts (releasing the lease). */
   async run(signal: AbortSignal): Promise<'lost' | 'stopped'> {
     while (!signal.aborted && !(await this.tryAcquireOrRenew(signal))) {
-      await this.sleep(jitter(this.retryPeriodMs, 0.2), signal, LOOP_WAIT);
+      await this.sleep(this.untilNextTry(), signal, LOOP_WAIT);
     }
     if (signal.aborted) return 'stopped';
     this.leading = true;
@@ -95,6 +95,21 @@ export class LeaderElector {
     else this.log.error({ renewDeadlineMs: this.renewDeadlineMs }, 'leadership lost: lease not renewed in time');
     this.opts.onStoppedLeading?.();
     return outcome;
+  }
+
+  /**
+   * A retry period (jittered), or less when the lease seen held by another runs out sooner: a
+   * standby then tries at the moment it may take over, so a leader that vanished is replaced one
+   * lease duration after the last renewal seen rather than up to a retry period later. The try
+   * reads the lease first, so a renewal that landed meanwhile still wins.
+   */
+  private untilNextTry(): number {
+    const retry = jitter(this.retryPeriodMs, 0.2);
+    const rec = this.observed;
+    if (!rec || rec.holderIdentity === '' || rec.holderIdentity === this.identity) return retry;
+    const expiresIn = this.observedAt + rec.leaseDurationSeconds * 1000 - this.now();
+    // an expired lease that could not be taken (a lost race, a failed write) waits a retry period
+    return expiresIn > 0 && expiresIn < retry ? expiresIn : retry;
   }
 
   private async renewLoop(signal: AbortSignal): Promise<'lost' | 'stopped'> {
