@@ -81,7 +81,7 @@ export interface ClaimControllerHandle {
   registry: Registry;
   /** Settles when the manager stops (rejects with why it failed). */
   done: Promise<void>;
-  /** Graceful stop: the fast path closes, controllers stop, the record queue drains. */
+  /** Graceful stop: controllers stop and the Lease is handed over while the fast path closes, then the record queue drains. */
   stop(): Promise<void>;
 }
 
@@ -330,8 +330,15 @@ export async function startClaimController(o: ClaimControllerOptions): Promise<C
     registry,
     done,
     stop: async () => {
-      await fastPath?.close();
-      await peering?.stop();
+      // the Lease goes to a standby while the fast path closes: its last answers only feed the
+      // record queue, which drains after, and SandboxClaims need not wait for them to be bound
+      await Promise.all([
+        manager.stepDown(),
+        (async () => {
+          await fastPath?.close();
+          await peering?.stop();
+        })(),
+      ]);
       ac.abort();
       await done.catch(() => undefined);
       await clients.close();

@@ -113,6 +113,59 @@ describe('Manager', () => {
     expect(await leading()).toBe(0);
   });
 
+  it('hands the Lease over once leader-only work has stopped, before the other runnables drain', async () => {
+    const trail: string[] = [];
+    const store = new MemoryLease();
+    let openDrain = (): void => undefined;
+    const drained = new Promise<void>((r) => (openDrain = r));
+    const records: Runnable = {
+      name: 'records',
+      needLeaderElection: false,
+      start: (signal) => new Promise<void>((r) => signal.addEventListener('abort', () => r(), { once: true })),
+      drain: async () => {
+        trail.push(`records drain (lease held by "${store.lease?.spec?.holderIdentity}")`);
+        await drained;
+      },
+    };
+    const mgr = manager(trail, {
+      leaderElection: { namespace: 'ns', name: 'lock', retryPeriodMs: 20, renewDeadlineMs: 200, leaseDurationMs: 1000 },
+      electorFactory: (o) => new LeaderElector({ ...o, identity: 'me' }, store.clientFor()),
+    })
+      .add(runnable('ctrl', trail))
+      .add(records);
+    const stop = new AbortController();
+    const done = mgr.start(stop.signal);
+    await eventually(() => expect(trail).toEqual(['ctrl start']), soon);
+    stop.abort();
+    await eventually(() => expect(trail).toContain('records drain (lease held by "")'), soon);
+    expect(trail).toEqual(['ctrl start', 'ctrl stop', 'ctrl drain', 'records drain (lease held by "")']);
+    openDrain();
+    await done;
+  });
+
+  it('steps down on request: leader-only work stops and the Lease is released while the rest runs on', async () => {
+    const trail: string[] = [];
+    const store = new MemoryLease();
+    const mgr = manager(trail, {
+      leaderElection: { namespace: 'ns', name: 'lock', retryPeriodMs: 20, renewDeadlineMs: 200, leaseDurationMs: 1000 },
+      electorFactory: (o) => new LeaderElector({ ...o, identity: 'me' }, store.clientFor()),
+    })
+      .add(runnable('ctrl', trail))
+      .add(runnable('fast-path', trail, { needLeaderElection: false }));
+    const stop = new AbortController();
+    const done = mgr.start(stop.signal);
+    await eventually(() => expect(trail).toEqual(['fast-path start', 'ctrl start']), soon);
+    await Promise.all([mgr.stepDown(), mgr.stepDown()]);
+    expect(trail).toEqual(['fast-path start', 'ctrl start', 'ctrl stop', 'ctrl drain']);
+    expect(store.lease?.spec?.holderIdentity).toBe('');
+    expect(mgr.isLeader()).toBe(false);
+    stop.abort();
+    await done;
+    expect(trail.slice(4)).toEqual(['fast-path stop', 'fast-path drain']);
+    // nothing took the Lease again after the step down
+    expect(store.lease?.spec?.holderIdentity).toBe('');
+  });
+
   it('stops everything and reports a runnable that failed', async () => {
     const trail: string[] = [];
     const mgr = manager(trail)

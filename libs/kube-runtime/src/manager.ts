@@ -66,8 +66,10 @@ export interface ManagerOptions {
 /**
  * controller-runtime's manager, small: caches start first and must sync, then runnables that
  * need no leader, then leader-only ones once the Lease is won. Stopping reverses it within a
- * timeout: runnables stop and drain, then the Lease is released (so a successor never overlaps
- * with work still running here), then caches stop and listeners close.
+ * timeout: runnables stop; once the leader-only ones have stopped and drained, the Lease is
+ * released (a successor never overlaps with leader work still running here, and does not wait for
+ * the rest of the drain: a pod killed with a short grace period hands over at once instead of
+ * after a lease duration); then the other runnables drain, caches stop and listeners close.
  */
 export class Manager {
   /** Ports actually bound once started (`:0` picks a free one). */
@@ -76,6 +78,11 @@ export class Manager {
   private readonly runnables: Runnable[] = [];
   private readonly servers: ProbeServer[] = [];
   private readonly running: Array<Promise<void>> = [];
+  /** The leader-only runnables' runs, a subset of `running`. */
+  private readonly leaderRunning: Array<Promise<void>> = [];
+  /** Stops leader-only runnables alone (stepDown), before the others. */
+  private readonly leaderStop = new AbortController();
+  private steppedDown: Promise<void> | undefined;
   private readonly probes: ProbeServer;
   private readonly fatal = new AbortController();
   private readonly runStop = new AbortController();
@@ -191,8 +198,9 @@ export class Manager {
   private campaign(): void {
     const leaderOnly = this.runnables.filter((r) => r.needLeaderElection !== false);
     const le = this.opts.leaderElection;
+    const leaderSignal = AbortSignal.any([this.runStop.signal, this.leaderStop.signal]);
     if (!le) {
-      for (const r of leaderOnly) this.run(r, this.runStop.signal);
+      for (const r of leaderOnly) this.leaderRunning.push(this.run(r, leaderSignal));
       return;
     }
     // a standby exports 0 from the start, so a scrape of every replica shows exactly one 1 per Lease
@@ -204,7 +212,10 @@ export class Manager {
       onStartedLeading: (leadership) => {
         leader.set(true);
         leadership.addEventListener('abort', () => leader.set(false), { once: true });
-        for (const r of leaderOnly) this.run(r, AbortSignal.any([this.runStop.signal, leadership]));
+        // won while a stepDown began (the campaign's last try raced it): start nothing, the
+        // elector is being stopped and releases the Lease
+        if (this.leaderStop.signal.aborted) return;
+        for (const r of leaderOnly) this.leaderRunning.push(this.run(r, AbortSignal.any([leaderSignal, leadership])));
       },
     };
     const elector = this.opts.electorFactory?.(electorOpts) ?? createLeaderElector(this.opts.kubeConfig as KubeConfig, electorOpts);
@@ -214,13 +225,31 @@ export class Manager {
     });
   }
 
-  private run(r: Runnable, signal: AbortSignal): void {
+  private run(r: Runnable, signal: AbortSignal): Promise<void> {
     this.opts.log.info({ runnable: r.name }, 'starting runnable');
-    this.running.push(
-      r.start(signal).catch((err: unknown) => {
-        if (!this.runStop.signal.aborted) this.fail(new RunnableFailedError(r.name, err));
-      }),
-    );
+    const run = r.start(signal).catch((err: unknown) => {
+      if (!this.runStop.signal.aborted && !this.leaderStop.signal.aborted) this.fail(new RunnableFailedError(r.name, err));
+    });
+    this.running.push(run);
+    return run;
+  }
+
+  /**
+   * Stops the leader-only runnables, waits for them and their drains, then releases the Lease;
+   * the runnables that need no leader keep running. A stop calls it first; an app that has other
+   * things to close before its manager stops (a server whose last requests feed a queue) calls it
+   * beside them, so a standby takes over while they close. Idempotent.
+   */
+  stepDown(): Promise<void> {
+    this.steppedDown ??= (async () => {
+      this.leaderStop.abort();
+      await Promise.all(this.leaderRunning);
+      const leaderOnly = this.runnables.filter((r) => r.needLeaderElection !== false);
+      await Promise.all(leaderOnly.map((r) => r.drain?.()));
+      this.electorStop.abort();
+      await this.electorDone;
+    })();
+    return this.steppedDown;
   }
 
   private fail(err: unknown): void {
@@ -251,10 +280,9 @@ export class Manager {
 
   private async stopAll(): Promise<'done'> {
     this.runStop.abort();
+    await this.stepDown();
     await Promise.all(this.running);
-    await Promise.all(this.runnables.map((r) => r.drain?.()));
-    this.electorStop.abort();
-    await this.electorDone;
+    await Promise.all(this.runnables.filter((r) => r.needLeaderElection === false).map((r) => r.drain?.()));
     await Promise.all(this.caches.map((c) => c.stop()));
     await Promise.all(this.servers.map((s) => s.close()));
     return 'done';
