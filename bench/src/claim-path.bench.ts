@@ -26,7 +26,6 @@ import { randomBytes } from 'node:crypto';
  *
  *   npx nx run bench:claim-path            (CLAIM_PATH_N=200 for a shorter run)
  */
-import { readFileSync } from 'node:fs';
 import { mkdir, writeFile } from 'node:fs/promises';
 import { Session } from 'node:inspector/promises';
 import { join } from 'node:path';
@@ -52,6 +51,7 @@ import {
 import { startSim } from '@sandbox-scale/sandboxd-sim';
 import { EXTENSIONS_API_VERSION, RESOURCES, OwnerRefKey } from '@sandbox-scale/scale-core';
 import { createBasePool } from './base-pool';
+import { controlPlaneCpuMs } from './process-cpu';
 import { runBench } from './run-bench';
 
 /** The key every process of this run proves claim references with. */
@@ -189,30 +189,6 @@ function isBound(o: { status?: unknown }): boolean {
   return (
     Array.isArray(conditions) && conditions.some((k: { type?: unknown; status?: unknown }) => k.type === 'Bound' && k.status === 'True')
   );
-}
-
-/**
- * CPU milliseconds the control plane's processes (kube-apiserver, etcd) have used so far, from
- * /proc (Linux; NaN elsewhere): what a claim costs the API server, beside what it costs here.
- */
-function controlPlaneCpuMs(dir: string): number {
-  try {
-    const pids = readFileSync(join(dir, 'pids'), 'utf8').split('\n').filter(Boolean);
-    let ticks = 0;
-    for (const pid of pids) {
-      try {
-        // fields after the command name: utime and stime are the 12th and 13th
-        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-        const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-        ticks += Number(f[11]) + Number(f[12]);
-      } catch {
-        // a process that is gone (the watchdog's, say) adds nothing
-      }
-    }
-    return ticks * 10; // USER_HZ is 100 on Linux
-  } catch {
-    return NaN;
-  }
 }
 
 /** Reconciles the claim controller has run so far (all results). */

@@ -3,7 +3,7 @@
 // through kube-apiserver: paged lists at limit 500 and 5,000, a list filtered by node and one
 // by label, a get, a watch with its initial events up to the initial-events-end bookmark, and
 // how long an inventory change takes to reach that watch. Prints a table, then JSON.
-import { execFile } from 'node:child_process';
+import { execFile, fork } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
@@ -12,7 +12,9 @@ import { applyObject } from '@sandbox-scale/kube-runtime';
 import { applyCrds, freePort, startControlPlane, type ControlPlane } from '@sandbox-scale/e2e';
 import { EXTENSIONS_API_VERSION, RESOURCES, SANDBOX_LABELS, type InventoryEntry } from '@sandbox-scale/scale-core';
 import { httpsClient, p50, registerApiService, startBenchApiserver, writeServingCert, type Client } from './aggregated-server';
+import { controlPlaneCpuMs } from './process-cpu';
 import { runBench } from './run-bench';
+import { FromWatchersSchema, type FromWatchers, type ToWatchers, type WatchTarget } from './watch-clients-protocol';
 
 const run = promisify(execFile);
 const NODES = Number(process.env.BENCH_NODES ?? 400);
@@ -162,6 +164,59 @@ function openWatch(base: RequestOptions, path: string, onEvent: (e: WatchEvent) 
   return { close, done };
 }
 
+type Delivered = Extract<FromWatchers, { type: 'delivered' }>;
+
+/** The watchers' process (watch-clients.ts): what it is told, and each round's answer in turn. */
+function forkWatchClients(): {
+  send: (m: ToWatchers) => void;
+  delivered: () => Promise<Delivered>;
+  pid: number;
+  stop: () => Promise<void>;
+} {
+  const child = fork('bench/src/watch-clients.ts', [], { execArgv: ['--import', 'tsx'], stdio: 'inherit' });
+  const answers: FromWatchers[] = [];
+  let wake = (): void => undefined;
+  let exited: string | undefined;
+  child.on('message', (raw) => {
+    answers.push(FromWatchersSchema.parse(raw));
+    wake();
+  });
+  child.on('exit', (code, signal) => {
+    exited = `the watchers' process exited (${code ?? signal})`;
+    wake();
+  });
+  return {
+    send: (m) => void child.send(m),
+    pid: child.pid ?? 0,
+    async delivered() {
+      for (;;) {
+        const a = answers.shift();
+        if (a?.type === 'failed') throw new Error(a.error);
+        if (a !== undefined) return a;
+        if (exited !== undefined) throw new Error(exited);
+        await new Promise<void>((r) => (wake = r));
+      }
+    },
+    async stop() {
+      if (exited !== undefined) return;
+      const gone = new Promise<void>((r) => child.once('exit', () => r()));
+      child.send({ type: 'close' } satisfies ToWatchers);
+      await gone;
+    },
+  };
+}
+
+/** CPU ms a process has used so far (utime + stime), from /proc; NaN once it is gone. */
+function processCpuMs(pid: number): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10;
+  } catch {
+    return NaN;
+  }
+}
+
 async function main(): Promise<void> {
   const cp = await startControlPlane({ controllerManager: false });
   const kubectl = (args: string[]) =>
@@ -286,25 +341,29 @@ async function main(): Promise<void> {
         }),
       );
     };
-    const waitFor = async (done: () => boolean, what: string): Promise<void> => {
-      const deadline = performance.now() + 600_000;
-      while (!done()) {
-        if (performance.now() > deadline) throw new Error(`timed out waiting for ${what}`);
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    };
     const rvNow = (JSON.parse((await api('GET', `${OURS}?limit=1`)).body) as { metadata: { resourceVersion: string } }).metadata
       .resourceVersion;
     gc();
     const heapW0 = process.memoryUsage().heapUsed;
-    const got = new Array<number>(WATCHERS).fill(0);
-    const watchers = Array.from({ length: WATCHERS }, (_, w) =>
-      openWatch(base, `${OURS}?watch=true&allowWatchBookmarks=true&resourceVersion=${rvNow}&timeoutSeconds=3600`, (e) => {
-        if (e.type === 'MODIFIED') got[w] = (got[w] ?? 0) + 1;
-      }),
-    );
+    // the watchers run in a process of their own: what a round costs here is the server's
+    const pem = (v: unknown): string => (Buffer.isBuffer(v) ? v.toString('utf8') : String(v ?? ''));
+    const target: WatchTarget = {
+      hostname: server0.hostname,
+      port: server0.port,
+      ca: pem(base.ca),
+      cert: pem(base.cert),
+      key: pem(base.key),
+    };
+    const clients = forkWatchClients();
+    clients.send({
+      type: 'open',
+      target,
+      path: `${OURS}?watch=true&allowWatchBookmarks=true&resourceVersion=${rvNow}&timeoutSeconds=3600`,
+      count: WATCHERS,
+    });
     // every watcher is open once each has seen one change
     const probe = entry(0, 2).name;
+    clients.send({ type: 'await', expected: 1 });
     await applyObject(
       cp.kubeConfig,
       inventory(0, perNode, (i) => (i === 2 ? 'Probe' : undefined)),
@@ -314,21 +373,49 @@ async function main(): Promise<void> {
         resource: RESOURCES.nodeInventory,
       },
     );
-    await waitFor(() => got.every((g) => g >= 1), `every watcher to see ${probe} change`);
+    await clients.delivered().catch((err: unknown) => {
+      throw new Error(`every watcher to see ${probe} change: ${String(err)}`);
+    });
     gc();
     const heapWatchers = process.memoryUsage().heapUsed;
     const perRound = NODES * Array.from({ length: perNode }, (_, i) => i).filter(CHANGED).length;
-    const roundMs: number[] = [];
+    const wall = (): number => performance.timeOrigin + performance.now();
+    const rounds: {
+      ms: number;
+      publishMs: number;
+      firstEventMs: number;
+      firstWatcherMs: number;
+      serverCpuMs: number;
+      controlPlaneCpuMs: number;
+      clientCpuMs: number;
+      bytes: number;
+    }[] = [];
     for (let r = 0; r < CHANGE_ROUNDS; r++) {
-      got.fill(0);
-      const t0 = performance.now();
       // the probe entry goes back as part of the first round: one more event on node 0
+      clients.send({ type: 'await', expected: perRound + (r === 0 ? 1 : 0) });
+      const cpu0 = process.cpuUsage();
+      const cp0 = controlPlaneCpuMs(cp.dir);
+      const t0 = wall();
       await publishAll((i) => (CHANGED(i) ? `Round${r}` : undefined));
-      const expected = perRound + (r === 0 ? 1 : 0);
-      await waitFor(() => got.every((g) => g >= expected), `round ${r}: ${expected} events on every watcher`);
-      roundMs.push(performance.now() - t0);
+      const publishMs = wall() - t0;
+      const d = await clients.delivered();
+      const cpu = process.cpuUsage(cpu0);
+      rounds.push({
+        ms: d.allDoneAt - t0,
+        publishMs,
+        firstEventMs: d.firstEventAt - t0,
+        firstWatcherMs: d.firstWatchDoneAt - t0,
+        serverCpuMs: (cpu.user + cpu.system) / 1000,
+        controlPlaneCpuMs: controlPlaneCpuMs(cp.dir) - cp0,
+        clientCpuMs: d.cpuMs,
+        bytes: d.bytes,
+      });
     }
-    for (const w of watchers) w.close();
+    const clientPid = clients.pid;
+    const clientCpuTotal = processCpuMs(clientPid);
+    await clients.stop();
+    const roundMs = rounds.map((x) => x.ms);
+    const median = (pick: (x: (typeof rounds)[number]) => number): number => p50(rounds.map(pick));
     const watcherHeapPer = Math.round((heapWatchers - heapW0) / WATCHERS);
     const eventsPerS = (WATCHERS * perRound) / (p50(roundMs) / 1000);
 
@@ -373,6 +460,14 @@ async function main(): Promise<void> {
     line(`${WATCHERS} watchers: heap per watcher (B)`, String(watcherHeapPer));
     line(`${WATCHERS} watchers: 1 % changed per round (ms)`, p50(roundMs).toFixed(0));
     line(`${WATCHERS} watchers: events delivered/s`, eventsPerS.toFixed(0));
+    line('  round: inventories written (ms)', median((x) => x.publishMs).toFixed(0));
+    line('  round: first event at a watcher (ms)', median((x) => x.firstEventMs).toFixed(0));
+    line('  round: first watcher had all (ms)', median((x) => x.firstWatcherMs).toFixed(0));
+    line('  round: every watcher had all (ms)', median((x) => x.ms).toFixed(0));
+    line('  round CPU: server + publisher (ms)', median((x) => x.serverCpuMs).toFixed(0));
+    line('  round CPU: kube-apiserver + etcd (ms)', median((x) => x.controlPlaneCpuMs).toFixed(0));
+    line("  round CPU: the watchers' process (ms)", median((x) => x.clientCpuMs).toFixed(0));
+    line('  round: bytes to the watchers (MB)', (median((x) => x.bytes) / 1e6).toFixed(0));
     line(`etcd writes/s idle, all writers (${IDLE_WINDOW_MS / 1000} s)`, idleWritesPerS.toFixed(2));
     const ok =
       list500.items === total &&
@@ -381,7 +476,8 @@ async function main(): Promise<void> {
       paused.items === expectedPaused &&
       getOk &&
       initial === total &&
-      etcdObjects === NODES;
+      etcdObjects === NODES &&
+      rounds.every((x) => x.firstEventMs > 0 && x.firstEventMs <= x.firstWatcherMs && x.firstWatcherMs <= x.ms && x.bytes > 0);
     console.log(
       `every list returned what it should: ${ok} (limit 500 ${list500.items}, limit 5000 ${list5000.items}, node ${node7.items}/${perNode}, label ${paused.items}/${expectedPaused}, watch ${initial}/${total}, gets ${getOk})`,
     );
@@ -407,6 +503,14 @@ async function main(): Promise<void> {
         watcher_heap_bytes: watcherHeapPer,
         watch_events_per_s: Math.round(eventsPerS),
         change_round_ms: Math.round(p50(roundMs)),
+        round_publish_ms: Math.round(median((x) => x.publishMs)),
+        round_first_event_ms: Math.round(median((x) => x.firstEventMs)),
+        round_first_watcher_ms: Math.round(median((x) => x.firstWatcherMs)),
+        round_server_cpu_ms: Math.round(median((x) => x.serverCpuMs)),
+        round_control_plane_cpu_ms: Math.round(median((x) => x.controlPlaneCpuMs)),
+        round_watchers_cpu_ms: Math.round(median((x) => x.clientCpuMs)),
+        round_bytes: Math.round(median((x) => x.bytes)),
+        watchers_process_cpu_ms: Math.round(clientCpuTotal),
       }),
     );
     if (!ok) process.exitCode = 1;
