@@ -111,6 +111,13 @@ export const MAX_PENDING_EVENTS = 10_000;
 const PUMP_BUDGET = 2_000;
 
 /**
+ * Bytes a watch gathers before it writes them: the events one turn has for a watch go out as one
+ * write (one chunk of the chunked response, one syscall, one read at the aggregator's proxy)
+ * instead of one each. A node's inventory change is tens of events at once for every watcher.
+ */
+export const WRITE_BATCH_BYTES = 64 * 1024;
+
+/**
  * Streams a watch: newline-delimited JSON events, ended by timeoutSeconds. Writes follow the
  * socket: when it is full the watch waits for `drain`, so a slow client that keeps reading gets
  * the whole initial list however large, and only an encoded event or two is buffered at a time.
@@ -126,15 +133,34 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, source: Wa
   const encode = (type: string, object: ServedSandbox): string => JSON.stringify({ type, object: opts.transform(object) });
   const encodeBookmark = (rev: number, initialEnd: boolean): string =>
     JSON.stringify({ type: 'BOOKMARK', object: bookmark(source, rev, initialEnd) });
+  // what pump() has for the socket and not written yet; never held past the pump that gathered it
+  const batch: (Buffer | string)[] = [];
+  let batchBytes = 0;
+  const flush = (): void => {
+    if (batch.length === 0) return;
+    if (!writable()) {
+      batch.length = 0;
+      batchBytes = 0;
+      return;
+    }
+    const chunk = batch.length === 1 ? batch[0] : Buffer.concat(batch.map((b) => (typeof b === 'string' ? Buffer.from(b) : b)));
+    batch.length = 0;
+    batchBytes = 0;
+    if (chunk !== undefined) res.write(chunk);
+  };
+  const gather = (bytes: Buffer | string): void => {
+    batch.push(bytes);
+    batchBytes += bytes.length;
+    if (batchBytes >= WRITE_BATCH_BYTES) flush();
+  };
   const send = (ev: SandboxEvent, replay = false): void => {
     if (!replay && ev.rev <= lastRev) return;
     const out = eventForWatch(q, ev);
     if (out === undefined) return;
     lastRev = Math.max(lastRev, ev.rev);
     // a live event is the same for every watch of it; the initial list is each watch's own
-    if (!replay && opts.sharedEncoding !== undefined)
-      res.write(sharedEventBytes(opts.sharedEncoding, out.type, out.object, opts.transform));
-    else res.write(`${encode(out.type, out.object)}\n`);
+    if (!replay && opts.sharedEncoding !== undefined) gather(sharedEventBytes(opts.sharedEncoding, out.type, out.object, opts.transform));
+    else gather(`${encode(out.type, out.object)}\n`);
   };
   let initial: InitialEvents = NO_EVENTS;
   let initialDone = false;
@@ -149,6 +175,7 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, source: Wa
     // the event loop for the whole initial list: other requests get a turn every so often
     for (let budget = PUMP_BUDGET; writable() && !res.writableNeedDrain; budget--) {
       if (budget === 0) {
+        flush();
         if (!yielded) {
           yielded = true;
           setImmediate(() => {
@@ -166,15 +193,20 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, source: Wa
         initialDone = true;
         // everything buffered meanwhile is already part of the initial events
         lastRev = Math.max(lastRev, initial.rev);
-        if (p.sendInitialEvents) res.write(`${encodeBookmark(lastRev, true)}\n`);
+        if (p.sendInitialEvents) gather(`${encodeBookmark(lastRev, true)}\n`);
       } else if (liveHead < live.length) {
         send(live[liveHead++] as SandboxEvent);
         if (liveHead === live.length) {
           live.length = 0;
           liveHead = 0;
         }
-      } else return;
+      } else {
+        flush();
+        return;
+      }
     }
+    // the loop ends on a full socket, and a flush is what fills it: nothing is left gathered here
+    flush();
     if (writable() && !waitingForDrain) {
       waitingForDrain = true;
       res.once('drain', () => {
@@ -183,10 +215,20 @@ export function serveWatch(req: IncomingMessage, res: ServerResponse, source: Wa
       });
     }
   };
+  // the hub hands a node's changes over one after another in one go: they are written together
+  // once it is done, as one write
+  let pumpQueued = false;
+  const pumpQueuedEvents = (): void => {
+    pumpQueued = false;
+    if (!waitingForDrain) pump();
+  };
   const listener = (ev: SandboxEvent): void => {
     live.push(ev);
     if (live.length - liveHead > MAX_PENDING_EVENTS) close();
-    else if (started && !waitingForDrain) pump();
+    else if (started && !waitingForDrain && !pumpQueued) {
+      pumpQueued = true;
+      queueMicrotask(pumpQueuedEvents);
+    }
   };
   const timers: { timeout?: NodeJS.Timeout; ticker?: NodeJS.Timeout } = {};
   let subscription: WatchSubscription | undefined;
