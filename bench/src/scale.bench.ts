@@ -12,7 +12,7 @@ import { applyObject } from '@sandbox-scale/kube-runtime';
 import { applyCrds, freePort, startControlPlane, type ControlPlane } from '@sandbox-scale/e2e';
 import { EXTENSIONS_API_VERSION, RESOURCES, SANDBOX_LABELS, type InventoryEntry } from '@sandbox-scale/scale-core';
 import { httpsClient, p50, registerApiService, startBenchApiserver, writeServingCert, type Client } from './aggregated-server';
-import { controlPlaneCpuMs } from './process-cpu';
+import { controlPlaneCpuMs, processCpuMs } from './process-cpu';
 import { runBench } from './run-bench';
 import { FromWatchersSchema, type FromWatchers, type ToWatchers, type WatchTarget } from './watch-clients-protocol';
 
@@ -204,17 +204,6 @@ function forkWatchClients(): {
       await gone;
     },
   };
-}
-
-/** CPU ms a process has used so far (utime + stime), from /proc; NaN once it is gone. */
-function processCpuMs(pid: number): number {
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10;
-  } catch {
-    return NaN;
-  }
 }
 
 async function main(): Promise<void> {
