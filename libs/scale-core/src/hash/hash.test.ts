@@ -13,6 +13,38 @@ describe('FNV-1a', () => {
     expect(fnv1a32('\u00e9')).toBe(fnv1a32('\u00e9'.normalize('NFC')));
   });
 
+  it('64-bit equals the definition (BigInt over the TextEncoder bytes) for any string, astral and lone surrogates included', () => {
+    const definition = (str: string): string => {
+      let h = 14695981039346656037n;
+      for (const b of new TextEncoder().encode(str)) h = ((h ^ BigInt(b)) * 1099511628211n) & ((1n << 64n) - 1n);
+      return h.toString(10);
+    };
+    const pieces = [
+      'a',
+      'Z',
+      '/',
+      '|',
+      '\u00e9',
+      '\u07ff',
+      '\u0800',
+      '\uffff',
+      '\u{1f600}',
+      '\u{10ffff}',
+      '\ud800',
+      '\udfff',
+      '\u0000',
+      '\u007f',
+    ];
+    let seed = 7;
+    const next = (): number => (seed = (seed * 1103515245 + 12345) % 2 ** 31);
+    for (let n = 0; n < 500; n++) {
+      const str = Array.from({ length: next() % 40 }, () => pieces[next() % pieces.length]).join('');
+      expect(fnv1a64(str)).toBe(definition(str));
+    }
+    // a lone high surrogate at the end, and one before a character that is not its pair
+    for (const str of ['x\ud83d', '\ud83dx', '\ude00\ud83d']) expect(fnv1a64(str)).toBe(definition(str));
+  });
+
   it('32-bit NameHash is 8 lowercase hex digits (upstream controllers.NameHash)', () => {
     expect(nameHash('my-pool')).toBe('244dc158');
     expect(nameHash('')).toBe('811c9dc5');
