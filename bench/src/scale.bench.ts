@@ -4,13 +4,14 @@
 // by label, a get, a watch with its initial events up to the initial-events-end bookmark, and
 // how long an inventory change takes to reach that watch. Prints a table, then JSON.
 import { execFile, fork } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { Session } from 'node:inspector/promises';
 import { request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { applyObject } from '@sandbox-scale/kube-runtime';
 import { applyCrds, freePort, startControlPlane, type ControlPlane } from '@sandbox-scale/e2e';
-import { EXTENSIONS_API_VERSION, RESOURCES, SANDBOX_LABELS, type InventoryEntry } from '@sandbox-scale/scale-core';
+import { EXTENSIONS_API_VERSION, inventoryRow, RESOURCES, SANDBOX_LABELS, type InventoryEntry } from '@sandbox-scale/scale-core';
 import { httpsClient, p50, registerApiService, startBenchApiserver, writeServingCert, type Client } from './aggregated-server';
 import { controlPlaneCpuMs, processCpuMs } from './process-cpu';
 import { runBench } from './run-bench';
@@ -26,6 +27,8 @@ const CHANGES = Number(process.env.BENCH_CHANGES ?? 60);
 const IDLE_WINDOW_MS = Number(process.env.BENCH_IDLE_MS ?? 10_000);
 const WATCHERS = Number(process.env.BENCH_WATCHERS ?? 100);
 const CHANGE_ROUNDS = Number(process.env.BENCH_CHANGE_ROUNDS ?? 2);
+/** A file to write a CPU profile of this process (sandbox-apiserver and the publishing) over the change rounds to. */
+const PROFILE = process.env.BENCH_CPU_PROFILE ?? '';
 /** The entries a change round touches on every node: 1 % of them. */
 const CHANGED = (i: number): boolean => i % 100 === 1;
 const OURS = '/apis/agents.x-k8s.io/v1beta1/sandboxes';
@@ -48,14 +51,59 @@ function entry(n: number, i: number, phase = i % PAUSED_EVERY === 0 ? 'Paused' :
   };
 }
 
-/** Node `n`'s inventory; `phaseOf` names the entries whose phase differs from the usual one. */
-function inventory(n: number, perNode: number, phaseOf: (i: number) => string | undefined = () => undefined) {
+/** How a node's sandboxes are written: as rows (what the publisher writes), or as entry objects (what it wrote before). */
+type InventoryForm = 'rows' | 'entries';
+
+/** Node `n`'s inventory as the publisher writes it; `phaseOf` names the entries whose phase differs from the usual one. */
+function inventory(n: number, perNode: number, phaseOf: (i: number) => string | undefined = () => undefined, form: InventoryForm = 'rows') {
   const node = `scale-node-${n}`;
   const entries = Array.from({ length: perNode }, (_, i) => {
     const phase = phaseOf(i);
     return phase === undefined ? entry(n, i) : entry(n, i, phase);
   });
-  return { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name: node }, node, address: '127.0.0.1:1', entries };
+  const held = form === 'rows' ? { rows: entries.map(inventoryRow) } : { entries };
+  return { apiVersion: EXTENSIONS_API_VERSION, kind: 'NodeInventory', metadata: { name: node }, node, address: '127.0.0.1:1', ...held };
+}
+
+/** Updates of one node-sized inventory each form is measured over. */
+const FORM_WRITES = Number(process.env.BENCH_FORM_WRITES ?? 10);
+
+interface FormCost {
+  readonly cpuMs: number;
+  readonly ms: number;
+}
+
+/**
+ * What one inventory update costs kube-apiserver + etcd in each form: a node-sized inventory
+ * created, then updated FORM_WRITES times with 1 % of its entries changed each time, one write at
+ * a time, then deleted. Run before sandbox-apiserver starts, so no server reads the probe.
+ */
+async function formCosts(cp: ControlPlane, perNode: number): Promise<Record<InventoryForm, FormCost>> {
+  const opts = { fieldManager: 'bench', force: true, resource: RESOURCES.nodeInventory };
+  const out: Partial<Record<InventoryForm, FormCost>> = {};
+  for (const form of ['entries', 'rows'] as const) {
+    const probe = NODES + 1;
+    await applyObject(
+      cp.kubeConfig,
+      inventory(probe, perNode, () => undefined, form),
+      opts,
+    );
+    const c0 = controlPlaneCpuMs(cp.dir);
+    const t0 = performance.now();
+    for (let w = 1; w <= FORM_WRITES; w++) {
+      const phase = w % 2 === 1 ? 'Paused' : 'Running';
+      await applyObject(
+        cp.kubeConfig,
+        inventory(probe, perNode, (i) => (CHANGED(i) ? phase : undefined), form),
+        opts,
+      );
+    }
+    out[form] = { cpuMs: (controlPlaneCpuMs(cp.dir) - c0) / FORM_WRITES, ms: (performance.now() - t0) / FORM_WRITES };
+    await run(join(cp.binDir, 'kubectl'), ['delete', 'nodeinventory', `scale-node-${probe}`], {
+      env: { ...process.env, KUBECONFIG: cp.kubeconfigPath },
+    });
+  }
+  return out as Record<InventoryForm, FormCost>;
 }
 
 interface Paged {
@@ -206,6 +254,21 @@ function forkWatchClients(): {
   };
 }
 
+/** A V8 CPU profile of this process, taken until stop() (a .cpuprofile body, for DevTools or a flame graph). */
+async function startProfile(): Promise<{ stop: () => Promise<unknown> }> {
+  const session = new Session();
+  session.connect();
+  await session.post('Profiler.enable');
+  await session.post('Profiler.start');
+  return {
+    async stop() {
+      const { profile } = await session.post('Profiler.stop');
+      session.disconnect();
+      return profile;
+    },
+  };
+}
+
 async function main(): Promise<void> {
   const cp = await startControlPlane({ controllerManager: false });
   const kubectl = (args: string[]) =>
@@ -215,6 +278,8 @@ async function main(): Promise<void> {
     const api = await httpsClient(cp.kubeConfig, 16);
     const perNode = Math.ceil(SANDBOXES / NODES);
     const total = perNode * NODES;
+    const forms = await formCosts(cp, perNode);
+    const formRatio = forms.rows.cpuMs / forms.entries.cpuMs;
 
     const p0 = performance.now();
     let inventoryBytes = 0;
@@ -379,6 +444,7 @@ async function main(): Promise<void> {
       clientCpuMs: number;
       bytes: number;
     }[] = [];
+    const profiler = PROFILE === '' ? undefined : await startProfile();
     for (let r = 0; r < CHANGE_ROUNDS; r++) {
       // the probe entry goes back as part of the first round: one more event on node 0
       clients.send({ type: 'await', expected: perRound + (r === 0 ? 1 : 0) });
@@ -400,6 +466,7 @@ async function main(): Promise<void> {
         bytes: d.bytes,
       });
     }
+    if (profiler) writeFileSync(PROFILE, JSON.stringify(await profiler.stop()));
     const clientPid = clients.pid;
     const clientCpuTotal = processCpuMs(clientPid);
     await clients.stop();
@@ -458,15 +525,28 @@ async function main(): Promise<void> {
     line("  round CPU: the watchers' process (ms)", median((x) => x.clientCpuMs).toFixed(0));
     line('  round: bytes to the watchers (MB)', (median((x) => x.bytes) / 1e6).toFixed(0));
     line(`etcd writes/s idle, all writers (${IDLE_WINDOW_MS / 1000} s)`, idleWritesPerS.toFixed(2));
-    const ok =
-      list500.items === total &&
-      list5000.items === total &&
-      node7.items === perNode &&
-      paused.items === expectedPaused &&
-      getOk &&
-      initial === total &&
-      etcdObjects === NODES &&
-      rounds.every((x) => x.firstEventMs > 0 && x.firstEventMs <= x.firstWatcherMs && x.firstWatcherMs <= x.ms && x.bytes > 0);
+    line(`inventory update as entry objects: CPU (ms)`, forms.entries.cpuMs.toFixed(0));
+    line(`inventory update as rows: CPU (ms)`, forms.rows.cpuMs.toFixed(0));
+    line(`  rows / entry objects, CPU`, formRatio.toFixed(2));
+    line(`inventory update as entry objects: wall (ms)`, forms.entries.ms.toFixed(0));
+    line(`inventory update as rows: wall (ms)`, forms.rows.ms.toFixed(0));
+    const checks: [string, boolean][] = [
+      ['list at limit 500 has every sandbox', list500.items === total],
+      ['list at limit 5000 has every sandbox', list5000.items === total],
+      ["list by node has the node's sandboxes", node7.items === perNode],
+      ['list by label has the Paused sandboxes', paused.items === expectedPaused],
+      ['every get answered 200', getOk],
+      ['the watch-list had every sandbox', initial === total],
+      ['etcd holds one object per node', etcdObjects === NODES],
+      ...rounds.map((x, i): [string, boolean] => [
+        `round ${i}: first event <= first watcher done <= last watcher done, bytes > 0`,
+        x.firstEventMs > 0 && x.firstEventMs <= x.firstWatcherMs && x.firstWatcherMs <= x.ms && x.bytes > 0,
+      ]),
+      ['both inventory forms were measured', forms.rows.cpuMs > 0 && forms.entries.cpuMs > 0],
+    ];
+    const failed = checks.filter(([, pass]) => !pass).map(([what]) => what);
+    const ok = failed.length === 0;
+    if (!ok) console.log(`failed: ${failed.join('; ')}`);
     console.log(
       `every list returned what it should: ${ok} (limit 500 ${list500.items}, limit 5000 ${list5000.items}, node ${node7.items}/${perNode}, label ${paused.items}/${expectedPaused}, watch ${initial}/${total}, gets ${getOk})`,
     );
@@ -500,6 +580,12 @@ async function main(): Promise<void> {
         round_watchers_cpu_ms: Math.round(median((x) => x.clientCpuMs)),
         round_bytes: Math.round(median((x) => x.bytes)),
         watchers_process_cpu_ms: Math.round(clientCpuTotal),
+        inventory_form: 'rows',
+        inventory_update_cpu_ms_rows: Math.round(forms.rows.cpuMs),
+        inventory_update_cpu_ms_entries: Math.round(forms.entries.cpuMs),
+        inventory_update_cpu_ratio: Number(formRatio.toFixed(3)),
+        inventory_update_ms_rows: Math.round(forms.rows.ms),
+        inventory_update_ms_entries: Math.round(forms.entries.ms),
       }),
     );
     if (!ok) process.exitCode = 1;

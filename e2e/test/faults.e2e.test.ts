@@ -2,7 +2,7 @@ import { CoreV1Api, CustomObjectsApi, Watch, type KubeConfig } from '@kubernetes
 import { spawn, type ChildProcess } from 'node:child_process';
 import { Agent, request, type RequestOptions } from 'node:https';
 import { join } from 'node:path';
-import { FAST_PATH_AUDIENCE, servedNameOf } from '@sandbox-scale/scale-core';
+import { FAST_PATH_AUDIENCE, NodeInventorySchema, parseObject, servedNameOf } from '@sandbox-scale/scale-core';
 import { eventually, kubectl, runSuffix, serviceAccountToken, type RunResult, kubectlOk } from '../src/index';
 import { applyWarmPool, itWithNodes, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
@@ -425,10 +425,7 @@ describe('sandbox-scale under faults', () => {
     // publish away), so the rebuilt one is compared with what the node really holds
     const before = await eventually(
       async () => {
-        const inv = JSON.parse((await k(['get', 'nodeinventory', node.name, '-o', 'json'])).stdout) as {
-          metadata: { uid: string };
-          entries?: unknown[];
-        };
+        const inv = parseObject(NodeInventorySchema, JSON.parse((await k(['get', 'nodeinventory', node.name, '-o', 'json'])).stdout));
         const held = (await simRows(node)).length;
         if ((inv.entries?.length ?? 0) !== held)
           throw new Error(`inventory lists ${inv.entries?.length ?? 0} of the node's ${held} sandboxes`);
@@ -442,7 +439,7 @@ describe('sandbox-scale under faults', () => {
       async () => {
         const r = await kubectl(['get', 'nodeinventory', node.name, '-o', 'json'], { kubeconfig: sys.kubeconfigPath });
         if (r.code !== 0) throw new Error(r.stderr);
-        const inv = JSON.parse(r.stdout) as { metadata: { uid: string }; entries?: unknown[] };
+        const inv = parseObject(NodeInventorySchema, JSON.parse(r.stdout));
         if (inv.metadata.uid === before.metadata.uid) throw new Error('not deleted yet');
         return inv;
       },

@@ -1,4 +1,5 @@
 import { eventually, kubectl, runSuffix, type RunResult, kubectlOk } from '../src/index';
+import { NodeInventorySchema, parseObject } from '@sandbox-scale/scale-core';
 import { applyWarmPool, itWhere, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import { e2eTarget, type SystemUnderTest } from '../src/system/system-under-test';
 import { sandboxdCall, sandboxdRow, type SandboxdNode, type SandboxdRow } from '../src/testing/sandboxd';
@@ -214,10 +215,9 @@ describe('node leases of claims', () => {
     // published first, so the release below is a change of the node's inventory
     await eventually(
       async () => {
-        const listed = JSON.parse((await k(['get', 'nodeinventories', '-o', 'json'])).stdout) as {
-          items: { entries?: { id?: string }[] }[];
-        };
-        if (!listed.items.some((inv) => (inv.entries ?? []).some((e) => e.id === id))) throw new Error(`sandbox ${id} not published yet`);
+        const listed = JSON.parse((await k(['get', 'nodeinventories', '-o', 'json'])).stdout) as { items: unknown[] };
+        const inventories = listed.items.map((o) => parseObject(NodeInventorySchema, o));
+        if (!inventories.some((inv) => (inv.entries ?? []).some((e) => e.id === id))) throw new Error(`sandbox ${id} not published yet`);
       },
       { timeoutMs: 30_000, intervalMs: 200 },
     );

@@ -1,5 +1,6 @@
 import { RbacAuthorizationV1Api, type KubernetesObject } from '@kubernetes/client-node';
 import { eventually, kubectl, runSuffix, type RunResult } from '../src/index';
+import { NodeInventorySchema, parseObject } from '@sandbox-scale/scale-core';
 import { applyWarmPool, startSuiteSystem, waitPoolReady } from '../src/system/suite-system';
 import type { SystemUnderTest } from '../src/system/system-under-test';
 import { grantEditRole } from '../src/testing/tenant-role';
@@ -69,8 +70,9 @@ async function published(name: string): Promise<Sandbox> {
   await eventually(
     async () => {
       const r = await run(sys.kubeconfigPath, ['get', 'nodeinventories', '-A', '-o', 'json']);
-      const list = JSON.parse(r.stdout) as { items: { entries?: { name: string }[] }[] };
-      expect(list.items.flatMap((i) => (i.entries ?? []).map((e) => e.name))).toContain(`${ns}/${name}`);
+      const list = JSON.parse(r.stdout) as { items: unknown[] };
+      const inventories = list.items.map((o) => parseObject(NodeInventorySchema, o));
+      expect(inventories.flatMap((i) => (i.entries ?? []).map((e) => e.name))).toContain(`${ns}/${name}`);
     },
     { timeoutMs: 30_000, intervalMs: 250 },
   );

@@ -1,7 +1,7 @@
 // Public API of the inventory-publisher app (for in-process tests and benches).
 export { buildInventory, keepTransitionTimes, markStale, sameInventory } from './build-inventory';
 export type { InventoryBody, NodeSnapshot } from './build-inventory';
-export { bodyBytes, InventoryTooLargeError, isInventoryTooLarge, MAX_INVENTORY_PARTS, splitInventory } from './split-inventory';
+export { bodyBytes, InventoryTooLargeError, isInventoryTooLarge, MAX_INVENTORY_PARTS, splitInventory, storedBody } from './split-inventory';
 export { advertiseAddressOf, InventoryPublisherFlagsSchema, noticeTargetOfFlags, publisherConfigFromFlags } from './config';
 export type { NoticeTarget, PublisherConfig, InventoryPublisherFlags } from './config';
 export { diffEntries, entryKey, NodeNotifier } from './node-notifier';

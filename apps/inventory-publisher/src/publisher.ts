@@ -24,7 +24,7 @@ import { buildEntries, buildInventory, keepTransitionTimes, markStale, sameInven
 import type { PublisherConfig } from './config';
 import { publisherMetrics, type PublishResult, type PublisherMetrics } from './publisher-metrics';
 import type { NodeNotifier } from './node-notifier';
-import { splitInventory } from './split-inventory';
+import { splitInventory, storedBody } from './split-inventory';
 
 /** scale-core's NodeInventory descriptor, under the name this app's code reads. */
 export const NodeInventoryResource: KubeResource = RESOURCES.nodeInventory;
@@ -176,7 +176,7 @@ export class InventoryPublisher implements Runnable {
       if (!gone && sameInventory(written[part], obj)) continue;
       this.writes++;
       // the node's own object carries the read it was built from; a change of that alone is no write
-      const body = part === 0 ? withSeq(obj, seq) : obj;
+      const body = storedBody(part === 0 ? withSeq(obj, seq) : obj);
       await applyObject(this.opts.kubeConfig, body, {
         fieldManager: FIELD_MANAGERS.inventoryPublisher,
         force: true,

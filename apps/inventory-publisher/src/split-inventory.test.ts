@@ -1,6 +1,6 @@
 import { NodeInventorySchema, parseObject } from '@sandbox-scale/scale-core';
 import type { InventoryBody } from './build-inventory';
-import { bodyBytes, isInventoryTooLarge, splitInventory } from './split-inventory';
+import { bodyBytes, isInventoryTooLarge, splitInventory, storedBody } from './split-inventory';
 
 const body = (entries: number): InventoryBody => ({
   apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
@@ -15,6 +15,20 @@ const body = (entries: number): InventoryBody => ({
     addr: '10.0.0.1:7777',
   })),
   pools: [{ template: 'img', net: 'none', size: 'small', warm: 1, target: 2 }],
+});
+
+describe('storedBody', () => {
+  it('writes the entries as rows, which readers parse back to the same entries, and measures that form', () => {
+    const b = body(3);
+    const stored = storedBody(b);
+    expect(stored.entries).toBeUndefined();
+    expect(stored['rows']).toEqual(['["team/sb-00000","sb_0","Running",null,"10.0.0.1:7777"]', expect.any(String), expect.any(String)]);
+    expect(parseObject(NodeInventorySchema, stored)).toMatchObject({ entries: b.entries, pools: b.pools, address: b.address });
+    expect(bodyBytes(b)).toBe(Buffer.byteLength(JSON.stringify(stored)));
+    expect(bodyBytes(b)).toBeLessThan(Buffer.byteLength(JSON.stringify(b)));
+    const { entries: _none, ...empty } = b;
+    expect(storedBody(empty)).toEqual(empty);
+  });
 });
 
 describe('splitInventory', () => {

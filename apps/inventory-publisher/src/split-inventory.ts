@@ -1,9 +1,20 @@
-import { fnv1a32, INVENTORY_OBJECT_MAX_BYTES, inventoryObjectName, type InventoryEntry } from '@sandbox-scale/scale-core';
+import { fnv1a32, INVENTORY_OBJECT_MAX_BYTES, inventoryObjectName, inventoryRow, type InventoryEntry } from '@sandbox-scale/scale-core';
 import type { InventoryBody } from './build-inventory';
+
+/**
+ * A body as it is written: its entries as rows (one string each), which kube-apiserver decodes,
+ * validates and stores at about a fifth of the CPU of the same entries as objects. Readers parse
+ * rows back into entries (NodeInventorySchema); an apply without `entries` removes any an earlier
+ * publisher wrote.
+ */
+export function storedBody(body: InventoryBody): InventoryBody {
+  const { entries, ...rest } = body;
+  return entries === undefined ? rest : { ...rest, rows: entries.map(inventoryRow) };
+}
 
 /** Bytes of a body as the API server receives it. */
 export function bodyBytes(body: InventoryBody): number {
-  return Buffer.byteLength(JSON.stringify(body));
+  return Buffer.byteLength(JSON.stringify(storedBody(body)));
 }
 
 /** Most parts a node is split into; past it the node's report is refused rather than written. */

@@ -1,8 +1,8 @@
 import { Registry } from 'prom-client';
 import { applyCrds, eventually, kubectl, runSuffix, testKubeConfig, testKubeconfigPath } from '@sandbox-scale/e2e';
-import { ResourceClient } from '@sandbox-scale/kube-runtime';
+import { applyObject, ResourceClient } from '@sandbox-scale/kube-runtime';
 import { captureLog } from '@sandbox-scale/kube-runtime/testing';
-import { NodeInventorySchema, parseObject, type NodeInventory } from '@sandbox-scale/scale-core';
+import { FIELD_MANAGERS, NodeInventorySchema, parseObject, type NodeInventory } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { NodeInventoryResource, startPublisher, type RunningPublisher } from '../src/index';
@@ -69,6 +69,48 @@ describe('inventory-publisher against a real API server and sandboxd-sim', () =>
     const out = await kubectl(['get', 'nodeinventories', nodeName, '-o', 'json'], { kubeconfig: testKubeconfigPath() });
     expect(out.stdout).not.toContain(claimed.token ?? 'no-token-in-claim');
     expect(out.stdout).not.toContain(TOKEN);
+    await client.close();
+  });
+
+  it('writes the entries as rows, and an apply removes the entries an earlier publisher wrote', async () => {
+    const node = sim.nodes[0];
+    if (!node) throw new Error('no sim node');
+    const client = new SandboxdClient({ baseUrl: node.url, token: TOKEN });
+    const raw = async (): Promise<Record<string, unknown>> =>
+      JSON.parse(
+        (await kubectl(['get', 'nodeinventories', nodeName, '-o', 'json'], { kubeconfig: testKubeconfigPath() })).stdout,
+      ) as Record<string, unknown>;
+    const current = await eventually(async () => {
+      const inv = await readInventory();
+      expect(inv.entries?.length).toBe((await client.sandboxes()).length);
+      return inv;
+    });
+    expect(await raw()).toMatchObject({ rows: expect.any(Array) });
+    expect((await raw())['entries']).toBeUndefined();
+    // what a publisher before rows left: the same manager's entries, one of them since released
+    const old = { name: 'team-a/gone', id: 'sb_gone', phase: 'Running' };
+    await applyObject(
+      kc,
+      {
+        apiVersion: current.apiVersion,
+        kind: current.kind,
+        metadata: { name: nodeName },
+        node: nodeName,
+        entries: [...(current.entries ?? []), old],
+      },
+      { fieldManager: FIELD_MANAGERS.inventoryPublisher, force: true, resource: NodeInventoryResource },
+    );
+    expect((await readInventory()).entries).toContainEqual(old);
+    await client.claim({ template: 'img:pub', claimRef: 'team-a/job-rows' });
+    await eventually(
+      async () => {
+        const inv = await readInventory();
+        const rows = await client.sandboxes();
+        expect(inv.entries?.map((e) => e.id).sort()).toEqual(rows.map((r) => r.id).sort());
+        expect((await raw())['entries']).toBeUndefined();
+      },
+      { timeoutMs: 15_000 },
+    );
     await client.close();
   });
 

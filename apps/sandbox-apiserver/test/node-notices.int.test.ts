@@ -24,7 +24,7 @@ import {
 } from '@sandbox-scale/e2e';
 import { createInformer, type Informer } from '@sandbox-scale/kube-runtime';
 import { startPublisher, type RunningPublisher } from '@sandbox-scale/inventory-publisher';
-import { NODE_NOTICE_PATH, RESOURCES, OwnerRefKey } from '@sandbox-scale/scale-core';
+import { NODE_NOTICE_PATH, NodeInventorySchema, OwnerRefKey, parseObject, RESOURCES } from '@sandbox-scale/scale-core';
 import { SandboxdClient } from '@sandbox-scale/sandboxd-client';
 import { startSim, type Sim } from '@sandbox-scale/sandboxd-sim';
 import { Registry } from 'prom-client';
@@ -109,8 +109,8 @@ function postNotice(token: string, body: string): Promise<{ status: number; body
 
 /** Entries of node A's NodeInventory as etcd holds it now. */
 async function publishedNames(): Promise<string[]> {
-  const out = await kubectlOk(['get', 'nodeinventory', nodeA, '-o', 'jsonpath={.entries[*].name}']);
-  return out.stdout.split(' ').filter((n) => n !== '');
+  const out = await kubectlOk(['get', 'nodeinventory', nodeA, '-o', 'json']);
+  return (parseObject(NodeInventorySchema, JSON.parse(out.stdout)).entries ?? []).map((e) => e.name);
 }
 
 beforeAll(async () => {

@@ -124,8 +124,12 @@ export {
 export type { PodTemplateUse, RefusalReason, RefusedField, UpstreamField, UpstreamKind } from './upstream-fields/upstream-fields';
 export {
   INVENTORY_OBJECT_MAX_BYTES,
+  INVENTORY_ROW_FIELDS,
+  INVENTORY_ROW_MAX_CHARS,
   InventoryEntrySchema,
   inventoryObjectName,
+  inventoryRow,
+  InventoryRowSchema,
   NodeInventorySchema,
   PoolCapacitySchema,
 } from './schemas/node-inventory';

@@ -144,6 +144,19 @@ describe('the generated CRDs on a real kube-apiserver', () => {
     expect(res.stderr).toContain('pools[0].warm');
   });
 
+  it('takes a NodeInventory row as one string up to its limit, and refuses a longer one naming it', async () => {
+    const name = `rows-${runSuffix()}`;
+    const row = JSON.stringify([`team/${'a'.repeat(60)}`, 'sb_1', 'Running']);
+    const ok = await kubectl(['create', '-f', '-'], { input: JSON.stringify({ ...inventory(name), rows: [row] }) });
+    expect(ok.code).toBe(0);
+    const long = await kubectl(['create', '-f', '-'], {
+      input: JSON.stringify({ ...inventory(`${name}-long`), rows: [row, JSON.stringify(['x'.repeat(5000), 'sb_2', 'Running'])] }),
+    });
+    expect(long.code).not.toBe(0);
+    expect(long.stderr).toMatch(/rows\[1\]: Too long/);
+    await kubectl(['delete', `nodeinventories.${EXTENSIONS_GROUP}`, name, '--wait=false']);
+  });
+
   it('documents its fields for kubectl explain', async () => {
     const res = await kubectl(['explain', `sandboxwarmpools.spec`, `--api-version=${apiVersion}`]);
     expect(res.code).toBe(0);

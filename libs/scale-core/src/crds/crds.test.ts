@@ -176,12 +176,16 @@ describe('generated CRDs', () => {
       'part',
       'parts',
       'pools',
+      'rows',
     ]);
     expect(schema['required']).toEqual(['node']);
     expect(schema['x-kubernetes-validations']).toEqual([
       expect.objectContaining({ rule: 'has(self.part) || self.metadata.name == self.node', fieldPath: '.node' }),
     ]);
     expect(at(schema, 'entries.[]')['required']).toEqual(['name', 'phase']);
+    // a row is one string to kube-apiserver: its fields are checked by the readers' schema
+    expect(at(schema, 'rows.[]')).toMatchObject({ type: 'string', maxLength: 4096 });
+    expect(at(schema, 'rows')['x-kubernetes-list-type']).toBe('atomic');
     expect(at(schema, 'pools.[]')['required']).toEqual(['template', 'warm', 'target']);
     expect(s.versions[0]?.subresources).toBeUndefined();
   });

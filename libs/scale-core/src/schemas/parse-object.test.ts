@@ -1,7 +1,7 @@
 import { statusForError } from '../errors/status-for-error';
 import { isInvalidError } from '../errors/status-errors';
 import { poolKeyFor } from '../pool-key/pool-key';
-import { NodeInventorySchema } from './node-inventory';
+import { inventoryRow, NodeInventorySchema } from './node-inventory';
 import { formatFieldPath, ObjectValidationError, parseObject, tryParseObject } from './parse-object';
 import { SandboxSchema } from './sandbox';
 import { SandboxClaimSchema } from './sandbox-claim';
@@ -183,6 +183,41 @@ describe('NodeInventory schema', () => {
   it('requires phase on every entry, even if empty', () => {
     const err = expectInvalid(NodeInventorySchema, inv({ entries: [{ name: 'ns/a' }] }));
     expect(err.issues).toEqual([{ field: 'entries[0].phase', reason: 'FieldValueRequired', message: 'Required value' }]);
+  });
+
+  it('reads rows as the entries they hold, after any entries, and writes an entry back to the same row', () => {
+    const full = {
+      name: 'ns/s1',
+      id: 'sb_1',
+      phase: 'Running',
+      claimRef: 'ns/c1',
+      addr: '10.1.2.3:7777',
+      deadline: '2026-08-17T12:00:00Z',
+    };
+    const bare = { name: 's2', phase: '' };
+    expect(inventoryRow(full)).toBe('["ns/s1","sb_1","Running","ns/c1","10.1.2.3:7777","2026-08-17T12:00:00Z"]');
+    expect(inventoryRow(bare)).toBe('["s2",null,""]');
+    const v = parseObject(
+      NodeInventorySchema,
+      inv({ entries: [{ name: 'ns/old', phase: 'Paused' }], rows: [inventoryRow(full), inventoryRow(bare)] }),
+    );
+    expect(v.entries).toEqual([{ name: 'ns/old', phase: 'Paused' }, full, bare]);
+    expect('rows' in v).toBe(false);
+    expect(v.entries?.map(inventoryRow).slice(1)).toEqual([inventoryRow(full), inventoryRow(bare)]);
+  });
+
+  it('refuses a row that is no array of the entry fields, or whose field is invalid, naming the row and the field', () => {
+    const fields = (rows: unknown[]): string[] => expectInvalid(NodeInventorySchema, inv({ rows })).issues.map((i) => i.field);
+    expect(fields(['{"name":"ns/a","phase":""}'])).toEqual(['rows[0]']);
+    expect(fields(['["ns/a"', '[]', '["a","b","c","d","e","f","g","h"]'])).toEqual(['rows[0]', 'rows[1]', 'rows[2]']);
+    expect(fields(['["ns/a"]'])).toEqual(['rows[0].phase']);
+    expect(fields(['["ns/a",null,"Running",null,null,"tomorrow"]'])).toEqual(['rows[0].deadline']);
+    expect(fields(['["ns/a",7,"Running"]'])).toEqual(['rows[0].id']);
+    expect(fields([7])).toEqual(['rows[0]']);
+    // values land on the fields by position, so "__proto__" is a value like any other and never a key
+    const v = parseObject(NodeInventorySchema, inv({ rows: ['["__proto__",null,"constructor"]'] }));
+    expect(v.entries).toEqual([{ name: '__proto__', phase: 'constructor' }]);
+    expect(Object.getPrototypeOf(v.entries?.[0])).toBe(Object.prototype);
   });
 
   it('requires node to equal metadata.name', () => {
