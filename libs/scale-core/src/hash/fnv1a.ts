@@ -3,36 +3,43 @@ const FNV32_PRIME = 0x01000193;
 
 const utf8 = new TextEncoder();
 
+// the 64-bit state as four 16-bit limbs, low first: plain numbers, never BigInt, while hashing
+let h0 = 0;
+let h1 = 0;
+let h2 = 0;
+let h3 = 0;
+
+/** h = (h ^ b) * 0x100000001b3 mod 2^64: h * 0x1b3 plus h shifted left by 40 bits (two limbs and 8 bits). */
+function mix64(b: number): void {
+  h0 ^= b;
+  const t0 = h0 * 0x1b3;
+  const t1 = h1 * 0x1b3 + (t0 >>> 16);
+  const t2 = h2 * 0x1b3 + (h0 << 8) + (t1 >>> 16);
+  const t3 = h3 * 0x1b3 + (h1 << 8) + (t2 >>> 16);
+  h0 = t0 & 0xffff;
+  h1 = t1 & 0xffff;
+  h2 = t2 & 0xffff;
+  h3 = t3 & 0xffff;
+}
+
 /**
- * 64-bit FNV-1a over the UTF-8 bytes of `s`, as an unsigned decimal string. The state is kept as
- * four 16-bit limbs in plain numbers and the UTF-8 bytes are taken from the string as it is read:
+ * 64-bit FNV-1a over the UTF-8 bytes of `s`, as an unsigned decimal string. The UTF-8 bytes are
+ * taken from the string as it is read and the state is kept in plain numbers (mix64):
  * sandbox-apiserver fingerprints every entry of every inventory it receives, and BigInt
  * arithmetic per byte over an encoded copy made that a quarter of its CPU at a million sandboxes.
  */
 export function fnv1a64(s: string): string {
-  // offset basis 0xcbf29ce484222325, low limb first
-  let h0 = 0x2325;
-  let h1 = 0x8422;
-  let h2 = 0x9ce4;
-  let h3 = 0xcbf2;
-  const mix = (b: number): void => {
-    h0 ^= b;
-    // h * 0x100000001b3 mod 2^64: h * 0x1b3, plus h shifted left by 40 bits (two limbs and 8 bits)
-    const t0 = h0 * 0x1b3;
-    const t1 = h1 * 0x1b3 + (t0 >>> 16);
-    const t2 = h2 * 0x1b3 + (h0 << 8) + (t1 >>> 16);
-    const t3 = h3 * 0x1b3 + (h1 << 8) + (t2 >>> 16);
-    h0 = t0 & 0xffff;
-    h1 = t1 & 0xffff;
-    h2 = t2 & 0xffff;
-    h3 = t3 & 0xffff;
-  };
+  // offset basis 0xcbf29ce484222325
+  h0 = 0x2325;
+  h1 = 0x8422;
+  h2 = 0x9ce4;
+  h3 = 0xcbf2;
   for (let i = 0; i < s.length; i++) {
     const c = s.charCodeAt(i);
-    if (c < 0x80) mix(c);
+    if (c < 0x80) mix64(c);
     else if (c < 0x800) {
-      mix(0xc0 | (c >> 6));
-      mix(0x80 | (c & 0x3f));
+      mix64(0xc0 | (c >> 6));
+      mix64(0x80 | (c & 0x3f));
     } else {
       let cp = c;
       const next = i + 1 < s.length ? s.charCodeAt(i + 1) : 0;
@@ -41,11 +48,11 @@ export function fnv1a64(s: string): string {
         i++;
       } else if (c >= 0xd800 && c <= 0xdfff) cp = 0xfffd; // a lone surrogate encodes as U+FFFD, as TextEncoder does
       if (cp >= 0x10000) {
-        mix(0xf0 | (cp >> 18));
-        mix(0x80 | ((cp >> 12) & 0x3f));
-      } else mix(0xe0 | (cp >> 12));
-      mix(0x80 | ((cp >> 6) & 0x3f));
-      mix(0x80 | (cp & 0x3f));
+        mix64(0xf0 | (cp >> 18));
+        mix64(0x80 | ((cp >> 12) & 0x3f));
+      } else mix64(0xe0 | (cp >> 12));
+      mix64(0x80 | ((cp >> 6) & 0x3f));
+      mix64(0x80 | (cp & 0x3f));
     }
   }
   return ((BigInt(h3) << 48n) | (BigInt(h2) << 32n) | (BigInt(h1) << 16n) | BigInt(h0)).toString(10);
