@@ -56,14 +56,17 @@ export const InventoryRowSchema = z
     } catch {
       values = undefined;
     }
-    if (!Array.isArray(values) || values.length === 0 || values.length > INVENTORY_ROW_FIELDS.length) {
+    // positions past the fields known here are left alone: a field added at the end of a row
+    // is read by this release as the row without it
+    if (!Array.isArray(values) || values.length === 0) {
       ctx.addIssue({ code: 'custom', message: `must be ${ROW_SHAPE}` });
       return z.NEVER;
     }
     const entry: Record<string, unknown> = {};
-    values.forEach((v: unknown, i) => {
-      // null is an absent field; any other value is left for the entry's schema to refuse by name
-      if (v !== null) entry[INVENTORY_ROW_FIELDS[i] as string] = v;
+    INVENTORY_ROW_FIELDS.forEach((field, i) => {
+      const v: unknown = values[i];
+      // null (or a short row) is an absent field; any other value is left for the entry's schema to refuse by name
+      if (v !== null && v !== undefined) entry[field] = v;
     });
     return entry;
   })
