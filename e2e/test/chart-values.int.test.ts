@@ -191,6 +191,18 @@ describe("the chart's platform values", () => {
     );
   });
 
+  it("lets sandbox-apiserver's young generation grow to maxSemiSpaceMiB through NODE_OPTIONS, and node's own at 0", async () => {
+    const nodeOptions = (docs: Doc[], app = APPS[2]): (string | undefined)[] =>
+      (workload(docs, app).pod.containers[0]?.env ?? []).filter((e) => e.name === 'NODE_OPTIONS').map((e) => e.value);
+    const defaults = await render();
+    expect(nodeOptions(defaults)).toEqual(['--max-semi-space-size=64']);
+    // the other apps keep node's defaults
+    for (const a of APPS.filter((x) => x !== APPS[2])) expect(nodeOptions(defaults, a)).toEqual([]);
+    expect(nodeOptions(await render('--set', 'sandboxApiserver.maxSemiSpaceMiB=128'))).toEqual(['--max-semi-space-size=128']);
+    expect(nodeOptions(await render('--set', 'sandboxApiserver.maxSemiSpaceMiB=0'))).toEqual([]);
+    expect(await refused('--set', 'sandboxApiserver.maxSemiSpaceMiB=-1')).toContain('/sandboxApiserver/maxSemiSpaceMiB');
+  });
+
   it('places every app by resources, nodeSelector, tolerations and affinity', async () => {
     const affinity =
       '{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"pool","operator":"In","values":["control"]}]}]}}}';
