@@ -192,7 +192,7 @@ describe("the chart's platform values", () => {
   });
 
   it("lets sandbox-apiserver's young generation grow to maxSemiSpaceMiB through NODE_OPTIONS, and node's own at 0", async () => {
-    const nodeOptions = (docs: Doc[], app = APPS[2]): (string | undefined)[] =>
+    const nodeOptions = (docs: Doc[], app: (typeof APPS)[number] = APPS[2]): (string | undefined)[] =>
       (workload(docs, app).pod.containers[0]?.env ?? []).filter((e) => e.name === 'NODE_OPTIONS').map((e) => e.value);
     const defaults = await render();
     expect(nodeOptions(defaults)).toEqual(['--max-semi-space-size=64']);
