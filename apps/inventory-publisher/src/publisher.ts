@@ -12,6 +12,7 @@ import {
 import {
   FIELD_MANAGERS,
   INVENTORY_OBJECT_MAX_BYTES,
+  INVENTORY_ROW_MAX_CHARS,
   INVENTORY_SEQ_ANNOTATION,
   inventoryObjectName,
   LIMITS,
@@ -24,7 +25,7 @@ import { buildEntries, buildInventory, keepTransitionTimes, markStale, sameInven
 import type { PublisherConfig } from './config';
 import { publisherMetrics, type PublishResult, type PublisherMetrics } from './publisher-metrics';
 import type { NodeNotifier } from './node-notifier';
-import { splitInventory, storedBody } from './split-inventory';
+import { oversizedEntries, splitInventory, storedBody } from './split-inventory';
 
 /** scale-core's NodeInventory descriptor, under the name this app's code reads. */
 export const NodeInventoryResource: KubeResource = RESOURCES.nodeInventory;
@@ -169,6 +170,12 @@ export class InventoryPublisher implements Runnable {
    * and parts no longer needed are deleted last.
    */
   private async write(next: InventoryBody, seq: number, gone: boolean, signal?: AbortSignal): Promise<void> {
+    const oversized = oversizedEntries(next);
+    if (oversized.length > 0)
+      this.log.warn(
+        { sandboxes: oversized.length, ids: oversized.slice(0, 5).map((e) => (e.id ?? e.name).slice(0, 80)) },
+        `sandboxes left out of the NodeInventory: their row is over ${INVENTORY_ROW_MAX_CHARS} characters`,
+      );
     const objects = splitInventory(next, this.opts.maxObjectBytes ?? INVENTORY_OBJECT_MAX_BYTES);
     const written = [...this.lastObjects];
     for (let part = objects.length - 1; part >= 0; part--) {

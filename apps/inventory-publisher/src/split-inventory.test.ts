@@ -1,6 +1,6 @@
 import { NodeInventorySchema, parseObject } from '@sandbox-scale/scale-core';
 import type { InventoryBody } from './build-inventory';
-import { bodyBytes, isInventoryTooLarge, splitInventory, storedBody } from './split-inventory';
+import { bodyBytes, isInventoryTooLarge, oversizedEntries, splitInventory, storedBody } from './split-inventory';
 
 const body = (entries: number): InventoryBody => ({
   apiVersion: 'extensions.agents.x-k8s.io/v1beta1',
@@ -28,6 +28,15 @@ describe('storedBody', () => {
     expect(bodyBytes(b)).toBeLessThan(Buffer.byteLength(JSON.stringify(b)));
     const { entries: _none, ...empty } = b;
     expect(storedBody(empty)).toEqual(empty);
+  });
+
+  it('leaves out a sandbox whose row is longer than the CRD takes, and names it, so the rest are still written', () => {
+    const b = body(3);
+    const huge = { name: 'team/huge', id: `sb_${'x'.repeat(5000)}`, phase: 'Running' };
+    const withHuge = { ...b, entries: [...(b.entries ?? []), huge] };
+    expect(storedBody(withHuge)['rows']).toEqual(storedBody(b)['rows']);
+    expect(oversizedEntries(withHuge)).toEqual([huge]);
+    expect(oversizedEntries(b)).toEqual([]);
   });
 });
 

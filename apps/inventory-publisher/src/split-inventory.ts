@@ -1,15 +1,30 @@
-import { fnv1a32, INVENTORY_OBJECT_MAX_BYTES, inventoryObjectName, inventoryRow, type InventoryEntry } from '@sandbox-scale/scale-core';
+import {
+  fnv1a32,
+  INVENTORY_OBJECT_MAX_BYTES,
+  INVENTORY_ROW_MAX_CHARS,
+  inventoryObjectName,
+  inventoryRow,
+  type InventoryEntry,
+} from '@sandbox-scale/scale-core';
 import type { InventoryBody } from './build-inventory';
 
 /**
  * A body as it is written: its entries as rows (one string each), which kube-apiserver decodes,
  * validates and stores at about a fifth of the CPU of the same entries as objects. Readers parse
  * rows back into entries (NodeInventorySchema); an apply without `entries` removes any an earlier
- * publisher wrote.
+ * publisher wrote. A row longer than the CRD takes (INVENTORY_ROW_MAX_CHARS: a node reporting an
+ * id or claim reference of kilobytes) is left out, so one such sandbox never stops the node's
+ * publish; see oversizedEntries.
  */
 export function storedBody(body: InventoryBody): InventoryBody {
   const { entries, ...rest } = body;
-  return entries === undefined ? rest : { ...rest, rows: entries.map(inventoryRow) };
+  if (entries === undefined) return rest;
+  return { ...rest, rows: entries.map(inventoryRow).filter((row) => row.length <= INVENTORY_ROW_MAX_CHARS) };
+}
+
+/** The entries of `body` that storedBody leaves out, their row being longer than the CRD takes. */
+export function oversizedEntries(body: InventoryBody): InventoryEntry[] {
+  return (body.entries ?? []).filter((e) => inventoryRow(e).length > INVENTORY_ROW_MAX_CHARS);
 }
 
 /** Bytes of a body as the API server receives it. */
