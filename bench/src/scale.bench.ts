@@ -3,8 +3,8 @@
 // through kube-apiserver: paged lists at limit 500 and 5,000, a list filtered by node and one
 // by label, a get, a watch with its initial events up to the initial-events-end bookmark, and
 // how long an inventory change takes to reach that watch. Prints a table, then JSON.
-// sandbox-apiserver runs in this process with the young generation the chart gives it
-// (sandboxApiserver.maxSemiSpaceMiB, 64: NODE_OPTIONS in bench/project.json).
+// sandbox-apiserver runs in this process with the young generation the chart gives a fleet this
+// large (sandboxApiserver.maxSemiSpaceMiB=64: NODE_OPTIONS in bench/project.json).
 import { execFile, fork } from 'node:child_process';
 import { readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { Session } from 'node:inspector/promises';
